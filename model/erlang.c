@@ -1,0 +1,272 @@
+/*
+ * Erlang B, Erlang C and the M/M/c waiting-time tail, in log space.
+ *
+ * B(c, a) = pmf(c; a) / cdf(c; a) for a Poisson variable of mean a.  Both
+ * parts are computed so that no step loses digits to cancellation:
+ *
+ *  - ln pmf(c; a) = -stirlerr(c) - bd0(c, a) - ln(2 pi c)/2 (Loader 2000),
+ *    where bd0(x, M) = x ln(x/M) + M - x is summed as a series in
+ *    v = (x - M)/(x + M) when x and M are close.  The direct form
+ *    c ln a - a - lgamma(c + 1) cancels about 13 digits at c = 10^6.
+ *  - cdf(c; a) = Q(c + 1, a) >= 1/2 for a < c, so only its absolute error
+ *    matters.  The lower tail P(c + 1, a) = 1 - cdf is summed as a power
+ *    series when its terms shrink fast (few servers, or a well below c), and
+ *    otherwise taken from Temme's uniform asymptotic expansion, whose
+ *    exponent exp(-bd0(c + 1, a)) reuses the same careful bd0.
+ *
+ * The cost is bounded: at most ~130 series terms, or 25 x 25 coefficients.
+ */
+#include <float.h>
+#include <math.h>
+
+#include "internal.h"
+#include "temme_coeffs.h"
+
+/* ln(2 pi) */
+#define MS_LN_2PI 1.8378770664093454835606594728112
+
+/*
+ * stirlerr(n) = ln n! - (n + 1/2) ln n + n - ln(2 pi)/2, the error of
+ * Stirling's formula, for integers n >= 1.  Table from
+ * tools/gen_stirlerr.py (40-digit arithmetic); beyond it the asymptotic
+ * series with Bernoulli-number coefficients 1/12, 1/360, 1/1260, 1/1680,
+ * 1/1188 (Abramowitz & Stegun 6.1.40), truncation error < 1e-19 for n > 30.
+ */
+static const double stirlerr_table[31] = {
+    0.0,
+    0.08106146679532725822,
+    0.041340695955409294094,
+    0.027677925684998339149,
+    0.020790672103765093112,
+    0.016644691189821192163,
+    0.013876128823070747999,
+    0.011896709945891770095,
+    0.010411265261972096497,
+    0.0092554621827127329177,
+    0.0083305634333628712565,
+    0.007573675487951840795,
+    0.0069428401072095298657,
+    0.0064089941880042070684,
+    0.0059513701127588477356,
+    0.005554733551962801371,
+    0.0052076559196096404407,
+    0.0049013959484347378607,
+    0.0046291537493340285924,
+    0.0043855602492323242683,
+    0.0041663196919969224575,
+    0.0039679542186408596173,
+    0.0037876180684444345779,
+    0.0036229602246830947074,
+    0.0034720213829787669629,
+    0.0033331556367280928758,
+    0.0032049702280550380112,
+    0.0030862786826087770633,
+    0.002976063983550408826,
+    0.0028734493623524663876,
+    0.0027776749297526936036,
+};
+
+static double stirlerr(long n) {
+  if (n <= 30)
+    return stirlerr_table[n];
+  const double s0 = 1.0 / 12, s1 = 1.0 / 360, s2 = 1.0 / 1260, s3 = 1.0 / 1680,
+               s4 = 1.0 / 1188;
+  double nn = (double)n, n2 = nn * nn;
+  return (s0 - (s1 - (s2 - (s3 - s4 / n2) / n2) / n2) / n2) / nn;
+}
+
+/*
+ * bd0(x, M) = x ln(x/M) + M - x >= 0, the deviance term of Loader (2000).
+ * Near x = M it is summed as (x - M) v + 2 x sum_{j>=1} v^(2j+1)/(2j+1),
+ * v = (x - M)/(x + M), which has no cancellation; |v| < 1/2 keeps the
+ * series under 30 terms and the direct form's cancellation under 2 digits.
+ */
+static double bd0(double x, double M) {
+  double d = x - M, sum = x + M;
+  if (fabs(d) < 0.5 * sum) {
+    double v = d / sum;
+    double s = d * v;
+    double ej = 2.0 * x * v;
+    double v2 = v * v;
+    for (int j = 1; j < 100; j++) {
+      ej *= v2;
+      double next = s + ej / (2 * j + 1);
+      if (next == s)
+        break;
+      s = next;
+    }
+    return s;
+  }
+  return x * log(x / M) + M - x;
+}
+
+/* ln pmf(c; a) of a Poisson variable of mean a > 0, c >= 1. */
+static double ln_poisson_pmf(long c, double a) {
+  double cd = (double)c;
+  return -stirlerr(c) - bd0(cd, a) - 0.5 * (MS_LN_2PI + log(cd));
+}
+
+/*
+ * The lower regularized incomplete gamma function P(s, x) for x < s, from
+ * Temme's expansion Q = erfc(eta sqrt(s/2))/2 + R (DLMF 8.12.3-8.12.4).
+ * With x < s, eta < 0 and s eta^2 / 2 = bd0(s, x), so
+ *   P = erfc(sqrt(bd0))/2 - exp(-bd0)/sqrt(2 pi s) sum_k c_k(eta) s^-k.
+ * c_k(eta) from its Taylor coefficients (tools/gen_temme_coeffs.py).
+ */
+static double temme_lower(double s, double x) {
+  double b = bd0(s, x);
+  double eta = -sqrt(2.0 * b / s);
+  double sum = 0.0, scale = 1.0;
+  for (int k = 0; k < MS_TEMME_K; k++) {
+    const double *d = ms_temme_d[k];
+    double ck = d[MS_TEMME_N - 1];
+    for (int n = MS_TEMME_N - 2; n >= 0; n--)
+      ck = ck * eta + d[n];
+    double term = ck * scale;
+    sum += term;
+    if (fabs(term) <= 1e-18 * fabs(sum))
+      break;
+    scale /= s;
+  }
+  return 0.5 * erfc(sqrt(b)) - exp(-b) / sqrt(2.0 * M_PI * s) * sum;
+}
+
+/*
+ * Temme's expansion is used from this many servers on, for a / (c + 1) at
+ * least MS_TEMME_RHO; below, the series' terms shrink by a factor of at least
+ * MS_TEMME_RHO per step or the number of servers bounds their count.  Both
+ * limits were chosen from the accuracy tests against 50-digit references
+ * (tests/data/erlang_dense.csv and the shared fixture).
+ */
+#define MS_TEMME_MIN_SERVERS 40
+#define MS_TEMME_RHO 0.6
+
+void ms_erlang_terms_unchecked(long c, double a, ms_erlang_terms *t) {
+  double cd = (double)c;
+  double ln_pmf = ln_poisson_pmf(c, a);
+  double ln_cdf;
+  if (c >= MS_TEMME_MIN_SERVERS && a >= MS_TEMME_RHO * (cd + 1.0)) {
+    ln_cdf = log1p(-temme_lower(cd + 1.0, a));
+  } else {
+    /* 1 - cdf(c; a) = pmf(c; a) sum_{n>=1} prod_{j=1}^{n} a / (c + j) */
+    double term = 1.0, tail = 0.0;
+    for (long j = 1; j < 100000; j++) {
+      term *= a / (cd + (double)j);
+      tail += term;
+      if (term <= 1e-18 * tail)
+        break;
+    }
+    ln_cdf = log1p(-exp(ln_pmf) * tail);
+  }
+  t->ln_b = ln_pmf - ln_cdf;
+  t->b = exp(t->ln_b);
+  /* C = c B / ((c - a) + a B): c - a is exact when a >= c/2 (Sterbenz), and
+   * both terms of the sum are positive, so nothing cancels. */
+  t->ln_c = t->ln_b + log(cd) - log((cd - a) + a * t->b);
+  if (t->ln_c > 0.0)
+    t->ln_c = 0.0;
+}
+
+static int check_erlang_args(long c, double a, ms_error *err) {
+  if (c < 1 || c > MS_MAX_SERVERS)
+    return ms_fail(err, MS_EINVAL, "servers = %ld is outside [1, %ld]", c,
+                   MS_MAX_SERVERS);
+  if (!isfinite(a) || !(a > 0.0) || !(a < (double)c))
+    return ms_fail(err, MS_EINVAL,
+                   "offered traffic a = %g erlangs is outside (0, c = %ld)", a,
+                   c);
+  return MS_OK;
+}
+
+int ms_erlang_ln_b(long c, double a, double *ln_b, ms_error *err) {
+  int st = check_erlang_args(c, a, err);
+  if (st != MS_OK)
+    return st;
+  ms_erlang_terms t;
+  ms_erlang_terms_unchecked(c, a, &t);
+  *ln_b = t.ln_b;
+  return MS_OK;
+}
+
+int ms_erlang_ln_c(long c, double a, double *ln_c, ms_error *err) {
+  int st = check_erlang_args(c, a, err);
+  if (st != MS_OK)
+    return st;
+  ms_erlang_terms t;
+  ms_erlang_terms_unchecked(c, a, &t);
+  *ln_c = t.ln_c;
+  return MS_OK;
+}
+
+int ms_erlang(long c, double a, ms_erlang_values *out, ms_error *err) {
+  int st = check_erlang_args(c, a, err);
+  if (st != MS_OK)
+    return st;
+  ms_erlang_terms t;
+  ms_erlang_terms_unchecked(c, a, &t);
+  out->ln_erlang_b = t.ln_b;
+  out->ln_erlang_c = t.ln_c;
+  out->erlang_b = t.b;
+  out->erlang_c = exp(t.ln_c);
+  return MS_OK;
+}
+
+int ms_erlang_ln_b_recursive(long c, double a, double *ln_b, ms_error *err) {
+  if (c < 1 || c > MS_MAX_SERVERS)
+    return ms_fail(err, MS_EINVAL, "servers = %ld is outside [1, %ld]", c,
+                   MS_MAX_SERVERS);
+  if (!isfinite(a) || !(a > 0.0))
+    return ms_fail(err, MS_EINVAL,
+                   "offered traffic a = %g erlangs must be finite and > 0", a);
+  /* 1/B_k = 1 + (k/a) / B_{k-1}; keep 1/B_k = m 2^e with m < 2^960. */
+  long double m = 1.0L, al = (long double)a;
+  long e = 0;
+  for (long k = 1; k <= c; k++) {
+    long double one = e < 16000 ? ldexpl(1.0L, (int)-e) : 0.0L;
+    m = one + ((long double)k / al) * m;
+    if (m > 0x1p960L) {
+      m = ldexpl(m, -960);
+      e += 960;
+    }
+  }
+  *ln_b = -(double)(logl(m) + (long double)e * 0.693147180559945309417232L);
+  return MS_OK;
+}
+
+int ms_ln_wait_tail(long c, double mu, double x, double T, double *ln_tail,
+                    ms_error *err) {
+  if (c < 1 || c > MS_MAX_SERVERS)
+    return ms_fail(err, MS_EINVAL, "servers = %ld is outside [1, %ld]", c,
+                   MS_MAX_SERVERS);
+  if (!isfinite(mu) || !(mu > 0.0))
+    return ms_fail(err, MS_EINVAL,
+                   "service rate mu = %g/s must be finite and > 0", mu);
+  if (!isfinite(x) || !(x > 0.0))
+    return ms_fail(err, MS_EINVAL,
+                   "arrival rate x = %g/s must be finite and > 0", x);
+  if (!isfinite(T) || !(T >= 0.0))
+    return ms_fail(err, MS_EINVAL, "timeout T = %g s must be finite and >= 0",
+                   T);
+  double cmu = (double)c * mu;
+  if (!isfinite(cmu))
+    return ms_fail(err, MS_EINVAL, "capacity c mu = %ld x %g overflows", c, mu);
+  if (x >= cmu) {
+    *ln_tail = 0.0;
+    return MS_OK;
+  }
+  double a = x / mu;
+  double ln_c;
+  if (a >= (double)c) {
+    ln_c = 0.0; /* x < c mu but x/mu rounds up to c: C = 1 to rounding */
+  } else if (!(a >= DBL_MIN)) {
+    *ln_tail = -DBL_MAX; /* a underflows: the probability is below 1e-300k */
+    return MS_OK;
+  } else {
+    ms_erlang_terms t;
+    ms_erlang_terms_unchecked(c, a, &t);
+    ln_c = t.ln_c;
+  }
+  double r = ln_c - (cmu - x) * T;
+  *ln_tail = r < -DBL_MAX ? -DBL_MAX : r;
+  return MS_OK;
+}

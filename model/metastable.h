@@ -1,0 +1,355 @@
+/*
+ * collectd-metastable: the model library.
+ *
+ * The mathematics of retry-driven metastable failure (DESIGN.md section 1):
+ * Erlang B/C and the M/M/c wait tail, the failure probability of one attempt,
+ * retry amplification under fixed, layered, budgeted and token-bucket
+ * policies, the equilibria of the retry feedback loop, the tipping and
+ * recovery loads, the state of a service, and exact (GMP) enclosures for the
+ * capacity model.
+ *
+ * Conventions, for every function below:
+ *   - rates are per second (requests or attempts), times are in seconds;
+ *   - a function returns MS_OK (0) on success or a negative ms_status on
+ *     failure, and then writes a one-line message into *err when err is not
+ *     NULL; results are written only on success, and no result is ever NaN
+ *     or infinite;
+ *   - nothing allocates memory except the exact (GMP) functions, nothing
+ *     prints, nothing aborts; all functions are reentrant.
+ */
+#ifndef METASTABLE_MODEL_H
+#define METASTABLE_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Status                                                              */
+/* ------------------------------------------------------------------ */
+
+typedef enum {
+  MS_OK = 0,
+  MS_EINVAL = -1,  /* an argument is outside its documented domain */
+  MS_ENOCONV = -2, /* an iteration did not converge (should not happen) */
+  MS_ELIMIT = -3,  /* a documented limit (digits, array size) was reached */
+  MS_ENOMEM = -4,  /* memory could not be allocated (exact functions only) */
+} ms_status;
+
+/* A diagnostic: what was wrong and with which value. */
+typedef struct {
+  char msg[192];
+} ms_error;
+
+/* The name of a status ("invalid argument", ...); never NULL. */
+const char *ms_status_name(int status);
+
+/* ------------------------------------------------------------------ */
+/* Erlang B, Erlang C and the M/M/c wait tail                          */
+/* ------------------------------------------------------------------ */
+
+/* Largest pool size accepted by the Erlang functions. */
+#define MS_MAX_SERVERS 10000000L
+
+/*
+ * ms_erlang_ln_b: natural log of the Erlang B blocking probability
+ * B(c, a) = (a^c / c!) / sum_{k=0}^{c} a^k / k!  of an M/M/c/c loss system.
+ *
+ *   c   servers, integer, 1 <= c <= MS_MAX_SERVERS
+ *   a   offered traffic in erlangs (arrival rate / per-server service rate),
+ *       finite, 0 < a < c
+ *   ln_b  out: ln B(c, a), <= 0, finite even where B underflows a double
+ *
+ * Method: B = Poisson pmf(c; a) / Poisson cdf(c; a).  The pmf in log space
+ * by Loader's saddle-point form (C. Loader, "Fast and accurate computation of
+ * binomial probabilities", 2000: stirlerr and bd0); the cdf through the
+ * regularized incomplete gamma function Q(c+1, a) (DLMF 8.4.10), by its power
+ * series when it converges fast and otherwise by Temme's uniform asymptotic
+ * expansion (N. M. Temme, SIAM J. Math. Anal. 10, 1979; DLMF 8.12).  Cost is
+ * bounded independently of c (at most a few hundred flops).
+ * Accuracy: relative error of B (absolute error of ln B) below 1e-14 for
+ * c <= 1000 and below 1e-12 up to 1e6 where B is a normal double; where B
+ * underflows, relative error of ln B below 1e-14 (tests/check_erlang.c).
+ * Errors: MS_EINVAL when c or a is outside the domain.
+ */
+int ms_erlang_ln_b(long c, double a, double *ln_b, ms_error *err);
+
+/*
+ * ms_erlang_ln_c: natural log of the Erlang C probability of waiting
+ * C(c, a) = c B / (c - a (1 - B)) in an M/M/c queue (Kleinrock, Queueing
+ * Systems vol. 1, 1975, eq. 3.40; Gross & Harris, Fundamentals of Queueing
+ * Theory, sec. 2.3).  Same arguments, domain, method and accuracy as
+ * ms_erlang_ln_b; ln_c <= 0.
+ */
+int ms_erlang_ln_c(long c, double a, double *ln_c, ms_error *err);
+
+/* Erlang B and C together, with their logs; b and c may underflow to 0. */
+typedef struct {
+  double erlang_b, erlang_c;       /* probabilities in [0, 1] */
+  double ln_erlang_b, ln_erlang_c; /* natural logs, finite, <= 0 */
+} ms_erlang_values;
+
+/* Both Erlang values for (c, a); domain and errors as ms_erlang_ln_b. */
+int ms_erlang(long c, double a, ms_erlang_values *out, ms_error *err);
+
+/*
+ * ms_erlang_ln_b_recursive: ln B(c, a) by the classic exact recursion
+ * B_0 = 1, B_k = a B_{k-1} / (k + a B_{k-1}) (Jagerman 1974), run in
+ * extended precision with rescaling, O(c) time.  An independent
+ * cross-check for tests and the naive baseline of the benchmarks; not for
+ * the per-interval path.  Domain: 1 <= c <= MS_MAX_SERVERS, a > 0 finite
+ * (a >= c allowed).  Errors: MS_EINVAL.
+ */
+int ms_erlang_ln_b_recursive(long c, double a, double *ln_b, ms_error *err);
+
+/*
+ * ms_ln_wait_tail: ln P(W > T), the probability that an arrival to an M/M/c
+ * queue waits longer than T before service starts:
+ *   P(W > T) = C(c, x/mu) exp(-(c mu - x) T) for x < c mu  (Kleinrock 1975,
+ *   eq. 3.41; Gross & Harris sec. 2.3), and 1 (ln = 0) for x >= c mu, where
+ *   the queue has no steady state and every wait grows without bound.
+ *
+ *   c   servers, 1 <= c <= MS_MAX_SERVERS
+ *   mu  service rate of one server, 1/s, finite, > 0
+ *   x   arrival rate, 1/s, finite, > 0
+ *   T   client timeout, s, finite, >= 0
+ *   ln_tail  out: ln P(W > T), finite, <= 0
+ * Errors: MS_EINVAL outside the domain.
+ */
+int ms_ln_wait_tail(long c, double mu, double x, double T, double *ln_tail,
+                    ms_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Failure model p(x) and retry policy A(p)                            */
+/* ------------------------------------------------------------------ */
+
+typedef enum {
+  MS_MODEL_CAPACITY = 0, /* seed 000: hard capacity C */
+  MS_MODEL_ERLANG = 1,   /* seed 002: M/M/c with client timeout */
+} ms_model_kind;
+
+/*
+ * The failure probability of one attempt as a function of the effective
+ * load x (DESIGN 1.1):
+ *   capacity: p(x) = base + (1 - base) max(0, (x - C) / x)
+ *   erlang:   p(x) = 1 - (1 - base)(1 - P(W > T)), x an M/M/c arrival rate.
+ */
+typedef struct {
+  ms_model_kind kind;
+  double capacity;     /* capacity: C, requests/s, finite, > 0 */
+  long servers;        /* erlang: c, 1 <= c <= MS_MAX_SERVERS */
+  double service_rate; /* erlang: mu per server, 1/s, finite, > 0 */
+  double timeout;      /* erlang: client timeout T, s, finite, >= 0 */
+  double base_failure; /* failure probability when not overloaded, [0, 1) */
+} ms_failure_model;
+
+/*
+ * The retry policy of one tier, applied at each of `tiers` layers
+ * (DESIGN 1.2).  Per tier:
+ *   A(p)  = 1 + p + ... + p^r                       fixed retry count r
+ *   A_b   = min(A, 1/(1 - b))                       retry budget b
+ *           (Beyer et al., Site Reliability Engineering, O'Reilly 2016,
+ *            ch. 22 "Addressing Cascading Failures", retry budget)
+ *   A_t   = min(A, 1/(1 - t (1 - p)))               token bucket, ratio t
+ *           (gRPC retry throttling, gRFC A6; AWS SDK retry quota)
+ * and the layers compound: A_total = A_tier^tiers.
+ */
+typedef struct {
+  int retries;         /* r, retries per request per tier, 0..MS_MAX_RETRIES */
+  int tiers;           /* k, layers that each retry, 1..MS_MAX_TIERS */
+  bool has_budget;     /* whether retry_budget applies */
+  double retry_budget; /* b, retries at most this share of requests, [0, 1) */
+  bool has_token;      /* whether token_ratio applies */
+  double token_ratio;  /* t, tokens per success, (0, 1] */
+} ms_retry_policy;
+
+#define MS_MAX_RETRIES 100
+#define MS_MAX_TIERS 10
+
+/* A service: its failure model and its retry policy. */
+typedef struct {
+  ms_failure_model model;
+  ms_retry_policy policy;
+} ms_service_params;
+
+/* Set *m to a valid capacity model with capacity C, base 0. */
+void ms_failure_model_capacity(ms_failure_model *m, double capacity);
+/* Set *m to a valid erlang model (c, mu, T), base 0. */
+void ms_failure_model_erlang(ms_failure_model *m, long servers,
+                             double service_rate, double timeout);
+/* Set *p to r retries, one tier, no budget, no token bucket. */
+void ms_retry_policy_fixed(ms_retry_policy *p, int retries);
+
+/*
+ * Validate a failure model, a retry policy, or both.  Returns MS_OK or
+ * MS_EINVAL with a message naming the field and its accepted range.
+ */
+int ms_failure_model_check(const ms_failure_model *m, ms_error *err);
+int ms_retry_policy_check(const ms_retry_policy *p, ms_error *err);
+int ms_service_params_check(const ms_service_params *s, ms_error *err);
+
+/*
+ * ms_failure_probability: p(x), the probability that one attempt fails when
+ * the dependency receives x attempts/s (DESIGN 1.1).
+ *   m  a valid model (ms_failure_model_check)
+ *   x  effective load, attempts/s, finite, >= 0
+ *   p  out: in [base, 1]
+ * Errors: MS_EINVAL for an invalid model or x.
+ */
+int ms_failure_probability(const ms_failure_model *m, double x, double *p,
+                           ms_error *err);
+
+/*
+ * ms_amplification: A_total(p), expected attempts per request when each
+ * attempt fails with probability p, under policy pol (DESIGN 1.2).
+ *   p  in [0, 1];  A  out: >= 1, <= (r + 1)^k, and <= 1/(1-b)^k with a
+ *   budget.  Errors: MS_EINVAL for an invalid policy or p.
+ */
+int ms_amplification(const ms_retry_policy *pol, double p, double *A,
+                     ms_error *err);
+
+/*
+ * ms_offered_load_at: lambda(x) = x / A_total(p(x)), the offered load for
+ * which x is an equilibrium (DESIGN 1.3).  x >= 0 attempts/s; result req/s.
+ * Errors: MS_EINVAL.
+ */
+int ms_offered_load_at(const ms_service_params *s, double x, double *lambda,
+                       ms_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Equilibria, tipping and recovery loads                              */
+/* ------------------------------------------------------------------ */
+
+#define MS_MAX_EXTREMA 8
+#define MS_MAX_EQUILIBRIA (MS_MAX_EXTREMA + 1)
+
+/*
+ * The bifurcation diagram of one service: lambda(x) cut into monotone
+ * pieces.  It depends only on the service parameters, never on the offered
+ * load, so it is built once and reused every interval until a parameter
+ * (pool size, service time, timeout, policy) changes.
+ */
+typedef struct {
+  ms_service_params params;
+  double saturation_load;         /* x_cap: C or c mu, attempts/s */
+  bool has_fold;                  /* lambda(x) has an interior local maximum */
+  double tipping_load;            /* lambda_tip, req/s (DESIGN 1.3) */
+  double recovery_load;           /* lambda_rec, req/s, <= tipping_load */
+  double tipping_effective_load;  /* x at the tipping point, attempts/s */
+  double recovery_effective_load; /* x at the recovery point, attempts/s */
+  /* Breakpoints x_0 = 0 < x_1 < ... < x_n, the local extrema of lambda(x),
+   * and lambda at each; lambda(x) is monotone between consecutive
+   * breakpoints and increasing beyond x_n (to infinity). */
+  int n_breaks;
+  double break_x[MS_MAX_EXTREMA + 1];
+  double break_lambda[MS_MAX_EXTREMA + 1];
+} ms_landscape;
+
+/*
+ * ms_landscape_build: compute the bifurcation diagram of a service.
+ *   s    valid service parameters
+ *   out  the landscape; tipping_load and recovery_load always set: without a
+ *        fold both equal lambda(x_cap) (DESIGN 1.3).
+ * Method: the sign of d lambda/dx, evaluated in closed form, is sampled on a
+ * grid that resolves the wait tail's transition near saturation (log-spaced
+ * distance to c mu, or to C), then every sign change is bisected to full
+ * precision, kinks (x = C, x = c mu, budget and token caps) included.
+ * Errors: MS_EINVAL for invalid parameters; MS_ELIMIT when lambda(x) has more
+ * than MS_MAX_EXTREMA extrema (not seen for any model in DESIGN 1).
+ */
+int ms_landscape_build(const ms_service_params *s, ms_landscape *out,
+                       ms_error *err);
+
+typedef struct {
+  double effective_load;      /* x, attempts/s */
+  double failure_probability; /* p(x) */
+  double amplification;       /* A_total(p(x)) = x / lambda */
+  bool stable;                /* lambda(x) increasing at x */
+} ms_equilibrium;
+
+/*
+ * ms_equilibria: every equilibrium x = lambda A(p(x)) at offered load
+ * lambda, in ascending order of x.
+ *   ls      a landscape from ms_landscape_build
+ *   lambda  offered load, req/s, finite, >= 0
+ *   eq      out: array of MS_MAX_EQUILIBRIA entries
+ *   n       out: number found, >= 1; it changes exactly where lambda
+ *           crosses a breakpoint value (tipping or recovery load); at a
+ *           tangency the double root is reported once, as unstable.
+ * Each root is found in its monotone piece by safeguarded Newton iteration
+ * to a relative accuracy of a few ulps.  Errors: MS_EINVAL, MS_ENOCONV.
+ */
+int ms_equilibria(const ms_landscape *ls, double lambda, ms_equilibrium *eq,
+                  int *n, ms_error *err);
+
+/* ------------------------------------------------------------------ */
+/* State of a service (DESIGN 1.4) and what is reported (DESIGN 1.5)   */
+/* ------------------------------------------------------------------ */
+
+typedef enum {
+  MS_STATE_STABLE = 0,     /* lambda < lambda_rec */
+  MS_STATE_VULNERABLE = 1, /* bistable band, healthy basin */
+  MS_STATE_METASTABLE = 2, /* bistable band, collapsed basin: storm */
+  MS_STATE_OVERLOADED = 3, /* lambda > lambda_tip: storm */
+} ms_state;
+
+/* "stable", "vulnerable", "metastable", "overloaded"; "unknown" otherwise. */
+const char *ms_state_name(ms_state s);
+/* 1 for metastable and overloaded, else 0. */
+int ms_state_storm(ms_state s);
+
+/* What is known about a service this interval, besides its parameters. */
+typedef struct {
+  double offered_load;        /* lambda, req/s, finite, >= 0 (required) */
+  bool has_observed_attempts; /* x_obs known */
+  double observed_attempts;   /* attempts/s reaching the dependency */
+  bool has_observed_failure;  /* p_obs known */
+  double observed_failure;    /* failed attempts / attempts, [0, 1] */
+  bool has_previous;          /* a state from the previous interval */
+  ms_state previous;          /* that state */
+} ms_observation;
+
+/* Every value of DESIGN 1.5 for one service, plus the equilibria. */
+typedef struct {
+  double offered_load;        /* req/s */
+  double effective_load;      /* attempts/s, equilibrium of current basin */
+  double self_inflicted_load; /* effective - offered, attempts/s */
+  double amplification;       /* effective / offered (A(p) at lambda = 0) */
+  double failure_probability; /* p at that equilibrium */
+  double utilization;         /* effective / saturation_load */
+  double tipping_load;        /* req/s */
+  double recovery_load;       /* req/s */
+  double tipping_distance;    /* tipping - offered, req/s */
+  double tipping_headroom;    /* (tipping - offered) / tipping */
+  int equilibria;             /* number of equilibria */
+  ms_state state;
+  int storm;            /* 0 or 1 */
+  bool collapsed_basin; /* the operating point is the high branch */
+  bool certified;       /* capacity model: effective_load is the
+                           midpoint of an exact enclosure */
+  ms_equilibrium eq[MS_MAX_EQUILIBRIA];
+} ms_report;
+
+/*
+ * ms_analyze: the state and every reported value of one service.
+ *   ls   landscape of the service
+ *   obs  offered load and what was observed (DESIGN 1.4: which basin is
+ *        decided by the observed attempt rate, else the observed failure
+ *        ratio, against the unstable middle equilibrium; else by the
+ *        previous state; a cold start is healthy)
+ *   out  the report
+ * For the capacity model the reported equilibrium is certified by an exact
+ * enclosure (ms_exact_certify) of relative width <= 2^-60.
+ * Errors: MS_EINVAL, MS_ENOCONV.
+ */
+int ms_analyze(const ms_landscape *ls, const ms_observation *obs,
+               ms_report *out, ms_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

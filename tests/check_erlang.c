@@ -1,0 +1,175 @@
+/*
+ * Erlang B/C and the wait tail against independent references: the shared
+ * 60-digit fixture, the project's 50-digit dense grid near saturation
+ * (tools/gen_erlang_dense.py), the exact O(c) recursion, and closed forms.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "check_suites.h"
+#include "metastable.h"
+#include "testutil.h"
+
+/* The accuracy the issue requires: 1e-12 for c <= 1000, 1e-10 beyond. */
+static double required(long c) { return c <= 1000 ? 1e-12 : 1e-10; }
+
+/* Check every row of a reference file; print the worst errors seen. */
+static void check_file(const char *name) {
+  erlang_row *rows;
+  size_t n = read_erlang_csv(name, &rows);
+  double worst[2] = {0, 0};
+  long worst_c[2] = {0, 0};
+  for (size_t i = 0; i < n; i++) {
+    const erlang_row *r = &rows[i];
+    ms_erlang_values v;
+    ms_error err;
+    int st = ms_erlang(r->servers, r->offered, &v, &err);
+    ck_assert_msg(st == MS_OK, "%s:%d: c=%ld a=%.17g: %s", name, r->line,
+                  r->servers, r->offered, err.msg);
+    double eb = ln_value_error(v.ln_erlang_b, r->ln_b);
+    double ec = ln_value_error(v.ln_erlang_c, r->ln_c);
+    double e = fmax(eb, ec);
+    ck_assert_msg(e <= required(r->servers),
+                  "%s:%d: c=%ld a=%.17g: ln B %.17g (ref %.17g), ln C %.17g "
+                  "(ref %.17g): error %.3g > %.0e",
+                  name, r->line, r->servers, r->offered, v.ln_erlang_b, r->ln_b,
+                  v.ln_erlang_c, r->ln_c, e, required(r->servers));
+    /* the plain values too, where the file has them and they are normal */
+    if (!isnan(r->b) && r->b >= DBL_MIN) {
+      ck_assert_msg(fabs(v.erlang_b - r->b) <= required(r->servers) * r->b,
+                    "%s:%d: B %.17g vs %.17g", name, r->line, v.erlang_b, r->b);
+    }
+    if (!isnan(r->c) && r->c >= DBL_MIN) {
+      ck_assert_msg(fabs(v.erlang_c - r->c) <= required(r->servers) * r->c,
+                    "%s:%d: C %.17g vs %.17g", name, r->line, v.erlang_c, r->c);
+    }
+    int cls = r->servers <= 1000 ? 0 : 1;
+    if (e > worst[cls]) {
+      worst[cls] = e;
+      worst_c[cls] = r->servers;
+    }
+  }
+  printf("%s: %zu rows; worst relative error c <= 1000: %.2e (c=%ld), "
+         "c > 1000: %.2e (c=%ld)\n",
+         name, n, worst[0], worst_c[0], worst[1], worst_c[1]);
+  free(rows);
+}
+
+START_TEST(test_shared_fixture) { check_file("erlang_reference.csv"); }
+END_TEST
+
+START_TEST(test_dense_grid) { check_file("erlang_dense.csv"); }
+END_TEST
+
+/* The O(c) recursion is itself checked against the references, then the
+ * fast path against it (an independent path: no incomplete gamma, no
+ * Temme, no bd0). */
+START_TEST(test_recursion_agrees) {
+  const char *files[] = {"erlang_reference.csv", "erlang_dense.csv"};
+  for (int f = 0; f < 2; f++) {
+    erlang_row *rows;
+    size_t n = read_erlang_csv(files[f], &rows);
+    int checked = 0;
+    for (size_t i = 0; i < n; i++) {
+      const erlang_row *r = &rows[i];
+      if (r->servers > 1100000)
+        continue; /* O(c): keep the suite quick */
+      if (f == 1 && i % 4 != 0 && r->servers > 2000)
+        continue;
+      double rec, fast;
+      ck_assert_int_eq(
+          ms_erlang_ln_b_recursive(r->servers, r->offered, &rec, NULL), MS_OK);
+      ck_assert_int_eq(ms_erlang_ln_b(r->servers, r->offered, &fast, NULL),
+                       MS_OK);
+      double e_ref = ln_value_error(rec, r->ln_b);
+      double e_fast = ln_value_error(fast, rec);
+      ck_assert_msg(e_ref <= required(r->servers),
+                    "%s:%d recursion c=%ld a=%.17g: %.17g vs ref %.17g",
+                    files[f], r->line, r->servers, r->offered, rec, r->ln_b);
+      ck_assert_msg(e_fast <= required(r->servers),
+                    "%s:%d fast vs recursion c=%ld a=%.17g: %.17g vs %.17g",
+                    files[f], r->line, r->servers, r->offered, fast, rec);
+      checked++;
+    }
+    ck_assert_int_gt(checked, 100);
+    free(rows);
+  }
+}
+END_TEST
+
+/* Small pools in closed form: B(1,a) = a/(1+a), C(1,a) = a;
+ * B(2,a) = a^2/(2 + 2a + a^2), C(2,a) = a^2/(2 + a) / ... */
+START_TEST(test_closed_forms) {
+  for (double a = 1e-6; a < 1.0; a *= 1.7) {
+    ms_erlang_values v;
+    ck_assert_int_eq(ms_erlang(1, a, &v, NULL), MS_OK);
+    ck_assert_double_eq_tol(v.erlang_b, a / (1 + a), 1e-14 * a);
+    ck_assert_double_eq_tol(v.erlang_c, a, 1e-14 * a);
+  }
+  for (double a = 1e-3; a < 2.0; a += 0.0731) {
+    ms_erlang_values v;
+    ck_assert_int_eq(ms_erlang(2, a, &v, NULL), MS_OK);
+    double b = a * a / 2 / (1 + a + a * a / 2);
+    double rho = a / 2, c = 2 * rho * rho / (1 + rho);
+    ck_assert_double_eq_tol(v.erlang_b, b, 1e-14 * b);
+    ck_assert_double_eq_tol(v.erlang_c, c, 1e-14 * c);
+  }
+}
+END_TEST
+
+/* ln P(W > T) = ln C(c, x/mu) - (c mu - x) T; 0 at and beyond saturation;
+ * M/M/1: P(W > T) = rho exp(-(mu - x) T). */
+START_TEST(test_wait_tail) {
+  double lt, lc;
+  ck_assert_int_eq(ms_ln_wait_tail(30, 10.0, 200.0, 1.0, &lt, NULL), MS_OK);
+  ck_assert_int_eq(ms_erlang_ln_c(30, 20.0, &lc, NULL), MS_OK);
+  ck_assert_double_eq_tol(lt, lc - 100.0, 1e-13 * 100.0);
+  ck_assert_int_eq(ms_ln_wait_tail(30, 10.0, 300.0, 1.0, &lt, NULL), MS_OK);
+  ck_assert_double_eq(lt, 0.0);
+  ck_assert_int_eq(ms_ln_wait_tail(30, 10.0, 450.0, 1.0, &lt, NULL), MS_OK);
+  ck_assert_double_eq(lt, 0.0);
+  for (double x = 0.5; x < 10.0; x += 0.5) {
+    ck_assert_int_eq(ms_ln_wait_tail(1, 10.0, x, 0.3, &lt, NULL), MS_OK);
+    double want = log(x / 10.0) - (10.0 - x) * 0.3;
+    ck_assert_double_eq_tol(lt, want, 1e-14 * fabs(want) + 1e-15);
+  }
+  /* T = 0: the probability of waiting at all, Erlang C */
+  ck_assert_int_eq(ms_ln_wait_tail(100, 2.0, 150.0, 0.0, &lt, NULL), MS_OK);
+  ck_assert_int_eq(ms_erlang_ln_c(100, 75.0, &lc, NULL), MS_OK);
+  ck_assert_double_eq_tol(lt, lc, 1e-15 * fabs(lc));
+  /* a huge pool far from saturation: finite, very negative */
+  ck_assert_int_eq(ms_ln_wait_tail(10000000, 1.0, 1.0, 10.0, &lt, NULL), MS_OK);
+  ck_assert(isfinite(lt) && lt < -1e8);
+}
+END_TEST
+
+/* At c = 10^7 (beyond the references) the fast path agrees with the
+ * recursion near saturation. */
+START_TEST(test_largest_pool) {
+  const long c = MS_MAX_SERVERS;
+  const double gaps[] = {1e-7, 1e-5, 3e-4, 1e-2};
+  for (int i = 0; i < 4; i++) {
+    double a = c * (1 - gaps[i]), fast, rec;
+    ck_assert_int_eq(ms_erlang_ln_b(c, a, &fast, NULL), MS_OK);
+    ck_assert_int_eq(ms_erlang_ln_b_recursive(c, a, &rec, NULL), MS_OK);
+    ck_assert_msg(ln_value_error(fast, rec) <= 1e-10,
+                  "c=1e7 a=%.17g: %.17g vs %.17g", a, fast, rec);
+  }
+}
+END_TEST
+
+Suite *erlang_suite(void) {
+  Suite *s = suite_create("erlang");
+  TCase *tc = tcase_create("reference");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_shared_fixture);
+  tcase_add_test(tc, test_dense_grid);
+  tcase_add_test(tc, test_recursion_agrees);
+  tcase_add_test(tc, test_closed_forms);
+  tcase_add_test(tc, test_wait_tail);
+  tcase_add_test(tc, test_largest_pool);
+  suite_add_tcase(s, tc);
+  return s;
+}

@@ -1,0 +1,485 @@
+/*
+ * Equilibria, tipping and recovery loads, and states, checked against the
+ * reference numbers of DESIGN 2 (seed 000) and against a brute-force scan of
+ * lambda(x) = x / A(p(x)) that uses nothing but its values.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "check_suites.h"
+#include "metastable.h"
+
+/* ---- seed 000, DESIGN 2 --------------------------------------------- */
+
+static ms_service_params capacity_service(double C, double base, int r) {
+  ms_service_params s;
+  ms_failure_model_capacity(&s.model, C);
+  s.model.base_failure = base;
+  ms_retry_policy_fixed(&s.policy, r);
+  return s;
+}
+
+static ms_report analyze(const ms_service_params *s, double lambda) {
+  ms_landscape ls;
+  ms_error err;
+  ck_assert_msg(ms_landscape_build(s, &ls, &err) == MS_OK, "%s", err.msg);
+  ms_observation o = {.offered_load = lambda};
+  ms_report r;
+  ck_assert_msg(ms_analyze(&ls, &o, &r, &err) == MS_OK, "%s", err.msg);
+  return r;
+}
+
+START_TEST(test_seed_fixed_points) {
+  ms_service_params s = capacity_service(1.0, 0.1, 3);
+  /* lambda = 0.80 -> 0.8888, 0.90 -> 0.9999, 0.95 -> 1.72736 at 47.9 % */
+  ms_report r = analyze(&s, 0.80);
+  ck_assert_double_eq_tol(r.effective_load, 0.8888, 5e-5);
+  ck_assert_int_eq(r.state, MS_STATE_STABLE);
+  r = analyze(&s, 0.90);
+  ck_assert_double_eq_tol(r.effective_load, 0.9999, 5e-5);
+  r = analyze(&s, 0.95);
+  ck_assert_double_eq_tol(r.effective_load, 1.72736, 5e-6);
+  ck_assert_double_eq_tol(r.failure_probability, 0.479, 5e-4);
+  ck_assert_int_eq(r.equilibria, 1);
+  ck_assert_int_eq(r.state, MS_STATE_OVERLOADED);
+  ck_assert_int_eq(r.storm, 1);
+  ck_assert(r.certified);
+  ck_assert_double_eq_tol(r.self_inflicted_load, 1.72736 - 0.95, 5e-6);
+}
+END_TEST
+
+START_TEST(test_seed_retry_sweep) {
+  /* lambda = 0.95, r = 0, 1, 2, 3 -> 0.95, 1.168, 1.439, 1.727 */
+  const double want[] = {0.95, 1.168, 1.439, 1.727};
+  for (int r = 0; r <= 3; r++) {
+    ms_service_params s = capacity_service(1.0, 0.1, r);
+    ms_report rep = analyze(&s, 0.95);
+    ck_assert_msg(fabs(rep.effective_load - want[r]) < 5e-4,
+                  "r=%d: %.6f, want %.3f", r, rep.effective_load, want[r]);
+  }
+}
+END_TEST
+
+START_TEST(test_seed_engagement) {
+  /* base = 0.05, r = 2: the loop engages above 1/1.0525 = 0.95012 */
+  ms_service_params s = capacity_service(1.0, 0.05, 2);
+  ms_landscape ls;
+  ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
+  ck_assert(!ls.has_fold);
+  ck_assert_double_eq_tol(ls.tipping_load, 1 / 1.0525, 1e-15);
+  ck_assert_double_eq_tol(ls.tipping_load, 0.95012, 5e-6);
+  ck_assert_double_eq(ls.recovery_load, ls.tipping_load);
+  ck_assert_int_eq(analyze(&s, 0.9501).state, MS_STATE_STABLE);
+  ck_assert_int_eq(analyze(&s, 0.9502).state, MS_STATE_OVERLOADED);
+}
+END_TEST
+
+/* ---- brute force ------------------------------------------------------ */
+
+typedef struct {
+  const char *name;
+  ms_service_params s;
+} service_case;
+
+static service_case erlang_case(const char *name, long c, double mu, double T,
+                                int r, double base) {
+  service_case k = {.name = name};
+  ms_failure_model_erlang(&k.s.model, c, mu, T);
+  k.s.model.base_failure = base;
+  ms_retry_policy_fixed(&k.s.policy, r);
+  return k;
+}
+
+static service_case capacity_case(const char *name, double C, double base,
+                                  int r) {
+  service_case k = {.name = name};
+  k.s = capacity_service(C, base, r);
+  return k;
+}
+
+#define N_CASES 18
+static service_case cases[N_CASES];
+
+static void make_cases(void) {
+  int i = 0;
+  cases[i++] = erlang_case("erlang c=30 r=1", 30, 10, 1, 1, 0);
+  cases[i++] = erlang_case("erlang c=30 r=3", 30, 10, 1, 3, 0);
+  cases[i++] = erlang_case("erlang c=1 T=0.01", 1, 10, 0.01, 3, 0);
+  cases[i++] = erlang_case("erlang c=1000 base", 1000, 2, 0.5, 2, 0.01);
+  cases[i++] = erlang_case("erlang c=1e5", 100000, 100, 0.1, 3, 0);
+  cases[i++] = erlang_case("erlang c=1e6", 1000000, 10, 1, 3, 0);
+  cases[i] = erlang_case("erlang tiers=4", 30, 10, 1, 3, 0);
+  cases[i++].s.policy.tiers = 4;
+  cases[i] = erlang_case("erlang tiers=4 budget", 30, 10, 1, 3, 0);
+  cases[i].s.policy.tiers = 4;
+  cases[i].s.policy.has_budget = true;
+  cases[i++].s.policy.retry_budget = 0.1;
+  cases[i] = erlang_case("erlang token", 30, 10, 1, 3, 0);
+  cases[i].s.policy.has_token = true;
+  cases[i++].s.policy.token_ratio = 0.1;
+  cases[i] = erlang_case("erlang token 0.9", 30, 10, 1, 3, 0);
+  cases[i].s.policy.has_token = true;
+  cases[i++].s.policy.token_ratio = 0.9;
+  cases[i++] = erlang_case("erlang long timeout", 50, 1, 20, 5, 0.05);
+  cases[i++] = erlang_case("erlang T=0", 10, 5, 0, 2, 0);
+  cases[i++] = erlang_case("erlang r=0", 30, 10, 1, 0, 0);
+  cases[i++] = capacity_case("capacity seed", 1, 0.1, 3);
+  cases[i] = capacity_case("capacity tiers=3", 100, 0, 3);
+  cases[i++].s.policy.tiers = 3;
+  cases[i] = capacity_case("capacity budget", 1, 0.05, 2);
+  cases[i].s.policy.has_budget = true;
+  cases[i++].s.policy.retry_budget = 0.2;
+  cases[i] = capacity_case("capacity token", 1, 0.1, 3);
+  cases[i].s.policy.has_token = true;
+  cases[i++].s.policy.token_ratio = 0.5;
+  cases[i] = capacity_case("capacity tiers=2 budget", 10, 0.01, 4);
+  cases[i].s.policy.tiers = 2;
+  cases[i].s.policy.has_budget = true;
+  cases[i++].s.policy.retry_budget = 0.5;
+  ck_assert_int_eq(i, N_CASES);
+}
+
+#define BRUTE_N 120000
+
+static int cmp_double(const void *a, const void *b) {
+  double u = *(const double *)a, v = *(const double *)b;
+  return (u > v) - (u < v);
+}
+
+/* lambda(x) on a dense grid that reaches far into the wait-tail
+ * transition; x ascending. */
+static int brute_grid(const ms_service_params *s, double *x, double *lam) {
+  int n = 0;
+  if (s->model.kind == MS_MODEL_ERLANG) {
+    double cap = s->model.servers * s->model.service_rate;
+    for (int i = 1; i < BRUTE_N / 2; i++)
+      x[n++] = cap * i / (BRUTE_N / 2);
+    for (int i = 0; i < BRUTE_N / 2; i++)
+      x[n++] = cap * (1 - pow(10.0, -16.0 * (i + 1) / (BRUTE_N / 2)));
+    x[n++] = cap;
+    for (int i = 1; i < 50; i++)
+      x[n++] = cap * (1 + 0.1 * i);
+  } else {
+    double C = s->model.capacity;
+    for (int i = 0; i < BRUTE_N; i++)
+      x[n++] = C * pow(10.0, -2.0 + 12.0 * i / (BRUTE_N - 1));
+    x[n++] = C;
+  }
+  qsort(x, (size_t)n, sizeof *x, cmp_double);
+  for (int i = 0; i < n; i++)
+    ck_assert_int_eq(ms_offered_load_at(s, x[i], &lam[i], NULL), MS_OK);
+  return n;
+}
+
+START_TEST(test_brute_force_extrema) {
+  make_cases();
+  const service_case *k = &cases[_i];
+  static double x[BRUTE_N + 100], lam[BRUTE_N + 100];
+  int n = brute_grid(&k->s, x, lam);
+  ms_landscape ls;
+  ms_error err;
+  ck_assert_msg(ms_landscape_build(&k->s, &ls, &err) == MS_OK, "%s: %s",
+                k->name, err.msg);
+  /* local extrema of the sampled values: a reversal counts only when the
+   * values move away from the running extreme by more than 1e-9 of it, so
+   * rounding noise on flat stretches is not taken for a fold */
+  double ext[64];
+  int ext_i[64], ne = 0, dir = 0, run = 0;
+  for (int i = 1; i < n && ne < 64; i++) {
+    if (dir >= 0 && lam[i] >= lam[run]) {
+      run = i;
+      if (dir == 0 && lam[i] > lam[0] * (1 + 1e-9))
+        dir = 1;
+    } else if (dir <= 0 && lam[i] <= lam[run]) {
+      run = i;
+    } else if (fabs(lam[i] - lam[run]) > 1e-9 * fabs(lam[run])) {
+      if (dir != 0) {
+        ext_i[ne] = run;
+        ext[ne++] = lam[run];
+      }
+      dir = lam[i] > lam[run] ? 1 : -1;
+      run = i;
+    }
+  }
+  ck_assert_msg(ne == ls.n_breaks - 1,
+                "%s: brute force finds %d extrema, landscape %d", k->name, ne,
+                ls.n_breaks - 1);
+  for (int j = 0; j < ne; j++) {
+    /* zoom: rescan the neighbourhood of the sampled extremum, 4 times */
+    int is_max = j % 2 == 0;
+    double lo = x[ext_i[j] > 0 ? ext_i[j] - 1 : 0];
+    double hi = x[ext_i[j] + 1 < n ? ext_i[j] + 1 : n - 1];
+    double best = ext[j];
+    for (int level = 0; level < 4; level++) {
+      double bx = lo, step = (hi - lo) / 2000;
+      for (int q = 0; q <= 2000; q++) {
+        double xq = lo + step * q, lq;
+        ms_offered_load_at(&k->s, xq, &lq, NULL);
+        if (is_max ? lq > best : lq < best) {
+          best = lq;
+          bx = xq;
+        }
+      }
+      lo = fmax(bx - step, lo);
+      hi = fmin(bx + step, hi);
+    }
+    double got = ls.break_lambda[j + 1];
+    ck_assert_msg(fabs(got - best) <= 1e-10 * got,
+                  "%s: extremum %d at lambda %.15g, brute force %.15g", k->name,
+                  j, got, best);
+    /* a maximum is never below a sampled value, a minimum never above */
+    if (is_max)
+      ck_assert_msg(got >= best * (1 - 1e-13), "%s: max too low", k->name);
+    else
+      ck_assert_msg(got <= best * (1 + 1e-13), "%s: min too high", k->name);
+  }
+  printf("%-24s tipping %.12g recovery %.12g (%d extrema)\n", k->name,
+         ls.tipping_load, ls.recovery_load, ne);
+  /* equilibria at many offered loads: count = sign changes of
+   * lambda(x) - lambda on the dense grid, each root solves the equation,
+   * stability = slope sign */
+  double hi = fmax(ls.tipping_load, ls.recovery_load) * 1.6;
+  for (int t = 1; t <= 60; t++) {
+    double L = hi * t / 60.0;
+    if (fabs(L - ls.tipping_load) < 1e-6 * L ||
+        fabs(L - ls.recovery_load) < 1e-6 * L)
+      continue;
+    ms_equilibrium eq[MS_MAX_EQUILIBRIA];
+    int neq;
+    ck_assert_msg(ms_equilibria(&ls, L, eq, &neq, &err) == MS_OK, "%s: %s",
+                  k->name, err.msg);
+    int crossings = 0;
+    for (int i = 1; i < n; i++)
+      if ((lam[i - 1] < L) != (lam[i] < L))
+        crossings++;
+    if (lam[n - 1] < L)
+      crossings++; /* the root beyond the grid on the rising tail */
+    ck_assert_msg(neq == crossings,
+                  "%s lambda=%.12g: %d equilibria, %d "
+                  "crossings",
+                  k->name, L, neq, crossings);
+    for (int q = 0; q < neq; q++) {
+      double xe = eq[q].effective_load, le, lm, lp;
+      ck_assert(q == 0 || xe > eq[q - 1].effective_load);
+      ms_offered_load_at(&k->s, xe, &le, NULL);
+      /* the root solves the equation, or lambda(x) - L changes sign
+       * within 4 ulps of it (a steep branch near saturation) */
+      double la, lb2;
+      ms_offered_load_at(&k->s, xe * (1 - 4 * DBL_EPSILON), &la, NULL);
+      ms_offered_load_at(&k->s, xe * (1 + 4 * DBL_EPSILON), &lb2, NULL);
+      ck_assert_msg(fabs(le - L) <= 1e-12 * L || (la - L) * (lb2 - L) <= 0,
+                    "%s: lambda(x)=%.17g != %.17g", k->name, le, L);
+      ms_offered_load_at(&k->s, xe * (1 - 1e-7), &lm, NULL);
+      ms_offered_load_at(&k->s, xe * (1 + 1e-7), &lp, NULL);
+      ck_assert_msg(eq[q].stable == (lp > lm),
+                    "%s: stability of x=%.17g is %d, slope says %d", k->name,
+                    xe, eq[q].stable, lp > lm);
+      ck_assert(eq[q].effective_load >= L * (1 - 1e-14));
+    }
+  }
+}
+END_TEST
+
+/* The count changes exactly at the tipping and recovery loads. */
+START_TEST(test_count_changes_at_fold) {
+  make_cases();
+  const service_case *k = &cases[_i];
+  ms_landscape ls;
+  ck_assert_int_eq(ms_landscape_build(&k->s, &ls, NULL), MS_OK);
+  if (!ls.has_fold || ls.tipping_load <= ls.recovery_load)
+    return;
+  ms_equilibrium eq[MS_MAX_EQUILIBRIA];
+  int below, at, above;
+  double tip = ls.tipping_load, rec = ls.recovery_load;
+  ck_assert_int_eq(ms_equilibria(&ls, nextafter(tip, 0), eq, &below, NULL),
+                   MS_OK);
+  ck_assert_int_eq(ms_equilibria(&ls, tip, eq, &at, NULL), MS_OK);
+  ck_assert_int_eq(
+      ms_equilibria(&ls, nextafter(tip, INFINITY), eq, &above, NULL), MS_OK);
+  ck_assert_msg(below == above + 2 && at == above + 1,
+                "%s at tipping: %d / %d / %d", k->name, below, at, above);
+  ck_assert_int_eq(ms_equilibria(&ls, nextafter(rec, 0), eq, &below, NULL),
+                   MS_OK);
+  ck_assert_int_eq(ms_equilibria(&ls, rec, eq, &at, NULL), MS_OK);
+  ck_assert_int_eq(
+      ms_equilibria(&ls, nextafter(rec, INFINITY), eq, &above, NULL), MS_OK);
+  ck_assert_msg(above == below + 2 && at == below + 1,
+                "%s at recovery: %d / %d / %d", k->name, below, at, above);
+}
+END_TEST
+
+/* Erlang with a fixed count: recovery at x = c mu, lambda = c mu/(r+1). */
+START_TEST(test_erlang_recovery_load) {
+  const long cs[] = {1, 3, 30, 1000, 100000, 1000000};
+  for (int i = 0; i < 6; i++)
+    for (int r = 1; r <= 5; r += 2) {
+      ms_service_params s;
+      double mu = 10.0, T = 1.0;
+      ms_failure_model_erlang(&s.model, cs[i], mu, T);
+      ms_retry_policy_fixed(&s.policy, r);
+      ms_landscape ls;
+      ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
+      if (!ls.has_fold)
+        continue;
+      double want = cs[i] * mu / (r + 1);
+      ck_assert_msg(fabs(ls.recovery_load - want) <= 1e-14 * want,
+                    "c=%ld r=%d: recovery %.17g, want %.17g", cs[i], r,
+                    ls.recovery_load, want);
+      ck_assert_double_eq(ls.recovery_effective_load, cs[i] * mu);
+    }
+}
+END_TEST
+
+/* Budgets and token buckets never exceed their caps, at any equilibrium. */
+START_TEST(test_caps_hold) {
+  const double budgets[] = {0.0, 0.05, 0.1, 0.5};
+  for (int b = 0; b < 4; b++)
+    for (int tiers = 1; tiers <= 3; tiers++)
+      for (int model = 0; model < 2; model++) {
+        ms_service_params s;
+        if (model)
+          ms_failure_model_erlang(&s.model, 30, 10, 1);
+        else
+          ms_failure_model_capacity(&s.model, 300);
+        ms_retry_policy_fixed(&s.policy, 3);
+        s.policy.tiers = tiers;
+        s.policy.has_budget = true;
+        s.policy.retry_budget = budgets[b];
+        ms_landscape ls;
+        ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
+        double cap = pow(1.0 / (1.0 - budgets[b]), tiers);
+        for (double L = 10; L < 600; L += 7) {
+          ms_equilibrium eq[MS_MAX_EQUILIBRIA];
+          int n;
+          ck_assert_int_eq(ms_equilibria(&ls, L, eq, &n, NULL), MS_OK);
+          for (int q = 0; q < n; q++) {
+            ck_assert(eq[q].amplification <= cap * (1 + 1e-15));
+            ck_assert(eq[q].effective_load <= L * cap * (1 + 1e-14));
+          }
+        }
+      }
+  /* the SRE 10 % budget: never above 1.11 */
+  double A;
+  ms_retry_policy p;
+  ms_retry_policy_fixed(&p, 3);
+  p.has_budget = true;
+  p.retry_budget = 0.1;
+  for (double q = 0; q <= 1.0; q += 0.01) {
+    ck_assert_int_eq(ms_amplification(&p, q, &A, NULL), MS_OK);
+    ck_assert(A <= 1.0 / 0.9 + 1e-15 && A < 1.112);
+  }
+  /* token bucket: A <= 1/(1 - t(1 - p)) */
+  ms_retry_policy_fixed(&p, 5);
+  p.has_token = true;
+  p.token_ratio = 0.1;
+  for (double q = 0; q <= 1.0; q += 0.01) {
+    ck_assert_int_eq(ms_amplification(&p, q, &A, NULL), MS_OK);
+    ck_assert(A <= 1.0 / (1.0 - 0.1 * (1.0 - q)) * (1 + 1e-15));
+  }
+  /* layered worst case: 4 tiers x 3 retries = 256 */
+  ms_retry_policy_fixed(&p, 3);
+  p.tiers = 4;
+  ck_assert_int_eq(ms_amplification(&p, 1.0, &A, NULL), MS_OK);
+  ck_assert_double_eq(A, 256.0);
+}
+END_TEST
+
+/* ---- states (DESIGN 1.4) --------------------------------------------- */
+
+START_TEST(test_states) {
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 30, 10, 1);
+  ms_retry_policy_fixed(&s.policy, 1);
+  ms_landscape ls;
+  ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
+  ck_assert(ls.has_fold);
+  ck_assert_double_eq_tol(ls.recovery_load, 150.0, 1e-12);
+  double band = 0.5 * (ls.recovery_load + ls.tipping_load);
+  ms_report r;
+  ms_observation o = {.offered_load = band};
+  /* cold start in the band: healthy basin */
+  ck_assert_int_eq(ms_analyze(&ls, &o, &r, NULL), MS_OK);
+  ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
+  ck_assert_int_eq(r.storm, 0);
+  ck_assert_int_eq(r.equilibria, 3);
+  ck_assert_double_eq(r.effective_load, r.eq[0].effective_load);
+  /* hysteresis: after a storm, the band stays collapsed */
+  o.has_previous = true;
+  o.previous = MS_STATE_OVERLOADED;
+  ck_assert_int_eq(ms_analyze(&ls, &o, &r, NULL), MS_OK);
+  ck_assert_int_eq(r.state, MS_STATE_METASTABLE);
+  ck_assert_int_eq(r.storm, 1);
+  ck_assert_double_eq(r.effective_load, r.eq[2].effective_load);
+  o.previous = MS_STATE_VULNERABLE;
+  ck_assert_int_eq(ms_analyze(&ls, &o, &r, NULL), MS_OK);
+  ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
+  /* an observation beats the previous state */
+  double split = r.eq[1].effective_load;
+  o.has_observed_attempts = true;
+  o.observed_attempts = split * 1.01;
+  ck_assert_int_eq(ms_analyze(&ls, &o, &r, NULL), MS_OK);
+  ck_assert_int_eq(r.state, MS_STATE_METASTABLE);
+  o.previous = MS_STATE_METASTABLE;
+  o.observed_attempts = split * 0.99;
+  ck_assert_int_eq(ms_analyze(&ls, &o, &r, NULL), MS_OK);
+  ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
+  /* failure ratio when attempts are not observed */
+  o.has_observed_attempts = false;
+  o.has_observed_failure = true;
+  o.observed_failure = fmin(1.0, r.eq[1].failure_probability * 1.1 + 0.01);
+  ck_assert_int_eq(ms_analyze(&ls, &o, &r, NULL), MS_OK);
+  ck_assert_int_eq(r.state, MS_STATE_METASTABLE);
+  o.observed_failure = 0.0;
+  ck_assert_int_eq(ms_analyze(&ls, &o, &r, NULL), MS_OK);
+  ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
+  /* below recovery: stable whatever was observed; above tipping:
+   * overloaded */
+  o.offered_load = 0.9 * ls.recovery_load;
+  o.observed_failure = 1.0;
+  ck_assert_int_eq(ms_analyze(&ls, &o, &r, NULL), MS_OK);
+  ck_assert_int_eq(r.state, MS_STATE_STABLE);
+  ck_assert_int_eq(r.equilibria, 1);
+  o.offered_load = 1.01 * ls.tipping_load;
+  o.observed_failure = 0.0;
+  ck_assert_int_eq(ms_analyze(&ls, &o, &r, NULL), MS_OK);
+  ck_assert_int_eq(r.state, MS_STATE_OVERLOADED);
+  ck_assert_int_eq(r.equilibria, 1);
+  /* the reported values hang together (DESIGN 1.5) */
+  ck_assert_double_eq_tol(r.effective_load, 2 * o.offered_load,
+                          1e-12 * r.effective_load);
+  ck_assert_double_eq_tol(r.self_inflicted_load,
+                          r.effective_load - o.offered_load, 1e-9);
+  ck_assert_double_eq_tol(r.amplification, 2.0, 1e-12);
+  ck_assert_double_eq_tol(r.utilization, r.effective_load / 300.0, 1e-15);
+  ck_assert_double_eq_tol(r.tipping_distance, ls.tipping_load - o.offered_load,
+                          1e-12);
+  ck_assert_double_eq_tol(r.tipping_headroom, -0.01 / 1.0, 1e-12);
+  ck_assert_double_eq(r.failure_probability, 1.0);
+  /* no traffic */
+  o = (ms_observation){.offered_load = 0.0};
+  ck_assert_int_eq(ms_analyze(&ls, &o, &r, NULL), MS_OK);
+  ck_assert_int_eq(r.state, MS_STATE_STABLE);
+  ck_assert_double_eq(r.effective_load, 0.0);
+  ck_assert_double_eq(r.amplification, 1.0);
+}
+END_TEST
+
+Suite *landscape_suite(void) {
+  Suite *s = suite_create("landscape");
+  TCase *tc = tcase_create("seed");
+  tcase_add_test(tc, test_seed_fixed_points);
+  tcase_add_test(tc, test_seed_retry_sweep);
+  tcase_add_test(tc, test_seed_engagement);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("properties");
+  tcase_set_timeout(tc, 300);
+  tcase_add_loop_test(tc, test_brute_force_extrema, 0, N_CASES);
+  tcase_add_loop_test(tc, test_count_changes_at_fold, 0, N_CASES);
+  tcase_add_test(tc, test_erlang_recovery_load);
+  tcase_add_test(tc, test_caps_hold);
+  tcase_add_test(tc, test_states);
+  suite_add_tcase(s, tc);
+  return s;
+}

@@ -1,0 +1,15 @@
+/* Runs every suite of the model library's unit tests. */
+#include <stdlib.h>
+
+#include "check_suites.h"
+
+int main(void) {
+  SRunner *sr = srunner_create(erlang_suite());
+  srunner_add_suite(sr, landscape_suite());
+  srunner_add_suite(sr, exact_suite());
+  srunner_add_suite(sr, errors_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

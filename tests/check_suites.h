@@ -1,0 +1,12 @@
+/* The Check suites of tests/check_model. */
+#ifndef MS_CHECK_SUITES_H
+#define MS_CHECK_SUITES_H
+
+#include <check.h>
+
+Suite *erlang_suite(void);
+Suite *landscape_suite(void);
+Suite *exact_suite(void);
+Suite *errors_suite(void);
+
+#endif

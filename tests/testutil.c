@@ -1,0 +1,56 @@
+#include "testutil.h"
+
+#include <check.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t read_erlang_csv(const char *name, erlang_row **rows) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", MS_TEST_DATA, name);
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "cannot open %s", path);
+  char line[1024];
+  size_t n = 0, cap = 256;
+  erlang_row *r = malloc(cap * sizeof *r);
+  int lineno = 0, columns = 0;
+  while (fgets(line, sizeof line, f)) {
+    lineno++;
+    if (line[0] == '#' || line[0] == '\n')
+      continue;
+    if (strncmp(line, "servers", 7) == 0) {
+      columns = 1;
+      for (char *p = line; *p; p++)
+        columns += *p == ',';
+      continue;
+    }
+    if (n == cap)
+      r = realloc(r, (cap *= 2) * sizeof *r);
+    erlang_row *x = &r[n];
+    x->line = lineno;
+    int got;
+    if (columns == 6) {
+      got = sscanf(line, "%ld,%lf,%lf,%lf,%lf,%lf", &x->servers, &x->offered,
+                   &x->b, &x->c, &x->ln_b, &x->ln_c);
+      ck_assert_msg(got == 6, "%s:%d: malformed row", path, lineno);
+    } else {
+      got = sscanf(line, "%ld,%lf,%lf,%lf", &x->servers, &x->offered, &x->ln_b,
+                   &x->ln_c);
+      ck_assert_msg(got == 4, "%s:%d: malformed row", path, lineno);
+      x->b = x->c = NAN;
+    }
+    n++;
+  }
+  fclose(f);
+  ck_assert_msg(n > 0, "%s: no rows", path);
+  *rows = r;
+  return n;
+}
+
+double ln_value_error(double computed_ln, double ref_ln) {
+  if (ref_ln >= log(DBL_MIN))
+    return fabs(expm1(computed_ln - ref_ln));
+  return fabs(computed_ln - ref_ln) / fabs(ref_ln);
+}
