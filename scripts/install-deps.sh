@@ -1,0 +1,37 @@
+#!/bin/sh
+# Install the Debian 12 packages collectd-metastable needs.
+#   scripts/install-deps.sh            build, run and demo
+#   scripts/install-deps.sh --test     also what the test suite needs
+# Runs apt-get as root, or through sudo when not root.  Installs only what
+# is missing, so a second run is quick and works offline.
+set -eu
+
+pkgs="build-essential autoconf automake libtool pkg-config libgmp-dev
+libyaml-dev check collectd-core collectd-dev collectd-utils gnuplot-nox
+netcat-openbsd"
+if [ "${1:-}" = "--test" ]; then
+  pkgs="$pkgs prometheus curl python3 jq"
+  command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
+    pkgs="$pkgs nodejs npm"
+fi
+
+missing=""
+for p in $pkgs; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+    missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO="sudo"
+else
+  echo "install-deps: need root or sudo to install:$missing" >&2
+  exit 1
+fi
+echo "install-deps: installing$missing" >&2
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+  --no-install-recommends $missing >/dev/null
