@@ -1,0 +1,200 @@
+/*
+ * collectd-metastable: services as the plugin and the command-line tool see
+ * them.  One home for both (DESIGN 3):
+ *
+ *  - the service file (YAML, libyaml): what each service is and where its
+ *    inputs come from;
+ *  - the per-interval step: turn this interval's input values into the
+ *    offered load and observations (DESIGN 1.5), solve, keep the state
+ *    machine of DESIGN 1.4, and decide which notifications fire.
+ *
+ * Nothing here knows collectd: the plugin reads inputs from collectd's cache
+ * and dispatches the results; `metastable replay` reads them from a trace.
+ * So a replay gives exactly the plugin's verdicts.
+ */
+#ifndef METASTABLE_SERVICE_H
+#define METASTABLE_SERVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "metastable.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The inputs a service can take, in the order of this enum everywhere. */
+typedef enum {
+  MS_INPUT_ARRIVAL = 0, /* arrival_rate: attempts/s reaching the service,
+                           retries included */
+  MS_INPUT_OFFERED,     /* offered_rate: first attempts/s */
+  MS_INPUT_RETRY,       /* retry_rate: retries/s */
+  MS_INPUT_ERROR,       /* error_rate: failed attempts/s */
+  MS_INPUT_POOL,        /* pool_size: live servers (erlang model) */
+  MS_INPUT_COUNT
+} ms_input_id;
+
+/* "arrival_rate", "offered_rate", ... for an ms_input_id; NULL otherwise. */
+const char *ms_input_name(ms_input_id id);
+
+typedef enum {
+  MS_SOURCE_NONE = 0,   /* not configured */
+  MS_SOURCE_NUMBER,     /* a constant */
+  MS_SOURCE_IDENTIFIER, /* one collectd identifier host/plugin/type */
+  MS_SOURCE_GLOB,       /* identifiers matching a glob, summed */
+} ms_source_kind;
+
+typedef struct {
+  ms_source_kind kind;
+  double number;    /* MS_SOURCE_NUMBER */
+  char *pattern;    /* MS_SOURCE_IDENTIFIER or MS_SOURCE_GLOB, else NULL */
+  int line, column; /* where it was written (1-based) */
+} ms_source;
+
+/* One service of a service file. */
+typedef struct {
+  char *name;               /* the plugin instance: [A-Za-z0-9_.-]{1,63} */
+  ms_service_params params; /* servers: from the file, or 1 until a
+                               pool_size input says otherwise */
+  bool has_servers;         /* `servers` was given */
+  bool has_headroom_warning;
+  double headroom_warning; /* WARNING when tipping headroom falls below */
+  ms_source inputs[MS_INPUT_COUNT];
+  int line; /* where the service starts in the file */
+} ms_service_spec;
+
+typedef struct {
+  char *path; /* the file name used in messages */
+  ms_service_spec *services;
+  size_t n_services;
+} ms_service_file;
+
+/*
+ * ms_service_file_load: read and validate a service file.
+ *   path    file to read
+ *   out     on success the services; on failure left empty (nothing
+ *           half-loaded)
+ *   errbuf  on failure "path:line:column: what is wrong (key 'k')"
+ * Returns 0 on success, -1 on failure.  The whole file is rejected at the
+ * first error.  Formats: durations are seconds, or a number with s, ms, us
+ * (100ms); rates are per second, optionally written with "/s".
+ */
+int ms_service_file_load(const char *path, ms_service_file *out, char *errbuf,
+                         size_t errlen);
+
+/* As ms_service_file_load, from a buffer; name is used in messages. */
+int ms_service_file_parse(const char *text, size_t len, const char *name,
+                          ms_service_file *out, char *errbuf, size_t errlen);
+
+/* Release everything ms_service_file_load allocated; *f becomes empty. */
+void ms_service_file_free(ms_service_file *f);
+
+/* The service called name, or NULL. */
+const ms_service_spec *ms_service_file_find(const ms_service_file *f,
+                                            const char *name);
+
+/*
+ * ms_parse_duration / ms_parse_rate: the unit-aware scalars of the service
+ * file and of the command line.  "100ms" -> 0.1, "1.5" -> 1.5, "250us";
+ * rates: "10", "10/s".  Result finite and >= 0.  Return 0, or -1 with
+ * errbuf saying what was expected.
+ */
+int ms_parse_duration(const char *text, double *seconds, char *errbuf,
+                      size_t errlen);
+int ms_parse_rate(const char *text, double *per_second, char *errbuf,
+                  size_t errlen);
+
+/* ------------------------------------------------------------------ */
+/* The per-interval step                                               */
+/* ------------------------------------------------------------------ */
+
+/* This interval's input values, for inputs read from collectd (identifier
+ * or glob) or from a trace; has[i] false when nothing usable was read.
+ * Inputs configured as numbers are taken from the service file. */
+typedef struct {
+  bool has[MS_INPUT_COUNT];
+  double value[MS_INPUT_COUNT];
+} ms_inputs;
+
+/* What was inferred from the inputs (DESIGN 1.5). */
+typedef struct {
+  double offered_load; /* lambda, req/s */
+  long servers;        /* pool size used (erlang), else 0 */
+  bool has_observed_attempts;
+  double observed_attempts; /* attempts/s */
+  bool has_observed_failure;
+  double observed_failure; /* failed attempts / attempts */
+} ms_inference;
+
+/*
+ * ms_infer: the offered load and observations of one interval.
+ * Offered load: offered_rate; else arrival_rate - retry_rate; else
+ * arrival_rate / A(p_obs) with p_obs = error_rate / arrival_rate.
+ * Observed attempts: arrival_rate, else offered_rate + retry_rate.
+ * Observed failure: error_rate / arrival_rate (when arrival_rate > 0).
+ * Pool: pool_size rounded, else the file's servers.
+ * Returns 0, or -1 with *bad the input at fault (MS_INPUT_COUNT when the
+ * inputs cannot give an offered load at all) and problem saying what is
+ * wrong (missing, not a number, negative, pool size 0, ...).
+ */
+int ms_infer(const ms_service_spec *spec, const ms_inputs *in,
+             ms_inference *out, ms_input_id *bad, char *problem,
+             size_t problem_len);
+
+typedef enum {
+  MS_NOTE_FAILURE = 1, /* a storm started */
+  MS_NOTE_WARNING = 2, /* tipping headroom fell below headroom_warning */
+  MS_NOTE_OKAY = 4,    /* the storm ended */
+} ms_note_severity;
+
+/* "FAILURE", "WARNING", "OKAY" */
+const char *ms_note_severity_name(ms_note_severity s);
+
+typedef struct {
+  ms_note_severity severity;
+  char message[320];
+} ms_note;
+
+/* The memory of one service between intervals. */
+typedef struct {
+  bool has_landscape;
+  ms_landscape landscape; /* rebuilt only when parameters change */
+  bool has_state;
+  ms_state state;
+  bool headroom_low;
+  unsigned long landscape_builds; /* how many times it was (re)built */
+} ms_tracker;
+
+/* Result of one step. */
+typedef struct {
+  bool ok;           /* false: nothing to report this interval */
+  ms_input_id bad;   /* when !ok: the input at fault, or COUNT */
+  char problem[256]; /* when !ok: why */
+  ms_inference inference;
+  ms_report report; /* when ok */
+  int n_notes;
+  ms_note notes[2];
+} ms_step;
+
+/* A fresh tracker: cold start, healthy (DESIGN 1.4). */
+void ms_tracker_init(ms_tracker *t);
+
+/*
+ * ms_tracker_step: one interval of one service.  Infers, rebuilds the
+ * landscape if the parameters changed (pool size), analyzes with the
+ * previous state as hysteresis, updates the state, and lists the
+ * notifications to send: FAILURE when a storm starts (including a cold
+ * start inside one), OKAY when it ends, WARNING when the tipping headroom
+ * falls below headroom_warning (again only after it rose above).  Once per
+ * change.  When the inputs are unusable the step reports !ok and the state
+ * is left as it was.
+ */
+void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
+                     const ms_inputs *in, ms_step *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,218 @@
+/*
+ * The per-interval step shared by the plugin and `metastable replay`:
+ * inputs -> offered load and observations -> model -> state and
+ * notifications.  Data flows one way; the model never calls back.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "service.h"
+
+const char *ms_note_severity_name(ms_note_severity s) {
+  switch (s) {
+  case MS_NOTE_FAILURE:
+    return "FAILURE";
+  case MS_NOTE_WARNING:
+    return "WARNING";
+  case MS_NOTE_OKAY:
+    return "OKAY";
+  }
+  return "UNKNOWN";
+}
+
+static int bad_input(ms_input_id id, ms_input_id *bad, char *problem,
+                     size_t len, const char *what) {
+  *bad = id;
+  snprintf(problem, len, "input %s %s", ms_input_name(id), what);
+  return -1;
+}
+
+/* The value of a configured input, or -1 with the problem described. */
+static int need(const ms_service_spec *spec, const ms_inputs *in,
+                ms_input_id id, double *v, ms_input_id *bad, char *problem,
+                size_t len) {
+  if (spec->inputs[id].kind == MS_SOURCE_NUMBER) {
+    *v = spec->inputs[id].number;
+    return 0;
+  }
+  if (!in->has[id])
+    return bad_input(id, bad, problem, len,
+                     "has no value (not in collectd's cache yet, or its "
+                     "first sample)");
+  double x = in->value[id];
+  if (!isfinite(x))
+    return bad_input(id, bad, problem, len,
+                     "is not a number (counter reset or first sample)");
+  if (x < 0)
+    return bad_input(id, bad, problem, len, "is negative");
+  *v = x;
+  return 0;
+}
+
+int ms_infer(const ms_service_spec *spec, const ms_inputs *in,
+             ms_inference *out, ms_input_id *bad, char *problem,
+             size_t problem_len) {
+  const ms_source *src = spec->inputs;
+  ms_inference r;
+  memset(&r, 0, sizeof r);
+  double v[MS_INPUT_COUNT] = {0};
+  bool have[MS_INPUT_COUNT] = {0};
+  for (int i = 0; i < MS_INPUT_COUNT; i++) {
+    if (src[i].kind == MS_SOURCE_NONE)
+      continue;
+    if (need(spec, in, (ms_input_id)i, &v[i], bad, problem, problem_len) != 0)
+      return -1;
+    have[i] = true;
+  }
+  /* pool */
+  if (spec->params.model.kind == MS_MODEL_ERLANG) {
+    if (have[MS_INPUT_POOL]) {
+      double p = floor(v[MS_INPUT_POOL] + 0.5);
+      if (p < 1)
+        return bad_input(MS_INPUT_POOL, bad, problem, problem_len,
+                         "is 0: no live servers");
+      if (p > MS_MAX_SERVERS)
+        return bad_input(MS_INPUT_POOL, bad, problem, problem_len,
+                         "is above the largest pool analysed (1e7)");
+      r.servers = (long)p;
+    } else {
+      r.servers = spec->params.model.servers;
+    }
+  }
+  /* observations */
+  if (have[MS_INPUT_ARRIVAL]) {
+    r.has_observed_attempts = true;
+    r.observed_attempts = v[MS_INPUT_ARRIVAL];
+    if (have[MS_INPUT_ERROR] && v[MS_INPUT_ARRIVAL] > 0) {
+      r.has_observed_failure = true;
+      r.observed_failure = fmin(1.0, v[MS_INPUT_ERROR] / v[MS_INPUT_ARRIVAL]);
+    }
+  } else if (have[MS_INPUT_OFFERED] && have[MS_INPUT_RETRY]) {
+    r.has_observed_attempts = true;
+    r.observed_attempts = v[MS_INPUT_OFFERED] + v[MS_INPUT_RETRY];
+  }
+  /* offered load */
+  if (have[MS_INPUT_OFFERED]) {
+    r.offered_load = v[MS_INPUT_OFFERED];
+  } else if (have[MS_INPUT_ARRIVAL] && have[MS_INPUT_RETRY]) {
+    double d = v[MS_INPUT_ARRIVAL] - v[MS_INPUT_RETRY];
+    /* counters read a few milliseconds apart can cross by a hair */
+    if (d < -1e-6 * v[MS_INPUT_ARRIVAL] - 1e-9)
+      return bad_input(MS_INPUT_RETRY, bad, problem, problem_len,
+                       "exceeds arrival_rate: retries cannot outnumber "
+                       "attempts");
+    r.offered_load = fmax(d, 0.0);
+  } else if (have[MS_INPUT_ARRIVAL] && r.has_observed_failure) {
+    double A;
+    ms_amplification(&spec->params.policy, r.observed_failure, &A, NULL);
+    r.offered_load = v[MS_INPUT_ARRIVAL] / A;
+  } else if (have[MS_INPUT_ARRIVAL] && v[MS_INPUT_ARRIVAL] == 0) {
+    r.offered_load = 0; /* no traffic, no failures to infer from */
+  } else {
+    *bad = MS_INPUT_COUNT;
+    snprintf(problem, problem_len,
+             "the inputs give no offered load (need offered_rate, or "
+             "arrival_rate with retry_rate or error_rate)");
+    return -1;
+  }
+  *out = r;
+  return 0;
+}
+
+void ms_tracker_init(ms_tracker *t) { memset(t, 0, sizeof *t); }
+
+static bool same_params(const ms_service_params *a,
+                        const ms_service_params *b) {
+  const ms_failure_model *x = &a->model, *y = &b->model;
+  const ms_retry_policy *p = &a->policy, *q = &b->policy;
+  return x->kind == y->kind && x->capacity == y->capacity &&
+         x->servers == y->servers && x->service_rate == y->service_rate &&
+         x->timeout == y->timeout && x->base_failure == y->base_failure &&
+         p->retries == q->retries && p->tiers == q->tiers &&
+         p->has_budget == q->has_budget &&
+         (!p->has_budget || p->retry_budget == q->retry_budget) &&
+         p->has_token == q->has_token &&
+         (!p->has_token || p->token_ratio == q->token_ratio);
+}
+
+static void note(ms_step *out, ms_note_severity sev, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#include <stdarg.h>
+static void note(ms_step *out, ms_note_severity sev, const char *fmt, ...) {
+  if (out->n_notes >= (int)(sizeof out->notes / sizeof out->notes[0]))
+    return;
+  ms_note *n = &out->notes[out->n_notes++];
+  n->severity = sev;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(n->message, sizeof n->message, fmt, ap);
+  va_end(ap);
+}
+
+void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
+                     const ms_inputs *in, ms_step *out) {
+  memset(out, 0, sizeof *out);
+  if (ms_infer(spec, in, &out->inference, &out->bad, out->problem,
+               sizeof out->problem) != 0)
+    return;
+  ms_service_params params = spec->params;
+  if (params.model.kind == MS_MODEL_ERLANG)
+    params.model.servers = out->inference.servers;
+  ms_error err;
+  if (!t->has_landscape || !same_params(&t->landscape.params, &params)) {
+    if (ms_landscape_build(&params, &t->landscape, &err) != MS_OK) {
+      t->has_landscape = false;
+      out->bad = MS_INPUT_COUNT;
+      snprintf(out->problem, sizeof out->problem, "model: %s", err.msg);
+      return;
+    }
+    t->has_landscape = true;
+    t->landscape_builds++;
+  }
+  const ms_inference *inf = &out->inference;
+  ms_observation obs = {
+      .offered_load = inf->offered_load,
+      .has_observed_attempts = inf->has_observed_attempts,
+      .observed_attempts = inf->observed_attempts,
+      .has_observed_failure = inf->has_observed_failure,
+      .observed_failure = inf->observed_failure,
+      .has_previous = t->has_state,
+      .previous = t->state,
+  };
+  if (ms_analyze(&t->landscape, &obs, &out->report, &err) != MS_OK) {
+    out->bad = MS_INPUT_COUNT;
+    snprintf(out->problem, sizeof out->problem, "model: %s", err.msg);
+    return;
+  }
+  out->ok = true;
+  const ms_report *r = &out->report;
+  int was_storm = t->has_state && ms_state_storm(t->state);
+  if (r->storm && !was_storm)
+    note(out, MS_NOTE_FAILURE,
+         "%s: retry storm: state %s at offered load %.6g req/s, effective "
+         "load %.6g attempts/s (%.6g self-inflicted); load must fall below "
+         "the recovery load %.6g req/s to end it (tipping load %.6g req/s)",
+         spec->name, ms_state_name(r->state), r->offered_load,
+         r->effective_load, r->self_inflicted_load, r->recovery_load,
+         r->tipping_load);
+  else if (!r->storm && was_storm)
+    note(out, MS_NOTE_OKAY,
+         "%s: retry storm over: state %s at offered load %.6g req/s "
+         "(recovery load %.6g, tipping load %.6g req/s)",
+         spec->name, ms_state_name(r->state), r->offered_load, r->recovery_load,
+         r->tipping_load);
+  if (spec->has_headroom_warning) {
+    bool low = r->tipping_headroom < spec->headroom_warning;
+    if (low && !t->headroom_low)
+      note(out, MS_NOTE_WARNING,
+           "%s: tipping headroom %.1f%% is below %.1f%%: offered load %.6g "
+           "req/s, tipping load %.6g req/s",
+           spec->name, 100 * r->tipping_headroom, 100 * spec->headroom_warning,
+           r->offered_load, r->tipping_load);
+    t->headroom_low = low;
+  }
+  t->state = r->state;
+  t->has_state = true;
+}
