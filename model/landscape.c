@@ -366,6 +366,10 @@ int ms_analyze(const ms_landscape *ls, const ms_observation *obs,
       r.certified = true;
     }
   }
+  /* x >= lambda since A >= 1; keep a root found an ulp low from reading
+   * as negative self-inflicted load */
+  if (x < lambda)
+    x = lambda;
   r.offered_load = lambda;
   r.effective_load = x;
   r.self_inflicted_load = x - lambda;

@@ -8,7 +8,7 @@ set -eu
 
 pkgs="build-essential autoconf automake libtool pkg-config libgmp-dev
 libyaml-dev check collectd-core collectd-dev collectd-utils gnuplot-nox
-netcat-openbsd"
+python3"
 if [ "${1:-}" = "--test" ]; then
   pkgs="$pkgs prometheus curl python3 jq"
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
