@@ -1,0 +1,494 @@
+/*
+ * bench_model: what the model costs, beside what a careful user would write
+ * instead (bench/naive.c), and how accurate both are.
+ *
+ *   bench/bench_model [--quick] [--csv FILE [--append]] [--data DIR]
+ *                     [--naive-max-servers N]
+ *
+ * The naive analysis is run up to --naive-max-servers (default 10^5: at
+ * 10^6 it takes over half a minute per run); its Erlang evaluation at
+ * every c.
+ *
+ * Measures, for c = 10, 10^2, ..., 10^6 servers (mu = 10/s, T = 1 s):
+ *  1. one evaluation of ln P(W > T) at rho = 0.5, 0.9, 0.99, the model's
+ *     (ms_ln_wait_tail) and the naive O(c) recursion's, with the worst
+ *     error of each against the reference files, by decade of c;
+ *  2. one full service analysis (erlang model, r = 3): landscape build,
+ *     equilibria and state (ms_landscape_build + ms_analyze), beside the
+ *     naive dense-grid analysis, with the speed ratio and the difference of
+ *     their tipping and recovery loads; and the two parts separately;
+ *  3. the per-interval step (ms_tracker_step) when only the offered load
+ *     changed since the last interval.
+ * --quick runs every code path once or twice (the smoke test of make
+ * check); its numbers mean nothing.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench_util.h"
+#include "metastable.h"
+#include "naive.h"
+#include "service.h"
+
+#ifndef MS_BENCH_DATA
+#define MS_BENCH_DATA "tests/data"
+#endif
+#ifndef MS_BENCH_CFLAGS
+#define MS_BENCH_CFLAGS "?"
+#endif
+
+#define MU 10.0 /* per server: 100 ms mean service time */
+#define TIMEOUT 1.0
+#define RETRIES 3
+#define N_SERVERS 6
+static const long servers[N_SERVERS] = {10, 100, 1000, 10000, 100000, 1000000};
+#define N_RHO 3
+static const double rhos[N_RHO] = {0.5, 0.9, 0.99};
+
+static volatile double sink; /* keeps results alive */
+
+static struct {
+  bool quick;
+  const char *csv_path;
+  bool append;
+  const char *data_dir;
+  long naive_max_servers;
+  const bench_plan *plan;
+  bench_plan naive_plan;
+  FILE *csv;
+} opt;
+
+static void die(const char *what) {
+  fprintf(stderr, "bench_model: %s\n", what);
+  exit(2);
+}
+
+/* ---- accuracy against the reference files ------------------------------ */
+
+/* The error measure of tests/testutil.c: relative error of the value where
+ * it is a normal double, else relative error of its log. */
+static double ln_value_error(double computed_ln, double ref_ln) {
+  if (ref_ln >= log(DBL_MIN))
+    return fabs(expm1(computed_ln - ref_ln));
+  return fabs(computed_ln - ref_ln) / fabs(ref_ln);
+}
+
+#define N_DECADES 7 /* c <= 10, ..., c <= 10^7 */
+
+typedef struct {
+  int rows[N_DECADES];
+  double model[N_DECADES]; /* worst error of ln B and ln C */
+  double naive[N_DECADES]; /* over the rows where naive B and C are normal */
+  int naive_rows[N_DECADES], naive_underflow[N_DECADES];
+} accuracy;
+
+static int decade_of(long c) {
+  int d = 0;
+  for (long p = 10; c > p && d < N_DECADES - 1; p *= 10)
+    d++;
+  return d;
+}
+
+static void accuracy_file(const char *name, accuracy *acc) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", opt.data_dir, name);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) {
+    fprintf(stderr, "bench_model: cannot open %s (give --data DIR)\n", path);
+    exit(2);
+  }
+  char line[1024];
+  int columns = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (line[0] == '#' || line[0] == '\n')
+      continue;
+    if (strncmp(line, "servers", 7) == 0) {
+      columns = 1;
+      for (char *p = line; *p; p++)
+        columns += *p == ',';
+      continue;
+    }
+    long c;
+    double a, b, cc, ln_b, ln_c;
+    if (columns == 6
+            ? sscanf(line, "%ld,%lf,%lf,%lf,%lf,%lf", &c, &a, &b, &cc, &ln_b,
+                     &ln_c) != 6
+            : sscanf(line, "%ld,%lf,%lf,%lf", &c, &a, &ln_b, &ln_c) != 4) {
+      fprintf(stderr, "bench_model: %s: malformed row: %s", path, line);
+      exit(2);
+    }
+    int d = decade_of(c);
+    ms_erlang_values v;
+    if (ms_erlang(c, a, &v, NULL) != MS_OK)
+      die("ms_erlang rejected a reference row");
+    double e = fmax(ln_value_error(v.ln_erlang_b, ln_b),
+                    ln_value_error(v.ln_erlang_c, ln_c));
+    acc->rows[d]++;
+    acc->model[d] = fmax(acc->model[d], e);
+    if (opt.quick && c > 1000)
+      continue;
+    double nb = naive_erlang_b(c, a);
+    double nc = (double)c * nb / ((double)c - a * (1.0 - nb));
+    if (!(nb >= DBL_MIN) || !(nc >= DBL_MIN)) {
+      acc->naive_underflow[d]++;
+      continue;
+    }
+    acc->naive_rows[d]++;
+    acc->naive[d] = fmax(acc->naive[d], fmax(ln_value_error(log(nb), ln_b),
+                                             ln_value_error(log(nc), ln_c)));
+  }
+  fclose(f);
+}
+
+/* ---- 1. one evaluation of ln P(W > T) ---------------------------------- */
+
+typedef struct {
+  long c;
+  double x[16];
+} tail_ctx;
+
+static void run_tail(void *p, long i) {
+  tail_ctx *t = p;
+  double v;
+  ms_ln_wait_tail(t->c, MU, t->x[i & 15], TIMEOUT, &v, NULL);
+  sink = v;
+}
+
+static void run_tail_naive(void *p, long i) {
+  tail_ctx *t = p;
+  sink = naive_ln_wait_tail(t->c, MU, t->x[i & 15], TIMEOUT);
+}
+
+static void bench_wait_tail(const accuracy *acc) {
+  char b1[32], b2[32], b3[32], b4[32];
+  printf("\n1. One evaluation of ln P(W > T) (mu = %g/s, T = %g s)\n", MU,
+         TIMEOUT);
+  printf("   accuracy: worst relative error of B and C (of ln B, ln C where "
+         "they underflow) over the reference rows with c in (c/10, c]\n\n");
+  printf("%9s %5s | %9s %9s %9s | %9s %8s | %5s %9s | %9s %s\n", "c", "rho",
+         "min", "median", "max", "naive med", "ratio", "rows", "model err",
+         "naive err", "(underflow)");
+  for (int i = 0; i < N_SERVERS; i++) {
+    long c = servers[i];
+    int d = decade_of(c);
+    for (int j = 0; j < N_RHO; j++) {
+      tail_ctx t = {.c = c};
+      double cmu = (double)c * MU;
+      for (int k = 0; k < 16; k++)
+        t.x[k] = rhos[j] * cmu * (1.0 - 1e-9 * k);
+      bench_stats st, nst = {0};
+      bench_measure(opt.plan, run_tail, &t, &st);
+      bool naive = !opt.quick || c <= 1000;
+      if (naive)
+        bench_measure(&opt.naive_plan, run_tail_naive, &t, &nst);
+      double ratio = naive ? nst.median / st.median : 0;
+      char nerr[48] = "";
+      if (j == 0 && acc->naive_rows[d] + acc->naive_underflow[d] > 0)
+        snprintf(nerr, sizeof nerr, "%9.2e (%d)", acc->naive[d],
+                 acc->naive_underflow[d]);
+      char ratio_s[16] = "-";
+      if (naive)
+        snprintf(ratio_s, sizeof ratio_s, "%.3g", ratio);
+      if (j == 0)
+        printf("%9ld %5.2f | %9s %9s %9s | %9s %8s | %5d %9.2e | %s\n", c,
+               rhos[j], bench_fmt_time(st.min, b1, 32),
+               bench_fmt_time(st.median, b2, 32),
+               bench_fmt_time(st.max, b3, 32),
+               naive ? bench_fmt_time(nst.median, b4, 32) : "-", ratio_s,
+               acc->rows[d], acc->model[d], nerr);
+      else
+        printf("%9s %5.2f | %9s %9s %9s | %9s %8s |\n", "", rhos[j],
+               bench_fmt_time(st.min, b1, 32),
+               bench_fmt_time(st.median, b2, 32),
+               bench_fmt_time(st.max, b3, 32),
+               naive ? bench_fmt_time(nst.median, b4, 32) : "-", ratio_s);
+      bench_csv_row(opt.csv, "wait_tail", c, rhos[j], 0, &st, ratio,
+                    j == 0 ? acc->model[d] : -1, "ms_ln_wait_tail");
+      if (naive)
+        bench_csv_row(opt.csv, "wait_tail_naive", c, rhos[j], 0, &nst, 0,
+                      j == 0 && acc->naive_rows[d] ? acc->naive[d] : -1,
+                      "O(c) recursion in double");
+    }
+  }
+  printf("%9s %5s | %9s %9s %9s | %9s %8s | %5d %9.2e | ", "> 1e6", "", "", "",
+         "", "", "", acc->rows[N_DECADES - 1], acc->model[N_DECADES - 1]);
+  if (acc->naive_rows[N_DECADES - 1] + acc->naive_underflow[N_DECADES - 1])
+    printf("%9.2e (%d)", acc->naive[N_DECADES - 1],
+           acc->naive_underflow[N_DECADES - 1]);
+  printf("\n");
+  bench_csv_row(opt.csv, "accuracy_above_1e6", 0, 0, 0, NULL, 0,
+                acc->model[N_DECADES - 1], "reference rows with c > 1e6");
+}
+
+/* ---- 2. one full service analysis -------------------------------------- */
+
+static ms_service_params erlang_service(long c) {
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, c, MU, TIMEOUT);
+  ms_retry_policy_fixed(&s.policy, RETRIES);
+  return s;
+}
+
+typedef struct {
+  ms_service_params s;
+  ms_landscape ls;
+  double lambda;
+  naive_service ns;
+} analysis_ctx;
+
+static double jitter(long i) { return 1.0 + 1e-7 * (double)(i & 7); }
+
+static void run_analysis(void *p, long i) {
+  analysis_ctx *a = p;
+  ms_landscape ls;
+  ms_report r;
+  ms_observation o = {.offered_load = a->lambda * jitter(i)};
+  if (ms_landscape_build(&a->s, &ls, NULL) != MS_OK ||
+      ms_analyze(&ls, &o, &r, NULL) != MS_OK)
+    die("analysis failed");
+  sink = r.effective_load;
+}
+
+static void run_build(void *p, long i) {
+  analysis_ctx *a = p;
+  ms_landscape ls;
+  (void)i;
+  if (ms_landscape_build(&a->s, &ls, NULL) != MS_OK)
+    die("landscape failed");
+  sink = ls.tipping_load;
+}
+
+static void run_analyze_only(void *p, long i) {
+  analysis_ctx *a = p;
+  ms_report r;
+  ms_observation o = {.offered_load = a->lambda * jitter(i)};
+  if (ms_analyze(&a->ls, &o, &r, NULL) != MS_OK)
+    die("analysis failed");
+  sink = r.effective_load;
+}
+
+static void run_naive(void *p, long i) {
+  analysis_ctx *a = p;
+  naive_result r;
+  if (naive_analyze(&a->ns, a->lambda * jitter(i), &r) != 0)
+    die("naive analysis failed");
+  sink = r.tipping_load;
+}
+
+/* The offered load of the analysis: the middle of the bistable band, where
+ * there are three equilibria to find (the most work). */
+static double band_middle(const ms_landscape *ls) {
+  return ls->has_fold ? 0.5 * (ls->tipping_load + ls->recovery_load)
+                      : 0.5 * ls->tipping_load;
+}
+
+static double medians_analysis[N_SERVERS];
+
+static void bench_analysis(void) {
+  char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
+  printf("\n2. One full service analysis: landscape (tipping, recovery) + "
+         "equilibria + state\n   (erlang, mu = %g/s, T = %g s, r = %d, "
+         "offered load in the middle of the bistable band)\n\n",
+         MU, TIMEOUT, RETRIES);
+  printf("%9s %3s | %9s %9s %9s | %9s %9s | %9s %9s | %9s %9s\n", "c", "eq",
+         "min", "median", "max", "build med", "eq+state", "naive med", "ratio",
+         "d tip", "d rec");
+  for (int i = 0; i < N_SERVERS; i++) {
+    long c = servers[i];
+    analysis_ctx a = {.s = erlang_service(c)};
+    if (ms_landscape_build(&a.s, &a.ls, NULL) != MS_OK)
+      die("landscape failed");
+    a.lambda = band_middle(&a.ls);
+    ms_report r;
+    ms_observation o = {.offered_load = a.lambda};
+    if (ms_analyze(&a.ls, &o, &r, NULL) != MS_OK)
+      die("analysis failed");
+    a.ns = (naive_service){
+        .servers = c, .mu = MU, .timeout = TIMEOUT, .retries = RETRIES};
+    bench_stats st, sb, sa, nst = {0};
+    bench_measure(opt.plan, run_analysis, &a, &st);
+    bench_measure(opt.plan, run_build, &a, &sb);
+    bench_measure(opt.plan, run_analyze_only, &a, &sa);
+    medians_analysis[i] = st.median;
+    bool naive = c <= opt.naive_max_servers;
+    double ratio = 0, dtip = -1, drec = -1;
+    char note[160];
+    snprintf(note, sizeof note, "tipping %.10g recovery %.10g equilibria %d",
+             a.ls.tipping_load, a.ls.recovery_load, r.equilibria);
+    if (naive) {
+      naive_result nr;
+      if (naive_analyze(&a.ns, a.lambda, &nr) != 0)
+        die("naive analysis failed");
+      bench_measure(&opt.naive_plan, run_naive, &a, &nst);
+      ratio = nst.median / st.median;
+      dtip = fabs(nr.tipping_load - a.ls.tipping_load) / a.ls.tipping_load;
+      drec = fabs(nr.recovery_load - a.ls.recovery_load) / a.ls.recovery_load;
+      if (nr.equilibria != r.equilibria)
+        printf("   note: naive finds %d equilibria, the model %d\n",
+               nr.equilibria, r.equilibria);
+      char nnote[160];
+      snprintf(nnote, sizeof nnote,
+               "naive: tipping %.10g recovery %.10g equilibria %d, %ld "
+               "O(c) evaluations",
+               nr.tipping_load, nr.recovery_load, nr.equilibria,
+               nr.evaluations);
+      bench_csv_row(opt.csv, "analysis_naive", c, 0, 0, &nst, 0, -1, nnote);
+    }
+    char ratio_s[16] = "-", dtip_s[16] = "-", drec_s[16] = "-";
+    if (naive) {
+      snprintf(ratio_s, sizeof ratio_s, "%.3g", ratio);
+      snprintf(dtip_s, sizeof dtip_s, "%.1e", dtip);
+      snprintf(drec_s, sizeof drec_s, "%.1e", drec);
+    }
+    printf("%9ld %3d | %9s %9s %9s | %9s %9s | %9s %9s | %9s %9s\n", c,
+           r.equilibria, bench_fmt_time(st.min, b1, 32),
+           bench_fmt_time(st.median, b2, 32), bench_fmt_time(st.max, b3, 32),
+           bench_fmt_time(sb.median, b4, 32), bench_fmt_time(sa.median, b5, 32),
+           naive ? bench_fmt_time(nst.median, b6, 32) : "-", ratio_s, dtip_s,
+           drec_s);
+    bench_csv_row(opt.csv, "analysis", c, 0, 0, &st, ratio,
+                  naive ? fmax(dtip, drec) : -1, note);
+    bench_csv_row(opt.csv, "landscape_build", c, 0, 0, &sb, 0, -1, "");
+    bench_csv_row(opt.csv, "equilibria_and_state", c, 0, 0, &sa, 0, -1, "");
+  }
+  printf("   ratio = naive median / model median; d tip, d rec = relative "
+         "difference of the naive tipping and recovery loads from the "
+         "model's\n");
+  printf("   median at c = 1e6 / median at c = 10: %.2f\n",
+         medians_analysis[N_SERVERS - 1] / medians_analysis[0]);
+  bench_stats none = {0};
+  (void)none;
+  bench_csv_row(opt.csv, "analysis_scaling_1e6_over_10", 0, 0, 0, NULL,
+                medians_analysis[N_SERVERS - 1] / medians_analysis[0], -1,
+                "median at c = 1e6 / median at c = 10");
+}
+
+/* ---- 3. the per-interval step, only the offered load changed ----------- */
+
+typedef struct {
+  ms_service_spec spec;
+  ms_tracker tracker;
+  ms_inputs in;
+  double lambda, x_healthy;
+  int not_ok;
+} step_ctx;
+
+static void run_step(void *p, long i) {
+  step_ctx *k = p;
+  /* the offered load moves by up to +-1 % from one interval to the next,
+   * the observed attempt rate with it; nothing else changes */
+  double f = 1.0 + 0.01 * sin(0.7 * (double)i);
+  k->in.value[MS_INPUT_OFFERED] = k->lambda * f;
+  k->in.value[MS_INPUT_ARRIVAL] = k->x_healthy * f;
+  ms_step st;
+  ms_tracker_step(&k->tracker, &k->spec, &k->in, &st);
+  k->not_ok += !st.ok;
+  sink = st.report.effective_load;
+}
+
+static void bench_step(void) {
+  char b1[32], b2[32], b3[32];
+  printf("\n3. Per-interval step (ms_tracker_step) when only the offered load "
+         "changed (+-1 %%)\n   (same services; the landscape is cached: "
+         "tipping and recovery loads depend only on the parameters)\n\n");
+  printf("%9s | %9s %9s %9s | %s\n", "c", "min", "median", "max",
+         "landscape builds");
+  for (int i = 0; i < N_SERVERS; i++) {
+    long c = servers[i];
+    step_ctx k;
+    memset(&k, 0, sizeof k);
+    k.spec.name = "bench";
+    k.spec.params = erlang_service(c);
+    k.spec.has_servers = true;
+    k.spec.inputs[MS_INPUT_OFFERED].kind = MS_SOURCE_IDENTIFIER;
+    k.spec.inputs[MS_INPUT_ARRIVAL].kind = MS_SOURCE_IDENTIFIER;
+    k.in.has[MS_INPUT_OFFERED] = k.in.has[MS_INPUT_ARRIVAL] = true;
+    ms_landscape ls;
+    if (ms_landscape_build(&k.spec.params, &ls, NULL) != MS_OK)
+      die("landscape failed");
+    k.lambda = band_middle(&ls);
+    ms_equilibrium eq[MS_MAX_EQUILIBRIA];
+    int n;
+    if (ms_equilibria(&ls, k.lambda, eq, &n, NULL) != MS_OK)
+      die("equilibria failed");
+    k.x_healthy = eq[0].effective_load;
+    ms_tracker_init(&k.tracker);
+    bench_stats st;
+    bench_measure(opt.plan, run_step, &k, &st);
+    if (k.not_ok)
+      die("a step failed");
+    printf("%9ld | %9s %9s %9s | %lu\n", c, bench_fmt_time(st.min, b1, 32),
+           bench_fmt_time(st.median, b2, 32), bench_fmt_time(st.max, b3, 32),
+           k.tracker.landscape_builds);
+    char note[64];
+    snprintf(note, sizeof note, "landscape builds %lu",
+             k.tracker.landscape_builds);
+    bench_csv_row(opt.csv, "step_offered_load_changed", c, 0, 0, &st, 0, -1,
+                  note);
+  }
+}
+
+int main(int argc, char **argv) {
+  opt.data_dir = MS_BENCH_DATA;
+  opt.naive_max_servers = 100000;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0)
+      opt.quick = true;
+    else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc)
+      opt.csv_path = argv[++i];
+    else if (strcmp(argv[i], "--append") == 0)
+      opt.append = true;
+    else if (strcmp(argv[i], "--data") == 0 && i + 1 < argc)
+      opt.data_dir = argv[++i];
+    else if (strcmp(argv[i], "--naive-max-servers") == 0 && i + 1 < argc)
+      opt.naive_max_servers = strtol(argv[++i], NULL, 10);
+    else {
+      fprintf(stderr,
+              "usage: %s [--quick] [--csv FILE [--append]] [--data DIR] "
+              "[--naive-max-servers N]\n",
+              argv[0]);
+      return 2;
+    }
+  }
+  opt.plan = opt.quick ? &bench_plan_quick : &bench_plan_full;
+  /* the naive baseline takes seconds at 10^6 servers: three runs */
+  opt.naive_plan = opt.quick ? bench_plan_quick
+                             : (bench_plan){.run_target = 2e-3,
+                                            .budget = 1.0,
+                                            .min_runs = 3,
+                                            .max_runs = 21};
+  if (opt.quick && opt.naive_max_servers > 1000)
+    opt.naive_max_servers = 1000;
+  if (opt.csv_path != NULL) {
+    opt.csv = bench_csv_open(opt.csv_path, opt.append);
+    if (opt.csv == NULL)
+      die("cannot write the CSV file");
+  }
+  char model[256];
+  long cpus;
+  bench_machine(model, sizeof model, &cpus);
+  time_t now = time(NULL);
+  char date[64];
+  strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+  printf("collectd-metastable model benchmark%s, %s\nmachine: %s, %ld CPUs; "
+         "CFLAGS %s\n",
+         opt.quick ? " (quick smoke run: numbers mean nothing)" : "", date,
+         model, cpus, MS_BENCH_CFLAGS);
+  printf("each cell: min / median / max over repeated runs of one call "
+         "(a run repeats the call until it lasts ~2 ms)\n");
+
+  accuracy acc;
+  memset(&acc, 0, sizeof acc);
+  accuracy_file("erlang_reference.csv", &acc);
+  accuracy_file("erlang_dense.csv", &acc);
+  bench_wait_tail(&acc);
+  bench_analysis();
+  bench_step();
+  if (opt.csv)
+    fclose(opt.csv);
+  return 0;
+}

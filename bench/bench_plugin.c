@@ -1,0 +1,379 @@
+/*
+ * bench_plugin: the cost of the collectd plugin's read cycle at fleet scale.
+ *
+ *   bench/bench_plugin [--quick] [--csv FILE [--append]]
+ *                      [--memory-services N] [--memory-cycles N] [--services N]
+ *
+ * plugin/metastable.c is compiled into this program unchanged and driven
+ * through the callbacks it registers, against a stand-in of collectd's
+ * value cache and dispatch (collectd_stub.h): so what is timed is the read
+ * callback the daemon runs: cache reads (identifiers and globs), the
+ * per-interval step of every service, 13-15 dispatched values per service,
+ * notifications, rate-limited warnings.
+ *
+ * The fleet (services 1, 100, 1,000, 10,000): erlang services of 8 to
+ * 10,000 servers, timeouts 0.5-2 s, 1-3 retries; every service reads its
+ * offered rate and attempt rate (one in ten sums the attempts of four hosts
+ * with a glob), half an error rate, one in five its pool size; the offered
+ * loads move by up to 2 % per interval (so only the offered load changes
+ * and the landscapes stay cached), a few services sit past their tipping
+ * point or in a storm, one in 200 misses an input and is only logged.
+ *
+ * Reported per fleet size: the first cycle (every landscape built), the
+ * steady cycle (min / median / max), the cycle after collectd's identifier
+ * list changed (globs matched again); then the resident memory (VmRSS) and
+ * the heap in use after 100 and after 10,000 cycles.
+ */
+#include <malloc.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+#include "collectd_stub.h"
+
+#ifndef MS_BENCH_CFLAGS
+#define MS_BENCH_CFLAGS "?"
+#endif
+
+void module_register(void); /* plugin/metastable.c */
+
+static struct {
+  bool quick;
+  const char *csv_path;
+  bool append;
+  long memory_services, memory_cycles;
+  long only_services; /* --services N: only this fleet size */
+  FILE *csv;
+} opt;
+
+static void die(const char *what) {
+  fprintf(stderr, "bench_plugin: %s\n", what);
+  exit(2);
+}
+
+/* ---- the fleet ----------------------------------------------------------- */
+
+#define HOSTS 4 /* hosts summed by a glob input */
+
+typedef struct {
+  long servers;
+  double mu;
+  double frac;   /* offered load / capacity */
+  bool glob;     /* attempts summed over HOSTS hosts */
+  bool errors;   /* reads an error rate */
+  bool pool;     /* reads its pool size */
+  bool storm;    /* observed attempts three times the offered load */
+  bool missing;  /* its error rate never reaches the cache */
+  long pool_now; /* the pool size in the cache */
+} fleet_service;
+
+typedef struct {
+  size_t n;
+  fleet_service *s;
+  char path[64];
+} fleet;
+
+static const long pools[5] = {8, 30, 100, 1000, 10000};
+static const char *const timeouts[3] = {"1s", "500ms", "2s"};
+
+static void fleet_make(fleet *f, size_t n) {
+  f->n = n;
+  f->s = calloc(n, sizeof *f->s);
+  if (f->s == NULL)
+    die("out of memory");
+  snprintf(f->path, sizeof f->path, "/tmp/ms-bench-fleet-XXXXXX");
+  int fd = mkstemp(f->path);
+  if (fd < 0)
+    die("cannot create the service file");
+  FILE *y = fdopen(fd, "w");
+  fprintf(y, "services:\n");
+  for (size_t i = 0; i < n; i++) {
+    fleet_service *s = &f->s[i];
+    s->servers = pools[i % 5];
+    s->mu = 10.0;
+    s->frac = 0.1 + 0.6 * fmod(0.6180339887 * (double)i, 1.0);
+    if (i % 100 == 3)
+      s->frac = 1.2; /* past the tipping point: overloaded */
+    s->glob = i % 10 == 1;
+    s->errors = i % 2 == 0;
+    s->pool = i % 5 == 0;
+    s->storm = i % 50 == 7;
+    if (s->storm)
+      s->frac = 0.6; /* in or past the bistable band, collapsed basin */
+    s->missing = i % 200 == 12;
+    s->pool_now = s->servers;
+    fprintf(y,
+            "  - name: svc%05zu\n    model: erlang\n    servers: %ld\n"
+            "    service_time: 100ms\n    timeout: %s\n    retries: %d\n",
+            i, s->servers, timeouts[i % 3], 1 + (int)(i % 3));
+    if (i % 2 == 0)
+      fprintf(y, "    headroom_warning: 0.2\n");
+    fprintf(y, "    inputs:\n");
+    fprintf(y, "      offered_rate: \"benchhost/statsd/derive-svc%05zu_req\"\n",
+            i);
+    if (s->glob)
+      fprintf(y,
+              "      arrival_rate: \"web*/statsd/derive-svc%05zu_attempts\"\n",
+              i);
+    else
+      fprintf(y,
+              "      arrival_rate: "
+              "\"benchhost/statsd/derive-svc%05zu_attempts\"\n",
+              i);
+    if (s->errors)
+      fprintf(y, "      error_rate: \"benchhost/statsd/derive-svc%05zu_%s\"\n",
+              i, s->missing ? "errs" : "errors");
+    if (s->pool)
+      fprintf(y, "      pool_size: \"benchhost/pool-svc%05zu/gauge-size\"\n",
+              i);
+  }
+  fclose(y);
+}
+
+/* Put this interval's values in the cache (the daemon's other plugins do
+ * this between read cycles; not timed). */
+static void fleet_feed(const fleet *f, long cycle) {
+  char name[128];
+  for (size_t i = 0; i < f->n; i++) {
+    const fleet_service *s = &f->s[i];
+    double cap = (double)s->pool_now * s->mu;
+    double lambda =
+        s->frac * cap * (1.0 + 0.02 * sin(0.3 * (double)cycle + (double)i));
+    double attempts = (s->storm ? 3.0 : 1.02) * lambda;
+    snprintf(name, sizeof name, "benchhost/statsd/derive-svc%05zu_req", i);
+    stub_cache_set(name, lambda);
+    if (s->glob) {
+      for (int h = 1; h <= HOSTS; h++) {
+        snprintf(name, sizeof name, "web%d/statsd/derive-svc%05zu_attempts", h,
+                 i);
+        stub_cache_set(name, attempts / HOSTS);
+      }
+    } else {
+      snprintf(name, sizeof name, "benchhost/statsd/derive-svc%05zu_attempts",
+               i);
+      stub_cache_set(name, attempts);
+    }
+    if (s->errors && !s->missing) {
+      snprintf(name, sizeof name, "benchhost/statsd/derive-svc%05zu_errors", i);
+      stub_cache_set(name, 0.01 * attempts);
+    }
+    if (s->pool) {
+      snprintf(name, sizeof name, "benchhost/pool-svc%05zu/gauge-size", i);
+      stub_cache_set(name, (double)s->pool_now);
+    }
+  }
+  stub_cache_commit();
+}
+
+static void fleet_start(fleet *f) {
+  module_register();
+  fleet_feed(f, 0);
+  if (stub_call_config(f->path) != 0 || stub_call_init() != 0)
+    die(stub_last_warning()[0] ? stub_last_warning()
+                               : "the plugin did not initialise");
+}
+
+static void fleet_stop(fleet *f) {
+  stub_free_read_user_data();
+  stub_call_shutdown();
+  stub_cache_clear();
+  unlink(f->path);
+  free(f->s);
+  f->s = NULL;
+}
+
+/* One read cycle, timed; the next values fed after. */
+static double cycle(fleet *f, long k) {
+  double t0 = bench_now();
+  if (stub_call_read() != 0)
+    die("the read callback returned non-zero");
+  double t = bench_now() - t0;
+  fleet_feed(f, k + 1);
+  return t;
+}
+
+/* The identifier list changes: a fifth host starts reporting for svc00001's
+ * glob (or stops again), so every glob is matched again. */
+static void names_change(long k) {
+  const char *name = "web5/statsd/derive-svc00001_attempts";
+  if (k % 2 == 0)
+    stub_cache_set(name, 1.0);
+  else
+    stub_cache_remove(name);
+  stub_cache_commit();
+}
+
+/* ---- read cycles --------------------------------------------------------- */
+
+static void bench_cycles(size_t n, int runs) {
+  char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
+  fleet f;
+  fleet_make(&f, n);
+  fleet_start(&f);
+  stub_counters_reset();
+  double first = cycle(&f, 0);
+  stub_counters c0;
+  stub_counters_get(&c0);
+  stub_counters_reset();
+  double *t = malloc((size_t)runs * sizeof *t);
+  for (int r = 0; r < runs; r++)
+    t[r] = cycle(&f, 1 + r);
+  stub_counters c;
+  stub_counters_get(&c);
+  bench_stats st;
+  bench_stats_of(t, runs, 1, &st);
+  /* the identifier list changed: globs matched again */
+  int nruns = runs < 5 ? runs : 5;
+  double *tn = malloc((size_t)nruns * sizeof *tn);
+  for (int r = 0; r < nruns; r++) {
+    names_change(r);
+    tn[r] = cycle(&f, 1 + runs + r);
+  }
+  bench_stats sn;
+  bench_stats_of(tn, nruns, 1, &sn);
+  printf("%9zu | %9s | %9s %9s %9s | %9s | %9s | %7.1f %6.2f %5zu\n", n,
+         bench_fmt_time(first, b1, 32), bench_fmt_time(st.min, b2, 32),
+         bench_fmt_time(st.median, b3, 32), bench_fmt_time(st.max, b4, 32),
+         bench_fmt_time(st.median / (double)n, b5, 32),
+         bench_fmt_time(sn.median, b6, 32), (double)c.values / runs,
+         (double)c.notifications / runs, c0.notifications);
+  if (c.non_finite)
+    printf("   note: %zu dispatched values were not finite\n", c.non_finite);
+  char note[160];
+  snprintf(note, sizeof note,
+           "values per cycle %.1f, notifications per cycle %.2f, first "
+           "cycle %.6e s",
+           (double)c.values / runs, (double)c.notifications / runs, first);
+  bench_csv_row(opt.csv, "plugin_read_cycle", 0, 0, (long)n, &st, 0, -1, note);
+  bench_csv_row(opt.csv, "plugin_read_cycle_names_changed", 0, 0, (long)n, &sn,
+                0, -1, "collectd's identifier list changed: globs rematched");
+  free(t);
+  free(tn);
+  fleet_stop(&f);
+}
+
+/* ---- memory -------------------------------------------------------------- */
+
+static size_t heap_in_use(void) { return mallinfo2().uordblks; }
+
+static void bench_memory(void) {
+  fleet f;
+  fleet_make(&f, (size_t)opt.memory_services);
+  fleet_start(&f);
+  long rss100 = -1;
+  size_t heap100 = 0;
+  double t0 = bench_now();
+  for (long k = 0; k < opt.memory_cycles; k++) {
+    /* every 500 cycles the identifier list changes; every 1,000 one pool in
+     * ten is resized (landscapes rebuilt), and resized back after 500 */
+    if (k % 500 == 250)
+      names_change(k / 500);
+    if (k % 1000 == 100 || k % 1000 == 600)
+      for (size_t i = 0; i < f.n; i += 10)
+        if (f.s[i].pool)
+          f.s[i].pool_now =
+              k % 1000 == 100 ? f.s[i].servers + 1 : f.s[i].servers;
+    cycle(&f, k);
+    if (k + 1 == 100) {
+      malloc_trim(0);
+      rss100 = bench_rss_kib();
+      heap100 = heap_in_use();
+    }
+  }
+  double elapsed = bench_now() - t0;
+  malloc_trim(0);
+  long rss = bench_rss_kib();
+  size_t heap = heap_in_use();
+  printf("\n5. Memory: %ld services, %ld read cycles (%.1f s), identifier "
+         "list changed every 500 cycles, pools resized\n",
+         opt.memory_services, opt.memory_cycles, elapsed);
+  printf("   VmRSS after 100 cycles %ld KiB, after %ld cycles %ld KiB "
+         "(growth %+ld KiB)\n",
+         rss100, opt.memory_cycles, rss, rss - rss100);
+  printf("   heap in use (mallinfo2) after 100 cycles %zu bytes, after %ld "
+         "cycles %zu bytes (growth %+ld bytes)\n",
+         heap100, opt.memory_cycles, heap, (long)heap - (long)heap100);
+  char note[200];
+  snprintf(note, sizeof note,
+           "VmRSS KiB after 100 cycles %ld, after %ld cycles %ld; heap bytes "
+           "%zu -> %zu",
+           rss100, opt.memory_cycles, rss, heap100, heap);
+  bench_csv_row(opt.csv, "plugin_memory_growth_kib", 0, 0, opt.memory_services,
+                NULL, 0, -1, note);
+  fleet_stop(&f);
+}
+
+int main(int argc, char **argv) {
+  opt.memory_services = 1000;
+  opt.memory_cycles = 10000;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0)
+      opt.quick = true;
+    else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc)
+      opt.csv_path = argv[++i];
+    else if (strcmp(argv[i], "--append") == 0)
+      opt.append = true;
+    else if (strcmp(argv[i], "--memory-services") == 0 && i + 1 < argc)
+      opt.memory_services = strtol(argv[++i], NULL, 10);
+    else if (strcmp(argv[i], "--memory-cycles") == 0 && i + 1 < argc)
+      opt.memory_cycles = strtol(argv[++i], NULL, 10);
+    else if (strcmp(argv[i], "--services") == 0 && i + 1 < argc)
+      opt.only_services = strtol(argv[++i], NULL, 10);
+    else {
+      fprintf(stderr,
+              "usage: %s [--quick] [--csv FILE [--append]] "
+              "[--memory-services N] [--memory-cycles N] [--services N]\n",
+              argv[0]);
+      return 2;
+    }
+  }
+  if (opt.quick) {
+    opt.memory_services = 20;
+    opt.memory_cycles = 120;
+  }
+  if (opt.memory_cycles < 100)
+    opt.memory_cycles = 100;
+  if (opt.csv_path != NULL) {
+    opt.csv = bench_csv_open(opt.csv_path, opt.append);
+    if (opt.csv == NULL)
+      die("cannot write the CSV file");
+  }
+  char model[256];
+  long cpus;
+  bench_machine(model, sizeof model, &cpus);
+  time_t now = time(NULL);
+  char date[64];
+  strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+  printf("\ncollectd-metastable plugin benchmark%s, %s\nmachine: %s, %ld CPUs; "
+         "CFLAGS %s\n",
+         opt.quick ? " (quick smoke run: numbers mean nothing)" : "", date,
+         model, cpus, MS_BENCH_CFLAGS);
+  printf("\n4. Plugin read cycle (plugin/metastable.c against a stand-in of "
+         "collectd's cache and dispatch)\n\n");
+  printf("%9s | %9s | %9s %9s %9s | %9s | %9s | %7s %6s %5s\n", "services",
+         "first", "min", "median", "max", "/service", "names chg", "values",
+         "notes", "first");
+  size_t sizes[] = {1, 100, 1000, 10000};
+  int n_sizes = opt.quick ? 2 : 4;
+  if (opt.only_services > 0) {
+    sizes[0] = (size_t)opt.only_services;
+    n_sizes = 1;
+  }
+  for (int i = 0; i < n_sizes; i++) {
+    int runs = opt.quick ? 2 : sizes[i] >= 10000 ? 11 : 31;
+    bench_cycles(sizes[i], runs);
+  }
+  printf("   first = first cycle, every landscape built; min/median/max = "
+         "steady cycles, only offered loads changed;\n   names chg = median "
+         "cycle after collectd's identifier list changed (every glob matched "
+         "again);\n   values, notes = dispatched per steady cycle; first = "
+         "notifications in the first cycle\n");
+  bench_memory();
+  if (opt.csv)
+    fclose(opt.csv);
+  return 0;
+}

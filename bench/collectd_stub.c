@@ -1,0 +1,365 @@
+/*
+ * A stand-in for the collectd 5.12 daemon functions the metastable plugin
+ * calls (collectd_stub.h says what each does and how it compares with the
+ * daemon).  Compiled against collectd's own headers, so every signature is
+ * checked against the real declarations.
+ */
+#include "collectd.h"
+
+#include "plugin.h"
+#include "utils/common/common.h"
+#include "utils_cache.h"
+#include "utils_complain.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <time.h>
+
+#include "collectd_stub.h"
+
+char *hostname_g = "benchhost";
+
+/* ---- time, strings, configuration ------------------------------------- */
+
+cdtime_t cdtime(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return TIMESPEC_TO_CDTIME_T(&ts);
+}
+
+cdtime_t plugin_get_interval(void) { return TIME_T_TO_CDTIME_T_STATIC(10); }
+
+/* collectd's sstrncpy: strncpy (which zero-fills the rest of dest, as the
+ * daemon's does), always terminated. */
+char *sstrncpy(char *dest, const char *src, size_t n) {
+  if (n == 0)
+    return dest;
+  strncpy(dest, src, n);
+  dest[n - 1] = '\0';
+  return dest;
+}
+
+int cf_util_get_string(const oconfig_item_t *ci, char **ret_string) {
+  if (ci->values_num != 1 || ci->values[0].type != OCONFIG_TYPE_STRING)
+    return -1;
+  char *s = strdup(ci->values[0].value.string);
+  if (s == NULL)
+    return -1;
+  free(*ret_string);
+  *ret_string = s;
+  return 0;
+}
+
+/* ---- logging ------------------------------------------------------------ */
+
+static pthread_mutex_t stub_lock = PTHREAD_MUTEX_INITIALIZER;
+static stub_counters counters;
+static char last_warning[1024];
+
+void plugin_log(int level, const char *format, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(msg, sizeof msg, format, ap);
+  va_end(ap);
+  pthread_mutex_lock(&stub_lock);
+  if (level <= LOG_ERR)
+    counters.log_error++;
+  else if (level == LOG_WARNING)
+    counters.log_warning++;
+  else
+    counters.log_info++;
+  if (level <= LOG_WARNING)
+    memcpy(last_warning, msg, sizeof msg);
+  pthread_mutex_unlock(&stub_lock);
+}
+
+const char *stub_last_warning(void) { return last_warning; }
+
+/* utils_complain: report, then stay quiet for an interval that doubles on
+ * every report, up to a day; c_release reports once and resets. */
+static int complain_due(c_complain_t *c) {
+  cdtime_t now = cdtime();
+  if (c->last + c->interval > now)
+    return 0;
+  c->last = now;
+  if (c->interval < plugin_get_interval())
+    c->interval = plugin_get_interval();
+  else
+    c->interval *= 2;
+  if (c->interval > TIME_T_TO_CDTIME_T_STATIC(86400))
+    c->interval = TIME_T_TO_CDTIME_T_STATIC(86400);
+  return 1;
+}
+
+void c_complain(int level, c_complain_t *c, const char *format, ...) {
+  if (!complain_due(c))
+    return;
+  c->complained_once = false;
+  char msg[512];
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(msg, sizeof msg, format, ap);
+  va_end(ap);
+  plugin_log(level, "%s", msg);
+}
+
+void c_complain_once(int level, c_complain_t *c, const char *format, ...) {
+  if (c->complained_once)
+    return;
+  if (!complain_due(c))
+    return;
+  c->complained_once = true;
+  char msg[512];
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(msg, sizeof msg, format, ap);
+  va_end(ap);
+  plugin_log(level, "%s", msg);
+}
+
+void c_do_release(int level, c_complain_t *c, const char *format, ...) {
+  if (c->interval == 0)
+    return;
+  c->interval = 0;
+  c->complained_once = false;
+  char msg[512];
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(msg, sizeof msg, format, ap);
+  va_end(ap);
+  plugin_log(level, "%s", msg);
+}
+
+/* ---- registration ---------------------------------------------------------
+ */
+
+static int (*config_cb)(oconfig_item_t *);
+static plugin_init_cb init_cb;
+static plugin_shutdown_cb shutdown_cb;
+static plugin_read_cb read_cb;
+static user_data_t read_ud;
+
+int plugin_register_complex_config(const char *type,
+                                   int (*callback)(oconfig_item_t *)) {
+  (void)type;
+  config_cb = callback;
+  return 0;
+}
+
+int plugin_register_init(const char *name, plugin_init_cb callback) {
+  (void)name;
+  init_cb = callback;
+  return 0;
+}
+
+int plugin_register_shutdown(const char *name, plugin_shutdown_cb callback) {
+  (void)name;
+  shutdown_cb = callback;
+  return 0;
+}
+
+int plugin_register_complex_read(const char *group, const char *name,
+                                 plugin_read_cb callback, cdtime_t interval,
+                                 user_data_t const *user_data) {
+  (void)group;
+  (void)name;
+  (void)interval;
+  read_cb = callback;
+  read_ud = *user_data;
+  return 0;
+}
+
+int stub_call_config(const char *service_file) {
+  oconfig_value_t v = {.value.string = (char *)service_file,
+                       .type = OCONFIG_TYPE_STRING};
+  oconfig_item_t child = {.key = "ServiceFile", .values = &v, .values_num = 1};
+  oconfig_item_t top = {.key = "Plugin", .children = &child, .children_num = 1};
+  return config_cb != NULL ? config_cb(&top) : -1;
+}
+
+int stub_call_init(void) { return init_cb != NULL ? init_cb() : -1; }
+int stub_call_read(void) { return read_cb != NULL ? read_cb(&read_ud) : -1; }
+int stub_call_shutdown(void) { return shutdown_cb != NULL ? shutdown_cb() : 0; }
+
+void stub_free_read_user_data(void) {
+  if (read_ud.free_func != NULL)
+    read_ud.free_func(read_ud.data);
+  read_ud = (user_data_t){0};
+  read_cb = NULL;
+}
+
+/* ---- the value cache ------------------------------------------------------
+ */
+
+typedef struct {
+  char *name;
+  double rate;
+} cache_entry;
+
+static cache_entry *cache;
+static size_t cache_n, cache_cap, cache_sorted;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int cmp_entry(const void *a, const void *b) {
+  return strcmp(((const cache_entry *)a)->name, ((const cache_entry *)b)->name);
+}
+
+static cache_entry *cache_find(const char *name) {
+  cache_entry key = {.name = (char *)name};
+  cache_entry *e = bsearch(&key, cache, cache_sorted, sizeof *cache, cmp_entry);
+  if (e != NULL)
+    return e;
+  for (size_t i = cache_sorted; i < cache_n; i++)
+    if (strcmp(cache[i].name, name) == 0)
+      return &cache[i];
+  return NULL;
+}
+
+void stub_cache_set(const char *name, double rate) {
+  pthread_mutex_lock(&cache_lock);
+  cache_entry *e = cache_find(name);
+  if (e != NULL) {
+    e->rate = rate;
+  } else {
+    if (cache_n == cache_cap) {
+      cache_cap = cache_cap ? 2 * cache_cap : 1024;
+      cache = realloc(cache, cache_cap * sizeof *cache);
+      if (cache == NULL)
+        abort();
+    }
+    cache[cache_n].name = strdup(name);
+    cache[cache_n++].rate = rate;
+  }
+  pthread_mutex_unlock(&cache_lock);
+}
+
+void stub_cache_commit(void) {
+  pthread_mutex_lock(&cache_lock);
+  qsort(cache, cache_n, sizeof *cache, cmp_entry);
+  cache_sorted = cache_n;
+  pthread_mutex_unlock(&cache_lock);
+}
+
+void stub_cache_remove(const char *name) {
+  pthread_mutex_lock(&cache_lock);
+  cache_entry *e = cache_find(name);
+  if (e != NULL) {
+    free(e->name);
+    size_t i = (size_t)(e - cache);
+    memmove(e, e + 1, (cache_n - i - 1) * sizeof *cache);
+    cache_n--;
+    if (i < cache_sorted)
+      cache_sorted--;
+  }
+  pthread_mutex_unlock(&cache_lock);
+}
+
+size_t stub_cache_size(void) { return cache_n; }
+
+void stub_cache_clear(void) {
+  for (size_t i = 0; i < cache_n; i++)
+    free(cache[i].name);
+  free(cache);
+  cache = NULL;
+  cache_n = cache_cap = cache_sorted = 0;
+}
+
+int uc_get_rate_by_name(const char *name, gauge_t **ret_values,
+                        size_t *ret_values_num) {
+  pthread_mutex_lock(&cache_lock);
+  cache_entry *e = cache_find(name);
+  int status = -1;
+  if (e != NULL) {
+    *ret_values = malloc(sizeof **ret_values);
+    if (*ret_values != NULL) {
+      (*ret_values)[0] = e->rate;
+      *ret_values_num = 1;
+      status = 0;
+    }
+  }
+  pthread_mutex_unlock(&cache_lock);
+  return status;
+}
+
+int uc_get_names(char ***ret_names, cdtime_t **ret_times, size_t *ret_number) {
+  pthread_mutex_lock(&cache_lock);
+  size_t n = cache_n;
+  char **names = calloc(n ? n : 1, sizeof *names);
+  cdtime_t *times = calloc(n ? n : 1, sizeof *times);
+  if (names == NULL || times == NULL) {
+    free(names);
+    free(times);
+    pthread_mutex_unlock(&cache_lock);
+    return -1;
+  }
+  cdtime_t now = cdtime();
+  for (size_t i = 0; i < n; i++) {
+    names[i] = strdup(cache[i].name);
+    times[i] = now;
+  }
+  pthread_mutex_unlock(&cache_lock);
+  *ret_names = names;
+  *ret_times = times;
+  *ret_number = n;
+  return 0;
+}
+
+/* ---- dispatch -------------------------------------------------------------
+ */
+
+/* The daemon's write queue: a value list is cloned (value_list_t and its
+ * values, as plugin_value_list_clone does) and appended under a mutex; the
+ * write threads take it from there.  Here the clone is checked and freed at
+ * once, as if a write thread had been waiting: the heap then behaves as in
+ * a daemon whose write threads keep up. */
+int plugin_dispatch_values(value_list_t const *vl) {
+  value_list_t *q = malloc(sizeof *q);
+  if (q == NULL)
+    return -1;
+  *q = *vl;
+  q->values = malloc(vl->values_len * sizeof *vl->values);
+  if (q->values == NULL) {
+    free(q);
+    return -1;
+  }
+  memcpy(q->values, vl->values, vl->values_len * sizeof *vl->values);
+  if (q->time == 0)
+    q->time = cdtime();
+  if (q->interval == 0)
+    q->interval = plugin_get_interval();
+  pthread_mutex_lock(&stub_lock);
+  counters.values++;
+  double v = q->values[0].gauge;
+  if (isfinite(v))
+    counters.value_sum += v;
+  else
+    counters.non_finite++;
+  pthread_mutex_unlock(&stub_lock);
+  free(q->values);
+  free(q);
+  return 0;
+}
+
+int plugin_dispatch_notification(const notification_t *n) {
+  pthread_mutex_lock(&stub_lock);
+  counters.notifications++;
+  counters.notifications_failure += n->severity == NOTIF_FAILURE;
+  counters.notifications_warning += n->severity == NOTIF_WARNING;
+  counters.notifications_okay += n->severity == NOTIF_OKAY;
+  pthread_mutex_unlock(&stub_lock);
+  return 0;
+}
+
+void stub_counters_get(stub_counters *out) {
+  pthread_mutex_lock(&stub_lock);
+  *out = counters;
+  pthread_mutex_unlock(&stub_lock);
+}
+
+void stub_counters_reset(void) {
+  pthread_mutex_lock(&stub_lock);
+  counters = (stub_counters){0};
+  last_warning[0] = '\0';
+  pthread_mutex_unlock(&stub_lock);
+}

@@ -1,0 +1,59 @@
+/*
+ * A stand-in for the parts of collectd 5.12's daemon that the metastable
+ * plugin calls, so that bench_plugin runs plugin/metastable.c itself, the
+ * very read callback the daemon runs, without a daemon.  Declared by
+ * collectd's own headers; defined in collectd_stub.c:
+ *
+ *   value cache   uc_get_rate_by_name, uc_get_names: a table sorted by name,
+ *                 searched by bisection under a mutex, results malloc'd per
+ *                 call (the daemon: an AVL tree under a mutex, same copies);
+ *   dispatch      plugin_dispatch_values clones the value list under a
+ *                 mutex, as the daemon's write queue does, and frees the
+ *                 clone at once (the daemon's write threads take it from
+ *                 the queue concurrently and do the cache update and the
+ *                 write plugins: not the plugin's cost);
+ *                 plugin_dispatch_notification counts (the daemon calls the
+ *                 notification plugins, none by default);
+ *   registration  plugin_register_*: remembers the callbacks;
+ *   logging       plugin_log formats the message and counts it by level;
+ *                 c_complain / c_do_release rate-limit as collectd's
+ *                 utils_complain does;
+ *   utilities     cdtime, sstrncpy, cf_util_get_string, hostname_g.
+ *
+ * This header is the benchmark's side of the stand-in: filling the cache,
+ * calling the registered callbacks, reading the counters.
+ */
+#ifndef MS_BENCH_COLLECTD_STUB_H
+#define MS_BENCH_COLLECTD_STUB_H
+
+#include <stddef.h>
+
+/* The cache: set (add or update) one identifier's rate; remove one. */
+void stub_cache_set(const char *name, double rate);
+void stub_cache_remove(const char *name);
+/* Sort the cache after a batch of additions (updates keep it sorted). */
+void stub_cache_commit(void);
+size_t stub_cache_size(void);
+void stub_cache_clear(void);
+
+/* The callbacks module_register() and init registered. */
+int stub_call_config(const char *service_file);
+int stub_call_init(void);
+int stub_call_read(void);
+int stub_call_shutdown(void);
+/* Free the read callback's user data, as the daemon does at shutdown. */
+void stub_free_read_user_data(void);
+
+/* Counters since the last reset. */
+typedef struct {
+  size_t values, notifications, notifications_failure, notifications_okay,
+      notifications_warning, log_error, log_warning, log_info;
+  double value_sum; /* of every dispatched gauge, to check they are finite */
+  size_t non_finite;
+} stub_counters;
+void stub_counters_get(stub_counters *out);
+void stub_counters_reset(void);
+/* The last message logged at LOG_WARNING or worse ("" if none). */
+const char *stub_last_warning(void);
+
+#endif

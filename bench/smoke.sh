@@ -1,0 +1,33 @@
+#!/bin/sh
+# Smoke test of the benchmarks (make check): every benchmark program runs
+# its every code path once with --quick, and writes the rows it should.
+# Nothing is timed or compared with a target: benchmarks report, they never
+# fail because a machine is slow.
+set -eu
+build=${MS_TOP_BUILDDIR:-.}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+csv=$tmp/bench.csv
+"$build/bench/bench_model" --quick --csv "$csv" >"$tmp/model.out"
+"$build/bench/bench_plugin" --quick --csv "$csv" --append >"$tmp/plugin.out"
+status=0
+for row in wait_tail wait_tail_naive analysis analysis_naive \
+  landscape_build equilibria_and_state step_offered_load_changed \
+  plugin_read_cycle plugin_read_cycle_names_changed plugin_memory_growth_kib; do
+  if ! grep -q "^$row," "$csv"; then
+    echo "bench smoke: no '$row' row in the CSV" >&2
+    status=1
+  fi
+done
+# the header and every row have the same number of columns
+awk -F, 'NR == 1 { n = NF } NF < n { print "bench smoke: short row " NR ": " $0; bad = 1 }
+  END { exit bad }' "$csv" >&2 || status=1
+# one service dispatches the 13 values of DESIGN 1.5 plus its 2 observations
+if ! grep -q '^plugin_read_cycle,,,1,.*values per cycle 15.0' "$csv"; then
+  echo "bench smoke: one service did not dispatch 15 values per cycle" >&2
+  status=1
+fi
+if [ $status -ne 0 ]; then
+  cat "$tmp/model.out" "$tmp/plugin.out" >&2
+fi
+exit $status
