@@ -100,10 +100,9 @@ static double bd0(double x, double M) {
   return x * log(x / M) + M - x;
 }
 
-/* ln pmf(c; a) of a Poisson variable of mean a > 0, c >= 1. */
-static double ln_poisson_pmf(long c, double a) {
-  double cd = (double)c;
-  return -stirlerr(c) - bd0(cd, a) - 0.5 * (MS_LN_2PI + log(cd));
+/* ln pmf(c; a) of a Poisson variable of mean a > 0, c >= 1; ln_cd = ln c. */
+static double ln_poisson_pmf(long c, double ln_cd, double a) {
+  return -stirlerr(c) - bd0((double)c, a) - 0.5 * (MS_LN_2PI + ln_cd);
 }
 
 /*
@@ -116,11 +115,24 @@ static double ln_poisson_pmf(long c, double a) {
 static double temme_lower(double s, double x) {
   double b = bd0(s, x);
   double eta = -sqrt(2.0 * b / s);
+  /* The Taylor terms of c_k(eta) from eta^m on sum to at most
+   * |eta|^m sum_n |d[k][n]|, for |eta| <= 1.  With m the least degree
+   * where |eta|^m <= 2^-64 they change the sum below by less than 1e-19 of
+   * itself (sum_n |d[0][n]| < 0.5, and the sums for k >= 1 come with
+   * s^-k, s > 40), which rounding cannot see; near saturation, where
+   * |eta| is small, this drops most of the 25 terms. */
+  int m = MS_TEMME_N;
+  double ae = fabs(eta), power = ae;
+  for (int n = 1; n < MS_TEMME_N; n++, power *= ae)
+    if (power <= 0x1p-64) {
+      m = n;
+      break;
+    }
   double sum = 0.0, scale = 1.0;
   for (int k = 0; k < MS_TEMME_K; k++) {
     const double *d = ms_temme_d[k];
-    double ck = d[MS_TEMME_N - 1];
-    for (int n = MS_TEMME_N - 2; n >= 0; n--)
+    double ck = d[m - 1];
+    for (int n = m - 2; n >= 0; n--)
       ck = ck * eta + d[n];
     double term = ck * scale;
     sum += term;
@@ -142,8 +154,8 @@ static double temme_lower(double s, double x) {
 #define MS_TEMME_RHO 0.6
 
 void ms_erlang_terms_unchecked(long c, double a, ms_erlang_terms *t) {
-  double cd = (double)c;
-  double ln_pmf = ln_poisson_pmf(c, a);
+  double cd = (double)c, ln_cd = log(cd);
+  double ln_pmf = ln_poisson_pmf(c, ln_cd, a);
   double ln_cdf;
   if (c >= MS_TEMME_MIN_SERVERS && a >= MS_TEMME_RHO * (cd + 1.0)) {
     ln_cdf = log1p(-temme_lower(cd + 1.0, a));
@@ -162,7 +174,7 @@ void ms_erlang_terms_unchecked(long c, double a, ms_erlang_terms *t) {
   t->b = exp(t->ln_b);
   /* C = c B / ((c - a) + a B): c - a is exact when a >= c/2 (Sterbenz), and
    * both terms of the sum are positive, so nothing cancels. */
-  t->ln_c = t->ln_b + log(cd) - log((cd - a) + a * t->b);
+  t->ln_c = t->ln_b + ln_cd - log((cd - a) + a * t->b);
   if (t->ln_c > 0.0)
     t->ln_c = 0.0;
 }

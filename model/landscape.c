@@ -27,78 +27,261 @@
 #define CAPACITY_LO_DECADES 12.0 /* x - C from 1e-12 C ... */
 #define CAPACITY_HI_DECADES 15.0 /* ... up to 1e15 C */
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Fill grid with increasing x > 0 that resolve lambda(x); returns count. */
+/* Fill grid with increasing x > 0 that resolve lambda(x); returns count.
+ * The log-spaced distances are powers of one ratio, formed by repeated
+ * multiplication (relative error below 1e-13: the grid need not be exact,
+ * only fine); the two parts are generated in increasing order and merged. */
 static int build_grid(const ms_failure_model *m, double *grid) {
   int n = 0;
   double xcap = ms_saturation_load(m);
   if (m->kind == MS_MODEL_ERLANG) {
-    for (int i = 1; i < GRID_LOG; i++) {
-      double gap = pow(10.0, -ERLANG_GAP_DECADES * i / (GRID_LOG - 1));
-      grid[n++] = xcap * (1.0 - gap);
+    /* x = xcap j / GRID_LIN (j = 1 .. GRID_LIN - 1) merged with
+     * x = xcap (1 - 10^(-15 i / (GRID_LOG - 1))), i = 1 .. GRID_LOG - 1,
+     * both increasing; then xcap itself */
+    const double ratio = pow(10.0, -ERLANG_GAP_DECADES / (GRID_LOG - 1));
+    int j = 1, i = 1;
+    double lin = xcap / GRID_LIN, gap = ratio, lg = xcap * (1.0 - gap);
+    while (j < GRID_LIN || i < GRID_LOG) {
+      double next;
+      if (i >= GRID_LOG || (j < GRID_LIN && lin <= lg)) {
+        next = lin;
+        if (++j < GRID_LIN)
+          lin = xcap * j / GRID_LIN;
+      } else {
+        next = lg;
+        if (++i < GRID_LOG) {
+          gap *= ratio;
+          lg = xcap * (1.0 - gap);
+        }
+      }
+      if (n == 0 || next > grid[n - 1])
+        grid[n++] = next;
     }
-    for (int j = 1; j < GRID_LIN; j++)
-      grid[n++] = xcap * j / GRID_LIN;
-    grid[n++] = xcap;
+    if (xcap > grid[n - 1])
+      grid[n++] = xcap;
   } else {
     /* below C, lambda(x) = x / A(base) rises: one point suffices */
     grid[n++] = 0.5 * xcap;
     grid[n++] = xcap;
-    for (int i = 0; i < GRID_LOG; i++) {
-      double u =
-          -CAPACITY_LO_DECADES +
-          (CAPACITY_LO_DECADES + CAPACITY_HI_DECADES) * i / (GRID_LOG - 1);
-      grid[n++] = xcap * (1.0 + pow(10.0, u));
+    const double ratio =
+        pow(10.0, (CAPACITY_LO_DECADES + CAPACITY_HI_DECADES) / (GRID_LOG - 1));
+    double over = pow(10.0, -CAPACITY_LO_DECADES);
+    for (int i = 0; i < GRID_LOG; i++, over *= ratio) {
+      double x = xcap * (1.0 + over);
+      if (x > grid[n - 1])
+        grid[n++] = x;
     }
   }
-  qsort(grid, (size_t)n, sizeof *grid, cmp_double);
-  /* drop duplicates produced by rounding */
-  int k = 0;
-  for (int i = 0; i < n; i++)
-    if (k == 0 || grid[i] > grid[k - 1])
-      grid[k++] = grid[i];
-  return k;
+  return n;
 }
 
 static int rising(const ms_point *pt) { return pt->elast < 1.0; }
 
 /*
- * Locate the point in (lo, hi) where lambda(x) switches from rising to
- * falling or back, by bisection on the sign of d lambda/dx.  The sign is
- * evaluated in closed form, so kinks (x = C, x = c mu, a budget or token cap
- * taking over) are found as surely as smooth extrema.  Returns the x of the
- * extremum and lambda there: for a maximum the larger, for a minimum the
- * smaller of lambda at the final bracket's ends.
+ * Bounds on the elasticity E(x) of the erlang model that decide the sign of
+ * d lambda/dx at most grid points without evaluating Erlang B.  With
+ * a = x/mu < c, u = c mu - x, q = P(W > T) = C(c, a) e^(-u T) and
+ * E = (1 - base) q (a dlnC/da + x T) k A'(p)/A(p)   (loop.c):
+ *
+ *   upper: C <= 1;  a dlnC/da = (c - a) + a (1 - B)/(c - a + a B)
+ *          <= (c - a) + a/(c - a);  A'/A <= r (A' = sum i p^(i-1)
+ *          <= r A), and a budget or token cap only lowers dA/dp; so
+ *          E <= e^(-u T) ((c - a) + a/(c - a) + x T) k r.
+ *   lower (fixed retry count r >= 1, no budget, no token bucket):
+ *          C >= B >= Poisson pmf(c; a) = e^(-bd0(c, a) - stirlerr(c))
+ *          / sqrt(2 pi c) with bd0(c, a) <= (c - a)^2 / a (ln(1+y) <= y)
+ *          and stirlerr(c) <= 1/(12 c);  a dlnC/da >= c - a;
+ *          A'/A >= 1/(r + 1) (A' >= 1, A <= r + 1); so
+ *          E >= (1 - base) e^(-(c-a)^2/a - u T - 1/(12 c)) / sqrt(2 pi c)
+ *               (x T + c - a) k / (r + 1).
+ *
+ * An upper bound <= 1/2 proves lambda rising (E < 1), a lower bound >= 2
+ * proves it falling.  The factor-of-two margins dwarf the rounding of both
+ * the bounds and the evaluated E (relative error ~1e-13), so a grid point
+ * decided by a bound has the sign its full evaluation would give: the scan
+ * finds exactly the sign changes it would find evaluating every point.
  */
-static void bisect_extremum(const ms_service_params *s, double lo, double hi,
-                            int lo_rising, double *x_out, double *lambda_out) {
-  ms_point plo, phi, pm;
-  ms_point_eval(s, lo, &plo);
-  ms_point_eval(s, hi, &phi);
-  for (int it = 0; it < 200; it++) {
-    double mid = lo + 0.5 * (hi - lo);
-    if (!(mid > lo && mid < hi))
+typedef struct {
+  bool upper, lower;
+  double c, mu, T, cmu, ok, kr, k_over_r1, pmf_scale;
+} elasticity_bounds;
+
+static void elasticity_bounds_init(const ms_service_params *s,
+                                   elasticity_bounds *b) {
+  const ms_failure_model *m = &s->model;
+  const ms_retry_policy *pol = &s->policy;
+  memset(b, 0, sizeof *b);
+  if (m->kind != MS_MODEL_ERLANG)
+    return;
+  b->upper = true;
+  b->lower = pol->retries >= 1 && !pol->has_budget && !pol->has_token;
+  b->c = (double)m->servers;
+  b->mu = m->service_rate;
+  b->T = m->timeout;
+  b->cmu = b->c * b->mu; /* as failure_and_slope computes it */
+  b->ok = 1.0 - m->base_failure;
+  b->kr = (double)pol->tiers * pol->retries;
+  b->k_over_r1 = (double)pol->tiers / (pol->retries + 1.0);
+  b->pmf_scale = exp(-1.0 / (12.0 * b->c)) / sqrt(2.0 * M_PI * b->c);
+}
+
+/* (1 + y/64)^64 <= e^y for y >= 0, and (1 - z/64)^64 <= e^-z for
+ * 0 <= z <= 64: six squarings instead of an exponential. */
+static double pow64(double v) {
+  for (int i = 0; i < 6; i++)
+    v *= v;
+  return v;
+}
+
+/* Whether lower e^(-z) >= 2 follows from (1 - z/64)^64 <= e^(-z). */
+static bool falls_by_polynomial(double lower, double z) {
+  return z <= 64.0 && lower * pow64(1.0 - z / 64.0) >= 2.0;
+}
+
+/* 1: lambda surely rises at x; 0: surely falls; -1: evaluate.  Each bound
+ * is tried with a polynomial bound on its exponential first (cheap, and it
+ * decides nearly every grid point), the one that decided the previous grid
+ * point (hint) first; the exponentials only when both polynomials fail. */
+static int sign_from_bounds(const elasticity_bounds *b, double x, int hint) {
+  if (!b->upper || !(x < b->cmu))
+    return -1;
+  double a = x / b->mu;
+  if (!(a >= DBL_MIN) || !(a < b->c))
+    return -1;
+  double ca = b->c - a, u = b->cmu - x, uT = u * b->T;
+  /* E <= upper e^(-u T), and E >= lower e^(-z) when b->lower; an
+   * overflowing factor makes its bound say nothing */
+  double upper = (ca + a / ca + x * b->T) * b->kr;
+  double z = ca * ca / a + uT;
+  double lower = b->ok * b->pmf_scale * (x * b->T + ca) * b->k_over_r1;
+  bool use_upper = upper < INFINITY;
+  bool use_lower = b->lower && lower < INFINITY;
+  if (use_lower && hint == 0 && falls_by_polynomial(lower, z))
+    return 0;
+  if (use_upper && upper <= 0.5 * pow64(1.0 + uT / 64.0))
+    return 1;
+  if (use_lower && hint != 0 && falls_by_polynomial(lower, z))
+    return 0;
+  if (use_upper && upper * exp(-uT) <= 0.5)
+    return 1;
+  if (use_lower && lower * exp(-z) >= 2.0)
+    return 0;
+  return -1;
+}
+
+/* A point of the scan: where, which way lambda goes, and the loop there
+ * when it was evaluated (not when a bound decided the sign). */
+typedef struct {
+  double x;
+  int rising;
+  bool evaluated;
+  ms_point pt;
+} probe;
+
+static void probe_eval(const ms_service_params *s, double x, probe *p) {
+  p->x = x;
+  ms_point_eval(s, x, &p->pt);
+  p->rising = rising(&p->pt);
+  p->evaluated = true;
+}
+
+/* The sign of d lambda/dx at x: from the bounds when they decide it, else
+ * by evaluating the loop. */
+static void probe_scan(const ms_service_params *s, const elasticity_bounds *b,
+                       double x, int hint, probe *p) {
+  int sign = sign_from_bounds(b, x, hint);
+  if (sign < 0) {
+    probe_eval(s, x, p);
+  } else {
+    p->x = x;
+    p->rising = sign;
+    p->evaluated = false;
+  }
+}
+
+/* The function whose sign change marks an extremum: ln E(x), negative
+ * where lambda rises.  E <= 0 (a token bucket lowering A as p grows) is
+ * mapped below ln of the smallest double, keeping the sign. */
+static double log_elasticity(const ms_point *pt) {
+  return pt->elast > 1e-300 ? log(pt->elast) : -700.0;
+}
+
+/*
+ * Locate the point in (lo, hi) where lambda(x) switches from rising to
+ * falling or back.  The bracket always keeps one end on each side of the
+ * switch, judged by the sign of d lambda/dx in closed form, so kinks
+ * (x = C, x = c mu, a budget or token cap taking over) are found as surely
+ * as smooth extrema; it ends when no double lies strictly inside.  The
+ * probes follow the ITP method (I. F. D. Oliveira and R. H. C. Takahashi,
+ * "An enhancement of the bisection method average performance preserving
+ * minmax optimality", ACM TOMS 47(1), 2020) on ln E: regula falsi,
+ * truncated and projected so that it never needs more than one probe more
+ * than bisection, and converges superlinearly at a smooth extremum, where
+ * ln E crosses 0 with a nonzero slope.  Returns the x of the extremum and
+ * lambda there: for a maximum the larger, for a minimum the smaller of
+ * lambda at the final bracket's ends.
+ */
+static void locate_extremum(const ms_service_params *s,
+                            const elasticity_bounds *bounds, probe lo, probe hi,
+                            double *x_out, double *lambda_out) {
+  int lo_rising = lo.rising;
+  double w0 = hi.x - lo.x;
+  /* ITP needs the function at both ends; a bracket of a few ulps (the kink
+   * at c mu) is bisected without them */
+  double eps = DBL_EPSILON * fmax(fabs(lo.x), fabs(hi.x));
+  bool itp = w0 > 64.0 * eps;
+  if (itp && !lo.evaluated)
+    probe_eval(s, lo.x, &lo);
+  if (itp && !hi.evaluated)
+    probe_eval(s, hi.x, &hi);
+  double glo = itp ? log_elasticity(&lo.pt) : 0.0;
+  double ghi = itp ? log_elasticity(&hi.pt) : 0.0;
+  /* ITP parameters: kappa1 = 0.2 / w0, kappa2 = 2, n0 = 1; it stops when
+   * the bracket is within 2 eps, bisection takes it to adjacent doubles */
+  double kappa1 = 0.2 / w0;
+  int n_max = itp ? (int)ceil(log2(w0 / (2.0 * eps))) + 1 : 0;
+  for (int j = 0; j < 400; j++) {
+    double w = hi.x - lo.x;
+    double mid = lo.x + 0.5 * w;
+    if (!(mid > lo.x && mid < hi.x))
       break;
-    ms_point_eval(s, mid, &pm);
-    if (rising(&pm) == lo_rising) {
-      lo = mid;
-      plo = pm;
+    double x = mid;
+    if (itp && w > 2.0 * eps && glo != ghi) {
+      /* interpolate (regula falsi), truncate toward the middle, project
+       * onto the ball around it that keeps the minmax guarantee */
+      double xf = (hi.x * glo - lo.x * ghi) / (glo - ghi);
+      double sigma = mid >= xf ? 1.0 : -1.0;
+      double delta = kappa1 * w * w;
+      double xt = delta <= fabs(mid - xf) ? xf + sigma * delta : mid;
+      double r = fmax(eps * ldexp(1.0, n_max - j) - 0.5 * w, 0.0);
+      x = fabs(xt - mid) <= r ? xt : mid - sigma * r;
+      if (!(x > lo.x && x < hi.x))
+        x = mid;
+    }
+    probe pm;
+    if (itp)
+      probe_eval(s, x, &pm);
+    else
+      probe_scan(s, bounds, x, !lo_rising, &pm);
+    if (pm.rising == lo_rising) {
+      lo = pm;
+      glo = itp ? log_elasticity(&pm.pt) : 0.0;
     } else {
-      hi = mid;
-      phi = pm;
+      hi = pm;
+      ghi = itp ? log_elasticity(&pm.pt) : 0.0;
     }
   }
+  if (!lo.evaluated)
+    probe_eval(s, lo.x, &lo);
+  if (!hi.evaluated)
+    probe_eval(s, hi.x, &hi);
   int is_max = lo_rising;
-  if (is_max ? plo.lambda >= phi.lambda : plo.lambda <= phi.lambda) {
-    *x_out = lo;
-    *lambda_out = plo.lambda;
+  if (is_max ? lo.pt.lambda >= hi.pt.lambda : lo.pt.lambda <= hi.pt.lambda) {
+    *x_out = lo.x;
+    *lambda_out = lo.pt.lambda;
   } else {
-    *x_out = hi;
-    *lambda_out = phi.lambda;
+    *x_out = hi.x;
+    *lambda_out = hi.pt.lambda;
   }
 }
 
@@ -117,30 +300,30 @@ int ms_landscape_build(const ms_service_params *s, ms_landscape *out,
 
   double grid[GRID_MAX];
   int n = build_grid(&s->model, grid);
-  ms_point prev, cur;
-  ms_point_eval(s, grid[0], &prev);
-  int prev_rising = rising(&prev);
-  if (!prev_rising)
+  elasticity_bounds bounds;
+  elasticity_bounds_init(s, &bounds);
+  probe prev, cur;
+  probe_scan(s, &bounds, grid[0], 1, &prev);
+  if (!prev.rising)
     return ms_fail(err, MS_ENOCONV,
                    "offered load falls at the smallest effective load "
                    "%g/s: model outside the analysed shape",
                    grid[0]);
   for (int i = 1; i < n; i++) {
-    ms_point_eval(s, grid[i], &cur);
-    int cur_rising = rising(&cur);
-    if (cur_rising != prev_rising) {
+    probe_scan(s, &bounds, grid[i], prev.rising, &cur);
+    if (cur.rising != prev.rising) {
       if (ls.n_breaks > MS_MAX_EXTREMA)
         return ms_fail(err, MS_ELIMIT, "lambda(x) has more than %d extrema",
                        MS_MAX_EXTREMA);
       double xe, le;
-      bisect_extremum(s, grid[i - 1], grid[i], prev_rising, &xe, &le);
+      locate_extremum(s, &bounds, prev, cur, &xe, &le);
       ls.break_x[ls.n_breaks] = xe;
       ls.break_lambda[ls.n_breaks] = le;
       ls.n_breaks++;
     }
-    prev_rising = cur_rising;
+    prev = cur;
   }
-  if (!prev_rising)
+  if (!prev.rising)
     return ms_fail(err, MS_ENOCONV,
                    "offered load still falls at the largest effective load "
                    "%g/s: model outside the analysed shape",
@@ -166,25 +349,30 @@ int ms_landscape_build(const ms_service_params *s, ms_landscape *out,
 
 /*
  * Solve lambda(x) = target for x in (lo, hi), where lambda is monotone and
- * target lies strictly between lambda(lo) and lambda(hi).  Safeguarded
- * Newton on f(x) = ln lambda(x) - ln target, f'(x) = (1 - E(x)) / x, falling
- * back to bisection when a step leaves the bracket or shrinks it too little.
+ * target lies strictly between lambda(lo) and lambda(hi).  Newton on
+ * f(x) = ln lambda(x) - ln target, f'(x) = (1 - E(x)) / x, from x0 when it
+ * lies inside the bracket, safeguarded as rtsafe (Press et al., Numerical
+ * Recipes, 3rd ed., sec. 9.4): a step that leaves the bracket, or is not
+ * at most half the step before last, is replaced by bisection.  On success
+ * the root and the loop evaluated there.
  */
 static int solve_piece(const ms_service_params *s, double lo, double hi,
-                       int increasing, double target, double *x_out) {
+                       int increasing, double target, double x0, double *x_out,
+                       ms_point *pt_out) {
   double ln_t = log(target);
   ms_point pt;
   /* sign convention: g(x) = +f for an increasing piece, -f for decreasing,
    * so g(lo) < 0 < g(hi) */
   double sgn = increasing ? 1.0 : -1.0;
-  double x = lo + 0.5 * (hi - lo);
-  double width = hi - lo;
+  double x = x0 > lo && x0 < hi ? x0 : lo + 0.5 * (hi - lo);
+  double dx_old = hi - lo, dx = dx_old;
   for (int it = 0; it < 300; it++) {
     ms_point_eval(s, x, &pt);
     double f = log(pt.lambda) - ln_t;
     double g = sgn * f;
     if (g == 0.0) {
       *x_out = x;
+      *pt_out = pt;
       return MS_OK;
     }
     if (g < 0.0)
@@ -193,19 +381,27 @@ static int solve_piece(const ms_service_params *s, double lo, double hi,
       hi = x;
     if (!(hi - lo > 4.0 * DBL_EPSILON * hi)) {
       *x_out = lo + 0.5 * (hi - lo);
+      ms_point_eval(s, *x_out, pt_out);
       return MS_OK;
     }
     double fp = (1.0 - pt.elast) / x;
-    double nx = fp != 0.0 ? x - f / fp : NAN;
-    double new_width = hi - lo;
-    if (!(nx > lo && nx < hi) || new_width > 0.5 * width) {
-      nx = lo + 0.5 * (hi - lo);
-    } else if (fabs(nx - x) <= 2.0 * DBL_EPSILON * x) {
-      /* converged: one more check of the neighbour decides */
+    double step = f / fp;
+    if (fabs(step) <= 2.0 * DBL_EPSILON * x) {
+      /* converged: the root is x - step to within an ulp or two */
+      double nx = x - step;
       *x_out = nx;
+      if (nx == x)
+        *pt_out = pt;
+      else
+        ms_point_eval(s, nx, pt_out);
       return MS_OK;
     }
-    width = new_width;
+    double nx = x - step;
+    if (!(nx > lo && nx < hi) || !(fabs(2.0 * f) <= fabs(dx_old * fp))) {
+      nx = lo + 0.5 * (hi - lo);
+    }
+    dx_old = dx;
+    dx = nx - x;
     x = nx;
   }
   return MS_ENOCONV;
@@ -258,16 +454,33 @@ int ms_equilibria(const ms_landscape *ls, double lambda, ms_equilibrium *eq,
     double lo_l = increasing ? la : lb, hi_l = increasing ? lb : la;
     if (!(lambda > lo_l && lambda < hi_l))
       continue;
+    /* Start where the amplification at the piece's lower end puts the
+     * root: x = lambda A(p(xa)), with A(p(xa)) = xa / lambda(xa) (at x = 0,
+     * A(base)).  When A grows with x along a rising piece this lies in
+     * [xa, root]; it is the root itself where p is constant (below the
+     * capacity C, or beyond c mu where every attempt fails).  Else the
+     * solver starts in the middle. */
+    double x0 = NAN;
+    if (increasing) {
+      if (i == 0) {
+        double A0;
+        ms_amplification(&s->policy, s->model.base_failure, &A0, NULL);
+        x0 = lambda * A0;
+      } else {
+        x0 = xa * (lambda / la);
+      }
+    }
     double x;
-    if (solve_piece(s, xa, xb, increasing, lambda, &x) != MS_OK)
+    if (solve_piece(s, xa, xb, increasing, lambda, x0, &x, &pt) != MS_OK)
       return ms_fail(err, MS_ENOCONV,
                      "no convergence solving lambda(x) = %g on [%g, %g]",
                      lambda, xa, xb);
     /* every root has x >= lambda (A >= 1): keep one found an ulp low from
      * reading as negative self-inflicted load */
-    if (x < lambda)
+    if (x < lambda) {
       x = lambda;
-    ms_point_eval(s, x, &pt);
+      ms_point_eval(s, x, &pt);
+    }
     eq[count++] = (ms_equilibrium){x, pt.p, exp(pt.ln_amp), increasing};
   }
   if (count == 0)
