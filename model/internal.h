@@ -37,4 +37,9 @@ void ms_tier_amplification(const ms_retry_policy *pol, double p, double *A,
 /* x_cap: C for the capacity model, c mu for the erlang model. */
 double ms_saturation_load(const ms_failure_model *m);
 
+/* The sign of d lambda/dx at x >= 0 as ms_landscape_build's elasticity
+ * bounds decide it without evaluating Erlang B: 1 rising, 0 falling, -1
+ * undecided (always -1 for the capacity model).  For tests. */
+int ms_landscape_sign_bound(const ms_service_params *s, double x);
+
 #endif

@@ -169,6 +169,15 @@ static int sign_from_bounds(const elasticity_bounds *b, double x, int hint) {
   return -1;
 }
 
+int ms_landscape_sign_bound(const ms_service_params *s, double x) {
+  elasticity_bounds b;
+  elasticity_bounds_init(s, &b);
+  int hint_rising = sign_from_bounds(&b, x, 1),
+      hint_falling = sign_from_bounds(&b, x, 0);
+  /* the hint only orders the tests: both orders must agree */
+  return hint_rising == hint_falling ? hint_rising : -2;
+}
+
 /* A point of the scan: where, which way lambda goes, and the loop there
  * when it was evaluated (not when a bound decided the sign). */
 typedef struct {

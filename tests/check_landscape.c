@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "check_suites.h"
+#include "internal.h"
 #include "metastable.h"
 
 /* ---- seed 000, DESIGN 2 --------------------------------------------- */
@@ -386,6 +387,55 @@ START_TEST(test_caps_hold) {
 }
 END_TEST
 
+/* The elasticity bounds that let the landscape skip evaluating Erlang B at
+ * most grid points never contradict the full evaluation: wherever they
+ * decide, lambda(x) rises (E < 1) or falls (E >= 1) as evaluated, over
+ * pools from 1 to 10^7 servers, timeouts, bases, tiers, budgets and token
+ * buckets, at distances to saturation from c mu down to 1e-16 c mu. */
+START_TEST(test_sign_bounds_agree) {
+  const long cs[] = {1, 2, 7, 40, 41, 300, 5000, 100000, 1000000, 10000000};
+  const double mus[] = {0.01, 10, 1e5}, Ts[] = {0, 1e-3, 0.3, 1, 30};
+  const double bases[] = {0, 0.05, 0.5};
+  long decided = 0, points = 0;
+  for (int ic = 0; ic < 10; ic++)
+    for (int im = 0; im < 3; im++)
+      for (int iT = 0; iT < 5; iT++)
+        for (int ib = 0; ib < 3; ib++)
+          for (int pol = 0; pol < 6; pol++) {
+            ms_service_params s;
+            ms_failure_model_erlang(&s.model, cs[ic], mus[im], Ts[iT]);
+            s.model.base_failure = bases[ib];
+            ms_retry_policy_fixed(&s.policy, pol == 5 ? 0 : 1 + pol % 3 * 2);
+            s.policy.tiers = pol == 1 ? 4 : 1;
+            s.policy.has_budget = pol == 3;
+            s.policy.retry_budget = 0.2;
+            s.policy.has_token = pol == 4;
+            s.policy.token_ratio = 0.5;
+            double cmu = cs[ic] * mus[im];
+            for (int k = 0; k <= 160; k++) {
+              double x = k < 32 ? cmu * (k + 0.5) / 32
+                                : cmu * (1 - pow(10.0, -(k - 32) / 8.0));
+              int sign = ms_landscape_sign_bound(&s, x);
+              ck_assert_msg(sign != -2, "bound order matters at x = %.17g", x);
+              points++;
+              if (sign < 0)
+                continue;
+              decided++;
+              ms_point pt;
+              ms_point_eval(&s, x, &pt);
+              ck_assert_msg(sign == (pt.elast < 1.0),
+                            "c=%ld mu=%g T=%g base=%g policy %d x=%.17g: "
+                            "bound says %s, E = %.17g",
+                            cs[ic], mus[im], Ts[iT], bases[ib], pol, x,
+                            sign ? "rising" : "falling", pt.elast);
+            }
+          }
+  printf("elasticity bounds decided %ld of %ld points\n", decided, points);
+  /* the bounds do their job: they decide a good share of the points */
+  ck_assert_int_gt(decided, points * 2 / 5);
+}
+END_TEST
+
 /* ---- states (DESIGN 1.4) --------------------------------------------- */
 
 START_TEST(test_states) {
@@ -479,6 +529,7 @@ Suite *landscape_suite(void) {
   tcase_add_loop_test(tc, test_count_changes_at_fold, 0, N_CASES);
   tcase_add_test(tc, test_erlang_recovery_load);
   tcase_add_test(tc, test_caps_hold);
+  tcase_add_test(tc, test_sign_bounds_agree);
   tcase_add_test(tc, test_states);
   suite_add_tcase(s, tc);
   return s;
