@@ -53,6 +53,10 @@ typedef struct {
 } stub_counters;
 void stub_counters_get(stub_counters *out);
 void stub_counters_reset(void);
+/* Called with every dispatched value list when set (tests). */
+struct value_list_s;
+extern void (*stub_on_value)(const struct value_list_s *vl);
+
 /* The last message logged at LOG_WARNING or worse ("" if none). */
 const char *stub_last_warning(void);
 

@@ -32,10 +32,13 @@
 
 #define PLUGIN_NAME "metastable"
 
-/* One glob input: the identifiers it matched at the last refresh. */
+/* One glob input: the identifiers it matched at the last refresh, and the
+ * component of its pattern that a match must equal (see glob_anchor). */
 typedef struct {
   char **names;
   size_t n;
+  int anchor; /* 0 host, 1 plugin, 2 type; -1: none */
+  size_t anchor_start, anchor_len;
 } glob_matches;
 
 typedef struct {
@@ -115,6 +118,146 @@ static uint64_t hash_names(char **names, size_t n) {
   return h ^ n;
 }
 
+/* The three components host, plugin[-instance], type[-instance] of an
+ * identifier: start and length of each; false when it has not exactly two
+ * slashes. */
+static bool split_identifier(const char *name, size_t start[3], size_t len[3]) {
+  int c = 0;
+  start[0] = 0;
+  size_t i = 0;
+  for (; name[i] != '\0'; i++)
+    if (name[i] == '/') {
+      if (c == 2)
+        return false;
+      len[c] = i - start[c];
+      start[++c] = i + 1;
+    }
+  if (c != 2)
+    return false;
+  len[2] = i - start[2];
+  return true;
+}
+
+/*
+ * The component of a glob pattern that every match must equal: with
+ * FNM_PATHNAME no wildcard matches a slash, so a name matches only
+ * component by component, and a component of the pattern without * ? [ or
+ * \ matches only itself.  The longest such component is the most
+ * selective.  Patterns with brackets or escapes get none (a bracket
+ * expression may hold a slash): they are matched against every name.
+ */
+static void glob_anchor(glob_matches *g, const char *pattern) {
+  size_t start[3], len[3];
+  g->anchor = -1;
+  if (strpbrk(pattern, "[\\") != NULL || !split_identifier(pattern, start, len))
+    return;
+  for (int c = 0; c < 3; c++) {
+    const char *p = pattern + start[c];
+    bool literal = true;
+    for (size_t i = 0; i < len[c] && literal; i++)
+      literal = p[i] != '*' && p[i] != '?';
+    if (literal && (g->anchor < 0 || len[c] > g->anchor_len)) {
+      g->anchor = c;
+      g->anchor_start = start[c];
+      g->anchor_len = len[c];
+    }
+  }
+}
+
+static uint64_t hash_bytes(const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+  return h;
+}
+
+/*
+ * collectd's identifiers indexed by one component: chains of name indexes
+ * (ascending) per hash bucket of the component's text.  Names that do not
+ * split into three components are kept apart and offered to every lookup.
+ */
+typedef struct {
+  size_t mask;
+  size_t *head; /* bucket -> 1 + first name index, 0 when empty */
+  size_t *next; /* name index -> 1 + next name index in its bucket */
+  size_t *odd;  /* names without three components */
+  size_t n_odd;
+} name_index;
+
+static void name_index_free(name_index *ix) {
+  sfree(ix->head);
+  sfree(ix->next);
+  sfree(ix->odd);
+}
+
+static int name_index_build(name_index *ix, int component, char **names,
+                            size_t n) {
+  memset(ix, 0, sizeof *ix);
+  size_t buckets = 64;
+  while (buckets < 2 * n)
+    buckets *= 2;
+  ix->mask = buckets - 1;
+  ix->head = calloc(buckets, sizeof *ix->head);
+  ix->next = calloc(n ? n : 1, sizeof *ix->next);
+  ix->odd = calloc(n ? n : 1, sizeof *ix->odd);
+  if (ix->head == NULL || ix->next == NULL || ix->odd == NULL) {
+    name_index_free(ix);
+    return -1;
+  }
+  /* insert from the last name down, so every chain ascends */
+  for (size_t i = n; i-- > 0;) {
+    size_t start[3], len[3];
+    if (!split_identifier(names[i], start, len)) {
+      ix->odd[ix->n_odd++] = i;
+      continue;
+    }
+    size_t b =
+        hash_bytes(names[i] + start[component], len[component]) & ix->mask;
+    ix->next[i] = ix->head[b];
+    ix->head[b] = i + 1;
+  }
+  return 0;
+}
+
+/* Match one glob input against the names: through the index of its anchor
+ * component when there is one, else against every name. */
+static void match_glob(glob_matches *g, const char *pattern, char **names,
+                       size_t n, const name_index *ix, size_t *scratch) {
+  size_t cnt = 0;
+  if (ix != NULL) {
+    size_t b = hash_bytes(pattern + g->anchor_start, g->anchor_len) & ix->mask;
+    for (size_t i = ix->head[b]; i != 0; i = ix->next[i - 1])
+      if (fnmatch(pattern, names[i - 1], FNM_PATHNAME) == 0)
+        scratch[cnt++] = i - 1;
+    for (size_t k = ix->n_odd; k-- > 0;)
+      if (fnmatch(pattern, names[ix->odd[k]], FNM_PATHNAME) == 0)
+        scratch[cnt++] = ix->odd[k];
+  } else {
+    for (size_t j = 0; j < n; j++)
+      if (fnmatch(pattern, names[j], FNM_PATHNAME) == 0)
+        scratch[cnt++] = j;
+  }
+  if (cnt == 0)
+    return;
+  g->names = calloc(cnt, sizeof(char *));
+  if (g->names == NULL)
+    return;
+  for (size_t k = 0; k < cnt; k++) {
+    char *copy = strdup(names[scratch[k]]);
+    if (copy != NULL)
+      g->names[g->n++] = copy;
+  }
+}
+
+/*
+ * Match every glob input against collectd's identifier list again, when
+ * that list changed since the last read (hosts and metrics come and go).
+ * Matching each glob against each name would cost services x identifiers:
+ * most of a second for 10,000 services and 35,000 identifiers.  Instead
+ * the names are indexed by each component some glob must equal
+ * (glob_anchor), and a glob is matched only against the names that share
+ * it.
+ */
 static void refresh_globs(plugin_state *st) {
   char **names = NULL;
   cdtime_t *times = NULL;
@@ -125,31 +268,31 @@ static void refresh_globs(plugin_state *st) {
   }
   uint64_t h = hash_names(names, n);
   if (!st->globs_valid || h != st->names_hash) {
-    for (size_t s = 0; s < st->n_services; s++) {
+    name_index ix[3];
+    bool have_ix[3] = {false, false, false};
+    size_t *scratch = calloc(n ? n : 1, sizeof *scratch);
+    for (size_t s = 0; s < st->n_services && scratch != NULL; s++) {
       service_state *ss = &st->services[s];
       free_globs(ss);
       for (int i = 0; i < MS_INPUT_COUNT; i++) {
         const ms_source *src = &ss->spec->inputs[i];
+        glob_matches *g = &ss->globs[i];
         if (src->kind != MS_SOURCE_GLOB)
           continue;
-        size_t cnt = 0;
-        for (size_t j = 0; j < n; j++)
-          cnt += fnmatch(src->pattern, names[j], FNM_PATHNAME) == 0;
-        if (cnt == 0)
-          continue;
-        ss->globs[i].names = calloc(cnt, sizeof(char *));
-        if (ss->globs[i].names == NULL)
-          continue;
-        for (size_t j = 0; j < n; j++)
-          if (fnmatch(src->pattern, names[j], FNM_PATHNAME) == 0) {
-            char *copy = strdup(names[j]);
-            if (copy != NULL)
-              ss->globs[i].names[ss->globs[i].n++] = copy;
-          }
+        int c = g->anchor;
+        if (c >= 0 && !have_ix[c])
+          have_ix[c] = name_index_build(&ix[c], c, names, n) == 0;
+        match_glob(g, src->pattern, names, n,
+                   c >= 0 && have_ix[c] ? &ix[c] : NULL, scratch);
       }
     }
-    st->names_hash = h;
-    st->globs_valid = true;
+    for (int c = 0; c < 3; c++)
+      if (have_ix[c])
+        name_index_free(&ix[c]);
+    st->globs_valid = scratch != NULL;
+    if (st->globs_valid)
+      st->names_hash = h;
+    sfree(scratch);
   }
   for (size_t j = 0; j < n; j++)
     sfree(names[j]);
@@ -224,48 +367,55 @@ static int read_inputs(service_state *ss, ms_inputs *in, char *why,
   return 0;
 }
 
-static void dispatch_value(const char *host, const char *service,
-                           const char *type, double v) {
-  value_list_t vl = VALUE_LIST_INIT;
-  value_t value = {.gauge = v};
-  vl.values = &value;
-  vl.values_len = 1;
-  sstrncpy(vl.host, host, sizeof vl.host);
-  sstrncpy(vl.plugin, PLUGIN_NAME, sizeof vl.plugin);
-  sstrncpy(vl.plugin_instance, service, sizeof vl.plugin_instance);
-  sstrncpy(vl.type, type, sizeof vl.type);
-  plugin_dispatch_values(&vl);
-}
-
+/*
+ * The values of DESIGN 1.5 for one service, and the observations they were
+ * computed from.  One value list serves them all (plugin_dispatch_values
+ * copies it): host, plugin and instance are written once, then only the
+ * type and the value change; every value of a read cycle carries the
+ * cycle's time.
+ */
 static void dispatch_report(const char *host, const char *service,
-                            const ms_step *st) {
+                            const ms_step *st, cdtime_t now) {
   const ms_report *r = &st->report;
+  const ms_inference *inf = &st->inference;
   const struct {
     const char *type;
     double v;
+    bool present;
   } out[] = {
-      {"offered_load", r->offered_load},
-      {"effective_load", r->effective_load},
-      {"self_inflicted_load", r->self_inflicted_load},
-      {"amplification", r->amplification},
-      {"failure_probability", r->failure_probability},
-      {"utilization", r->utilization},
-      {"tipping_load", r->tipping_load},
-      {"recovery_load", r->recovery_load},
-      {"tipping_distance", r->tipping_distance},
-      {"tipping_headroom", r->tipping_headroom},
-      {"equilibria", (double)r->equilibria},
-      {"state", (double)r->state},
-      {"storm", (double)r->storm},
+      {"offered_load", r->offered_load, true},
+      {"effective_load", r->effective_load, true},
+      {"self_inflicted_load", r->self_inflicted_load, true},
+      {"amplification", r->amplification, true},
+      {"failure_probability", r->failure_probability, true},
+      {"utilization", r->utilization, true},
+      {"tipping_load", r->tipping_load, true},
+      {"recovery_load", r->recovery_load, true},
+      {"tipping_distance", r->tipping_distance, true},
+      {"tipping_headroom", r->tipping_headroom, true},
+      {"equilibria", (double)r->equilibria, true},
+      {"state", (double)r->state, true},
+      {"storm", (double)r->storm, true},
+      {"observed_effective_load", inf->observed_attempts,
+       inf->has_observed_attempts},
+      {"observed_failure_ratio", inf->observed_failure,
+       inf->has_observed_failure},
   };
-  for (size_t i = 0; i < STATIC_ARRAY_SIZE(out); i++)
-    dispatch_value(host, service, out[i].type, out[i].v);
-  if (st->inference.has_observed_attempts)
-    dispatch_value(host, service, "observed_effective_load",
-                   st->inference.observed_attempts);
-  if (st->inference.has_observed_failure)
-    dispatch_value(host, service, "observed_failure_ratio",
-                   st->inference.observed_failure);
+  value_list_t vl = VALUE_LIST_INIT;
+  value_t value;
+  vl.values = &value;
+  vl.values_len = 1;
+  vl.time = now;
+  sstrncpy(vl.host, host, sizeof vl.host);
+  sstrncpy(vl.plugin, PLUGIN_NAME, sizeof vl.plugin);
+  sstrncpy(vl.plugin_instance, service, sizeof vl.plugin_instance);
+  for (size_t i = 0; i < STATIC_ARRAY_SIZE(out); i++) {
+    if (!out[i].present)
+      continue;
+    sstrncpy(vl.type, out[i].type, sizeof vl.type);
+    value.gauge = out[i].v;
+    plugin_dispatch_values(&vl);
+  }
 }
 
 static void dispatch_notes(const char *host, const char *service,
@@ -291,6 +441,7 @@ static int ms_read(user_data_t *ud) {
   if (st->has_globs)
     refresh_globs(st);
   const char *host = st->host != NULL ? st->host : hostname_g;
+  cdtime_t now = cdtime();
   for (size_t s = 0; s < st->n_services; s++) {
     service_state *ss = &st->services[s];
     ms_inputs in;
@@ -314,7 +465,7 @@ static int ms_read(user_data_t *ud) {
     c_release(LOG_INFO, &ss->complaint,
               PLUGIN_NAME " plugin: service \"%s\": inputs usable again",
               ss->spec->name);
-    dispatch_report(host, ss->spec->name, &step);
+    dispatch_report(host, ss->spec->name, &step, now);
     dispatch_notes(host, ss->spec->name, &step);
   }
   pthread_mutex_unlock(&st->lock);
@@ -357,7 +508,10 @@ static int ms_init(void) {
     ms_tracker_init(&ss->tracker);
     C_COMPLAIN_INIT(&ss->complaint);
     for (int j = 0; j < MS_INPUT_COUNT; j++)
-      st->has_globs |= ss->spec->inputs[j].kind == MS_SOURCE_GLOB;
+      if (ss->spec->inputs[j].kind == MS_SOURCE_GLOB) {
+        st->has_globs = true;
+        glob_anchor(&ss->globs[j], ss->spec->inputs[j].pattern);
+      }
   }
   INFO(PLUGIN_NAME " plugin: watching %zu service%s from %s", st->n_services,
        st->n_services == 1 ? "" : "s", st->path);
