@@ -207,7 +207,9 @@ static int cmp_entry(const void *a, const void *b) {
 
 static cache_entry *cache_find(const char *name) {
   cache_entry key = {.name = (char *)name};
-  cache_entry *e = bsearch(&key, cache, cache_sorted, sizeof *cache, cmp_entry);
+  cache_entry *e = cache_sorted == 0 ? NULL
+                                     : bsearch(&key, cache, cache_sorted,
+                                               sizeof *cache, cmp_entry);
   if (e != NULL)
     return e;
   for (size_t i = cache_sorted; i < cache_n; i++)
