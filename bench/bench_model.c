@@ -20,7 +20,10 @@
  *  3. the per-interval step (ms_tracker_step) when only the offered load
  *     changed since the last interval.
  * --quick runs every code path once or twice (the smoke test of make
- * check); its numbers mean nothing.
+ * check); its numbers mean nothing.  --instructions runs a fixed number of
+ * calls of each case for bench/instructions.sh (callgrind), which turns
+ * them into instructions per call: a measure that other work on the
+ * machine does not disturb.
  */
 #include <float.h>
 #include <math.h>
@@ -52,7 +55,7 @@ static const double rhos[N_RHO] = {0.5, 0.9, 0.99};
 static volatile double sink; /* keeps results alive */
 
 static struct {
-  bool quick;
+  bool quick, instructions;
   const char *csv_path;
   bool append;
   const char *data_dir;
@@ -286,6 +289,16 @@ static double band_middle(const ms_landscape *ls) {
                       : 0.5 * ls->tipping_load;
 }
 
+static void analysis_setup(analysis_ctx *a, long c) {
+  memset(a, 0, sizeof *a);
+  a->s = erlang_service(c);
+  if (ms_landscape_build(&a->s, &a->ls, NULL) != MS_OK)
+    die("landscape failed");
+  a->lambda = band_middle(&a->ls);
+  a->ns = (naive_service){
+      .servers = c, .mu = MU, .timeout = TIMEOUT, .retries = RETRIES};
+}
+
 static double medians_analysis[N_SERVERS];
 
 static void bench_analysis(void) {
@@ -299,16 +312,12 @@ static void bench_analysis(void) {
          "d tip", "d rec");
   for (int i = 0; i < N_SERVERS; i++) {
     long c = servers[i];
-    analysis_ctx a = {.s = erlang_service(c)};
-    if (ms_landscape_build(&a.s, &a.ls, NULL) != MS_OK)
-      die("landscape failed");
-    a.lambda = band_middle(&a.ls);
+    analysis_ctx a;
+    analysis_setup(&a, c);
     ms_report r;
     ms_observation o = {.offered_load = a.lambda};
     if (ms_analyze(&a.ls, &o, &r, NULL) != MS_OK)
       die("analysis failed");
-    a.ns = (naive_service){
-        .servers = c, .mu = MU, .timeout = TIMEOUT, .retries = RETRIES};
     bench_stats st, sb, sa, nst = {0};
     bench_measure(opt.plan, run_analysis, &a, &st);
     bench_measure(opt.plan, run_build, &a, &sb);
@@ -390,6 +399,26 @@ static void run_step(void *p, long i) {
   sink = st.report.effective_load;
 }
 
+static void step_setup(step_ctx *k, long c) {
+  memset(k, 0, sizeof *k);
+  k->spec.name = "bench";
+  k->spec.params = erlang_service(c);
+  k->spec.has_servers = true;
+  k->spec.inputs[MS_INPUT_OFFERED].kind = MS_SOURCE_IDENTIFIER;
+  k->spec.inputs[MS_INPUT_ARRIVAL].kind = MS_SOURCE_IDENTIFIER;
+  k->in.has[MS_INPUT_OFFERED] = k->in.has[MS_INPUT_ARRIVAL] = true;
+  ms_landscape ls;
+  if (ms_landscape_build(&k->spec.params, &ls, NULL) != MS_OK)
+    die("landscape failed");
+  k->lambda = band_middle(&ls);
+  ms_equilibrium eq[MS_MAX_EQUILIBRIA];
+  int n;
+  if (ms_equilibria(&ls, k->lambda, eq, &n, NULL) != MS_OK)
+    die("equilibria failed");
+  k->x_healthy = eq[0].effective_load;
+  ms_tracker_init(&k->tracker);
+}
+
 static void bench_step(void) {
   char b1[32], b2[32], b3[32];
   printf("\n3. Per-interval step (ms_tracker_step) when only the offered load "
@@ -400,23 +429,7 @@ static void bench_step(void) {
   for (int i = 0; i < N_SERVERS; i++) {
     long c = servers[i];
     step_ctx k;
-    memset(&k, 0, sizeof k);
-    k.spec.name = "bench";
-    k.spec.params = erlang_service(c);
-    k.spec.has_servers = true;
-    k.spec.inputs[MS_INPUT_OFFERED].kind = MS_SOURCE_IDENTIFIER;
-    k.spec.inputs[MS_INPUT_ARRIVAL].kind = MS_SOURCE_IDENTIFIER;
-    k.in.has[MS_INPUT_OFFERED] = k.in.has[MS_INPUT_ARRIVAL] = true;
-    ms_landscape ls;
-    if (ms_landscape_build(&k.spec.params, &ls, NULL) != MS_OK)
-      die("landscape failed");
-    k.lambda = band_middle(&ls);
-    ms_equilibrium eq[MS_MAX_EQUILIBRIA];
-    int n;
-    if (ms_equilibria(&ls, k.lambda, eq, &n, NULL) != MS_OK)
-      die("equilibria failed");
-    k.x_healthy = eq[0].effective_load;
-    ms_tracker_init(&k.tracker);
+    step_setup(&k, c);
     bench_stats st;
     bench_measure(opt.plan, run_step, &k, &st);
     if (k.not_ok)
@@ -432,12 +445,46 @@ static void bench_step(void) {
   }
 }
 
+/* ---- instruction counts (bench/instructions.sh) ------------------------ */
+
+/* One case for callgrind: a warm-up call (lazy binding, first-call paths),
+ * then n calls inside bench_calls, the only function counted. */
+static void count_case(const char *name, long c, void (*fn)(void *, long),
+                       void *ctx, long n) {
+  fn(ctx, 0);
+  bench_calls(fn, ctx, n);
+  printf("%s,%ld,%ld\n", name, c, n);
+  fflush(stdout);
+}
+
+static void instructions(void) {
+  for (int i = 0; i < N_SERVERS; i++) {
+    long c = servers[i];
+    tail_ctx t = {.c = c};
+    for (int k = 0; k < 16; k++)
+      t.x[k] = 0.9 * (double)c * MU * (1.0 - 1e-9 * k);
+    count_case("wait_tail_rho_0.9", c, run_tail, &t, 100);
+    analysis_ctx a;
+    analysis_setup(&a, c);
+    count_case("analysis", c, run_analysis, &a, 100);
+    count_case("landscape_build", c, run_build, &a, 100);
+    count_case("equilibria_and_state", c, run_analyze_only, &a, 100);
+    if (c <= 1000)
+      count_case("analysis_naive", c, run_naive, &a, 1);
+    step_ctx k;
+    step_setup(&k, c);
+    count_case("step_offered_load_changed", c, run_step, &k, 100);
+  }
+}
+
 int main(int argc, char **argv) {
   opt.data_dir = MS_BENCH_DATA;
   opt.naive_max_servers = 100000;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0)
       opt.quick = true;
+    else if (strcmp(argv[i], "--instructions") == 0)
+      opt.instructions = true;
     else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc)
       opt.csv_path = argv[++i];
     else if (strcmp(argv[i], "--append") == 0)
@@ -449,10 +496,14 @@ int main(int argc, char **argv) {
     else {
       fprintf(stderr,
               "usage: %s [--quick] [--csv FILE [--append]] [--data DIR] "
-              "[--naive-max-servers N]\n",
+              "[--naive-max-servers N] [--instructions]\n",
               argv[0]);
       return 2;
     }
+  }
+  if (opt.instructions) {
+    instructions();
+    return 0;
   }
   opt.plan = opt.quick ? &bench_plan_quick : &bench_plan_full;
   /* the naive baseline takes seconds at 10^6 servers: three runs */

@@ -69,6 +69,12 @@ void bench_measure(const bench_plan *plan, void (*fn)(void *ctx, long i),
   bench_stats_of(samples, runs, k, out);
 }
 
+__attribute__((noinline)) void bench_calls(void (*fn)(void *ctx, long i),
+                                           void *ctx, long n) {
+  for (long i = 0; i < n; i++)
+    fn(ctx, i);
+}
+
 const char *bench_fmt_time(double s, char *buf, int len) {
   if (!(s >= 0))
     snprintf(buf, (size_t)len, "-");

@@ -42,6 +42,11 @@ extern const bench_plan bench_plan_quick;
 void bench_measure(const bench_plan *plan, void (*fn)(void *ctx, long i),
                    void *ctx, bench_stats *out);
 
+/* Call fn(ctx, i) for i = 0 .. n-1 and nothing else: the function that
+ * `valgrind --tool=callgrind --toggle-collect=bench_calls` counts
+ * (bench/instructions.sh). */
+void bench_calls(void (*fn)(void *ctx, long i), void *ctx, long n);
+
 /* Median of n samples (sorts them in place). */
 double bench_median(double *v, int n);
 
