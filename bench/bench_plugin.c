@@ -297,13 +297,17 @@ static void bench_memory(void) {
   printf("   heap in use (mallinfo2) after 100 cycles %zu bytes, after %ld "
          "cycles %zu bytes (growth %+ld bytes)\n",
          heap100, opt.memory_cycles, heap, (long)heap - (long)heap100);
-  char note[200];
-  snprintf(note, sizeof note,
-           "VmRSS KiB after 100 cycles %ld, after %ld cycles %ld; heap bytes "
-           "%zu -> %zu",
-           rss100, opt.memory_cycles, rss, heap100, heap);
-  bench_csv_row(opt.csv, "plugin_memory_growth_kib", 0, 0, opt.memory_services,
-                NULL, 0, -1, note);
+  char note[64];
+  snprintf(note, sizeof note, "after 100 cycles");
+  bench_csv_value(opt.csv, "plugin_vmrss_kib", opt.memory_services,
+                  (double)rss100, note);
+  bench_csv_value(opt.csv, "plugin_heap_bytes", opt.memory_services,
+                  (double)heap100, note);
+  snprintf(note, sizeof note, "after %ld cycles", opt.memory_cycles);
+  bench_csv_value(opt.csv, "plugin_vmrss_kib", opt.memory_services, (double)rss,
+                  note);
+  bench_csv_value(opt.csv, "plugin_heap_bytes", opt.memory_services,
+                  (double)heap, note);
   fleet_stop(&f);
 }
 
@@ -364,7 +368,7 @@ int main(int argc, char **argv) {
     n_sizes = 1;
   }
   for (int i = 0; i < n_sizes; i++) {
-    int runs = opt.quick ? 2 : sizes[i] >= 10000 ? 11 : 31;
+    int runs = opt.quick ? 2 : sizes[i] >= 10000 ? 21 : 51;
     bench_cycles(sizes[i], runs);
   }
   printf("   first = first cycle, every landscape built; min/median/max = "

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 const bench_plan bench_plan_full = {
-    .run_target = 2e-3, .budget = 0.2, .min_runs = 3, .max_runs = 51};
+    .run_target = 2e-4, .budget = 0.25, .min_runs = 3, .max_runs = 201};
 const bench_plan bench_plan_quick = {
     .run_target = 0.0, .budget = 0.0, .min_runs = 1, .max_runs = 2};
 
@@ -95,7 +95,7 @@ FILE *bench_csv_open(const char *path, bool append) {
     return NULL;
   if (!append)
     fprintf(f, "benchmark,servers,rho,services,runs,calls_per_run,min_s,"
-               "median_s,max_s,ratio,worst_error,note\n");
+               "median_s,max_s,ratio,worst_error,value,note\n");
   return f;
 }
 
@@ -123,7 +123,17 @@ void bench_csv_row(FILE *f, const char *benchmark, long servers, double rho,
   fputc(',', f);
   if (worst_error >= 0)
     fprintf(f, "%.3e", worst_error);
-  fprintf(f, ",\"%s\"\n", note ? note : "");
+  fprintf(f, ",,\"%s\"\n", note ? note : "");
+}
+
+void bench_csv_value(FILE *f, const char *benchmark, long services,
+                     double value, const char *note) {
+  if (f == NULL)
+    return;
+  fprintf(f, "%s,,,", benchmark);
+  if (services > 0)
+    fprintf(f, "%ld", services);
+  fprintf(f, ",,,,,,,,%.17g,\"%s\"\n", value, note ? note : "");
 }
 
 long bench_rss_kib(void) {

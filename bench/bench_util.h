@@ -60,13 +60,16 @@ const char *bench_fmt_time(double seconds, char *buf, int len);
  * The machine-readable results: one CSV file, one row per measurement,
  * written by every benchmark program of a `make bench` run.
  * Columns: benchmark,servers,rho,services,runs,calls_per_run,
- *          min_s,median_s,max_s,ratio,worst_error,note
- * (empty where not applicable; times in seconds per call).
+ *          min_s,median_s,max_s,ratio,worst_error,value,note
+ * (empty where not applicable; times in seconds per call; value: a
+ * measured quantity that is not a time, its unit in the benchmark's name).
  */
 FILE *bench_csv_open(const char *path, bool append);
 void bench_csv_row(FILE *f, const char *benchmark, long servers, double rho,
                    long services, const bench_stats *st, double ratio,
                    double worst_error, const char *note);
+void bench_csv_value(FILE *f, const char *benchmark, long services,
+                     double value, const char *note);
 
 /* Resident set size of this process in KiB (VmRSS of /proc/self/status),
  * or -1 when unknown. */

@@ -13,7 +13,8 @@ csv=$tmp/bench.csv
 status=0
 for row in wait_tail wait_tail_naive analysis analysis_naive \
   landscape_build equilibria_and_state step_offered_load_changed \
-  plugin_read_cycle plugin_read_cycle_names_changed plugin_memory_growth_kib; do
+  plugin_read_cycle plugin_read_cycle_names_changed plugin_vmrss_kib \
+  plugin_heap_bytes; do
   if ! grep -q "^$row," "$csv"; then
     echo "bench smoke: no '$row' row in the CSV" >&2
     status=1

@@ -252,8 +252,8 @@ static void match_glob(glob_matches *g, const char *pattern, char **names,
 /*
  * Match every glob input against collectd's identifier list again, when
  * that list changed since the last read (hosts and metrics come and go).
- * Matching each glob against each name would cost services x identifiers:
- * most of a second for 10,000 services and 35,000 identifiers.  Instead
+ * Matching each glob against each name would cost globs x identifiers:
+ * most of a second for 1,000 globs and 30,000 identifiers.  Instead
  * the names are indexed by each component some glob must equal
  * (glob_anchor), and a glob is matched only against the names that share
  * it.
