@@ -100,87 +100,100 @@ static void dist_add(ms_delay_dist *d, double lo, double hi, double w) {
 }
 
 /*
- * Spread a source value s of weight om over the next decorrelated sleep,
- * uniform on [base, 3 s] and cut at cap: the cells of [base, cap] receive
- * the uniform part through a difference array (full cells) and directly
- * (the partial cell), the atom at cap what lies beyond it.
+ * Decorrelated jitter, s_k = min(cap, uniform on [base, 3 s_(k-1)]), has no
+ * closed-form distribution; its recursion is run on a grid of cells
+ * e_0 = base < e_1 < ... < e_M = cap, spaced geometrically (every cell is
+ * the same small fraction wider than base's scale, so short and long sleeps
+ * are resolved alike), plus a point mass at cap.  Within a cell the mass is
+ * taken as uniform, and a cell passes it on from its midpoint.
  */
-static void decorr_spread(double base, double cap, double h, double s,
-                          double om, double *diff, double *part, double *atom) {
+typedef struct {
+  double base, cap, ln_g; /* e_i = base g^i */
+  double *edge;           /* M + 1 edges */
+  double *dens;           /* difference array of densities, M + 1 */
+  double *part;           /* mass of partially covered cells, M */
+  double atom;            /* mass sent to cap */
+} decorr_grid;
+
+/* Spread a sleep s of weight om: uniform on [base, 3 s], cut at cap. */
+static void decorr_spread(decorr_grid *g, double s, double om) {
   double top = 3.0 * s;
-  double u = fmin(top, cap);
-  double dens = om / (top - base);
-  double span = (u - base) / h;
-  long full = (long)floor(span);
+  double u = fmin(top, g->cap);
+  double d = om / (top - g->base);
+  long full = (long)floor(log(u / g->base) / g->ln_g);
   if (full > MS_DECORR_CELLS)
     full = MS_DECORR_CELLS;
-  diff[0] += dens * h;
-  diff[full] -= dens * h;
+  if (full < 0)
+    full = 0;
+  /* rounding of the log may leave u just inside the previous cell */
+  while (full > 0 && g->edge[full] > u)
+    full--;
+  while (full < MS_DECORR_CELLS && g->edge[full + 1] <= u)
+    full++;
+  g->dens[0] += d;
+  g->dens[full] -= d;
   if (full < MS_DECORR_CELLS)
-    part[full] += dens * (u - (base + (double)full * h));
-  *atom += om * (top - u) / (top - base);
+    g->part[full] += d * (u - g->edge[full]);
+  g->atom += om * (top - u) / (top - g->base);
 }
 
 static int decorrelated_dists(const ms_backoff *b, int r, ms_delay_dist *dist,
                               ms_error *err) {
-  double base = b->base, cap = b->cap;
   int M = MS_DECORR_CELLS;
-  if (!(cap > base)) {
+  if (!(b->cap > b->base)) {
     for (int k = 0; k < r; k++) {
       if (dist_alloc(&dist[k], 1) != MS_OK)
         return ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
-      dist_add(&dist[k], base, base, 1.0);
+      dist_add(&dist[k], b->base, b->base, 1.0);
     }
     return MS_OK;
   }
-  double h = (cap - base) / M;
-  double *w = calloc((size_t)M, sizeof *w);
-  double *diff = calloc((size_t)M + 1, sizeof *diff);
-  double *part = calloc((size_t)M, sizeof *part);
-  if (w == NULL || diff == NULL || part == NULL) {
-    free(w);
-    free(diff);
-    free(part);
-    return ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
+  decorr_grid g = {
+      .base = b->base, .cap = b->cap, .ln_g = log(b->cap / b->base) / M};
+  g.edge = malloc(((size_t)M + 1) * sizeof *g.edge);
+  g.dens = calloc((size_t)M + 1, sizeof *g.dens);
+  g.part = calloc((size_t)M, sizeof *g.part);
+  double *w = malloc((size_t)M * sizeof *w);
+  int st = MS_OK;
+  if (g.edge == NULL || g.dens == NULL || g.part == NULL || w == NULL)
+    st = ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
+  if (st == MS_OK) {
+    for (int i = 0; i <= M; i++)
+      g.edge[i] = b->base * exp(g.ln_g * i);
+    g.edge[M] = b->cap;
+    /* s_0 = base */
+    decorr_spread(&g, b->base, 1.0);
   }
-  double atom = 0.0;
-  /* s_0 = base: the first sleep spreads one source at base. */
-  double next_atom = 0.0;
-  decorr_spread(base, cap, h, base, 1.0, diff, part, &next_atom);
-  for (int k = 0; k < r; k++) {
+  for (int k = 0; st == MS_OK && k < r; k++) {
     /* collect the distribution of s_(k+1) */
     double run = 0.0;
     for (int i = 0; i < M; i++) {
-      run += diff[i];
-      w[i] = run + part[i];
+      run += g.dens[i];
+      w[i] = run * (g.edge[i + 1] - g.edge[i]) + g.part[i];
     }
-    atom = next_atom;
+    double atom = g.atom;
     if (dist_alloc(&dist[k], M + 1) != MS_OK) {
-      free(w);
-      free(diff);
-      free(part);
-      return ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
+      st = ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
+      break;
     }
     for (int i = 0; i < M; i++)
-      dist_add(&dist[k], base + i * h, base + (i + 1) * h, w[i]);
-    dist_add(&dist[k], cap, cap, atom);
-    if (k + 1 == r)
-      break;
-    /* and spread it once more: each cell from its midpoint */
-    memset(diff, 0, ((size_t)M + 1) * sizeof *diff);
-    memset(part, 0, (size_t)M * sizeof *part);
-    next_atom = 0.0;
+      dist_add(&dist[k], g.edge[i], g.edge[i + 1], w[i]);
+    dist_add(&dist[k], b->cap, b->cap, atom);
+    /* and spread it once more */
+    memset(g.dens, 0, ((size_t)M + 1) * sizeof *g.dens);
+    memset(g.part, 0, (size_t)M * sizeof *g.part);
+    g.atom = 0.0;
     for (int i = 0; i < M; i++)
       if (w[i] > 0.0)
-        decorr_spread(base, cap, h, base + (i + 0.5) * h, w[i], diff, part,
-                      &next_atom);
+        decorr_spread(&g, 0.5 * (g.edge[i] + g.edge[i + 1]), w[i]);
     if (atom > 0.0)
-      decorr_spread(base, cap, h, cap, atom, diff, part, &next_atom);
+      decorr_spread(&g, b->cap, atom);
   }
+  free(g.edge);
+  free(g.dens);
+  free(g.part);
   free(w);
-  free(diff);
-  free(part);
-  return MS_OK;
+  return st;
 }
 
 void ms_delay_dists_free(ms_delay_dist *dist, int r) {

@@ -97,9 +97,14 @@ int ms_backoff_check(const ms_backoff *b, ms_error *err);
  * ms_backoff_mean_delay: the mean wait before retry k, s.
  *   b  a valid backoff;  k  retry number, 1 .. MS_MAX_RETRIES
  *   mean  out: E[delay_k], s, >= 0
- * Exact for every kind; for decorrelated jitter by the exact recursion on
- * the distribution of s_k discretised on 4096 cells between base and cap
- * (absolute error below 1e-3 (cap - base)).  Errors: MS_EINVAL.
+ * Exact for every kind but decorrelated jitter, whose distribution has no
+ * closed form: its recursion is run on 4096 geometrically spaced cells
+ * between base and cap plus a point mass at cap (the grid the fluid engine
+ * uses); the cells' midpoint rule makes the error second order in the
+ * cell ratio (cap/base)^(1/4096): relative error 1.4e-6 at k = 6 and
+ * cap/base = 1000 against the exact uncapped recursion
+ * E[s_k] = (base + 3 E[s_(k-1)]) / 2, and within Monte Carlo error with a
+ * binding cap (tests/check_sim.c).  Errors: MS_EINVAL, MS_ENOMEM.
  */
 int ms_backoff_mean_delay(const ms_backoff *b, int k, double *mean,
                           ms_error *err);
