@@ -200,8 +200,12 @@ typedef struct {
   /* Retry budget, when service.policy.has_budget: a client sends a retry
    * only while the retries it sent in the last budget_window seconds stay
    * at most a share b of everything it sent (retries <= b/(1-b) first
-   * attempts), as Finagle's RetryBudget does over its TTL window.  s,
-   * finite, > 0; default 10 (Finagle's default TTL). */
+   * attempts), as Finagle's RetryBudget does over its TTL window.  Over
+   * any interval the retries are then at most b/(1-b) times the first
+   * attempts of the interval and of one window before it: a storm that
+   * follows a quiet spell spends the saved allowance at once (a burst), and
+   * the cap holds over windows, not per second.  s, finite, > 0; default
+   * 10 (Finagle's default TTL). */
   double budget_window;
   /* Token bucket, when service.policy.has_token: the bucket holds at most
    * token_capacity tokens and starts full; a retry takes one token and is
@@ -259,7 +263,9 @@ typedef struct {
                              failed, or a retry was refused) */
   double refused;         /* retries refused by budget or token bucket, /s */
   double backlog;         /* attempts waiting for a server at the end of the
-                             window (abandoned ones included) */
+                             window, abandoned ones included: DES the
+                             count, queue-memory fluid the mean, memoryless
+                             fluid 0 (it has no queue) */
   long servers;           /* pool at the end of the window (erlang), else 0 */
   double capacity;        /* saturation load then: c mu or C, /s */
   double failure_ratio;   /* failures / (failures + goodput), 0 if none */
@@ -306,7 +312,8 @@ typedef struct {
   double storm_ended_at;
   /* Where the run settled: the last window's attempt rate is within
    * settle_tolerance of the healthy (or collapsed) equilibrium, and since
-   * when (end of the last window outside that band, s; 0 if always in). */
+   * when (end of the last window outside that band, s; 0 if always in;
+   * -1 if the last window is near neither). */
   bool settled_healthy, settled_collapsed;
   double settled_at;
   ms_state final_state;
@@ -393,8 +400,11 @@ int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
  * arrivals, the pool changes and the timeouts need none (timeouts happen in
  * queue order, so the oldest live waiting attempt is always the next to
  * time out, and abandoned attempts are kept as a count).  Arrays grow by
- * doubling; nothing is allocated per event.  About 10^6 requests per
- * second of CPU.
+ * doubling; nothing is allocated per event.  Speed (tests/bench_sim, one
+ * core of the development machine): 10^6 requests in 0.1 s of CPU with
+ * 1000 servers and 1-s windows, 0.7 s with 10 servers over 16,667 windows
+ * (the per-window verdict dominates), 0.9 s in a storm (4 x 10^6
+ * attempts).
  *
  * Arguments, output and errors as ms_sim_fluid (erlang model only; MS_ELIMIT
  * when more than 2^31 requests are in flight at once).
