@@ -369,7 +369,8 @@ const char *ms_sim_engine_name(ms_sim_engine e);
  * Cost: O(bins x r x support of the delay kernels); memory
  * O(r x kernel support).  Deterministic.
  * Errors: MS_EINVAL (configuration; queue memory with the capacity model),
- * MS_ELIMIT (more than MS_SIM_MAX_BINS bins), MS_ENOMEM, MS_ENOCONV.
+ * MS_ELIMIT (more than MS_SIM_MAX_BINS bins, or a retry that lands more
+ * than 2^22 bins after its attempt: raise dt), MS_ENOMEM, MS_ENOCONV.
  */
 int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
                  ms_sim_summary *summary, ms_error *err);

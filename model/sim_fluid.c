@@ -14,6 +14,10 @@
 /* Failure causes, by when the client learns of them. */
 enum { CAUSE_TIMEOUT = 0, CAUSE_FAST = 1, CAUSES = 2 };
 
+/* Farthest bin a retry may land in, relative to its attempt's (the
+ * schedule holds r times this many bins). */
+#define MAX_REACH (1L << 22)
+
 /* Where the retries of attempts sent in bin i land: bin i + j, j >= 1. */
 typedef struct {
   long first, last; /* j range, 1 <= first <= last */
@@ -42,9 +46,11 @@ static int kernel_build(const ms_delay_dist *dist, double detect, double dt,
                         kernel *k) {
   long jmax = 1;
   for (int i = 0; i < dist->n; i++) {
-    long jb = (long)ceil((detect + dist->hi[i]) / dt) + 1;
-    if (jb > jmax)
-      jmax = jb;
+    double jb = ceil((detect + dist->hi[i]) / dt) + 1;
+    if (jb > (double)MAX_REACH)
+      return MS_ELIMIT;
+    if ((long)jb > jmax)
+      jmax = (long)jb;
   }
   double *w = calloc((size_t)jmax + 1, sizeof *w);
   if (w == NULL)
@@ -294,7 +300,13 @@ int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
   f.J = 2;
   for (int k = 0; k < r && st == MS_OK; k++)
     for (int cs = 0; cs < CAUSES && st == MS_OK; cs++) {
-      if (kernel_build(&f.dist[k], detect[cs], dt, &f.ker[k][cs]) != MS_OK)
+      int kb = kernel_build(&f.dist[k], detect[cs], dt, &f.ker[k][cs]);
+      if (kb == MS_ELIMIT)
+        st = ms_fail(err, MS_ELIMIT,
+                     "retry %d can land more than %ld bins of dt = %g s "
+                     "after its attempt (timeout plus backoff cap): raise dt",
+                     k + 1, MAX_REACH, dt);
+      else if (kb != MS_OK)
         st = ms_fail(err, MS_ENOMEM, "no memory for the retry schedule");
       else if (f.ker[k][cs].last + 1 > f.J)
         f.J = f.ker[k][cs].last + 1;
