@@ -474,8 +474,12 @@ void ms_scenario_pool(const ms_scenario *sc, const ms_failure_model *base,
 
 double ms_scenario_trigger_end(const ms_scenario *sc) {
   double e = 0.0;
-  for (int i = 0; i < sc->n_triggers; i++)
-    e = fmax(e, trigger_end(&sc->triggers[i]));
+  for (int i = 0; i < sc->n_triggers; i++) {
+    const ms_trigger *tr = &sc->triggers[i];
+    if (tr->kind == MS_TRIGGER_LOAD && !(tr->load > 0.0))
+      continue; /* a drop relieves; it triggers nothing */
+    e = fmax(e, trigger_end(tr));
+  }
   return e;
 }
 
@@ -531,6 +535,14 @@ int ms_sim_config_check(const ms_sim_config *c, ms_error *err) {
                    "dt = %g s is outside [0, sample interval = %g s] "
                    "(0 picks the default)",
                    c->dt, c->sample_interval);
+  if (c->dt > 0.0) {
+    double n = round(c->sample_interval / c->dt);
+    if (n < 1.0 ||
+        fabs(n * c->dt - c->sample_interval) > 1e-9 * c->sample_interval)
+      return ms_fail(err, MS_EINVAL,
+                     "dt = %g s must divide the sample interval %g s", c->dt,
+                     c->sample_interval);
+  }
   if (!isfinite(c->settle_tolerance) || !(c->settle_tolerance > 0.0) ||
       !(c->settle_tolerance < 1.0))
     return ms_fail(err, MS_EINVAL, "settle tolerance = %g is outside (0, 1)",

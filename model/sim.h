@@ -187,7 +187,9 @@ void ms_scenario_pool(const ms_scenario *sc, const ms_failure_model *base,
                       double t, ms_failure_model *out);
 
 /* The time the last trigger ends (start + rise + hold + fall), s; 0 when
- * there is none. */
+ * there is none.  Load drops (load <= 0) relieve the service and do not
+ * count: "did the storm outlast its trigger" asks about spikes, ramps and
+ * pool changes. */
 double ms_scenario_trigger_end(const ms_scenario *sc);
 
 /* ------------------------------------------------------------------ */
@@ -303,7 +305,7 @@ typedef struct {
   double peak_backlog;        /* largest backlog at a window's end */
   double storm_time;          /* s of windows in storm */
   double first_storm_at;      /* end of the first storm window, s; -1 none */
-  double trigger_end;         /* ms_scenario_trigger_end */
+  double trigger_end;         /* ms_scenario_trigger_end (drops excluded) */
   double storm_after_trigger; /* s in storm at or after trigger_end */
   /* Whether the last window is out of storm, and when the last storm
    * ended (end of its last storm window, s; -1 if there was none or the

@@ -187,6 +187,12 @@ START_TEST(test_scenario_offered_load) {
   ck_assert_double_eq_tol(ms_scenario_mean_offered_load(&sc, 5, 14),
                           10 + 20.0 * 6 / 9, 1e-12);
   ck_assert_double_eq_tol(ms_scenario_trigger_end(&sc), 14, 1e-12);
+  /* a drop relieves: it is no trigger */
+  sc.n_triggers = 2;
+  sc.triggers[1] = (ms_trigger){
+      .kind = MS_TRIGGER_LOAD, .start = 20, .hold = 30, .load = -5};
+  ck_assert_double_eq_tol(ms_scenario_trigger_end(&sc), 14, 1e-12);
+  sc.n_triggers = 1;
 
   /* a drop below zero stops the traffic: 10 - 2 t, clamped at t = 5 */
   sc.triggers[0] = (ms_trigger){
@@ -905,8 +911,9 @@ START_TEST(test_errors) {
   ck_assert_ptr_nonnull(strstr(err.msg, "tiers"));
   c = config(60.0, 100.0);
   c.dt = 0.3;
-  ck_assert_int_eq(ms_sim_fluid(&c, NULL, NULL, &sum, &err), MS_EINVAL);
+  ck_assert_int_eq(ms_sim_config_check(&c, &err), MS_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.msg, "divide"));
+  ck_assert_int_eq(ms_sim_fluid(&c, NULL, NULL, &sum, &err), MS_EINVAL);
   c = config(60.0, 100.0);
   c.backoff = (ms_backoff){MS_BACKOFF_FULL_JITTER, 2.0, 1.0};
   ck_assert_int_eq(ms_sim_des(&c, NULL, NULL, &sum, &err), MS_EINVAL);
