@@ -890,6 +890,58 @@ START_TEST(test_des_seeds) {
 }
 END_TEST
 
+/* A sink that stops at the first window where most attempts fail. */
+static int stop_at_collapse(void *ctx, const ms_sim_sample *s) {
+  if (s->failure_ratio > 0.5) {
+    *(double *)ctx = s->time;
+    return 1;
+  }
+  return 0;
+}
+
+/*
+ * The fixed point calls a healthy equilibrium in the bistable band stable
+ * for ever; a finite queue's noise can still carry it over the unstable
+ * one.  A small pool (c = 4, mu = 10/s, T = 0.3 s, c mu T = 12, tipping
+ * load 30.1/s): at 18/s (60 % of the tipping load) most runs collapse
+ * within 20,000 s; at 12/s none does.  With c mu T = 100 (the service
+ * above) the healthy branch holds for 20,000 s up to 85/s (91 %).
+ */
+START_TEST(test_des_noise_escapes_healthy_basin) {
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 4, 10.0, 0.3);
+  s.model.base_failure = 0.01;
+  ms_retry_policy_fixed(&s.policy, 3);
+  const double lambda[2] = {18.0, 12.0};
+  int collapsed[2] = {0, 0};
+  for (int i = 0; i < 2; i++)
+    for (uint64_t seed = 1; seed <= 10; seed++) {
+      ms_sim_config c;
+      ms_sim_config_init(&c, &s);
+      c.scenario.offered_load = lambda[i];
+      c.scenario.duration = 20000.0;
+      c.sample_interval = 10.0;
+      c.seed = 5000 + seed;
+      double at = -1;
+      ms_sim_summary sum;
+      ck_assert_int_eq(ms_sim_des(&c, stop_at_collapse, &at, &sum, NULL),
+                       MS_OK);
+      collapsed[i] += at >= 0;
+    }
+  ck_assert_msg(collapsed[0] >= 7, "18/s: %d of 10 collapsed", collapsed[0]);
+  ck_assert_msg(collapsed[1] == 0, "12/s: %d of 10 collapsed", collapsed[1]);
+  ms_sim_config c = config(85.0, 20000.0);
+  c.sample_interval = 10.0;
+  for (uint64_t seed = 1; seed <= 5; seed++) {
+    c.seed = 5000 + seed;
+    double at = -1;
+    ms_sim_summary sum;
+    ck_assert_int_eq(ms_sim_des(&c, stop_at_collapse, &at, &sum, NULL), MS_OK);
+    ck_assert_msg(at < 0, "85/s, seed %d: collapsed at %g s", (int)seed, at);
+  }
+}
+END_TEST
+
 START_TEST(test_des_conservation) {
   ms_sim_config c = config(60.0, 200.0);
   c.backoff = (ms_backoff){MS_BACKOFF_DECORRELATED, 0.2, 4.0};
@@ -995,6 +1047,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(des, test_des_caps);
   tcase_add_test(des, test_des_seeds);
   tcase_add_test(des, test_des_conservation);
+  tcase_add_test(des, test_des_noise_escapes_healthy_basin);
   suite_add_tcase(s, des);
   return s;
 }
