@@ -656,6 +656,10 @@ START_TEST(test_stall) {
     ck_assert_msg(sum.recovered, "%s: a 1 s stall latched",
                   ms_sim_engine_name(eng));
   }
+  /* without a queue, 1 s of failing everything is enough */
+  ms_sim_config c = config(60.0, 200.0);
+  add_stall(&c, 0, 10.0, 1.0);
+  ck_assert(!run(MS_ENGINE_FLUID, &c, NULL).recovered);
 }
 END_TEST
 
@@ -795,6 +799,13 @@ START_TEST(test_des_latch_threshold) {
            tau_m, tau_q, tau);
   ck_assert_msg(tau_m < tau_q && tau_q < tau && tau < 2.5 * tau_q,
                 "memoryless %.3f s, queue-memory fluid %.3f s, DES %.3f s",
+                tau_m, tau_q, tau);
+  /* the values cli/SIMULATE.md quotes (the fluid engine is deterministic
+   * arithmetic; the DES depends on the platform's libm only through its
+   * random variates, so it gets a range) */
+  ck_assert_msg(fabs(tau_m - 0.233) < 0.005 && fabs(tau_q - 3.47) < 0.01 &&
+                    tau > 6.0 && tau < 8.0,
+                "memoryless %.4f s, queue-memory fluid %.4f s, DES %.4f s",
                 tau_m, tau_q, tau);
 }
 END_TEST
