@@ -17,6 +17,7 @@ Everything started is stopped.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,7 @@ services:
     inputs:
       offered_rate: "mshost/statsd/derive-checkout_requests"
       arrival_rate: "mshost/statsd/derive-checkout_attempts"
+      error_rate: "mshost/statsd/derive-checkout_errors"
   - name: fleet
     model: capacity
     capacity: 250
@@ -112,6 +114,8 @@ class Feeder(threading.Thread):
                 req, att = self.rates
                 self.statsd.count("checkout_requests", req / 10)
                 self.statsd.count("checkout_attempts", att / 10)
+                # every retry answers a failed attempt
+                self.statsd.count("checkout_errors", (att - req) / 10)
                 now = int(time.time())
                 if now > last:  # one sample per host and second
                     last = now
@@ -129,6 +133,32 @@ class Feeder(threading.Thread):
                     time.sleep(delay)
         except Exception as e:  # reported by the main thread
             self.error = e
+
+
+def alert_states(prom, service):
+    """{alertname: state} of the rules for one service (firing, pending;
+    inactive when the rule has no alert for it)."""
+    out = {}
+    for group in prom.api("rules")["data"]["groups"]:
+        for rule in group["rules"]:
+            if rule.get("type") != "alerting":
+                continue
+            st = "inactive"
+            for a in rule.get("alerts", []):
+                if a["labels"].get("metastable") == service:
+                    st = a["state"] if st != "firing" else st
+            if out.get(rule["name"]) != "firing":
+                out[rule["name"]] = st
+    return out
+
+
+def wait_alert(prom, service, name, want, timeout):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if alert_states(prom, service).get(name) == want:
+            return True
+        time.sleep(0.5)
+    return False
 
 
 def wait_state(cd, service, want, timeout):
@@ -181,9 +211,14 @@ def main():
                           statsd_port=statsd_port, prometheus_port=wp_port)
     rc, out = cd.check_config()
     check(rc == 0, "collectd -t accepts the configuration")
-    rules = [os.path.join(SRC, "conf", "metastable.rules.yml")]
-    prom = harness.Prometheus(work, wp_port,
-                              [r for r in rules if os.path.exists(r)])
+    # The project's alert rules, expressions untouched, with every `for:`
+    # shortened to 3 s so that a storm of a few seconds can fire them.
+    with open(os.path.join(SRC, "conf", "metastable-alerts.yml")) as f:
+        rules_text = re.sub(r"(?m)^(\s*for:\s*)\S+", r"\g<1>3s", f.read())
+    rules = os.path.join(work, "metastable-alerts-fast.yml")
+    with open(rules, "w") as f:
+        f.write(rules_text)
+    prom = harness.Prometheus(work, wp_port, [rules])
     statsd = harness.Statsd(statsd_port)
     with cd, prom:
         cd.start()
@@ -270,6 +305,15 @@ def scenario(cd, prom, feeder):
         time.sleep(0.5)
         persisted &= cd.value("checkout", "storm") == 1
     check(persisted, "storm persists for 4 s after the trigger is gone")
+    check(wait_alert(prom, "checkout", "MetastableRetryStorm", "firing", 15),
+          "alert MetastableRetryStorm firing for checkout")
+    check(wait_alert(prom, "checkout", "MetastableFailure", "firing", 15),
+          "alert MetastableFailure firing (metastable: trigger gone)")
+    firing = [a for a in prom.api("alerts")["data"]["alerts"]
+              if a["labels"].get("alertname") == "MetastableFailure" and
+              a["labels"].get("metastable") == "checkout"]
+    check(bool(firing) and "150" in json.dumps(firing[0]["annotations"]),
+          "MetastableFailure text gives the recovery load (150 req/s)")
     check(cd.value("checkout", "state") == 2, "still metastable")
     check(cd.value("flaky", "state") == 0, "flaky recovered once its inputs "
           "arrived (stable)")
@@ -302,6 +346,11 @@ def scenario(cd, prom, feeder):
     time.sleep(2)
     check(cd.value("checkout", "storm") == 0, "storm 0")
 
+    check(wait_alert(prom, "checkout", "MetastableRetryStorm", "inactive",
+                     20), "alert MetastableRetryStorm inactive after recovery")
+    check(alert_states(prom, "checkout").get("MetastableFailure") ==
+          "inactive", "alert MetastableFailure inactive after recovery")
+
     notes = [n for n in cd.notifications() if n[1] == "checkout"]
     sev = [n[0] for n in notes]
     check(sev.count("FAILURE") == 1, "one FAILURE notification for the "
@@ -325,6 +374,20 @@ def scenario(cd, prom, feeder):
     res = prom.query('max_over_time(collectd_metastable_state'
                      '{metastable="checkout"}[5m])')
     check(len(res) == 1 and res[0][1] == 3.0, "Prometheus saw overloaded")
+    # every query of every dashboard panel, variables substituted, against
+    # this Prometheus fed by the real plugin
+    dash = os.path.join(SRC, "grafana", "dashboards", "collectd-metastable",
+                        "collectd-metastable.json")
+    r = subprocess.run(
+        [sys.executable, os.path.join(SRC, "tests", "dashboard",
+                                      "queries.py"), dash,
+         "--check", "http://127.0.0.1:%d" % prom.port, "--minutes", "5",
+         "--require-data", "--var", "host=" + harness.HOSTNAME,
+         "--var", "service=checkout"],
+        capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, "every dashboard query parses and returns data "
+          "from the live pipeline%s" % ("" if r.returncode == 0 else
+                                        ":\n" + r.stdout + r.stderr))
     res = prom.query('collectd_metastable_tipping_load{metastable="fleet"}')
     check(len(res) == 1 and close(res[0][1], model(FLEET + ["--load", "1"])
                                   ["tipping_load"], 1e-12),
