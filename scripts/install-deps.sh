@@ -7,7 +7,7 @@
 set -eu
 
 pkgs="build-essential autoconf automake libtool pkg-config libgmp-dev
-libyaml-dev check collectd-core collectd-dev collectd-utils gnuplot-nox
+libyaml-dev libjansson-dev check collectd-core collectd-dev collectd-utils gnuplot-nox
 netcat-openbsd"
 if [ "${1:-}" = "--test" ]; then
   pkgs="$pkgs prometheus curl python3 jq"
