@@ -92,17 +92,17 @@ int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
         "set grid xtics ytics lc rgb '#e4e4e4' lw 1 dt 1\n"
         "set style fill transparent solid 0.22 noborder\n"
         "set style textbox opaque noborder margins 1,1\n"
-        "set tmargin 5\nset rmargin 4\n",
+        "set tmargin 6\nset rmargin 4\n",
         f);
   if (p->title) {
     fputs("set title ", f);
     quoted(f, p->title);
-    fputs(" font ',16' offset 0,1.2\n", f);
+    fputs(" font ',16' offset 0,1.0\n", f);
   }
   if (p->subtitle) {
     fputs("set label 1 ", f);
     quoted(f, p->subtitle);
-    fputs(" at graph 0.5, graph 1 offset 0,1.3 center font ',11' "
+    fputs(" at graph 0.5, graph 1 offset 0,2.4 center font ',11' "
           "tc rgb '#404040'\n",
           f);
   }
@@ -124,9 +124,12 @@ int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
     fputs("set logscale y\n", f);
   fputs("set key ", f);
   fputs(p->legend ? p->legend : "top left", f);
-  fputs(" box lc rgb '#909090' opaque samplen 3 spacing 1.25 "
-        "width 1 height 0.5\n",
+  fputs(" reverse Left box lc rgb '#909090' opaque samplen 3 spacing 1.2 "
+        "width 1\n",
         f);
+  /* a legend below the plot: gnuplot leaves it no room for the x label */
+  if (p->legend && strstr(p->legend, "below"))
+    fputs("set bmargin 9\n", f);
 
   for (size_t i = 0; i < p->n_bands; i++) {
     const ms_plot_band *b = &p->bands[i];
@@ -136,6 +139,19 @@ int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
             "noborder\n",
             i + 1, b->from, b->to, color_or(b->color, "#E69F00"));
   }
+  /* texts of vertical markers on the top axis */
+  int axis_labels = 0;
+  for (size_t i = 0; i < p->n_markers; i++) {
+    const ms_plot_marker *m = &p->markers[i];
+    if (!(m->vertical && m->on_axis && m->text))
+      continue;
+    fputs(axis_labels++ ? ", " : "set link x2\nset x2tics out scale 0.5 (", f);
+    quoted(f, m->text);
+    fprintf(f, " %.17g", m->at);
+  }
+  if (axis_labels)
+    fputs(") tc rgb '#8a5a00'\n", f);
+
   for (size_t i = 0; i < p->n_markers; i++) {
     const ms_plot_marker *m = &p->markers[i];
     const char *col = color_or(m->color, "#555555");
@@ -145,7 +161,7 @@ int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
               "set arrow %zu from first %.17g, graph 0 to first %.17g, "
               "graph 1 nohead lc rgb '%s' lw 1.3 dt (6,4) back\n",
               i + 1, m->at, m->at, col);
-      if (m->text) {
+      if (m->text && !m->on_axis) {
         fprintf(f, "set label %zu ", i + 10);
         quoted(f, m->text);
         fprintf(f,
@@ -168,6 +184,27 @@ int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
                 "boxed front\n",
                 pos, m->at, m->text_before ? "-0.8" : "0.8", col);
       }
+    }
+  }
+
+  for (size_t i = 0; i < p->n_arrows; i++) {
+    const ms_plot_arrow *a = &p->arrows[i];
+    const char *col = color_or(a->color, "#000000");
+    fprintf(f,
+            "set arrow %zu from first %.17g, first %.17g to first %.17g, "
+            "first %.17g head size screen 0.012,25 filled lc rgb '%s' lw 2 "
+            "front\n",
+            p->n_markers + i + 1, a->x1, a->y1, a->x2, a->y2, col);
+    if (a->text) {
+      fprintf(f, "set label %zu ", p->n_markers + i + 10);
+      quoted(f, a->text);
+      double ym = p->ylog && a->y1 > 0 && a->y2 > 0 ? sqrt(a->y1 * a->y2)
+                                                    : 0.5 * (a->y1 + a->y2);
+      fprintf(f,
+              " at first %.17g, first %.17g %s offset %s,0 tc rgb '%s' "
+              "boxed front\n",
+              0.5 * (a->x1 + a->x2), ym, a->text_before ? "right" : "left",
+              a->text_before ? "-0.8" : "0.8", col);
     }
   }
 

@@ -78,7 +78,18 @@ typedef struct {
                         below a horizontal line (else above) */
   double text_pos;   /* where along the line, 0..1 of the plot (default
                         0 is read as 0.97 for vertical, 0.98 horizontal) */
+  bool on_axis;      /* vertical: write the text above the plot, on the
+                        top axis, where data never hides it */
 } ms_plot_marker;
+
+/* An arrow from (x1, y1) to (x2, y2) in data coordinates, head at the
+ * end, with an optional text beside its middle. */
+typedef struct {
+  double x1, y1, x2, y2;
+  const char *text;  /* or NULL */
+  const char *color; /* NULL: black */
+  bool text_before;  /* text left of the arrow's middle (else right) */
+} ms_plot_arrow;
 
 typedef enum { MS_PLOT_SVG, MS_PLOT_PNG } ms_plot_format;
 
@@ -96,6 +107,8 @@ typedef struct {
   size_t n_bands;
   const ms_plot_marker *markers;
   size_t n_markers;
+  const ms_plot_arrow *arrows;
+  size_t n_arrows;
 } ms_plot;
 
 /* Everything empty, ranges automatic. */

@@ -247,9 +247,8 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
      * above capacity), 2 unstable */
     int kind = !rising ? 2 : i == 0 ? 0 : i == n_pieces - 1 ? 1 : 0;
     static const char *const titles[3] = {
-        "stable equilibrium, healthy branch",
-        "stable equilibrium, collapsed branch (retry storm)",
-        "unstable equilibrium (boundary between the basins)"};
+        "stable: healthy branch", "stable: collapsed branch (retry storm)",
+        "unstable: boundary between the basins"};
     static const char *const colors[3] = {MS_PLOT_BLUE, MS_PLOT_VERMILION,
                                           MS_PLOT_GREY};
     series[ns++] = (ms_plot_series){
@@ -285,8 +284,8 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
       }
     }
     snprintf(op_title, sizeof op_title,
-             "stable equilibria at the operating point %.4g req/s", load);
-    snprintf(un_title, sizeof un_title, "unstable equilibrium there");
+             "equilibria at the operating point %.4g req/s", load);
+    snprintf(un_title, sizeof un_title, "unstable one there");
     if (n_op)
       series[ns++] = (ms_plot_series){.title = op_title,
                                       .style = MS_PLOT_POINTS,
@@ -316,37 +315,32 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
   double rec_at = (ls->recovery_load - from) / (to - from);
   if (has_band) {
     snprintf(band_label, sizeof band_label,
-             "hysteresis band: bistable between %.4g and %.4g req/s",
+             "hysteresis band: bistable from %.4g to %.4g req/s",
              ls->recovery_load, ls->tipping_load);
     band = (ms_plot_band){.from = ls->recovery_load,
                           .to = ls->tipping_load,
                           .label = band_label,
                           .color = MS_PLOT_ORANGE};
-    snprintf(tip_text, sizeof tip_text, "tipping load %.4g req/s",
-             ls->tipping_load);
-    snprintf(rec_text, sizeof rec_text, "recovery load %.4g req/s",
-             ls->recovery_load);
+    snprintf(tip_text, sizeof tip_text, "tipping %.4g", ls->tipping_load);
+    snprintf(rec_text, sizeof rec_text, "recovery %.4g", ls->recovery_load);
     markers[nm++] = (ms_plot_marker){.vertical = true,
                                      .at = ls->tipping_load,
                                      .text = tip_text,
                                      .color = "#8a5a00",
-                                     .text_before = tip_at > 0.75,
-                                     .text_pos = 0.62};
+                                     .on_axis = true};
     markers[nm++] = (ms_plot_marker){.vertical = true,
                                      .at = ls->recovery_load,
                                      .text = rec_text,
                                      .color = "#8a5a00",
-                                     .text_before = rec_at > 0.25,
-                                     .text_pos = 0.55};
+                                     .on_axis = true};
   } else {
-    snprintf(tip_text, sizeof tip_text,
-             "tipping load %.4g req/s (no hysteresis band)", ls->tipping_load);
+    snprintf(tip_text, sizeof tip_text, "tipping %.4g (no hysteresis band)",
+             ls->tipping_load);
     markers[nm++] = (ms_plot_marker){.vertical = true,
                                      .at = ls->tipping_load,
                                      .text = tip_text,
                                      .color = "#8a5a00",
-                                     .text_before = tip_at > 0.6,
-                                     .text_pos = 0.62};
+                                     .on_axis = true};
   }
   if (ls->params.model.kind == MS_MODEL_ERLANG)
     snprintf(cap_text, sizeof cap_text, "capacity c·μ = %.4g attempts/s",
@@ -361,6 +355,36 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
   if (!isnan(load))
     markers[nm++] = (ms_plot_marker){
         .vertical = true, .at = load, .text = NULL, .color = "#000000"};
+
+  /* The hysteresis loop: past the tipping load the service jumps to the
+   * collapsed branch, and it comes back only at the recovery load. */
+  ms_plot_arrow arrows[2];
+  size_t na = 0;
+  char tip_arrow[64], rec_arrow[64];
+  snprintf(tip_arrow, sizeof tip_arrow, "above %.4g: retry storm",
+           ls->tipping_load);
+  snprintf(rec_arrow, sizeof rec_arrow, "below %.4g: storm ends",
+           ls->recovery_load);
+  if (has_band) {
+    ms_equilibrium eq[MS_MAX_EQUILIBRIA];
+    int n;
+    if (ms_equilibria(ls, ls->tipping_load, eq, &n, NULL) == MS_OK && n > 1)
+      arrows[na++] = (ms_plot_arrow){.x1 = ls->tipping_load,
+                                     .y1 = ls->tipping_effective_load,
+                                     .x2 = ls->tipping_load,
+                                     .y2 = eq[n - 1].effective_load,
+                                     .text = tip_arrow,
+                                     .color = MS_PLOT_VERMILION,
+                                     .text_before = tip_at > 0.75};
+    if (ms_equilibria(ls, ls->recovery_load, eq, &n, NULL) == MS_OK && n > 1)
+      arrows[na++] = (ms_plot_arrow){.x1 = ls->recovery_load,
+                                     .y1 = ls->recovery_effective_load,
+                                     .x2 = ls->recovery_load,
+                                     .y2 = eq[0].effective_load,
+                                     .text = rec_arrow,
+                                     .color = MS_PLOT_BLUE,
+                                     .text_before = rec_at > 0.25};
+  }
 
   char title[160], subtitle[400];
   if (title_opt)
@@ -391,12 +415,17 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
     p.ymin = 0;
     p.ymax = ymax * 1.08;
   }
+  /* below the plot, in two columns: inside, it would hide some branch */
+  p.legend = "outside below center horizontal maxrows 3";
+  p.height = 800;
   p.series = series;
   p.n_series = ns;
   p.bands = has_band ? &band : NULL;
   p.n_bands = has_band ? 1 : 0;
   p.markers = markers;
   p.n_markers = nm;
+  p.arrows = arrows;
+  p.n_arrows = na;
   char err[600];
   int rc = ms_plot_write(&p, path, err, sizeof err);
   for (int i = 0; i < n_pieces; i++)

@@ -123,18 +123,19 @@ class Plot(CliTest):
         self.assertTrue(10_000 < size < 5_000_000, size)
         root = ET.parse(f).getroot()
         self.assertEqual(root.tag, "{http://www.w3.org/2000/svg}svg")
-        self.assertEqual(root.get("viewBox"), "0 0 1100 720")
+        self.assertEqual(root.get("viewBox"), "0 0 1100 800")
         text = " ".join(t.strip() for t in root.itertext() if t.strip())
         for want in ("Retry-storm bifurcation diagram: checkout",
                      "offered load λ (requests/s, first attempts)",
                      "effective load x (attempts/s, retries included)",
-                     "hysteresis band: bistable between 25 and 83.23 req/s",
-                     "stable equilibrium, healthy branch",
-                     "unstable equilibrium (boundary between the basins)",
-                     "stable equilibrium, collapsed branch (retry storm)",
+                     "hysteresis band: bistable from 25 to 83.23 req/s",
+                     "stable: healthy branch",
+                     "unstable: boundary between the basins",
+                     "stable: collapsed branch (retry storm)",
                      "capacity c·μ = 100 attempts/s",
-                     "stable equilibria at the operating point 60 req/s",
-                     "tipping load 83.23 req/s", "recovery load 25 req/s"):
+                     "equilibria at the operating point 60 req/s",
+                     "tipping 83.23", "recovery 25",
+                     "above 83.23: retry storm", "below 25: storm ends"):
             self.assertIn(want, text)
         # the unstable branch is dashed: a stroke-dasharray on a path
         with open(f, encoding="utf-8") as fh:
@@ -148,7 +149,7 @@ class Plot(CliTest):
         self.assertEqual(r.out.count("\n"), 1 + 1 + 3 + 3 + 1)
         with open(f, "rb") as fh:
             data = fh.read()
-        self.assertEqual(png_size(data), (1100, 720))
+        self.assertEqual(png_size(data), (1100, 800))
         self.assertTrue(20_000 < len(data) < 5_000_000, len(data))
 
     def test_no_gnuplot(self):
