@@ -54,17 +54,17 @@ static const struct option options[] = {
 static const char *state_story(const ms_report *r) {
   switch (r->state) {
   case MS_STATE_STABLE:
-    return "below the recovery load: only the healthy equilibrium exists";
+    return "below the recovery load, only the healthy equilibrium exists";
   case MS_STATE_VULNERABLE:
     return "between the recovery and the tipping load, in the healthy "
-           "basin: a spike past the unstable equilibrium would start a "
+           "basin; a spike past the unstable equilibrium would start a "
            "storm that outlasts it";
   case MS_STATE_METASTABLE:
     return "between the recovery and the tipping load, in the collapsed "
-           "basin: the retries sustain the storm; the load must fall below "
-           "the recovery load to end it";
+           "basin; the retries sustain the storm until the load falls below "
+           "the recovery load";
   case MS_STATE_OVERLOADED:
-    return "above the tipping load: only the collapsed equilibrium exists";
+    return "above the tipping load, only the collapsed equilibrium exists";
   }
   return "";
 }
