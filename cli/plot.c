@@ -166,12 +166,13 @@ int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
         quoted(f, m->text);
         fprintf(f,
                 " at first %.17g, graph %.3f %s offset %s,0 tc rgb '%s' "
-                "boxed front\n",
+                "boxed back\n",
                 m->at, pos, m->text_before ? "right" : "left",
                 m->text_before ? "-0.6" : "0.6", col);
       }
     } else {
       double pos = m->text_pos > 0 ? m->text_pos : 0.98;
+      bool left = pos < 0.5; /* text starts at pos, else ends there */
       fprintf(f,
               "set arrow %zu from graph 0, first %.17g to graph 1, first "
               "%.17g nohead lc rgb '%s' lw 1.3 dt (6,4) back\n",
@@ -180,9 +181,10 @@ int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
         fprintf(f, "set label %zu ", i + 10);
         quoted(f, m->text);
         fprintf(f,
-                " at graph %.3f, first %.17g right offset 0,%s tc rgb '%s' "
-                "boxed front\n",
-                pos, m->at, m->text_before ? "-0.8" : "0.8", col);
+                " at graph %.3f, first %.17g %s offset 0,%s tc rgb '%s' "
+                "boxed back\n",
+                pos, m->at, left ? "left" : "right",
+                m->text_before ? "-0.8" : "0.8", col);
       }
     }
   }
@@ -202,7 +204,7 @@ int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
                                                     : 0.5 * (a->y1 + a->y2);
       fprintf(f,
               " at first %.17g, first %.17g %s offset %s,0 tc rgb '%s' "
-              "boxed front\n",
+              "boxed back\n",
               0.5 * (a->x1 + a->x2), ym, a->text_before ? "right" : "left",
               a->text_before ? "-0.8" : "0.8", col);
     }

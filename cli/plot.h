@@ -77,7 +77,9 @@ typedef struct {
   bool text_before;  /* text left of a vertical line (else right);
                         below a horizontal line (else above) */
   double text_pos;   /* where along the line, 0..1 of the plot (default
-                        0 is read as 0.97 for vertical, 0.98 horizontal) */
+                        0 is read as 0.97 for vertical, 0.98 horizontal);
+                        a horizontal line's text ends there, or starts
+                        there when text_pos < 0.5 */
   bool on_axis;      /* vertical: write the text above the plot, on the
                         top axis, where data never hides it */
 } ms_plot_marker;

@@ -199,6 +199,38 @@ static void sample(const ms_landscape *ls, curve *c, double xa, double xb,
 
 #define MAX_PIECES (MS_MAX_EXTREMA + 2)
 
+/* A unit for an axis whose values reach `max`: 1, or thousands, millions,
+ * billions, so that tick labels stay short numbers ("12", not "1.2e+07"). */
+static double axis_unit(double max, const char **name) {
+  static const char *const names[] = {"", "thousand ", "million ", "billion "};
+  int k = 0;
+  if (max >= 1e5)
+    k = (int)floor(log10(max) / 3);
+  if (k > 3)
+    k = 3;
+  *name = names[k];
+  return pow(1e3, k);
+}
+
+/* A load for a label: 83.23, 25k, 2.5M. */
+static const char *short_load(char buf[32], double v) {
+  double a = fabs(v);
+  if (a >= 1e9)
+    snprintf(buf, 32, "%.4gG", v / 1e9);
+  else if (a >= 1e6)
+    snprintf(buf, 32, "%.4gM", v / 1e6);
+  else if (a >= 1e4)
+    snprintf(buf, 32, "%.4gk", v / 1e3);
+  else
+    snprintf(buf, 32, "%.4g", v);
+  return buf;
+}
+
+static void scale(double *v, size_t n, double unit) {
+  for (size_t i = 0; i < n; i++)
+    v[i] /= unit;
+}
+
 static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
                 double to, double load, const char *title_opt, bool log_y,
                 const char *path) {
@@ -224,11 +256,31 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
   memset(pieces, 0, sizeof pieces);
   double tol = 5e-4 * (to - from);
   double ymax = ls->saturation_load;
+  int rc = MS_EXIT_OK;
   for (int i = 0; i < n_pieces; i++) {
     sample(ls, &pieces[i], cut[i], cut[i + 1], tol);
+    if (pieces[i].oom) {
+      rc = ms_cli_fail("out of memory drawing the curve");
+      goto out;
+    }
     for (size_t k = 0; k < pieces[i].n; k++)
       if (pieces[i].lam[k] >= from && pieces[i].lam[k] <= to)
         ymax = fmax(ymax, pieces[i].x[k]);
+  }
+  /* When the collapsed branch towers over capacity (layered retries
+   * amplify up to (r + 1)^k), a linear axis flattens the healthy branch
+   * and the fold into the floor: use a log axis then. */
+  bool ylog = log_y || ymax > 30 * ls->saturation_load;
+
+  /* Everything is drawn in axis units (thousands, millions, ...). */
+  const char *xu_name, *yu_name;
+  double xu = axis_unit(to, &xu_name);
+  double yu = ylog ? 1 : axis_unit(ymax * 1.08, &yu_name);
+  if (ylog)
+    yu_name = "";
+  for (int i = 0; i < n_pieces; i++) {
+    scale(pieces[i].lam, pieces[i].n, xu);
+    scale(pieces[i].x, pieces[i].n, yu);
   }
 
   /* Series: one per piece, styled by its kind. */
@@ -237,11 +289,6 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
   bool titled[3] = {false, false, false};
   for (int i = 0; i < n_pieces; i++) {
     curve *c = &pieces[i];
-    if (c->oom) {
-      for (int k = 0; k < n_pieces; k++)
-        free(pieces[k].lam), free(pieces[k].x);
-      return ms_cli_fail("out of memory drawing the curve");
-    }
     bool rising = c->lam[c->n - 1] > c->lam[0];
     /* 0 healthy (first piece, or below capacity), 1 collapsed (last, or
      * above capacity), 2 unstable */
@@ -267,25 +314,23 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
   double op_lam[MS_MAX_EQUILIBRIA], op_x[MS_MAX_EQUILIBRIA];
   double un_lam[MS_MAX_EQUILIBRIA], un_x[MS_MAX_EQUILIBRIA];
   size_t n_op = 0, n_un = 0;
-  char op_title[96], un_title[96];
+  char op_title[96], b1[32], b2[32];
   if (!isnan(load)) {
     ms_equilibrium eq[MS_MAX_EQUILIBRIA];
     int n = 0;
-    ms_error err;
-    if (ms_equilibria(ls, load, eq, &n, &err) != MS_OK)
+    if (ms_equilibria(ls, load, eq, &n, NULL) != MS_OK)
       n = 0;
     for (int k = 0; k < n; k++) {
       if (eq[k].stable) {
-        op_lam[n_op] = load;
-        op_x[n_op++] = eq[k].effective_load;
+        op_lam[n_op] = load / xu;
+        op_x[n_op++] = eq[k].effective_load / yu;
       } else {
-        un_lam[n_un] = load;
-        un_x[n_un++] = eq[k].effective_load;
+        un_lam[n_un] = load / xu;
+        un_x[n_un++] = eq[k].effective_load / yu;
       }
     }
-    snprintf(op_title, sizeof op_title,
-             "equilibria at the operating point %.4g req/s", load);
-    snprintf(un_title, sizeof un_title, "unstable one there");
+    snprintf(op_title, sizeof op_title, "equilibria at the load %s req/s",
+             short_load(b1, load));
     if (n_op)
       series[ns++] = (ms_plot_series){.title = op_title,
                                       .style = MS_PLOT_POINTS,
@@ -295,7 +340,7 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
                                       .x = op_lam,
                                       .y = op_x};
     if (n_un)
-      series[ns++] = (ms_plot_series){.title = un_title,
+      series[ns++] = (ms_plot_series){.title = "unstable one there",
                                       .style = MS_PLOT_OPEN_POINTS,
                                       .color = "#000000",
                                       .width = 1.8,
@@ -304,89 +349,92 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
                                       .y = un_x};
   }
 
-  /* Band and markers.  A marker's text goes on the side away from the
-   * band, unless that side runs off the plot. */
+  /* The band, with the tipping and recovery loads written on the top axis
+   * where no data can hide them, and capacity. */
   ms_plot_band band;
-  char band_label[160], tip_text[96], rec_text[96], cap_text[96];
+  char band_label[96], tip_text[96], rec_text[96], cap_text[96];
   ms_plot_marker markers[4];
   size_t nm = 0;
   bool has_band = ls->has_fold && ls->tipping_load > ls->recovery_load;
   double tip_at = (ls->tipping_load - from) / (to - from);
   double rec_at = (ls->recovery_load - from) / (to - from);
   if (has_band) {
-    snprintf(band_label, sizeof band_label,
-             "hysteresis band: bistable from %.4g to %.4g req/s",
-             ls->recovery_load, ls->tipping_load);
-    band = (ms_plot_band){.from = ls->recovery_load,
-                          .to = ls->tipping_load,
+    snprintf(band_label, sizeof band_label, "hysteresis band (bistable)");
+    band = (ms_plot_band){.from = ls->recovery_load / xu,
+                          .to = ls->tipping_load / xu,
                           .label = band_label,
                           .color = MS_PLOT_ORANGE};
-    snprintf(tip_text, sizeof tip_text, "tipping %.4g", ls->tipping_load);
-    snprintf(rec_text, sizeof rec_text, "recovery %.4g", ls->recovery_load);
+    snprintf(tip_text, sizeof tip_text, "tipping %s",
+             short_load(b1, ls->tipping_load));
+    snprintf(rec_text, sizeof rec_text, "recovery %s",
+             short_load(b1, ls->recovery_load));
     markers[nm++] = (ms_plot_marker){.vertical = true,
-                                     .at = ls->tipping_load,
+                                     .at = ls->tipping_load / xu,
                                      .text = tip_text,
                                      .color = "#8a5a00",
                                      .on_axis = true};
     markers[nm++] = (ms_plot_marker){.vertical = true,
-                                     .at = ls->recovery_load,
+                                     .at = ls->recovery_load / xu,
                                      .text = rec_text,
                                      .color = "#8a5a00",
                                      .on_axis = true};
   } else {
-    snprintf(tip_text, sizeof tip_text, "tipping %.4g (no hysteresis band)",
-             ls->tipping_load);
+    snprintf(tip_text, sizeof tip_text, "tipping %s (no hysteresis band)",
+             short_load(b1, ls->tipping_load));
     markers[nm++] = (ms_plot_marker){.vertical = true,
-                                     .at = ls->tipping_load,
+                                     .at = ls->tipping_load / xu,
                                      .text = tip_text,
                                      .color = "#8a5a00",
                                      .on_axis = true};
   }
-  if (ls->params.model.kind == MS_MODEL_ERLANG)
-    snprintf(cap_text, sizeof cap_text, "capacity c·μ = %.4g attempts/s",
-             ls->saturation_load);
-  else
-    snprintf(cap_text, sizeof cap_text, "capacity C = %.4g attempts/s",
-             ls->saturation_load);
+  snprintf(cap_text, sizeof cap_text, "capacity %s = %s attempts/s",
+           ls->params.model.kind == MS_MODEL_ERLANG ? "c·μ" : "C",
+           short_load(b1, ls->saturation_load));
+  /* Above the line where no branch runs: left of the recovery load (the
+   * healthy branch is below capacity, the collapsed one starts at the
+   * recovery load), else right of the tipping load, else just left of it
+   * (the collapsed branch is far above capacity there). */
+  double cap_pos = rec_at >= 0.3 ? 0.02 : tip_at < 0.7 ? 0.98 : tip_at - 0.02;
   markers[nm++] = (ms_plot_marker){.vertical = false,
-                                   .at = ls->saturation_load,
+                                   .at = ls->saturation_load / yu,
                                    .text = cap_text,
-                                   .color = MS_PLOT_GREEN};
+                                   .color = MS_PLOT_GREEN,
+                                   .text_pos = cap_pos};
   if (!isnan(load))
     markers[nm++] = (ms_plot_marker){
-        .vertical = true, .at = load, .text = NULL, .color = "#000000"};
+        .vertical = true, .at = load / xu, .text = NULL, .color = "#000000"};
 
   /* The hysteresis loop: past the tipping load the service jumps to the
    * collapsed branch, and it comes back only at the recovery load. */
   ms_plot_arrow arrows[2];
   size_t na = 0;
   char tip_arrow[64], rec_arrow[64];
-  snprintf(tip_arrow, sizeof tip_arrow, "above %.4g: retry storm",
-           ls->tipping_load);
-  snprintf(rec_arrow, sizeof rec_arrow, "below %.4g: storm ends",
-           ls->recovery_load);
+  snprintf(tip_arrow, sizeof tip_arrow, "above %s: retry storm",
+           short_load(b1, ls->tipping_load));
+  snprintf(rec_arrow, sizeof rec_arrow, "below %s: storm ends",
+           short_load(b2, ls->recovery_load));
   if (has_band) {
     ms_equilibrium eq[MS_MAX_EQUILIBRIA];
     int n;
     if (ms_equilibria(ls, ls->tipping_load, eq, &n, NULL) == MS_OK && n > 1)
-      arrows[na++] = (ms_plot_arrow){.x1 = ls->tipping_load,
-                                     .y1 = ls->tipping_effective_load,
-                                     .x2 = ls->tipping_load,
-                                     .y2 = eq[n - 1].effective_load,
+      arrows[na++] = (ms_plot_arrow){.x1 = ls->tipping_load / xu,
+                                     .y1 = ls->tipping_effective_load / yu,
+                                     .x2 = ls->tipping_load / xu,
+                                     .y2 = eq[n - 1].effective_load / yu,
                                      .text = tip_arrow,
                                      .color = MS_PLOT_VERMILION,
                                      .text_before = tip_at > 0.75};
     if (ms_equilibria(ls, ls->recovery_load, eq, &n, NULL) == MS_OK && n > 1)
-      arrows[na++] = (ms_plot_arrow){.x1 = ls->recovery_load,
-                                     .y1 = ls->recovery_effective_load,
-                                     .x2 = ls->recovery_load,
-                                     .y2 = eq[0].effective_load,
+      arrows[na++] = (ms_plot_arrow){.x1 = ls->recovery_load / xu,
+                                     .y1 = ls->recovery_effective_load / yu,
+                                     .x2 = ls->recovery_load / xu,
+                                     .y2 = eq[0].effective_load / yu,
                                      .text = rec_arrow,
                                      .color = MS_PLOT_BLUE,
                                      .text_before = rec_at > 0.25};
   }
 
-  char title[160], subtitle[400];
+  char title[160], subtitle[400], xlabel[128], ylabel[128];
   if (title_opt)
     snprintf(title, sizeof title, "%s", title_opt);
   else if (m->name[0])
@@ -395,25 +443,26 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
   else
     snprintf(title, sizeof title, "Retry-storm bifurcation diagram");
   snprintf(subtitle, sizeof subtitle, "%s", m->summary);
+  snprintf(xlabel, sizeof xlabel,
+           "offered load λ (%srequests/s, first attempts)", xu_name);
+  snprintf(ylabel, sizeof ylabel,
+           "effective load x (%sattempts/s, retries included)", yu_name);
 
   ms_plot p;
   ms_plot_init(&p);
   p.title = title;
   p.subtitle = subtitle;
-  p.xlabel = "offered load λ (requests/s, first attempts)";
-  p.ylabel = "effective load x (attempts/s, retries included)";
-  p.xmin = from;
-  p.xmax = to;
-  /* When the collapsed branch towers over capacity (layered retries
-   * amplify up to (r + 1)^k), a linear axis flattens the healthy branch
-   * and the fold into the floor: use a log axis then. */
-  if (log_y || ymax > 30 * ls->saturation_load) {
+  p.xlabel = xlabel;
+  p.ylabel = ylabel;
+  p.xmin = from / xu;
+  p.xmax = to / xu;
+  if (ylog) {
     p.ylog = true;
     p.ymin = 0.02 * ls->saturation_load;
     p.ymax = ymax * 1.5;
   } else {
     p.ymin = 0;
-    p.ymax = ymax * 1.08;
+    p.ymax = ymax * 1.08 / yu;
   }
   /* below the plot, in two columns: inside, it would hide some branch */
   p.legend = "outside below center horizontal maxrows 3";
@@ -427,10 +476,12 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
   p.arrows = arrows;
   p.n_arrows = na;
   char err[600];
-  int rc = ms_plot_write(&p, path, err, sizeof err);
+  if (ms_plot_write(&p, path, err, sizeof err) != 0)
+    rc = ms_cli_fail("%s", err);
+out:
   for (int i = 0; i < n_pieces; i++)
     free(pieces[i].lam), free(pieces[i].x);
-  return rc == 0 ? MS_EXIT_OK : ms_cli_fail("%s", err);
+  return rc;
 }
 
 /* ---- the command ----------------------------------------------------- */

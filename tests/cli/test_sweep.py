@@ -128,12 +128,12 @@ class Plot(CliTest):
         for want in ("Retry-storm bifurcation diagram: checkout",
                      "offered load λ (requests/s, first attempts)",
                      "effective load x (attempts/s, retries included)",
-                     "hysteresis band: bistable from 25 to 83.23 req/s",
+                     "hysteresis band (bistable)",
                      "stable: healthy branch",
                      "unstable: boundary between the basins",
                      "stable: collapsed branch (retry storm)",
                      "capacity c·μ = 100 attempts/s",
-                     "equilibria at the operating point 60 req/s",
+                     "equilibria at the load 60 req/s",
                      "tipping 83.23", "recovery 25",
                      "above 83.23: retry storm", "below 25: storm ends"):
             self.assertIn(want, text)
@@ -141,6 +141,20 @@ class Plot(CliTest):
         with open(f, encoding="utf-8") as fh:
             svg = fh.read()
         self.assertIn("stroke-dasharray", svg)
+
+    def test_units(self):
+        # ten million servers: the axes count millions, the labels say so
+        f = self.path("big.svg")
+        self.ok("sweep", "--servers", "10000000", "--service-time", "1",
+                "--timeout", "0.5", "--retries", "3", "--from", "0", "--to",
+                "12e6", "--steps", "1", "--plot", f, "--load", "8e6")
+        text = " ".join(t.strip() for t in ET.parse(f).getroot().itertext())
+        for want in ("offered load λ (million requests/s, first attempts)",
+                     "effective load x (million attempts/s, retries "
+                     "included)", "recovery 2.5M", "tipping 10M",
+                     "capacity c·μ = 10M attempts/s",
+                     "equilibria at the load 8M req/s"):
+            self.assertIn(want, text)
 
     def test_png_and_table(self):
         f = self.path("fold.png")
