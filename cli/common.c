@@ -58,15 +58,28 @@ void ms_cli_warn(const char *fmt, ...) {
   va_end(ap);
 }
 
-int ms_cli_bad_option(int c, char **argv) {
+int ms_cli_bad_option(int c, char **argv, const struct option *options) {
   /* getopt_long leaves optind just past the offending word */
   const char *word = optind > 0 ? argv[optind - 1] : "?";
   if (c == ':')
     return ms_cli_usage("option '%s' needs a value", word);
   if (optopt != 0 && strncmp(word, "--", 2) != 0)
     return ms_cli_usage("unknown option '-%c'", optopt);
-  /* "--name=value": name only */
+  /* "--name=value": the name only; an abbreviation of several options is
+   * ambiguous rather than unknown */
   size_t n = strcspn(word, "=");
+  char names[300] = "";
+  int matches = 0;
+  for (const struct option *o = options; n > 2 && o && o->name; o++) {
+    if (strncmp(o->name, word + 2, n - 2) != 0)
+      continue;
+    size_t len = strlen(names);
+    snprintf(names + len, sizeof names - len, "%s--%s", matches ? ", " : "",
+             o->name);
+    matches++;
+  }
+  if (matches > 1)
+    return ms_cli_usage("option '%.*s' is ambiguous: %s", (int)n, word, names);
   return ms_cli_usage("unknown option '%.*s'", (int)n, word);
 }
 

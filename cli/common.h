@@ -83,9 +83,10 @@ int ms_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ms_cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Handle a getopt_long return that no case of the sub-command took: '?'
- * (unknown option) or ':' (missing argument).  optstring must start with
- * ':' and opterr be 0.  Returns MS_EXIT_USAGE. */
-int ms_cli_bad_option(int c, char **argv);
+ * (an unknown or ambiguous option: the candidates from `options` are
+ * named) or ':' (missing argument).  optstring must start with ':' and
+ * opterr be 0.  Returns MS_EXIT_USAGE. */
+int ms_cli_bad_option(int c, char **argv, const struct option *options);
 
 /* Write text to stdout and return MS_EXIT_OK: the --help of a command. */
 int ms_cli_help(const char *text);

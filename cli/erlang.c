@@ -115,7 +115,7 @@ int ms_cmd_erlang(int argc, char **argv) {
     case 'h':
       return ms_cli_help(help);
     default:
-      return ms_cli_bad_option(c, argv);
+      return ms_cli_bad_option(c, argv, options);
     }
     if (r)
       return r;

@@ -258,7 +258,7 @@ static int run(ms_exact_capacity *e, int argc, char **argv) {
     case 'h':
       return ms_cli_help(help);
     default:
-      return ms_cli_bad_option(c, argv);
+      return ms_cli_bad_option(c, argv, options);
     }
     if (r)
       return r;

@@ -535,7 +535,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
       fputs(help, stdout);
       return ms_cli_help(ms_cli_model_help);
     default:
-      return ms_cli_bad_option(c, argv);
+      return ms_cli_bad_option(c, argv, options);
     }
     if (r)
       return r;

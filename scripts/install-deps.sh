@@ -10,7 +10,7 @@ pkgs="build-essential autoconf automake libtool pkg-config libgmp-dev
 libyaml-dev libjansson-dev check collectd-core collectd-dev collectd-utils gnuplot-nox
 netcat-openbsd"
 if [ "${1:-}" = "--test" ]; then
-  pkgs="$pkgs prometheus curl python3 jq"
+  pkgs="$pkgs prometheus curl python3 jq mandoc"
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
     pkgs="$pkgs nodejs npm"
 fi

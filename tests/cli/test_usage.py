@@ -23,6 +23,8 @@ ERRORS = [
     (("solve", *CAP, "--load", "1", "--bogus"), 2,
      "unknown option '--bogus'"),
     (("solve", *CAP, "--load", "1", "-x"), 2, "unknown option '-x'"),
+    (("solve", "--serv", "3"), 2, "option '--serv' is ambiguous: --servers, "
+     "--service-time, --service-rate, --service"),
     (("solve", *CAP, "--load", "1", "extra"), 2,
      "unexpected argument 'extra'"),
     (("solve", *CAP, "--load", "-1"), 2, "--load: '-1' is not a rate"),
