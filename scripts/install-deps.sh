@@ -9,10 +9,10 @@
 set -eu
 
 pkgs="build-essential autoconf automake libtool pkg-config libgmp-dev
-libyaml-dev check collectd-core collectd-dev collectd-utils gnuplot-nox
-python3 libprotobuf-c1 libmicrohttpd12"
+libyaml-dev libjansson-dev check collectd-core collectd-dev collectd-utils
+gnuplot-nox python3 libprotobuf-c1 libmicrohttpd12"
 if [ "${1:-}" = "--test" ]; then
-  pkgs="$pkgs prometheus prometheus-alertmanager curl python3 jq"
+  pkgs="$pkgs prometheus prometheus-alertmanager curl python3 jq mandoc"
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
     pkgs="$pkgs nodejs npm"
 fi
