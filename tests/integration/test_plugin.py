@@ -161,6 +161,50 @@ def wait_alert(prom, service, name, want, timeout):
     return False
 
 
+def raw_samples(prom, metric, service, window="10m"):
+    """[(unix_time, value)] as Prometheus stored them (range vector)."""
+    d = prom.api("query", query='collectd_metastable_%s{metastable="%s"}[%s]'
+                 % (metric, service, window))
+    res = d["data"]["result"]
+    return [(float(t), float(v)) for t, v in res[0]["values"]] if res else []
+
+
+def replay_agrees(prom, work):
+    """Every cycle of the plugin, rebuilt from what it dispatched (offered
+    load, observed attempts and failure ratio), run through `metastable
+    replay`: the states must be the plugin's, cycle by cycle."""
+    cols = {m: raw_samples(prom, m, "checkout") for m in (
+        "offered_load", "observed_effective_load", "observed_failure_ratio",
+        "state")}
+    rows = []
+    for t, state in cols["state"]:
+        vals = []
+        for m in ("offered_load", "observed_effective_load",
+                  "observed_failure_ratio"):
+            near = [v for (u, v) in cols[m] if abs(u - t) < 0.05]
+            vals.append(near[0] if len(near) == 1 else None)
+        if None not in vals:
+            rows.append((t, vals[0], vals[1], vals[1] * vals[2], state))
+    trace = os.path.join(work, "plugin-trace.csv")
+    with open(trace, "w") as f:
+        f.write("time,offered_rate,arrival_rate,error_rate\n")
+        for t, off, att, err, _ in rows:
+            f.write("%.3f,%r,%r,%r\n" % (t, off, att, err))
+    spec = os.path.join(work, "services.yaml")
+    r = subprocess.run([CLI, "replay", "--spec", spec, "--service",
+                        "checkout", trace, "--format", "json"],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        return False, "replay failed: " + r.stderr
+    out = json.loads(r.stdout)
+    names = ["stable", "vulnerable", "metastable", "overloaded"]
+    diff = [(row[0], names[int(row[4])], o.get("state"))
+            for row, o in zip(rows, out) if names[int(row[4])] !=
+            o.get("state")]
+    return (len(rows) >= 15 and len(out) == len(rows) and not diff,
+            "%d cycles, %d differ %s" % (len(rows), len(diff), diff[:3]))
+
+
 def wait_state(cd, service, want, timeout):
     """Poll until the plugin reports state want; the time it took."""
     t0 = time.time()
@@ -249,11 +293,13 @@ def scenario(cd, prom, feeder):
     check(t is not None, "healthy phase: checkout vulnerable")
     time.sleep(2)
     check(cd.value("checkout", "storm") == 0, "healthy phase: storm 0")
+    # collectdctl getval prints 7 significant digits: compare to 1e-6 here,
+    # and to 1e-12 through Prometheus below
     check(close(cd.value("checkout", "tipping_load"),
-                tip_model["tipping_load"], 1e-12),
+                tip_model["tipping_load"], 1e-6),
           "tipping load = model's %.6f" % tip_model["tipping_load"])
     check(close(cd.value("checkout", "recovery_load"),
-                tip_model["recovery_load"], 1e-12),
+                tip_model["recovery_load"], 1e-6),
           "recovery load = model's %.6f" % tip_model["recovery_load"])
     lam = cd.value("checkout", "offered_load")
     want = model(CHECKOUT + ["--load", repr(lam), "--observed-load",
@@ -270,7 +316,7 @@ def scenario(cd, prom, feeder):
     if fl:
         fw = model(FLEET + ["--load", repr(fl)])
         check(close(cd.value("fleet", "effective_load"),
-                    fw["effective_load"], 1e-9),
+                    fw["effective_load"], 1e-6),
               "fleet effective load = model's %.6f (certified)" %
               fw["effective_load"])
         check(cd.value("fleet", "state") == 3 and fw["state"] ==
@@ -388,10 +434,28 @@ def scenario(cd, prom, feeder):
     check(r.returncode == 0, "every dashboard query parses and returns data "
           "from the live pipeline%s" % ("" if r.returncode == 0 else
                                         ":\n" + r.stdout + r.stderr))
+    ok, what = replay_agrees(prom, os.path.dirname(prom.conf))
+    check(ok, "metastable replay of the plugin's own inputs gives its states "
+          "(%s)" % what)
     res = prom.query('collectd_metastable_tipping_load{metastable="fleet"}')
     check(len(res) == 1 and close(res[0][1], model(FLEET + ["--load", "1"])
                                   ["tipping_load"], 1e-12),
-          "Prometheus: fleet tipping load = model's")
+          "Prometheus: fleet tipping load = model's to 1e-12")
+    res = prom.query('collectd_metastable_tipping_load'
+                     '{metastable="checkout"}')
+    check(len(res) == 1 and close(res[0][1], tip_model["tipping_load"],
+                                  1e-12),
+          "Prometheus: checkout tipping load = model's to 1e-12")
+    off = prom.query('collectd_metastable_offered_load{metastable="fleet"}')
+    eff = prom.query('collectd_metastable_effective_load{metastable="fleet"}')
+    if off and eff:
+        fw = model(FLEET + ["--load", repr(off[0][1])])
+        check(close(eff[0][1], fw["effective_load"], 1e-12),
+              "Prometheus: fleet effective load %.12g = model's certified "
+              "%.12g at offered %.12g" % (eff[0][1], fw["effective_load"],
+                                          off[0][1]))
+    else:
+        check(False, "Prometheus has the fleet's offered and effective load")
 
 
 if __name__ == "__main__":
