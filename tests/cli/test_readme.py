@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""cli/README.md shows real output: every example block that starts with
+"""README.md shows real output: every example block that starts with
 `$ metastable ...` (and has no pipe) is run from the source directory, and
 its output must be the block's text ("..." stands for omitted lines)."""
 import os
@@ -11,7 +11,7 @@ from clitest import SRCDIR, CliTest
 
 
 def examples():
-    with open(os.path.join(SRCDIR, "cli", "README.md"),
+    with open(os.path.join(SRCDIR, "README.md"),
               encoding="utf-8") as f:
         lines = f.read().split("\n")
     i = 0
