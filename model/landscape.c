@@ -263,6 +263,10 @@ int ms_equilibria(const ms_landscape *ls, double lambda, ms_equilibrium *eq,
       return ms_fail(err, MS_ENOCONV,
                      "no convergence solving lambda(x) = %g on [%g, %g]",
                      lambda, xa, xb);
+    /* every root has x >= lambda (A >= 1): keep one found an ulp low from
+     * reading as negative self-inflicted load */
+    if (x < lambda)
+      x = lambda;
     ms_point_eval(s, x, &pt);
     eq[count++] = (ms_equilibrium){x, pt.p, exp(pt.ln_amp), increasing};
   }

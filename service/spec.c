@@ -465,7 +465,7 @@ static int load_service(loader *ld, const yaml_node_t *map,
     return -1;
   const ms_source *in = sp->inputs;
   if (!erlang && in[MS_INPUT_POOL].kind != MS_SOURCE_NONE)
-    return fail_at(ld, val[K_INPUTS],
+    return fail_at(ld, key[K_INPUTS],
                    "input pool_size applies to the erlang model only "
                    "(service '%s')",
                    name);
@@ -478,7 +478,7 @@ static int load_service(loader *ld, const yaml_node_t *map,
       !(in[MS_INPUT_ARRIVAL].kind != MS_SOURCE_NONE &&
         (in[MS_INPUT_RETRY].kind != MS_SOURCE_NONE ||
          in[MS_INPUT_ERROR].kind != MS_SOURCE_NONE)))
-    return fail_at(ld, val[K_INPUTS],
+    return fail_at(ld, key[K_INPUTS],
                    "service '%s': the inputs cannot give the offered load: "
                    "give offered_rate, or arrival_rate with retry_rate or "
                    "error_rate",

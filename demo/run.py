@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""collectd-metastable demo: a private collectd with the plugin, fed an
+incident through its statsd plugin over loopback UDP, printing what the
+plugin says as it happens.
+
+    demo/run.py [--build DIR] [--speed X]
+"""
+import argparse
+import csv
+import os
+import sys
+import tempfile
+import threading
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "tools"))
+import harness  # noqa: E402
+
+STATE = {0: "stable", 1: "vulnerable", 2: "metastable", 3: "overloaded"}
+
+
+def read_incident(path):
+    rows = []
+    with open(path) as f:
+        for r in csv.DictReader(line for line in f
+                                if not line.startswith("#")):
+            rows.append((float(r["start_s"]), float(r["end_s"]),
+                         float(r["requests_per_s"]),
+                         float(r["attempts_per_s"]), r["phase"]))
+    return rows
+
+
+def feed(statsd, rows, speed, stop):
+    """Send the counters at 10 Hz so collectd sees the incident's rates."""
+    t0 = time.time()
+    tick = 0.1
+    k = 0
+    while not stop.is_set():
+        t = (time.time() - t0) * speed
+        row = next((r for r in rows if r[0] <= t < r[1]), None)
+        if row is None:
+            break
+        statsd.count("checkout_requests", row[2] * tick)
+        statsd.count("checkout_attempts", row[3] * tick)
+        k += 1
+        delay = t0 + k * tick / speed - time.time()
+        if delay > 0:
+            time.sleep(delay)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default=os.path.join(TOP, "build"),
+                    help="build directory with plugin/.libs/metastable.so")
+    ap.add_argument("--incident", default=os.path.join(TOP, "demo",
+                                                       "incident.csv"))
+    ap.add_argument("--services", default=os.path.join(TOP, "demo",
+                                                       "services.yaml"))
+    ap.add_argument("--speed", type=float, default=1.0,
+                    help="replay speed (the plugin reads once a second)")
+    args = ap.parse_args()
+    plugin_dir = os.path.join(args.build, "plugin", ".libs")
+    if not os.path.exists(os.path.join(plugin_dir, "metastable.so")):
+        sys.exit("demo: %s/metastable.so not found: build first "
+                 "(scripts/build.sh)" % plugin_dir)
+    rows = read_incident(args.incident)
+    work = tempfile.mkdtemp(prefix="metastable-demo-")
+    port = harness.free_port(harness.socket.SOCK_DGRAM)
+    cd = harness.Collectd(work, plugin_dir,
+                          os.path.join(TOP, "conf", "types.db"),
+                          args.services, statsd_port=port)
+    print("collectd-metastable demo: private collectd (statsd on "
+          "127.0.0.1:%d/udp), files in %s" % (port, work))
+    print("service 'checkout': erlang model, 30 servers x 100 ms, "
+          "timeout 1 s, 1 retry")
+    stop = threading.Event()
+    statsd = harness.Statsd(port)
+    with cd:
+        cd.start()
+        feeder = threading.Thread(target=feed,
+                                  args=(statsd, rows, args.speed, stop))
+        t0 = time.time()
+        feeder.start()
+        shown_model = False
+        last = None
+        print("%5s  %-38s %8s %9s %9s %8s  %s" % (
+            "t", "phase (what the counters say)", "offered", "effective",
+            "self-inf", "headroom", "plugin's verdict"))
+        try:
+            while feeder.is_alive() or time.time() - t0 < 2:
+                time.sleep(1.0 / args.speed)
+                t = (time.time() - t0) * args.speed
+                row = next((r for r in rows if r[0] <= t < r[1]), rows[-1])
+                for line in cd.new_log_lines():
+                    if "Notification:" in line and "metastable" in line:
+                        n = cd.notifications(line)
+                        if n:
+                            print("       >>> %s: %s" % (n[0][0], n[0][2]))
+                    elif "metastable plugin" in line and \
+                            "[warning]" in line and t > 3:
+                        print("       ... " + line.split("] ", 2)[-1])
+                vals = {k: cd.value("checkout", k) for k in (
+                    "offered_load", "effective_load", "self_inflicted_load",
+                    "tipping_headroom", "state", "storm", "tipping_load",
+                    "recovery_load")}
+                if vals["state"] is None:
+                    print("%4.0fs  %-38s (waiting for the first rates)" %
+                          (t, row[4][:38]))
+                    continue
+                if not shown_model:
+                    print("       model: tipping load %.1f req/s, recovery "
+                          "load %.1f req/s" % (vals["tipping_load"],
+                                               vals["recovery_load"]))
+                    shown_model = True
+                state = STATE.get(int(vals["state"]), "?")
+                mark = " STORM" if vals["storm"] else ""
+                changed = "" if state == last else "  <- state change"
+                last = state
+                print("%4.0fs  %-38s %8.1f %9.1f %9.1f %7.1f%%  %s%s%s" % (
+                    t, row[4][:38], vals["offered_load"],
+                    vals["effective_load"], vals["self_inflicted_load"],
+                    100 * vals["tipping_headroom"], state, mark, changed))
+        finally:
+            stop.set()
+            feeder.join()
+            statsd.close()
+    notes = cd.notifications()
+    print("notifications sent: %s" % (", ".join(
+        "%s" % n[0] for n in notes) or "none"))
+    print("collectd stopped; log in %s" % cd.logpath)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,553 @@
+/*
+ * collectd-metastable: the collectd read plugin.
+ *
+ * Glue only (DESIGN 3): read each service's inputs from collectd's value
+ * cache, run the shared per-interval step (service/tracker.c), dispatch the
+ * values of DESIGN 1.5 as <host>/metastable-<service>/<type>, and send a
+ * notification when a storm starts, ends, or the tipping headroom falls
+ * below its warning level.
+ *
+ *   <Plugin metastable>
+ *     ServiceFile "/etc/collectd/metastable.yaml"
+ *     Host "aggregator"     # optional: host of the dispatched values
+ *     Interval 10           # optional: seconds between cycles (default:
+ *                           # collectd's Interval)
+ *     Values "state" "storm" "tipping_headroom"   # optional: dispatch only
+ *                           # these (default: all of conf/types.db)
+ *   </Plugin>
+ *
+ * Nothing here may crash, block or flood the daemon: a service whose inputs
+ * are missing reports nothing that interval and logs one rate-limited
+ * warning (c_complain); the read callback always returns 0 so the daemon
+ * never suspends it.
+ */
+#include "collectd.h"
+
+#include "plugin.h"
+#include "utils/common/common.h"
+#include "utils_cache.h"
+#include "utils_complain.h"
+
+#include <fnmatch.h>
+#include <math.h>
+#include <pthread.h>
+
+#include "service.h"
+
+#define PLUGIN_NAME "metastable"
+
+/* Every value the plugin can dispatch, in conf/types.db's order. */
+enum {
+  V_OFFERED,
+  V_EFFECTIVE,
+  V_SELF_INFLICTED,
+  V_AMPLIFICATION,
+  V_FAILURE,
+  V_UTILIZATION,
+  V_TIPPING,
+  V_RECOVERY,
+  V_DISTANCE,
+  V_HEADROOM,
+  V_EQUILIBRIA,
+  V_STATE,
+  V_STORM,
+  V_OBSERVED_EFFECTIVE,
+  V_OBSERVED_FAILURE,
+  V_COUNT
+};
+static const char *const value_types[V_COUNT] = {
+    "offered_load",
+    "effective_load",
+    "self_inflicted_load",
+    "amplification",
+    "failure_probability",
+    "utilization",
+    "tipping_load",
+    "recovery_load",
+    "tipping_distance",
+    "tipping_headroom",
+    "equilibria",
+    "state",
+    "storm",
+    "observed_effective_load",
+    "observed_failure_ratio",
+};
+
+/* One glob input: the identifiers it matched at the last refresh. */
+typedef struct {
+  char **names;
+  size_t n;
+} glob_matches;
+
+typedef struct {
+  const ms_service_spec *spec;
+  ms_tracker tracker;
+  c_complain_t complaint;
+  bool had_problem; /* last interval reported nothing */
+  glob_matches globs[MS_INPUT_COUNT];
+} service_state;
+
+/* At most this many services are named one by one in the log per cycle;
+ * beyond that one summary line (itself rate-limited) says how many, so a
+ * fleet-wide outage of an input does not flood the log. */
+#define MAX_NAMED_PER_CYCLE 5
+
+typedef struct {
+  pthread_mutex_t lock;
+  char *path;
+  char *host; /* NULL: collectd's Hostname */
+  ms_service_file file;
+  service_state *services;
+  size_t n_services;
+  bool has_globs;
+  uint64_t names_hash; /* of collectd's identifier list at the last refresh */
+  bool globs_valid;
+  bool wanted[V_COUNT];    /* values to dispatch */
+  cdtime_t interval;       /* between read cycles */
+  unsigned long cycles;    /* read cycles run */
+  c_complain_t slow_cycle; /* a cycle took more than half the interval */
+  c_complain_t many_bad;   /* many services without usable inputs */
+} plugin_state;
+
+/* Configuration is read before init; init loads the file. */
+static char *conf_service_file;
+static char *conf_host;
+static cdtime_t conf_interval;
+static bool conf_values_given;
+static bool conf_wanted[V_COUNT];
+
+static int value_index(const char *name);
+
+static int ms_config(oconfig_item_t *ci) {
+  for (int i = 0; i < ci->children_num; i++) {
+    oconfig_item_t *child = ci->children + i;
+    if (strcasecmp("ServiceFile", child->key) == 0) {
+      if (cf_util_get_string(child, &conf_service_file) != 0)
+        return -1;
+    } else if (strcasecmp("Host", child->key) == 0) {
+      if (cf_util_get_string(child, &conf_host) != 0)
+        return -1;
+    } else if (strcasecmp("Interval", child->key) == 0) {
+      if (cf_util_get_cdtime(child, &conf_interval) != 0 ||
+          conf_interval == 0) {
+        ERROR(PLUGIN_NAME " plugin: Interval must be a number of seconds "
+                          "> 0");
+        return -1;
+      }
+    } else if (strcasecmp("Values", child->key) == 0) {
+      conf_values_given = true;
+      for (int j = 0; j < child->values_num; j++) {
+        int k = child->values[j].type == OCONFIG_TYPE_STRING
+                    ? value_index(child->values[j].value.string)
+                    : -1;
+        if (k < 0) {
+          ERROR(PLUGIN_NAME " plugin: Values: argument %d is not one of the "
+                            "plugin's types (see its types.db)",
+                j + 1);
+          return -1;
+        }
+        conf_wanted[k] = true;
+      }
+    } else {
+      WARNING(PLUGIN_NAME " plugin: unknown option \"%s\" ignored "
+                          "(known: ServiceFile, Host, Interval, Values)",
+              child->key);
+    }
+  }
+  return 0;
+}
+
+static void free_globs(service_state *s) {
+  for (int i = 0; i < MS_INPUT_COUNT; i++) {
+    for (size_t j = 0; j < s->globs[i].n; j++)
+      sfree(s->globs[i].names[j]);
+    sfree(s->globs[i].names);
+    s->globs[i].n = 0;
+  }
+}
+
+static void state_free(void *p) {
+  plugin_state *st = p;
+  if (st == NULL)
+    return;
+  for (size_t i = 0; i < st->n_services; i++)
+    free_globs(&st->services[i]);
+  sfree(st->services);
+  ms_service_file_free(&st->file);
+  sfree(st->path);
+  sfree(st->host);
+  pthread_mutex_destroy(&st->lock);
+  sfree(st);
+}
+
+/* FNV-1a over the identifier list: tells when globs must be matched again
+ * (hosts and metrics come and go; matching every glob against every
+ * identifier each interval would cost services x identifiers). */
+static uint64_t hash_names(char **names, size_t n) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < n; i++) {
+    for (const char *c = names[i]; *c; c++)
+      h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    h = (h ^ 0xff) * 1099511628211ULL;
+  }
+  return h ^ n;
+}
+
+static void refresh_globs(plugin_state *st) {
+  char **names = NULL;
+  cdtime_t *times = NULL;
+  size_t n = 0;
+  if (uc_get_names(&names, &times, &n) != 0) {
+    st->globs_valid = false;
+    return;
+  }
+  uint64_t h = hash_names(names, n);
+  if (!st->globs_valid || h != st->names_hash) {
+    for (size_t s = 0; s < st->n_services; s++) {
+      service_state *ss = &st->services[s];
+      free_globs(ss);
+      for (int i = 0; i < MS_INPUT_COUNT; i++) {
+        const ms_source *src = &ss->spec->inputs[i];
+        if (src->kind != MS_SOURCE_GLOB)
+          continue;
+        size_t cnt = 0;
+        for (size_t j = 0; j < n; j++)
+          cnt += fnmatch(src->pattern, names[j], FNM_PATHNAME) == 0;
+        if (cnt == 0)
+          continue;
+        ss->globs[i].names = calloc(cnt, sizeof(char *));
+        if (ss->globs[i].names == NULL)
+          continue;
+        for (size_t j = 0; j < n; j++)
+          if (fnmatch(src->pattern, names[j], FNM_PATHNAME) == 0) {
+            char *copy = strdup(names[j]);
+            if (copy != NULL)
+              ss->globs[i].names[ss->globs[i].n++] = copy;
+          }
+      }
+    }
+    st->names_hash = h;
+    st->globs_valid = true;
+  }
+  for (size_t j = 0; j < n; j++)
+    sfree(names[j]);
+  sfree(names);
+  sfree(times);
+}
+
+/* The rate (DERIVE, COUNTER) or value (GAUGE) of one identifier: 0, or -1
+ * with why filled in. */
+static int read_one(const char *name, double *out, char *why, size_t len) {
+  gauge_t *rates = NULL;
+  size_t n = 0;
+  if (uc_get_rate_by_name(name, &rates, &n) != 0) {
+    snprintf(why, len,
+             "'%s' is not in collectd's cache (not dispatched yet, "
+             "or expired)",
+             name);
+    return -1;
+  }
+  int r = 0;
+  if (n != 1) {
+    snprintf(why, len, "'%s' has %zu data sources; name a type with one", name,
+             n);
+    r = -1;
+  } else if (isnan(rates[0])) {
+    snprintf(why, len,
+             "'%s' has no rate yet (first sample or counter "
+             "reset)",
+             name);
+    r = -1;
+  } else {
+    *out = rates[0];
+  }
+  sfree(rates);
+  return r;
+}
+
+/* Fill in this interval's inputs; -1 with why on the first problem. */
+static int read_inputs(service_state *ss, ms_inputs *in, char *why,
+                       size_t len) {
+  memset(in, 0, sizeof *in);
+  for (int i = 0; i < MS_INPUT_COUNT; i++) {
+    const ms_source *src = &ss->spec->inputs[i];
+    char sub[300];
+    if (src->kind == MS_SOURCE_IDENTIFIER) {
+      if (read_one(src->pattern, &in->value[i], sub, sizeof sub) != 0) {
+        snprintf(why, len, "input %s: %s", ms_input_name(i), sub);
+        return -1;
+      }
+      in->has[i] = true;
+    } else if (src->kind == MS_SOURCE_GLOB) {
+      const glob_matches *g = &ss->globs[i];
+      if (g->n == 0) {
+        snprintf(why, len, "input %s: no identifier matches '%s'",
+                 ms_input_name(i), src->pattern);
+        return -1;
+      }
+      double sum = 0;
+      for (size_t j = 0; j < g->n; j++) {
+        double v;
+        if (read_one(g->names[j], &v, sub, sizeof sub) != 0) {
+          snprintf(why, len, "input %s (glob '%s', %zu matches): %s",
+                   ms_input_name(i), src->pattern, g->n, sub);
+          return -1;
+        }
+        sum += v;
+      }
+      in->value[i] = sum;
+      in->has[i] = true;
+    }
+  }
+  return 0;
+}
+
+static void dispatch_value(const char *host, const char *service,
+                           const char *type, double v) {
+  value_list_t vl = VALUE_LIST_INIT;
+  value_t value = {.gauge = v};
+  vl.values = &value;
+  vl.values_len = 1;
+  sstrncpy(vl.host, host, sizeof vl.host);
+  sstrncpy(vl.plugin, PLUGIN_NAME, sizeof vl.plugin);
+  sstrncpy(vl.plugin_instance, service, sizeof vl.plugin_instance);
+  sstrncpy(vl.type, type, sizeof vl.type);
+  plugin_dispatch_values(&vl);
+}
+
+static int value_index(const char *name) {
+  for (int i = 0; i < V_COUNT; i++)
+    if (strcmp(name, value_types[i]) == 0)
+      return i;
+  return -1;
+}
+
+static void dispatch_report(const char *host, const char *service,
+                            const ms_step *st, const bool *wanted) {
+  const ms_report *r = &st->report;
+  double v[V_COUNT] = {r->offered_load,
+                       r->effective_load,
+                       r->self_inflicted_load,
+                       r->amplification,
+                       r->failure_probability,
+                       r->utilization,
+                       r->tipping_load,
+                       r->recovery_load,
+                       r->tipping_distance,
+                       r->tipping_headroom,
+                       (double)r->equilibria,
+                       (double)r->state,
+                       (double)r->storm,
+                       st->inference.observed_attempts,
+                       st->inference.observed_failure};
+  bool have[V_COUNT];
+  for (int i = 0; i < V_COUNT; i++)
+    have[i] = true;
+  have[V_OBSERVED_EFFECTIVE] = st->inference.has_observed_attempts;
+  have[V_OBSERVED_FAILURE] = st->inference.has_observed_failure;
+  for (int i = 0; i < V_COUNT; i++)
+    if (have[i] && wanted[i])
+      dispatch_value(host, service, value_types[i], v[i]);
+}
+
+static void dispatch_notes(const char *host, const char *service,
+                           const ms_step *st) {
+  for (int i = 0; i < st->n_notes; i++) {
+    notification_t n = {0};
+    n.severity = st->notes[i].severity == MS_NOTE_FAILURE   ? NOTIF_FAILURE
+                 : st->notes[i].severity == MS_NOTE_WARNING ? NOTIF_WARNING
+                                                            : NOTIF_OKAY;
+    n.time = cdtime();
+    sstrncpy(n.message, st->notes[i].message, sizeof n.message);
+    sstrncpy(n.host, host, sizeof n.host);
+    sstrncpy(n.plugin, PLUGIN_NAME, sizeof n.plugin);
+    sstrncpy(n.plugin_instance, service, sizeof n.plugin_instance);
+    sstrncpy(n.type, "state", sizeof n.type);
+    plugin_dispatch_notification(&n);
+  }
+}
+
+/* A service that reported nothing this cycle, and why. */
+typedef struct {
+  service_state *ss;
+  char why[512];
+} problem;
+
+/*
+ * Tell the operator which services report nothing, without flooding: when
+ * few services have problems each is named through its own rate-limited
+ * complaint (c_complain); when many do, one summary line, rate-limited too.
+ * Recoveries likewise: one line per service when few, else one line.
+ */
+static void log_problems(plugin_state *st, const problem *named, size_t n_bad,
+                         size_t n_back, const char *first_back) {
+  if (n_bad <= MAX_NAMED_PER_CYCLE) {
+    for (size_t i = 0; i < n_bad; i++)
+      c_complain(LOG_WARNING, &named[i].ss->complaint,
+                 PLUGIN_NAME " plugin: service \"%s\": %s; nothing reported "
+                             "until it is usable",
+                 named[i].ss->spec->name, named[i].why);
+    c_release(LOG_INFO, &st->many_bad,
+              PLUGIN_NAME " plugin: %zu services without usable inputs now",
+              n_bad);
+  } else {
+    c_complain(LOG_WARNING, &st->many_bad,
+               PLUGIN_NAME " plugin: %zu of %zu services have no usable "
+                           "inputs and report nothing, e.g. \"%s\": %s",
+               n_bad, st->n_services, named[0].ss->spec->name, named[0].why);
+  }
+  if (n_back == 0)
+    return;
+  if (n_back > MAX_NAMED_PER_CYCLE)
+    INFO(PLUGIN_NAME " plugin: %zu services have usable inputs again (e.g. "
+                     "\"%s\")",
+         n_back, first_back);
+  for (size_t s = 0; s < st->n_services; s++) {
+    service_state *ss = &st->services[s];
+    if (ss->had_problem)
+      continue;
+    if (n_back > MAX_NAMED_PER_CYCLE)
+      C_COMPLAIN_INIT(&ss->complaint); /* released silently */
+    else
+      c_release(LOG_INFO, &ss->complaint,
+                PLUGIN_NAME " plugin: service \"%s\": inputs usable again",
+                ss->spec->name);
+  }
+}
+
+static int ms_read(user_data_t *ud) {
+  plugin_state *st = ud->data;
+  pthread_mutex_lock(&st->lock);
+  cdtime_t started = cdtime();
+  if (st->has_globs)
+    refresh_globs(st);
+  const char *host = st->host != NULL ? st->host : hostname_g;
+  /* Count the services without usable inputs, keeping the first few
+   * reasons, so the log names them one by one only when they are few. */
+  problem named[MAX_NAMED_PER_CYCLE];
+  size_t n_bad = 0, n_back = 0;
+  const char *first_back = NULL;
+  for (size_t s = 0; s < st->n_services; s++) {
+    service_state *ss = &st->services[s];
+    ms_inputs in;
+    ms_step step;
+    char why[512];
+    bool ok = read_inputs(ss, &in, why, sizeof why) == 0;
+    if (ok) {
+      ms_tracker_step(&ss->tracker, ss->spec, &in, &step);
+      ok = step.ok;
+      if (!ok)
+        sstrncpy(why, step.problem, sizeof why);
+    }
+    if (!ok) {
+      if (n_bad < MAX_NAMED_PER_CYCLE) {
+        named[n_bad].ss = ss;
+        sstrncpy(named[n_bad].why, why, sizeof named[n_bad].why);
+      }
+      n_bad++;
+      ss->had_problem = true;
+      continue;
+    }
+    if (ss->had_problem && n_back++ == 0)
+      first_back = ss->spec->name;
+    ss->had_problem = false;
+    dispatch_report(host, ss->spec->name, &step, st->wanted);
+    dispatch_notes(host, ss->spec->name, &step);
+  }
+  log_problems(st, named, n_bad, n_back, first_back);
+  /* The cost of a cycle, so an operator can see what the plugin takes from
+   * the daemon: once at start, and whenever it exceeds half the interval. */
+  cdtime_t took = cdtime() - started;
+  cdtime_t interval = st->interval;
+  if (st->cycles++ == 0)
+    INFO(PLUGIN_NAME " plugin: first read cycle of %zu services took %.3f ms",
+         st->n_services, 1e3 * CDTIME_T_TO_DOUBLE(took));
+  if (took > interval / 2)
+    c_complain(LOG_WARNING, &st->slow_cycle,
+               PLUGIN_NAME " plugin: a read cycle of %zu services took %.1f "
+                           "ms, more than half the %.1f s interval",
+               st->n_services, 1e3 * CDTIME_T_TO_DOUBLE(took),
+               CDTIME_T_TO_DOUBLE(interval));
+  else
+    c_release(LOG_INFO, &st->slow_cycle,
+              PLUGIN_NAME " plugin: read cycles are back under half the "
+                          "interval");
+  pthread_mutex_unlock(&st->lock);
+  return 0; /* a non-zero return would make collectd suspend the plugin */
+}
+
+static int ms_init(void) {
+  if (conf_service_file == NULL) {
+    ERROR(PLUGIN_NAME " plugin: no ServiceFile configured: add ServiceFile "
+                      "\"/etc/collectd/metastable.yaml\" to <Plugin "
+                      "metastable>");
+    return -1;
+  }
+  plugin_state *st = calloc(1, sizeof *st);
+  if (st == NULL) {
+    ERROR(PLUGIN_NAME " plugin: out of memory");
+    return -1;
+  }
+  pthread_mutex_init(&st->lock, NULL);
+  C_COMPLAIN_INIT(&st->slow_cycle);
+  C_COMPLAIN_INIT(&st->many_bad);
+  st->path = conf_service_file;
+  st->host = conf_host;
+  conf_service_file = conf_host = NULL;
+  char err[1024];
+  if (ms_service_file_load(st->path, &st->file, err, sizeof err) != 0) {
+    ERROR(PLUGIN_NAME " plugin: %s; the service file is rejected whole", err);
+    state_free(st);
+    return -1;
+  }
+  st->n_services = st->file.n_services;
+  st->services = calloc(st->n_services, sizeof *st->services);
+  if (st->services == NULL) {
+    ERROR(PLUGIN_NAME " plugin: out of memory for %zu services",
+          st->n_services);
+    state_free(st);
+    return -1;
+  }
+  for (size_t i = 0; i < st->n_services; i++) {
+    service_state *ss = &st->services[i];
+    ss->spec = &st->file.services[i];
+    ms_tracker_init(&ss->tracker);
+    C_COMPLAIN_INIT(&ss->complaint);
+    for (int j = 0; j < MS_INPUT_COUNT; j++)
+      st->has_globs |= ss->spec->inputs[j].kind == MS_SOURCE_GLOB;
+  }
+  size_t per_service = 0;
+  for (int i = 0; i < V_COUNT; i++) {
+    st->wanted[i] = !conf_values_given || conf_wanted[i];
+    per_service += st->wanted[i];
+  }
+  st->interval = conf_interval ? conf_interval : cf_get_default_interval();
+  /* collectd's write threads take some thousands of values per second:
+   * say what this configuration asks of them. */
+  INFO(PLUGIN_NAME " plugin: watching %zu service%s from %s; up to %zu "
+                   "values per service every %.3g s (%.0f values/s)",
+       st->n_services, st->n_services == 1 ? "" : "s", st->path, per_service,
+       CDTIME_T_TO_DOUBLE(st->interval),
+       (double)(st->n_services * per_service) /
+           CDTIME_T_TO_DOUBLE(st->interval));
+  user_data_t ud = {.data = st, .free_func = state_free};
+  if (plugin_register_complex_read(NULL, PLUGIN_NAME, ms_read, st->interval,
+                                   &ud) != 0) {
+    ERROR(PLUGIN_NAME " plugin: cannot register the read callback");
+    state_free(st);
+    return -1;
+  }
+  return 0;
+}
+
+static int ms_shutdown(void) {
+  sfree(conf_service_file);
+  sfree(conf_host);
+  return 0;
+}
+
+void module_register(void) {
+  plugin_register_complex_config(PLUGIN_NAME, ms_config);
+  plugin_register_init(PLUGIN_NAME, ms_init);
+  plugin_register_shutdown(PLUGIN_NAME, ms_shutdown);
+}

@@ -1,0 +1,439 @@
+/*
+ * The service file loader (every error class, with file:line:column) and
+ * the per-interval step: input inference, the state machine and its
+ * notifications.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service.h"
+
+static const char *good_file =
+    "services:\n"
+    "  - name: pricing-db            # becomes the plugin instance\n"
+    "    model: erlang\n"
+    "    servers: 30\n"
+    "    service_time: 100ms\n"
+    "    timeout: 1s\n"
+    "    retries: 1\n"
+    "    tiers: 2\n"
+    "    retry_budget: 0.1\n"
+    "    token_ratio: 0.5\n"
+    "    base_failure: 0.01\n"
+    "    headroom_warning: 0.1\n"
+    "    inputs:\n"
+    "      arrival_rate: \"db1/statsd/derive-pricing_attempts\"\n"
+    "      retry_rate:   \"*/statsd/derive-pricing_retries\"\n"
+    "      error_rate:   \"db1/statsd/derive-pricing_errors\"\n"
+    "      pool_size:    \"db1/statsd/gauge-pricing_workers\"\n"
+    "  - name: cache\n"
+    "    model: capacity\n"
+    "    capacity: 300/s\n"
+    "    retries: 3\n"
+    "    inputs:\n"
+    "      offered_rate: 120\n";
+
+START_TEST(test_good_file) {
+  ms_service_file f;
+  char err[512];
+  ck_assert_msg(ms_service_file_parse(good_file, strlen(good_file), "x.yaml",
+                                      &f, err, sizeof err) == 0,
+                "%s", err);
+  ck_assert_uint_eq(f.n_services, 2);
+  const ms_service_spec *s = ms_service_file_find(&f, "pricing-db");
+  ck_assert_ptr_nonnull(s);
+  ck_assert_int_eq(s->line, 2);
+  ck_assert_int_eq(s->params.model.kind, MS_MODEL_ERLANG);
+  ck_assert_int_eq(s->params.model.servers, 30);
+  ck_assert_double_eq_tol(s->params.model.service_rate, 10.0, 1e-12);
+  ck_assert_double_eq(s->params.model.timeout, 1.0);
+  ck_assert_double_eq(s->params.model.base_failure, 0.01);
+  ck_assert_int_eq(s->params.policy.retries, 1);
+  ck_assert_int_eq(s->params.policy.tiers, 2);
+  ck_assert(s->params.policy.has_budget);
+  ck_assert_double_eq(s->params.policy.retry_budget, 0.1);
+  ck_assert(s->params.policy.has_token);
+  ck_assert_double_eq(s->params.policy.token_ratio, 0.5);
+  ck_assert(s->has_headroom_warning);
+  ck_assert_int_eq(s->inputs[MS_INPUT_ARRIVAL].kind, MS_SOURCE_IDENTIFIER);
+  ck_assert_str_eq(s->inputs[MS_INPUT_ARRIVAL].pattern,
+                   "db1/statsd/derive-pricing_attempts");
+  ck_assert_int_eq(s->inputs[MS_INPUT_ARRIVAL].line, 14);
+  ck_assert_int_eq(s->inputs[MS_INPUT_RETRY].kind, MS_SOURCE_GLOB);
+  ck_assert_int_eq(s->inputs[MS_INPUT_OFFERED].kind, MS_SOURCE_NONE);
+  s = ms_service_file_find(&f, "cache");
+  ck_assert_ptr_nonnull(s);
+  ck_assert_int_eq(s->params.model.kind, MS_MODEL_CAPACITY);
+  ck_assert_double_eq(s->params.model.capacity, 300.0);
+  ck_assert_int_eq(s->inputs[MS_INPUT_OFFERED].kind, MS_SOURCE_NUMBER);
+  ck_assert_double_eq(s->inputs[MS_INPUT_OFFERED].number, 120.0);
+  ck_assert_ptr_null(ms_service_file_find(&f, "nope"));
+  ms_service_file_free(&f);
+  ck_assert_uint_eq(f.n_services, 0);
+}
+END_TEST
+
+/* ---- every error class ------------------------------------------------ */
+
+#define SVC                                                                    \
+  "services:\n"                                                                \
+  "  - name: a\n"
+#define ERL                                                                    \
+  "    model: erlang\n"                                                        \
+  "    servers: 30\n"                                                          \
+  "    service_time: 100ms\n"                                                  \
+  "    timeout: 1s\n"                                                          \
+  "    retries: 1\n"
+#define IN                                                                     \
+  "    inputs:\n"                                                              \
+  "      offered_rate: h/p/t\n"
+
+static const struct {
+  const char *text;
+  const char *where; /* "line:column" */
+  const char *says;  /* a substring of the message */
+} bad_files[] = {
+    {"services: [\n", "2:1", "YAML syntax"},
+    {"", "1:1", "empty"},
+    {"- a\n", "1:1", "mapping with the key 'services'"},
+    {"services: []\nextra: 1\n", "2:1", "unknown key 'extra'"},
+    {"services: 3\n", "1:11", "must be a list"},
+    {"services: []\n", "1:11", "is empty"},
+    {"services:\n  - 7\n", "2:5", "must be a mapping"},
+    {SVC ERL "    colour: red\n" IN, "8:5", "unknown key 'colour'"},
+    {SVC ERL "    retries: 2\n" IN, "8:5", "key 'retries' given twice"},
+    {"services:\n  - model: erlang\n", "2:5", "needs a name"},
+    {"services:\n  - name: a/b\n", "2:11", "key 'name'"},
+    {SVC IN, "2:5", "needs a model"},
+    {SVC "    model: mm1\n", "3:12", "neither erlang nor capacity"},
+    {SVC ERL "    capacity: 3\n" IN, "8:5", "capacity model only"},
+    {SVC "    model: capacity\n    capacity: 3\n    timeout: 1s\n", "5:5",
+     "erlang model only"},
+    {SVC "    model: erlang\n    servers: 3\n    timeout: 1s\n"
+         "    retries: 1\n" IN,
+     "2:5", "needs service_time"},
+    {SVC "    model: erlang\n    servers: 3\n    service_time: 1s\n"
+         "    service_rate: 1\n",
+     "6:5", "not both"},
+    {SVC "    model: erlang\n    servers: 3\n    service_time: 5 minutes\n",
+     "5:19", "unknown time unit"},
+    {SVC "    model: erlang\n    servers: 3\n    service_time: -1ms\n", "5:19",
+     "not a duration"},
+    {SVC "    model: erlang\n    servers: 3\n    service_time: 0\n", "5:19",
+     "must be > 0"},
+    {SVC "    model: erlang\n    servers: 3\n    service_time: 1ms\n"
+         "    retries: 1\n" IN,
+     "2:5", "needs a client timeout"},
+    {SVC "    model: erlang\n    servers: 0\n", "4:14", "servers = 0"},
+    {SVC "    model: erlang\n    servers: 2.5\n", "4:14", "whole number"},
+    {SVC "    model: capacity\n    retries: 1\n" IN, "2:5", "needs a capacity"},
+    {SVC "    model: capacity\n    capacity: 0\n", "4:15", "must be > 0"},
+    {SVC "    model: capacity\n    capacity: lots\n", "4:15", "not a rate"},
+    {SVC "    model: capacity\n    capacity: 5\n" IN, "2:5", "needs retries"},
+    {SVC ERL "    tiers: 0\n" IN, "8:12", "tiers = 0"},
+    {SVC ERL "    retry_budget: 1\n" IN, "8:19", "retry_budget = 1"},
+    {SVC ERL "    token_ratio: 0\n" IN, "8:18", "token_ratio = 0"},
+    {SVC ERL "    base_failure: 1.2\n" IN, "8:19", "base_failure = 1.2"},
+    {SVC ERL "    base_failure: [1]\n" IN, "8:19", "must be a number"},
+    {SVC ERL "    headroom_warning: 2\n" IN, "8:23", "headroom_warning = 2"},
+    {SVC ERL, "2:5", "needs inputs"},
+    {SVC ERL "    inputs: 5\n", "8:13", "must be a mapping"},
+    {SVC ERL "    inputs:\n      latency: h/p/t\n", "9:7",
+     "unknown input 'latency'"},
+    {SVC ERL "    inputs:\n      offered_rate: host/plugin\n", "9:21",
+     "not a collectd identifier"},
+    {SVC ERL "    inputs:\n      offered_rate: a//b\n", "9:21",
+     "not a collectd identifier"},
+    {SVC ERL "    inputs:\n      offered_rate: -4\n", "9:21", "must be >= 0"},
+    {SVC ERL "    inputs:\n      offered_rate: 5\n      pool_size: 0\n",
+     "10:18", "pool_size = 0"},
+    {SVC "    model: capacity\n    capacity: 9\n    retries: 1\n    inputs:\n"
+         "      offered_rate: 5\n      pool_size: h/p/t\n",
+     "6:5", "erlang model only"},
+    {SVC ERL "    inputs:\n      arrival_rate: h/p/t\n", "8:5",
+     "cannot give the offered load"},
+    {SVC "    model: erlang\n    service_time: 1ms\n    timeout: 1\n"
+         "    retries: 1\n" IN,
+     "2:5", "needs servers, or a pool_size"},
+    {SVC ERL IN "  - name: a\n" ERL IN, "10:5", "used twice"},
+};
+
+START_TEST(test_bad_file) {
+  ms_service_file f;
+  char err[512] = "";
+  const char *text = bad_files[_i].text;
+  int r = ms_service_file_parse(text, strlen(text), "svc.yaml", &f, err,
+                                sizeof err);
+  ck_assert_msg(r == -1, "case %d accepted:\n%s", _i, text);
+  char prefix[64];
+  snprintf(prefix, sizeof prefix, "svc.yaml:%s: ", bad_files[_i].where);
+  ck_assert_msg(strncmp(err, prefix, strlen(prefix)) == 0,
+                "case %d: '%s' does not start with '%s'", _i, err, prefix);
+  ck_assert_msg(strstr(err, bad_files[_i].says) != NULL,
+                "case %d: '%s' does not say '%s'", _i, err, bad_files[_i].says);
+  ck_assert_uint_eq(f.n_services, 0);
+  ck_assert_ptr_null(f.services);
+}
+END_TEST
+
+START_TEST(test_missing_file) {
+  ms_service_file f;
+  char err[512];
+  ck_assert_int_eq(
+      ms_service_file_load("/nonexistent/x.yaml", &f, err, sizeof err), -1);
+  ck_assert_str_eq(err, "/nonexistent/x.yaml: cannot open: No such file or "
+                        "directory");
+}
+END_TEST
+
+START_TEST(test_units) {
+  double v;
+  char e[128];
+  ck_assert_int_eq(ms_parse_duration("100ms", &v, e, sizeof e), 0);
+  ck_assert_double_eq(v, 0.1);
+  ck_assert_int_eq(ms_parse_duration("250us", &v, e, sizeof e), 0);
+  ck_assert_double_eq_tol(v, 250e-6, 1e-20);
+  ck_assert_int_eq(ms_parse_duration("1.5", &v, e, sizeof e), 0);
+  ck_assert_double_eq(v, 1.5);
+  ck_assert_int_eq(ms_parse_duration("2 s", &v, e, sizeof e), 0);
+  ck_assert_double_eq(v, 2.0);
+  ck_assert_int_eq(ms_parse_duration("2h", &v, e, sizeof e), -1);
+  ck_assert_int_eq(ms_parse_duration("nan", &v, e, sizeof e), -1);
+  ck_assert_int_eq(ms_parse_duration("", &v, e, sizeof e), -1);
+  ck_assert_int_eq(ms_parse_rate("10/s", &v, e, sizeof e), 0);
+  ck_assert_double_eq(v, 10.0);
+  ck_assert_int_eq(ms_parse_rate("1e3", &v, e, sizeof e), 0);
+  ck_assert_double_eq(v, 1000.0);
+  ck_assert_int_eq(ms_parse_rate("10/min", &v, e, sizeof e), -1);
+  ck_assert_int_eq(ms_parse_rate("-1", &v, e, sizeof e), -1);
+  ck_assert_int_eq(ms_parse_rate("inf", &v, e, sizeof e), -1);
+}
+END_TEST
+
+/* ---- inference -------------------------------------------------------- */
+
+static ms_service_spec erlang_spec(void) {
+  ms_service_spec s;
+  memset(&s, 0, sizeof s);
+  s.name = "svc";
+  ms_failure_model_erlang(&s.params.model, 30, 10.0, 1.0);
+  ms_retry_policy_fixed(&s.params.policy, 1);
+  s.has_servers = true;
+  return s;
+}
+
+static void use(ms_service_spec *s, ms_input_id id) {
+  s->inputs[id].kind = MS_SOURCE_IDENTIFIER;
+}
+
+static ms_inputs values(double arrival, double offered, double retry,
+                        double error, double pool) {
+  ms_inputs in;
+  double v[] = {arrival, offered, retry, error, pool};
+  for (int i = 0; i < MS_INPUT_COUNT; i++) {
+    in.has[i] = !isnan(v[i]);
+    in.value[i] = v[i];
+  }
+  return in;
+}
+
+START_TEST(test_infer) {
+  ms_service_spec s = erlang_spec();
+  ms_inference r;
+  ms_input_id bad;
+  char why[256];
+  /* arrival - retries */
+  use(&s, MS_INPUT_ARRIVAL);
+  use(&s, MS_INPUT_RETRY);
+  ms_inputs in = values(250, NAN, 50, NAN, NAN);
+  ck_assert_int_eq(ms_infer(&s, &in, &r, &bad, why, sizeof why), 0);
+  ck_assert_double_eq(r.offered_load, 200);
+  ck_assert(r.has_observed_attempts);
+  ck_assert_double_eq(r.observed_attempts, 250);
+  ck_assert(!r.has_observed_failure);
+  ck_assert_int_eq(r.servers, 30);
+  /* arrival / A(p_obs), p_obs = errors / arrivals */
+  s = erlang_spec();
+  use(&s, MS_INPUT_ARRIVAL);
+  use(&s, MS_INPUT_ERROR);
+  in = values(300, NAN, NAN, 100, NAN);
+  ck_assert_int_eq(ms_infer(&s, &in, &r, &bad, why, sizeof why), 0);
+  ck_assert_double_eq_tol(r.observed_failure, 1.0 / 3, 1e-15);
+  ck_assert_double_eq_tol(r.offered_load, 300 / (1 + 1.0 / 3), 1e-12);
+  /* offered wins; observed attempts = offered + retries */
+  s = erlang_spec();
+  use(&s, MS_INPUT_OFFERED);
+  use(&s, MS_INPUT_RETRY);
+  use(&s, MS_INPUT_POOL);
+  in = values(NAN, 180, 20, NAN, 24.6);
+  ck_assert_int_eq(ms_infer(&s, &in, &r, &bad, why, sizeof why), 0);
+  ck_assert_double_eq(r.offered_load, 180);
+  ck_assert_double_eq(r.observed_attempts, 200);
+  ck_assert_int_eq(r.servers, 25);
+  /* a constant from the file */
+  s.inputs[MS_INPUT_POOL].kind = MS_SOURCE_NUMBER;
+  s.inputs[MS_INPUT_POOL].number = 12;
+  ck_assert_int_eq(ms_infer(&s, &in, &r, &bad, why, sizeof why), 0);
+  ck_assert_int_eq(r.servers, 12);
+  /* the problems, each naming the input */
+  s = erlang_spec();
+  use(&s, MS_INPUT_ARRIVAL);
+  use(&s, MS_INPUT_RETRY);
+  use(&s, MS_INPUT_POOL);
+  const struct {
+    ms_inputs in;
+    ms_input_id bad;
+    const char *says;
+  } cases[] = {
+      {values(NAN, NAN, 5, NAN, 3), MS_INPUT_ARRIVAL, "has no value"},
+      {values(10, NAN, 5, NAN, NAN), MS_INPUT_POOL, "has no value"},
+      {values(10, NAN, -5, NAN, 3), MS_INPUT_RETRY, "negative"},
+      {values(10, NAN, 5, NAN, 0.2), MS_INPUT_POOL, "no live servers"},
+      {values(10, NAN, 15, NAN, 3), MS_INPUT_RETRY, "exceeds arrival_rate"},
+      {values(INFINITY, NAN, 5, NAN, 3), MS_INPUT_ARRIVAL, "not a number"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    ms_inputs ci = cases[i].in;
+    if (i == 5) {
+      ci.has[MS_INPUT_ARRIVAL] = true;
+      ci.value[MS_INPUT_ARRIVAL] = NAN;
+    }
+    ck_assert_int_eq(ms_infer(&s, &ci, &r, &bad, why, sizeof why), -1);
+    ck_assert_int_eq(bad, cases[i].bad);
+    ck_assert_msg(strstr(why, cases[i].says) != NULL, "%zu: %s", i, why);
+    ck_assert_msg(strstr(why, ms_input_name(cases[i].bad)) != NULL, "%s", why);
+  }
+}
+END_TEST
+
+/* ---- the state machine over a scripted incident ---------------------- */
+
+typedef struct {
+  double offered, attempts; /* attempts NAN: not observed */
+  ms_state state;
+  int failure, okay;
+} interval;
+
+START_TEST(test_incident) {
+  ms_service_spec s = erlang_spec(); /* tipping 293.44, recovery 150 */
+  use(&s, MS_INPUT_OFFERED);
+  use(&s, MS_INPUT_ARRIVAL);
+  const interval script[] = {
+      {200, 200, MS_STATE_VULNERABLE, 0, 0}, /* healthy, in the band */
+      {200, NAN, MS_STATE_VULNERABLE, 0, 0},
+      {320, 640, MS_STATE_OVERLOADED, 1, 0}, /* the trigger */
+      {320, 640, MS_STATE_OVERLOADED, 0, 0},
+      {200, 400, MS_STATE_METASTABLE, 0, 0}, /* trigger gone, storm stays */
+      {200, 400, MS_STATE_METASTABLE, 0, 0},
+      {170, 340, MS_STATE_METASTABLE, 0, 0},
+      {140, 280, MS_STATE_STABLE, 0, 1}, /* below recovery */
+      {140, 140, MS_STATE_STABLE, 0, 0},
+      {200, 200, MS_STATE_VULNERABLE, 0, 0}, /* back to the original load */
+  };
+  ms_tracker t;
+  ms_tracker_init(&t);
+  for (size_t i = 0; i < sizeof script / sizeof *script; i++) {
+    ms_inputs in = values(script[i].attempts, script[i].offered, NAN, NAN, NAN);
+    if (isnan(script[i].attempts)) /* no observation: hysteresis decides */
+      s.inputs[MS_INPUT_ARRIVAL].kind = MS_SOURCE_NONE;
+    else
+      use(&s, MS_INPUT_ARRIVAL);
+    ms_step st;
+    ms_tracker_step(&t, &s, &in, &st);
+    ck_assert_msg(st.ok, "interval %zu: %s", i, st.problem);
+    ck_assert_msg(
+        st.report.state == script[i].state, "interval %zu: state %s, want %s",
+        i, ms_state_name(st.report.state), ms_state_name(script[i].state));
+    int f = 0, o = 0;
+    for (int n = 0; n < st.n_notes; n++) {
+      f += st.notes[n].severity == MS_NOTE_FAILURE;
+      o += st.notes[n].severity == MS_NOTE_OKAY;
+    }
+    ck_assert_msg(f == script[i].failure && o == script[i].okay,
+                  "interval %zu: %d FAILURE, %d OKAY", i, f, o);
+    if (f)
+      ck_assert_msg(strstr(st.notes[0].message, "recovery load 150") != NULL,
+                    "%s", st.notes[0].message);
+  }
+  ck_assert_uint_eq(t.landscape_builds, 1);
+}
+END_TEST
+
+START_TEST(test_headroom_warning_and_recovery) {
+  ms_service_spec s = erlang_spec();
+  use(&s, MS_INPUT_OFFERED);
+  use(&s, MS_INPUT_POOL);
+  s.has_headroom_warning = true;
+  s.headroom_warning = 0.2; /* tipping 293.44: warn above 234.75 */
+  const double load[] = {200, 250, 260, 200, 250};
+  const int warn[] = {0, 1, 0, 0, 1};
+  ms_tracker t;
+  ms_tracker_init(&t);
+  for (int i = 0; i < 5; i++) {
+    ms_inputs in = values(NAN, load[i], NAN, NAN, 30);
+    ms_step st;
+    ms_tracker_step(&t, &s, &in, &st);
+    ck_assert(st.ok);
+    int w = st.n_notes == 1 && st.notes[0].severity == MS_NOTE_WARNING;
+    ck_assert_msg(w == warn[i] && st.n_notes == warn[i], "interval %d", i);
+  }
+  /* a missing input: nothing reported, state kept, then recovery */
+  ms_inputs in = values(NAN, 200, NAN, NAN, NAN);
+  ms_step st;
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert(!st.ok);
+  ck_assert_int_eq(st.bad, MS_INPUT_POOL);
+  ck_assert(t.has_state && t.state == MS_STATE_VULNERABLE);
+  /* the pool shrinks: the landscape is rebuilt, once */
+  unsigned long builds = t.landscape_builds;
+  in = values(NAN, 200, NAN, NAN, 20); /* tipping ~195: overloaded */
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert(st.ok);
+  ck_assert_int_eq(st.report.state, MS_STATE_OVERLOADED);
+  ck_assert_int_eq(st.n_notes, 1); /* FAILURE; headroom was already low */
+  ck_assert_int_eq(st.notes[0].severity, MS_NOTE_FAILURE);
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert_uint_eq(t.landscape_builds, builds + 1);
+}
+END_TEST
+
+/* A cold start inside a storm is a change too: FAILURE once. */
+START_TEST(test_cold_start_in_storm) {
+  ms_service_spec s = erlang_spec();
+  use(&s, MS_INPUT_OFFERED);
+  use(&s, MS_INPUT_ARRIVAL);
+  ms_tracker t;
+  ms_tracker_init(&t);
+  ms_inputs in = values(400, 200, NAN, NAN, NAN);
+  ms_step st;
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert_int_eq(st.report.state, MS_STATE_METASTABLE);
+  ck_assert_int_eq(st.n_notes, 1);
+  ck_assert_int_eq(st.notes[0].severity, MS_NOTE_FAILURE);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("service");
+  TCase *tc = tcase_create("file");
+  tcase_add_test(tc, test_good_file);
+  tcase_add_loop_test(tc, test_bad_file, 0,
+                      (int)(sizeof bad_files / sizeof *bad_files));
+  tcase_add_test(tc, test_missing_file);
+  tcase_add_test(tc, test_units);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("step");
+  tcase_add_test(tc, test_infer);
+  tcase_add_test(tc, test_incident);
+  tcase_add_test(tc, test_headroom_warning_and_recovery);
+  tcase_add_test(tc, test_cold_start_in_storm);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,462 @@
+#!/usr/bin/env python3
+"""Integration test of the plugin inside a real collectd.
+
+A private collectd (Debian's collectd-core) runs in the foreground on
+loopback with the built plugin, statsd, unixsock and write_prometheus; a
+private Prometheus scrapes it.  Inputs arrive as real statsd packets and,
+for the fleet and the faulty service, as PUTVAL through unixsock.  Outputs
+are read back with `collectdctl getval` and through Prometheus's HTTP API.
+
+Asserted: the storm flag and state over a scripted incident (the storm
+starts at the trigger, persists after it, ends below the recovery load);
+one notification per change; values against the model library's own
+answers (`metastable solve --format json`); a glob summed over hosts; a
+missing and bad input from which the plugin recovers while collectd keeps
+running; a broken service file that fails the plugin's init whole.
+Everything started is stopped.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+SRC = os.environ.get("MS_TOP_SRCDIR",
+                     os.path.dirname(os.path.dirname(os.path.dirname(
+                         os.path.abspath(__file__)))))
+BUILD = os.environ.get("MS_TOP_BUILDDIR", os.path.join(SRC, "build"))
+sys.path.insert(0, os.path.join(SRC, "tools"))
+import harness  # noqa: E402
+
+PLUGIN_DIR = os.path.join(BUILD, "plugin", ".libs")
+TYPES_DB = os.path.join(SRC, "conf", "types.db")
+CLI = os.path.join(BUILD, "cli", "metastable")
+FAILURES = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        FAILURES.append(what)
+
+
+def close(a, b, rel):
+    return a is not None and b is not None and abs(a - b) <= rel * abs(b)
+
+
+def model(args):
+    """The model library's answer through the command-line tool."""
+    r = subprocess.run([CLI, "solve", "--format", "json"] + args,
+                       capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        raise RuntimeError("metastable solve %s: %s" % (args, r.stderr))
+    return json.loads(r.stdout)
+
+
+SERVICES = """\
+services:
+  - name: checkout
+    model: erlang
+    servers: 30
+    service_time: 100ms
+    timeout: 1s
+    retries: 1
+    inputs:
+      offered_rate: "mshost/statsd/derive-checkout_requests"
+      arrival_rate: "mshost/statsd/derive-checkout_attempts"
+      error_rate: "mshost/statsd/derive-checkout_errors"
+  - name: fleet
+    model: capacity
+    capacity: 250
+    retries: 2
+    base_failure: 0.01
+    inputs:
+      arrival_rate: "*/fleet/derive-attempts"
+      retry_rate: "*/fleet/derive-retries"
+  - name: flaky
+    model: erlang
+    service_time: 50ms
+    timeout: 500ms
+    retries: 2
+    inputs:
+      offered_rate: "mshost/test/gauge-flaky_offered"
+      pool_size: "mshost/test/gauge-flaky_pool"
+"""
+
+CHECKOUT = ["--model", "erlang", "--servers", "30", "--service-time",
+            "100ms", "--timeout", "1s", "--retries", "1"]
+FLEET = ["--model", "capacity", "--capacity", "250", "--retries", "2",
+         "--base-failure", "0.01"]
+
+
+class Feeder(threading.Thread):
+    """Drives the inputs: statsd counters at 10 Hz for checkout, PUTVAL of
+    DERIVE counters with explicit times for two fleet hosts."""
+
+    def __init__(self, cd, statsd):
+        super().__init__(daemon=True)
+        self.cd, self.statsd = cd, statsd
+        self.rates = (200.0, 200.0)  # checkout requests, attempts per s
+        self.stop = threading.Event()
+        self.error = None
+
+    def run(self):
+        counts = {"h1": [0, 0], "h2": [0, 0]}
+        fleet = {"h1": (120.0, 20.0), "h2": (180.0, 20.0)}  # attempts, retries
+        k = 0
+        last = 0
+        t0 = time.time()
+        try:
+            while not self.stop.is_set():
+                req, att = self.rates
+                self.statsd.count("checkout_requests", req / 10)
+                self.statsd.count("checkout_attempts", att / 10)
+                # every retry answers a failed attempt
+                self.statsd.count("checkout_errors", (att - req) / 10)
+                now = int(time.time())
+                if now > last:  # one sample per host and second
+                    last = now
+                    for h, (a, r) in fleet.items():
+                        c = counts[h]
+                        c[0] += a
+                        c[1] += r
+                        self.cd.putval("%s/fleet/derive-attempts" % h, c[0],
+                                       now)
+                        self.cd.putval("%s/fleet/derive-retries" % h, c[1],
+                                       now)
+                k += 1
+                delay = t0 + k * 0.1 - time.time()
+                if delay > 0:
+                    time.sleep(delay)
+        except Exception as e:  # reported by the main thread
+            self.error = e
+
+
+def alert_states(prom, service):
+    """{alertname: state} of the rules for one service (firing, pending;
+    inactive when the rule has no alert for it)."""
+    out = {}
+    for group in prom.api("rules")["data"]["groups"]:
+        for rule in group["rules"]:
+            if rule.get("type") != "alerting":
+                continue
+            st = "inactive"
+            for a in rule.get("alerts", []):
+                if a["labels"].get("metastable") == service:
+                    st = a["state"] if st != "firing" else st
+            if out.get(rule["name"]) != "firing":
+                out[rule["name"]] = st
+    return out
+
+
+def wait_alert(prom, service, name, want, timeout):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if alert_states(prom, service).get(name) == want:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def raw_samples(prom, metric, service, window="10m"):
+    """[(unix_time, value)] as Prometheus stored them (range vector)."""
+    d = prom.api("query", query='collectd_metastable_%s{metastable="%s"}[%s]'
+                 % (metric, service, window))
+    res = d["data"]["result"]
+    return [(float(t), float(v)) for t, v in res[0]["values"]] if res else []
+
+
+def replay_agrees(prom, work):
+    """Every cycle of the plugin, rebuilt from what it dispatched (offered
+    load, observed attempts and failure ratio), run through `metastable
+    replay`: the states must be the plugin's, cycle by cycle."""
+    cols = {m: raw_samples(prom, m, "checkout") for m in (
+        "offered_load", "observed_effective_load", "observed_failure_ratio",
+        "state")}
+    rows = []
+    for t, state in cols["state"]:
+        vals = []
+        for m in ("offered_load", "observed_effective_load",
+                  "observed_failure_ratio"):
+            near = [v for (u, v) in cols[m] if abs(u - t) < 0.05]
+            vals.append(near[0] if len(near) == 1 else None)
+        if None not in vals:
+            rows.append((t, vals[0], vals[1], vals[1] * vals[2], state))
+    trace = os.path.join(work, "plugin-trace.csv")
+    with open(trace, "w") as f:
+        f.write("time,offered_rate,arrival_rate,error_rate\n")
+        for t, off, att, err, _ in rows:
+            f.write("%.3f,%r,%r,%r\n" % (t, off, att, err))
+    spec = os.path.join(work, "services.yaml")
+    r = subprocess.run([CLI, "replay", "--spec", spec, "--service",
+                        "checkout", trace, "--format", "json"],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        return False, "replay failed: " + r.stderr
+    out = json.loads(r.stdout)
+    names = ["stable", "vulnerable", "metastable", "overloaded"]
+    diff = [(row[0], names[int(row[4])], o.get("state"))
+            for row, o in zip(rows, out) if names[int(row[4])] !=
+            o.get("state")]
+    return (len(rows) >= 15 and len(out) == len(rows) and not diff,
+            "%d cycles, %d differ %s" % (len(rows), len(diff), diff[:3]))
+
+
+def wait_state(cd, service, want, timeout):
+    """Poll until the plugin reports state want; the time it took."""
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if cd.value(service, "state") == want:
+            return time.time() - t0
+        time.sleep(0.25)
+    return None
+
+
+def test_bad_file(work):
+    bad = os.path.join(work, "bad.yaml")
+    with open(bad, "w") as f:
+        f.write("services:\n  - name: x\n    model: erlang\n"
+                "    servers: many\n")
+    d = os.path.join(work, "bad")
+    os.mkdir(d)
+    cd = harness.Collectd(d, PLUGIN_DIR, TYPES_DB, bad)
+    with cd:
+        cd.start()
+        time.sleep(2)
+        log = cd.log()
+        check(bad + ":4:14: servers must be a whole number" in log,
+              "broken service file: error names file:line:column and key")
+        check("rejected whole" in log, "broken service file rejected whole")
+        check("Initialization of plugin `metastable' failed" in log or
+              "initialization of plugin `metastable' failed" in log.lower(),
+              "collectd reports the plugin's init as failed")
+        check(cd.running(), "collectd keeps running without the plugin")
+        check(cd.value("x", "state") is None, "nothing dispatched")
+
+
+def main():
+    for exe in ("collectd", "collectdctl", "prometheus"):
+        if subprocess.run(["sh", "-c", "command -v " + exe],
+                          capture_output=True).returncode != 0:
+            sys.exit("missing %s: run scripts/install-deps.sh --test" % exe)
+    work = tempfile.mkdtemp(prefix="metastable-it-")
+    print("work directory:", work)
+    test_bad_file(work)
+
+    svc = os.path.join(work, "services.yaml")
+    with open(svc, "w") as f:
+        f.write(SERVICES)
+    statsd_port = harness.free_port(harness.socket.SOCK_DGRAM)
+    wp_port = harness.free_port()
+    cd = harness.Collectd(work, PLUGIN_DIR, TYPES_DB, svc,
+                          statsd_port=statsd_port, prometheus_port=wp_port)
+    rc, out = cd.check_config()
+    check(rc == 0, "collectd -t accepts the configuration")
+    # The project's alert rules, expressions untouched, with every `for:`
+    # shortened to 3 s so that a storm of a few seconds can fire them.
+    with open(os.path.join(SRC, "conf", "metastable-alerts.yml")) as f:
+        rules_text = re.sub(r"(?m)^(\s*for:\s*)\S+", r"\g<1>3s", f.read())
+    rules = os.path.join(work, "metastable-alerts-fast.yml")
+    with open(rules, "w") as f:
+        f.write(rules_text)
+    prom = harness.Prometheus(work, wp_port, [rules])
+    statsd = harness.Statsd(statsd_port)
+    with cd, prom:
+        cd.start()
+        prom.start()
+        feeder = Feeder(cd, statsd)
+        feeder.start()
+        try:
+            scenario(cd, prom, feeder)
+        finally:
+            feeder.stop.set()
+            feeder.join(5)
+            statsd.close()
+        check(feeder.error is None, "feeder ran without error (%s)" %
+              feeder.error)
+        check(cd.running(), "collectd still running at the end")
+    check(not cd.running(), "collectd stopped")
+    check(prom.proc.poll() is not None, "prometheus stopped")
+    if FAILURES:
+        print("\n%d check(s) failed; logs in %s" % (len(FAILURES), work))
+        sys.exit(1)
+    print("all checks passed")
+
+
+def scenario(cd, prom, feeder):
+    tip_model = model(CHECKOUT + ["--load", "200"])
+    # ---- healthy, in the vulnerable band
+    t = wait_state(cd, "checkout", 1, 15)
+    check(t is not None, "healthy phase: checkout vulnerable")
+    time.sleep(2)
+    check(cd.value("checkout", "storm") == 0, "healthy phase: storm 0")
+    # collectdctl getval prints 7 significant digits: compare to 1e-6 here,
+    # and to 1e-12 through Prometheus below
+    check(close(cd.value("checkout", "tipping_load"),
+                tip_model["tipping_load"], 1e-6),
+          "tipping load = model's %.6f" % tip_model["tipping_load"])
+    check(close(cd.value("checkout", "recovery_load"),
+                tip_model["recovery_load"], 1e-6),
+          "recovery load = model's %.6f" % tip_model["recovery_load"])
+    lam = cd.value("checkout", "offered_load")
+    want = model(CHECKOUT + ["--load", repr(lam), "--observed-load",
+                             repr(cd.value("checkout",
+                                           "observed_effective_load"))])
+    got = cd.value("checkout", "effective_load")
+    check(close(got, want["effective_load"], 1e-6),
+          "effective load %.4f = model's %.4f at offered %.4f" % (
+              got, want["effective_load"], lam))
+    # fleet: glob over two hosts, DERIVE via PUTVAL, capacity model
+    fl = cd.value("fleet", "offered_load")
+    check(close(fl, 260.0, 1e-3),
+          "glob sums hosts: fleet offered load %s = (120-20)+(180-20)" % fl)
+    if fl:
+        fw = model(FLEET + ["--load", repr(fl)])
+        check(close(cd.value("fleet", "effective_load"),
+                    fw["effective_load"], 1e-6),
+              "fleet effective load = model's %.6f (certified)" %
+              fw["effective_load"])
+        check(cd.value("fleet", "state") == 3 and fw["state"] ==
+              "overloaded", "fleet overloaded, as the model says")
+    # flaky: nothing sent yet -> nothing reported, rate-limited warnings
+    check(cd.value("flaky", "state") is None,
+          "missing input: nothing reported for flaky")
+    warn = [l for l in cd.log().splitlines()
+            if 'service "flaky"' in l and "[warning]" in l]
+    check(1 <= len(warn) <= 5,
+          "missing input: %d rate-limited warnings naming the service" %
+          len(warn))
+    check(any("pool_size" in l or "offered_rate" in l for l in warn),
+          "the warning names the input")
+
+    # ---- the trigger: a spike past the tipping load
+    feeder.rates = (400.0, 800.0)
+    t = wait_state(cd, "checkout", 3, 10)
+    check(t is not None, "trigger: checkout overloaded")
+    check(cd.value("checkout", "storm") == 1, "trigger: storm 1")
+    # flaky inputs arrive
+    cd.putval("mshost/test/gauge-flaky_pool", 30)
+    cd.putval("mshost/test/gauge-flaky_offered", 100)
+    # ---- trigger gone, retries sustain the storm
+    feeder.rates = (200.0, 400.0)
+    t = wait_state(cd, "checkout", 2, 10)
+    check(t is not None, "trigger gone: checkout metastable")
+    persisted = True
+    for _ in range(8):
+        cd.putval("mshost/test/gauge-flaky_pool", 30)
+        cd.putval("mshost/test/gauge-flaky_offered", 100)
+        time.sleep(0.5)
+        persisted &= cd.value("checkout", "storm") == 1
+    check(persisted, "storm persists for 4 s after the trigger is gone")
+    check(wait_alert(prom, "checkout", "MetastableRetryStorm", "firing", 15),
+          "alert MetastableRetryStorm firing for checkout")
+    check(wait_alert(prom, "checkout", "MetastableFailure", "firing", 15),
+          "alert MetastableFailure firing (metastable: trigger gone)")
+    firing = [a for a in prom.api("alerts")["data"]["alerts"]
+              if a["labels"].get("alertname") == "MetastableFailure" and
+              a["labels"].get("metastable") == "checkout"]
+    check(bool(firing) and "150" in json.dumps(firing[0]["annotations"]),
+          "MetastableFailure text gives the recovery load (150 req/s)")
+    check(cd.value("checkout", "state") == 2, "still metastable")
+    check(cd.value("flaky", "state") == 0, "flaky recovered once its inputs "
+          "arrived (stable)")
+    check("service \"flaky\": inputs usable again" in cd.log(),
+          "recovery logged")
+    # bad inputs: a pool of 0 and a negative rate; nothing reported
+    for bad_id, bad_val, says in (
+            ("mshost/test/gauge-flaky_pool", 0, "no live servers"),
+            ("mshost/test/gauge-flaky_offered", -5, "negative")):
+        for _ in range(8):
+            cd.putval("mshost/test/gauge-flaky_pool",
+                      bad_val if "pool" in bad_id else 30)
+            cd.putval("mshost/test/gauge-flaky_offered",
+                      bad_val if "offered" in bad_id else 100)
+            time.sleep(0.5)
+        check(says in cd.log(), "bad input logged: %s" % says)
+        check(cd.value("flaky", "state") is None,
+              "bad input (%s): flaky's values expire, nothing made up" %
+              says)
+    for _ in range(6):
+        cd.putval("mshost/test/gauge-flaky_pool", 30)
+        cd.putval("mshost/test/gauge-flaky_offered", 100)
+        time.sleep(0.5)
+    check(cd.value("flaky", "state") == 0, "flaky recovers after bad input")
+
+    # ---- load below the recovery load ends the storm
+    feeder.rates = (120.0, 240.0)
+    t = wait_state(cd, "checkout", 0, 10)
+    check(t is not None, "below the recovery load: stable")
+    time.sleep(2)
+    check(cd.value("checkout", "storm") == 0, "storm 0")
+
+    check(wait_alert(prom, "checkout", "MetastableRetryStorm", "inactive",
+                     20), "alert MetastableRetryStorm inactive after recovery")
+    check(alert_states(prom, "checkout").get("MetastableFailure") ==
+          "inactive", "alert MetastableFailure inactive after recovery")
+
+    notes = [n for n in cd.notifications() if n[1] == "checkout"]
+    sev = [n[0] for n in notes]
+    check(sev.count("FAILURE") == 1, "one FAILURE notification for the "
+          "storm (got %s)" % sev)
+    check(sev.count("OKAY") == 1, "one OKAY notification when it ended")
+    check(sev.index("FAILURE") < sev.index("OKAY") if "OKAY" in sev and
+          "FAILURE" in sev else False, "FAILURE before OKAY")
+    check(any("recovery load 150" in n[2] for n in notes if n[0] ==
+              "FAILURE"), "the FAILURE text gives the recovery load")
+
+    # ---- through write_prometheus and a real Prometheus
+    time.sleep(2)
+    res = prom.query('collectd_metastable_storm{metastable="checkout"}')
+    check(len(res) == 1 and res[0][1] == 0.0, "Prometheus: storm now 0")
+    check(len(res) == 1 and res[0][0].get("instance") == harness.HOSTNAME,
+          "Prometheus: honor_labels keeps instance=%s" % harness.HOSTNAME)
+    res = prom.query('max_over_time(collectd_metastable_storm'
+                     '{metastable="checkout"}[5m])')
+    check(len(res) == 1 and res[0][1] == 1.0,
+          "Prometheus saw the storm (max over time = 1)")
+    res = prom.query('max_over_time(collectd_metastable_state'
+                     '{metastable="checkout"}[5m])')
+    check(len(res) == 1 and res[0][1] == 3.0, "Prometheus saw overloaded")
+    # every query of every dashboard panel, variables substituted, against
+    # this Prometheus fed by the real plugin
+    dash = os.path.join(SRC, "grafana", "dashboards", "collectd-metastable",
+                        "collectd-metastable.json")
+    r = subprocess.run(
+        [sys.executable, os.path.join(SRC, "tests", "dashboard",
+                                      "queries.py"), dash,
+         "--check", "http://127.0.0.1:%d" % prom.port, "--minutes", "5",
+         "--require-data", "--var", "host=" + harness.HOSTNAME,
+         "--var", "service=checkout"],
+        capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, "every dashboard query parses and returns data "
+          "from the live pipeline%s" % ("" if r.returncode == 0 else
+                                        ":\n" + r.stdout + r.stderr))
+    ok, what = replay_agrees(prom, os.path.dirname(prom.conf))
+    check(ok, "metastable replay of the plugin's own inputs gives its states "
+          "(%s)" % what)
+    res = prom.query('collectd_metastable_tipping_load{metastable="fleet"}')
+    check(len(res) == 1 and close(res[0][1], model(FLEET + ["--load", "1"])
+                                  ["tipping_load"], 1e-12),
+          "Prometheus: fleet tipping load = model's to 1e-12")
+    res = prom.query('collectd_metastable_tipping_load'
+                     '{metastable="checkout"}')
+    check(len(res) == 1 and close(res[0][1], tip_model["tipping_load"],
+                                  1e-12),
+          "Prometheus: checkout tipping load = model's to 1e-12")
+    off = prom.query('collectd_metastable_offered_load{metastable="fleet"}')
+    eff = prom.query('collectd_metastable_effective_load{metastable="fleet"}')
+    if off and eff:
+        fw = model(FLEET + ["--load", repr(off[0][1])])
+        check(close(eff[0][1], fw["effective_load"], 1e-12),
+              "Prometheus: fleet effective load %.12g = model's certified "
+              "%.12g at offered %.12g" % (eff[0][1], fw["effective_load"],
+                                          off[0][1]))
+    else:
+        check(False, "Prometheus has the fleet's offered and effective load")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,289 @@
+"""Run a private collectd (and Prometheus) for the demo and the tests.
+
+Loopback only, free ports picked at run time, everything started is
+stopped again (process groups, even on exceptions: use the objects as
+context managers).  Standard library only.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+
+HOSTNAME = "mshost"
+
+
+def free_port(kind=socket.SOCK_STREAM):
+    """A port on 127.0.0.1 that is free now (TCP or UDP)."""
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stop_group(proc, timeout=10):
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+
+
+class Collectd:
+    """collectd -f with a private configuration in workdir."""
+
+    def __init__(self, workdir, plugin_dir, types_db, service_file,
+                 statsd_port=None, prometheus_port=None, interval=1,
+                 extra_config=""):
+        self.workdir = workdir
+        self.socket = os.path.join(workdir, "collectd.sock")
+        self.conf = os.path.join(workdir, "collectd.conf")
+        self.logpath = os.path.join(workdir, "collectd.log")
+        self.statsd_port = statsd_port
+        self.prometheus_port = prometheus_port
+        self.proc = None
+        self._log_offset = 0
+        group = _group_name()
+        parts = [
+            'Hostname "%s"' % HOSTNAME,
+            "FQDNLookup false",
+            "Interval %g" % interval,
+            'BaseDir "%s"' % workdir,
+            'PIDFile "%s/collectd.pid"' % workdir,
+            'PluginDir "/usr/lib/collectd"',
+            'TypesDB "/usr/share/collectd/types.db" "%s"' % types_db,
+            "AutoLoadPlugin false",
+            "LoadPlugin logfile",
+            "<Plugin logfile>\n  LogLevel info\n  File STDOUT\n"
+            "  PrintSeverity true\n</Plugin>",
+            "LoadPlugin unixsock",
+            '<Plugin unixsock>\n  SocketFile "%s"\n  SocketGroup "%s"\n'
+            "</Plugin>" % (self.socket, group),
+        ]
+        if statsd_port:
+            parts += ["LoadPlugin statsd",
+                      '<Plugin statsd>\n  Host "127.0.0.1"\n  Port "%d"\n'
+                      "</Plugin>" % statsd_port]
+        if prometheus_port:
+            parts += ["LoadPlugin write_prometheus",
+                      '<Plugin write_prometheus>\n  Host "127.0.0.1"\n'
+                      '  Port "%d"\n</Plugin>' % prometheus_port]
+        else:
+            # a write plugin keeps collectd from logging that nothing is
+            # written; the csv files are also handy when debugging
+            parts += ["LoadPlugin csv",
+                      '<Plugin csv>\n  DataDir "%s/csv"\n</Plugin>' % workdir]
+        parts += [extra_config,
+                  'PluginDir "%s"' % plugin_dir,
+                  "LoadPlugin metastable",
+                  '<Plugin metastable>\n  ServiceFile "%s"\n</Plugin>'
+                  % service_file]
+        with open(self.conf, "w") as f:
+            f.write("\n".join(parts) + "\n")
+
+    def check_config(self):
+        r = subprocess.run(["collectd", "-t", "-C", self.conf],
+                           capture_output=True, text=True)
+        return r.returncode, r.stdout + r.stderr
+
+    def start(self, wait_for="Initialization complete", timeout=20):
+        self.logfile = open(self.logpath, "w")
+        self.proc = subprocess.Popen(
+            ["collectd", "-f", "-C", self.conf], stdout=self.logfile,
+            stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("collectd exited early (%d):\n%s" %
+                                   (self.proc.returncode, self.log()))
+            if wait_for in self.log() and os.path.exists(self.socket):
+                return self
+            time.sleep(0.1)
+        raise RuntimeError("collectd did not start:\n" + self.log())
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        _stop_group(self.proc)
+        if getattr(self, "logfile", None):
+            self.logfile.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def log(self):
+        try:
+            with open(self.logpath) as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def new_log_lines(self):
+        """Log lines written since the last call."""
+        text = self.log()
+        new = text[self._log_offset:]
+        cut = new.rfind("\n") + 1
+        self._log_offset += cut
+        return new[:cut].splitlines()
+
+    def notifications(self, text=None):
+        """[(severity, plugin_instance, message)] from the logfile."""
+        out = []
+        for m in re.finditer(
+                r"Notification: severity = (\w+), host = [^,]*, "
+                r"plugin = metastable, plugin_instance = ([^,]*), "
+                r"type = [^,]*, message = (.*)", text or self.log()):
+            out.append((m.group(1), m.group(2), m.group(3)))
+        return out
+
+    def collectdctl(self, *args):
+        return subprocess.run(["collectdctl", "-s", self.socket] + list(args),
+                              capture_output=True, text=True, timeout=10)
+
+    def getval(self, ident):
+        """{ds: value} via collectdctl getval, or None when absent."""
+        r = self.collectdctl("getval", ident)
+        if r.returncode != 0:
+            return None
+        vals = {}
+        for line in r.stdout.splitlines():
+            k, _, v = line.partition("=")
+            vals[k.strip()] = float(v)
+        return vals
+
+    def value(self, service, typ, host=HOSTNAME):
+        v = self.getval("%s/metastable-%s/%s" % (host, service, typ))
+        return None if v is None else v.get("value")
+
+    def putval(self, ident, value, when=None):
+        """PUTVAL through the unixsock plugin's socket.  (Not collectdctl
+        putval: Debian's collectdctl 5.12 turns -5 into 2^64 - 5.)"""
+        stamp = "N" if when is None else "%d" % int(when)
+        cmd = "PUTVAL %s interval=1 %s:%s\n" % (ident, stamp, value)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(10)
+            s.connect(self.socket)
+            s.sendall(cmd.encode())
+            reply = s.makefile().readline()
+        if not reply.startswith("0 "):
+            raise RuntimeError("PUTVAL %s: %s" % (ident, reply.strip()))
+
+
+def _group_name():
+    import grp
+    return grp.getgrgid(os.getgid()).gr_name
+
+
+class Statsd:
+    """Sends statsd lines over UDP to 127.0.0.1:port."""
+
+    def __init__(self, port):
+        self.port = port
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+
+    def gauge(self, name, value):
+        # a leading sign would make it a delta: gauges here are >= 0
+        self.sock.sendto(("%s:%s|g" % (name, value)).encode(),
+                         ("127.0.0.1", self.port))
+
+    def count(self, name, n):
+        self.sock.sendto(("%s:%s|c" % (name, n)).encode(),
+                         ("127.0.0.1", self.port))
+
+    def close(self):
+        self.sock.close()
+
+
+class Prometheus:
+    """A private Prometheus scraping collectd's write_prometheus."""
+
+    def __init__(self, workdir, target_port, rule_files=(), interval="1s"):
+        self.workdir = workdir
+        self.port = free_port()
+        self.proc = None
+        conf = os.path.join(workdir, "prometheus.yml")
+        rules = ""
+        if rule_files:
+            rules = "rule_files:\n" + "".join(
+                "  - %s\n" % json.dumps(os.path.abspath(r))
+                for r in rule_files)
+        with open(conf, "w") as f:
+            f.write(
+                "global:\n  scrape_interval: %s\n  evaluation_interval: %s\n"
+                "%s"
+                "scrape_configs:\n"
+                "  - job_name: collectd\n"
+                "    honor_labels: true\n"
+                "    static_configs:\n"
+                "      - targets: ['127.0.0.1:%d']\n"
+                % (interval, interval, rules, target_port))
+        self.conf = conf
+
+    def start(self, timeout=60):
+        exe = shutil.which("prometheus")
+        if exe is None:
+            raise RuntimeError("prometheus not found: apt-get install "
+                               "prometheus")
+        self.logfile = open(os.path.join(self.workdir, "prometheus.log"),
+                            "w")
+        self.proc = subprocess.Popen(
+            [exe, "--config.file=" + self.conf,
+             "--storage.tsdb.path=" + os.path.join(self.workdir, "tsdb"),
+             "--web.listen-address=127.0.0.1:%d" % self.port,
+             "--web.enable-lifecycle"],
+            stdout=self.logfile, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("prometheus exited early")
+            try:
+                with urllib.request.urlopen(
+                        "http://127.0.0.1:%d/-/ready" % self.port,
+                        timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.3)
+        raise RuntimeError("prometheus did not become ready")
+
+    def api(self, path, **params):
+        url = "http://127.0.0.1:%d/api/v1/%s" % (self.port, path)
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return json.load(r)
+
+    def query(self, expr):
+        """[(labels, value)] of an instant query."""
+        d = self.api("query", query=expr)
+        if d.get("status") != "success":
+            raise RuntimeError("query %s: %s" % (expr, d))
+        return [(s["metric"], float(s["value"][1]))
+                for s in d["data"]["result"]]
+
+    def stop(self):
+        _stop_group(self.proc)
+        if getattr(self, "logfile", None):
+            self.logfile.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
