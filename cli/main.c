@@ -20,6 +20,8 @@ static const ms_cli_command commands[] = {
      "seed 000's exact lab: the iteration table and the GMP enclosure"},
     {"replay", ms_cmd_replay,
      "run a metrics trace through the plugin's per-interval logic"},
+    {"simulate", ms_cmd_simulate,
+     "the path of a retry storm: fluid or discrete-event simulation"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -95,9 +95,16 @@ int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
         "set tmargin 6\nset rmargin 4\n",
         f);
   if (p->title) {
+    /* gnuplot puts the title above the top axis's labels when there are
+     * any (on_axis markers); without them it sits lower, on the subtitle,
+     * unless lifted */
+    bool top_labels = false;
+    for (size_t i = 0; i < p->n_markers; i++)
+      top_labels |= p->markers[i].vertical && p->markers[i].on_axis &&
+                    p->markers[i].text != NULL;
     fputs("set title ", f);
     quoted(f, p->title);
-    fputs(" font ',16' offset 0,1.0\n", f);
+    fprintf(f, " font ',16' offset 0,%s\n", top_labels ? "1.0" : "2.3");
   }
   if (p->subtitle) {
     fputs("set label 1 ", f);
