@@ -39,6 +39,17 @@ char *sstrncpy(char *dest, const char *src, size_t n) {
   return dest;
 }
 
+/* The daemon's Interval: 10 s, as in collectd's default configuration. */
+cdtime_t cf_get_default_interval(void) { return TIME_T_TO_CDTIME_T_STATIC(10); }
+
+int cf_util_get_cdtime(const oconfig_item_t *ci, cdtime_t *ret_value) {
+  if (ci->values_num != 1 || ci->values[0].type != OCONFIG_TYPE_NUMBER ||
+      !(ci->values[0].value.number >= 0))
+    return -1;
+  *ret_value = DOUBLE_TO_CDTIME_T_STATIC(ci->values[0].value.number);
+  return 0;
+}
+
 int cf_util_get_string(const oconfig_item_t *ci, char **ret_string) {
   if (ci->values_num != 1 || ci->values[0].type != OCONFIG_TYPE_STRING)
     return -1;

@@ -18,7 +18,8 @@
  *   logging       plugin_log formats the message and counts it by level;
  *                 c_complain / c_do_release rate-limit as collectd's
  *                 utils_complain does;
- *   utilities     cdtime, sstrncpy, cf_util_get_string, hostname_g.
+ *   utilities     cdtime, sstrncpy, cf_util_get_string, cf_util_get_cdtime,
+ *                 cf_get_default_interval (10 s), hostname_g.
  *
  * This header is the benchmark's side of the stand-in: filling the cache,
  * calling the registered callbacks, reading the counters.

@@ -9,7 +9,11 @@
  *
  *   <Plugin metastable>
  *     ServiceFile "/etc/collectd/metastable.yaml"
- *     Host "aggregator"          # optional: host of the dispatched values
+ *     Host "aggregator"     # optional: host of the dispatched values
+ *     Interval 10           # optional: seconds between cycles (default:
+ *                           # collectd's Interval)
+ *     Values "state" "storm" "tipping_headroom"   # optional: dispatch only
+ *                           # these (default: all of conf/types.db)
  *   </Plugin>
  *
  * Nothing here may crash, block or flood the daemon: a service whose inputs
@@ -32,6 +36,43 @@
 
 #define PLUGIN_NAME "metastable"
 
+/* Every value the plugin can dispatch, in conf/types.db's order. */
+enum {
+  V_OFFERED,
+  V_EFFECTIVE,
+  V_SELF_INFLICTED,
+  V_AMPLIFICATION,
+  V_FAILURE,
+  V_UTILIZATION,
+  V_TIPPING,
+  V_RECOVERY,
+  V_DISTANCE,
+  V_HEADROOM,
+  V_EQUILIBRIA,
+  V_STATE,
+  V_STORM,
+  V_OBSERVED_EFFECTIVE,
+  V_OBSERVED_FAILURE,
+  V_COUNT
+};
+static const char *const value_types[V_COUNT] = {
+    "offered_load",
+    "effective_load",
+    "self_inflicted_load",
+    "amplification",
+    "failure_probability",
+    "utilization",
+    "tipping_load",
+    "recovery_load",
+    "tipping_distance",
+    "tipping_headroom",
+    "equilibria",
+    "state",
+    "storm",
+    "observed_effective_load",
+    "observed_failure_ratio",
+};
+
 /* One glob input: the identifiers it matched at the last refresh, and the
  * component of its pattern that a match must equal (see glob_anchor). */
 typedef struct {
@@ -45,8 +86,14 @@ typedef struct {
   const ms_service_spec *spec;
   ms_tracker tracker;
   c_complain_t complaint;
+  bool had_problem; /* last interval reported nothing */
   glob_matches globs[MS_INPUT_COUNT];
 } service_state;
+
+/* At most this many services are named one by one in the log per cycle;
+ * beyond that one summary line (itself rate-limited) says how many, so a
+ * fleet-wide outage of an input does not flood the log. */
+#define MAX_NAMED_PER_CYCLE 5
 
 typedef struct {
   pthread_mutex_t lock;
@@ -58,11 +105,21 @@ typedef struct {
   bool has_globs;
   uint64_t names_hash; /* of collectd's identifier list at the last refresh */
   bool globs_valid;
+  bool wanted[V_COUNT];    /* values to dispatch */
+  cdtime_t interval;       /* between read cycles */
+  unsigned long cycles;    /* read cycles run */
+  c_complain_t slow_cycle; /* a cycle took more than half the interval */
+  c_complain_t many_bad;   /* many services without usable inputs */
 } plugin_state;
 
 /* Configuration is read before init; init loads the file. */
 static char *conf_service_file;
 static char *conf_host;
+static cdtime_t conf_interval;
+static bool conf_values_given;
+static bool conf_wanted[V_COUNT];
+
+static int value_index(const char *name);
 
 static int ms_config(oconfig_item_t *ci) {
   for (int i = 0; i < ci->children_num; i++) {
@@ -73,9 +130,30 @@ static int ms_config(oconfig_item_t *ci) {
     } else if (strcasecmp("Host", child->key) == 0) {
       if (cf_util_get_string(child, &conf_host) != 0)
         return -1;
+    } else if (strcasecmp("Interval", child->key) == 0) {
+      if (cf_util_get_cdtime(child, &conf_interval) != 0 ||
+          conf_interval == 0) {
+        ERROR(PLUGIN_NAME " plugin: Interval must be a number of seconds "
+                          "> 0");
+        return -1;
+      }
+    } else if (strcasecmp("Values", child->key) == 0) {
+      conf_values_given = true;
+      for (int j = 0; j < child->values_num; j++) {
+        int k = child->values[j].type == OCONFIG_TYPE_STRING
+                    ? value_index(child->values[j].value.string)
+                    : -1;
+        if (k < 0) {
+          ERROR(PLUGIN_NAME " plugin: Values: argument %d is not one of the "
+                            "plugin's types (see its types.db)",
+                j + 1);
+          return -1;
+        }
+        conf_wanted[k] = true;
+      }
     } else {
       WARNING(PLUGIN_NAME " plugin: unknown option \"%s\" ignored "
-                          "(known: ServiceFile, Host)",
+                          "(known: ServiceFile, Host, Interval, Values)",
               child->key);
     }
   }
@@ -367,40 +445,44 @@ static int read_inputs(service_state *ss, ms_inputs *in, char *why,
   return 0;
 }
 
+static int value_index(const char *name) {
+  for (int i = 0; i < V_COUNT; i++)
+    if (strcmp(name, value_types[i]) == 0)
+      return i;
+  return -1;
+}
+
 /*
- * The values of DESIGN 1.5 for one service, and the observations they were
- * computed from.  One value list serves them all (plugin_dispatch_values
- * copies it): host, plugin and instance are written once, then only the
- * type and the value change; every value of a read cycle carries the
- * cycle's time.
+ * The values of DESIGN 1.5 for one service that the configuration wants,
+ * and the observations they were computed from.  One value list serves
+ * them all (plugin_dispatch_values copies it): host, plugin and instance
+ * are written once, then only the type and the value change; every value
+ * of a read cycle carries the cycle's time.
  */
 static void dispatch_report(const char *host, const char *service,
-                            const ms_step *st, cdtime_t now) {
+                            const ms_step *st, const bool *wanted,
+                            cdtime_t now) {
   const ms_report *r = &st->report;
-  const ms_inference *inf = &st->inference;
-  const struct {
-    const char *type;
-    double v;
-    bool present;
-  } out[] = {
-      {"offered_load", r->offered_load, true},
-      {"effective_load", r->effective_load, true},
-      {"self_inflicted_load", r->self_inflicted_load, true},
-      {"amplification", r->amplification, true},
-      {"failure_probability", r->failure_probability, true},
-      {"utilization", r->utilization, true},
-      {"tipping_load", r->tipping_load, true},
-      {"recovery_load", r->recovery_load, true},
-      {"tipping_distance", r->tipping_distance, true},
-      {"tipping_headroom", r->tipping_headroom, true},
-      {"equilibria", (double)r->equilibria, true},
-      {"state", (double)r->state, true},
-      {"storm", (double)r->storm, true},
-      {"observed_effective_load", inf->observed_attempts,
-       inf->has_observed_attempts},
-      {"observed_failure_ratio", inf->observed_failure,
-       inf->has_observed_failure},
-  };
+  double v[V_COUNT] = {r->offered_load,
+                       r->effective_load,
+                       r->self_inflicted_load,
+                       r->amplification,
+                       r->failure_probability,
+                       r->utilization,
+                       r->tipping_load,
+                       r->recovery_load,
+                       r->tipping_distance,
+                       r->tipping_headroom,
+                       (double)r->equilibria,
+                       (double)r->state,
+                       (double)r->storm,
+                       st->inference.observed_attempts,
+                       st->inference.observed_failure};
+  bool have[V_COUNT];
+  for (int i = 0; i < V_COUNT; i++)
+    have[i] = true;
+  have[V_OBSERVED_EFFECTIVE] = st->inference.has_observed_attempts;
+  have[V_OBSERVED_FAILURE] = st->inference.has_observed_failure;
   value_list_t vl = VALUE_LIST_INIT;
   value_t value;
   vl.values = &value;
@@ -409,11 +491,11 @@ static void dispatch_report(const char *host, const char *service,
   sstrncpy(vl.host, host, sizeof vl.host);
   sstrncpy(vl.plugin, PLUGIN_NAME, sizeof vl.plugin);
   sstrncpy(vl.plugin_instance, service, sizeof vl.plugin_instance);
-  for (size_t i = 0; i < STATIC_ARRAY_SIZE(out); i++) {
-    if (!out[i].present)
+  for (int i = 0; i < V_COUNT; i++) {
+    if (!have[i] || !wanted[i])
       continue;
-    sstrncpy(vl.type, out[i].type, sizeof vl.type);
-    value.gauge = out[i].v;
+    sstrncpy(vl.type, value_types[i], sizeof vl.type);
+    value.gauge = v[i];
     plugin_dispatch_values(&vl);
   }
 }
@@ -435,39 +517,111 @@ static void dispatch_notes(const char *host, const char *service,
   }
 }
 
+/* A service that reported nothing this cycle, and why. */
+typedef struct {
+  service_state *ss;
+  char why[512];
+} problem;
+
+/*
+ * Tell the operator which services report nothing, without flooding: when
+ * few services have problems each is named through its own rate-limited
+ * complaint (c_complain); when many do, one summary line, rate-limited too.
+ * Recoveries likewise: one line per service when few, else one line.
+ */
+static void log_problems(plugin_state *st, const problem *named, size_t n_bad,
+                         size_t n_back, const char *first_back) {
+  if (n_bad <= MAX_NAMED_PER_CYCLE) {
+    for (size_t i = 0; i < n_bad; i++)
+      c_complain(LOG_WARNING, &named[i].ss->complaint,
+                 PLUGIN_NAME " plugin: service \"%s\": %s; nothing reported "
+                             "until it is usable",
+                 named[i].ss->spec->name, named[i].why);
+    c_release(LOG_INFO, &st->many_bad,
+              PLUGIN_NAME " plugin: %zu services without usable inputs now",
+              n_bad);
+  } else {
+    c_complain(LOG_WARNING, &st->many_bad,
+               PLUGIN_NAME " plugin: %zu of %zu services have no usable "
+                           "inputs and report nothing, e.g. \"%s\": %s",
+               n_bad, st->n_services, named[0].ss->spec->name, named[0].why);
+  }
+  if (n_back == 0)
+    return;
+  if (n_back > MAX_NAMED_PER_CYCLE)
+    INFO(PLUGIN_NAME " plugin: %zu services have usable inputs again (e.g. "
+                     "\"%s\")",
+         n_back, first_back);
+  for (size_t s = 0; s < st->n_services; s++) {
+    service_state *ss = &st->services[s];
+    if (ss->had_problem)
+      continue;
+    if (n_back > MAX_NAMED_PER_CYCLE)
+      C_COMPLAIN_INIT(&ss->complaint); /* released silently */
+    else
+      c_release(LOG_INFO, &ss->complaint,
+                PLUGIN_NAME " plugin: service \"%s\": inputs usable again",
+                ss->spec->name);
+  }
+}
+
 static int ms_read(user_data_t *ud) {
   plugin_state *st = ud->data;
   pthread_mutex_lock(&st->lock);
+  cdtime_t started = cdtime();
   if (st->has_globs)
     refresh_globs(st);
   const char *host = st->host != NULL ? st->host : hostname_g;
-  cdtime_t now = cdtime();
+  /* Count the services without usable inputs, keeping the first few
+   * reasons, so the log names them one by one only when they are few. */
+  problem named[MAX_NAMED_PER_CYCLE];
+  size_t n_bad = 0, n_back = 0;
+  const char *first_back = NULL;
   for (size_t s = 0; s < st->n_services; s++) {
     service_state *ss = &st->services[s];
     ms_inputs in;
     ms_step step;
     char why[512];
-    if (read_inputs(ss, &in, why, sizeof why) != 0) {
-      c_complain(LOG_WARNING, &ss->complaint,
-                 PLUGIN_NAME " plugin: service \"%s\": %s; nothing reported "
-                             "until it is back",
-                 ss->spec->name, why);
+    bool ok = read_inputs(ss, &in, why, sizeof why) == 0;
+    if (ok) {
+      ms_tracker_step(&ss->tracker, ss->spec, &in, &step);
+      ok = step.ok;
+      if (!ok)
+        sstrncpy(why, step.problem, sizeof why);
+    }
+    if (!ok) {
+      if (n_bad < MAX_NAMED_PER_CYCLE) {
+        named[n_bad].ss = ss;
+        sstrncpy(named[n_bad].why, why, sizeof named[n_bad].why);
+      }
+      n_bad++;
+      ss->had_problem = true;
       continue;
     }
-    ms_tracker_step(&ss->tracker, ss->spec, &in, &step);
-    if (!step.ok) {
-      c_complain(LOG_WARNING, &ss->complaint,
-                 PLUGIN_NAME " plugin: service \"%s\": %s; nothing reported "
-                             "until it is usable",
-                 ss->spec->name, step.problem);
-      continue;
-    }
-    c_release(LOG_INFO, &ss->complaint,
-              PLUGIN_NAME " plugin: service \"%s\": inputs usable again",
-              ss->spec->name);
-    dispatch_report(host, ss->spec->name, &step, now);
+    if (ss->had_problem && n_back++ == 0)
+      first_back = ss->spec->name;
+    ss->had_problem = false;
+    dispatch_report(host, ss->spec->name, &step, st->wanted, started);
     dispatch_notes(host, ss->spec->name, &step);
   }
+  log_problems(st, named, n_bad, n_back, first_back);
+  /* The cost of a cycle, so an operator can see what the plugin takes from
+   * the daemon: once at start, and whenever it exceeds half the interval. */
+  cdtime_t took = cdtime() - started;
+  cdtime_t interval = st->interval;
+  if (st->cycles++ == 0)
+    INFO(PLUGIN_NAME " plugin: first read cycle of %zu services took %.3f ms",
+         st->n_services, 1e3 * CDTIME_T_TO_DOUBLE(took));
+  if (took > interval / 2)
+    c_complain(LOG_WARNING, &st->slow_cycle,
+               PLUGIN_NAME " plugin: a read cycle of %zu services took %.1f "
+                           "ms, more than half the %.1f s interval",
+               st->n_services, 1e3 * CDTIME_T_TO_DOUBLE(took),
+               CDTIME_T_TO_DOUBLE(interval));
+  else
+    c_release(LOG_INFO, &st->slow_cycle,
+              PLUGIN_NAME " plugin: read cycles are back under half the "
+                          "interval");
   pthread_mutex_unlock(&st->lock);
   return 0; /* a non-zero return would make collectd suspend the plugin */
 }
@@ -485,6 +639,8 @@ static int ms_init(void) {
     return -1;
   }
   pthread_mutex_init(&st->lock, NULL);
+  C_COMPLAIN_INIT(&st->slow_cycle);
+  C_COMPLAIN_INIT(&st->many_bad);
   st->path = conf_service_file;
   st->host = conf_host;
   conf_service_file = conf_host = NULL;
@@ -513,10 +669,23 @@ static int ms_init(void) {
         glob_anchor(&ss->globs[j], ss->spec->inputs[j].pattern);
       }
   }
-  INFO(PLUGIN_NAME " plugin: watching %zu service%s from %s", st->n_services,
-       st->n_services == 1 ? "" : "s", st->path);
+  size_t per_service = 0;
+  for (int i = 0; i < V_COUNT; i++) {
+    st->wanted[i] = !conf_values_given || conf_wanted[i];
+    per_service += st->wanted[i];
+  }
+  st->interval = conf_interval ? conf_interval : cf_get_default_interval();
+  /* collectd's write threads take some thousands of values per second:
+   * say what this configuration asks of them. */
+  INFO(PLUGIN_NAME " plugin: watching %zu service%s from %s; up to %zu "
+                   "values per service every %.3g s (%.0f values/s)",
+       st->n_services, st->n_services == 1 ? "" : "s", st->path, per_service,
+       CDTIME_T_TO_DOUBLE(st->interval),
+       (double)(st->n_services * per_service) /
+           CDTIME_T_TO_DOUBLE(st->interval));
   user_data_t ud = {.data = st, .free_func = state_free};
-  if (plugin_register_complex_read(NULL, PLUGIN_NAME, ms_read, 0, &ud) != 0) {
+  if (plugin_register_complex_read(NULL, PLUGIN_NAME, ms_read, st->interval,
+                                   &ud) != 0) {
     ERROR(PLUGIN_NAME " plugin: cannot register the read callback");
     state_free(st);
     return -1;

@@ -2,15 +2,17 @@
 # Install the Debian 12 packages collectd-metastable needs.
 #   scripts/install-deps.sh            build, run and demo
 #   scripts/install-deps.sh --test     also what the test suite needs
+# libprotobuf-c1 and libmicrohttpd12: collectd-core only recommends them, but
+# its write_prometheus.so does not load without them.
 # Runs apt-get as root, or through sudo when not root.  Installs only what
 # is missing, so a second run is quick and works offline.
 set -eu
 
 pkgs="build-essential autoconf automake libtool pkg-config libgmp-dev
-libyaml-dev check collectd-core collectd-dev collectd-utils gnuplot-nox
-python3"
+libyaml-dev libjansson-dev check collectd-core collectd-dev collectd-utils
+gnuplot-nox python3 libprotobuf-c1 libmicrohttpd12"
 if [ "${1:-}" = "--test" ]; then
-  pkgs="$pkgs prometheus curl python3 jq"
+  pkgs="$pkgs prometheus prometheus-alertmanager curl python3 jq mandoc"
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
     pkgs="$pkgs nodejs npm"
 fi

@@ -37,13 +37,11 @@ static int need(const ms_service_spec *spec, const ms_inputs *in,
     return 0;
   }
   if (!in->has[id])
-    return bad_input(id, bad, problem, len,
-                     "has no value (not in collectd's cache yet, or its "
-                     "first sample)");
+    return bad_input(id, bad, problem, len, "has no value this interval");
   double x = in->value[id];
   if (!isfinite(x))
     return bad_input(id, bad, problem, len,
-                     "is not a number (counter reset or first sample)");
+                     "is not a number (a counter's first sample or reset)");
   if (x < 0)
     return bad_input(id, bad, problem, len, "is negative");
   *v = x;

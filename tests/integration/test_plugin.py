@@ -17,6 +17,7 @@ Everything started is stopped.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,7 @@ services:
     inputs:
       offered_rate: "mshost/statsd/derive-checkout_requests"
       arrival_rate: "mshost/statsd/derive-checkout_attempts"
+      error_rate: "mshost/statsd/derive-checkout_errors"
   - name: fleet
     model: capacity
     capacity: 250
@@ -112,6 +114,8 @@ class Feeder(threading.Thread):
                 req, att = self.rates
                 self.statsd.count("checkout_requests", req / 10)
                 self.statsd.count("checkout_attempts", att / 10)
+                # every retry answers a failed attempt
+                self.statsd.count("checkout_errors", (att - req) / 10)
                 now = int(time.time())
                 if now > last:  # one sample per host and second
                     last = now
@@ -129,6 +133,76 @@ class Feeder(threading.Thread):
                     time.sleep(delay)
         except Exception as e:  # reported by the main thread
             self.error = e
+
+
+def alert_states(prom, service):
+    """{alertname: state} of the rules for one service (firing, pending;
+    inactive when the rule has no alert for it)."""
+    out = {}
+    for group in prom.api("rules")["data"]["groups"]:
+        for rule in group["rules"]:
+            if rule.get("type") != "alerting":
+                continue
+            st = "inactive"
+            for a in rule.get("alerts", []):
+                if a["labels"].get("metastable") == service:
+                    st = a["state"] if st != "firing" else st
+            if out.get(rule["name"]) != "firing":
+                out[rule["name"]] = st
+    return out
+
+
+def wait_alert(prom, service, name, want, timeout):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if alert_states(prom, service).get(name) == want:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def raw_samples(prom, metric, service, window="10m"):
+    """[(unix_time, value)] as Prometheus stored them (range vector)."""
+    d = prom.api("query", query='collectd_metastable_%s{metastable="%s"}[%s]'
+                 % (metric, service, window))
+    res = d["data"]["result"]
+    return [(float(t), float(v)) for t, v in res[0]["values"]] if res else []
+
+
+def replay_agrees(prom, work):
+    """Every cycle of the plugin, rebuilt from what it dispatched (offered
+    load, observed attempts and failure ratio), run through `metastable
+    replay`: the states must be the plugin's, cycle by cycle."""
+    cols = {m: raw_samples(prom, m, "checkout") for m in (
+        "offered_load", "observed_effective_load", "observed_failure_ratio",
+        "state")}
+    rows = []
+    for t, state in cols["state"]:
+        vals = []
+        for m in ("offered_load", "observed_effective_load",
+                  "observed_failure_ratio"):
+            near = [v for (u, v) in cols[m] if abs(u - t) < 0.05]
+            vals.append(near[0] if len(near) == 1 else None)
+        if None not in vals:
+            rows.append((t, vals[0], vals[1], vals[1] * vals[2], state))
+    trace = os.path.join(work, "plugin-trace.csv")
+    with open(trace, "w") as f:
+        f.write("time,offered_rate,arrival_rate,error_rate\n")
+        for t, off, att, err, _ in rows:
+            f.write("%.3f,%r,%r,%r\n" % (t, off, att, err))
+    spec = os.path.join(work, "services.yaml")
+    r = subprocess.run([CLI, "replay", "--spec", spec, "--service",
+                        "checkout", trace, "--format", "json"],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        return False, "replay failed: " + r.stderr
+    out = json.loads(r.stdout)
+    names = ["stable", "vulnerable", "metastable", "overloaded"]
+    diff = [(row[0], names[int(row[4])], o.get("state"))
+            for row, o in zip(rows, out) if names[int(row[4])] !=
+            o.get("state")]
+    return (len(rows) >= 15 and len(out) == len(rows) and not diff,
+            "%d cycles, %d differ %s" % (len(rows), len(diff), diff[:3]))
 
 
 def wait_state(cd, service, want, timeout):
@@ -181,9 +255,14 @@ def main():
                           statsd_port=statsd_port, prometheus_port=wp_port)
     rc, out = cd.check_config()
     check(rc == 0, "collectd -t accepts the configuration")
-    rules = [os.path.join(SRC, "conf", "metastable.rules.yml")]
-    prom = harness.Prometheus(work, wp_port,
-                              [r for r in rules if os.path.exists(r)])
+    # The project's alert rules, expressions untouched, with every `for:`
+    # shortened to 3 s so that a storm of a few seconds can fire them.
+    with open(os.path.join(SRC, "conf", "metastable-alerts.yml")) as f:
+        rules_text = re.sub(r"(?m)^(\s*for:\s*)\S+", r"\g<1>3s", f.read())
+    rules = os.path.join(work, "metastable-alerts-fast.yml")
+    with open(rules, "w") as f:
+        f.write(rules_text)
+    prom = harness.Prometheus(work, wp_port, [rules])
     statsd = harness.Statsd(statsd_port)
     with cd, prom:
         cd.start()
@@ -214,11 +293,13 @@ def scenario(cd, prom, feeder):
     check(t is not None, "healthy phase: checkout vulnerable")
     time.sleep(2)
     check(cd.value("checkout", "storm") == 0, "healthy phase: storm 0")
+    # collectdctl getval prints 7 significant digits: compare to 1e-6 here,
+    # and to 1e-12 through Prometheus below
     check(close(cd.value("checkout", "tipping_load"),
-                tip_model["tipping_load"], 1e-12),
+                tip_model["tipping_load"], 1e-6),
           "tipping load = model's %.6f" % tip_model["tipping_load"])
     check(close(cd.value("checkout", "recovery_load"),
-                tip_model["recovery_load"], 1e-12),
+                tip_model["recovery_load"], 1e-6),
           "recovery load = model's %.6f" % tip_model["recovery_load"])
     lam = cd.value("checkout", "offered_load")
     want = model(CHECKOUT + ["--load", repr(lam), "--observed-load",
@@ -235,7 +316,7 @@ def scenario(cd, prom, feeder):
     if fl:
         fw = model(FLEET + ["--load", repr(fl)])
         check(close(cd.value("fleet", "effective_load"),
-                    fw["effective_load"], 1e-9),
+                    fw["effective_load"], 1e-6),
               "fleet effective load = model's %.6f (certified)" %
               fw["effective_load"])
         check(cd.value("fleet", "state") == 3 and fw["state"] ==
@@ -270,6 +351,15 @@ def scenario(cd, prom, feeder):
         time.sleep(0.5)
         persisted &= cd.value("checkout", "storm") == 1
     check(persisted, "storm persists for 4 s after the trigger is gone")
+    check(wait_alert(prom, "checkout", "MetastableRetryStorm", "firing", 15),
+          "alert MetastableRetryStorm firing for checkout")
+    check(wait_alert(prom, "checkout", "MetastableFailure", "firing", 15),
+          "alert MetastableFailure firing (metastable: trigger gone)")
+    firing = [a for a in prom.api("alerts")["data"]["alerts"]
+              if a["labels"].get("alertname") == "MetastableFailure" and
+              a["labels"].get("metastable") == "checkout"]
+    check(bool(firing) and "150" in json.dumps(firing[0]["annotations"]),
+          "MetastableFailure text gives the recovery load (150 req/s)")
     check(cd.value("checkout", "state") == 2, "still metastable")
     check(cd.value("flaky", "state") == 0, "flaky recovered once its inputs "
           "arrived (stable)")
@@ -302,6 +392,11 @@ def scenario(cd, prom, feeder):
     time.sleep(2)
     check(cd.value("checkout", "storm") == 0, "storm 0")
 
+    check(wait_alert(prom, "checkout", "MetastableRetryStorm", "inactive",
+                     20), "alert MetastableRetryStorm inactive after recovery")
+    check(alert_states(prom, "checkout").get("MetastableFailure") ==
+          "inactive", "alert MetastableFailure inactive after recovery")
+
     notes = [n for n in cd.notifications() if n[1] == "checkout"]
     sev = [n[0] for n in notes]
     check(sev.count("FAILURE") == 1, "one FAILURE notification for the "
@@ -325,10 +420,42 @@ def scenario(cd, prom, feeder):
     res = prom.query('max_over_time(collectd_metastable_state'
                      '{metastable="checkout"}[5m])')
     check(len(res) == 1 and res[0][1] == 3.0, "Prometheus saw overloaded")
+    # every query of every dashboard panel, variables substituted, against
+    # this Prometheus fed by the real plugin
+    dash = os.path.join(SRC, "grafana", "dashboards", "collectd-metastable",
+                        "collectd-metastable.json")
+    r = subprocess.run(
+        [sys.executable, os.path.join(SRC, "tests", "dashboard",
+                                      "queries.py"), dash,
+         "--check", "http://127.0.0.1:%d" % prom.port, "--minutes", "5",
+         "--require-data", "--var", "host=" + harness.HOSTNAME,
+         "--var", "service=checkout"],
+        capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, "every dashboard query parses and returns data "
+          "from the live pipeline%s" % ("" if r.returncode == 0 else
+                                        ":\n" + r.stdout + r.stderr))
+    ok, what = replay_agrees(prom, os.path.dirname(prom.conf))
+    check(ok, "metastable replay of the plugin's own inputs gives its states "
+          "(%s)" % what)
     res = prom.query('collectd_metastable_tipping_load{metastable="fleet"}')
     check(len(res) == 1 and close(res[0][1], model(FLEET + ["--load", "1"])
                                   ["tipping_load"], 1e-12),
-          "Prometheus: fleet tipping load = model's")
+          "Prometheus: fleet tipping load = model's to 1e-12")
+    res = prom.query('collectd_metastable_tipping_load'
+                     '{metastable="checkout"}')
+    check(len(res) == 1 and close(res[0][1], tip_model["tipping_load"],
+                                  1e-12),
+          "Prometheus: checkout tipping load = model's to 1e-12")
+    off = prom.query('collectd_metastable_offered_load{metastable="fleet"}')
+    eff = prom.query('collectd_metastable_effective_load{metastable="fleet"}')
+    if off and eff:
+        fw = model(FLEET + ["--load", repr(off[0][1])])
+        check(close(eff[0][1], fw["effective_load"], 1e-12),
+              "Prometheus: fleet effective load %.12g = model's certified "
+              "%.12g at offered %.12g" % (eff[0][1], fw["effective_load"],
+                                          off[0][1]))
+    else:
+        check(False, "Prometheus has the fleet's offered and effective load")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,594 @@
+/*
+ * What the sub-commands of `metastable` share: diagnostics, option values,
+ * the model options, and output helpers.  See common.h.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+/* ---- diagnostics ----------------------------------------------------- */
+
+static const char *current_command;
+
+void ms_cli_set_command(const char *name) { current_command = name; }
+const char *ms_cli_get_command(void) { return current_command; }
+
+static void vmessage(const char *kind, const char *fmt, va_list ap) {
+  fflush(stdout);
+  if (current_command)
+    fprintf(stderr, "metastable %s: %s", current_command, kind);
+  else
+    fprintf(stderr, "metastable: %s", kind);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+}
+
+int ms_cli_usage(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage("", fmt, ap);
+  va_end(ap);
+  if (current_command)
+    fprintf(stderr, "Try 'metastable %s --help' for the options.\n",
+            current_command);
+  else
+    fprintf(stderr, "Try 'metastable --help' for the sub-commands.\n");
+  return MS_EXIT_USAGE;
+}
+
+int ms_cli_fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage("", fmt, ap);
+  va_end(ap);
+  return MS_EXIT_RUNTIME;
+}
+
+void ms_cli_warn(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage("warning: ", fmt, ap);
+  va_end(ap);
+}
+
+int ms_cli_bad_option(int c, char **argv, const struct option *options) {
+  /* getopt_long leaves optind just past the offending word */
+  const char *word = optind > 0 ? argv[optind - 1] : "?";
+  if (c == ':')
+    return ms_cli_usage("option '%s' needs a value", word);
+  if (optopt != 0 && strncmp(word, "--", 2) != 0)
+    return ms_cli_usage("unknown option '-%c'", optopt);
+  /* "--name=value": the name only; an abbreviation of several options is
+   * ambiguous rather than unknown */
+  size_t n = strcspn(word, "=");
+  char names[300] = "";
+  int matches = 0;
+  for (const struct option *o = options; n > 2 && o && o->name; o++) {
+    if (strncmp(o->name, word + 2, n - 2) != 0)
+      continue;
+    size_t len = strlen(names);
+    snprintf(names + len, sizeof names - len, "%s--%s", matches ? ", " : "",
+             o->name);
+    matches++;
+  }
+  if (matches > 1)
+    return ms_cli_usage("option '%.*s' is ambiguous: %s", (int)n, word, names);
+  return ms_cli_usage("unknown option '%.*s'", (int)n, word);
+}
+
+int ms_cli_help(const char *text) {
+  fputs(text, stdout);
+  return ms_cli_finish_output(MS_EXIT_OK);
+}
+
+/* ---- option values --------------------------------------------------- */
+
+static void range_text(char *buf, size_t len, double lo, double hi,
+                       int bounds) {
+  if (isinf(hi))
+    snprintf(buf, len, "%s %g", bounds & MS_RANGE_LO_OPEN ? ">" : ">=", lo);
+  else
+    snprintf(buf, len, "in %c%g, %g%c", bounds & MS_RANGE_LO_OPEN ? '(' : '[',
+             lo, hi, bounds & MS_RANGE_HI_OPEN ? ')' : ']');
+}
+
+static int in_range(double x, double lo, double hi, int bounds) {
+  if (bounds & MS_RANGE_LO_OPEN ? !(x > lo) : !(x >= lo))
+    return 0;
+  if (bounds & MS_RANGE_HI_OPEN ? !(x < hi) : !(x <= hi))
+    return 0;
+  return 1;
+}
+
+static int check_range(const char *opt, const char *text, double x, double lo,
+                       double hi, int bounds, double *out, char *msg,
+                       size_t len) {
+  if (!in_range(x, lo, hi, bounds)) {
+    char r[96];
+    range_text(r, sizeof r, lo, hi, bounds);
+    snprintf(msg, len, "%s: '%s' is out of range: it must be %s", opt, text, r);
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+
+int ms_cli_check_real(const char *opt, const char *text, double lo, double hi,
+                      int bounds, double *out, char *msg, size_t len) {
+  char *end;
+  errno = 0;
+  double x = strtod(text, &end);
+  if (end == text || *end != '\0' || errno == ERANGE || !isfinite(x)) {
+    snprintf(msg, len, "%s: '%s' is not a number", opt, text);
+    return -1;
+  }
+  return check_range(opt, text, x, lo, hi, bounds, out, msg, len);
+}
+
+int ms_cli_check_long(const char *opt, const char *text, long lo, long hi,
+                      long *out, char *msg, size_t len) {
+  char *end;
+  errno = 0;
+  long x = strtol(text, &end, 10);
+  if (end == text || *end != '\0' || errno == ERANGE) {
+    snprintf(msg, len, "%s: '%s' is not a whole number", opt, text);
+    return -1;
+  }
+  if (x < lo || x > hi) {
+    snprintf(msg, len, "%s: '%s' is out of range: it must be in [%ld, %ld]",
+             opt, text, lo, hi);
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+
+int ms_cli_check_rate(const char *opt, const char *text, double lo, double hi,
+                      int bounds, double *out, char *msg, size_t len) {
+  double x;
+  char why[200];
+  if (ms_parse_rate(text, &x, why, sizeof why) != 0) {
+    snprintf(msg, len, "%s: %s", opt, why);
+    return -1;
+  }
+  return check_range(opt, text, x, lo, hi, bounds, out, msg, len);
+}
+
+int ms_cli_check_duration(const char *opt, const char *text, double lo,
+                          double hi, int bounds, double *out, char *msg,
+                          size_t len) {
+  double x;
+  char why[200];
+  if (ms_parse_duration(text, &x, why, sizeof why) != 0) {
+    snprintf(msg, len, "%s: %s", opt, why);
+    return -1;
+  }
+  return check_range(opt, text, x, lo, hi, bounds, out, msg, len);
+}
+
+int ms_cli_real(const char *opt, const char *text, double lo, double hi,
+                int bounds, double *out) {
+  char msg[400];
+  if (ms_cli_check_real(opt, text, lo, hi, bounds, out, msg, sizeof msg))
+    return ms_cli_usage("%s", msg);
+  return 0;
+}
+
+int ms_cli_long(const char *opt, const char *text, long lo, long hi,
+                long *out) {
+  char msg[400];
+  if (ms_cli_check_long(opt, text, lo, hi, out, msg, sizeof msg))
+    return ms_cli_usage("%s", msg);
+  return 0;
+}
+
+int ms_cli_rate(const char *opt, const char *text, double lo, double hi,
+                int bounds, double *out) {
+  char msg[400];
+  if (ms_cli_check_rate(opt, text, lo, hi, bounds, out, msg, sizeof msg))
+    return ms_cli_usage("%s", msg);
+  return 0;
+}
+
+int ms_cli_duration(const char *opt, const char *text, double lo, double hi,
+                    int bounds, double *out) {
+  char msg[400];
+  if (ms_cli_check_duration(opt, text, lo, hi, bounds, out, msg, sizeof msg))
+    return ms_cli_usage("%s", msg);
+  return 0;
+}
+
+int ms_cli_choice(const char *opt, const char *text, const char *const *choices,
+                  int *out) {
+  char list[200] = "";
+  for (int i = 0; choices[i]; i++) {
+    if (strcmp(text, choices[i]) == 0) {
+      *out = i;
+      return 0;
+    }
+    size_t n = strlen(list);
+    snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", choices[i]);
+  }
+  return ms_cli_usage("%s: '%s' is not one of: %s", opt, text, list);
+}
+
+/* ---- model options --------------------------------------------------- */
+
+const char ms_cli_model_help[] =
+    "Model (DESIGN 1.1-1.2); numbers are seconds and per second, durations\n"
+    "also as 100ms or 250us, rates also as 10/s:\n"
+    "  --model erlang|capacity  failure model (default: implied by the "
+    "options)\n"
+    "  --servers N              erlang: servers c, 1..10000000\n"
+    "  --service-time S         erlang: mean service time 1/mu, > 0\n"
+    "  --service-rate MU        erlang: service rate of one server, > 0\n"
+    "  --timeout T              erlang: client timeout, >= 0\n"
+    "  --capacity C             capacity: requests/s served, > 0\n"
+    "  --base-failure P         failure probability when not overloaded,\n"
+    "                           [0, 1) (default 0)\n"
+    "  --retries R              retries per request per tier, 0..100\n"
+    "  --tiers K                layers that each retry, 1..10 (default 1)\n"
+    "  --retry-budget B         retries at most this share of requests, "
+    "[0, 1)\n"
+    "  --token-ratio T          token-bucket retry throttling, (0, 1]\n"
+    "  --spec FILE              take the service from a service file (YAML);\n"
+    "                           options given as well override its values\n"
+    "  --service NAME           which service of the file (optional when it\n"
+    "                           has one)\n";
+
+#define GIVEN(m, opt) ((m)->given[(opt)-MS_OPT_MODEL])
+
+void ms_cli_model_init(ms_cli_model *m) { memset(m, 0, sizeof *m); }
+
+void ms_cli_model_free(ms_cli_model *m) {
+  ms_service_file_free(&m->file);
+  m->spec = NULL;
+}
+
+int ms_cli_model_option(ms_cli_model *m, int opt, const char *arg) {
+  if (opt < MS_OPT_MODEL || opt >= MS_OPT_MODEL_END)
+    return -1;
+  int r = 0, choice;
+  static const char *const models[] = {"capacity", "erlang", NULL};
+  switch (opt) {
+  case MS_OPT_MODEL:
+    r = ms_cli_choice("--model", arg, models, &choice);
+    m->kind = choice == 1 ? MS_MODEL_ERLANG : MS_MODEL_CAPACITY;
+    break;
+  case MS_OPT_SERVERS:
+    r = ms_cli_long("--servers", arg, 1, MS_MAX_SERVERS, &m->servers);
+    break;
+  case MS_OPT_SERVICE_TIME: {
+    double t;
+    r = ms_cli_duration("--service-time", arg, 0, INFINITY, MS_RANGE_LO_OPEN,
+                        &t);
+    if (r == 0 && !(1.0 / t <= 1e290))
+      r = ms_cli_usage("--service-time: '%s' is too small", arg);
+    m->service_rate = 1.0 / t;
+    break;
+  }
+  case MS_OPT_SERVICE_RATE:
+    r = ms_cli_rate("--service-rate", arg, 0, 1e290, MS_RANGE_LO_OPEN,
+                    &m->service_rate);
+    break;
+  case MS_OPT_TIMEOUT:
+    r = ms_cli_duration("--timeout", arg, 0, 1e300, MS_RANGE_CLOSED,
+                        &m->timeout);
+    break;
+  case MS_OPT_CAPACITY:
+    r = ms_cli_rate("--capacity", arg, 0, 1e300, MS_RANGE_LO_OPEN,
+                    &m->capacity);
+    break;
+  case MS_OPT_BASE_FAILURE:
+    r = ms_cli_real("--base-failure", arg, 0, 1, MS_RANGE_HI_OPEN,
+                    &m->base_failure);
+    break;
+  case MS_OPT_RETRIES:
+    r = ms_cli_long("--retries", arg, 0, MS_MAX_RETRIES, &m->retries);
+    break;
+  case MS_OPT_TIERS:
+    r = ms_cli_long("--tiers", arg, 1, MS_MAX_TIERS, &m->tiers);
+    break;
+  case MS_OPT_RETRY_BUDGET:
+    r = ms_cli_real("--retry-budget", arg, 0, 1, MS_RANGE_HI_OPEN,
+                    &m->retry_budget);
+    break;
+  case MS_OPT_TOKEN_RATIO:
+    r = ms_cli_real("--token-ratio", arg, 0, 1, MS_RANGE_LO_OPEN,
+                    &m->token_ratio);
+    break;
+  case MS_OPT_SPEC:
+    m->spec_path = arg;
+    break;
+  case MS_OPT_SERVICE:
+    m->service_name = arg;
+    break;
+  default:
+    return -1;
+  }
+  if (r == 0)
+    GIVEN(m, opt) = true;
+  return r;
+}
+
+static const char *const erlang_opts[] = {"--servers", "--service-time",
+                                          "--service-rate", "--timeout"};
+static const int erlang_ids[] = {MS_OPT_SERVERS, MS_OPT_SERVICE_TIME,
+                                 MS_OPT_SERVICE_RATE, MS_OPT_TIMEOUT};
+
+/* The first erlang-only option given, or NULL. */
+static const char *erlang_option_given(const ms_cli_model *m) {
+  for (int i = 0; i < 4; i++)
+    if (GIVEN(m, erlang_ids[i]))
+      return erlang_opts[i];
+  return NULL;
+}
+
+static void list_services(const ms_service_file *f, char *buf, size_t len) {
+  buf[0] = '\0';
+  for (size_t i = 0; i < f->n_services; i++) {
+    size_t n = strlen(buf);
+    if (i == 8) {
+      snprintf(buf + n, len - n, ", ... (%zu in all)", f->n_services);
+      return;
+    }
+    snprintf(buf + n, len - n, "%s%s", i ? ", " : "", f->services[i].name);
+  }
+}
+
+int ms_cli_model_resolve(ms_cli_model *m, bool need_servers) {
+  ms_service_params p;
+  memset(&p, 0, sizeof p);
+  p.policy.tiers = 1;
+  bool have_kind = false, from_file = false, file_servers = false;
+  m->name[0] = '\0';
+
+  if (m->spec_path) {
+    char err[512];
+    if (ms_service_file_load(m->spec_path, &m->file, err, sizeof err) != 0)
+      return ms_cli_fail("%s", err);
+    char names[400];
+    list_services(&m->file, names, sizeof names);
+    if (m->service_name) {
+      m->spec = ms_service_file_find(&m->file, m->service_name);
+      if (m->spec == NULL)
+        return ms_cli_usage("--service: %s has no service '%s' (it has: %s)",
+                            m->spec_path, m->service_name, names);
+    } else if (m->file.n_services == 1) {
+      m->spec = &m->file.services[0];
+    } else {
+      return ms_cli_usage("%s has %zu services (%s): choose one with "
+                          "--service NAME",
+                          m->spec_path, m->file.n_services, names);
+    }
+    p = m->spec->params;
+    have_kind = from_file = true;
+    file_servers = m->spec->has_servers;
+    snprintf(m->name, sizeof m->name, "%s", m->spec->name);
+  } else if (m->service_name) {
+    return ms_cli_usage("--service needs --spec FILE");
+  }
+
+  const char *erl = erlang_option_given(m);
+  bool cap = GIVEN(m, MS_OPT_CAPACITY);
+  if (GIVEN(m, MS_OPT_MODEL)) {
+    if (have_kind && m->kind != p.model.kind) {
+      /* switching the file's service to the other model: keep its base
+       * failure and retry policy, take the rest from the options */
+      double base = p.model.base_failure;
+      memset(&p.model, 0, sizeof p.model);
+      p.model.base_failure = base;
+      from_file = file_servers = false;
+    }
+    p.model.kind = m->kind;
+  } else if (!have_kind) {
+    if (erl && cap)
+      return ms_cli_usage("%s belongs to the erlang model and --capacity to "
+                          "the capacity model: give one model's options",
+                          erl);
+    if (!erl && !cap)
+      return ms_cli_usage(
+          "no model: give --model erlang (--servers, --service-time, "
+          "--timeout) or --model capacity (--capacity), or --spec FILE");
+    p.model.kind = erl ? MS_MODEL_ERLANG : MS_MODEL_CAPACITY;
+  }
+  bool erlang = p.model.kind == MS_MODEL_ERLANG;
+  const char *svc = m->spec ? m->spec->name : NULL;
+  if (erlang && cap)
+    return ms_cli_usage("--capacity applies to the capacity model, and the "
+                        "model is erlang%s%s%s",
+                        svc ? " (service '" : "", svc ? svc : "",
+                        svc ? "')" : "");
+  if (!erlang && erl)
+    return ms_cli_usage("%s applies to the erlang model, and the model is "
+                        "capacity%s%s%s",
+                        erl, svc ? " (service '" : "", svc ? svc : "",
+                        svc ? "')" : "");
+  if (GIVEN(m, MS_OPT_SERVICE_TIME) && GIVEN(m, MS_OPT_SERVICE_RATE))
+    return ms_cli_usage("give --service-time or --service-rate, not both");
+
+  ms_failure_model *fm = &p.model;
+  ms_retry_policy *pol = &p.policy;
+  if (erlang) {
+    if (GIVEN(m, MS_OPT_SERVERS))
+      fm->servers = m->servers;
+    else if (!file_servers) {
+      if (need_servers && svc)
+        return ms_cli_usage("service '%s' takes its pool size from its "
+                            "pool_size input: give --servers N",
+                            svc);
+      if (need_servers)
+        return ms_cli_usage("the erlang model needs --servers N");
+      fm->servers = 1; /* until a pool_size input says otherwise */
+    }
+    if (GIVEN(m, MS_OPT_SERVICE_TIME) || GIVEN(m, MS_OPT_SERVICE_RATE))
+      fm->service_rate = m->service_rate;
+    else if (!from_file)
+      return ms_cli_usage("the erlang model needs --service-time S or "
+                          "--service-rate MU");
+    if (GIVEN(m, MS_OPT_TIMEOUT))
+      fm->timeout = m->timeout;
+    else if (!from_file)
+      return ms_cli_usage("the erlang model needs --timeout T (the client "
+                          "timeout, seconds)");
+  } else {
+    if (cap)
+      fm->capacity = m->capacity;
+    else if (!from_file)
+      return ms_cli_usage("the capacity model needs --capacity C "
+                          "(requests/s)");
+  }
+  if (GIVEN(m, MS_OPT_BASE_FAILURE))
+    fm->base_failure = m->base_failure;
+  if (GIVEN(m, MS_OPT_RETRIES))
+    pol->retries = (int)m->retries;
+  else if (!m->spec)
+    return ms_cli_usage("give --retries R, the retries per request (0 for "
+                        "none)");
+  if (GIVEN(m, MS_OPT_TIERS))
+    pol->tiers = (int)m->tiers;
+  if (GIVEN(m, MS_OPT_RETRY_BUDGET)) {
+    pol->has_budget = true;
+    pol->retry_budget = m->retry_budget;
+  }
+  if (GIVEN(m, MS_OPT_TOKEN_RATIO)) {
+    pol->has_token = true;
+    pol->token_ratio = m->token_ratio;
+  }
+  ms_error err;
+  if (ms_service_params_check(&p, &err) != MS_OK)
+    return ms_cli_usage("%s", err.msg);
+  m->params = p;
+  ms_cli_describe(
+      &p, erlang && (need_servers || GIVEN(m, MS_OPT_SERVERS) || file_servers),
+      m->summary, sizeof m->summary);
+  return 0;
+}
+
+/* A duration for people: 100 ms, 250 us, 1.5 s. */
+static void fmt_duration(char *buf, size_t len, double s) {
+  if (s == 0)
+    snprintf(buf, len, "0 s");
+  else if (s < 1e-3)
+    snprintf(buf, len, "%.4g us", s * 1e6);
+  else if (s < 1)
+    snprintf(buf, len, "%.4g ms", s * 1e3);
+  else
+    snprintf(buf, len, "%.4g s", s);
+}
+
+const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
+                            char *buf, size_t len) {
+  const ms_failure_model *m = &p->model;
+  const ms_retry_policy *q = &p->policy;
+  size_t n = 0;
+#define ADD(...)                                                               \
+  do {                                                                         \
+    if (n < len)                                                               \
+      n += (size_t)snprintf(buf + n, len - n, __VA_ARGS__);                    \
+  } while (0)
+  if (m->kind == MS_MODEL_ERLANG) {
+    char st[32], to[32];
+    fmt_duration(st, sizeof st, 1.0 / m->service_rate);
+    fmt_duration(to, sizeof to, m->timeout);
+    ADD("erlang model: ");
+    if (with_servers)
+      ADD("%ld server%s, ", m->servers, m->servers == 1 ? "" : "s");
+    else
+      ADD("servers from pool_size, ");
+    ADD("service time %s, timeout %s", st, to);
+  } else {
+    ADD("capacity model: capacity %.6g req/s", m->capacity);
+  }
+  if (m->base_failure > 0)
+    ADD(", base failure %.4g %%", 100 * m->base_failure);
+  ADD(", %d retr%s", q->retries, q->retries == 1 ? "y" : "ies");
+  if (q->tiers > 1)
+    ADD(" x %d tiers", q->tiers);
+  if (q->has_budget)
+    ADD(", retry budget %.4g %%", 100 * q->retry_budget);
+  if (q->has_token)
+    ADD(", token ratio %.4g", q->token_ratio);
+#undef ADD
+  return buf;
+}
+
+/* ---- output ---------------------------------------------------------- */
+
+const char *ms_cli_fmt_double(char buf[32], double x) {
+  if (isnan(x))
+    return strcpy(buf, "nan");
+  if (isinf(x))
+    return strcpy(buf, x > 0 ? "inf" : "-inf");
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(buf, 32, "%.*g", prec, x);
+    if (prec == 17 || strtod(buf, NULL) == x)
+      break;
+  }
+  return buf;
+}
+
+void ms_cli_csv_field(FILE *f, const char *text) {
+  if (text[strcspn(text, ",\"\r\n")] == '\0') {
+    fputs(text, f);
+    return;
+  }
+  fputc('"', f);
+  for (const char *c = text; *c; c++) {
+    if (*c == '"')
+      fputc('"', f);
+    fputc(*c, f);
+  }
+  fputc('"', f);
+}
+
+int ms_cli_finish_output(int code) {
+  errno = 0;
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    int e = errno;
+    return ms_cli_fail("cannot write the results: %s",
+                       e ? strerror(e) : "write error");
+  }
+  return code;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void ms_cli_progress_start(ms_cli_progress *p, const char *what, size_t total) {
+  p->on = isatty(STDERR_FILENO) == 1;
+  p->what = what;
+  p->total = total;
+  p->next_draw = p->on ? now_seconds() + 0.5 : 0;
+}
+
+void ms_cli_progress_update(ms_cli_progress *p, size_t done) {
+  if (!p->on || (done & 255) != 0)
+    return;
+  double t = now_seconds();
+  if (t < p->next_draw)
+    return;
+  p->next_draw = t + 0.2;
+  if (p->total)
+    fprintf(stderr, "\r%s: %zu/%zu (%.0f %%) ", p->what, done, p->total,
+            100.0 * (double)done / (double)p->total);
+  else
+    fprintf(stderr, "\r%s: %zu ", p->what, done);
+  fflush(stderr);
+}
+
+void ms_cli_progress_end(ms_cli_progress *p) {
+  if (p->on)
+    fputs("\r\033[K", stderr);
+  p->on = false;
+}

@@ -1,0 +1,267 @@
+/*
+ * metastable, the command-line tool: what the sub-commands share.
+ *
+ *  - the sub-command table's entry type and every sub-command's entry point
+ *    (cli/main.c dispatches; each sub-command lives in its own file);
+ *  - diagnostics and exit codes (DESIGN: 0 success, 2 usage error naming the
+ *    option and its accepted range, 1 runtime error naming the file and the
+ *    reason);
+ *  - option values: numbers with ranges, durations and rates with units,
+ *    choices;
+ *  - the model options every solving sub-command takes (--model, --servers,
+ *    ... or --spec FILE --service NAME), resolved into ms_service_params;
+ *  - output helpers: doubles that read back exactly, CSV fields, progress on
+ *    a terminal.
+ *
+ * Adding a sub-command (e.g. `simulate`): write cli/simulate.c with
+ * `int ms_cmd_simulate(int argc, char **argv)`, declare it below, add one
+ * line to the table in cli/main.c and the file to cli/Makefile.inc.  Inside,
+ * parse options with getopt_long (argv[0] is the sub-command's name), take
+ * the model options with MS_CLI_MODEL_LONG_OPTIONS / ms_cli_model_option /
+ * ms_cli_model_resolve, report problems with ms_cli_usage (exit 2) or
+ * ms_cli_fail (exit 1), and write results only to stdout.
+ */
+#ifndef METASTABLE_CLI_COMMON_H
+#define METASTABLE_CLI_COMMON_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "metastable.h"
+#include "service.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Exit codes and sub-commands                                         */
+/* ------------------------------------------------------------------ */
+
+enum {
+  MS_EXIT_OK = 0,      /* the results were written */
+  MS_EXIT_RUNTIME = 1, /* a file could not be read, an input row is bad,
+                          the model failed, gnuplot is missing */
+  MS_EXIT_USAGE = 2,   /* the command line is wrong */
+};
+
+/* A sub-command: argv[0] is its name ("solve"), the rest its arguments.
+ * Returns an exit code (MS_EXIT_*). */
+typedef int (*ms_cli_main)(int argc, char **argv);
+
+typedef struct {
+  const char *name;    /* "solve" */
+  ms_cli_main main;    /* its entry point */
+  const char *summary; /* one line for `metastable --help` */
+} ms_cli_command;
+
+int ms_cmd_solve(int argc, char **argv);
+int ms_cmd_erlang(int argc, char **argv);
+int ms_cmd_sweep(int argc, char **argv);
+int ms_cmd_lab(int argc, char **argv);
+int ms_cmd_replay(int argc, char **argv);
+int ms_cmd_simulate(int argc, char **argv);
+
+/* ------------------------------------------------------------------ */
+/* Diagnostics                                                         */
+/* ------------------------------------------------------------------ */
+
+/* Name the running sub-command in every message ("metastable solve: ...").
+ * Called by the dispatcher; NULL for the top level. */
+void ms_cli_set_command(const char *name);
+const char *ms_cli_get_command(void);
+
+/* Print "metastable CMD: <message>" and a pointer to --help on stderr;
+ * returns MS_EXIT_USAGE. */
+int ms_cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Print "metastable CMD: <message>" on stderr; returns MS_EXIT_RUNTIME. */
+int ms_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Print "metastable CMD: warning: <message>" on stderr. */
+void ms_cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Handle a getopt_long return that no case of the sub-command took: '?'
+ * (an unknown or ambiguous option: the candidates from `options` are
+ * named) or ':' (missing argument).  optstring must start with ':' and
+ * opterr be 0.  Returns MS_EXIT_USAGE. */
+int ms_cli_bad_option(int c, char **argv, const struct option *options);
+
+/* Write text to stdout and return MS_EXIT_OK: the --help of a command. */
+int ms_cli_help(const char *text);
+
+/* ------------------------------------------------------------------ */
+/* Option values                                                       */
+/* ------------------------------------------------------------------ */
+
+/* Bounds of a range check. */
+enum {
+  MS_RANGE_CLOSED = 0,
+  MS_RANGE_LO_OPEN = 1, /* value must be > lo, not >= lo */
+  MS_RANGE_HI_OPEN = 2, /* value must be < hi, not <= hi */
+};
+
+/*
+ * The pure checks behind the option parsers: they return 0 and set *out,
+ * or -1 with msg saying "--opt: 'text' is ..., accepted range [lo, hi]".
+ *   ms_cli_check_real     a plain finite number (strtod, whole text)
+ *   ms_cli_check_long     a whole number in [lo, hi]
+ *   ms_cli_check_rate     a rate per second ("10", "10/s"), ms_parse_rate
+ *   ms_cli_check_duration a duration ("0.1", "100ms", "250us"),
+ *                         ms_parse_duration
+ * bounds is MS_RANGE_* flags; hi may be INFINITY.
+ */
+int ms_cli_check_real(const char *opt, const char *text, double lo, double hi,
+                      int bounds, double *out, char *msg, size_t len);
+int ms_cli_check_long(const char *opt, const char *text, long lo, long hi,
+                      long *out, char *msg, size_t len);
+int ms_cli_check_rate(const char *opt, const char *text, double lo, double hi,
+                      int bounds, double *out, char *msg, size_t len);
+int ms_cli_check_duration(const char *opt, const char *text, double lo,
+                          double hi, int bounds, double *out, char *msg,
+                          size_t len);
+
+/* The same, printing the message as a usage error: return 0, or
+ * MS_EXIT_USAGE. */
+int ms_cli_real(const char *opt, const char *text, double lo, double hi,
+                int bounds, double *out);
+int ms_cli_long(const char *opt, const char *text, long lo, long hi, long *out);
+int ms_cli_rate(const char *opt, const char *text, double lo, double hi,
+                int bounds, double *out);
+int ms_cli_duration(const char *opt, const char *text, double lo, double hi,
+                    int bounds, double *out);
+
+/* text must be one of choices (a NULL-terminated list); *out its index.
+ * Returns 0 or MS_EXIT_USAGE naming the choices. */
+int ms_cli_choice(const char *opt, const char *text, const char *const *choices,
+                  int *out);
+
+/* ------------------------------------------------------------------ */
+/* Model options                                                       */
+/* ------------------------------------------------------------------ */
+
+/* getopt_long values of the model options (above any character). */
+enum {
+  MS_OPT_MODEL = 0x100,
+  MS_OPT_SERVERS,
+  MS_OPT_SERVICE_TIME,
+  MS_OPT_SERVICE_RATE,
+  MS_OPT_TIMEOUT,
+  MS_OPT_CAPACITY,
+  MS_OPT_BASE_FAILURE,
+  MS_OPT_RETRIES,
+  MS_OPT_TIERS,
+  MS_OPT_RETRY_BUDGET,
+  MS_OPT_TOKEN_RATIO,
+  MS_OPT_SPEC,
+  MS_OPT_SERVICE,
+  MS_OPT_MODEL_END, /* sub-commands number their own options from here */
+};
+
+/* The model options as struct option entries, to put first in a
+ * sub-command's long options array. */
+/* clang-format off */
+#define MS_CLI_MODEL_LONG_OPTIONS                                      \
+  {"model", required_argument, NULL, MS_OPT_MODEL},                    \
+  {"servers", required_argument, NULL, MS_OPT_SERVERS},                \
+  {"service-time", required_argument, NULL, MS_OPT_SERVICE_TIME},      \
+  {"service-rate", required_argument, NULL, MS_OPT_SERVICE_RATE},      \
+  {"timeout", required_argument, NULL, MS_OPT_TIMEOUT},                \
+  {"capacity", required_argument, NULL, MS_OPT_CAPACITY},              \
+  {"base-failure", required_argument, NULL, MS_OPT_BASE_FAILURE},      \
+  {"retries", required_argument, NULL, MS_OPT_RETRIES},                \
+  {"tiers", required_argument, NULL, MS_OPT_TIERS},                    \
+  {"retry-budget", required_argument, NULL, MS_OPT_RETRY_BUDGET},      \
+  {"token-ratio", required_argument, NULL, MS_OPT_TOKEN_RATIO},        \
+  {"spec", required_argument, NULL, MS_OPT_SPEC},                      \
+  {"service", required_argument, NULL, MS_OPT_SERVICE}
+/* clang-format on */
+
+/* The --help text of the model options (ends with a newline). */
+extern const char ms_cli_model_help[];
+
+/* What the model options said, and the service they resolve to. */
+typedef struct {
+  /* as given */
+  bool given[MS_OPT_MODEL_END - MS_OPT_MODEL];
+  ms_model_kind kind;
+  long servers, retries, tiers;
+  double service_rate, timeout, capacity, base_failure, retry_budget,
+      token_ratio;
+  const char *spec_path, *service_name;
+  /* resolved by ms_cli_model_resolve */
+  ms_service_file file;        /* the --spec file, if any */
+  const ms_service_spec *spec; /* the service taken from it, or NULL */
+  ms_service_params params;    /* the service to solve */
+  char name[64];               /* the service's name, or "" */
+  char summary[256];           /* "erlang model: 30 servers, ..." */
+} ms_cli_model;
+
+void ms_cli_model_init(ms_cli_model *m);
+void ms_cli_model_free(ms_cli_model *m);
+
+/* If opt is a model option, take its value: returns 0 when taken,
+ * MS_EXIT_USAGE for a bad value (message printed), -1 when opt is not a
+ * model option. */
+int ms_cli_model_option(ms_cli_model *m, int opt, const char *arg);
+
+/*
+ * ms_cli_model_resolve: turn the options into m->params.  With --spec the
+ * service file is loaded (ms_service_file_load) and the service named by
+ * --service taken (the only one when the file has one); options given on
+ * the command line then override the file's values, so "what if we add a
+ * retry" is `--spec f --service api --retries 4`.  Without --spec the
+ * model is --model, or the one the options imply.
+ *   need_servers  false when the servers may stay unresolved because an
+ *                 input (pool_size) will give them (replay)
+ * Returns 0; MS_EXIT_RUNTIME when the file cannot be read or is invalid
+ * (message "path:line:column: ..."); MS_EXIT_USAGE for options that are
+ * missing, contradictory or belong to the other model.
+ */
+int ms_cli_model_resolve(ms_cli_model *m, bool need_servers);
+
+/* The service parameters in one line, e.g. "erlang model: 30 servers,
+ * service time 100 ms, timeout 1 s, 3 retries"; into buf, returned. */
+const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
+                            char *buf, size_t len);
+
+/* ------------------------------------------------------------------ */
+/* Output                                                              */
+/* ------------------------------------------------------------------ */
+
+/* The shortest decimal (%.15g, %.16g or %.17g) that reads back as exactly
+ * x; "nan", "inf", "-inf" for the non-finite.  buf has room for 32. */
+const char *ms_cli_fmt_double(char buf[32], double x);
+
+/* Write text as one CSV field (RFC 4180: quoted when it holds a comma, a
+ * quote, or a line break; quotes doubled). */
+void ms_cli_csv_field(FILE *f, const char *text);
+
+/* Output formats of the sub-commands. */
+typedef enum { MS_FORMAT_TEXT, MS_FORMAT_CSV, MS_FORMAT_JSON } ms_format;
+
+/* Flush stdout and report a write error (full disk, closed pipe) as a
+ * runtime error.  Returns code unchanged when the writes succeeded. */
+int ms_cli_finish_output(int code);
+
+/* Progress of a long loop on stderr, only when stderr is a terminal: a
+ * line "what: done/total (pct %)" redrawn at most five times a second and
+ * erased at the end. */
+typedef struct {
+  bool on;
+  const char *what;
+  size_t total;
+  double next_draw; /* monotonic seconds */
+} ms_cli_progress;
+
+void ms_cli_progress_start(ms_cli_progress *p, const char *what, size_t total);
+void ms_cli_progress_update(ms_cli_progress *p, size_t done);
+void ms_cli_progress_end(ms_cli_progress *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,184 @@
+/*
+ * metastable erlang: the Erlang B and C calculator, and the M/M/c wait tail
+ * P(W > T), with natural logs that stay finite where the values underflow a
+ * double (model/erlang.c: Loader's pmf, Temme's expansion).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+#include "json.h"
+
+static const char help[] =
+    "Usage: metastable erlang --servers N --offered A\n"
+    "                         [--service-rate MU | --service-time S "
+    "--timeout T]\n"
+    "                         [--format text|json]\n"
+    "\n"
+    "Erlang B (M/M/c/c blocking), Erlang C (M/M/c probability of waiting) "
+    "and\n"
+    "their natural logs; with a service rate and a timeout also P(W > T), "
+    "the\n"
+    "probability that an arrival waits longer than T.\n"
+    "\n"
+    "  --servers N         servers c, 1..10000000\n"
+    "  --offered A         offered traffic in erlangs (arrival rate / "
+    "service\n"
+    "                      rate of one server), 0 < A < N\n"
+    "  --service-rate MU   service rate of one server, 1/s, > 0\n"
+    "  --service-time S    or its mean service time 1/MU, > 0 (100ms "
+    "works)\n"
+    "  --timeout T         client timeout, s, >= 0\n"
+    "  --format text|json  JSON keys: erlang_b, erlang_c, ln_erlang_b,\n"
+    "                      ln_erlang_c, and wait_tail, ln_wait_tail; every\n"
+    "                      number to full double precision\n";
+
+enum {
+  OPT_SERVERS = 0x100,
+  OPT_OFFERED,
+  OPT_SERVICE_RATE,
+  OPT_SERVICE_TIME,
+  OPT_TIMEOUT,
+  OPT_FORMAT,
+};
+
+static const struct option options[] = {
+    {"servers", required_argument, NULL, OPT_SERVERS},
+    {"offered", required_argument, NULL, OPT_OFFERED},
+    {"service-rate", required_argument, NULL, OPT_SERVICE_RATE},
+    {"service-time", required_argument, NULL, OPT_SERVICE_TIME},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* A probability for people, also where it underflows (from its log), and
+ * then its natural log on the next line. */
+static void print_probability(const char *name, double v, double ln_v) {
+  char a[32], ln_name[32];
+  if (v > 0) {
+    printf("%-13s %s\n", name, ms_cli_fmt_double(a, v));
+  } else {
+    double l10 = ln_v / log(10.0);
+    double e = floor(l10);
+    printf("%-13s %.6fe%.0f (below the smallest double; from its log)\n", name,
+           pow(10.0, l10 - e), e);
+  }
+  snprintf(ln_name, sizeof ln_name, "ln_%s", name);
+  printf("%-13s %s\n", ln_name, ms_cli_fmt_double(a, ln_v));
+}
+
+int ms_cmd_erlang(int argc, char **argv) {
+  long servers = 0;
+  double offered = NAN, mu = NAN, timeout = NAN;
+  const char *offered_text = NULL;
+  int format = 0, r = 0, c;
+  static const char *const formats[] = {"text", "json", NULL};
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    switch (c) {
+    case OPT_SERVERS:
+      r = ms_cli_long("--servers", optarg, 1, MS_MAX_SERVERS, &servers);
+      break;
+    case OPT_OFFERED:
+      r = ms_cli_real("--offered", optarg, 0, INFINITY, MS_RANGE_LO_OPEN,
+                      &offered);
+      offered_text = optarg;
+      break;
+    case OPT_SERVICE_RATE:
+      if (!isnan(mu))
+        return ms_cli_usage("give --service-rate or --service-time, not "
+                            "both");
+      r = ms_cli_rate("--service-rate", optarg, 0, 1e290, MS_RANGE_LO_OPEN,
+                      &mu);
+      break;
+    case OPT_SERVICE_TIME: {
+      if (!isnan(mu))
+        return ms_cli_usage("give --service-rate or --service-time, not "
+                            "both");
+      double t;
+      r = ms_cli_duration("--service-time", optarg, 1e-290, INFINITY,
+                          MS_RANGE_CLOSED, &t);
+      mu = 1.0 / t;
+      break;
+    }
+    case OPT_TIMEOUT:
+      r = ms_cli_duration("--timeout", optarg, 0, 1e300, MS_RANGE_CLOSED,
+                          &timeout);
+      break;
+    case OPT_FORMAT:
+      r = ms_cli_choice("--format", optarg, formats, &format);
+      break;
+    case 'h':
+      return ms_cli_help(help);
+    default:
+      return ms_cli_bad_option(c, argv, options);
+    }
+    if (r)
+      return r;
+  }
+  if (optind < argc)
+    return ms_cli_usage("unexpected argument '%s'", argv[optind]);
+  if (servers == 0)
+    return ms_cli_usage("give the number of servers with --servers N");
+  if (isnan(offered))
+    return ms_cli_usage("give the offered traffic with --offered A "
+                        "(erlangs)");
+  if (!(offered < (double)servers))
+    return ms_cli_usage("--offered: '%s' is out of range: it must be in "
+                        "(0, %ld), below --servers (at A >= N the queue has "
+                        "no steady state)",
+                        offered_text, servers);
+  if (isnan(mu) != isnan(timeout))
+    return ms_cli_usage("P(W > T) needs both %s",
+                        isnan(mu) ? "--service-rate (or --service-time)"
+                                  : "--timeout");
+
+  ms_erlang_values v;
+  ms_error err;
+  if (ms_erlang(servers, offered, &v, &err) != MS_OK)
+    return ms_cli_fail("%s", err.msg);
+  bool tail = !isnan(mu);
+  double ln_tail = 0, x = offered * mu;
+  if (tail && ms_ln_wait_tail(servers, mu, x, timeout, &ln_tail, &err) != MS_OK)
+    return ms_cli_fail("%s", err.msg);
+
+  if (format == 1) {
+    ms_json j;
+    ms_json_init(&j, stdout, 1);
+    ms_json_begin_object(&j, NULL);
+    ms_json_int(&j, "servers", servers);
+    ms_json_number(&j, "offered", offered);
+    ms_json_number(&j, "erlang_b", v.erlang_b);
+    ms_json_number(&j, "erlang_c", v.erlang_c);
+    ms_json_number(&j, "ln_erlang_b", v.ln_erlang_b);
+    ms_json_number(&j, "ln_erlang_c", v.ln_erlang_c);
+    if (tail) {
+      ms_json_number(&j, "service_rate", mu);
+      ms_json_number(&j, "timeout", timeout);
+      ms_json_number(&j, "arrival_rate", x);
+      ms_json_number(&j, "wait_tail", exp(ln_tail));
+      ms_json_number(&j, "ln_wait_tail", ln_tail);
+    }
+    ms_json_end_object(&j);
+    ms_json_finish(&j);
+  } else {
+    char a[32], b[32], d[32];
+    printf("%-13s %ld\n", "servers", servers);
+    printf("%-13s %s erlangs (utilization %.4g %%)\n", "offered",
+           ms_cli_fmt_double(a, offered), 100 * offered / (double)servers);
+    print_probability("erlang_b", v.erlang_b, v.ln_erlang_b);
+    print_probability("erlang_c", v.erlang_c, v.ln_erlang_c);
+    if (tail) {
+      printf("%-13s service rate %s/s per server, arrival rate %s/s, "
+             "timeout %s s\n",
+             "queue", ms_cli_fmt_double(a, mu), ms_cli_fmt_double(b, x),
+             ms_cli_fmt_double(d, timeout));
+      print_probability("wait_tail", exp(ln_tail), ln_tail);
+    }
+  }
+  return ms_cli_finish_output(MS_EXIT_OK);
+}

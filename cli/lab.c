@@ -1,0 +1,425 @@
+/*
+ * metastable lab: seed 000's lab for the capacity model in exact rational
+ * arithmetic (model/exact.h, GMP).  The decimals on the command line are
+ * read exactly (0.95 is 19/20), the map L' = lambda A(p(L)) is iterated
+ * without rounding until the fractions pass a digit limit, and the fixed
+ * point is then bracketed by bisection with exact ends (DESIGN 1.6).
+ */
+#include <gmp.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "exact.h"
+
+static const char help[] =
+    "Usage: metastable lab --load L --base-failure P --retries R "
+    "[--capacity C]\n"
+    "                      [--tiers K] [--retry-budget B] [--token-ratio "
+    "T]\n"
+    "                      [--iterations N] [--digit-limit D] [--bits B]\n"
+    "\n"
+    "Seed 000's lab: the capacity model in exact rational arithmetic.  The\n"
+    "numbers are read exactly (0.95 is 19/20; 19/20 also works).  Prints the\n"
+    "iteration L0 = L, L(n+1) = L * A(p(Ln)) with the digits of every "
+    "fraction,\n"
+    "stopping when they pass the limit, then the exact bracket of the fixed\n"
+    "point found by bisection, and how many decimal places its ends share.\n"
+    "\n"
+    "  --load L          offered load, requests/s, > 0\n"
+    "  --base-failure P  failure probability below capacity, [0, 1)\n"
+    "  --retries R       retries per request, 0..100\n"
+    "  --capacity C      capacity, requests/s, > 0 (default 1: loads in "
+    "units\n"
+    "                    of capacity)\n"
+    "  --tiers K, --retry-budget B, --token-ratio T   as for solve\n"
+    "  --iterations N    most iterates to show, 1..1000 (default 12)\n"
+    "  --digit-limit D   stop when a numerator or denominator has more than\n"
+    "                    D digits, 1..1000000 (default 3000)\n"
+    "  --bits B          bracket until its width is below 2^-B of its lower\n"
+    "                    end, 1..10000 (default 60)\n";
+
+enum {
+  OPT_LOAD = 0x100,
+  OPT_BASE,
+  OPT_RETRIES,
+  OPT_CAPACITY,
+  OPT_TIERS,
+  OPT_BUDGET,
+  OPT_TOKEN,
+  OPT_ITERATIONS,
+  OPT_DIGITS,
+  OPT_BITS,
+};
+
+static const struct option options[] = {
+    {"load", required_argument, NULL, OPT_LOAD},
+    {"base-failure", required_argument, NULL, OPT_BASE},
+    {"retries", required_argument, NULL, OPT_RETRIES},
+    {"capacity", required_argument, NULL, OPT_CAPACITY},
+    {"tiers", required_argument, NULL, OPT_TIERS},
+    {"retry-budget", required_argument, NULL, OPT_BUDGET},
+    {"token-ratio", required_argument, NULL, OPT_TOKEN},
+    {"iterations", required_argument, NULL, OPT_ITERATIONS},
+    {"digit-limit", required_argument, NULL, OPT_DIGITS},
+    {"bits", required_argument, NULL, OPT_BITS},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* ---- exact decimals -------------------------------------------------- */
+
+/* q >= 0 written with `places` decimals, truncated (not rounded), with
+ * "..." when digits remain; trailing zeros of an exact value dropped.
+ * Returns a malloc'd string. */
+static char *decimal(const mpq_t q, unsigned places) {
+  mpz_t scaled, rem, pow10;
+  mpz_inits(scaled, rem, pow10, NULL);
+  mpz_ui_pow_ui(pow10, 10, places);
+  mpz_mul(scaled, mpq_numref(q), pow10);
+  mpz_tdiv_qr(scaled, rem, scaled, mpq_denref(q));
+  int exact = mpz_sgn(rem) == 0;
+  char *digits = mpz_get_str(NULL, 10, scaled);
+  size_t n = strlen(digits);
+  char *out = malloc(n + places + 8);
+  if (out == NULL) {
+    free(digits);
+    mpz_clears(scaled, rem, pow10, NULL);
+    return NULL;
+  }
+  /* pad so there is at least one digit before the point */
+  size_t pad = n <= places ? places + 1 - n : 0;
+  char *buf = malloc(n + pad + 1);
+  if (buf == NULL) {
+    free(out);
+    free(digits);
+    mpz_clears(scaled, rem, pow10, NULL);
+    return NULL;
+  }
+  memset(buf, '0', pad);
+  memcpy(buf + pad, digits, n + 1);
+  size_t len = n + pad, int_len = len - places;
+  memcpy(out, buf, int_len);
+  size_t k = int_len;
+  if (places > 0) {
+    size_t frac_len = places;
+    if (exact)
+      while (frac_len > 0 && buf[int_len + frac_len - 1] == '0')
+        frac_len--;
+    if (frac_len > 0) {
+      out[k++] = '.';
+      memcpy(out + k, buf + int_len, frac_len);
+      k += frac_len;
+    }
+  }
+  if (!exact) {
+    memcpy(out + k, "...", 3);
+    k += 3;
+  }
+  out[k] = '\0';
+  free(buf);
+  free(digits);
+  mpz_clears(scaled, rem, pow10, NULL);
+  return out;
+}
+
+/* How many decimal places a and b (0 <= a <= b) share when truncated, at
+ * most `limit`; -1 when their integer parts differ. */
+static int agreeing_places(const mpq_t a, const mpq_t b, int limit) {
+  mpz_t ta, tb, p;
+  mpz_inits(ta, tb, p, NULL);
+  /* the truncations to k places agree for k = 0 .. places */
+  int places = -1;
+  for (int k = 0; k <= limit; k++) {
+    mpz_ui_pow_ui(p, 10, (unsigned long)k);
+    mpz_mul(ta, mpq_numref(a), p);
+    mpz_tdiv_q(ta, ta, mpq_denref(a));
+    mpz_mul(tb, mpq_numref(b), p);
+    mpz_tdiv_q(tb, tb, mpq_denref(b));
+    if (mpz_cmp(ta, tb) != 0)
+      break;
+    places = k;
+  }
+  mpz_clears(ta, tb, p, NULL);
+  return places;
+}
+
+/* A fraction, whole when short enough to read. */
+static void print_fraction(const char *label, const mpq_t q) {
+  size_t nd = ms_exact_digits(mpq_numref(q)),
+         dd = ms_exact_digits(mpq_denref(q));
+  if (nd + dd <= 240) {
+    char *s = mpq_get_str(NULL, 10, q);
+    printf("%s%s\n", label, s ? s : "?");
+    free(s);
+  } else {
+    printf("%s(a fraction of %zu / %zu digits)\n", label, nd, dd);
+  }
+}
+
+/* ---- the iteration table --------------------------------------------- */
+
+typedef struct {
+  size_t digit_limit;
+  int last_step;
+  size_t prev_digits; /* denominator digits of the previous iterate */
+} table;
+
+static int row(void *user, int step, const mpq_t value, size_t nd, size_t dd) {
+  table *t = user;
+  t->last_step = step;
+  if (value == NULL) {
+    printf("%4d  stopped: this iterate's %s has %zu digits, past the limit "
+           "of %zu\n"
+           "      (--digit-limit); the last step multiplied the digits by "
+           "%.1f.  Iterating\n"
+           "      further only makes the fractions longer, and rounding "
+           "them would hide\n"
+           "      that.  The bracket below does not iterate.\n",
+           step, dd >= nd ? "denominator" : "numerator", dd >= nd ? dd : nd,
+           t->digit_limit,
+           t->prev_digits ? (double)dd / (double)t->prev_digits : 0.0);
+    return 0;
+  }
+  t->prev_digits = dd;
+  char *d = decimal(value, 12);
+  printf("%4d  %-22s %10zu %12zu\n", step, d ? d : "?", nd, dd);
+  free(d);
+  return 0;
+}
+
+/* ---- the command ----------------------------------------------------- */
+
+static int parse_exact(mpq_t q, const char *opt, const char *text) {
+  ms_error err;
+  if (ms_exact_parse(q, text, &err) != MS_OK)
+    return ms_cli_usage("%s: '%s' is not a decimal or a fraction (0.95, "
+                        "19/20)",
+                        opt, text);
+  return 0;
+}
+
+/* lo <(=) q <(=) hi, else a usage error naming the range. */
+static int exact_range(const mpq_t q, const char *opt, const char *text,
+                       long lo, long hi, bool lo_open, bool hi_open) {
+  int a = mpq_cmp_si(q, lo, 1);
+  int b = hi < 0 ? -1 : mpq_cmp_si(q, hi, 1);
+  if ((lo_open ? a > 0 : a >= 0) && (hi_open ? b < 0 : b <= 0))
+    return 0;
+  if (hi < 0)
+    return ms_cli_usage("%s: '%s' is out of range: it must be %s %ld", opt,
+                        text, lo_open ? ">" : ">=", lo);
+  return ms_cli_usage("%s: '%s' is out of range: it must be in %c%ld, %ld%c",
+                      opt, text, lo_open ? '(' : '[', lo, hi,
+                      hi_open ? ')' : ']');
+}
+
+static int run(ms_exact_capacity *e, int argc, char **argv) {
+  long retries = -1, tiers = 1, iterations = 12, digit_limit = 3000, bits = 60;
+  const char *load = NULL, *base = NULL, *capacity = "1", *budget = NULL,
+             *token = NULL;
+  int c, r = 0;
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    switch (c) {
+    case OPT_LOAD:
+      load = optarg;
+      break;
+    case OPT_BASE:
+      base = optarg;
+      break;
+    case OPT_CAPACITY:
+      capacity = optarg;
+      break;
+    case OPT_BUDGET:
+      budget = optarg;
+      break;
+    case OPT_TOKEN:
+      token = optarg;
+      break;
+    case OPT_RETRIES:
+      r = ms_cli_long("--retries", optarg, 0, MS_MAX_RETRIES, &retries);
+      break;
+    case OPT_TIERS:
+      r = ms_cli_long("--tiers", optarg, 1, MS_MAX_TIERS, &tiers);
+      break;
+    case OPT_ITERATIONS:
+      r = ms_cli_long("--iterations", optarg, 1, 1000, &iterations);
+      break;
+    case OPT_DIGITS:
+      r = ms_cli_long("--digit-limit", optarg, 1, 1000000, &digit_limit);
+      break;
+    case OPT_BITS:
+      r = ms_cli_long("--bits", optarg, 1, 10000, &bits);
+      break;
+    case 'h':
+      return ms_cli_help(help);
+    default:
+      return ms_cli_bad_option(c, argv, options);
+    }
+    if (r)
+      return r;
+  }
+  if (optind < argc)
+    return ms_cli_usage("unexpected argument '%s'", argv[optind]);
+  if (!load)
+    return ms_cli_usage("give the offered load with --load L");
+  if (!base)
+    return ms_cli_usage("give the base failure probability with "
+                        "--base-failure P");
+  if (retries < 0)
+    return ms_cli_usage("give the retries per request with --retries R");
+
+  if ((r = parse_exact(e->offered_load, "--load", load)) ||
+      (r = exact_range(e->offered_load, "--load", load, 0, -1, true, false)) ||
+      (r = parse_exact(e->capacity, "--capacity", capacity)) ||
+      (r = exact_range(e->capacity, "--capacity", capacity, 0, -1, true,
+                       false)) ||
+      (r = parse_exact(e->base_failure, "--base-failure", base)) ||
+      (r = exact_range(e->base_failure, "--base-failure", base, 0, 1, false,
+                       true)))
+    return r;
+  if (budget) {
+    if ((r = parse_exact(e->retry_budget, "--retry-budget", budget)) ||
+        (r = exact_range(e->retry_budget, "--retry-budget", budget, 0, 1, false,
+                         true)))
+      return r;
+    e->has_budget = 1;
+  }
+  if (token) {
+    if ((r = parse_exact(e->token_ratio, "--token-ratio", token)) ||
+        (r = exact_range(e->token_ratio, "--token-ratio", token, 0, 1, true,
+                         false)))
+      return r;
+    e->has_token = 1;
+  }
+  e->retries = (int)retries;
+  e->tiers = (int)tiers;
+  ms_error err;
+  if (ms_exact_check(e, &err) != MS_OK)
+    return ms_cli_usage("%s", err.msg);
+
+  /* ---- the setting ---- */
+  printf("Seed 000's lab: the capacity model in exact rational arithmetic\n");
+  print_fraction("  offered load  lambda = ", e->offered_load);
+  print_fraction("  capacity      C      = ", e->capacity);
+  print_fraction("  base failure  base   = ", e->base_failure);
+  printf("  retries       r      = %d", e->retries);
+  if (e->tiers > 1)
+    printf(", in each of %d tiers", e->tiers);
+  printf("\n");
+  if (e->has_budget)
+    print_fraction("  retry budget  b      = ", e->retry_budget);
+  if (e->has_token)
+    print_fraction("  token ratio   t      = ", e->token_ratio);
+  printf("  map           L' = lambda * A(p(L)),  p(L) = base + (1 - base) "
+         "* max(0, (L - C)/L)\n\n");
+
+  /* ---- the iteration ---- */
+  printf("Iteration from L0 = lambda, exact (decimals truncated, '...' where "
+         "the fraction goes on):\n");
+  printf("step  value                  num digits   den digits\n");
+  table t = {.digit_limit = (size_t)digit_limit, .last_step = -1};
+  int steps, limit;
+  if (ms_exact_iterate(e, (int)iterations, (size_t)digit_limit, row, &t, &steps,
+                       &limit, &err) != MS_OK)
+    return ms_cli_fail("%s", err.msg);
+  if (!limit)
+    printf("      stopped after %d iterates (--iterations)\n", steps);
+  printf("\n");
+
+  /* ---- the bracket ---- */
+  mpq_t lo, hi, w, ceiling, fc, engage;
+  mpq_inits(lo, hi, w, ceiling, fc, engage, NULL);
+  int rc = MS_EXIT_OK;
+  if (ms_exact_fixed_point(e, lo, hi, (unsigned)bits, &err) != MS_OK) {
+    rc = ms_cli_fail("%s", err.msg);
+    goto out;
+  }
+  /* lambda A(1): the map at an infinite load, where every attempt fails */
+  ms_service_params sp;
+  ms_failure_model_capacity(&sp.model, mpq_get_d(e->capacity));
+  sp.model.base_failure = mpq_get_d(e->base_failure);
+  ms_retry_policy_fixed(&sp.policy, e->retries);
+  sp.policy.tiers = e->tiers;
+  sp.policy.has_budget = e->has_budget;
+  sp.policy.retry_budget = e->has_budget ? mpq_get_d(e->retry_budget) : 0;
+  sp.policy.has_token = e->has_token;
+  sp.policy.token_ratio = e->has_token ? mpq_get_d(e->token_ratio) : 0;
+  double A1 = 1;
+  ms_amplification(&sp.policy, 1.0, &A1, NULL);
+  printf("Fixed point, bracketed by bisection on [lambda, lambda * A(1)] = "
+         "[%.6g, %.6g],\n"
+         "each probe evaluated exactly; stopped when hi - lo <= 2^-%ld lo:\n",
+         mpq_get_d(e->offered_load), mpq_get_d(e->offered_load) * A1, bits);
+  char *dlo = decimal(lo, 30), *dhi = decimal(hi, 30);
+  print_fraction("  lo = ", lo);
+  printf("     = %s\n", dlo ? dlo : "?");
+  print_fraction("  hi = ", hi);
+  printf("     = %s\n", dhi ? dhi : "?");
+  free(dlo);
+  free(dhi);
+  int places = agreeing_places(lo, hi, 1000);
+  mpq_sub(w, hi, lo);
+  if (mpq_sgn(w) == 0) {
+    char *d = decimal(lo, 30);
+    printf("  the ends are equal: the fixed point is exactly %s\n",
+           d ? d : "?");
+    free(d);
+  } else if (places < 0) {
+    printf("  width %.3g; the ends differ already in the integer part\n",
+           mpq_get_d(w));
+  } else {
+    char *d = decimal(lo, (unsigned)places);
+    printf("  width %.3g; the ends agree to %d decimal place%s: %s\n",
+           mpq_get_d(w), places, places == 1 ? "" : "s", d ? d : "?");
+    free(d);
+  }
+
+  /* ---- what it means (doubles: for reading, not for certifying) ---- */
+  double L = mpq_get_d(lo), lam = mpq_get_d(e->offered_load);
+  double C = mpq_get_d(e->capacity), p = 0, A = 0;
+  ms_failure_probability(&sp.model, L, &p, NULL);
+  ms_amplification(&sp.policy, p, &A, NULL);
+  printf("\nAt the fixed point:\n");
+  printf("  effective load       %.6g req/s = %.4g %% of capacity%s\n", L,
+         100 * L / C, L > C ? ": a retry storm" : "");
+  printf("  failure probability  %.4g (%.3g %%)\n", p, 100 * p);
+  printf("  amplification        %.6g attempts per request\n", A);
+  printf("  self-inflicted load  %.6g req/s, what the retries add to the "
+         "offered %.6g\n",
+         L - lam, lam);
+  /* lambda at which the equilibrium reaches capacity: x = C is a fixed
+   * point of the map with offered load lambda' when lambda' A(p(C)) = C,
+   * and F(C) = lambda A(p(C)), so lambda' = C lambda / F(C), exactly. */
+  ms_exact_map(e, fc, e->capacity);
+  mpq_mul(engage, e->capacity, e->offered_load);
+  mpq_div(engage, engage, fc);
+  char *de = decimal(engage, 10);
+  printf("  the loop reaches capacity at an offered load of C / A(base) = "
+         "%s req/s",
+         de ? de : "?");
+  free(de);
+  if (ms_exact_digits(mpq_numref(engage)) +
+          ms_exact_digits(mpq_denref(engage)) <
+      60) {
+    char *s = mpq_get_str(NULL, 10, engage);
+    printf(" (%s)", s ? s : "?");
+    free(s);
+  }
+  printf("\n");
+out:
+  mpq_clears(lo, hi, w, ceiling, fc, engage, NULL);
+  return rc ? rc : ms_cli_finish_output(MS_EXIT_OK);
+}
+
+int ms_cmd_lab(int argc, char **argv) {
+  ms_exact_capacity e;
+  ms_exact_capacity_init(&e);
+  int rc = run(&e, argc, argv);
+  ms_exact_capacity_clear(&e);
+  return rc;
+}

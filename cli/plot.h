@@ -1,0 +1,137 @@
+/*
+ * Charts for the command-line tool, drawn by gnuplot (Debian package
+ * gnuplot-nox: svg and pngcairo terminals) run as a child process: this
+ * module only writes a gnuplot script with the data inline and checks that
+ * gnuplot produced the file.  Reusable by any sub-command: describe the
+ * chart in an ms_plot (series of points, shaded vertical bands, marker
+ * lines, labels) and call ms_plot_write.
+ *
+ * Example (a time series with an incident window shaded):
+ *
+ *   double t[N], load[N];  ... fill ...
+ *   ms_plot_series s = {.title = "offered load", .style = MS_PLOT_SOLID,
+ *                       .color = MS_PLOT_BLUE, .n = N, .x = t, .y = load};
+ *   ms_plot_band b = {.from = 600, .to = 900, .label = "spike",
+ *                     .color = MS_PLOT_ORANGE};
+ *   ms_plot p;
+ *   ms_plot_init(&p);
+ *   p.title = "checkout: simulated retry storm";
+ *   p.xlabel = "time (s)";
+ *   p.ylabel = "load (requests/s)";
+ *   p.series = &s; p.n_series = 1; p.bands = &b; p.n_bands = 1;
+ *   char err[512];
+ *   if (ms_plot_write(&p, "storm.svg", err, sizeof err) != 0)
+ *     return ms_cli_fail("%s", err);
+ *
+ * Text is drawn literally (gnuplot's "noenhanced" mode): underscores and
+ * carets in service names stay as they are; UTF-8 (λ, μ) is fine.
+ */
+#ifndef METASTABLE_CLI_PLOT_H
+#define METASTABLE_CLI_PLOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* A palette that stays distinguishable for the common colour-vision
+ * deficiencies (Okabe and Ito, "Color Universal Design", 2008). */
+#define MS_PLOT_BLUE "#0072B2"
+#define MS_PLOT_ORANGE "#E69F00"
+#define MS_PLOT_VERMILION "#D55E00"
+#define MS_PLOT_GREEN "#009E73"
+#define MS_PLOT_SKY "#56B4E9"
+#define MS_PLOT_PURPLE "#CC79A7"
+#define MS_PLOT_GREY "#555555"
+
+typedef enum {
+  MS_PLOT_SOLID,       /* a line */
+  MS_PLOT_DASHED,      /* a dashed line */
+  MS_PLOT_DOTTED,      /* a dotted line */
+  MS_PLOT_POINTS,      /* filled circles */
+  MS_PLOT_OPEN_POINTS, /* hollow circles */
+} ms_plot_style;
+
+/* One series: n points (x[i], y[i]); a NaN in x or y breaks a line. */
+typedef struct {
+  const char *title; /* legend entry; NULL keeps it out of the legend */
+  ms_plot_style style;
+  const char *color; /* "#rrggbb"; NULL for gnuplot's next colour */
+  double width;      /* line width or point size; 0 for the default */
+  size_t n;
+  const double *x, *y;
+} ms_plot_series;
+
+/* A shaded vertical band from <= x <= to, behind the data. */
+typedef struct {
+  double from, to;
+  const char *label; /* legend entry, or NULL */
+  const char *color; /* fill colour, drawn translucent */
+} ms_plot_band;
+
+/* A straight marker line across the plot, with a text beside it. */
+typedef struct {
+  bool vertical;     /* x = at (vertical) or y = at (horizontal) */
+  double at;         /* in data coordinates */
+  const char *text;  /* written beside the line, or NULL */
+  const char *color; /* NULL: grey */
+  bool text_before;  /* text left of a vertical line (else right);
+                        below a horizontal line (else above) */
+  double text_pos;   /* where along the line, 0..1 of the plot (default
+                        0 is read as 0.97 for vertical, 0.98 horizontal);
+                        a horizontal line's text ends there, or starts
+                        there when text_pos < 0.5 */
+  bool on_axis;      /* vertical: write the text above the plot, on the
+                        top axis, where data never hides it */
+} ms_plot_marker;
+
+/* An arrow from (x1, y1) to (x2, y2) in data coordinates, head at the
+ * end, with an optional text beside its middle. */
+typedef struct {
+  double x1, y1, x2, y2;
+  const char *text;  /* or NULL */
+  const char *color; /* NULL: black */
+  bool text_before;  /* text left of the arrow's middle (else right) */
+} ms_plot_arrow;
+
+typedef enum { MS_PLOT_SVG, MS_PLOT_PNG } ms_plot_format;
+
+typedef struct {
+  const char *title;    /* top line, larger */
+  const char *subtitle; /* second line, or NULL */
+  const char *xlabel, *ylabel;
+  double xmin, xmax, ymin, ymax; /* NaN: gnuplot chooses */
+  bool xlog, ylog;
+  int width, height;  /* pixels; 0 for 1100 x 720 */
+  const char *legend; /* gnuplot key position ("top left", the default) */
+  const ms_plot_series *series;
+  size_t n_series;
+  const ms_plot_band *bands;
+  size_t n_bands;
+  const ms_plot_marker *markers;
+  size_t n_markers;
+  const ms_plot_arrow *arrows;
+  size_t n_arrows;
+} ms_plot;
+
+/* Everything empty, ranges automatic. */
+void ms_plot_init(ms_plot *p);
+
+/* The format the file name asks for (.svg or .png, any case): 0, or -1
+ * when the extension is neither. */
+int ms_plot_format_of(const char *path, ms_plot_format *fmt);
+
+/* Write the gnuplot script that draws p into path (format from its
+ * extension) to out.  Returns 0, or -1 for an unknown extension. */
+int ms_plot_script(const ms_plot *p, const char *path, FILE *out);
+
+/*
+ * ms_plot_write: draw p into path with gnuplot.  The program is "gnuplot"
+ * from PATH, or $METASTABLE_GNUPLOT when set.  gnuplot's messages go to
+ * stderr; nothing goes to stdout.
+ * Returns 0, or -1 with err saying what went wrong: an unknown extension,
+ * a file that cannot be written (path and reason), gnuplot missing ("install
+ * the Debian package gnuplot-nox"), gnuplot failing, or an empty result.
+ */
+int ms_plot_write(const ms_plot *p, const char *path, char *err, size_t errlen);
+
+#endif

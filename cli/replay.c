@@ -1,0 +1,373 @@
+/*
+ * metastable replay: a post-mortem.  A metrics trace (cli/trace.h) is run
+ * row by row through ms_tracker_step, the per-interval step the collectd
+ * plugin runs (service/service.h): the same inference of the offered load,
+ * the same state machine with its hysteresis, the same notifications.  So
+ * the verdicts are the plugin's, interval by interval.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "json.h"
+#include "report.h"
+#include "trace.h"
+
+static const char help[] =
+    "Usage: metastable replay --spec FILE [--service NAME] [MODEL OPTIONS]\n"
+    "                         [--format csv|json] TRACE.csv\n"
+    "       metastable replay --spec FILE [--service NAME] [--format "
+    "csv|json]\n"
+    "                         --prometheus-json INPUT=FILE ... "
+    "[--write-trace OUT.csv]\n"
+    "\n"
+    "Run a metrics trace through the plugin's per-interval logic (inference,\n"
+    "state machine, notifications) and write every value of DESIGN 1.5 per\n"
+    "row, with the notifications as they would have fired.\n"
+    "\n"
+    "TRACE.csv ('-' for stdin) has a header row: 'time' (RFC 3339 such as\n"
+    "2024-05-01T12:00:00Z, or Unix seconds), then any of arrival_rate,\n"
+    "offered_rate, retry_rate, error_rate, pool_size; one row per interval,\n"
+    "times increasing.  An empty cell is an input without a value that\n"
+    "interval (the row then has no verdict, like the plugin's warning).\n"
+    "The service's inputs come from the columns named like them; inputs the\n"
+    "service file sets to a number keep that number.\n"
+    "\n"
+    "  --spec FILE, --service NAME  the service file and service (required)\n"
+    "  MODEL OPTIONS           override the file's values: what if?\n"
+    "  --format csv|json       csv (default) or a JSON array of rows\n"
+    "  --prometheus-json INPUT=FILE\n"
+    "                          instead of a CSV trace: a Prometheus\n"
+    "                          /api/v1/query_range response (one series) for\n"
+    "                          INPUT (arrival_rate, ...); repeat per input\n"
+    "  --write-trace OUT.csv   also save the trace built from them\n"
+    "\n";
+
+enum {
+  OPT_FORMAT = MS_OPT_MODEL_END,
+  OPT_PROMETHEUS,
+  OPT_WRITE_TRACE,
+};
+
+static const struct option options[] = {
+    MS_CLI_MODEL_LONG_OPTIONS,
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"prometheus-json", required_argument, NULL, OPT_PROMETHEUS},
+    {"write-trace", required_argument, NULL, OPT_WRITE_TRACE},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* Check the trace's columns against the service's inputs: a column for
+ * every input read from collectd, and a warning for columns that will not
+ * be used. */
+static int check_columns(const ms_trace *t, const ms_service_spec *spec) {
+  for (int i = 0; i < MS_INPUT_COUNT; i++) {
+    const ms_source *src = &spec->inputs[i];
+    const char *name = ms_input_name((ms_input_id)i);
+    bool reads =
+        src->kind == MS_SOURCE_IDENTIFIER || src->kind == MS_SOURCE_GLOB;
+    if (reads && t->input_col[i] < 0)
+      return ms_cli_fail("%s:1:1: no column '%s': service '%s' reads that "
+                         "input (from %s)",
+                         t->name, name, spec->name, src->pattern);
+    if (!reads && t->input_col[i] >= 0) {
+      if (src->kind == MS_SOURCE_NUMBER)
+        ms_cli_warn("column '%s' is not used: service '%s' sets %s to %g in "
+                    "the service file",
+                    name, spec->name, name, src->number);
+      else
+        ms_cli_warn("column '%s' is not used: it is not an input of "
+                    "service '%s'",
+                    name, spec->name);
+    }
+  }
+  return 0;
+}
+
+static void write_csv_row(const ms_trace_row *row, const ms_step *st) {
+  char b[32];
+  ms_cli_csv_field(stdout, row->time_text);
+  printf(",%s,", ms_cli_fmt_double(b, row->unix_time));
+  const ms_inference *inf = &st->inference;
+  ms_report_csv(stdout, st->ok ? &st->report : NULL);
+  if (st->ok && inf->servers > 0)
+    printf(",%ld", inf->servers);
+  else
+    fputs(",", stdout);
+  if (st->ok && inf->has_observed_attempts)
+    printf(",%s", ms_cli_fmt_double(b, inf->observed_attempts));
+  else
+    fputs(",", stdout);
+  if (st->ok && inf->has_observed_failure)
+    printf(",%s", ms_cli_fmt_double(b, inf->observed_failure));
+  else
+    fputs(",", stdout);
+  fputc(',', stdout);
+  if (!st->ok)
+    ms_cli_csv_field(stdout, st->problem);
+  fputc(',', stdout);
+  char notes[2 * (sizeof st->notes[0].message + 16)] = "";
+  for (int k = 0; k < st->n_notes; k++) {
+    size_t n = strlen(notes);
+    snprintf(notes + n, sizeof notes - n, "%s%s: %s", k ? " | " : "",
+             ms_note_severity_name(st->notes[k].severity),
+             st->notes[k].message);
+  }
+  ms_cli_csv_field(stdout, notes);
+  fputc('\n', stdout);
+}
+
+static void write_json_row(ms_json *j, const ms_trace_row *row,
+                           const ms_step *st) {
+  const ms_inference *inf = &st->inference;
+  ms_json_begin_object(j, NULL);
+  ms_json_string(j, "time", row->time_text);
+  ms_json_number(j, "unix_time", row->unix_time);
+  ms_json_bool(j, "ok", st->ok);
+  if (st->ok) {
+    ms_report_json(j, &st->report, true);
+    if (inf->servers > 0)
+      ms_json_int(j, "servers", inf->servers);
+    if (inf->has_observed_attempts)
+      ms_json_number(j, "observed_attempts", inf->observed_attempts);
+    if (inf->has_observed_failure)
+      ms_json_number(j, "observed_failure", inf->observed_failure);
+  } else {
+    ms_json_string(j, "problem", st->problem);
+    const char *bad = ms_input_name(st->bad);
+    if (bad)
+      ms_json_string(j, "input", bad);
+    else
+      ms_json_null(j, "input");
+  }
+  ms_json_begin_array(j, "notifications");
+  for (int k = 0; k < st->n_notes; k++) {
+    ms_json_begin_object(j, NULL);
+    ms_json_string(j, "severity", ms_note_severity_name(st->notes[k].severity));
+    ms_json_string(j, "message", st->notes[k].message);
+    ms_json_end_object(j);
+  }
+  ms_json_end_array(j);
+  ms_json_end_object(j);
+}
+
+static int replay(const ms_service_spec *spec, FILE *f, const char *name,
+                  ms_format format) {
+  ms_trace t;
+  char err[600];
+  if (ms_trace_open(&t, f, name, err, sizeof err) != 0) {
+    ms_trace_close(&t);
+    return ms_cli_fail("%s", err);
+  }
+  int rc = check_columns(&t, spec);
+  if (rc) {
+    ms_trace_close(&t);
+    return rc;
+  }
+  /* Read and check the whole trace first, so that a bad row stops the
+   * replay before anything is written. */
+  ms_trace_row *rows = NULL;
+  size_t n_rows = 0, cap = 0;
+  ms_cli_progress prog;
+  ms_cli_progress_start(&prog, "reading the trace", 0);
+  int r;
+  for (;;) {
+    if (n_rows == cap) {
+      size_t nc = cap ? 2 * cap : 1024;
+      ms_trace_row *nr = realloc(rows, nc * sizeof *nr);
+      if (nr == NULL) {
+        r = -1;
+        snprintf(err, sizeof err, "out of memory after %zu rows", n_rows);
+        break;
+      }
+      rows = nr;
+      cap = nc;
+    }
+    r = ms_trace_next(&t, &rows[n_rows], err, sizeof err);
+    if (r != 1)
+      break;
+    n_rows++;
+    ms_cli_progress_update(&prog, n_rows);
+  }
+  ms_cli_progress_end(&prog);
+  ms_trace_close(&t);
+  if (r < 0) {
+    free(rows);
+    return ms_cli_fail("%s", err);
+  }
+
+  ms_tracker tracker;
+  ms_tracker_init(&tracker);
+  ms_json j;
+  if (format == MS_FORMAT_JSON) {
+    ms_json_init(&j, stdout, 1);
+    ms_json_begin_array(&j, NULL);
+  } else {
+    printf("time,unix_time,%s,servers,observed_attempts,observed_failure,"
+           "problem,notifications\n",
+           ms_report_csv_header);
+  }
+  ms_cli_progress_start(&prog, "replay", n_rows);
+  size_t no_verdict = 0, notes[5] = {0};
+  ms_step st;
+  for (size_t i = 0; i < n_rows; i++) {
+    ms_tracker_step(&tracker, spec, &rows[i].in, &st);
+    if (format == MS_FORMAT_JSON)
+      write_json_row(&j, &rows[i], &st);
+    else
+      write_csv_row(&rows[i], &st);
+    no_verdict += !st.ok;
+    for (int k = 0; k < st.n_notes; k++)
+      notes[st.notes[k].severity]++;
+    ms_cli_progress_update(&prog, i);
+  }
+  ms_cli_progress_end(&prog);
+  free(rows);
+  if (format == MS_FORMAT_JSON) {
+    ms_json_end_array(&j);
+    ms_json_finish(&j);
+  }
+  if (n_rows == 0)
+    ms_cli_warn("%s has a header but no rows", name);
+  if (isatty(STDERR_FILENO))
+    fprintf(stderr,
+            "replay: %zu rows (%zu without a verdict); notifications: %zu "
+            "FAILURE, %zu OKAY, %zu WARNING; landscape built %lu time%s\n",
+            n_rows, no_verdict, notes[MS_NOTE_FAILURE], notes[MS_NOTE_OKAY],
+            notes[MS_NOTE_WARNING], tracker.landscape_builds,
+            tracker.landscape_builds == 1 ? "" : "s");
+  return ms_cli_finish_output(MS_EXIT_OK);
+}
+
+static int run(ms_cli_model *m, int argc, char **argv) {
+  int format = 0, r, c;
+  const char *prom[MS_INPUT_COUNT] = {0}, *write_trace = NULL;
+  bool any_prom = false;
+  static const char *const formats[] = {"csv", "json", NULL};
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    r = ms_cli_model_option(m, c, optarg);
+    if (r > 0)
+      return r;
+    if (r == 0)
+      continue;
+    switch (c) {
+    case OPT_FORMAT:
+      r = ms_cli_choice("--format", optarg, formats, &format);
+      if (r)
+        return r;
+      break;
+    case OPT_PROMETHEUS: {
+      const char *eq = strchr(optarg, '=');
+      int id = -1;
+      for (int i = 0; eq && i < MS_INPUT_COUNT; i++) {
+        const char *n = ms_input_name((ms_input_id)i);
+        if (strlen(n) == (size_t)(eq - optarg) &&
+            strncmp(n, optarg, (size_t)(eq - optarg)) == 0)
+          id = i;
+      }
+      if (id < 0 || eq[1] == '\0')
+        return ms_cli_usage("--prometheus-json: '%s' must be INPUT=FILE "
+                            "with INPUT one of arrival_rate, offered_rate, "
+                            "retry_rate, error_rate, pool_size",
+                            optarg);
+      if (prom[id])
+        return ms_cli_usage("--prometheus-json: %s given twice",
+                            ms_input_name((ms_input_id)id));
+      prom[id] = eq + 1;
+      any_prom = true;
+      break;
+    }
+    case OPT_WRITE_TRACE:
+      write_trace = optarg;
+      break;
+    case 'h':
+      fputs(help, stdout);
+      return ms_cli_help(ms_cli_model_help);
+    default:
+      return ms_cli_bad_option(c, argv, options);
+    }
+  }
+  const char *trace = NULL;
+  if (optind < argc)
+    trace = argv[optind++];
+  if (optind < argc)
+    return ms_cli_usage("unexpected argument '%s' (one trace at a time)",
+                        argv[optind]);
+  if (m->spec_path == NULL)
+    return ms_cli_usage("give the service file with --spec FILE (and "
+                        "--service NAME when it has several)");
+  if (trace && any_prom)
+    return ms_cli_usage("give a trace file or --prometheus-json, not both");
+  if (!trace && !any_prom)
+    return ms_cli_usage("give the trace: TRACE.csv (or '-' for stdin), or "
+                        "--prometheus-json INPUT=FILE");
+  if (write_trace && !any_prom)
+    return ms_cli_usage("--write-trace saves the trace built from "
+                        "--prometheus-json: give those too");
+  if ((r = ms_cli_model_resolve(m, false)) != 0)
+    return r;
+
+  /* The service as the plugin would run it, with any overrides. */
+  ms_service_spec spec = *m->spec;
+  spec.params = m->params;
+  if (m->given[MS_OPT_SERVERS - MS_OPT_MODEL] &&
+      spec.inputs[MS_INPUT_POOL].kind != MS_SOURCE_NONE) {
+    spec.inputs[MS_INPUT_POOL].kind = MS_SOURCE_NONE; /* --servers wins */
+    spec.has_servers = true;
+  }
+
+  if (any_prom) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    char err[600];
+    if (mem == NULL)
+      return ms_cli_fail("out of memory");
+    int pr = ms_trace_from_prometheus(prom, mem, err, sizeof err);
+    fclose(mem);
+    if (pr != 0) {
+      free(buf);
+      return ms_cli_fail("%s", err);
+    }
+    if (write_trace) {
+      FILE *w = fopen(write_trace, "w");
+      if (w == NULL || fwrite(buf, 1, len, w) != len || fclose(w) != 0) {
+        int e = errno;
+        free(buf);
+        return ms_cli_fail("%s: cannot write: %s", write_trace, strerror(e));
+      }
+    }
+    FILE *in = fmemopen(buf, len ? len : 1, "r");
+    if (in == NULL) {
+      free(buf);
+      return ms_cli_fail("out of memory");
+    }
+    r = replay(&spec, in, write_trace ? write_trace : "(Prometheus trace)",
+               format == 1 ? MS_FORMAT_JSON : MS_FORMAT_CSV);
+    fclose(in);
+    free(buf);
+    return r;
+  }
+  FILE *in = strcmp(trace, "-") == 0 ? stdin : fopen(trace, "r");
+  if (in == NULL)
+    return ms_cli_fail("%s: cannot open: %s", trace, strerror(errno));
+  r = replay(&spec, in, strcmp(trace, "-") == 0 ? "(stdin)" : trace,
+             format == 1 ? MS_FORMAT_JSON : MS_FORMAT_CSV);
+  if (in != stdin)
+    fclose(in);
+  return r;
+}
+
+int ms_cmd_replay(int argc, char **argv) {
+  ms_cli_model m;
+  ms_cli_model_init(&m);
+  int rc = run(&m, argc, argv);
+  ms_cli_model_free(&m);
+  return rc;
+}

@@ -1,0 +1,28 @@
+/*
+ * The values of DESIGN 1.5 for one service, written the same way by every
+ * sub-command that reports them (solve, replay): same names, same order,
+ * `state` by name ("stable", "vulnerable", "metastable", "overloaded"),
+ * `storm` 0 or 1.
+ */
+#ifndef METASTABLE_CLI_REPORT_H
+#define METASTABLE_CLI_REPORT_H
+
+#include <stdio.h>
+
+#include "json.h"
+#include "metastable.h"
+
+/* The CSV header of the values, comma-separated, no newline:
+ * "offered_load,effective_load,...,state,storm". */
+extern const char ms_report_csv_header[];
+
+/* The values as CSV fields matching ms_report_csv_header (no newline);
+ * r NULL writes empty fields. */
+void ms_report_csv(FILE *f, const ms_report *r);
+
+/* The values as members of the JSON object being written; `equilibria` is
+ * the count (solve writes its own array instead when count_only is false).
+ */
+void ms_report_json(ms_json *j, const ms_report *r, bool count_only);
+
+#endif

@@ -1,0 +1,948 @@
+/*
+ * metastable simulate: the path through the landscape, not only where it
+ * ends (model/sim.h).  A scenario (baseline load and triggers: spikes,
+ * ramps, drops, stalls) from the command line or a YAML file
+ * (service/scenario.h) runs through the fluid engine (memoryless, seed 002,
+ * or with queue memory) or the discrete-event engine, and comes out as a
+ * time series (CSV or JSON) with the plugin's verdict on every window, a
+ * summary (did the storm outlast its trigger; when did it end; did the
+ * service settle back at the healthy equilibrium), and a gnuplot chart with
+ * the tipping and recovery loads drawn.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "json.h"
+#include "plot.h"
+#include "scenario.h"
+#include "sim.h"
+
+static const char help[] =
+    "Usage: metastable simulate [MODEL OPTIONS] [--engine fluid|des]\n"
+    "                           [--scenario FILE] [--load L] [--duration D]\n"
+    "                           [TRIGGERS] [--backoff KIND[,BASE[,CAP]]]\n"
+    "                           [--format text|csv|json] [--plot FILE]\n"
+    "\n"
+    "Run a scenario through a simulation of the retry loop and report the\n"
+    "path: attempts, retries, failures and backlog over time, the plugin's\n"
+    "state in every window, and whether a storm outlived its trigger.\n"
+    "\n"
+    "Engine:\n"
+    "  --engine fluid|des  fluid (default): rates in bins of width dt, the\n"
+    "                      queue carried between bins (erlang model);\n"
+    "                      des: a discrete-event M/M/c simulation, clients\n"
+    "                      that time out and retry, servers that still serve\n"
+    "                      what was abandoned\n"
+    "  --memoryless        fluid: no queue between bins, each bin fails with\n"
+    "                      p() of its own attempt rate (seed 002's engine;\n"
+    "                      always so for the capacity model)\n"
+    "  --dt D              fluid bin width, s (default T/20, dividing the\n"
+    "                      sample interval)\n"
+    "  --seed N            des: random seed, 0..2^53 (default 1); the same\n"
+    "                      seed gives the same run\n"
+    "\n"
+    "Scenario (a --scenario file first, then the options below on top;\n"
+    "triggers from both are kept):\n"
+    "  --scenario FILE     YAML scenario file (see metastable(1))\n"
+    "  --load L            baseline offered load, requests/s\n"
+    "  --duration D        simulated time, s (default 300)\n"
+    "  --spike S,H,L       L requests/s more from time S for H seconds\n"
+    "  --ramp S,R,H,F,L    up to L more over R s from S, held H s, down over\n"
+    "                      F s: the descending load test of seed 001\n"
+    "  --drop S,H,L        L requests/s less from S for H seconds\n"
+    "  --stall S,H,N       the pool has N servers (0: a full stall) from S\n"
+    "                      for H seconds; capacity model: N is a capacity,\n"
+    "                      requests/s\n"
+    "  --backoff K[,B[,C]] none (default), constant,B, exponential,B,C,\n"
+    "                      full-jitter,B,C, equal-jitter,B,C or\n"
+    "                      decorrelated-jitter,B,C: base B and cap C, s\n"
+    "                      (AWS Architecture Blog, Exponential Backoff And\n"
+    "                      Jitter, 2015)\n"
+    "  --budget-window D   retry budget window, s (default 10)\n"
+    "  --token-capacity N  token bucket size, tokens (default 100)\n"
+    "\n"
+    "Output:\n"
+    "  --sample-interval D window of every output row and of the plugin's\n"
+    "                      verdict, s (default 1; the DES needs windows long\n"
+    "                      enough for the observed rates to settle)\n"
+    "  --settle-tolerance F  band around an equilibrium that counts as\n"
+    "                      settled, relative (default 0.02; des: four Poisson\n"
+    "                      standard deviations of a window's count at the\n"
+    "                      baseline load when wider, at most 0.5)\n"
+    "  --format text|csv|json  text (default): the summary; csv: one row per\n"
+    "                      window: time,offered,attempts,retries,failures,\n"
+    "                      goodput,given_up,refused,backlog,servers,\n"
+    "                      failure_ratio,amplification,state,storm,\n"
+    "                      tipping_load,recovery_load,healthy_load,\n"
+    "                      collapsed_load; json: the summary and the series\n"
+    "  --plot FILE         draw the time series into FILE (SVG or PNG by its\n"
+    "                      extension) with gnuplot: offered load, attempts,\n"
+    "                      goodput, the triggers and storm windows shaded,\n"
+    "                      the tipping and recovery loads drawn; the summary\n"
+    "                      is then written only when --format is given\n"
+    "  --title TEXT        the plot's title\n"
+    "\n";
+
+enum {
+  OPT_ENGINE = MS_OPT_MODEL_END,
+  OPT_MEMORYLESS,
+  OPT_DT,
+  OPT_SEED,
+  OPT_SCENARIO,
+  OPT_LOAD,
+  OPT_DURATION,
+  OPT_SPIKE,
+  OPT_RAMP,
+  OPT_DROP,
+  OPT_STALL,
+  OPT_BACKOFF,
+  OPT_BUDGET_WINDOW,
+  OPT_TOKEN_CAPACITY,
+  OPT_SAMPLE_INTERVAL,
+  OPT_SETTLE_TOLERANCE,
+  OPT_FORMAT,
+  OPT_PLOT,
+  OPT_TITLE,
+};
+
+static const struct option options[] = {
+    MS_CLI_MODEL_LONG_OPTIONS,
+    {"engine", required_argument, NULL, OPT_ENGINE},
+    {"memoryless", no_argument, NULL, OPT_MEMORYLESS},
+    {"dt", required_argument, NULL, OPT_DT},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"scenario", required_argument, NULL, OPT_SCENARIO},
+    {"load", required_argument, NULL, OPT_LOAD},
+    {"duration", required_argument, NULL, OPT_DURATION},
+    {"spike", required_argument, NULL, OPT_SPIKE},
+    {"ramp", required_argument, NULL, OPT_RAMP},
+    {"drop", required_argument, NULL, OPT_DROP},
+    {"stall", required_argument, NULL, OPT_STALL},
+    {"backoff", required_argument, NULL, OPT_BACKOFF},
+    {"budget-window", required_argument, NULL, OPT_BUDGET_WINDOW},
+    {"token-capacity", required_argument, NULL, OPT_TOKEN_CAPACITY},
+    {"sample-interval", required_argument, NULL, OPT_SAMPLE_INTERVAL},
+    {"settle-tolerance", required_argument, NULL, OPT_SETTLE_TOLERANCE},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"plot", required_argument, NULL, OPT_PLOT},
+    {"title", required_argument, NULL, OPT_TITLE},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* ---- trigger options ---------------------------------------------------- */
+
+/* A trigger as written, parsed once the model is known (a stall's third
+ * field is servers or a capacity). */
+typedef struct {
+  int opt;
+  const char *text;
+} trigger_arg;
+
+/*
+ * Split text at commas into exactly n fields and parse each: 'd' a
+ * duration >= 0, 'r' a rate >= 0, 'n' a whole number of servers.  Returns
+ * 0, or MS_EXIT_USAGE with a message naming the option and the field.
+ */
+static int parse_fields(const char *opt, const char *text, const char *kinds,
+                        const char *const *names, double *out) {
+  int n = (int)strlen(kinds);
+  char buf[256];
+  if (strlen(text) >= sizeof buf)
+    return ms_cli_usage("%s: '%.40s...' is too long", opt, text);
+  strcpy(buf, text);
+  char *p = buf;
+  for (int i = 0; i < n; i++) {
+    char *comma = strchr(p, ',');
+    if ((comma == NULL) != (i == n - 1)) {
+      char want[160] = "";
+      for (int k = 0; k < n; k++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s",
+                 k ? "," : "", names[k]);
+      return ms_cli_usage("%s: '%s' is not %s (%d fields separated by commas)",
+                          opt, text, want, n);
+    }
+    if (comma)
+      *comma = '\0';
+    char what[96], msg[400];
+    snprintf(what, sizeof what, "%s %s", opt, names[i]);
+    int bad;
+    if (kinds[i] == 'd') {
+      bad = ms_cli_check_duration(what, p, 0, MS_SIM_MAX_DURATION,
+                                  MS_RANGE_CLOSED, &out[i], msg, sizeof msg);
+    } else if (kinds[i] == 'r') {
+      bad = ms_cli_check_rate(what, p, 0, 1e12, MS_RANGE_CLOSED, &out[i], msg,
+                              sizeof msg);
+    } else {
+      long v;
+      bad = ms_cli_check_long(what, p, 0, MS_MAX_SERVERS, &v, msg, sizeof msg);
+      out[i] = (double)v;
+    }
+    if (bad)
+      return ms_cli_usage("%s", msg);
+    p = comma ? comma + 1 : p;
+  }
+  return 0;
+}
+
+static int add_trigger(ms_scenario *sc, const trigger_arg *a,
+                       ms_model_kind kind) {
+  if (sc->n_triggers >= MS_SIM_MAX_TRIGGERS)
+    return ms_cli_usage("%s: at most %d triggers in a scenario, file "
+                        "included",
+                        a->opt == OPT_SPIKE  ? "--spike"
+                        : a->opt == OPT_RAMP ? "--ramp"
+                        : a->opt == OPT_DROP ? "--drop"
+                                             : "--stall",
+                        MS_SIM_MAX_TRIGGERS);
+  ms_trigger t;
+  memset(&t, 0, sizeof t);
+  double v[5];
+  int st;
+  switch (a->opt) {
+  case OPT_SPIKE:
+  case OPT_DROP: {
+    static const char *const names[] = {"START", "HOLD", "LOAD"};
+    const char *opt = a->opt == OPT_SPIKE ? "--spike" : "--drop";
+    if ((st = parse_fields(opt, a->text, "ddr", names, v)) != 0)
+      return st;
+    t.kind = MS_TRIGGER_LOAD;
+    t.start = v[0];
+    t.hold = v[1];
+    t.load = a->opt == OPT_SPIKE ? v[2] : -v[2];
+    break;
+  }
+  case OPT_RAMP: {
+    static const char *const names[] = {"START", "RISE", "HOLD", "FALL",
+                                        "LOAD"};
+    if ((st = parse_fields("--ramp", a->text, "ddddr", names, v)) != 0)
+      return st;
+    t.kind = MS_TRIGGER_LOAD;
+    t.start = v[0];
+    t.rise = v[1];
+    t.hold = v[2];
+    t.fall = v[3];
+    t.load = v[4];
+    break;
+  }
+  default: {
+    bool erlang = kind == MS_MODEL_ERLANG;
+    static const char *const en[] = {"START", "HOLD", "SERVERS"};
+    static const char *const cn[] = {"START", "HOLD", "CAPACITY"};
+    if ((st = parse_fields("--stall", a->text, erlang ? "ddn" : "ddr",
+                           erlang ? en : cn, v)) != 0)
+      return st;
+    t.kind = MS_TRIGGER_SERVERS;
+    t.start = v[0];
+    t.hold = v[1];
+    if (erlang)
+      t.servers = (long)v[2];
+    else if (!(v[2] > 0))
+      return ms_cli_usage("--stall CAPACITY: the capacity model needs a "
+                          "capacity > 0, not '%s'",
+                          a->text);
+    else
+      t.capacity = v[2];
+    break;
+  }
+  }
+  if (t.rise + t.hold + t.fall <= 0)
+    return ms_cli_usage("'%s': a trigger of no length does nothing", a->text);
+  sc->triggers[sc->n_triggers++] = t;
+  return 0;
+}
+
+static int parse_backoff(const char *text, ms_backoff *b) {
+  char buf[128];
+  if (strlen(text) >= sizeof buf)
+    return ms_cli_usage("--backoff: '%.40s...' is too long", text);
+  strcpy(buf, text);
+  char *f[4] = {buf, NULL, NULL, NULL};
+  int n = 1;
+  for (char *p = buf; *p && n < 4; p++)
+    if (*p == ',') {
+      *p = '\0';
+      f[n++] = p + 1;
+    }
+  ms_error err;
+  memset(b, 0, sizeof *b);
+  if (ms_backoff_from_name(f[0], &b->kind, &err) != MS_OK)
+    return ms_cli_usage("--backoff: %s", err.msg);
+  int want = b->kind == MS_BACKOFF_NONE       ? 1
+             : b->kind == MS_BACKOFF_CONSTANT ? 2
+                                              : 3;
+  if (n != want)
+    return ms_cli_usage("--backoff: %s takes %s, not '%s'", f[0],
+                        want == 1   ? "no base or cap"
+                        : want == 2 ? "a base (constant,BASE)"
+                                    : "a base and a cap (KIND,BASE,CAP)",
+                        text);
+  if (want >= 2 && ms_cli_duration("--backoff BASE", f[1], 0, MS_BACKOFF_MAX,
+                                   MS_RANGE_CLOSED, &b->base) != 0)
+    return MS_EXIT_USAGE;
+  if (want == 3 && ms_cli_duration("--backoff CAP", f[2], 0, MS_BACKOFF_MAX,
+                                   MS_RANGE_CLOSED, &b->cap) != 0)
+    return MS_EXIT_USAGE;
+  if (ms_backoff_check(b, &err) != MS_OK)
+    return ms_cli_usage("--backoff: %s", err.msg);
+  return 0;
+}
+
+/* ---- collecting the run ------------------------------------------------- */
+
+static const char *const csv_header =
+    "time,offered,attempts,retries,failures,goodput,given_up,refused,"
+    "backlog,servers,failure_ratio,amplification,state,storm,tipping_load,"
+    "recovery_load,healthy_load,collapsed_load";
+
+static void csv_row(FILE *f, const ms_sim_sample *s) {
+  char b[16][32];
+  fprintf(
+      f, "%s,%s,%s,%s,%s,%s,%s,%s,%s,%ld,%s,%s,%s,%d,%s,%s,%s,%s\n",
+      ms_cli_fmt_double(b[0], s->time), ms_cli_fmt_double(b[1], s->offered),
+      ms_cli_fmt_double(b[2], s->attempts), ms_cli_fmt_double(b[3], s->retries),
+      ms_cli_fmt_double(b[4], s->failures), ms_cli_fmt_double(b[5], s->goodput),
+      ms_cli_fmt_double(b[6], s->given_up), ms_cli_fmt_double(b[7], s->refused),
+      ms_cli_fmt_double(b[8], s->backlog), s->servers,
+      ms_cli_fmt_double(b[9], s->failure_ratio),
+      ms_cli_fmt_double(b[10], s->amplification), ms_state_name(s->state),
+      s->storm, ms_cli_fmt_double(b[11], s->tipping_load),
+      ms_cli_fmt_double(b[12], s->recovery_load),
+      s->has_healthy ? ms_cli_fmt_double(b[13], s->healthy_load) : "",
+      s->has_collapsed ? ms_cli_fmt_double(b[14], s->collapsed_load) : "");
+}
+
+typedef struct {
+  bool stream_csv; /* write rows as they come */
+  bool keep;       /* keep them for the plot or JSON */
+  ms_sim_sample *s;
+  size_t n, cap;
+  bool oom;
+  ms_cli_progress prog;
+  /* windows the plugin judges out of storm while most attempts fail: a
+   * queue still draining below the recovery load */
+  double failing_calm;
+  double failing_calm_until;
+} collector;
+
+static int collect(void *ctx, const ms_sim_sample *s) {
+  collector *c = ctx;
+  if (!s->storm && s->failure_ratio > 0.5) {
+    c->failing_calm += s->width;
+    c->failing_calm_until = s->time;
+  }
+  if (c->stream_csv)
+    csv_row(stdout, s);
+  if (c->keep) {
+    if (c->n == c->cap) {
+      size_t nc = c->cap ? 2 * c->cap : 1024;
+      ms_sim_sample *p = realloc(c->s, nc * sizeof *p);
+      if (p == NULL) {
+        c->oom = true;
+        return 1;
+      }
+      c->s = p;
+      c->cap = nc;
+    }
+    c->s[c->n++] = *s;
+  }
+  ms_cli_progress_update(&c->prog, (size_t)(s->time + 0.5));
+  return 0;
+}
+
+/* ---- the summary -------------------------------------------------------- */
+
+static void describe_trigger(char *buf, size_t len, const ms_trigger *t,
+                             ms_model_kind kind) {
+  if (t->kind == MS_TRIGGER_SERVERS) {
+    if (kind == MS_MODEL_ERLANG)
+      snprintf(buf, len, "pool of %ld server%s from %.6g s for %.6g s",
+               t->servers, t->servers == 1 ? "" : "s", t->start, t->hold);
+    else
+      snprintf(buf, len, "capacity %.6g/s from %.6g s for %.6g s", t->capacity,
+               t->start, t->hold);
+  } else if (t->rise > 0 || t->fall > 0) {
+    snprintf(buf, len,
+             "ramp %+.6g/s from %.6g s (up %.6g s, hold %.6g s, down "
+             "%.6g s)",
+             t->load, t->start, t->rise, t->hold, t->fall);
+  } else {
+    snprintf(buf, len, "%s %+.6g/s from %.6g s for %.6g s",
+             t->load >= 0 ? "spike" : "drop", t->load, t->start, t->hold);
+  }
+}
+
+static const char *engine_text(char *buf, size_t len, const ms_sim_config *c,
+                               ms_sim_engine e) {
+  if (e == MS_ENGINE_DES)
+    snprintf(buf, len, "discrete-event (M/M/c), seed %llu",
+             (unsigned long long)c->seed);
+  else
+    snprintf(buf, len, "fluid, %s",
+             c->queue_memory ? "queue carried between bins"
+                             : "memoryless (no queue between bins)");
+  return buf;
+}
+
+static const char *backoff_text(char *buf, size_t len, const ms_backoff *b) {
+  if (b->kind == MS_BACKOFF_NONE)
+    snprintf(buf, len, "none");
+  else if (b->kind == MS_BACKOFF_CONSTANT)
+    snprintf(buf, len, "constant %.6g s", b->base);
+  else
+    snprintf(buf, len, "%s, base %.6g s, cap %.6g s", ms_backoff_name(b->kind),
+             b->base, b->cap);
+  return buf;
+}
+
+static void write_text(const ms_cli_model *m, const ms_sim_config *c,
+                       ms_sim_engine e, const ms_landscape *ls,
+                       const ms_sim_summary *s, const collector *col) {
+  char b[256];
+  printf("service:   %s%s%s\n", m->name[0] ? m->name : "",
+         m->name[0] ? ": " : "", m->summary);
+  printf("landscape: tipping load %.6g/s, recovery load %.6g/s, capacity "
+         "%.6g/s\n",
+         ls->tipping_load, ls->recovery_load, ls->saturation_load);
+  printf("engine:    %s\n", engine_text(b, sizeof b, c, e));
+  printf("backoff:   %s\n", backoff_text(b, sizeof b, &c->backoff));
+  printf("scenario:  %.6g s at %.6g/s, windows of %.6g s\n",
+         c->scenario.duration, c->scenario.offered_load, c->sample_interval);
+  for (int i = 0; i < c->scenario.n_triggers; i++) {
+    describe_trigger(b, sizeof b, &c->scenario.triggers[i],
+                     c->service.model.kind);
+    printf("  trigger: %s\n", b);
+  }
+  printf("\n");
+  bool triggers = s->trigger_end > 0;
+  if (s->first_storm_at < 0) {
+    printf("outcome:   no storm: the plugin would have judged every window "
+           "out of storm\n");
+  } else if (!s->recovered) {
+    printf("outcome:   STORM at the end of the run (%s)",
+           ms_state_name(s->final_state));
+    if (triggers && s->storm_after_trigger > 0)
+      printf(": it outlasted the triggers, which ended at %.6g s",
+             s->trigger_end);
+    printf("\n");
+  } else {
+    printf("outcome:   storm (by the plugin's verdict) ended at %.6g s",
+           s->storm_ended_at);
+    if (triggers && s->storm_ended_at > s->trigger_end)
+      printf(", %.6g s after the triggers ended: it outlasted them",
+             s->storm_ended_at - s->trigger_end);
+    else if (triggers)
+      printf(", with the triggers");
+    printf("\n");
+  }
+  if (col->failing_calm > 0)
+    printf("draining:  %.6g s of windows judged out of storm with most "
+           "attempts failing, the last ending at %.6g s: below the recovery "
+           "load the queue left by the storm still had to drain\n",
+           col->failing_calm, col->failing_calm_until);
+  printf("time in storm: %.6g s (%.6g s of it at or after the triggers "
+         "ended)\n",
+         s->storm_time, s->storm_after_trigger);
+  if (s->settled_healthy)
+    printf("settled:   at the healthy equilibrium (within %.3g %%) since "
+           "%.6g s\n",
+           100 * c->settle_tolerance, s->settled_at);
+  else if (s->settled_collapsed)
+    printf("settled:   at the collapsed equilibrium (within %.3g %%) since "
+           "%.6g s\n",
+           100 * c->settle_tolerance, s->settled_at);
+  else
+    printf("settled:   near no equilibrium (within %.3g %%) in the last "
+           "window\n",
+           100 * c->settle_tolerance);
+  printf("last window: offered %.6g/s, attempts %.6g/s, failure ratio "
+         "%.4g %%, state %s\n",
+         s->final_offered, s->final_attempts, 100 * s->final_failure_ratio,
+         ms_state_name(s->final_state));
+  printf("peaks:     attempts %.6g/s, amplification %.4g, backlog %.6g\n",
+         s->peak_attempts, s->peak_amplification, s->peak_backlog);
+  printf("totals:    %.0f requests, %.0f attempts (%.0f retries), %.0f "
+         "failed attempts, %.0f requests given up, %.0f retries refused\n",
+         s->requests, s->attempts, s->retries, s->failures, s->given_up,
+         s->refused);
+}
+
+static void json_summary(ms_json *j, const ms_sim_summary *s,
+                         const collector *col) {
+  ms_json_begin_object(j, "summary");
+  ms_json_number(j, "duration", s->duration);
+  ms_json_int(j, "windows", s->samples);
+  ms_json_number(j, "requests", s->requests);
+  ms_json_number(j, "attempts", s->attempts);
+  ms_json_number(j, "retries", s->retries);
+  ms_json_number(j, "failures", s->failures);
+  ms_json_number(j, "successes", s->successes);
+  ms_json_number(j, "given_up", s->given_up);
+  ms_json_number(j, "refused", s->refused);
+  ms_json_number(j, "peak_attempts", s->peak_attempts);
+  ms_json_number(j, "peak_amplification", s->peak_amplification);
+  ms_json_number(j, "peak_backlog", s->peak_backlog);
+  ms_json_number(j, "storm_time", s->storm_time);
+  if (s->first_storm_at >= 0)
+    ms_json_number(j, "first_storm_at", s->first_storm_at);
+  else
+    ms_json_null(j, "first_storm_at");
+  ms_json_number(j, "trigger_end", s->trigger_end);
+  ms_json_number(j, "storm_after_trigger", s->storm_after_trigger);
+  ms_json_bool(j, "recovered", s->recovered);
+  if (s->storm_ended_at >= 0)
+    ms_json_number(j, "storm_ended_at", s->storm_ended_at);
+  else
+    ms_json_null(j, "storm_ended_at");
+  ms_json_string(j, "settled",
+                 s->settled_healthy     ? "healthy"
+                 : s->settled_collapsed ? "collapsed"
+                                        : "none");
+  if (s->settled_at >= 0)
+    ms_json_number(j, "settled_at", s->settled_at);
+  else
+    ms_json_null(j, "settled_at");
+  ms_json_string(j, "final_state", ms_state_name(s->final_state));
+  ms_json_number(j, "final_offered", s->final_offered);
+  ms_json_number(j, "final_attempts", s->final_attempts);
+  ms_json_number(j, "final_failure_ratio", s->final_failure_ratio);
+  ms_json_number(j, "events", s->events);
+  ms_json_number(j, "failing_out_of_storm", col->failing_calm);
+  ms_json_end_object(j);
+}
+
+static void write_json(const ms_cli_model *m, const ms_sim_config *c,
+                       ms_sim_engine e, const ms_landscape *ls,
+                       const ms_sim_summary *s, const collector *col) {
+  ms_json j;
+  ms_json_init(&j, stdout, 2);
+  ms_json_begin_object(&j, NULL);
+  if (m->name[0])
+    ms_json_string(&j, "service", m->name);
+  ms_json_string(&j, "model", m->summary);
+  ms_json_string(&j, "engine", ms_sim_engine_name(e));
+  ms_json_bool(&j, "queue_memory", e == MS_ENGINE_FLUID && c->queue_memory);
+  if (e == MS_ENGINE_DES)
+    ms_json_number(&j, "seed", (double)c->seed);
+  char b[128];
+  ms_json_string(&j, "backoff", backoff_text(b, sizeof b, &c->backoff));
+  ms_json_number(&j, "tipping_load", ls->tipping_load);
+  ms_json_number(&j, "recovery_load", ls->recovery_load);
+  ms_json_number(&j, "capacity", ls->saturation_load);
+  ms_json_number(&j, "offered_load", c->scenario.offered_load);
+  ms_json_number(&j, "sample_interval", c->sample_interval);
+  json_summary(&j, s, col);
+  ms_json_begin_array(&j, "series");
+  for (size_t i = 0; i < col->n; i++) {
+    const ms_sim_sample *x = &col->s[i];
+    ms_json_begin_object(&j, NULL);
+    ms_json_number(&j, "time", x->time);
+    ms_json_number(&j, "offered", x->offered);
+    ms_json_number(&j, "attempts", x->attempts);
+    ms_json_number(&j, "retries", x->retries);
+    ms_json_number(&j, "failures", x->failures);
+    ms_json_number(&j, "goodput", x->goodput);
+    ms_json_number(&j, "given_up", x->given_up);
+    ms_json_number(&j, "refused", x->refused);
+    ms_json_number(&j, "backlog", x->backlog);
+    ms_json_int(&j, "servers", x->servers);
+    ms_json_number(&j, "failure_ratio", x->failure_ratio);
+    ms_json_number(&j, "amplification", x->amplification);
+    ms_json_string(&j, "state", ms_state_name(x->state));
+    ms_json_int(&j, "storm", x->storm);
+    ms_json_number(&j, "tipping_load", x->tipping_load);
+    ms_json_number(&j, "recovery_load", x->recovery_load);
+    if (x->has_healthy)
+      ms_json_number(&j, "healthy_load", x->healthy_load);
+    else
+      ms_json_null(&j, "healthy_load");
+    if (x->has_collapsed)
+      ms_json_number(&j, "collapsed_load", x->collapsed_load);
+    else
+      ms_json_null(&j, "collapsed_load");
+    ms_json_end_object(&j);
+  }
+  ms_json_end_array(&j);
+  ms_json_end_object(&j);
+  ms_json_finish(&j);
+}
+
+/* ---- the plot ----------------------------------------------------------- */
+
+static int write_plot(const char *path, const char *title,
+                      const ms_cli_model *m, const ms_sim_config *c,
+                      ms_sim_engine e, const ms_landscape *ls,
+                      const collector *col) {
+  size_t n = col->n;
+  double *t = malloc(n * sizeof *t), *off = malloc(n * sizeof *off),
+         *att = malloc(n * sizeof *att), *good = malloc(n * sizeof *good);
+  ms_plot_band *bands = calloc(2 * n + MS_SIM_MAX_TRIGGERS, sizeof *bands);
+  if (!t || !off || !att || !good || !bands) {
+    free(t), free(off), free(att), free(good), free(bands);
+    return ms_cli_fail("out of memory drawing %zu windows", n);
+  }
+  /* each value at the middle of its window */
+  for (size_t i = 0; i < n; i++) {
+    t[i] = col->s[i].time - 0.5 * col->s[i].width;
+    off[i] = col->s[i].offered;
+    att[i] = col->s[i].attempts;
+    good[i] = col->s[i].goodput;
+  }
+  ms_plot_series series[3] = {
+      {.title = "offered load (first attempts)",
+       .style = MS_PLOT_SOLID,
+       .color = MS_PLOT_BLUE,
+       .width = 2,
+       .n = n,
+       .x = t,
+       .y = off},
+      {.title = "attempts (retries included)",
+       .style = MS_PLOT_SOLID,
+       .color = MS_PLOT_VERMILION,
+       .width = 2,
+       .n = n,
+       .x = t,
+       .y = att},
+      {.title = "goodput (successful attempts)",
+       .style = MS_PLOT_DASHED,
+       .color = MS_PLOT_GREEN,
+       .width = 2,
+       .n = n,
+       .x = t,
+       .y = good},
+  };
+  /* triggers shaded; drops (which relieve) marked where they start */
+  size_t nb = 0, nm = 0;
+  ms_plot_marker markers[3 + MS_SIM_MAX_TRIGGERS];
+  char drop_text[MS_SIM_MAX_TRIGGERS][64];
+  bool said_trigger = false;
+  for (int i = 0; i < c->scenario.n_triggers; i++) {
+    const ms_trigger *tr = &c->scenario.triggers[i];
+    if (tr->kind == MS_TRIGGER_LOAD && !(tr->load > 0)) {
+      snprintf(drop_text[i], sizeof drop_text[i], "load %+.4g/s", tr->load);
+      markers[nm++] = (ms_plot_marker){.vertical = true,
+                                       .at = tr->start,
+                                       .text = drop_text[i],
+                                       .color = MS_PLOT_BLUE,
+                                       .text_pos = 0.6};
+      continue;
+    }
+    bands[nb++] =
+        (ms_plot_band){.from = tr->start,
+                       .to = tr->start + tr->rise + tr->hold + tr->fall,
+                       .label = said_trigger ? NULL : "trigger",
+                       .color = MS_PLOT_ORANGE};
+    said_trigger = true;
+  }
+  bool labelled = false;
+  for (size_t i = 0; i < n;) {
+    if (!col->s[i].storm) {
+      i++;
+      continue;
+    }
+    size_t k = i;
+    while (k < n && col->s[k].storm)
+      k++;
+    bands[nb++] = (ms_plot_band){
+        .from = col->s[i].time - col->s[i].width,
+        .to = col->s[k - 1].time,
+        .label = labelled ? NULL : "storm (the plugin's verdict)",
+        .color = MS_PLOT_PURPLE};
+    labelled = true;
+    i = k;
+  }
+  /* windows out of storm by the verdict while most attempts fail: the
+   * queue left by a storm draining below the recovery load */
+  labelled = false;
+  for (size_t i = 0; i < n;) {
+    const ms_sim_sample *x = &col->s[i];
+    if (x->storm || !(x->failure_ratio > 0.5)) {
+      i++;
+      continue;
+    }
+    size_t k = i;
+    while (k < n && !col->s[k].storm && col->s[k].failure_ratio > 0.5)
+      k++;
+    bands[nb++] = (ms_plot_band){
+        .from = x->time - x->width,
+        .to = col->s[k - 1].time,
+        .label = labelled ? NULL : "most attempts failing, judged out of storm",
+        .color = MS_PLOT_GREY};
+    labelled = true;
+    i = k;
+  }
+  char tip[96], rec[96], cap[96];
+  snprintf(tip, sizeof tip, "tipping load %.4g/s", ls->tipping_load);
+  snprintf(rec, sizeof rec, "recovery load %.4g/s", ls->recovery_load);
+  snprintf(cap, sizeof cap, "capacity %.4g/s", ls->saturation_load);
+  markers[nm++] = (ms_plot_marker){.at = ls->tipping_load,
+                                   .text = tip,
+                                   .color = MS_PLOT_GREY,
+                                   .text_before = true};
+  markers[nm++] = (ms_plot_marker){.at = ls->recovery_load,
+                                   .text = rec,
+                                   .color = MS_PLOT_GREY,
+                                   .text_before = true};
+  markers[nm++] = (ms_plot_marker){
+      .at = ls->saturation_load, .text = cap, .color = MS_PLOT_SKY};
+  char sub[400], eng[128], bo[128];
+  snprintf(sub, sizeof sub, "%s; %s; backoff %s", m->summary,
+           engine_text(eng, sizeof eng, c, e),
+           backoff_text(bo, sizeof bo, &c->backoff));
+  char ttl[200];
+  snprintf(ttl, sizeof ttl, "%s%s%s", m->name[0] ? m->name : "",
+           m->name[0] ? ": " : "", "simulated retry storm");
+  ms_plot p;
+  ms_plot_init(&p);
+  p.title = title ? title : ttl;
+  p.subtitle = sub;
+  p.xlabel = "time (s)";
+  p.ylabel = "requests or attempts per second";
+  p.xmin = 0;
+  p.xmax = c->scenario.duration;
+  p.ymin = 0;
+  p.series = series;
+  p.n_series = 3;
+  p.bands = bands;
+  p.n_bands = nb;
+  p.markers = markers;
+  p.n_markers = nm;
+  p.legend = "top right";
+  char err[512];
+  int r = ms_plot_write(&p, path, err, sizeof err);
+  free(t), free(off), free(att), free(good), free(bands);
+  return r == 0 ? MS_EXIT_OK : ms_cli_fail("%s", err);
+}
+
+/* ---- the command -------------------------------------------------------- */
+
+int ms_cmd_simulate(int argc, char **argv) {
+  ms_cli_model m;
+  ms_cli_model_init(&m);
+  int engine = MS_ENGINE_FLUID, format = -1;
+  bool memoryless = false, has_load = false, has_duration = false;
+  bool has_dt = false, has_seed = false, has_backoff = false;
+  bool has_budget_window = false, has_token_capacity = false;
+  bool has_sample = false, has_settle = false;
+  double load = 0, duration = 300, dt = 0, budget_window = 10,
+         token_capacity = 100, sample = 1, settle = 0.02;
+  long seed = 1;
+  ms_backoff backoff = {MS_BACKOFF_NONE, 0, 0};
+  const char *scenario_path = NULL, *plot_path = NULL, *title = NULL;
+  trigger_arg targs[MS_SIM_MAX_TRIGGERS + 1];
+  int n_targs = 0;
+  static const char *const engines[] = {"fluid", "des", NULL};
+  static const char *const formats[] = {"text", "csv", "json", NULL};
+  int st = 0, c;
+  opterr = 0;
+  optind = 1;
+  while (st == 0 && (c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    int taken = ms_cli_model_option(&m, c, optarg);
+    if (taken >= 0) {
+      st = taken;
+      continue;
+    }
+    switch (c) {
+    case 'h':
+      ms_cli_model_free(&m);
+      printf("%s", help);
+      return ms_cli_help(ms_cli_model_help);
+    case OPT_ENGINE:
+      st = ms_cli_choice("--engine", optarg, engines, &engine);
+      break;
+    case OPT_MEMORYLESS:
+      memoryless = true;
+      break;
+    case OPT_DT:
+      st = ms_cli_duration("--dt", optarg, 0, MS_SIM_MAX_DURATION,
+                           MS_RANGE_LO_OPEN, &dt);
+      has_dt = true;
+      break;
+    case OPT_SEED:
+      st = ms_cli_long("--seed", optarg, 0, 9007199254740992L, &seed);
+      has_seed = true;
+      break;
+    case OPT_SCENARIO:
+      scenario_path = optarg;
+      break;
+    case OPT_LOAD:
+      st = ms_cli_rate("--load", optarg, 0, 1e12, MS_RANGE_CLOSED, &load);
+      has_load = true;
+      break;
+    case OPT_DURATION:
+      st = ms_cli_duration("--duration", optarg, 0, MS_SIM_MAX_DURATION,
+                           MS_RANGE_LO_OPEN, &duration);
+      has_duration = true;
+      break;
+    case OPT_SPIKE:
+    case OPT_RAMP:
+    case OPT_DROP:
+    case OPT_STALL:
+      if (n_targs > MS_SIM_MAX_TRIGGERS)
+        st = ms_cli_usage("at most %d triggers", MS_SIM_MAX_TRIGGERS);
+      else
+        targs[n_targs++] = (trigger_arg){c, optarg};
+      break;
+    case OPT_BACKOFF:
+      st = parse_backoff(optarg, &backoff);
+      has_backoff = true;
+      break;
+    case OPT_BUDGET_WINDOW:
+      st = ms_cli_duration("--budget-window", optarg, 0, MS_SIM_MAX_DURATION,
+                           MS_RANGE_LO_OPEN, &budget_window);
+      has_budget_window = true;
+      break;
+    case OPT_TOKEN_CAPACITY:
+      st = ms_cli_real("--token-capacity", optarg, 1, 1e15, MS_RANGE_CLOSED,
+                       &token_capacity);
+      has_token_capacity = true;
+      break;
+    case OPT_SAMPLE_INTERVAL:
+      st = ms_cli_duration("--sample-interval", optarg, 0, MS_SIM_MAX_DURATION,
+                           MS_RANGE_LO_OPEN, &sample);
+      has_sample = true;
+      break;
+    case OPT_SETTLE_TOLERANCE:
+      st = ms_cli_real("--settle-tolerance", optarg, 0, 1,
+                       MS_RANGE_LO_OPEN | MS_RANGE_HI_OPEN, &settle);
+      has_settle = true;
+      break;
+    case OPT_FORMAT:
+      st = ms_cli_choice("--format", optarg, formats, &format);
+      break;
+    case OPT_PLOT:
+      plot_path = optarg;
+      break;
+    case OPT_TITLE:
+      title = optarg;
+      break;
+    default:
+      st = ms_cli_bad_option(c, argv, options);
+    }
+  }
+  if (st == 0 && optind < argc)
+    st = ms_cli_usage("unexpected argument '%s'", argv[optind]);
+  if (st == 0 && plot_path) {
+    ms_plot_format pf;
+    if (ms_plot_format_of(plot_path, &pf) != 0)
+      st = ms_cli_usage("--plot: '%s' must end in .svg or .png", plot_path);
+  }
+  if (st == 0)
+    st = ms_cli_model_resolve(&m, true);
+  if (st != 0) {
+    ms_cli_model_free(&m);
+    return st;
+  }
+
+  ms_sim_config cfg;
+  ms_sim_config_init(&cfg, &m.params);
+  cfg.scenario.duration = 300;
+  if (scenario_path) {
+    ms_scenario_file sf;
+    char err[512];
+    if (ms_scenario_file_load(scenario_path, &sf, err, sizeof err) != 0) {
+      ms_cli_model_free(&m);
+      return ms_cli_fail("%s", err);
+    }
+    ms_scenario_file_apply(&sf, &cfg);
+  } else if (!has_load) {
+    ms_cli_model_free(&m);
+    return ms_cli_usage("give the baseline offered load (--load L) or a "
+                        "scenario file (--scenario FILE)");
+  }
+  if (has_load)
+    cfg.scenario.offered_load = load;
+  if (has_duration)
+    cfg.scenario.duration = duration;
+  for (int i = 0; i < n_targs && st == 0; i++)
+    st = add_trigger(&cfg.scenario, &targs[i], m.params.model.kind);
+  if (st != 0) {
+    ms_cli_model_free(&m);
+    return st;
+  }
+  if (has_dt)
+    cfg.dt = dt;
+  if (has_seed)
+    cfg.seed = (uint64_t)seed;
+  if (has_backoff)
+    cfg.backoff = backoff;
+  if (has_budget_window)
+    cfg.budget_window = budget_window;
+  if (has_token_capacity)
+    cfg.token_capacity = token_capacity;
+  if (has_sample)
+    cfg.sample_interval = sample;
+  if (has_settle) {
+    cfg.settle_tolerance = settle;
+  } else if (engine == MS_ENGINE_DES) {
+    /* a window's count is random: widen the band to four Poisson standard
+     * deviations of it at the baseline load */
+    double count = cfg.scenario.offered_load * cfg.sample_interval;
+    if (count > 0)
+      cfg.settle_tolerance = fmin(0.5, fmax(0.02, 4.0 / sqrt(count)));
+  }
+  bool erlang = m.params.model.kind == MS_MODEL_ERLANG;
+  cfg.queue_memory = erlang && !memoryless;
+  if (engine == MS_ENGINE_DES && !erlang) {
+    ms_cli_model_free(&m);
+    return ms_cli_usage("--engine des simulates an M/M/c queue: it needs "
+                        "the erlang model (--servers, --service-time, "
+                        "--timeout)");
+  }
+  if (engine == MS_ENGINE_DES && memoryless) {
+    ms_cli_model_free(&m);
+    return ms_cli_usage("--memoryless applies to the fluid engine only");
+  }
+  if (m.params.policy.tiers != 1) {
+    ms_cli_model_free(&m);
+    return ms_cli_usage("--tiers %d: the simulation models one retrying "
+                        "tier; layered retries (A^k) have no single queue "
+                        "to simulate",
+                        m.params.policy.tiers);
+  }
+  ms_error err;
+  if (ms_sim_config_check(&cfg, &err) != MS_OK) {
+    ms_cli_model_free(&m);
+    return ms_cli_usage("%s", err.msg);
+  }
+  ms_landscape ls;
+  if (ms_landscape_build(&m.params, &ls, &err) != MS_OK) {
+    ms_cli_model_free(&m);
+    return ms_cli_fail("model: %s", err.msg);
+  }
+
+  if (format < 0)
+    format = plot_path ? -1 : 0;
+  collector col = {0};
+  col.stream_csv = format == 1;
+  col.keep = plot_path != NULL || format == 2;
+  if (format == 1)
+    puts(csv_header);
+  ms_cli_progress_start(&col.prog, "simulate",
+                        (size_t)(cfg.scenario.duration + 0.5));
+  ms_sim_summary sum;
+  st = ms_sim_run((ms_sim_engine)engine, &cfg, collect, &col, &sum, &err);
+  ms_cli_progress_end(&col.prog);
+  int code = MS_EXIT_OK;
+  if (col.oom)
+    code = ms_cli_fail("out of memory keeping %zu windows: use --format csv "
+                       "without --plot, or a longer --sample-interval",
+                       col.n);
+  else if (st != MS_OK)
+    code = ms_cli_fail("%s engine: %s", ms_sim_engine_name(engine), err.msg);
+  if (code == MS_EXIT_OK) {
+    if (format == 0)
+      write_text(&m, &cfg, (ms_sim_engine)engine, &ls, &sum, &col);
+    if (format == 2)
+      write_json(&m, &cfg, (ms_sim_engine)engine, &ls, &sum, &col);
+    if (plot_path)
+      code = write_plot(plot_path, title, &m, &cfg, (ms_sim_engine)engine, &ls,
+                        &col);
+  }
+  free(col.s);
+  ms_cli_model_free(&m);
+  return ms_cli_finish_output(code);
+}

@@ -1,0 +1,231 @@
+/*
+ * metastable solve: every equilibrium of one service at one offered load,
+ * its tipping and recovery loads, and its state (DESIGN 1.3-1.5), computed
+ * by ms_landscape_build and ms_analyze exactly as the plugin does.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+#include "json.h"
+#include "report.h"
+
+static const char help[] =
+    "Usage: metastable solve [MODEL OPTIONS] --load L [--observed-load X]\n"
+    "                        [--observed-failure P] [--previous STATE]\n"
+    "                        [--format text|json]\n"
+    "\n"
+    "Every equilibrium of the retry loop x = L * A(p(x)) at offered load L,\n"
+    "the tipping and recovery loads, the headroom and the state.\n"
+    "\n"
+    "  --load L              offered load, first attempts/s, >= 0\n"
+    "  --observed-load X     observed attempts/s reaching the service: "
+    "decides\n"
+    "                        the basin in the bistable band\n"
+    "  --observed-failure P  observed failed share of attempts, [0, 1]\n"
+    "  --previous STATE      last state (stable, vulnerable, metastable,\n"
+    "                        overloaded): decides the basin when nothing is\n"
+    "                        observed; default healthy (cold start)\n"
+    "  --format text|json    text (default) or one JSON object with the "
+    "keys\n"
+    "                        of DESIGN 1.5 and an \"equilibria\" array\n"
+    "\n";
+
+enum {
+  OPT_LOAD = MS_OPT_MODEL_END,
+  OPT_OBSERVED_LOAD,
+  OPT_OBSERVED_FAILURE,
+  OPT_PREVIOUS,
+  OPT_FORMAT,
+};
+
+static const struct option options[] = {
+    MS_CLI_MODEL_LONG_OPTIONS,
+    {"load", required_argument, NULL, OPT_LOAD},
+    {"observed-load", required_argument, NULL, OPT_OBSERVED_LOAD},
+    {"observed-failure", required_argument, NULL, OPT_OBSERVED_FAILURE},
+    {"previous", required_argument, NULL, OPT_PREVIOUS},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static const char *state_story(const ms_report *r) {
+  switch (r->state) {
+  case MS_STATE_STABLE:
+    return "below the recovery load, only the healthy equilibrium exists";
+  case MS_STATE_VULNERABLE:
+    return "between the recovery and the tipping load, in the healthy "
+           "basin; a spike past the unstable equilibrium would start a "
+           "storm that outlasts it";
+  case MS_STATE_METASTABLE:
+    return "between the recovery and the tipping load, in the collapsed "
+           "basin; the retries sustain the storm until the load falls below "
+           "the recovery load";
+  case MS_STATE_OVERLOADED:
+    return "above the tipping load, only the collapsed equilibrium exists";
+  }
+  return "";
+}
+
+static void write_text(const ms_cli_model *m, const ms_landscape *ls,
+                       const ms_report *r) {
+  printf("service        %s%s%s\n", m->name[0] ? m->name : "",
+         m->name[0] ? ": " : "", m->summary);
+  printf("offered load   %.6g req/s\n\n", r->offered_load);
+  printf("Equilibria at %.6g req/s, ascending:\n", r->offered_load);
+  printf("  %16s  %14s  %13s  %s\n", "effective load", "failure prob.",
+         "amplification", "stability");
+  int op = r->collapsed_basin ? r->equilibria - 1 : 0;
+  for (int i = 0; i < r->equilibria; i++) {
+    const ms_equilibrium *e = &r->eq[i];
+    const char *note = "";
+    if (i == op)
+      note = "<- operating point";
+    else if (!e->stable)
+      note = "(boundary between the basins)";
+    printf("  %12.6g /s  %14.6g  %13.6g  %s%s%s\n", e->effective_load,
+           e->failure_probability, e->amplification,
+           e->stable ? "stable" : "unstable", *note ? "  " : "", note);
+  }
+  printf("\n");
+  if (ls->has_fold && ls->tipping_load > ls->recovery_load) {
+    printf("tipping load   %.6g req/s (the healthy equilibrium disappears "
+           "above it)\n",
+           r->tipping_load);
+    printf("recovery load  %.6g req/s (the collapsed equilibrium "
+           "disappears below it)\n",
+           r->recovery_load);
+  } else {
+    printf("tipping load   %.6g req/s (the loop reaches capacity above it; "
+           "no hysteresis band)\n",
+           r->tipping_load);
+    printf("recovery load  %.6g req/s\n", r->recovery_load);
+  }
+  printf("headroom       %.6g req/s, %.3g %% of the tipping load\n",
+         r->tipping_distance, 100 * r->tipping_headroom);
+  printf("state          %s: %s\n", ms_state_name(r->state), state_story(r));
+  printf("storm          %s\n", r->storm ? "yes" : "no");
+  /* the root is accurate to a few ulps: do not show -1e-13 attempts/s
+   * of self-inflicted load to a person */
+  double self = r->self_inflicted_load;
+  if (fabs(self) < 1e-9 * fmax(r->offered_load, 1e-300))
+    self = 0;
+  printf("effective load %.6g attempts/s%s: %.6g self-inflicted, "
+         "amplification %.6g, failure probability %.4g, utilization %.4g "
+         "%%\n",
+         r->effective_load,
+         r->certified ? " (certified by an exact enclosure)" : "", self,
+         r->amplification, r->failure_probability, 100 * r->utilization);
+}
+
+static void write_json(const ms_cli_model *m, const ms_report *r) {
+  ms_json j;
+  ms_json_init(&j, stdout, 2);
+  ms_json_begin_object(&j, NULL);
+  if (m->name[0])
+    ms_json_string(&j, "service", m->name);
+  else
+    ms_json_null(&j, "service");
+  ms_report_json(&j, r, false);
+  ms_json_bool(&j, "certified", r->certified);
+  ms_json_begin_array(&j, "equilibria");
+  for (int i = 0; i < r->equilibria; i++) {
+    ms_json_begin_object(&j, NULL);
+    ms_json_number(&j, "effective_load", r->eq[i].effective_load);
+    ms_json_number(&j, "failure_probability", r->eq[i].failure_probability);
+    ms_json_number(&j, "amplification", r->eq[i].amplification);
+    ms_json_bool(&j, "stable", r->eq[i].stable);
+    ms_json_end_object(&j);
+  }
+  ms_json_end_array(&j);
+  ms_json_end_object(&j);
+  ms_json_finish(&j);
+}
+
+static int run(ms_cli_model *m, int argc, char **argv) {
+  double load = NAN, observed_load = 0, observed_failure = 0;
+  bool has_observed_load = false, has_observed_failure = false;
+  bool has_previous = false;
+  int previous = 0, format = 0, r;
+  static const char *const states[] = {"stable", "vulnerable", "metastable",
+                                       "overloaded", NULL};
+  static const char *const formats[] = {"text", "json", NULL};
+  optind = 0;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    r = ms_cli_model_option(m, c, optarg);
+    if (r > 0)
+      return r;
+    if (r == 0)
+      continue;
+    r = 0;
+    switch (c) {
+    case OPT_LOAD:
+      r = ms_cli_rate("--load", optarg, 0, 1e300, MS_RANGE_CLOSED, &load);
+      break;
+    case OPT_OBSERVED_LOAD:
+      r = ms_cli_rate("--observed-load", optarg, 0, 1e300, MS_RANGE_CLOSED,
+                      &observed_load);
+      has_observed_load = true;
+      break;
+    case OPT_OBSERVED_FAILURE:
+      r = ms_cli_real("--observed-failure", optarg, 0, 1, MS_RANGE_CLOSED,
+                      &observed_failure);
+      has_observed_failure = true;
+      break;
+    case OPT_PREVIOUS:
+      r = ms_cli_choice("--previous", optarg, states, &previous);
+      has_previous = true;
+      break;
+    case OPT_FORMAT:
+      r = ms_cli_choice("--format", optarg, formats, &format);
+      break;
+    case 'h':
+      fputs(help, stdout);
+      return ms_cli_help(ms_cli_model_help);
+    default:
+      return ms_cli_bad_option(c, argv, options);
+    }
+    if (r)
+      return r;
+  }
+  if (optind < argc)
+    return ms_cli_usage("unexpected argument '%s'", argv[optind]);
+  if (isnan(load))
+    return ms_cli_usage("give the offered load with --load L (requests/s)");
+  if ((r = ms_cli_model_resolve(m, true)) != 0)
+    return r;
+
+  ms_landscape ls;
+  ms_error err;
+  if (ms_landscape_build(&m->params, &ls, &err) != MS_OK)
+    return ms_cli_fail("model: %s", err.msg);
+  ms_observation obs = {
+      .offered_load = load,
+      .has_observed_attempts = has_observed_load,
+      .observed_attempts = observed_load,
+      .has_observed_failure = has_observed_failure,
+      .observed_failure = observed_failure,
+      .has_previous = has_previous,
+      .previous = (ms_state)previous,
+  };
+  ms_report rep;
+  if (ms_analyze(&ls, &obs, &rep, &err) != MS_OK)
+    return ms_cli_fail("model: %s", err.msg);
+  if (format == 1)
+    write_json(m, &rep);
+  else
+    write_text(m, &ls, &rep);
+  return ms_cli_finish_output(MS_EXIT_OK);
+}
+
+int ms_cmd_solve(int argc, char **argv) {
+  ms_cli_model m;
+  ms_cli_model_init(&m);
+  int rc = run(&m, argc, argv);
+  ms_cli_model_free(&m);
+  return rc;
+}

@@ -1,0 +1,90 @@
+/*
+ * Metrics traces for `metastable replay`.
+ *
+ * A trace is CSV (RFC 4180; blank lines and lines starting with '#' are
+ * skipped) with a header naming its columns:
+ *
+ *   time           RFC 3339 ("2024-05-01T12:00:00Z", fractions and
+ *                  offsets allowed) or Unix seconds ("1714564800.5")
+ *   arrival_rate   attempts/s reaching the service, retries included
+ *   offered_rate   first attempts/s
+ *   retry_rate     retries/s
+ *   error_rate     failed attempts/s
+ *   pool_size      live servers
+ *
+ * `time` is required, the rest are optional and in any order; one row per
+ * interval, times strictly increasing.  An empty cell means the input had
+ * no value that interval; "NaN" is read as a value that is not a number
+ * (what collectd reports after a counter reset).  Anything else that is not
+ * a number is an error naming file:line:column.
+ *
+ * A Prometheus query_range response (JSON, one series) per input can be
+ * turned into such a trace: ms_trace_from_prometheus.
+ */
+#ifndef METASTABLE_CLI_TRACE_H
+#define METASTABLE_CLI_TRACE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "service.h"
+
+typedef struct {
+  FILE *f;
+  const char *name;              /* the file name used in messages */
+  int line;                      /* the line last read (1-based) */
+  int time_col;                  /* column of `time` (0-based) */
+  int input_col[MS_INPUT_COUNT]; /* column of each input, or -1 */
+  int n_cols;
+  char *buf; /* the current line */
+  size_t cap;
+  double last_time;
+  bool has_last;
+} ms_trace;
+
+/* One row. */
+typedef struct {
+  int line;           /* where it is in the file */
+  char time_text[64]; /* as written (cut at 63 bytes) */
+  double unix_time;   /* seconds since 1970-01-01T00:00:00Z */
+  ms_inputs in;       /* has[i] false for an empty cell or absent column */
+} ms_trace_row;
+
+/*
+ * ms_parse_time: RFC 3339 date-time ("2024-05-01T12:00:00Z",
+ * "2024-05-01 12:00:00.250+02:00"; 'T' or a blank between date and time;
+ * "Z" or an offset required) or Unix seconds (a plain decimal number) into
+ * Unix seconds.  Returns 0, or -1 when text is neither.
+ */
+int ms_parse_time(const char *text, double *unix_seconds);
+
+/*
+ * ms_trace_open: start reading a trace from f (name for messages) and read
+ * its header.  Returns 0, or -1 with err "name:line:column: what".
+ */
+int ms_trace_open(ms_trace *t, FILE *f, const char *name, char *err,
+                  size_t errlen);
+
+/* ms_trace_next: the next row.  Returns 1 with *row filled, 0 at the end,
+ * -1 with err "name:line:column: what" for a bad row (a cell that is not a
+ * number, a bad time, time not increasing, wrong number of cells) or a read
+ * error. */
+int ms_trace_next(ms_trace *t, ms_trace_row *row, char *err, size_t errlen);
+
+/* Release what ms_trace_open allocated (not the FILE). */
+void ms_trace_close(ms_trace *t);
+
+/*
+ * ms_trace_from_prometheus: merge Prometheus query_range responses, one
+ * per input, into a CSV trace written to out.
+ *   files[i]  path of the JSON response for input i, or NULL
+ * Each response must be {"status": "success", "data": {"resultType":
+ * "matrix", "result": [one series]}}; wrap a query that returns several
+ * series in sum(...).  Rows are the union of the timestamps, in order; an
+ * input without a sample at a timestamp gets an empty cell.
+ * Returns 0, or -1 with err naming the file and what is wrong.
+ */
+int ms_trace_from_prometheus(const char *const files[MS_INPUT_COUNT], FILE *out,
+                             char *err, size_t errlen);
+
+#endif

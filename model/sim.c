@@ -1,0 +1,816 @@
+/*
+ * What the two simulation engines share: backoff policies and their delay
+ * distributions, scenarios, the configuration, and the recorder that turns
+ * windows of counts into samples with the plugin's verdict and a summary.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "sim_internal.h"
+
+/* Largest rate a scenario may ask for, req/s. */
+#define MS_SIM_MAX_RATE 1e12
+
+/* ------------------------------------------------------------------ */
+/* Backoff                                                             */
+/* ------------------------------------------------------------------ */
+
+static const char *const backoff_names[MS_BACKOFF_KINDS] = {
+    "none",        "constant",     "exponential",
+    "full-jitter", "equal-jitter", "decorrelated-jitter"};
+
+const char *ms_backoff_name(ms_backoff_kind kind) {
+  if ((int)kind < 0 || (int)kind >= MS_BACKOFF_KINDS)
+    return "unknown";
+  return backoff_names[kind];
+}
+
+int ms_backoff_from_name(const char *name, ms_backoff_kind *kind,
+                         ms_error *err) {
+  if (name == NULL || kind == NULL)
+    return ms_fail(err, MS_EINVAL, "NULL argument to ms_backoff_from_name");
+  for (int i = 0; i < MS_BACKOFF_KINDS; i++)
+    if (strcasecmp(name, backoff_names[i]) == 0) {
+      *kind = (ms_backoff_kind)i;
+      return MS_OK;
+    }
+  return ms_fail(err, MS_EINVAL,
+                 "backoff '%s' is not one of none, constant, exponential, "
+                 "full-jitter, equal-jitter, decorrelated-jitter",
+                 name);
+}
+
+static bool backoff_uses_cap(ms_backoff_kind k) {
+  return k != MS_BACKOFF_NONE && k != MS_BACKOFF_CONSTANT;
+}
+
+int ms_backoff_check(const ms_backoff *b, ms_error *err) {
+  if (b == NULL)
+    return ms_fail(err, MS_EINVAL, "backoff is NULL");
+  if ((int)b->kind < 0 || (int)b->kind >= MS_BACKOFF_KINDS)
+    return ms_fail(err, MS_EINVAL, "backoff kind %d is not a backoff",
+                   (int)b->kind);
+  if (b->kind == MS_BACKOFF_NONE)
+    return MS_OK;
+  if (!isfinite(b->base) || b->base < 0.0 || b->base > MS_BACKOFF_MAX)
+    return ms_fail(err, MS_EINVAL, "backoff base = %g s is outside [0, %g]",
+                   b->base, MS_BACKOFF_MAX);
+  if (b->kind == MS_BACKOFF_DECORRELATED && !(b->base > 0.0))
+    return ms_fail(err, MS_EINVAL,
+                   "backoff base = %g s: decorrelated jitter needs base > 0",
+                   b->base);
+  if (backoff_uses_cap(b->kind) &&
+      (!isfinite(b->cap) || b->cap < b->base || b->cap > MS_BACKOFF_MAX))
+    return ms_fail(err, MS_EINVAL,
+                   "backoff cap = %g s is outside [base = %g, %g]", b->cap,
+                   b->base, MS_BACKOFF_MAX);
+  return MS_OK;
+}
+
+/* v_k = min(cap, base 2^(k-1)) */
+static double exp_ceiling(const ms_backoff *b, int k) {
+  return fmin(b->cap, ldexp(b->base, k - 1));
+}
+
+static int dist_alloc(ms_delay_dist *d, int n) {
+  d->n = 0;
+  d->lo = malloc((size_t)n * sizeof *d->lo);
+  d->hi = malloc((size_t)n * sizeof *d->hi);
+  d->w = malloc((size_t)n * sizeof *d->w);
+  if (d->lo == NULL || d->hi == NULL || d->w == NULL) {
+    free(d->lo);
+    free(d->hi);
+    free(d->w);
+    d->lo = d->hi = d->w = NULL;
+    return MS_ENOMEM;
+  }
+  return MS_OK;
+}
+
+static void dist_add(ms_delay_dist *d, double lo, double hi, double w) {
+  if (!(w > 0.0))
+    return;
+  d->lo[d->n] = lo;
+  d->hi[d->n] = hi;
+  d->w[d->n] = w;
+  d->n++;
+}
+
+/*
+ * Decorrelated jitter, s_k = min(cap, uniform on [base, 3 s_(k-1)]), has no
+ * closed-form distribution; its recursion is run on a grid of cells
+ * e_0 = base < e_1 < ... < e_M = cap, spaced geometrically (every cell is
+ * the same small fraction wider than base's scale, so short and long sleeps
+ * are resolved alike), plus a point mass at cap.  Within a cell the mass is
+ * taken as uniform, and a cell passes it on from its midpoint.
+ */
+typedef struct {
+  double base, cap, ln_g; /* e_i = base g^i */
+  double *edge;           /* M + 1 edges */
+  double *dens;           /* difference array of densities, M + 1 */
+  double *part;           /* mass of partially covered cells, M */
+  double atom;            /* mass sent to cap */
+} decorr_grid;
+
+/* Spread a sleep s of weight om: uniform on [base, 3 s], cut at cap. */
+static void decorr_spread(decorr_grid *g, double s, double om) {
+  double top = 3.0 * s;
+  double u = fmin(top, g->cap);
+  double d = om / (top - g->base);
+  long full = (long)floor(log(u / g->base) / g->ln_g);
+  if (full > MS_DECORR_CELLS)
+    full = MS_DECORR_CELLS;
+  if (full < 0)
+    full = 0;
+  /* rounding of the log may leave u just inside the previous cell */
+  while (full > 0 && g->edge[full] > u)
+    full--;
+  while (full < MS_DECORR_CELLS && g->edge[full + 1] <= u)
+    full++;
+  g->dens[0] += d;
+  g->dens[full] -= d;
+  if (full < MS_DECORR_CELLS)
+    g->part[full] += d * (u - g->edge[full]);
+  g->atom += om * (top - u) / (top - g->base);
+}
+
+static int decorrelated_dists(const ms_backoff *b, int r, ms_delay_dist *dist,
+                              ms_error *err) {
+  int M = MS_DECORR_CELLS;
+  if (!(b->cap > b->base)) {
+    for (int k = 0; k < r; k++) {
+      if (dist_alloc(&dist[k], 1) != MS_OK)
+        return ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
+      dist_add(&dist[k], b->base, b->base, 1.0);
+    }
+    return MS_OK;
+  }
+  decorr_grid g = {
+      .base = b->base, .cap = b->cap, .ln_g = log(b->cap / b->base) / M};
+  g.edge = malloc(((size_t)M + 1) * sizeof *g.edge);
+  g.dens = calloc((size_t)M + 1, sizeof *g.dens);
+  g.part = calloc((size_t)M, sizeof *g.part);
+  double *w = malloc((size_t)M * sizeof *w);
+  int st = MS_OK;
+  if (g.edge == NULL || g.dens == NULL || g.part == NULL || w == NULL)
+    st = ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
+  if (st == MS_OK) {
+    for (int i = 0; i <= M; i++)
+      g.edge[i] = b->base * exp(g.ln_g * i);
+    g.edge[M] = b->cap;
+    /* s_0 = base */
+    decorr_spread(&g, b->base, 1.0);
+  }
+  for (int k = 0; st == MS_OK && k < r; k++) {
+    /* collect the distribution of s_(k+1) */
+    double run = 0.0;
+    for (int i = 0; i < M; i++) {
+      run += g.dens[i];
+      w[i] = run * (g.edge[i + 1] - g.edge[i]) + g.part[i];
+    }
+    double atom = g.atom;
+    if (dist_alloc(&dist[k], M + 1) != MS_OK) {
+      st = ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
+      break;
+    }
+    for (int i = 0; i < M; i++)
+      dist_add(&dist[k], g.edge[i], g.edge[i + 1], w[i]);
+    dist_add(&dist[k], b->cap, b->cap, atom);
+    /* and spread it once more */
+    memset(g.dens, 0, ((size_t)M + 1) * sizeof *g.dens);
+    memset(g.part, 0, (size_t)M * sizeof *g.part);
+    g.atom = 0.0;
+    for (int i = 0; i < M; i++)
+      if (w[i] > 0.0)
+        decorr_spread(&g, 0.5 * (g.edge[i] + g.edge[i + 1]), w[i]);
+    if (atom > 0.0)
+      decorr_spread(&g, b->cap, atom);
+  }
+  free(g.edge);
+  free(g.dens);
+  free(g.part);
+  free(w);
+  return st;
+}
+
+void ms_delay_dists_free(ms_delay_dist *dist, int r) {
+  for (int k = 0; k < r; k++) {
+    free(dist[k].lo);
+    free(dist[k].hi);
+    free(dist[k].w);
+    dist[k].lo = dist[k].hi = dist[k].w = NULL;
+    dist[k].n = 0;
+  }
+}
+
+int ms_delay_dists_build(const ms_backoff *b, int r, ms_delay_dist *dist,
+                         ms_error *err) {
+  for (int k = 0; k < r; k++)
+    dist[k] = (ms_delay_dist){0};
+  if (b->kind == MS_BACKOFF_DECORRELATED) {
+    int st = decorrelated_dists(b, r, dist, err);
+    if (st != MS_OK)
+      ms_delay_dists_free(dist, r);
+    return st;
+  }
+  for (int k = 1; k <= r; k++) {
+    ms_delay_dist *d = &dist[k - 1];
+    if (dist_alloc(d, 1) != MS_OK) {
+      ms_delay_dists_free(dist, r);
+      return ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
+    }
+    double v = backoff_uses_cap(b->kind) ? exp_ceiling(b, k) : 0.0;
+    switch (b->kind) {
+    case MS_BACKOFF_NONE:
+      dist_add(d, 0.0, 0.0, 1.0);
+      break;
+    case MS_BACKOFF_CONSTANT:
+      dist_add(d, b->base, b->base, 1.0);
+      break;
+    case MS_BACKOFF_EXPONENTIAL:
+      dist_add(d, v, v, 1.0);
+      break;
+    case MS_BACKOFF_FULL_JITTER:
+      dist_add(d, 0.0, v, 1.0);
+      break;
+    case MS_BACKOFF_EQUAL_JITTER:
+      dist_add(d, 0.5 * v, v, 1.0);
+      break;
+    case MS_BACKOFF_DECORRELATED:
+      break; /* handled above */
+    }
+    if (d->n == 0) /* v == 0 with weight 1 is still added; defensive */
+      dist_add(d, 0.0, 0.0, 1.0);
+  }
+  return MS_OK;
+}
+
+int ms_backoff_mean_delay(const ms_backoff *b, int k, double *mean,
+                          ms_error *err) {
+  int st = ms_backoff_check(b, err);
+  if (st != MS_OK)
+    return st;
+  if (k < 1 || k > MS_MAX_RETRIES)
+    return ms_fail(err, MS_EINVAL, "retry number k = %d is outside [1, %d]", k,
+                   MS_MAX_RETRIES);
+  if (mean == NULL)
+    return ms_fail(err, MS_EINVAL, "NULL result for ms_backoff_mean_delay");
+  double v = backoff_uses_cap(b->kind) ? exp_ceiling(b, k) : 0.0;
+  switch (b->kind) {
+  case MS_BACKOFF_NONE:
+    *mean = 0.0;
+    return MS_OK;
+  case MS_BACKOFF_CONSTANT:
+    *mean = b->base;
+    return MS_OK;
+  case MS_BACKOFF_EXPONENTIAL:
+    *mean = v;
+    return MS_OK;
+  case MS_BACKOFF_FULL_JITTER:
+    *mean = 0.5 * v;
+    return MS_OK;
+  case MS_BACKOFF_EQUAL_JITTER:
+    *mean = 0.75 * v;
+    return MS_OK;
+  case MS_BACKOFF_DECORRELATED:
+    break;
+  }
+  ms_delay_dist *d = calloc((size_t)k, sizeof *d);
+  if (d == NULL)
+    return ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
+  st = ms_delay_dists_build(b, k, d, err);
+  if (st == MS_OK) {
+    double m = 0.0;
+    for (int i = 0; i < d[k - 1].n; i++)
+      m += d[k - 1].w[i] * 0.5 * (d[k - 1].lo[i] + d[k - 1].hi[i]);
+    *mean = m;
+  }
+  ms_delay_dists_free(d, k);
+  free(d);
+  return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Scenarios                                                           */
+/* ------------------------------------------------------------------ */
+
+static double trigger_end(const ms_trigger *tr) {
+  return tr->start + tr->rise + tr->hold + tr->fall;
+}
+
+int ms_scenario_check(const ms_scenario *sc, const ms_failure_model *m,
+                      ms_error *err) {
+  if (sc == NULL || m == NULL)
+    return ms_fail(err, MS_EINVAL, "NULL argument to ms_scenario_check");
+  if (!isfinite(sc->duration) || !(sc->duration > 0.0) ||
+      sc->duration > MS_SIM_MAX_DURATION)
+    return ms_fail(err, MS_EINVAL,
+                   "scenario duration = %g s is outside (0, %g]", sc->duration,
+                   MS_SIM_MAX_DURATION);
+  if (!isfinite(sc->offered_load) || sc->offered_load < 0.0 ||
+      sc->offered_load > MS_SIM_MAX_RATE)
+    return ms_fail(err, MS_EINVAL,
+                   "scenario offered load = %g/s is outside [0, %g]",
+                   sc->offered_load, MS_SIM_MAX_RATE);
+  if (sc->n_triggers < 0 || sc->n_triggers > MS_SIM_MAX_TRIGGERS)
+    return ms_fail(err, MS_EINVAL, "scenario has %d triggers, outside [0, %d]",
+                   sc->n_triggers, MS_SIM_MAX_TRIGGERS);
+  for (int i = 0; i < sc->n_triggers; i++) {
+    const ms_trigger *tr = &sc->triggers[i];
+    const double f[4] = {tr->start, tr->rise, tr->hold, tr->fall};
+    const char *const fn[4] = {"start", "rise", "hold", "fall"};
+    for (int j = 0; j < 4; j++)
+      if (!isfinite(f[j]) || f[j] < 0.0 || f[j] > MS_SIM_MAX_DURATION)
+        return ms_fail(err, MS_EINVAL,
+                       "trigger %d: %s = %g s is outside [0, %g]", i + 1, fn[j],
+                       f[j], MS_SIM_MAX_DURATION);
+    switch (tr->kind) {
+    case MS_TRIGGER_LOAD:
+      if (!isfinite(tr->load) || fabs(tr->load) > MS_SIM_MAX_RATE)
+        return ms_fail(err, MS_EINVAL,
+                       "trigger %d: load = %g/s is outside [-%g, %g]", i + 1,
+                       tr->load, MS_SIM_MAX_RATE, MS_SIM_MAX_RATE);
+      break;
+    case MS_TRIGGER_SERVERS:
+      if (tr->rise != 0.0 || tr->fall != 0.0)
+        return ms_fail(err, MS_EINVAL,
+                       "trigger %d: a pool change takes effect at once "
+                       "(rise = %g s and fall = %g s must be 0)",
+                       i + 1, tr->rise, tr->fall);
+      if (m->kind == MS_MODEL_ERLANG) {
+        if (tr->servers < 0 || tr->servers > MS_MAX_SERVERS)
+          return ms_fail(err, MS_EINVAL,
+                         "trigger %d: servers = %ld is outside [0, %ld]", i + 1,
+                         tr->servers, MS_MAX_SERVERS);
+      } else if (!isfinite(tr->capacity) || !(tr->capacity > 0.0) ||
+                 tr->capacity > 1e300) {
+        return ms_fail(err, MS_EINVAL,
+                       "trigger %d: capacity = %g/s must be finite, > 0 and "
+                       "<= 1e300 (capacity model)",
+                       i + 1, tr->capacity);
+      }
+      break;
+    default:
+      return ms_fail(err, MS_EINVAL, "trigger %d: kind %d is not a trigger",
+                     i + 1, (int)tr->kind);
+    }
+  }
+  return MS_OK;
+}
+
+/*
+ * The effect of a LOAD trigger (0 .. 1) and its slope (1/s) at t.  At a
+ * breakpoint the value is that of the phase starting there; callers that
+ * integrate evaluate strictly inside phases.
+ */
+static void trigger_shape(const ms_trigger *tr, double t, double *v,
+                          double *slope) {
+  double u = t - tr->start;
+  *slope = 0.0;
+  if (u < 0.0) {
+    *v = 0.0;
+  } else if (u < tr->rise) {
+    *v = u / tr->rise;
+    *slope = 1.0 / tr->rise;
+  } else if (u < tr->rise + tr->hold) {
+    *v = 1.0;
+  } else if (u < tr->rise + tr->hold + tr->fall) {
+    *v = 1.0 - (u - tr->rise - tr->hold) / tr->fall;
+    *slope = -1.0 / tr->fall;
+  } else {
+    *v = 0.0;
+  }
+}
+
+/* lambda before clamping at 0, and its slope, at t. */
+static void raw_load(const ms_scenario *sc, double t, double *v,
+                     double *slope) {
+  double sum = sc->offered_load, ds = 0.0;
+  for (int i = 0; i < sc->n_triggers; i++) {
+    const ms_trigger *tr = &sc->triggers[i];
+    if (tr->kind != MS_TRIGGER_LOAD)
+      continue;
+    double s, d;
+    trigger_shape(tr, t, &s, &d);
+    sum += tr->load * s;
+    ds += tr->load * d;
+  }
+  *v = sum;
+  *slope = ds;
+}
+
+double ms_scenario_offered_load(const ms_scenario *sc, double t) {
+  double v, s;
+  raw_load(sc, t, &v, &s);
+  return v > 0.0 ? v : 0.0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Integral of max(0, f) over [u, w] where f is linear with f(m) = fm. */
+static double positive_part_integral(double u, double w, double m, double fm,
+                                     double slope) {
+  double fu = fm + slope * (u - m), fw = fm + slope * (w - m);
+  if (fu >= 0.0 && fw >= 0.0)
+    return 0.5 * (fu + fw) * (w - u);
+  if (fu <= 0.0 && fw <= 0.0)
+    return 0.0;
+  /* one sign change at z: the positive triangle */
+  double z = u + fu / (fu - fw) * (w - u);
+  return fu > 0.0 ? 0.5 * fu * (z - u) : 0.5 * fw * (w - z);
+}
+
+double ms_scenario_mean_offered_load(const ms_scenario *sc, double t0,
+                                     double t1) {
+  if (!(t1 > t0))
+    return ms_scenario_offered_load(sc, t0);
+  double bp[4 * MS_SIM_MAX_TRIGGERS + 2];
+  int n = 0;
+  bp[n++] = t0;
+  bp[n++] = t1;
+  for (int i = 0; i < sc->n_triggers; i++) {
+    const ms_trigger *tr = &sc->triggers[i];
+    if (tr->kind != MS_TRIGGER_LOAD)
+      continue;
+    const double e[4] = {tr->start, tr->start + tr->rise,
+                         tr->start + tr->rise + tr->hold, trigger_end(tr)};
+    for (int j = 0; j < 4; j++)
+      if (e[j] > t0 && e[j] < t1)
+        bp[n++] = e[j];
+  }
+  qsort(bp, (size_t)n, sizeof *bp, cmp_double);
+  double area = 0.0;
+  for (int i = 0; i + 1 < n; i++) {
+    double u = bp[i], w = bp[i + 1];
+    if (!(w > u))
+      continue;
+    double m = u + 0.5 * (w - u), fm, slope;
+    raw_load(sc, m, &fm, &slope);
+    area += positive_part_integral(u, w, m, fm, slope);
+  }
+  return area / (t1 - t0);
+}
+
+void ms_scenario_pool(const ms_scenario *sc, const ms_failure_model *base,
+                      double t, ms_failure_model *out) {
+  *out = *base;
+  for (int i = 0; i < sc->n_triggers; i++) {
+    const ms_trigger *tr = &sc->triggers[i];
+    if (tr->kind != MS_TRIGGER_SERVERS || t < tr->start ||
+        !(t < tr->start + tr->hold))
+      continue;
+    if (base->kind == MS_MODEL_ERLANG)
+      out->servers = tr->servers;
+    else
+      out->capacity = tr->capacity;
+  }
+}
+
+double ms_scenario_trigger_end(const ms_scenario *sc) {
+  double e = 0.0;
+  for (int i = 0; i < sc->n_triggers; i++) {
+    const ms_trigger *tr = &sc->triggers[i];
+    if (tr->kind == MS_TRIGGER_LOAD && !(tr->load > 0.0))
+      continue; /* a drop relieves; it triggers nothing */
+    e = fmax(e, trigger_end(tr));
+  }
+  return e;
+}
+
+/* ------------------------------------------------------------------ */
+/* Configuration                                                       */
+/* ------------------------------------------------------------------ */
+
+void ms_sim_config_init(ms_sim_config *c, const ms_service_params *service) {
+  memset(c, 0, sizeof *c);
+  c->service = *service;
+  c->backoff = (ms_backoff){.kind = MS_BACKOFF_NONE};
+  c->budget_window = 10.0;
+  c->token_capacity = 100.0;
+  c->scenario.duration = 60.0;
+  c->sample_interval = 1.0;
+  c->dt = 0.0;
+  c->queue_memory = false;
+  c->seed = 1;
+  c->settle_tolerance = 0.02;
+}
+
+int ms_sim_config_check(const ms_sim_config *c, ms_error *err) {
+  if (c == NULL)
+    return ms_fail(err, MS_EINVAL, "simulation configuration is NULL");
+  int st = ms_service_params_check(&c->service, err);
+  if (st != MS_OK)
+    return st;
+  if (c->service.policy.tiers != 1)
+    return ms_fail(err, MS_EINVAL,
+                   "tiers = %d: the simulation engines model one retrying "
+                   "tier (set tiers to 1)",
+                   c->service.policy.tiers);
+  st = ms_backoff_check(&c->backoff, err);
+  if (st != MS_OK)
+    return st;
+  st = ms_scenario_check(&c->scenario, &c->service.model, err);
+  if (st != MS_OK)
+    return st;
+  if (!isfinite(c->budget_window) || !(c->budget_window > 0.0) ||
+      c->budget_window > MS_SIM_MAX_DURATION)
+    return ms_fail(err, MS_EINVAL, "budget window = %g s is outside (0, %g]",
+                   c->budget_window, MS_SIM_MAX_DURATION);
+  if (!isfinite(c->token_capacity) || !(c->token_capacity >= 1.0) ||
+      c->token_capacity > 1e15)
+    return ms_fail(err, MS_EINVAL, "token capacity = %g is outside [1, 1e15]",
+                   c->token_capacity);
+  if (!isfinite(c->sample_interval) || !(c->sample_interval > 0.0) ||
+      c->sample_interval > MS_SIM_MAX_DURATION)
+    return ms_fail(err, MS_EINVAL, "sample interval = %g s is outside (0, %g]",
+                   c->sample_interval, MS_SIM_MAX_DURATION);
+  if (!isfinite(c->dt) || c->dt < 0.0 || c->dt > c->sample_interval)
+    return ms_fail(err, MS_EINVAL,
+                   "dt = %g s is outside [0, sample interval = %g s] "
+                   "(0 picks the default)",
+                   c->dt, c->sample_interval);
+  if (c->dt > 0.0) {
+    double n = round(c->sample_interval / c->dt);
+    if (n < 1.0 ||
+        fabs(n * c->dt - c->sample_interval) > 1e-9 * c->sample_interval)
+      return ms_fail(err, MS_EINVAL,
+                     "dt = %g s must divide the sample interval %g s", c->dt,
+                     c->sample_interval);
+  }
+  if (!isfinite(c->settle_tolerance) || !(c->settle_tolerance > 0.0) ||
+      !(c->settle_tolerance < 1.0))
+    return ms_fail(err, MS_EINVAL, "settle tolerance = %g is outside (0, 1)",
+                   c->settle_tolerance);
+  return MS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Recorder                                                            */
+/* ------------------------------------------------------------------ */
+
+static bool same_pool(const ms_failure_model *a, const ms_failure_model *b) {
+  return a->kind == MS_MODEL_ERLANG ? a->servers == b->servers
+                                    : a->capacity == b->capacity;
+}
+
+static int add_pool(ms_sim_recorder *r, const ms_failure_model *m,
+                    ms_error *err) {
+  for (int i = 0; i < r->n_pools; i++)
+    if (same_pool(&r->pool[i], m))
+      return MS_OK;
+  int i = r->n_pools++;
+  r->pool[i] = *m;
+  r->pool_ok[i] = !(m->kind == MS_MODEL_ERLANG && m->servers == 0);
+  if (!r->pool_ok[i])
+    return MS_OK;
+  ms_service_params s = {.model = *m, .policy = r->cfg->service.policy};
+  return ms_landscape_build(&s, &r->ls[i], err);
+}
+
+int ms_sim_recorder_init(ms_sim_recorder *r, const ms_sim_config *c,
+                         ms_sim_sink sink, void *ctx, ms_error *err) {
+  memset(r, 0, sizeof *r);
+  r->cfg = c;
+  r->sink = sink;
+  r->ctx = ctx;
+  int st = add_pool(r, &c->service.model, err);
+  for (int i = 0; st == MS_OK && i < c->scenario.n_triggers; i++) {
+    const ms_trigger *tr = &c->scenario.triggers[i];
+    if (tr->kind != MS_TRIGGER_SERVERS)
+      continue;
+    ms_failure_model m = c->service.model;
+    if (m.kind == MS_MODEL_ERLANG)
+      m.servers = tr->servers;
+    else
+      m.capacity = tr->capacity;
+    st = add_pool(r, &m, err);
+  }
+  if (st != MS_OK)
+    return st;
+  st = ms_amplification(&c->service.policy, 1.0, &r->collapse_amp, err);
+  if (st != MS_OK)
+    return st;
+  r->sum.first_storm_at = -1.0;
+  r->sum.storm_ended_at = -1.0;
+  r->sum.trigger_end = ms_scenario_trigger_end(&c->scenario);
+  return MS_OK;
+}
+
+static int find_pool(const ms_sim_recorder *r, const ms_failure_model *m) {
+  for (int i = 0; i < r->n_pools; i++)
+    if (same_pool(&r->pool[i], m))
+      return i;
+  return 0; /* not reached: every pool of the scenario was added */
+}
+
+static bool near(double x, double target, double tol, double floor_abs) {
+  return fabs(x - target) <= fmax(tol * target, floor_abs);
+}
+
+int ms_sim_recorder_window(ms_sim_recorder *r, double t_end, double width,
+                           const ms_sim_counts *cnt, double backlog,
+                           ms_error *err) {
+  const ms_sim_config *c = r->cfg;
+  ms_sim_sample s;
+  memset(&s, 0, sizeof s);
+  double w = width;
+  s.time = t_end;
+  s.width = w;
+  s.nominal_offered =
+      ms_scenario_mean_offered_load(&c->scenario, t_end - w, t_end);
+  s.offered = cnt->first / w;
+  s.attempts = (cnt->first + cnt->retries) / w;
+  s.retries = cnt->retries / w;
+  s.failures = cnt->failures / w;
+  s.goodput = cnt->successes / w;
+  s.given_up = cnt->given_up / w;
+  s.refused = cnt->refused / w;
+  s.backlog = backlog;
+  double outcomes = cnt->failures + cnt->successes;
+  s.failure_ratio = outcomes > 0.0 ? cnt->failures / outcomes : 0.0;
+  s.amplification = cnt->first > 0.0 ? s.attempts / s.offered : 1.0;
+
+  /* the pool at the last instant inside the window */
+  ms_failure_model pm;
+  ms_scenario_pool(&c->scenario, &c->service.model, t_end - 1e-9 * w, &pm);
+  int pi = find_pool(r, &pm);
+  s.servers = pm.kind == MS_MODEL_ERLANG ? pm.servers : 0;
+  s.capacity = ms_saturation_load(&pm);
+  if (!r->pool_ok[pi]) {
+    s.state = MS_STATE_OVERLOADED;
+    s.has_collapsed = true;
+    s.collapsed_load = s.nominal_offered * r->collapse_amp;
+  } else {
+    const ms_landscape *ls = &r->ls[pi];
+    ms_observation obs = {.offered_load = s.offered,
+                          .has_observed_attempts = true,
+                          .observed_attempts = s.attempts,
+                          .has_previous = r->has_prev,
+                          .previous = r->prev};
+    ms_report rep;
+    int st = ms_analyze(ls, &obs, &rep, err);
+    if (st != MS_OK)
+      return st;
+    s.state = rep.state;
+    s.tipping_load = ls->tipping_load;
+    s.recovery_load = ls->recovery_load;
+    ms_equilibrium eq[MS_MAX_EQUILIBRIA];
+    int n;
+    st = ms_equilibria(ls, s.nominal_offered, eq, &n, err);
+    if (st != MS_OK)
+      return st;
+    if (s.nominal_offered <= ls->tipping_load) {
+      s.has_healthy = true;
+      s.healthy_load = eq[0].effective_load;
+    }
+    if (s.nominal_offered >= ls->recovery_load) {
+      s.has_collapsed = true;
+      s.collapsed_load = eq[n - 1].effective_load;
+    }
+  }
+  s.storm = ms_state_storm(s.state);
+  r->has_prev = true;
+  r->prev = s.state;
+
+  /* summary */
+  ms_sim_summary *m = &r->sum;
+  m->samples++;
+  m->requests += cnt->first;
+  m->attempts += cnt->first + cnt->retries;
+  m->retries += cnt->retries;
+  m->failures += cnt->failures;
+  m->successes += cnt->successes;
+  m->given_up += cnt->given_up;
+  m->refused += cnt->refused;
+  m->peak_attempts = fmax(m->peak_attempts, s.attempts);
+  m->peak_amplification = fmax(m->peak_amplification, s.amplification);
+  m->peak_backlog = fmax(m->peak_backlog, s.backlog);
+  if (s.storm) {
+    m->storm_time += w;
+    if (m->first_storm_at < 0.0)
+      m->first_storm_at = t_end;
+    m->storm_after_trigger += fmax(0.0, fmin(w, t_end - m->trigger_end));
+    m->storm_ended_at = -1.0;
+  } else if (m->samples > 1 && !m->recovered) {
+    m->storm_ended_at = t_end - w;
+  }
+  m->recovered = !s.storm;
+  /* one attempt per window is the resolution of a count */
+  double floor_abs = 1.0 / w;
+  double tol = c->settle_tolerance;
+  bool in_h = s.has_healthy && near(s.attempts, s.healthy_load, tol, floor_abs);
+  bool in_c =
+      s.has_collapsed && near(s.attempts, s.collapsed_load, tol, floor_abs);
+  if (!in_h)
+    r->off_healthy_at = t_end;
+  if (!in_c)
+    r->off_collapsed_at = t_end;
+  m->settled_healthy = in_h;
+  m->settled_collapsed = in_c && !in_h;
+  m->settled_at =
+      in_h ? r->off_healthy_at : (in_c ? r->off_collapsed_at : -1.0);
+  m->final_state = s.state;
+  m->final_offered = s.offered;
+  m->final_attempts = s.attempts;
+  m->final_failure_ratio = s.failure_ratio;
+
+  if (r->sink != NULL && r->sink(r->ctx, &s) != 0) {
+    r->stop = true;
+    m->stopped = true;
+  }
+  return MS_OK;
+}
+
+void ms_sim_recorder_finish(ms_sim_recorder *r, double duration, double events,
+                            ms_sim_summary *out) {
+  r->sum.duration = duration;
+  r->sum.events = events;
+  if (out != NULL)
+    *out = r->sum;
+}
+
+/* ------------------------------------------------------------------ */
+/* Dispatch and threshold search                                       */
+/* ------------------------------------------------------------------ */
+
+const char *ms_sim_engine_name(ms_sim_engine e) {
+  switch (e) {
+  case MS_ENGINE_FLUID:
+    return "fluid";
+  case MS_ENGINE_DES:
+    return "des";
+  }
+  return "unknown";
+}
+
+int ms_sim_run(ms_sim_engine engine, const ms_sim_config *c, ms_sim_sink sink,
+               void *ctx, ms_sim_summary *summary, ms_error *err) {
+  switch (engine) {
+  case MS_ENGINE_FLUID:
+    return ms_sim_fluid(c, sink, ctx, summary, err);
+  case MS_ENGINE_DES:
+    return ms_sim_des(c, sink, ctx, summary, err);
+  }
+  return ms_fail(err, MS_EINVAL, "engine %d is neither fluid nor des",
+                 (int)engine);
+}
+
+/* Whether a run with trigger i held for `hold` ends in a storm. */
+static int latches(ms_sim_engine engine, const ms_sim_config *c, int i,
+                   double hold, bool *storm, ms_error *err) {
+  ms_sim_config probe = *c;
+  probe.scenario.triggers[i].hold = hold;
+  ms_sim_summary sum;
+  int st = ms_sim_run(engine, &probe, NULL, NULL, &sum, err);
+  if (st == MS_OK)
+    *storm = !sum.recovered;
+  return st;
+}
+
+int ms_sim_latch_threshold(ms_sim_engine engine, const ms_sim_config *c,
+                           int trigger, double lo, double hi, double rel_tol,
+                           double *threshold, ms_error *err) {
+  if (c == NULL || threshold == NULL)
+    return ms_fail(err, MS_EINVAL, "NULL argument to ms_sim_latch_threshold");
+  if (trigger < 0 || trigger >= c->scenario.n_triggers)
+    return ms_fail(err, MS_EINVAL, "trigger index %d is outside [0, %d)",
+                   trigger, c->scenario.n_triggers);
+  if (!isfinite(lo) || !isfinite(hi) || lo < 0.0 || !(hi > lo))
+    return ms_fail(err, MS_EINVAL,
+                   "hold bracket [%g, %g] s needs 0 <= lo < hi, finite", lo,
+                   hi);
+  if (!(rel_tol > 0.0 && rel_tol < 1.0))
+    return ms_fail(err, MS_EINVAL, "relative tolerance %g is outside (0, 1)",
+                   rel_tol);
+  bool storm;
+  int st = latches(engine, c, trigger, lo, &storm, err);
+  if (st != MS_OK)
+    return st;
+  if (storm)
+    return ms_fail(err, MS_EINVAL,
+                   "a hold of lo = %g s already ends in a storm", lo);
+  st = latches(engine, c, trigger, hi, &storm, err);
+  if (st != MS_OK)
+    return st;
+  if (!storm)
+    return ms_fail(err, MS_EINVAL,
+                   "a hold of hi = %g s still ends out of storm", hi);
+  while (hi - lo > rel_tol * hi) {
+    double mid = lo + 0.5 * (hi - lo);
+    st = latches(engine, c, trigger, mid, &storm, err);
+    if (st != MS_OK)
+      return st;
+    if (storm)
+      hi = mid;
+    else
+      lo = mid;
+  }
+  *threshold = lo + 0.5 * (hi - lo);
+  return MS_OK;
+}

@@ -1,0 +1,520 @@
+/*
+ * The discrete-event engine: an M/M/c FIFO queue, Poisson first attempts,
+ * clients that time out after T and retry with backoff while the servers
+ * still serve what they abandoned.  See ms_sim_des in sim.h.
+ *
+ * Events: service completions and retries live in one binary heap.  The
+ * other event kinds need none: the next arrival is one number (thinning),
+ * pool changes are a short sorted list, and timeouts happen in queue order
+ * (every attempt has the same patience T and the queue is FIFO), so the
+ * next timeout is always that of the oldest live attempt in the queue.
+ * Attempts whose client gave up are kept as a count in front of the live
+ * ones: they still take a server each, and nothing else is known of them.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+/* ---- random numbers ------------------------------------------------- */
+
+/*
+ * xoshiro256** 1.0 with its state seeded by splitmix64, as its authors
+ * recommend (Blackman and Vigna, ACM TOMS 47(4), 2021; splitmix64 from
+ * Steele, Lea and Flood, OOPSLA 2014).
+ */
+typedef struct {
+  uint64_t s[4];
+} rng_t;
+
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+static uint64_t rotl64(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static void rng_seed(rng_t *g, uint64_t seed) {
+  uint64_t x = seed;
+  for (int i = 0; i < 4; i++)
+    g->s[i] = splitmix64(&x);
+}
+
+static uint64_t rng_next(rng_t *g) {
+  uint64_t *s = g->s;
+  uint64_t result = rotl64(s[1] * 5, 7) * 9;
+  uint64_t t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl64(s[3], 45);
+  return result;
+}
+
+/* uniform on [0, 1), 53 random bits */
+static double rng_uniform(rng_t *g) {
+  return (double)(rng_next(g) >> 11) * 0x1.0p-53;
+}
+
+/* exponential of the given rate, by inversion */
+static double rng_exp(rng_t *g, double rate) {
+  return -log1p(-rng_uniform(g)) / rate;
+}
+
+/* ---- containers ----------------------------------------------------- */
+
+enum { EV_DONE_OK, EV_DONE_FAIL, EV_DONE_ABANDONED, EV_RETRY };
+
+typedef struct {
+  double t;
+  uint32_t id;
+  uint32_t kind;
+} event;
+
+typedef struct {
+  event *a;
+  size_t n, cap;
+} heap_t;
+
+/* Grow an array to hold at least need elements (doubling). */
+static int grow(void **p, size_t *cap, size_t need, size_t size) {
+  if (need <= *cap)
+    return MS_OK;
+  size_t nc = *cap ? *cap : 256;
+  while (nc < need)
+    nc *= 2;
+  void *q = realloc(*p, nc * size);
+  if (q == NULL)
+    return MS_ENOMEM;
+  *p = q;
+  *cap = nc;
+  return MS_OK;
+}
+
+static int heap_push(heap_t *h, double t, uint32_t id, uint32_t kind) {
+  if (grow((void **)&h->a, &h->cap, h->n + 1, sizeof *h->a) != MS_OK)
+    return MS_ENOMEM;
+  size_t i = h->n++;
+  event e = {t, id, kind};
+  while (i > 0) {
+    size_t up = (i - 1) / 2;
+    if (!(h->a[up].t > t))
+      break;
+    h->a[i] = h->a[up];
+    i = up;
+  }
+  h->a[i] = e;
+  return MS_OK;
+}
+
+static event heap_pop(heap_t *h) {
+  event top = h->a[0];
+  event last = h->a[--h->n];
+  size_t i = 0, n = h->n;
+  for (;;) {
+    size_t l = 2 * i + 1;
+    if (l >= n)
+      break;
+    size_t m = l + 1 < n && h->a[l + 1].t < h->a[l].t ? l + 1 : l;
+    if (!(h->a[m].t < last.t))
+      break;
+    h->a[i] = h->a[m];
+    i = m;
+  }
+  if (n > 0)
+    h->a[i] = last;
+  return top;
+}
+
+/* A FIFO ring of (time, id); capacity a power of two. */
+typedef struct {
+  double t;
+  uint32_t id;
+} qentry;
+
+typedef struct {
+  qentry *a;
+  size_t head, len, cap;
+} ring_t;
+
+static int ring_push(ring_t *q, double t, uint32_t id) {
+  if (q->len == q->cap) {
+    size_t nc = q->cap ? 2 * q->cap : 1024;
+    qentry *b = malloc(nc * sizeof *b);
+    if (b == NULL)
+      return MS_ENOMEM;
+    for (size_t i = 0; i < q->len; i++)
+      b[i] = q->a[(q->head + i) & (q->cap - 1)];
+    free(q->a);
+    q->a = b;
+    q->head = 0;
+    q->cap = nc;
+  }
+  q->a[(q->head + q->len) & (q->cap - 1)] = (qentry){t, id};
+  q->len++;
+  return MS_OK;
+}
+
+static qentry *ring_front(ring_t *q) { return &q->a[q->head]; }
+
+static void ring_pop(ring_t *q) {
+  q->head = (q->head + 1) & (q->cap - 1);
+  q->len--;
+}
+
+/* ---- the simulation state -------------------------------------------- */
+
+#define MAX_REQUESTS ((size_t)1 << 31)
+
+typedef struct {
+  const ms_sim_config *cfg;
+  rng_t rng;
+  double mu, T, base;
+  int r;
+  heap_t heap;
+  ring_t live;         /* waiting attempts whose client still waits */
+  long long abandoned; /* waiting attempts whose client gave up */
+  long busy, servers;
+  /* requests in flight */
+  uint8_t *retries_done;
+  double *sleep; /* decorrelated jitter: previous sleep */
+  size_t req_cap, req_top;
+  uint32_t *free_ids;
+  size_t free_n, free_cap;
+  /* retry budget: send times in the last budget window */
+  ring_t bud_first, bud_retry;
+  double budget_ratio;
+  double tokens;
+  ms_sim_counts win;
+  double events;
+} des_t;
+
+static void des_free(des_t *d) {
+  free(d->heap.a);
+  free(d->live.a);
+  free(d->retries_done);
+  free(d->sleep);
+  free(d->free_ids);
+  free(d->bud_first.a);
+  free(d->bud_retry.a);
+}
+
+static int request_new(des_t *d, uint32_t *id) {
+  if (d->free_n > 0) {
+    *id = d->free_ids[--d->free_n];
+  } else {
+    if (d->req_top >= MAX_REQUESTS)
+      return MS_ELIMIT;
+    size_t cap = d->req_cap;
+    if (grow((void **)&d->retries_done, &cap, d->req_top + 1,
+             sizeof *d->retries_done) != MS_OK)
+      return MS_ENOMEM;
+    cap = d->req_cap;
+    if (grow((void **)&d->sleep, &cap, d->req_top + 1, sizeof *d->sleep) !=
+        MS_OK)
+      return MS_ENOMEM;
+    d->req_cap = cap;
+    *id = (uint32_t)d->req_top++;
+  }
+  d->retries_done[*id] = 0;
+  d->sleep[*id] = d->cfg->backoff.base;
+  return MS_OK;
+}
+
+static int request_free(des_t *d, uint32_t id) {
+  if (grow((void **)&d->free_ids, &d->free_cap, d->free_n + 1,
+           sizeof *d->free_ids) != MS_OK)
+    return MS_ENOMEM;
+  d->free_ids[d->free_n++] = id;
+  return MS_OK;
+}
+
+/* The backoff before retry k of request id (k = 1 .. r). */
+static double backoff_delay(des_t *d, uint32_t id, int k) {
+  const ms_backoff *b = &d->cfg->backoff;
+  double v;
+  switch (b->kind) {
+  case MS_BACKOFF_NONE:
+    return 0.0;
+  case MS_BACKOFF_CONSTANT:
+    return b->base;
+  case MS_BACKOFF_EXPONENTIAL:
+    return fmin(b->cap, ldexp(b->base, k - 1));
+  case MS_BACKOFF_FULL_JITTER:
+    v = fmin(b->cap, ldexp(b->base, k - 1));
+    return rng_uniform(&d->rng) * v;
+  case MS_BACKOFF_EQUAL_JITTER:
+    v = fmin(b->cap, ldexp(b->base, k - 1));
+    return 0.5 * v + rng_uniform(&d->rng) * 0.5 * v;
+  case MS_BACKOFF_DECORRELATED:
+    v = b->base + rng_uniform(&d->rng) * (3.0 * d->sleep[id] - b->base);
+    v = fmin(b->cap, v);
+    d->sleep[id] = v;
+    return v;
+  }
+  return 0.0;
+}
+
+/* A server takes attempt id (client waiting) at time t. */
+static int start_service(des_t *d, uint32_t id, double t) {
+  d->busy++;
+  bool fail = d->base > 0.0 && rng_uniform(&d->rng) < d->base;
+  return heap_push(&d->heap, t + rng_exp(&d->rng, d->mu), id,
+                   fail ? EV_DONE_FAIL : EV_DONE_OK);
+}
+
+/* Free servers take waiting attempts, oldest first. */
+static int dispatch(des_t *d, double t) {
+  while (d->busy < d->servers) {
+    if (d->abandoned > 0) {
+      d->abandoned--;
+      d->busy++;
+      if (heap_push(&d->heap, t + rng_exp(&d->rng, d->mu), 0,
+                    EV_DONE_ABANDONED) != MS_OK)
+        return MS_ENOMEM;
+    } else if (d->live.len > 0) {
+      uint32_t id = ring_front(&d->live)->id;
+      ring_pop(&d->live);
+      if (start_service(d, id, t) != MS_OK)
+        return MS_ENOMEM;
+    } else {
+      break;
+    }
+  }
+  return MS_OK;
+}
+
+/* Attempt of request id sent at t. */
+static int send_attempt(des_t *d, uint32_t id, double t) {
+  if (d->abandoned == 0 && d->live.len == 0 && d->busy < d->servers)
+    return start_service(d, id, t);
+  return ring_push(&d->live, t, id);
+}
+
+/* The client of request id learned at t that its attempt failed. */
+static int attempt_failed(des_t *d, uint32_t id, double t) {
+  d->win.failures += 1.0;
+  int done = d->retries_done[id];
+  if (done < d->r)
+    return heap_push(&d->heap, t + backoff_delay(d, id, done + 1), id,
+                     EV_RETRY);
+  d->win.given_up += 1.0;
+  return request_free(d, id);
+}
+
+static void evict_before(ring_t *q, double t) {
+  while (q->len > 0 && ring_front(q)->t <= t)
+    ring_pop(q);
+}
+
+/* Request id wants to send retry k at t: budget and bucket decide. */
+static int retry_due(des_t *d, uint32_t id, double t) {
+  const ms_retry_policy *pol = &d->cfg->service.policy;
+  bool ok = true;
+  if (pol->has_budget) {
+    evict_before(&d->bud_first, t - d->cfg->budget_window);
+    evict_before(&d->bud_retry, t - d->cfg->budget_window);
+    ok = (double)d->bud_retry.len + 1.0 <=
+         d->budget_ratio * (double)d->bud_first.len;
+  }
+  if (ok && pol->has_token) {
+    ok = d->tokens >= 1.0;
+    if (ok)
+      d->tokens -= 1.0;
+  }
+  if (!ok) {
+    d->win.refused += 1.0;
+    d->win.given_up += 1.0;
+    return request_free(d, id);
+  }
+  d->retries_done[id]++;
+  d->win.retries += 1.0;
+  if (pol->has_budget && ring_push(&d->bud_retry, t, id) != MS_OK)
+    return MS_ENOMEM;
+  return send_attempt(d, id, t);
+}
+
+/* A completion at t. */
+static int completion(des_t *d, const event *e, double t) {
+  d->busy--;
+  int st = MS_OK;
+  if (e->kind == EV_DONE_OK) {
+    d->win.successes += 1.0;
+    if (d->cfg->service.policy.has_token)
+      d->tokens = fmin(d->cfg->token_capacity,
+                       d->tokens + d->cfg->service.policy.token_ratio);
+    st = request_free(d, e->id);
+  } else if (e->kind == EV_DONE_FAIL) {
+    st = attempt_failed(d, e->id, t);
+  }
+  if (st != MS_OK)
+    return st;
+  return dispatch(d, t);
+}
+
+/* A pool change: (time, servers). */
+typedef struct {
+  double t;
+  long servers;
+} pool_change;
+
+static int cmp_change(const void *a, const void *b) {
+  double x = ((const pool_change *)a)->t, y = ((const pool_change *)b)->t;
+  return (x > y) - (x < y);
+}
+
+/* Largest offered load over [0, duration]: lambda is piecewise linear. */
+static double max_offered(const ms_scenario *sc) {
+  double m = fmax(ms_scenario_offered_load(sc, 0.0),
+                  ms_scenario_offered_load(sc, sc->duration));
+  for (int i = 0; i < sc->n_triggers; i++) {
+    const ms_trigger *tr = &sc->triggers[i];
+    const double e[4] = {tr->start, tr->start + tr->rise,
+                         tr->start + tr->rise + tr->hold,
+                         tr->start + tr->rise + tr->hold + tr->fall};
+    for (int j = 0; j < 4; j++) {
+      m = fmax(m, ms_scenario_offered_load(sc, e[j]));
+      /* the value just before a jump (spike end) */
+      m = fmax(m, ms_scenario_offered_load(sc, nextafter(e[j], -HUGE_VAL)));
+    }
+  }
+  return m;
+}
+
+static int status_message(int st, ms_error *err, double t) {
+  if (st == MS_ENOMEM)
+    return ms_fail(err, MS_ENOMEM, "out of memory at t = %g s", t);
+  if (st == MS_ELIMIT)
+    return ms_fail(err, MS_ELIMIT,
+                   "more than 2^31 requests in flight at t = %g s", t);
+  return st;
+}
+
+int ms_sim_des(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
+               ms_sim_summary *summary, ms_error *err) {
+  int st = ms_sim_config_check(c, err);
+  if (st != MS_OK)
+    return st;
+  const ms_failure_model *m0 = &c->service.model;
+  if (m0->kind != MS_MODEL_ERLANG)
+    return ms_fail(err, MS_EINVAL,
+                   "the discrete-event engine simulates an M/M/c queue: it "
+                   "needs the erlang model (servers, service time, timeout)");
+  const ms_scenario *sc = &c->scenario;
+  ms_sim_recorder rec;
+  st = ms_sim_recorder_init(&rec, c, sink, ctx, err);
+  if (st != MS_OK)
+    return st;
+
+  des_t d;
+  memset(&d, 0, sizeof d);
+  d.cfg = c;
+  rng_seed(&d.rng, c->seed);
+  d.mu = m0->service_rate;
+  d.T = m0->timeout;
+  d.base = m0->base_failure;
+  d.r = c->service.policy.retries;
+  d.tokens = c->token_capacity;
+  d.budget_ratio = c->service.policy.has_budget
+                       ? c->service.policy.retry_budget /
+                             (1.0 - c->service.policy.retry_budget)
+                       : 0.0;
+  ms_failure_model pm;
+  ms_scenario_pool(sc, m0, 0.0, &pm);
+  d.servers = pm.servers;
+
+  pool_change changes[2 * MS_SIM_MAX_TRIGGERS];
+  int n_changes = 0;
+  for (int i = 0; i < sc->n_triggers; i++) {
+    const ms_trigger *tr = &sc->triggers[i];
+    if (tr->kind != MS_TRIGGER_SERVERS)
+      continue;
+    const double e[2] = {tr->start, tr->start + tr->hold};
+    for (int j = 0; j < 2; j++)
+      if (e[j] > 0.0 && e[j] < sc->duration)
+        changes[n_changes++] = (pool_change){e[j], 0};
+  }
+  qsort(changes, (size_t)n_changes, sizeof *changes, cmp_change);
+  for (int i = 0; i < n_changes; i++) {
+    ms_scenario_pool(sc, m0, changes[i].t, &pm);
+    changes[i].servers = pm.servers;
+  }
+  int next_change = 0;
+
+  double lam_max = max_offered(sc) * (1.0 + 1e-12);
+  double next_arrival = lam_max > 0.0 ? rng_exp(&d.rng, lam_max) : HUGE_VAL;
+  double duration = sc->duration, si = c->sample_interval;
+  long win_index = 1;
+  double win_start = 0.0, win_end = fmin(si, duration);
+  double t = 0.0;
+
+  for (;;) {
+    double t_heap = d.heap.n > 0 ? d.heap.a[0].t : HUGE_VAL;
+    double t_timeout = d.live.len > 0 ? ring_front(&d.live)->t + d.T : HUGE_VAL;
+    double t_change =
+        next_change < n_changes ? changes[next_change].t : HUGE_VAL;
+    double t_ev = fmin(fmin(t_heap, t_timeout), fmin(t_change, next_arrival));
+
+    if (win_end <= t_ev) {
+      double backlog = (double)d.abandoned + (double)d.live.len;
+      st = ms_sim_recorder_window(&rec, win_end, win_end - win_start, &d.win,
+                                  backlog, err);
+      if (st != MS_OK)
+        break;
+      d.win = (ms_sim_counts){0};
+      if (rec.stop || win_end >= duration)
+        break;
+      win_start = win_end;
+      win_index++;
+      win_end = fmin((double)win_index * si, duration);
+      continue;
+    }
+    t = t_ev;
+    d.events += 1.0;
+    if (t_change == t_ev) {
+      d.servers = changes[next_change++].servers;
+      st = dispatch(&d, t);
+    } else if (t_timeout == t_ev) {
+      uint32_t id = ring_front(&d.live)->id;
+      ring_pop(&d.live);
+      d.abandoned++;
+      st = attempt_failed(&d, id, t);
+    } else if (t_heap == t_ev) {
+      event e = heap_pop(&d.heap);
+      if (e.kind == EV_RETRY)
+        st = retry_due(&d, e.id, t);
+      else
+        st = completion(&d, &e, t);
+    } else {
+      next_arrival = t + rng_exp(&d.rng, lam_max);
+      if (rng_uniform(&d.rng) * lam_max < ms_scenario_offered_load(sc, t)) {
+        uint32_t id;
+        st = request_new(&d, &id);
+        if (st == MS_OK) {
+          d.win.first += 1.0;
+          if (c->service.policy.has_budget)
+            st = ring_push(&d.bud_first, t, id);
+        }
+        if (st == MS_OK)
+          st = send_attempt(&d, id, t);
+      }
+    }
+    if (st != MS_OK) {
+      st = status_message(st, err, t);
+      break;
+    }
+  }
+  double events = d.events;
+  des_free(&d);
+  if (st != MS_OK)
+    return st;
+  ms_sim_recorder_finish(&rec, duration, events, summary);
+  return MS_OK;
+}

@@ -1,0 +1,455 @@
+/*
+ * The fluid engine: rates in bins of width dt, retries scheduled into later
+ * bins by the backoff policy, failure probability from the model (memoryless,
+ * seed 002) or from a queue carried between bins (pointwise stationary fluid
+ * flow approximation).  See ms_sim_fluid in sim.h.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+/* Failure causes, by when the client learns of them. */
+enum { CAUSE_TIMEOUT = 0, CAUSE_FAST = 1, CAUSES = 2 };
+
+/* Farthest bin a retry may land in, relative to its attempt's (the
+ * schedule holds r times this many bins). */
+#define MAX_REACH (1L << 22)
+
+/* Where the retries of attempts sent in bin i land: bin i + j, j >= 1. */
+typedef struct {
+  long first, last; /* j range, 1 <= first <= last */
+  double *w;        /* last - first + 1 weights summing to 1 */
+} kernel;
+
+/* Integral of the unit tent max(0, 1 - |z|) from -infinity to z. */
+static double tent_cdf(double z) {
+  if (z <= -1.0)
+    return 0.0;
+  if (z <= 0.0)
+    return 0.5 * (z + 1.0) * (z + 1.0);
+  if (z < 1.0)
+    return 1.0 - 0.5 * (1.0 - z) * (1.0 - z);
+  return 1.0;
+}
+
+/*
+ * The landing distribution of a retry whose delay (detection plus backoff)
+ * is `detect` plus a draw from dist, for an attempt uniform within its bin:
+ * a point delay L (in bins) puts 1 - frac(L) into bin floor(L) and frac(L)
+ * into the next (the unit tent centred on L), a uniform delay on [a, b] the
+ * tent averaged over [a, b].  Mass before bin 1 moves to bin 1.
+ */
+static int kernel_build(const ms_delay_dist *dist, double detect, double dt,
+                        kernel *k) {
+  long jmax = 1;
+  for (int i = 0; i < dist->n; i++) {
+    double jb = ceil((detect + dist->hi[i]) / dt) + 1;
+    if (jb > (double)MAX_REACH)
+      return MS_ELIMIT;
+    if ((long)jb > jmax)
+      jmax = (long)jb;
+  }
+  double *w = calloc((size_t)jmax + 1, sizeof *w);
+  if (w == NULL)
+    return MS_ENOMEM;
+  for (int i = 0; i < dist->n; i++) {
+    double a = (detect + dist->lo[i]) / dt, b = (detect + dist->hi[i]) / dt;
+    double wi = dist->w[i];
+    if (b - a < 1e-9) {
+      double jf = floor(a), f = a - jf;
+      long j = (long)jf;
+      w[j > 1 ? j : 1] += wi * (1.0 - f);
+      w[j + 1 > 1 ? j + 1 : 1] += wi * f;
+      continue;
+    }
+    long j0 = (long)floor(a), j1 = (long)ceil(b);
+    for (long j = j0; j <= j1; j++) {
+      double m =
+          wi * (tent_cdf((double)j - a) - tent_cdf((double)j - b)) / (b - a);
+      w[j > 1 ? j : 1] += m;
+    }
+  }
+  long first = 1, last = jmax;
+  while (first < last && w[first] == 0.0)
+    first++;
+  while (last > first && w[last] == 0.0)
+    last--;
+  double sum = 0.0;
+  for (long j = first; j <= last; j++)
+    sum += w[j];
+  k->first = first;
+  k->last = last;
+  k->w = malloc((size_t)(last - first + 1) * sizeof *k->w);
+  if (k->w == NULL) {
+    free(w);
+    return MS_ENOMEM;
+  }
+  for (long j = first; j <= last; j++)
+    k->w[j - first] = w[j] / sum;
+  free(w);
+  return MS_OK;
+}
+
+/* ---- failure probability ------------------------------------------- */
+
+/* p and the timeout (or overload) probability q of the memoryless model. */
+static void memoryless_failure(const ms_failure_model *m, double x, double *p,
+                               double *q) {
+  double base = m->base_failure;
+  if (m->kind == MS_MODEL_CAPACITY) {
+    *q = x > m->capacity ? (x - m->capacity) / x : 0.0;
+  } else if (m->servers == 0) {
+    *q = 1.0;
+  } else {
+    double mu = m->service_rate, cmu = (double)m->servers * mu;
+    double a = x / mu;
+    if (x >= cmu) {
+      *q = 1.0;
+    } else if (!(a >= DBL_MIN)) {
+      *q = 0.0;
+    } else {
+      ms_erlang_terms t;
+      ms_erlang_terms_unchecked(m->servers, a, &t);
+      *q = exp(t.ln_c - (cmu - x) * m->timeout);
+    }
+  }
+  *p = *q + base * (1.0 - *q);
+}
+
+/*
+ * Mean number in an M/M/c system at utilisation rho = 1 - s (s in (0, 1]),
+ * G = c rho + C(c, c rho) rho / (1 - rho), its derivative in rho, and
+ * ln C (Kleinrock 1975, eq. 3.39-3.40).  dC/da from
+ * a d ln C / da = (c - a) + a (1 - B) / (c - a + a B) (as in loop.c).
+ */
+typedef struct {
+  double G, dG, ln_c;
+} mmc_mean;
+
+static void mmc_mean_number(long c, double s, mmc_mean *o) {
+  double cd = (double)c, rho = 1.0 - s, a = cd * rho;
+  if (!(a >= 1e-300)) {
+    o->G = a;
+    o->dG = cd;
+    o->ln_c = -1e300;
+    return;
+  }
+  ms_erlang_terms t;
+  ms_erlang_terms_unchecked(c, a, &t);
+  double C = exp(t.ln_c), ca = cd * s;
+  double adlnc = ca + a * (1.0 - t.b) / (ca + a * t.b);
+  o->G = a + C * rho / s;
+  o->dG = cd + (C / s) * (adlnc + 1.0 / s);
+  o->ln_c = t.ln_c;
+}
+
+/* Smallest 1 - rho the queue-memory state resolves (1 - s < 1 in double). */
+#define S_MIN 1e-15
+
+/*
+ * One implicit Euler step of dN/dt = x - c mu rho(N): find rho' with
+ * G(rho') + c mu dt rho' = N + x dt, by Newton's method on v = ln(1 - rho')
+ * kept inside a bisection bracket (the left side increases with rho').
+ * *v carries the previous solution as the starting guess.
+ */
+static void psffa_step(long c, double kappa, double M, double *v, mmc_mean *out,
+                       double *s_out) {
+  mmc_mean g;
+  if (!(M > 0.0)) {
+    mmc_mean_number(c, 1.0, out);
+    *s_out = 1.0;
+    *v = 0.0;
+    return;
+  }
+  double vlo = log(S_MIN), vhi = 0.0;
+  mmc_mean_number(c, S_MIN, &g);
+  if (g.G + kappa * (1.0 - S_MIN) < M) {
+    /* beyond what a double resolves: every server busy */
+    *out = g;
+    out->G = M - kappa * (1.0 - S_MIN);
+    *s_out = S_MIN;
+    *v = vlo;
+    return;
+  }
+  double x = fmin(fmax(*v, vlo), vhi);
+  if (x == vhi)
+    x = -1e-3;
+  for (int it = 0; it < 200; it++) {
+    double s = exp(x);
+    mmc_mean_number(c, s, &g);
+    double H = g.G + kappa * (1.0 - s) - M;
+    if (fabs(H) <= 1e-14 * M)
+      break;
+    if (H > 0.0)
+      vlo = x;
+    else
+      vhi = x;
+    double dH = -(g.dG + kappa) * s;
+    double nx = x - H / dH;
+    if (!(nx > vlo && nx < vhi))
+      nx = vlo + 0.5 * (vhi - vlo);
+    bool done = fabs(nx - x) <= 1e-13 * fmax(1.0, fabs(x)) || vhi - vlo < 1e-13;
+    x = nx;
+    if (done)
+      break;
+  }
+  double s = exp(x);
+  mmc_mean_number(c, s, out);
+  *s_out = s;
+  *v = x;
+}
+
+/* ---- the run ------------------------------------------------------- */
+
+typedef struct {
+  int r;
+  long J; /* ring length of the retry schedule */
+  kernel ker[MS_MAX_RETRIES][CAUSES];
+  double *pend;                  /* r x J: retry k+1 attempts due in each bin */
+  long nb;                       /* budget window, bins */
+  double *bud_first, *bud_retry; /* rings of nb */
+  ms_delay_dist dist[MS_MAX_RETRIES];
+} fluid_state;
+
+static void fluid_free(fluid_state *f) {
+  for (int k = 0; k < f->r; k++)
+    for (int c = 0; c < CAUSES; c++)
+      free(f->ker[k][c].w);
+  ms_delay_dists_free(f->dist, f->r);
+  free(f->pend);
+  free(f->bud_first);
+  free(f->bud_retry);
+}
+
+/* dt and bins per window, from the configuration. */
+static int pick_dt(const ms_sim_config *c, double *dt, long *spb,
+                   ms_error *err) {
+  double si = c->sample_interval;
+  if (c->dt > 0.0) {
+    double n = round(si / c->dt);
+    if (n < 1.0 || fabs(n * c->dt - si) > 1e-9 * si)
+      return ms_fail(err, MS_EINVAL,
+                     "dt = %g s must divide the sample interval %g s", c->dt,
+                     si);
+    *dt = c->dt;
+    *spb = (long)n;
+    return MS_OK;
+  }
+  const ms_failure_model *m = &c->service.model;
+  double d0;
+  if (m->kind == MS_MODEL_ERLANG)
+    d0 = m->timeout > 0.0 ? m->timeout / 20.0 : 1.0 / (20.0 * m->service_rate);
+  else
+    d0 = si / 10.0;
+  double n = ceil(si / d0 - 1e-9);
+  if (n < 1.0)
+    n = 1.0;
+  if (n > (double)MS_SIM_MAX_BINS)
+    return ms_fail(err, MS_ELIMIT,
+                   "default dt %g s gives more than %ld bins per sample", d0,
+                   MS_SIM_MAX_BINS);
+  *dt = si / n;
+  *spb = (long)n;
+  return MS_OK;
+}
+
+int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
+                 ms_sim_summary *summary, ms_error *err) {
+  int st = ms_sim_config_check(c, err);
+  if (st != MS_OK)
+    return st;
+  const ms_failure_model *m0 = &c->service.model;
+  const ms_retry_policy *pol = &c->service.policy;
+  if (c->queue_memory && m0->kind != MS_MODEL_ERLANG)
+    return ms_fail(err, MS_EINVAL,
+                   "queue memory needs the erlang model (servers, service "
+                   "time, timeout); the capacity model has no queue");
+  double dt = 0.0;
+  long spb = 1;
+  st = pick_dt(c, &dt, &spb, err);
+  if (st != MS_OK)
+    return st;
+  double nbins_d = ceil(c->scenario.duration / dt - 1e-9);
+  if (nbins_d > (double)MS_SIM_MAX_BINS)
+    return ms_fail(err, MS_ELIMIT,
+                   "%.0f bins of dt = %g s exceed the limit of %ld: raise dt",
+                   nbins_d, dt, MS_SIM_MAX_BINS);
+  long nbins = (long)nbins_d;
+
+  ms_sim_recorder rec;
+  st = ms_sim_recorder_init(&rec, c, sink, ctx, err);
+  if (st != MS_OK)
+    return st;
+
+  fluid_state f;
+  memset(&f, 0, sizeof f);
+  f.r = pol->retries;
+  int r = f.r;
+  st = ms_delay_dists_build(&c->backoff, r, f.dist, err);
+  if (st != MS_OK)
+    return st;
+  /* when the client learns of a failure */
+  double detect[CAUSES] = {0.0, 0.0};
+  if (m0->kind == MS_MODEL_ERLANG) {
+    detect[CAUSE_TIMEOUT] = m0->timeout;
+    detect[CAUSE_FAST] = 1.0 / m0->service_rate;
+  }
+  f.J = 2;
+  for (int k = 0; k < r && st == MS_OK; k++)
+    for (int cs = 0; cs < CAUSES && st == MS_OK; cs++) {
+      int kb = kernel_build(&f.dist[k], detect[cs], dt, &f.ker[k][cs]);
+      if (kb == MS_ELIMIT)
+        st = ms_fail(err, MS_ELIMIT,
+                     "retry %d can land more than %ld bins of dt = %g s "
+                     "after its attempt (timeout plus backoff cap): raise dt",
+                     k + 1, MAX_REACH, dt);
+      else if (kb != MS_OK)
+        st = ms_fail(err, MS_ENOMEM, "no memory for the retry schedule");
+      else if (f.ker[k][cs].last + 1 > f.J)
+        f.J = f.ker[k][cs].last + 1;
+    }
+  if (st == MS_OK && r > 0) {
+    f.pend = calloc((size_t)r * (size_t)f.J, sizeof *f.pend);
+    if (f.pend == NULL)
+      st = ms_fail(err, MS_ENOMEM, "no memory for %d x %ld schedule bins", r,
+                   f.J);
+  }
+  if (st == MS_OK) {
+    double nb = round(c->budget_window / dt);
+    f.nb = nb < 1.0 ? 1 : (long)fmin(nb, (double)MS_SIM_MAX_BINS);
+    if (pol->has_budget) {
+      f.bud_first = calloc((size_t)f.nb, sizeof *f.bud_first);
+      f.bud_retry = calloc((size_t)f.nb, sizeof *f.bud_retry);
+      if (f.bud_first == NULL || f.bud_retry == NULL)
+        st = ms_fail(err, MS_ENOMEM, "no memory for the budget window");
+    }
+  }
+  if (st != MS_OK) {
+    fluid_free(&f);
+    return st;
+  }
+
+  double base = m0->base_failure;
+  double budget_ratio =
+      pol->has_budget ? pol->retry_budget / (1.0 - pol->retry_budget) : 0.0;
+  double bud_first_sum = 0.0, bud_retry_sum = 0.0;
+  double tokens = c->token_capacity;
+  double N = 0.0, v = 0.0, backlog = 0.0; /* queue memory */
+  double att[MS_MAX_RETRIES + 1];
+  ms_sim_counts win = {0};
+  long in_win = 0;
+
+  for (long i = 0; i < nbins && !rec.stop; i++) {
+    double t0 = (double)i * dt;
+    double first =
+        ms_scenario_mean_offered_load(&c->scenario, t0, t0 + dt) * dt;
+    ms_failure_model pm;
+    ms_scenario_pool(&c->scenario, m0, t0 + 0.5 * dt, &pm);
+    long slot = i % f.J;
+
+    /* retries due now, and what the budget or the bucket lets through */
+    double cand = 0.0;
+    for (int k = 0; k < r; k++) {
+      att[k + 1] = f.pend[(size_t)k * f.J + slot];
+      f.pend[(size_t)k * f.J + slot] = 0.0;
+      cand += att[k + 1];
+    }
+    double allowed = cand;
+    if (pol->has_budget) {
+      long bs = i % f.nb;
+      bud_first_sum -= f.bud_first[bs];
+      bud_retry_sum -= f.bud_retry[bs];
+      double room = budget_ratio * (bud_first_sum + first) - bud_retry_sum;
+      allowed = fmin(allowed, fmax(0.0, room));
+    }
+    if (pol->has_token)
+      allowed = fmin(allowed, fmax(0.0, tokens));
+    double pass = cand > 0.0 ? allowed / cand : 0.0;
+    double refused = cand - allowed;
+    att[0] = first;
+    for (int k = 1; k <= r; k++)
+      att[k] *= pass;
+    double sent = first + allowed;
+    double x = sent / dt;
+
+    double p, q;
+    if (!c->queue_memory) {
+      memoryless_failure(&pm, x, &p, &q);
+    } else if (pm.servers == 0) {
+      N += sent;
+      backlog = N;
+      q = 1.0;
+      p = 1.0;
+    } else {
+      double cmu = (double)pm.servers * pm.service_rate, s;
+      mmc_mean g;
+      psffa_step(pm.servers, cmu * dt, N + sent, &v, &g, &s);
+      N = g.G;
+      backlog = fmax(0.0, N - (double)pm.servers * (1.0 - s));
+      q = exp(g.ln_c - cmu * s * pm.timeout);
+      p = q + base * (1.0 - q);
+    }
+
+    /* failures become retries, or requests that failed for good */
+    double share[CAUSES] = {p > 0.0 ? q / p : 0.0,
+                            p > 0.0 ? base * (1.0 - q) / p : 0.0};
+    double given_up = refused;
+    for (int k = 0; k <= r; k++) {
+      double fk = att[k] * p;
+      if (!(fk > 0.0))
+        continue;
+      if (k == r) {
+        given_up += fk;
+        continue;
+      }
+      double *row = f.pend + (size_t)k * f.J;
+      for (int cs = 0; cs < CAUSES; cs++) {
+        double mass = fk * share[cs];
+        if (!(mass > 0.0))
+          continue;
+        const kernel *ke = &f.ker[k][cs];
+        for (long j = ke->first; j <= ke->last; j++) {
+          long dst = slot + j;
+          if (dst >= f.J)
+            dst -= f.J;
+          row[dst] += mass * ke->w[j - ke->first];
+        }
+      }
+    }
+    double good = sent * (1.0 - p);
+    if (pol->has_budget) {
+      long bs = i % f.nb;
+      f.bud_first[bs] = first;
+      f.bud_retry[bs] = allowed;
+      bud_first_sum += first;
+      bud_retry_sum += allowed;
+    }
+    if (pol->has_token)
+      tokens =
+          fmin(c->token_capacity, tokens - allowed + pol->token_ratio * good);
+
+    win.first += first;
+    win.retries += allowed;
+    win.failures += sent * p;
+    win.successes += good;
+    win.given_up += given_up;
+    win.refused += refused;
+    in_win++;
+    if (in_win == spb || i + 1 == nbins) {
+      st = ms_sim_recorder_window(&rec, (double)(i + 1) * dt,
+                                  (double)in_win * dt, &win, backlog, err);
+      if (st != MS_OK)
+        break;
+      win = (ms_sim_counts){0};
+      in_win = 0;
+    }
+  }
+  fluid_free(&f);
+  if (st != MS_OK)
+    return st;
+  ms_sim_recorder_finish(&rec, (double)nbins * dt, (double)nbins, summary);
+  return MS_OK;
+}

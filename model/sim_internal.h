@@ -1,0 +1,72 @@
+/* Helpers shared by the simulation engines; not installed. */
+#ifndef METASTABLE_SIM_INTERNAL_H
+#define METASTABLE_SIM_INTERNAL_H
+
+#include "internal.h"
+#include "sim.h"
+
+/* Cells of the discretised decorrelated-jitter distribution. */
+#define MS_DECORR_CELLS 4096
+
+/*
+ * The distribution of one backoff delay, as a mixture of point masses and
+ * uniform pieces: exactly for every kind but decorrelated jitter, whose
+ * pieces are the cells of its discretised recursion.  Each component is
+ * (lo, hi, weight); lo == hi is a point mass.  Weights sum to 1.
+ */
+typedef struct {
+  int n;
+  double *lo, *hi, *w; /* n entries each */
+} ms_delay_dist;
+
+/*
+ * The delay distributions of retries 1 .. r for a valid backoff: dist[k-1]
+ * for retry k.  Allocates; release with ms_delay_dists_free.  Returns MS_OK
+ * or MS_ENOMEM.
+ */
+int ms_delay_dists_build(const ms_backoff *b, int r, ms_delay_dist *dist,
+                         ms_error *err);
+void ms_delay_dists_free(ms_delay_dist *dist, int r);
+
+/* What happened in one output window, in counts (not rates). */
+typedef struct {
+  double first, retries, failures, successes, given_up, refused;
+} ms_sim_counts;
+
+/*
+ * Turns windows of counts into samples (the plugin's verdict included),
+ * passes them to the sink and keeps the summary.  The landscape of every
+ * pool the scenario uses is built once, at init.
+ */
+typedef struct {
+  const ms_sim_config *cfg;
+  ms_sim_sink sink;
+  void *ctx;
+  ms_sim_summary sum;
+  int n_pools;
+  ms_failure_model pool[MS_SIM_MAX_TRIGGERS + 1];
+  bool pool_ok[MS_SIM_MAX_TRIGGERS + 1]; /* landscape built (servers > 0) */
+  ms_landscape ls[MS_SIM_MAX_TRIGGERS + 1];
+  double collapse_amp; /* A(1): amplification when every attempt fails */
+  bool has_prev;
+  ms_state prev;
+  double off_healthy_at, off_collapsed_at; /* end of last window outside */
+  bool stop;
+} ms_sim_recorder;
+
+int ms_sim_recorder_init(ms_sim_recorder *r, const ms_sim_config *c,
+                         ms_sim_sink sink, void *ctx, ms_error *err);
+
+/*
+ * One window [t_end - width, t_end) with counts cnt and backlog at t_end.
+ * Sets r->stop when the sink asks to stop.  Errors of ms_analyze.
+ */
+int ms_sim_recorder_window(ms_sim_recorder *r, double t_end, double width,
+                           const ms_sim_counts *cnt, double backlog,
+                           ms_error *err);
+
+/* Final summary (duration, events as given). */
+void ms_sim_recorder_finish(ms_sim_recorder *r, double duration, double events,
+                            ms_sim_summary *out);
+
+#endif

@@ -1,0 +1,78 @@
+#!/bin/sh
+# Prometheus alert rules (conf/metastable-alerts.yml): syntax, the example
+# scrape configuration, promtool unit tests for every alert
+# (tests/alerts/metastable-alerts.test.yml), and the example Alertmanager
+# routing (conf/alertmanager.yml).  Then breaks the rules in ways
+# the unit tests must notice, one at a time, and fails if one goes unnoticed.
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+for tool in promtool amtool; do
+  command -v "$tool" >/dev/null 2>&1 || {
+    echo "alerts: $tool not found: install the Debian packages prometheus and prometheus-alertmanager (scripts/install-deps.sh --test)" >&2
+    exit 1
+  }
+done
+
+promtool check rules "$top/conf/metastable-alerts.yml"
+promtool check config "$top/conf/prometheus.yml"
+promtool test rules "$top/tests/alerts/metastable-alerts.test.yml"
+
+# The Alertmanager example: valid, and every alert reaches the receiver its
+# severity asks for.
+amtool check-config "$top/conf/alertmanager.yml"
+[ "$(grep -c 'severity: page$' "$top/conf/metastable-alerts.yml")" -eq 3 ] &&
+  [ "$(grep -c 'severity: ticket$' "$top/conf/metastable-alerts.yml")" -eq 2 ] || {
+  echo "alerts: the rules' severities changed: update the routing checks below" >&2
+  exit 1
+}
+for route in MetastableRetryStorm:page:pager MetastableFailure:page:pager \
+  MetastableTippingPointNear:page:pager MetastableTippingPointNear:ticket:tickets \
+  MetastableRetryPolicyDangerous:ticket:tickets; do
+  alert=${route%%:*}
+  receiver=${route##*:}
+  severity=${route#*:}
+  severity=${severity%:*}
+  amtool config routes test --config.file="$top/conf/alertmanager.yml" \
+    --verify.receivers="$receiver" alertname="$alert" severity="$severity" \
+    instance=web1 metastable=checkout >/dev/null 2>&1 || {
+    echo "alerts: $alert ($severity) is not routed to $receiver" >&2
+    exit 1
+  }
+  echo "alerts: ok, $alert ($severity) goes to $receiver"
+done
+
+# Mutants: each edit changes one alert's behaviour; the unit tests must fail.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/conf" "$work/tests/alerts"
+cp "$top/tests/alerts/metastable-alerts.test.yml" "$work/tests/alerts/"
+survivors=0
+n=0
+while IFS='|' read -r what edit; do
+  [ -n "$what" ] || continue
+  n=$((n + 1))
+  sed "$edit" "$top/conf/metastable-alerts.yml" >"$work/conf/metastable-alerts.yml"
+  if cmp -s "$top/conf/metastable-alerts.yml" "$work/conf/metastable-alerts.yml"; then
+    echo "alerts: mutant '$what' does not apply (sed $edit): update tests/alerts.sh" >&2
+    survivors=$((survivors + 1))
+  elif promtool test rules "$work/tests/alerts/metastable-alerts.test.yml" >/dev/null 2>&1; then
+    echo "alerts: FAIL: the unit tests accept a broken rule: $what" >&2
+    survivors=$((survivors + 1))
+  else
+    echo "alerts: ok, unit tests reject: $what"
+  fi
+done <<'MUTANTS'
+storm for 1m instead of 2m|s/^        for: 2m$/        for: 1m/
+storm alert on any storm value|s/expr: collectd_metastable_storm == 1/expr: collectd_metastable_storm >= 0/
+metastable alert also when overloaded|s/state == 2/state >= 2/
+tipping-point alert also during a storm|/and collectd_metastable_storm == 0/d
+tipping-point page at 15 % instead of 10 %|s/tipping_headroom < 0.1$/tipping_headroom < 0.15/
+tipping-point ticket at 10 % instead of 20 %|s/tipping_headroom < 0.2$/tipping_headroom < 0.1/
+tipping-point page after 15m|s/^        for: 5m$/        for: 15m/
+vulnerable alert also when metastable|s/state == 1$/state >= 1/
+vulnerable alert after 20m|s/for: 30m/for: 20m/
+metastable summary quotes the tipping load, not the recovery load|s/with printf "collectd_metastable_recovery_load/with printf "collectd_metastable_tipping_load/
+page downgraded to ticket|0,/severity: page/s//severity: ticket/
+MUTANTS
+[ "$survivors" -eq 0 ] || exit 1
+echo "alerts: all $n mutants rejected"

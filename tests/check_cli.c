@@ -1,0 +1,484 @@
+/*
+ * Unit tests of the command-line tool's pure helpers (cli/): number output,
+ * CSV fields, the JSON writer (read back with Jansson), RFC 3339 times
+ * (against glibc's timegm), the trace reader, option checks, the Prometheus
+ * merge and the gnuplot script.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <float.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "json.h"
+#include "plot.h"
+#include "trace.h"
+
+/* Run fn(f) with f writing to memory; returns the text (malloc'd). */
+static char *capture(void (*fn)(FILE *, const void *), const void *arg) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ck_assert_ptr_nonnull(f);
+  fn(f, arg);
+  fclose(f);
+  return buf;
+}
+
+/* ---- numbers and CSV -------------------------------------------------- */
+
+START_TEST(test_fmt_double) {
+  char b[32];
+  ck_assert_str_eq(ms_cli_fmt_double(b, 0.1), "0.1");
+  ck_assert_str_eq(ms_cli_fmt_double(b, 0.95), "0.95");
+  ck_assert_str_eq(ms_cli_fmt_double(b, 1.0 / 3), "0.3333333333333333");
+  ck_assert_str_eq(ms_cli_fmt_double(b, 200), "200");
+  ck_assert_str_eq(ms_cli_fmt_double(b, -0.0), "-0");
+  ck_assert_str_eq(ms_cli_fmt_double(b, 1e300), "1e+300");
+  ck_assert_str_eq(ms_cli_fmt_double(b, 4.9406564584124654e-324),
+                   "4.94065645841247e-324");
+  ck_assert_str_eq(ms_cli_fmt_double(b, NAN), "nan");
+  ck_assert_str_eq(ms_cli_fmt_double(b, -INFINITY), "-inf");
+  /* every double reads back exactly, in at most 17 digits */
+  srand(12345);
+  for (int i = 0; i < 200000; i++) {
+    unsigned long long bits = 0;
+    for (int k = 0; k < 4; k++)
+      bits = bits << 16 ^ (unsigned long long)(rand() & 0xffff);
+    double x;
+    memcpy(&x, &bits, sizeof x);
+    if (!isfinite(x))
+      continue;
+    ms_cli_fmt_double(b, x);
+    ck_assert_msg(strtod(b, NULL) == x, "%s", b);
+    ck_assert(strlen(b) <= 24);
+  }
+}
+END_TEST
+
+static void csv_cases(FILE *f, const void *arg) {
+  (void)arg;
+  const char *cases[] = {"plain", "a,b", "say \"hi\"", "two\nlines", ""};
+  for (size_t i = 0; i < 5; i++) {
+    ms_cli_csv_field(f, cases[i]);
+    fputc('|', f);
+  }
+}
+
+START_TEST(test_csv_field) {
+  char *s = capture(csv_cases, NULL);
+  ck_assert_str_eq(s, "plain|\"a,b\"|\"say \"\"hi\"\"\"|\"two\nlines\"||");
+  free(s);
+}
+END_TEST
+
+/* ---- JSON ------------------------------------------------------------- */
+
+static void json_doc(FILE *f, const void *arg) {
+  int pretty = *(const int *)arg;
+  ms_json j;
+  ms_json_init(&j, f, pretty);
+  ms_json_begin_object(&j, NULL);
+  ms_json_string(&j, "text",
+                 "quote \" backslash \\ tab \t nl \n bell \a "
+                 "λ");
+  ms_json_number(&j, "third", 1.0 / 3);
+  ms_json_number(&j, "nan", NAN);
+  ms_json_number(&j, "tiny", 5e-324);
+  ms_json_int(&j, "int", -42);
+  ms_json_bool(&j, "yes", true);
+  ms_json_null(&j, "nothing");
+  ms_json_begin_array(&j, "rows");
+  for (int i = 0; i < 2; i++) {
+    ms_json_begin_object(&j, NULL);
+    ms_json_int(&j, "i", i);
+    ms_json_begin_array(&j, "empty");
+    ms_json_end_array(&j);
+    ms_json_end_object(&j);
+  }
+  ms_json_end_array(&j);
+  ms_json_end_object(&j);
+  ms_json_finish(&j);
+}
+
+START_TEST(test_json_roundtrip) {
+  for (int pretty = 0; pretty < 4; pretty++) {
+    char *s = capture(json_doc, &pretty);
+    json_error_t err;
+    json_t *root = json_loads(s, 0, &err);
+    ck_assert_msg(root != NULL, "%s: %s", err.text, s);
+    ck_assert_str_eq(json_string_value(json_object_get(root, "text")),
+                     "quote \" backslash \\ tab \t nl \n bell \a λ");
+    ck_assert(json_real_value(json_object_get(root, "third")) == 1.0 / 3);
+    ck_assert(json_is_null(json_object_get(root, "nan")));
+    ck_assert(json_real_value(json_object_get(root, "tiny")) == 5e-324);
+    ck_assert_int_eq(json_integer_value(json_object_get(root, "int")), -42);
+    ck_assert(json_is_true(json_object_get(root, "yes")));
+    ck_assert(json_is_null(json_object_get(root, "nothing")));
+    json_t *rows = json_object_get(root, "rows");
+    ck_assert_int_eq(json_array_size(rows), 2);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_array_get(rows, 1), "i")), 1);
+    json_decref(root);
+    free(s);
+  }
+}
+END_TEST
+
+START_TEST(test_json_layout) {
+  int pretty = 1;
+  char *s = capture(json_doc, &pretty);
+  ck_assert_str_eq(
+      s, "{\n"
+         "  \"text\": \"quote \\\" backslash \\\\ tab \\t nl \\n bell "
+         "\\u0007 λ\",\n"
+         "  \"third\": 0.3333333333333333,\n"
+         "  \"nan\": null,\n"
+         "  \"tiny\": 4.94065645841247e-324,\n"
+         "  \"int\": -42,\n"
+         "  \"yes\": true,\n"
+         "  \"nothing\": null,\n"
+         "  \"rows\": [{\"i\": 0, \"empty\": []}, {\"i\": 1, \"empty\": []}]\n"
+         "}\n");
+  free(s);
+}
+END_TEST
+
+/* ---- time ------------------------------------------------------------- */
+
+START_TEST(test_parse_time) {
+  double t;
+  ck_assert_int_eq(ms_parse_time("1970-01-01T00:00:00Z", &t), 0);
+  ck_assert(t == 0);
+  ck_assert_int_eq(ms_parse_time("2024-05-01T12:00:00Z", &t), 0);
+  ck_assert(t == 1714564800);
+  ck_assert_int_eq(ms_parse_time("2024-05-01 14:00:00.25+02:00", &t), 0);
+  ck_assert(t == 1714564800.25);
+  ck_assert_int_eq(ms_parse_time("2024-05-01t06:30:00-05:30", &t), 0);
+  ck_assert(t == 1714564800);
+  ck_assert_int_eq(ms_parse_time("1969-12-31T23:59:59z", &t), 0);
+  ck_assert(t == -1);
+  ck_assert_int_eq(ms_parse_time("2024-02-29T00:00:00Z", &t), 0);
+  ck_assert_int_eq(ms_parse_time("1714564800.5", &t), 0);
+  ck_assert(t == 1714564800.5);
+  ck_assert_int_eq(ms_parse_time("12", &t), 0);
+  ck_assert(t == 12);
+  const char *bad[] = {"2023-02-29T00:00:00Z",
+                       "2024-05-01T12:00:00",
+                       "2024-05-01T24:00:00Z",
+                       "2024-13-01T00:00:00Z",
+                       "2024-05-01T12:00Z",
+                       "2024-05-01T12:00:00.Z",
+                       "2024-05-01T12:00:00Zx",
+                       "2024-05-01",
+                       "nan",
+                       "inf",
+                       "0x10",
+                       "",
+                       "12 o'clock",
+                       "1e999"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    ck_assert_msg(ms_parse_time(bad[i], &t) == -1, "%s", bad[i]);
+  /* against glibc's timegm on dates from 1901 to 2099 */
+  srand(7);
+  for (int i = 0; i < 20000; i++) {
+    struct tm tm = {.tm_year = 1 + rand() % 199,
+                    .tm_mon = rand() % 12,
+                    .tm_mday = 1 + rand() % 28,
+                    .tm_hour = rand() % 24,
+                    .tm_min = rand() % 60,
+                    .tm_sec = rand() % 60};
+    char text[64];
+    strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    ck_assert_int_eq(ms_parse_time(text, &t), 0);
+    ck_assert_msg(t == (double)timegm(&tm), "%s", text);
+  }
+}
+END_TEST
+
+/* ---- the trace reader ------------------------------------------------- */
+
+static FILE *text_file(const char *text) {
+  FILE *f = fmemopen((void *)text, strlen(text), "r");
+  ck_assert_ptr_nonnull(f);
+  return f;
+}
+
+START_TEST(test_trace_rows) {
+  const char *text = "\xef\xbb\xbf# comment\n"
+                     "time, error_rate ,arrival_rate\r\n"
+                     "\n"
+                     "2024-05-01T12:00:00Z,1.5,100\r\n"
+                     "1714564810,,\"200\"\n"
+                     "1714564820,NaN,3e2\n";
+  FILE *f = text_file(text);
+  ms_trace t;
+  char err[400];
+  ck_assert_int_eq(ms_trace_open(&t, f, "x.csv", err, sizeof err), 0);
+  ck_assert_int_eq(t.time_col, 0);
+  ck_assert_int_eq(t.input_col[MS_INPUT_ERROR], 1);
+  ck_assert_int_eq(t.input_col[MS_INPUT_ARRIVAL], 2);
+  ck_assert_int_eq(t.input_col[MS_INPUT_OFFERED], -1);
+  ms_trace_row r;
+  ck_assert_int_eq(ms_trace_next(&t, &r, err, sizeof err), 1);
+  ck_assert_int_eq(r.line, 4);
+  ck_assert(r.unix_time == 1714564800);
+  ck_assert(r.in.has[MS_INPUT_ERROR] && r.in.value[MS_INPUT_ERROR] == 1.5);
+  ck_assert(r.in.has[MS_INPUT_ARRIVAL] && r.in.value[MS_INPUT_ARRIVAL] == 100);
+  ck_assert(!r.in.has[MS_INPUT_OFFERED]);
+  ck_assert_int_eq(ms_trace_next(&t, &r, err, sizeof err), 1);
+  ck_assert(!r.in.has[MS_INPUT_ERROR]);
+  ck_assert(r.in.value[MS_INPUT_ARRIVAL] == 200);
+  ck_assert_str_eq(r.time_text, "1714564810");
+  ck_assert_int_eq(ms_trace_next(&t, &r, err, sizeof err), 1);
+  ck_assert(r.in.has[MS_INPUT_ERROR] && isnan(r.in.value[MS_INPUT_ERROR]));
+  ck_assert_int_eq(ms_trace_next(&t, &r, err, sizeof err), 0);
+  ms_trace_close(&t);
+  fclose(f);
+}
+END_TEST
+
+START_TEST(test_trace_errors) {
+  const struct {
+    const char *text, *msg;
+  } cases[] = {
+      {"time,retry_rate\n1,0x10\n",
+       "t.csv:2:3: retry_rate: '0x10' is not a number"},
+      {"time,retry_rate\n1,1\n1,2\n",
+       "t.csv:3:1: time: '1' is not after the previous row's"},
+      {"time,pool_size,retry_rate\n1,\"3\"x,1\n",
+       "t.csv:2:6: text after a quoted cell"},
+      {"time,pool_size\n\n1\n", "t.csv:3:2: 1 cell, but the header has 2"},
+      {"time,size\n", "t.csv:1:6: unknown column 'size'"},
+      {"# only a comment\n", "t.csv:1:1: the trace is empty"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    FILE *f = text_file(cases[i].text);
+    ms_trace t;
+    char err[400] = "";
+    int r = ms_trace_open(&t, f, "t.csv", err, sizeof err);
+    ms_trace_row row;
+    while (r == 0 && (r = ms_trace_next(&t, &row, err, sizeof err)) == 1)
+      r = 0;
+    ck_assert_int_eq(r, -1);
+    ck_assert_msg(strncmp(err, cases[i].msg, strlen(cases[i].msg)) == 0,
+                  "got '%s', want '%s'", err, cases[i].msg);
+    ms_trace_close(&t);
+    fclose(f);
+  }
+}
+END_TEST
+
+/* ---- option checks ---------------------------------------------------- */
+
+START_TEST(test_option_checks) {
+  char msg[400];
+  double x;
+  long n;
+  ck_assert_int_eq(ms_cli_check_real("--p", "0.5", 0, 1, MS_RANGE_HI_OPEN, &x,
+                                     msg, sizeof msg),
+                   0);
+  ck_assert(x == 0.5);
+  ck_assert_int_eq(ms_cli_check_real("--p", "1", 0, 1, MS_RANGE_HI_OPEN, &x,
+                                     msg, sizeof msg),
+                   -1);
+  ck_assert_str_eq(msg, "--p: '1' is out of range: it must be in [0, 1)");
+  ck_assert_int_eq(ms_cli_check_real("--p", "0", 0, INFINITY, MS_RANGE_LO_OPEN,
+                                     &x, msg, sizeof msg),
+                   -1);
+  ck_assert_str_eq(msg, "--p: '0' is out of range: it must be > 0");
+  ck_assert_int_eq(
+      ms_cli_check_real("--p", "1e999", 0, 1, 0, &x, msg, sizeof msg), -1);
+  ck_assert_str_eq(msg, "--p: '1e999' is not a number");
+  ck_assert_int_eq(ms_cli_check_long("--n", "12x", 1, 10, &n, msg, sizeof msg),
+                   -1);
+  ck_assert_str_eq(msg, "--n: '12x' is not a whole number");
+  ck_assert_int_eq(ms_cli_check_long("--n", "11", 1, 10, &n, msg, sizeof msg),
+                   -1);
+  ck_assert_str_eq(msg, "--n: '11' is out of range: it must be in [1, 10]");
+  ck_assert_int_eq(ms_cli_check_duration("--t", "250us", 0, INFINITY, 0, &x,
+                                         msg, sizeof msg),
+                   0);
+  ck_assert(x == 250e-6);
+  ck_assert_int_eq(ms_cli_check_duration("--t", "100ms", 0, INFINITY, 0, &x,
+                                         msg, sizeof msg),
+                   0);
+  ck_assert(x == 0.1);
+  ck_assert_int_eq(
+      ms_cli_check_rate("--r", "10/s", 0, INFINITY, 0, &x, msg, sizeof msg), 0);
+  ck_assert(x == 10);
+  ck_assert_int_eq(
+      ms_cli_check_rate("--r", "10/min", 0, INFINITY, 0, &x, msg, sizeof msg),
+      -1);
+  ck_assert_msg(strstr(msg, "--r: '10/min' is not a rate") == msg, "%s", msg);
+}
+END_TEST
+
+START_TEST(test_describe) {
+  ms_service_params p;
+  ms_failure_model_erlang(&p.model, 30, 10, 1);
+  ms_retry_policy_fixed(&p.policy, 3);
+  p.policy.tiers = 2;
+  p.policy.has_budget = true;
+  p.policy.retry_budget = 0.1;
+  char buf[256];
+  ck_assert_str_eq(ms_cli_describe(&p, true, buf, sizeof buf),
+                   "erlang model: 30 servers, service time 100 ms, timeout "
+                   "1 s, 3 retries x 2 tiers, retry budget 10 %");
+  ms_failure_model_capacity(&p.model, 1);
+  p.model.base_failure = 0.1;
+  ms_retry_policy_fixed(&p.policy, 1);
+  ck_assert_str_eq(ms_cli_describe(&p, true, buf, sizeof buf),
+                   "capacity model: capacity 1 req/s, base failure 10 %, 1 "
+                   "retry");
+}
+END_TEST
+
+/* ---- Prometheus ------------------------------------------------------- */
+
+static char *temp_file(const char *text) {
+  char *path = strdup("/tmp/check_cli_XXXXXX");
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+  return path;
+}
+
+static void prom(FILE *f, const void *arg) {
+  const char *const *files = arg;
+  char err[400];
+  int r = ms_trace_from_prometheus(files, f, err, sizeof err);
+  if (r != 0)
+    fprintf(f, "ERROR %s", err);
+}
+
+START_TEST(test_prometheus) {
+  char *a = temp_file(
+      "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":"
+      "[{\"metric\":{},\"values\":[[100,\"1.5\"],[110.5,\"NaN\"],[120,\"3\"]"
+      "]}]}}");
+  char *b = temp_file(
+      "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":"
+      "[{\"metric\":{},\"values\":[[110.5,\"7\"],[130,\"+Inf\"]]}]}}");
+  char *c = temp_file("{\"status\":\"error\",\"error\":\"bad query\"}");
+  char *d =
+      temp_file("{\"status\":\"success\",\"data\":{\"resultType\":\"vector\","
+                "\"result\":[]}}");
+  const char *files[MS_INPUT_COUNT] = {0};
+  files[MS_INPUT_ERROR] = a;
+  files[MS_INPUT_ARRIVAL] = b;
+  char *s = capture(prom, files);
+  ck_assert_str_eq(s, "time,arrival_rate,error_rate\n"
+                      "100,,1.5\n"
+                      "110.5,7,NaN\n"
+                      "120,,3\n"
+                      "130,+Inf,\n");
+  free(s);
+  files[MS_INPUT_ARRIVAL] = c;
+  s = capture(prom, files);
+  ck_assert_msg(strstr(s, "not a successful Prometheus response (status "
+                          "error: bad query)") != NULL,
+                "%s", s);
+  free(s);
+  files[MS_INPUT_ARRIVAL] = d;
+  s = capture(prom, files);
+  ck_assert_msg(strstr(s, "resultType is vector, not matrix") != NULL, "%s", s);
+  free(s);
+  unlink(a), unlink(b), unlink(c), unlink(d);
+  free(a), free(b), free(c), free(d);
+}
+END_TEST
+
+/* ---- the gnuplot script ----------------------------------------------- */
+
+static void script(FILE *f, const void *arg) {
+  ms_plot_script(arg, "out/it's.svg", f);
+}
+
+START_TEST(test_plot_script) {
+  ms_plot_format fmt;
+  ck_assert_int_eq(ms_plot_format_of("a.SVG", &fmt), 0);
+  ck_assert_int_eq(fmt, MS_PLOT_SVG);
+  ck_assert_int_eq(ms_plot_format_of("dir.png/x.png", &fmt), 0);
+  ck_assert_int_eq(fmt, MS_PLOT_PNG);
+  ck_assert_int_eq(ms_plot_format_of("a.pdf", &fmt), -1);
+  ck_assert_int_eq(ms_plot_format_of("png", &fmt), -1);
+  ck_assert_int_eq(ms_plot_format_of("a.png/b", &fmt), -1);
+
+  double x[] = {0, 1, 2, 3}, y[] = {0, 1, NAN, 3};
+  ms_plot_series s = {.title = "my \"series\"",
+                      .style = MS_PLOT_DASHED,
+                      .color = MS_PLOT_BLUE,
+                      .n = 4,
+                      .x = x,
+                      .y = y};
+  ms_plot_band b = {.from = 1, .to = 2, .label = "band", .color = "#123456"};
+  ms_plot_marker m = {.vertical = false, .at = 5, .text = "cap\\acity"};
+  ms_plot p;
+  ms_plot_init(&p);
+  p.title = "svc_name\nnext";
+  p.series = &s;
+  p.n_series = 1;
+  p.bands = &b;
+  p.n_bands = 1;
+  p.markers = &m;
+  p.n_markers = 1;
+  p.xmin = 0;
+  p.xmax = 3;
+  char *out = capture(script, &p);
+  const char *want[] = {
+      "set terminal svg size 1100,720 dynamic noenhanced",
+      "set output \"out/it's.svg\"\n",
+      "set title \"svc_name next\" font",
+      "set xrange [0:3]\n",
+      "set yrange [*:*]\n",
+      "set object 1 rect from first 1, graph 0 to first 2, graph 1 behind "
+      "fc rgb '#123456'",
+      "set arrow 1 from graph 0, first 5 to graph 1, first 5 nohead",
+      "set label 10 \"cap\\\\acity\" at graph 0.980, first 5 right",
+      "$d0 << EOD\n0 0\n1 1\n\n3 3\nEOD\n",
+      "plot keyentry with boxes fc rgb '#123456' fs transparent solid 0.3 "
+      "noborder title \"band\", \\\n     $d0 using 1:2 with lines lw 2.50 "
+      "dt (10,6) lc rgb '#0072B2' title \"my \\\"series\\\"\"\n",
+      "unset output\n",
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    ck_assert_msg(strstr(out, want[i]) != NULL, "missing: %s\nin:\n%s", want[i],
+                  out);
+  free(out);
+}
+END_TEST
+
+static Suite *cli_suite(void) {
+  Suite *s = suite_create("cli");
+  TCase *tc = tcase_create("helpers");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_fmt_double);
+  tcase_add_test(tc, test_csv_field);
+  tcase_add_test(tc, test_json_roundtrip);
+  tcase_add_test(tc, test_json_layout);
+  tcase_add_test(tc, test_parse_time);
+  tcase_add_test(tc, test_trace_rows);
+  tcase_add_test(tc, test_trace_errors);
+  tcase_add_test(tc, test_option_checks);
+  tcase_add_test(tc, test_describe);
+  tcase_add_test(tc, test_prometheus);
+  tcase_add_test(tc, test_plot_script);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(cli_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

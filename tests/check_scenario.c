@@ -1,0 +1,165 @@
+/*
+ * Scenario files (service/scenario.h): what a valid file yields, and that
+ * every class of mistake is rejected with its line, column and key.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scenario.h"
+
+START_TEST(test_full_file) {
+  const char *text = "duration: 300s\n"
+                     "offered_load: 60/s\n"
+                     "sample_interval: 500ms\n"
+                     "dt: 50ms\n"
+                     "seed: 7\n"
+                     "backoff:\n"
+                     "  kind: Decorrelated-Jitter\n"
+                     "  base: 100ms\n"
+                     "  cap: 5s\n"
+                     "budget_window: 20s\n"
+                     "token_capacity: 50\n"
+                     "triggers:\n"
+                     "  - kind: stall\n"
+                     "    start: 60s\n"
+                     "    hold: 3s\n"
+                     "    servers: 0\n"
+                     "  - kind: spike\n"
+                     "    start: 10\n"
+                     "    hold: 20s\n"
+                     "    load: 60\n"
+                     "  - kind: ramp\n"
+                     "    start: 100s\n"
+                     "    rise: 60s\n"
+                     "    fall: 120s\n"
+                     "    load: 80/s\n"
+                     "  - kind: drop\n"
+                     "    start: 250s\n"
+                     "    hold: 30s\n"
+                     "    load: 50/s\n";
+  ms_scenario_file f;
+  char err[256];
+  ck_assert_msg(ms_scenario_file_parse(text, strlen(text), "t.yaml", &f, err,
+                                       sizeof err) == 0,
+                "%s", err);
+  const ms_scenario *sc = &f.scenario;
+  ck_assert_double_eq(sc->duration, 300);
+  ck_assert_double_eq(sc->offered_load, 60);
+  ck_assert(f.has_sample_interval && f.has_dt && f.has_seed && f.has_backoff);
+  ck_assert_double_eq_tol(f.sample_interval, 0.5, 1e-15);
+  ck_assert_double_eq_tol(f.dt, 0.05, 1e-15);
+  ck_assert_uint_eq(f.seed, 7);
+  ck_assert_int_eq(f.backoff.kind, MS_BACKOFF_DECORRELATED);
+  ck_assert_double_eq_tol(f.backoff.base, 0.1, 1e-15);
+  ck_assert_double_eq(f.backoff.cap, 5);
+  ck_assert_double_eq(f.budget_window, 20);
+  ck_assert_double_eq(f.token_capacity, 50);
+  ck_assert_int_eq(sc->n_triggers, 4);
+  ck_assert_int_eq(sc->triggers[0].kind, MS_TRIGGER_SERVERS);
+  ck_assert_int_eq(sc->triggers[0].servers, 0);
+  ck_assert_double_eq(sc->triggers[0].hold, 3);
+  ck_assert_int_eq(sc->triggers[1].kind, MS_TRIGGER_LOAD);
+  ck_assert_double_eq(sc->triggers[1].load, 60);
+  ck_assert_double_eq(sc->triggers[2].rise, 60);
+  ck_assert_double_eq(sc->triggers[2].fall, 120);
+  ck_assert_double_eq(sc->triggers[3].load, -50);
+
+  /* applied to a configuration, it runs */
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 10, 10.0, 1.0);
+  ms_retry_policy_fixed(&s.policy, 3);
+  ms_sim_config c;
+  ms_sim_config_init(&c, &s);
+  ms_scenario_file_apply(&f, &c);
+  ms_error e;
+  ck_assert_msg(ms_sim_config_check(&c, &e) == MS_OK, "%s", e.msg);
+  ck_assert_double_eq_tol(c.sample_interval, 0.5, 1e-15);
+  ck_assert_uint_eq(c.seed, 7);
+  /* the offered load at 120 s: 60 + 80 x 20/60 */
+  ck_assert_double_eq_tol(ms_scenario_offered_load(&c.scenario, 120.0),
+                          60 + 80.0 / 3, 1e-12);
+}
+END_TEST
+
+/* Each bad file, and the position and words its message must carry. */
+static const struct {
+  const char *text, *where, *words;
+} bad[] = {
+    {"duration: 5m\noffered_load: 60/s\n", ":1:11:", "unknown time unit"},
+    {"offered_load: 60/s\n", ":1:1:", "'duration'"},
+    {"duration: 10s\noffered_load: 60/s\nspeed: 3\n",
+     ":3:1:", "unknown key 'speed'"},
+    {"duration: 10s\noffered_load: -3\n", ":2:15:", "not a rate"},
+    {"duration: 10s\noffered_load: 6\ntriggers:\n  - kind: spike\n"
+     "    start: 1s\n    load: 5\n",
+     ":4:5:", "no length"},
+    {"duration: 10s\noffered_load: 6\ntriggers:\n  - kind: meteor\n"
+     "    start: 1s\n",
+     ":4:11:", "kind 'meteor'"},
+    {"duration: 10s\noffered_load: 6\ntriggers:\n  - kind: stall\n"
+     "    start: 1s\n    hold: 2s\n    servers: 2\n    rise: 1s\n",
+     ":8:5:", "not rise"},
+    {"duration: 10s\noffered_load: 6\ntriggers:\n  - kind: stall\n"
+     "    start: 1s\n    hold: 2s\n    servers: 1.5\n",
+     ":7:14:", "whole number"},
+    {"duration: 10s\noffered_load: 6\ntriggers:\n  - kind: stall\n"
+     "    start: 1s\n    hold: 2s\n",
+     ":4:5:", "servers"},
+    {"duration: 10s\noffered_load: 6\nbackoff:\n  kind: exponential\n"
+     "  base: 1s\n",
+     ":4:3:", "needs a cap"},
+    {"duration: 10s\noffered_load: 6\nbackoff:\n  kind: exponential\n"
+     "  base: 2s\n  cap: 1s\n",
+     ":4:3:", "cap = 1 s is outside"},
+    {"duration: 10s\noffered_load: 6\nbackoff:\n  kind: bounce\n",
+     ":4:9:", "full-jitter"},
+    {"duration: 10s\noffered_load: 6\ntriggers: 3\n",
+     ":3:11:", "must be a list"},
+    {"duration: [1, 2]\noffered_load: 6\n", ":1:11:", "not a list"},
+    {"duration: 10s\n  offered_load: 6\n", ":2:", "YAML syntax"},
+    {"", ":1:1:", "empty"},
+};
+
+START_TEST(test_bad_files) {
+  ms_scenario_file f;
+  char err[300];
+  const char *t = bad[_i].text;
+  ck_assert_int_eq(
+      ms_scenario_file_parse(t, strlen(t), "bad.yaml", &f, err, sizeof err),
+      -1);
+  if (getenv("CK_VERBOSITY") && !strcmp(getenv("CK_VERBOSITY"), "verbose"))
+    printf("%s\n", err);
+  ck_assert_msg(strncmp(err, "bad.yaml", 8) == 0 &&
+                    strstr(err, bad[_i].where) != NULL &&
+                    strstr(err, bad[_i].words) != NULL,
+                "case %d: '%s' lacks '%s' or '%s'", _i, err, bad[_i].where,
+                bad[_i].words);
+  ck_assert_int_eq(f.scenario.n_triggers, 0);
+}
+END_TEST
+
+START_TEST(test_missing_file) {
+  ms_scenario_file f;
+  char err[300];
+  ck_assert_int_eq(
+      ms_scenario_file_load("/nonexistent/s.yaml", &f, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "/nonexistent/s.yaml: cannot open"));
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("scenario files");
+  TCase *tc = tcase_create("parse");
+  tcase_add_test(tc, test_full_file);
+  tcase_add_loop_test(tc, test_bad_files, 0, (int)(sizeof bad / sizeof *bad));
+  tcase_add_test(tc, test_missing_file);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_ENV);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

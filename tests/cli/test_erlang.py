@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""metastable erlang: the shared Erlang fixture (60-digit references,
+tests/data/erlang_reference.csv) through `erlang --format json`, at the
+model core's accuracy: relative error <= 1e-12 for c <= 1000 and <= 1e-10
+beyond; where a value underflows a double, the relative error of its log."""
+import csv
+import math
+import os
+import re
+import sys
+
+import clitest
+from clitest import FIXTURES, CliTest
+
+DBL_MIN = sys.float_info.min
+
+
+def rows():
+    with open(os.path.join(FIXTURES, "erlang_reference.csv")) as f:
+        lines = [l for l in f if l.strip() and not l.startswith("#")]
+    return list(csv.DictReader(lines))
+
+
+def error(got, got_ln, ref_text, ref_ln):
+    """Relative error of the value, or of its log where it underflows."""
+    ref = float(ref_text)
+    if ref >= DBL_MIN:
+        return abs(got - ref) / ref
+    return abs(got_ln - ref_ln) / abs(ref_ln)
+
+
+class Fixture(CliTest):
+    def test_fixture(self):
+        worst = {}
+        n = 0
+        for row in rows():
+            c = int(row["servers"])
+            j = self.ok("erlang", "--servers", str(c), "--offered",
+                        row["offered_erlangs"], "--format", "json").json()
+            self.assertEqual(j["servers"], c)
+            self.assertEqual(j["offered"], float(row["offered_erlangs"]))
+            tol = 1e-12 if c <= 1000 else 1e-10
+            for key in ("erlang_b", "erlang_c"):
+                ref_ln = float(row["ln_" + key])
+                e = error(j[key], j["ln_" + key], row[key], ref_ln)
+                self.assertLessEqual(e, tol, "%s c=%d a=%s: %r vs %s" % (
+                    key, c, row["offered_erlangs"], j[key], row[key]))
+                # the log itself, always: absolute error where the value is
+                # normal (that is its relative error), relative beyond
+                d = abs(j["ln_" + key] - ref_ln)
+                self.assertLessEqual(d if float(row[key]) >= DBL_MIN
+                                     else d / abs(ref_ln), tol)
+                band = "c<=1000" if c <= 1000 else "c>1000"
+                worst[band] = max(worst.get(band, 0), e)
+            n += 1
+        self.assertGreater(n, 190)
+        print("\n%d fixture rows; worst relative error: %s" % (
+            n, ", ".join("%s %.2g" % kv for kv in sorted(worst.items()))),
+            file=sys.stderr)
+
+    def test_wait_tail(self):
+        # P(W > T) = C(c, a) exp(-(c mu - x) T): ln_wait_tail against the
+        # fixture's ln C for a few rows, with mu = 2/s and T = 0.5 s
+        for row in rows()[::17]:
+            c, a = int(row["servers"]), float(row["offered_erlangs"])
+            j = self.ok("erlang", "--servers", str(c), "--offered",
+                        row["offered_erlangs"], "--service-rate", "2",
+                        "--timeout", "0.5", "--format", "json").json()
+            want = float(row["ln_erlang_c"]) - (c * 2 - a * 2) * 0.5
+            self.assertLessEqual(abs(j["ln_wait_tail"] - want),
+                                 1e-10 * max(1, abs(want)), row)
+            self.assertEqual(j["arrival_rate"], a * 2)
+            self.assertEqual(j["wait_tail"], math.exp(j["ln_wait_tail"]))
+
+    def test_full_precision(self):
+        r = self.ok("erlang", "--servers", "30", "--offered", "25",
+                    "--format", "json")
+        # every number is written so that it reads back as the same double:
+        # at most 17 significant digits, and no fewer than needed
+        for num in re.findall(r": (-?[0-9.e+-]+)", r.out):
+            digits = re.sub(r"e.*", "", num).replace("-", "").replace(".", "")
+            self.assertLessEqual(len(digits.lstrip("0")), 17, num)
+        j = r.json()
+        self.assertAlmostEqual(j["erlang_c"], 0.24989316688690646,
+                               delta=1e-16)
+        self.assertEqual(repr(j["erlang_b"]), "0.05260317222814059")
+
+    def test_underflow_text(self):
+        out = self.ok("erlang", "--servers", "100000", "--offered",
+                      "1000").out
+        m = re.search(r"^erlang_b\s+(\d\.\d+)e(-\d+) \(below the smallest "
+                      r"double; from its log\)$", out, re.M)
+        self.assertIsNotNone(m, out)
+        ln_b = float(re.search(r"^ln_erlang_b\s+(\S+)$", out, re.M).group(1))
+        self.assertAlmostEqual(math.log10(float(m.group(1))) +
+                               int(m.group(2)), ln_b / math.log(10),
+                               delta=1e-6)
+
+
+if __name__ == "__main__":
+    clitest.main()

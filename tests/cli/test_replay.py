@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""metastable replay: a scripted incident through the plugin's per-interval
+step (ms_tracker_step), as CSV, as JSON and from Prometheus query_range
+responses; and bad traces rejected with file:line:column."""
+import csv
+import io
+import json
+import os
+import tempfile
+
+import clitest
+from clitest import EXAMPLES, SPEC, CliTest
+
+INCIDENT = os.path.join(EXAMPLES, "incident.csv")
+CHECKOUT = ("replay", "--spec", SPEC, "--service", "checkout")
+
+# checkout: tipping 83.23, recovery 25 req/s.  Healthy at 60 (in the band),
+# a spike to 100 (above tipping), back to 60 with the retries still high
+# (metastable: the trigger is gone, the storm is not), a row without
+# retry_rate, then 20 (below recovery: stable).
+STATES = ["vulnerable", "vulnerable", "overloaded", "overloaded",
+          "metastable", None, "metastable", "stable", "stable"]
+
+
+class Incident(CliTest):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, name, text):
+        p = os.path.join(self.dir.name, name)
+        with open(p, "w") as f:
+            f.write(text)
+        return p
+
+    def check_csv(self, out):
+        rows = list(csv.DictReader(io.StringIO(out)))
+        self.assertEqual([r["state"] or None for r in rows], STATES)
+        self.assertEqual([r["storm"] for r in rows],
+                         ["0", "0", "1", "1", "1", "", "1", "0", "0"])
+        notes = [r["notifications"] for r in rows]
+        self.assertTrue(notes[2].startswith(
+            "FAILURE: checkout: retry storm: state overloaded at offered "
+            "load 100 req/s"), notes[2])
+        self.assertIn(" | WARNING: checkout: tipping headroom -20.1% is "
+                      "below 20.0%", notes[2])
+        self.assertTrue(notes[7].startswith(
+            "OKAY: checkout: retry storm over: state stable"), notes[7])
+        self.assertEqual([i for i, n in enumerate(notes) if n], [2, 7])
+        all_notes = " | ".join(notes)
+        self.assertEqual(all_notes.count("FAILURE:"), 1)
+        self.assertEqual(all_notes.count("OKAY:"), 1)
+        self.assertIn("retry_rate", rows[5]["problem"])
+        self.assertEqual(rows[5]["offered_load"], "")
+        # inference: offered_rate as given; observed attempts = offered +
+        # retries; the metastable rows run at the collapsed equilibrium
+        self.assertEqual(float(rows[4]["observed_attempts"]), 240)
+        self.assertAlmostEqual(float(rows[4]["effective_load"]), 240,
+                               delta=1e-9)
+        self.assertAlmostEqual(float(rows[4]["self_inflicted_load"]), 180,
+                               delta=1e-9)
+        self.assertEqual(rows[0]["unix_time"], "1714564800")
+        self.assertEqual(rows[0]["servers"], "10")
+        self.assertAlmostEqual(float(rows[0]["tipping_load"]), 83.2329235,
+                               delta=1e-6)
+        self.assertEqual(float(rows[0]["recovery_load"]), 25)
+        return rows
+
+    def test_csv(self):
+        self.check_csv(self.ok(*CHECKOUT, INCIDENT).out)
+
+    def test_json(self):
+        rows = self.ok(*CHECKOUT, INCIDENT, "--format", "json").json()
+        self.assertEqual([r.get("state") for r in rows], STATES)
+        self.assertEqual(rows[5]["ok"], False)
+        self.assertEqual(rows[5]["input"], "retry_rate")
+        self.assertEqual([n["severity"] for n in rows[2]["notifications"]],
+                         ["FAILURE", "WARNING"])
+        self.assertEqual([n["severity"] for n in rows[7]["notifications"]],
+                         ["OKAY"])
+        self.assertEqual(rows[0]["time"], "2024-05-01T12:00:00Z")
+        self.assertEqual(rows[0]["equilibria"], 3)
+
+    def test_stdin_and_unix_time(self):
+        with open(INCIDENT) as f:
+            lines = f.read().splitlines()
+        # the same trace with Unix seconds and CRLF line ends
+        unix = [l for l in lines if not l.startswith("#")]
+        for i in range(1, len(unix)):
+            unix[i] = str(1714564800 + 10 * (i - 1)) + unix[i][20:]
+        r = self.ok(*CHECKOUT, "-", stdin="\r\n".join(unix) + "\r\n")
+        self.check_csv(r.out)
+
+    def test_prometheus(self):
+        def response(values):
+            return json.dumps({"status": "success", "data": {
+                "resultType": "matrix", "result": [{
+                    "metric": {"job": "checkout"},
+                    "values": [[t, v] for t, v in values]}]}})
+        t0 = 1714564800
+        offered = [60, 60, 100, 100, 60, 60, 60, 20, 20]
+        retries = [0.5, 0.4, 250, 280, 180, None, 175, 60, 0]
+        a = self.write("offered.json", response(
+            [(t0 + 10 * i, str(v)) for i, v in enumerate(offered)]))
+        b = self.write("retries.json", response(
+            [(t0 + 10 * i, str(v)) for i, v in enumerate(retries)
+             if v is not None]))
+        saved = os.path.join(self.dir.name, "trace.csv")
+        r = self.ok(*CHECKOUT, "--prometheus-json", "offered_rate=" + a,
+                    "--prometheus-json", "retry_rate=" + b,
+                    "--write-trace", saved)
+        self.check_csv(r.out)
+        with open(saved) as f:
+            trace = f.read().splitlines()
+        self.assertEqual(trace[0], "time,offered_rate,retry_rate")
+        self.assertEqual(trace[1], "1714564800,60,0.5")
+        self.assertEqual(trace[6], "1714564850,60,")
+        # several series: the query must be summed
+        c = self.write("two.json", json.dumps({"status": "success", "data": {
+            "resultType": "matrix", "result": [
+                {"metric": {}, "values": [[t0, "1"]]},
+                {"metric": {}, "values": [[t0, "2"]]}]}}))
+        self.fails(1, "two.json: the query returned 2 series; it must return "
+                   "one (wrap it in sum(...)", *CHECKOUT,
+                   "--prometheus-json", "offered_rate=" + c,
+                   "--prometheus-json", "retry_rate=" + b)
+        d = self.write("bad.json", '{"status": "success",\n "data": [}')
+        self.fails(1, "bad.json:2:", *CHECKOUT, "--prometheus-json",
+                   "offered_rate=" + d)
+        self.fails(2, "--prometheus-json: 'offerd=x' must be INPUT=FILE",
+                   *CHECKOUT, "--prometheus-json", "offerd=x")
+
+    def test_pool_size(self):
+        # servers from a pool_size column; the landscape follows the pool
+        p = self.write("pool.csv", "time,offered_rate,pool_size\n"
+                       "1,60,10\n2,60,20\n3,60,\n4,60,10.4\n")
+        rows = list(csv.DictReader(io.StringIO(self.ok(
+            "replay", "--spec", SPEC, "--service", "pool", p).out)))
+        self.assertEqual([r["servers"] for r in rows], ["10", "20", "", "10"])
+        self.assertEqual(float(rows[0]["recovery_load"]), 25)
+        self.assertEqual(float(rows[1]["recovery_load"]), 50)
+        self.assertIn("pool_size", rows[2]["problem"])
+        # --servers overrides the input: the column is then not used
+        r = clitest.run("replay", "--spec", SPEC, "--service", "pool",
+                        "--servers", "40", p)
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("column 'pool_size' is not used", r.err)
+        rows = list(csv.DictReader(io.StringIO(r.out)))
+        self.assertEqual({r["servers"] for r in rows}, {"40"})
+
+    def test_bad_rows(self):
+        cases = [
+            ("time,offered_rate,retry_rate\n1,60,0.5\n2,60,abc\n",
+             ":3:6: retry_rate: 'abc' is not a number"),
+            ("time,offered_rate,retry_rate\n1,60\n",
+             ":2:5: 2 cells, but the header has 3"),
+            ("time,offered_rate,retry_rate\n1,60,1,7\n",
+             ":2:8: 4 cells, but the header has 3"),
+            ("time,offered_rate,retry_rate\nnoon,60,1\n",
+             ":2:1: time: 'noon' is not a time"),
+            ("time,offered_rate,retry_rate\n2024-02-30T00:00:00Z,60,1\n",
+             ":2:1: time: '2024-02-30T00:00:00Z' is not a time"),
+            ("time,offered_rate,retry_rate\n5,60,1\n5,60,1\n",
+             ":3:1: time: '5' is not after the previous row's"),
+            ("time,offered_rate,retries\n",
+             ":1:19: unknown column 'retries'"),
+            ("time,offered_rate,offered_rate\n",
+             ":1:19: column 'offered_rate' given twice"),
+            ("offered_rate,retry_rate\n", ":1:1: the header has no 'time'"),
+            ("time,offered_rate\n1,60\n",
+             ":1:1: no column 'retry_rate': service 'checkout' reads that "
+             "input (from web1/statsd/derive-checkout_retries)"),
+            ("", ":1:1: the trace is empty"),
+            ('time,offered_rate,retry_rate\n1,"60,1\n',
+             ":2:3: a quoted cell is not closed on its line"),
+        ]
+        for text, msg in cases:
+            p = self.write("bad.csv", text)
+            self.fails(1, p + msg, *CHECKOUT, p)
+
+    def test_quoted_and_comments(self):
+        p = self.write("q.csv", '# exported\n"time","offered_rate",'
+                       '"retry_rate"\n\n"2024-05-01 14:00:00+02:00",'
+                       '" 60 ",0.5\n')
+        rows = list(csv.DictReader(io.StringIO(self.ok(*CHECKOUT, p).out)))
+        self.assertEqual(rows[0]["unix_time"], "1714564800")
+        self.assertEqual(rows[0]["state"], "vulnerable")
+
+
+if __name__ == "__main__":
+    clitest.main()

@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""metastable simulate: where runs settle against `solve`'s equilibria (an
+independent path through the model library), a short trigger recovers and a
+long one latches, the CSV and JSON shapes, scenario files, reproducible DES
+seeds, the plot, and usage errors."""
+import csv
+import io
+import math
+import os
+import tempfile
+import xml.etree.ElementTree as ET
+
+import clitest
+from clitest import EXAMPLES, CliTest
+
+# 10 servers, 100 ms, timeout 1 s, 3 retries, 1 % base failure: tipping load
+# 93.66/s, recovery load 25/s (tests/check_sim.c uses the same service).
+SVC = ("--servers", "10", "--service-time", "100ms", "--timeout", "1",
+       "--retries", "3", "--base-failure", "0.01")
+HEADER = ["time", "offered", "attempts", "retries", "failures", "goodput",
+          "given_up", "refused", "backlog", "servers", "failure_ratio",
+          "amplification", "state", "storm", "tipping_load", "recovery_load",
+          "healthy_load", "collapsed_load"]
+STATES = {"stable": 0, "vulnerable": 0, "metastable": 1, "overloaded": 1}
+
+
+class Simulate(CliTest):
+    def equilibria(self, load, *svc):
+        j = self.ok("solve", *(svc or SVC), "--load", str(load), "--format",
+                    "json").json()
+        xs = [e["effective_load"] for e in j["equilibria"] if e["stable"]]
+        return xs[0], xs[-1], j
+
+    def sim(self, *args):
+        return self.ok("simulate", *SVC, *args, "--format", "json").json()
+
+    def test_landscape_matches_solve(self):
+        _, _, solved = self.equilibria(60)
+        j = self.sim("--load", "60", "--duration", "20")
+        self.assertEqual(j["tipping_load"], solved["tipping_load"])
+        self.assertEqual(j["recovery_load"], solved["recovery_load"])
+
+    def test_short_spike_recovers_long_latches(self):
+        healthy, collapsed, _ = self.equilibria(60)
+        for engine in ("fluid", "des"):
+            short = self.sim("--engine", engine, "--load", "60", "--spike",
+                             "10,1,60", "--duration", "200",
+                             "--sample-interval", "5")["summary"]
+            self.assertTrue(short["recovered"], (engine, short))
+            self.assertEqual(short["final_state"], "vulnerable")
+            longer = self.sim("--engine", engine, "--load", "60", "--spike",
+                              "10,20,60", "--duration", "200",
+                              "--sample-interval", "5")
+            s = longer["summary"]
+            self.assertFalse(s["recovered"], (engine, s))
+            self.assertEqual(s["final_state"], "metastable")
+            self.assertEqual(s["storm_after_trigger"], 200 - 30)
+            # the storm sits at the collapsed equilibrium, r + 1 = 4
+            # attempts per request: fluid within 1 % (its queue's p tends
+            # to 1), DES within 5 standard deviations of a Poisson count
+            last = longer["series"][-1]
+            tol = 0.01 if engine == "fluid" else 5 * math.sqrt(
+                4 * collapsed / 5) / collapsed
+            self.assertRel(last["attempts"], collapsed, tol, (engine, last))
+        # the fluid run without a trigger sits on the healthy equilibrium
+        s = self.sim("--load", "60", "--duration", "60")["summary"]
+        self.assertRel(s["final_attempts"], healthy, 1e-9)
+        self.assertEqual(s["settled"], "healthy")
+
+    def test_seed000_capacity_model(self):
+        # DESIGN 2: lambda 0.95, C 1, base 0.1, r 3 settles at 1.72736
+        j = self.ok("simulate", "--capacity", "1", "--base-failure", "0.1",
+                    "--retries", "3", "--load", "0.95", "--duration", "200",
+                    "--format", "json").json()
+        self.assertAlmostEqual(j["summary"]["final_attempts"], 1.72736,
+                               delta=5e-6)
+        self.assertFalse(j["queue_memory"])  # the capacity model has none
+
+    def test_csv(self):
+        out = self.ok("simulate", *SVC, "--load", "60", "--spike",
+                      "10,20,60", "--drop", "60,150,50", "--duration", "240",
+                      "--sample-interval", "2", "--format", "csv").out
+        rows = list(csv.DictReader(io.StringIO(out)))
+        self.assertEqual(list(rows[0]), HEADER)
+        self.assertEqual(len(rows), 120)
+        self.assertEqual([float(r["time"]) for r in rows],
+                         [2.0 * (i + 1) for i in range(120)])
+        for r in rows:
+            self.assertEqual(int(r["storm"]), STATES[r["state"]], r)
+            a, o = float(r["attempts"]), float(r["offered"])
+            self.assertAlmostEqual(a, o + float(r["retries"]),
+                                   delta=1e-9 * a)
+        by_time = {float(r["time"]): r for r in rows}
+        # the trigger tips it; the storm outlives it; the drop below the
+        # recovery load (10/s < 25/s) ends it once the queue has drained
+        self.assertEqual(by_time[20]["state"], "overloaded")
+        self.assertEqual(by_time[50]["state"], "metastable")
+        self.assertEqual(by_time[100]["state"], "stable")
+        self.assertGreater(float(by_time[100]["backlog"]), 1000)
+        self.assertEqual(float(by_time[100]["goodput"]) > 1, False)
+        self.assertEqual(by_time[240]["state"], "vulnerable")
+        self.assertLess(float(by_time[240]["failure_ratio"]), 0.02)
+
+    def test_scenario_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "s.yaml")
+            with open(path, "w") as f:
+                f.write("duration: 100s\noffered_load: 60/s\n"
+                        "sample_interval: 5s\nseed: 3\n"
+                        "backoff: {kind: full-jitter, base: 100ms, cap: 2s}\n"
+                        "triggers:\n"
+                        "  - {kind: stall, start: 10s, hold: 3s, servers: 0}\n")
+            j = self.sim("--scenario", path, "--engine", "des")
+            self.assertEqual(j["seed"], 3)
+            self.assertEqual(j["backoff"],
+                             "full-jitter, base 0.1 s, cap 2 s")
+            self.assertEqual(len(j["series"]), 20)
+            stall = j["series"][2]  # [10, 15): the pool is back at 13 s
+            self.assertEqual(stall["servers"], 10)
+            # a 3-second stall of every server latches (tests/check_sim.c)
+            self.assertFalse(j["summary"]["recovered"])
+            # the command line overrides the file
+            j = self.sim("--scenario", path, "--load", "20")
+            self.assertTrue(j["summary"]["recovered"])
+            self.assertEqual(j["offered_load"], 20)
+            with open(path, "a") as f:
+                f.write("  - {kind: spike, start: 1s}\n")
+            self.fails(1, "s.yaml:8:5: trigger 2: a spike needs the load",
+                       "simulate", *SVC, "--scenario", path)
+
+    def test_example_scenario(self):
+        j = self.sim("--scenario", os.path.join(EXAMPLES, "storm.yaml"),
+                     "--engine", "des")
+        s = j["summary"]
+        self.assertTrue(s["recovered"])
+        self.assertGreater(s["storm_after_trigger"], 0)
+        self.assertEqual(s["settled"], "healthy")
+
+    def test_des_seeds(self):
+        args = ("simulate", *SVC, "--engine", "des", "--load", "60",
+                "--duration", "500", "--format", "csv")
+        a = self.ok(*args, "--seed", "7").out
+        self.assertEqual(a, self.ok(*args, "--seed", "7").out)
+        b = self.ok(*args, "--seed", "8").out
+        self.assertNotEqual(a, b)
+        for out in (a, b):
+            rows = list(csv.DictReader(io.StringIO(out)))
+            n = sum(float(r["offered"]) for r in rows)  # 1-s windows
+            # a Poisson count: mean 30000, sd 173
+            self.assertLess(abs(n - 30000), 5 * math.sqrt(30000))
+
+    def test_text(self):
+        out = self.ok("simulate", *SVC, "--load", "60", "--spike",
+                      "10,20,60", "--duration", "100").out
+        self.assertIn("tipping load 93.6623/s, recovery load 25/s", out)
+        self.assertIn("trigger: spike +60/s from 10 s for 20 s", out)
+        self.assertIn("outcome:   STORM at the end of the run (metastable): "
+                      "it outlasted the triggers, which ended at 30 s", out)
+        self.assertNotIn("draining:", out)
+        out = self.ok("simulate", *SVC, "--scenario",
+                      os.path.join(EXAMPLES, "storm.yaml"), "--engine",
+                      "des").out
+        self.assertIn("outcome:   storm (by the plugin's verdict) ended at "
+                      "60 s, 30 s after the triggers ended: it outlasted "
+                      "them", out)
+        # below the recovery load the plugin calls it stable while the
+        # queue left by the storm drains and attempts still fail
+        self.assertIn("draining:  122 s of windows judged out of storm with "
+                      "most attempts failing, the last ending at 182 s", out)
+        self.assertIn("settled:   at the healthy equilibrium (within 36.5 %) "
+                      "since 182 s", out)
+
+    def test_plot(self):
+        with tempfile.TemporaryDirectory() as d:
+            f = os.path.join(d, "storm.svg")
+            r = self.ok("simulate", *SVC, "--load", "60", "--spike",
+                        "10,20,60", "--drop", "60,150,50", "--duration",
+                        "240", "--plot", f)
+            self.assertEqual(r.out, "")
+            root = ET.parse(f).getroot()
+            text = " ".join(t.strip() for t in root.itertext() if t.strip())
+            for want in ("tipping load 93.66/s", "recovery load 25/s",
+                         "offered load (first attempts)",
+                         "attempts (retries included)",
+                         "storm (the plugin's verdict)", "trigger"):
+                self.assertIn(want, text)
+
+    def test_usage(self):
+        for args, code, words in [
+            (("--load", "60", "--engine", "monte-carlo"), 2,
+             "--engine: 'monte-carlo' is not one of: fluid, des"),
+            (("--load", "60", "--spike", "10,20"), 2,
+             "--spike: '10,20' is not START,HOLD,LOAD"),
+            (("--load", "60", "--spike", "10,20,x"), 2,
+             "--spike LOAD: 'x' is not a rate"),
+            (("--load", "60", "--stall", "1,2,3.5"), 2, "--stall SERVERS"),
+            (("--load", "60", "--backoff", "exponential,1s"), 2,
+             "--backoff: exponential takes a base and a cap"),
+            (("--load", "60", "--backoff", "bounce"), 2,
+             "backoff 'bounce' is not one of"),
+            (("--load", "60", "--tiers", "2"), 2, "one retrying tier"),
+            (("--load", "60", "--dt", "0.3"), 2,
+             "dt = 0.3 s must divide the sample interval"),
+            (("--load", "60", "--memoryless", "--engine", "des"), 2,
+             "--memoryless applies to the fluid engine only"),
+            ((), 2, "give the baseline offered load"),
+            (("--load", "60", "--scenario", "/no/such.yaml"), 1,
+             "/no/such.yaml: cannot open"),
+            (("--load", "60", "--plot", "x.pdf"), 2,
+             "--plot: 'x.pdf' must end in .svg or .png"),
+        ]:
+            self.fails(code, words, "simulate", *SVC, *args)
+        self.fails(2, "--engine des simulates an M/M/c queue", "simulate",
+                   "--capacity", "1", "--retries", "3", "--load", "1",
+                   "--engine", "des")
+
+    def test_help(self):
+        out = self.ok("simulate", "--help").out
+        for opt in ("--engine fluid|des", "--memoryless", "--spike S,H,L",
+                    "--stall S,H,N", "--backoff", "--scenario FILE",
+                    "--model erlang|capacity"):
+            self.assertIn(opt, out)
+
+
+if __name__ == "__main__":
+    clitest.main()

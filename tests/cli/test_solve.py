@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""metastable solve: seed 000's numbers (DESIGN 2) and the erlang model's
+equilibria, states and JSON keys.
+
+Every fixed point is also checked against the fixed-point equation
+x = lambda * A(p(x)) evaluated here, independently of the C code."""
+import math
+
+import clitest
+from clitest import SPEC, CliTest
+
+DESIGN_KEYS = {
+    "offered_load", "effective_load", "self_inflicted_load", "amplification",
+    "failure_probability", "utilization", "tipping_load", "recovery_load",
+    "tipping_distance", "tipping_headroom", "equilibria", "state", "storm"}
+
+
+def capacity_map(x, lam, base, r, C=1.0):
+    """lambda * A(p(x)) for the capacity model (DESIGN 1.1, 1.2)."""
+    p = base + (1 - base) * max(0.0, (x - C) / x)
+    return lam * sum(p ** i for i in range(r + 1))
+
+
+def seed(load, retries=3, base=0.1):
+    return ("solve", "--model", "capacity", "--capacity", "1",
+            "--base-failure", str(base), "--retries", str(retries),
+            "--load", str(load), "--format", "json")
+
+
+class SeedNumbers(CliTest):
+    def solve(self, *a, **kw):
+        return self.ok(*seed(*a, **kw)).json()
+
+    def test_fixed_points(self):
+        # DESIGN 2: 0.80 -> 0.8888; 0.90 -> 0.9999; 0.95 -> 1.72736 (47.9 %)
+        for lam, want, tol in ((0.80, 0.8888, 1e-13), (0.90, 0.9999, 1e-13),
+                               (0.95, 1.72736, 5e-6)):
+            j = self.solve(lam)
+            x = j["effective_load"]
+            self.assertAlmostEqual(x, want, delta=tol)
+            self.assertAlmostEqual(capacity_map(x, lam, 0.1, 3), x,
+                                   delta=1e-13)
+            self.assertTrue(j["certified"])
+        j = self.solve(0.95)
+        self.assertAlmostEqual(j["failure_probability"], 0.479, delta=5e-4)
+        self.assertEqual(j["state"], "overloaded")
+        self.assertEqual(j["storm"], 1)
+        self.assertEqual(self.solve(0.80)["state"], "stable")
+
+    def test_retry_counts(self):
+        # lambda = 0.95, r = 0, 1, 2, 3 -> 0.95, 1.168, 1.439, 1.727
+        for r, want in ((0, 0.95), (1, 1.168), (2, 1.439), (3, 1.727)):
+            x = self.solve(0.95, retries=r)["effective_load"]
+            self.assertAlmostEqual(x, want, delta=5e-4, msg="r=%d" % r)
+            self.assertAlmostEqual(capacity_map(x, 0.95, 0.1, r), x,
+                                   delta=1e-13)
+
+    def test_loop_engages(self):
+        # base 0.05, r = 2: the loop engages above 1/1.0525 = 0.95012
+        j = self.solve(0.5, retries=2, base=0.05)
+        self.assertAlmostEqual(j["tipping_load"], 1 / 1.0525, delta=1e-15)
+        self.assertEqual(j["tipping_load"], j["recovery_load"])
+
+    def test_json_shape(self):
+        j = self.solve(0.95)
+        self.assertEqual(set(j) - {"service", "certified"}, DESIGN_KEYS)
+        self.assertIsNone(j["service"])
+        self.assertEqual(len(j["equilibria"]), 1)
+        eq = j["equilibria"][0]
+        self.assertEqual(set(eq), {"effective_load", "failure_probability",
+                                   "amplification", "stable"})
+        self.assertIs(eq["stable"], True)
+        self.assertAlmostEqual(j["tipping_distance"],
+                               j["tipping_load"] - 0.95, delta=1e-15)
+        self.assertAlmostEqual(j["self_inflicted_load"],
+                               j["effective_load"] - 0.95, delta=1e-15)
+
+    def test_text(self):
+        out = self.ok(*seed(0.95)[:-2]).out
+        self.assertIn("1.72736 /s", out)
+        self.assertIn("state          overloaded", out)
+        self.assertIn("certified by an exact enclosure", out)
+        self.assertIn("storm          yes", out)
+
+
+class ErlangService(CliTest):
+    """checkout: 10 servers, 100 ms, timeout 200 ms, 3 retries."""
+
+    def solve(self, *args):
+        return self.ok("solve", "--spec", SPEC, "--service", "checkout",
+                       "--format", "json", *args).json()
+
+    def test_bistable(self):
+        j = self.solve("--load", "60")
+        self.assertEqual(j["service"], "checkout")
+        # recovery at x = c mu: lambda = c mu / (r + 1) = 100 / 4 (DESIGN 1.3)
+        self.assertAlmostEqual(j["recovery_load"], 25, delta=1e-12)
+        self.assertAlmostEqual(j["tipping_load"], 83.2329235, delta=1e-6)
+        eqs = j["equilibria"]
+        self.assertEqual([e["stable"] for e in eqs], [True, False, True])
+        xs = [e["effective_load"] for e in eqs]
+        self.assertEqual(xs, sorted(xs))
+        # the collapsed equilibrium sits above c mu: every attempt waits
+        # past the timeout, A = r + 1
+        self.assertAlmostEqual(xs[2], 240, delta=1e-9)
+        self.assertEqual(j["state"], "vulnerable")
+        self.assertEqual(j["storm"], 0)
+        self.assertAlmostEqual(j["utilization"], j["effective_load"] / 100,
+                               delta=1e-15)
+
+    def test_basins(self):
+        # observed attempts above the unstable equilibrium: collapsed basin
+        self.assertEqual(self.solve("--load", "60", "--observed-load",
+                                    "200")["state"], "metastable")
+        self.assertEqual(self.solve("--load", "60", "--observed-load",
+                                    "61")["state"], "vulnerable")
+        # nothing observed: the previous state decides (hysteresis)
+        self.assertEqual(self.solve("--load", "60", "--previous",
+                                    "overloaded")["state"], "metastable")
+        self.assertEqual(self.solve("--load", "20")["state"], "stable")
+        j = self.solve("--load", "100")
+        self.assertEqual((j["state"], j["storm"], len(j["equilibria"])),
+                         ("overloaded", 1, 1))
+        self.assertLess(j["tipping_headroom"], 0)
+
+    def test_overrides(self):
+        # "what if we had one retry?": recovery moves to c mu / 2
+        j = self.solve("--load", "30", "--retries", "1")
+        self.assertAlmostEqual(j["recovery_load"], 50, delta=1e-12)
+        # the same service from options alone gives the same numbers
+        k = self.ok("solve", "--servers", "10", "--service-time", "0.1",
+                    "--timeout", "200ms", "--retries", "3", "--load", "60",
+                    "--format", "json").json()
+        j = self.solve("--load", "60")
+        for key in DESIGN_KEYS - {"equilibria"}:
+            self.assertEqual(k[key], j[key], key)
+
+    def test_text(self):
+        out = self.ok("solve", "--spec", SPEC, "--service", "checkout",
+                      "--load", "60").out
+        self.assertIn("service        checkout: erlang model: 10 servers, "
+                      "service time 100 ms, timeout 200 ms, 3 retries", out)
+        self.assertIn("unstable  (boundary between the basins)", out)
+        self.assertIn("recovery load  25 req/s", out)
+        self.assertIn("state          vulnerable", out)
+
+
+if __name__ == "__main__":
+    clitest.main()

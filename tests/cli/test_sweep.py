@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""metastable sweep: the number of equilibria changes exactly at the tipping
+and recovery loads (one ulp either side), the table's shape, and the
+bifurcation plot (a valid SVG and PNG of sensible size)."""
+import csv
+import io
+import math
+import os
+import struct
+import tempfile
+import xml.etree.ElementTree as ET
+
+import clitest
+from clitest import SPEC, CliTest
+
+CHECKOUT = ("--spec", SPEC, "--service", "checkout")
+TIERS = ("--capacity", "100", "--retries", "3", "--tiers", "3")
+
+
+def r17(x):
+    return "%.17g" % x
+
+
+class Counts(CliTest):
+    def loads(self, *model):
+        j = self.ok("solve", *model, "--load", "1", "--format",
+                    "json").json()
+        return j["tipping_load"], j["recovery_load"]
+
+    def counts_around(self, model, at):
+        """Counts one ulp below, at, and one ulp above `at`."""
+        lo, hi = math.nextafter(at, 0), math.nextafter(at, math.inf)
+        rows = self.ok("sweep", *model, "--from", r17(lo), "--to", r17(hi),
+                       "--steps", "2", "--format", "json").json()
+        self.assertEqual([r["offered_load"] for r in rows], [lo, at, hi])
+        return [len(r["equilibria"]) for r in rows]
+
+    def test_fold_exact(self):
+        for model in (CHECKOUT, TIERS):
+            tip, rec = self.loads(*model)
+            self.assertLess(rec, tip)
+            # above the tipping load the healthy pair disappears; at it the
+            # double root is reported once (DESIGN 1.3, ms_equilibria)
+            self.assertEqual(self.counts_around(model, tip), [3, 2, 1])
+            self.assertEqual(self.counts_around(model, rec), [1, 2, 3])
+
+    def test_table(self):
+        tip, rec = self.loads(*CHECKOUT)
+        out = self.ok("sweep", *CHECKOUT, "--from", "0", "--to", "120",
+                      "--steps", "1200").out
+        rows = list(csv.DictReader(io.StringIO(out)))
+        self.assertEqual(list(rows[0]), [
+            "offered_load", "equilibria", "index", "effective_load",
+            "failure_probability", "amplification", "stable"])
+        by_load = {}
+        for r in rows:
+            by_load.setdefault(float(r["offered_load"]), []).append(r)
+        loads = sorted(by_load)
+        self.assertEqual(len(loads), 1201)
+        self.assertEqual((loads[0], loads[-1]), (0.0, 120.0))
+        for lam in loads:
+            eqs = by_load[lam]
+            n = len(eqs)
+            self.assertTrue(all(int(e["equilibria"]) == n for e in eqs))
+            self.assertEqual([int(e["index"]) for e in eqs], list(range(n)))
+            want = 3 if rec < lam < tip else 2 if lam in (rec, tip) else 1
+            self.assertEqual(n, want, lam)
+            xs = [float(e["effective_load"]) for e in eqs]
+            self.assertEqual(xs, sorted(xs))
+            if n == 3:
+                self.assertEqual([e["stable"] for e in eqs], ["1", "0", "1"])
+            if n == 2:  # the tangency at the recovery load, then the high
+                self.assertEqual([e["stable"] for e in eqs], ["1", "0"])
+            for e in eqs:
+                # each row is an equilibrium: x = lambda * A
+                self.assertAlmostEqual(float(e["effective_load"]),
+                                       lam * float(e["amplification"]),
+                                       delta=1e-9 * max(1, lam))
+        # the count changes only in the steps that hold tip or rec
+        for a, b in zip(loads, loads[1:]):
+            if len(by_load[a]) != len(by_load[b]):
+                self.assertTrue(a <= tip <= b or a <= rec <= b, (a, b))
+
+    def test_capacity_seed(self):
+        out = self.ok("sweep", "--capacity", "1", "--base-failure", "0.1",
+                      "--retries", "3", "--from", "0.8", "--to", "1",
+                      "--steps", "4", "--format", "json").json()
+        self.assertEqual([len(r["equilibria"]) for r in out], [1] * 5)
+        self.assertEqual(out[0]["equilibria"][0]["effective_load"], 0.8888)
+        self.assertAlmostEqual(out[3]["equilibria"][0]["effective_load"],
+                               1.72736, delta=5e-6)
+
+    def test_many_rows(self):
+        # 100,000 steps: every load is written, quickly (not timed here)
+        r = self.ok("sweep", *CHECKOUT, "--from", "0", "--to", "120",
+                    "--steps", "100000")
+        lines = r.out.count("\n")
+        self.assertGreater(lines, 100001)
+
+
+def png_size(data):
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    assert data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+class Plot(CliTest):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir.name, name)
+
+    def test_svg(self):
+        f = self.path("fold.svg")
+        r = self.ok("sweep", *CHECKOUT, "--from", "0", "--to", "120",
+                    "--steps", "100", "--plot", f, "--load", "60")
+        self.assertEqual(r.out, "")  # the plot only: no --format given
+        size = os.path.getsize(f)
+        self.assertTrue(10_000 < size < 5_000_000, size)
+        root = ET.parse(f).getroot()
+        self.assertEqual(root.tag, "{http://www.w3.org/2000/svg}svg")
+        self.assertEqual(root.get("viewBox"), "0 0 1100 800")
+        text = " ".join(t.strip() for t in root.itertext() if t.strip())
+        for want in ("Retry-storm bifurcation diagram: checkout",
+                     "offered load λ (requests/s, first attempts)",
+                     "effective load x (attempts/s, retries included)",
+                     "hysteresis band (bistable)",
+                     "stable: healthy branch",
+                     "unstable: boundary between the basins",
+                     "stable: collapsed branch (retry storm)",
+                     "capacity c·μ = 100 attempts/s",
+                     "equilibria at the load 60 req/s",
+                     "tipping 83.23", "recovery 25",
+                     "above 83.23: retry storm", "below 25: storm ends"):
+            self.assertIn(want, text)
+        # the unstable branch is dashed: a stroke-dasharray on a path
+        with open(f, encoding="utf-8") as fh:
+            svg = fh.read()
+        self.assertIn("stroke-dasharray", svg)
+
+    def test_units(self):
+        # ten million servers: the axes count millions, the labels say so
+        f = self.path("big.svg")
+        self.ok("sweep", "--servers", "10000000", "--service-time", "1",
+                "--timeout", "0.5", "--retries", "3", "--from", "0", "--to",
+                "12e6", "--steps", "1", "--plot", f, "--load", "8e6")
+        text = " ".join(t.strip() for t in ET.parse(f).getroot().itertext())
+        for want in ("offered load λ (million requests/s, first attempts)",
+                     "effective load x (million attempts/s, retries "
+                     "included)", "recovery 2.5M", "tipping 10M",
+                     "capacity c·μ = 10M attempts/s",
+                     "equilibria at the load 8M req/s"):
+            self.assertIn(want, text)
+
+    def test_png_and_table(self):
+        f = self.path("fold.png")
+        r = self.ok("sweep", *TIERS, "--from", "0", "--to", "150",
+                    "--steps", "3", "--plot", f, "--format", "csv")
+        self.assertEqual(r.out.count("\n"), 1 + 1 + 3 + 3 + 1)
+        with open(f, "rb") as fh:
+            data = fh.read()
+        self.assertEqual(png_size(data), (1100, 800))
+        self.assertTrue(20_000 < len(data) < 5_000_000, len(data))
+
+    def test_no_gnuplot(self):
+        f = self.path("x.png")
+        self.fails(1, "install the Debian package gnuplot-nox", "sweep",
+                   *CHECKOUT, "--from", "0", "--to", "120", "--steps", "1",
+                   "--plot", f, env={"METASTABLE_GNUPLOT": "no-such-gnuplot"})
+
+    def test_unwritable(self):
+        f = self.path("missing/dir/x.svg")
+        self.fails(1, "missing/dir/x.svg: cannot write: No such file or "
+                   "directory", "sweep", *CHECKOUT, "--from", "0", "--to",
+                   "120", "--steps", "1", "--plot", f)
+
+    def test_bad_extension(self):
+        self.fails(2, "--plot: 'x.pdf' must end in .svg or .png", "sweep",
+                   *CHECKOUT, "--from", "0", "--to", "1", "--steps", "1",
+                   "--plot", "x.pdf")
+
+
+if __name__ == "__main__":
+    clitest.main()

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Exit codes and messages: 0 for results, 2 for usage errors (naming the
+option and its accepted range), 1 for runtime errors (naming the file and
+the reason); --help for every command; the man page is clean."""
+import os
+import shutil
+import subprocess
+
+import clitest
+from clitest import DATA, SPEC, SRCDIR, CliTest
+
+CAP = ("--capacity", "1", "--retries", "3")
+ERL = ("--servers", "10", "--service-time", "100ms", "--timeout", "1")
+COMMANDS = ("solve", "erlang", "sweep", "lab", "replay", "simulate")
+
+# (arguments, exit code, text the message must contain)
+ERRORS = [
+    ((), 2, "metastable: no command given"),
+    (("fly",), 2, "metastable: unknown command 'fly'"),
+    (("help", "fly"), 2, "help: unknown command 'fly'"),
+    (("solve", *CAP), 2, "give the offered load with --load L"),
+    (("solve", *CAP, "--load"), 2, "option '--load' needs a value"),
+    (("solve", *CAP, "--load", "1", "--bogus"), 2,
+     "unknown option '--bogus'"),
+    (("solve", *CAP, "--load", "1", "-x"), 2, "unknown option '-x'"),
+    (("solve", "--serv", "3"), 2, "option '--serv' is ambiguous: --servers, "
+     "--service-time, --service-rate, --service"),
+    (("solve", *CAP, "--load", "1", "extra"), 2,
+     "unexpected argument 'extra'"),
+    (("solve", *CAP, "--load", "-1"), 2, "--load: '-1' is not a rate"),
+    (("solve", *CAP, "--load", "ten"), 2, "--load: 'ten' is not a rate"),
+    (("solve", "--servers", "0", "--load", "1"), 2,
+     "--servers: '0' is out of range: it must be in [1, 10000000]"),
+    (("solve", *CAP, "--base-failure", "1", "--load", "1"), 2,
+     "--base-failure: '1' is out of range: it must be in [0, 1)"),
+    (("solve", *CAP, "--retries", "101", "--load", "1"), 2,
+     "--retries: '101' is out of range: it must be in [0, 100]"),
+    (("solve", *CAP, "--tiers", "0", "--load", "1"), 2,
+     "--tiers: '0' is out of range: it must be in [1, 10]"),
+    (("solve", *CAP, "--retry-budget", "1.5", "--load", "1"), 2,
+     "--retry-budget: '1.5' is out of range: it must be in [0, 1)"),
+    (("solve", *CAP, "--token-ratio", "0", "--load", "1"), 2,
+     "--token-ratio: '0' is out of range: it must be in (0, 1]"),
+    (("solve", *ERL[:4], "--timeout", "5min", "--retries", "3", "--load",
+      "1"), 2, "--timeout: '5min': unknown time unit 'min' (use s, ms or us)"),
+    (("solve", "--model", "queue", "--load", "1"), 2,
+     "--model: 'queue' is not one of: capacity, erlang"),
+    (("solve", "--retries", "3", "--load", "1"), 2, "no model: give --model"),
+    (("solve", *CAP, "--servers", "3", "--load", "1"), 2,
+     "--servers belongs to the erlang model and --capacity to the capacity "
+     "model"),
+    (("solve", "--model", "erlang", *CAP, "--load", "1"), 2,
+     "--capacity applies to the capacity model, and the model is erlang"),
+    (("solve", "--servers", "10", "--timeout", "1", "--retries", "3",
+      "--load", "1"), 2, "the erlang model needs --service-time S"),
+    (("solve", *ERL[:4], "--retries", "3", "--load", "1"), 2,
+     "the erlang model needs --timeout T"),
+    (("solve", *ERL, "--service-rate", "5", "--retries", "3", "--load",
+      "1"), 2, "give --service-time or --service-rate, not both"),
+    (("solve", *ERL, "--load", "1"), 2, "give --retries R"),
+    (("solve", "--spec", "no-such.yaml", "--load", "1"), 1,
+     "no-such.yaml: cannot open: No such file or directory"),
+    (("solve", "--spec", os.path.join(DATA, "bad.yaml"), "--load", "1"), 1,
+     "bad.yaml:4:14: servers = -3 is outside [1, 10000000] (key 'servers')"),
+    (("solve", "--spec", SPEC, "--load", "1"), 2,
+     "has 3 services (checkout, seed000, pool): choose one with --service"),
+    (("solve", "--spec", SPEC, "--service", "cart", "--load", "1"), 2,
+     "has no service 'cart' (it has: checkout, seed000, pool)"),
+    (("solve", "--spec", SPEC, "--service", "pool", "--load", "1"), 2,
+     "service 'pool' takes its pool size from its pool_size input: give "
+     "--servers N"),
+    (("solve", "--spec", SPEC, "--service", "seed000", "--servers", "3",
+      "--load", "1"), 2,
+     "--servers applies to the erlang model, and the model is capacity "
+     "(service 'seed000')"),
+    (("solve", "--service", "checkout", "--load", "1"), 2,
+     "--service needs --spec FILE"),
+    (("solve", *CAP, "--load", "1", "--format", "yaml"), 2,
+     "--format: 'yaml' is not one of: text, json"),
+    (("solve", *CAP, "--load", "1", "--previous", "sad"), 2,
+     "--previous: 'sad' is not one of: stable, vulnerable, metastable, "
+     "overloaded"),
+    (("erlang", "--offered", "3"), 2, "give the number of servers"),
+    (("erlang", "--servers", "10"), 2, "give the offered traffic"),
+    (("erlang", "--servers", "10", "--offered", "10"), 2,
+     "--offered: '10' is out of range: it must be in (0, 10)"),
+    (("erlang", "--servers", "10", "--offered", "0"), 2,
+     "--offered: '0' is out of range: it must be > 0"),
+    (("erlang", "--servers", "10", "--offered", "5", "--service-rate", "2"),
+     2, "P(W > T) needs both --timeout"),
+    (("erlang", "--servers", "10", "--offered", "5", "--service-rate", "2",
+      "--service-time", "1"), 2, "give --service-rate or --service-time"),
+    (("sweep", *CAP, "--to", "2", "--steps", "3"), 2,
+     "give the range of offered loads with --from L0 --to L1"),
+    (("sweep", *CAP, "--from", "2", "--to", "1", "--steps", "3"), 2,
+     "--from 2 must be below --to 1"),
+    (("sweep", *CAP, "--from", "0", "--to", "1"), 2,
+     "give the number of steps with --steps N"),
+    (("sweep", *CAP, "--from", "0", "--to", "1", "--steps", "0"), 2,
+     "--steps: '0' is out of range: it must be in [1, 100000000]"),
+    (("sweep", *CAP, "--from", "0", "--to", "1", "--steps", "2", "--load",
+      "1"), 2, "--load is for the plot: give --plot FILE too"),
+    (("lab", "--base-failure", "0.1", "--retries", "3"), 2,
+     "give the offered load with --load L"),
+    (("lab", "--load", "0,95", "--base-failure", "0.1", "--retries", "3"),
+     2, "--load: '0,95' is not a decimal or a fraction (0.95, 19/20)"),
+    (("lab", "--load", "0", "--base-failure", "0.1", "--retries", "3"), 2,
+     "--load: '0' is out of range: it must be > 0"),
+    (("lab", "--load", "1", "--base-failure", "1", "--retries", "3"), 2,
+     "--base-failure: '1' is out of range: it must be in [0, 1)"),
+    (("lab", "--load", "1", "--base-failure", "0.1"), 2,
+     "give the retries per request with --retries R"),
+    (("lab", "--load", "1", "--base-failure", "0.1", "--retries", "3",
+      "--digit-limit", "0"), 2,
+     "--digit-limit: '0' is out of range: it must be in [1, 1000000]"),
+    (("replay", "trace.csv"), 2, "give the service file with --spec FILE"),
+    (("replay", "--spec", SPEC, "--service", "checkout"), 2,
+     "give the trace: TRACE.csv"),
+    (("replay", "--spec", SPEC, "--service", "checkout", "a.csv", "b.csv"),
+     2, "unexpected argument 'b.csv' (one trace at a time)"),
+    (("replay", "--spec", SPEC, "--service", "checkout", "no-such.csv"), 1,
+     "no-such.csv: cannot open: No such file or directory"),
+    (("replay", "--spec", SPEC, "--service", "checkout", "--write-trace",
+      "x.csv", "a.csv"), 2, "--write-trace saves the trace built from"),
+    (("replay", "--spec", SPEC, "--service", "checkout",
+      "--prometheus-json", "offered_rate=no-such.json"), 1,
+     "no-such.json: unable to open no-such.json"),
+]
+
+
+class Usage(CliTest):
+    def test_errors(self):
+        for args, code, text in ERRORS:
+            with self.subTest(args=args):
+                r = self.fails(code, text, *args)
+                # one diagnostic, naming the command; usage errors point
+                # to --help
+                self.assertTrue(r.err.startswith("metastable"), r)
+                if code == 2:
+                    self.assertIn("--help' for the", r.err)
+
+    def test_help(self):
+        top = self.ok("--help").out
+        for c in COMMANDS:
+            self.assertIn("\n  %-8s " % c, top)
+            out = self.ok(c, "--help").out
+            self.assertTrue(out.startswith("Usage: metastable " + c), out)
+            self.assertEqual(self.ok("help", c).out, out)
+            if c in ("solve", "sweep", "replay"):
+                self.assertIn("--retry-budget B", out)
+        self.assertEqual(self.ok("help").out, top)
+        self.assertRegex(self.ok("--version").out,
+                         r"^metastable \(collectd-metastable\) \d+\.\d+")
+
+    def test_man_page(self):
+        page = os.path.join(SRCDIR, "cli", "metastable.1")
+        # groff -ww warns about every questionable construct
+        if shutil.which("groff"):
+            r = subprocess.run(["groff", "-man", "-ww", "-z", page],
+                               capture_output=True, text=True)
+            self.assertEqual((r.returncode, r.stderr), (0, ""))
+        if shutil.which("mandoc"):
+            r = subprocess.run(["mandoc", "-T", "lint", page],
+                               capture_output=True, text=True)
+            self.assertEqual((r.returncode, r.stdout + r.stderr), (0, ""))
+        with open(page, encoding="utf-8") as f:
+            text = f.read()
+        for c in COMMANDS:
+            self.assertIn(".B " + c + "\n", text)
+        for opt in ("\\-\\-prometheus\\-json", "\\-\\-digit\\-limit",
+                    "\\-\\-observed\\-load", "\\-\\-log\\-y",
+                    "METASTABLE_GNUPLOT"):
+            self.assertIn(opt, text)
+
+
+if __name__ == "__main__":
+    clitest.main()

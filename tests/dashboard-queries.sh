@@ -1,0 +1,106 @@
+#!/bin/sh
+# Every query of the Grafana dashboard, and the alert rules, against a real
+# Prometheus on loopback.  Until the plugin feeds one, the data is an hour
+# of synthetic series named and labelled as write_prometheus + honor_labels
+# produce them (tests/dashboard/synthetic.py), backfilled with promtool.
+#   - every panel query, variables substituted as Grafana does, must parse
+#     and return data through /api/v1/query_range; the host and service
+#     variables must list the hosts and services;
+#   - conf/metastable-alerts.yml must load, evaluate without errors, and put
+#     the storm alerts of the service left metastable at the end of the data
+#     into pending, with the recovery load in their text.
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+dashboard="$top/grafana/dashboards/collectd-metastable/collectd-metastable.json"
+queries="$top/tests/dashboard/queries.py"
+for tool in prometheus promtool python3 curl; do
+  command -v "$tool" >/dev/null 2>&1 || {
+    echo "dashboard-queries: $tool not found (scripts/install-deps.sh --test)" >&2
+    exit 1
+  }
+done
+
+work=$(mktemp -d)
+pid=""
+cleanup() {
+  if [ -n "$pid" ]; then
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+python3 "$top/tests/dashboard/synthetic.py" --minutes 60 >"$work/metrics.om"
+promtool tsdb create-blocks-from openmetrics "$work/metrics.om" "$work/data" >/dev/null
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$work/prometheus.yml" <<CONF
+global:
+  evaluation_interval: 1s
+rule_files:
+  - $top/conf/metastable-alerts.yml
+CONF
+prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
+  --web.listen-address="127.0.0.1:$port" >"$work/prometheus.log" 2>&1 &
+pid=$!
+url="http://127.0.0.1:$port"
+i=0
+until curl -sf "$url/-/ready" >/dev/null 2>&1; do
+  i=$((i + 1))
+  if [ "$i" -gt 150 ] || ! kill -0 "$pid" 2>/dev/null; then
+    echo "dashboard-queries: Prometheus did not become ready on $url:" >&2
+    tail -n 20 "$work/prometheus.log" >&2
+    exit 1
+  fi
+  sleep 0.2
+done
+
+# A service with every metric, observed ones included: all queries return
+# data.
+python3 "$queries" "$dashboard" --check "$url" --require-data \
+  --var host=web1 --var service=checkout
+# Services without observations: their observed_* queries come back empty
+# (Grafana shows "no data"), every query still parses; regex-escaped names,
+# two services at once for the fleet panels and the repeated row.
+python3 "$queries" "$dashboard" --check "$url" \
+  --var host=web1 --var service=search
+python3 "$queries" "$dashboard" --check "$url" \
+  --var host=web2 --var service=db.main --var service=payments
+
+# Alert rules on the real server: evaluated without error, storm alerts for
+# web2/payments pending (their for: has not elapsed), text rendered.
+python3 - "$url" <<'PY'
+import json, sys, time, urllib.request
+url = sys.argv[1]
+def get(path):
+    with urllib.request.urlopen(url + path, timeout=10) as r:
+        return json.load(r)["data"]
+want = {"MetastableRetryStorm", "MetastableFailure"}
+for _ in range(150):
+    rules = [r for g in get("/api/v1/rules")["groups"] for r in g["rules"]]
+    alerts = get("/api/v1/alerts")["alerts"]
+    pending = {a["labels"]["alertname"]: a for a in alerts
+               if a["labels"].get("metastable") == "payments" and a["state"] == "pending"}
+    evaluated = all(not r.get("lastEvaluation", "0001").startswith("0001") for r in rules)
+    if want <= set(pending) and evaluated:
+        break
+    time.sleep(0.2)
+else:
+    sys.exit(f"dashboard-queries: storm alerts for payments not pending: {sorted(pending)}")
+bad = [r["name"] for r in rules if r["health"] != "ok"]
+if len(rules) != 5 or bad:
+    sys.exit(f"dashboard-queries: {len(rules)} rules, unhealthy: {bad}")
+texts = [v for a in alerts for v in a["annotations"].values()]
+if any("error expanding template" in t or "<no value>" in t for t in texts):
+    sys.exit("dashboard-queries: an annotation template failed: " + json.dumps(alerts, indent=1))
+summary = pending["MetastableFailure"]["annotations"]["summary"]
+if "below the recovery load, 25.0 req/s" not in summary:
+    sys.exit(f"dashboard-queries: MetastableFailure summary lacks the recovery load: {summary}")
+description = pending["MetastableFailure"]["annotations"]["description"]
+if "shed at least 35.0 req/s" not in description:
+    sys.exit(f"dashboard-queries: MetastableFailure description lacks the load to shed: {description}")
+print(f"ok   {len(rules)} rules healthy; pending for payments: {sorted(pending)}")
+print(f"ok   MetastableFailure: {summary}")
+PY
