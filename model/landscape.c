@@ -338,6 +338,23 @@ int ms_landscape_build(const ms_service_params *s, ms_landscape *out,
                    "%g/s: model outside the analysed shape",
                    grid[n - 1]);
 
+  /* A maximum and the minimum next to it at the same lambda, to 1e-12, are
+   * rounding on a stretch where lambda(x) is flat to second order (the
+   * capacity model just above C with base 0: lambda = C / (1 - p^(r+1))):
+   * a fold no load could ever resolve.  Drop such pairs. */
+  for (int i = 1; i + 1 < ls.n_breaks;) {
+    double a = ls.break_lambda[i], b = ls.break_lambda[i + 1];
+    if (fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b))) {
+      memmove(&ls.break_x[i], &ls.break_x[i + 2],
+              (size_t)(ls.n_breaks - i - 2) * sizeof ls.break_x[0]);
+      memmove(&ls.break_lambda[i], &ls.break_lambda[i + 2],
+              (size_t)(ls.n_breaks - i - 2) * sizeof ls.break_lambda[0]);
+      ls.n_breaks -= 2;
+    } else {
+      i++;
+    }
+  }
+
   /* The first maximum is the tipping point, the next minimum recovery. */
   if (ls.n_breaks >= 3) {
     ls.has_fold = true;
@@ -424,6 +441,19 @@ int ms_equilibria(const ms_landscape *ls, double lambda, ms_equilibrium *eq,
     return ms_fail(err, MS_EINVAL, "offered load %g/s must be finite and >= 0",
                    lambda);
   const ms_service_params *s = &ls->params;
+  /* Every root lies in [lambda, lambda Amax] with Amax the largest
+   * amplification the policy allows, (min(r + 1, 1/(1 - b)))^k (a token
+   * bucket only lowers it).  Beyond a double's range nothing can be
+   * reported. */
+  double amax = s->policy.retries + 1.0;
+  if (s->policy.has_budget)
+    amax = fmin(amax, 1.0 / (1.0 - s->policy.retry_budget));
+  amax = pow(amax, (double)s->policy.tiers);
+  if (!(lambda * amax <= 0x1p1000))
+    return ms_fail(err, MS_EINVAL,
+                   "offered load %g/s is too large for this service: the "
+                   "effective load could reach %g x that, beyond a double",
+                   lambda, amax);
   int count = 0;
   ms_point pt;
   if (lambda == 0.0) {
@@ -447,14 +477,12 @@ int ms_equilibria(const ms_landscape *ls, double lambda, ms_equilibrium *eq,
       lb = ls->break_lambda[i + 1];
     } else {
       /* beyond the last extremum lambda(x) rises without bound and
-       * lambda(x) >= x / A(1): the root lies below lambda A(1) */
-      double A1;
-      ms_amplification(&s->policy, 1.0, &A1, NULL);
-      xb = fmax(lambda * A1, xa) * (1.0 + 8.0 * DBL_EPSILON) + DBL_MIN;
+       * lambda(x) >= x / Amax: the root lies below lambda Amax */
+      xb = fmax(lambda * amax, xa) * (1.0 + 8.0 * DBL_EPSILON) + DBL_MIN;
       ms_point_eval(s, xb, &pt);
       lb = pt.lambda;
-      if (!(lb > lambda)) {
-        xb = xb * 2.0 + 1.0;
+      for (int k = 0; k < 64 && !(lb > lambda); k++) {
+        xb *= 2.0; /* rounding at the bound itself: widen */
         ms_point_eval(s, xb, &pt);
         lb = pt.lambda;
       }
@@ -603,6 +631,17 @@ int ms_analyze(const ms_landscape *ls, const ms_observation *obs,
   r.tipping_distance = ls->tipping_load - lambda;
   r.tipping_headroom = (ls->tipping_load - lambda) / ls->tipping_load;
   r.storm = ms_state_storm(r.state);
+  const double all[] = {r.offered_load,        r.effective_load,
+                        r.self_inflicted_load, r.amplification,
+                        r.failure_probability, r.utilization,
+                        r.tipping_load,        r.recovery_load,
+                        r.tipping_distance,    r.tipping_headroom};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    if (!isfinite(all[i]))
+      return ms_fail(err, MS_EINVAL,
+                     "offered load %g/s gives values beyond a double's range "
+                     "for this service",
+                     lambda);
   *out = r;
   return MS_OK;
 }

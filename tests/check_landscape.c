@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check_suites.h"
 #include "internal.h"
@@ -100,7 +101,7 @@ static service_case capacity_case(const char *name, double C, double base,
   return k;
 }
 
-#define N_CASES 18
+#define N_CASES 21
 static service_case cases[N_CASES];
 
 static void make_cases(void) {
@@ -139,6 +140,19 @@ static void make_cases(void) {
   cases[i].s.policy.tiers = 2;
   cases[i].s.policy.has_budget = true;
   cases[i++].s.policy.retry_budget = 0.5;
+  /* found by a reviewer: the last piece's bracket must use the largest
+   * amplification, not A(1) (a token bucket makes A(1) = 1) */
+  cases[i] = capacity_case("capacity token tiers=2", 100, 0, 1);
+  cases[i].s.policy.tiers = 2;
+  cases[i].s.policy.has_token = true;
+  cases[i++].s.policy.token_ratio = 1.0;
+  cases[i] = erlang_case("erlang token tiers=3", 30, 10, 1, 2, 0);
+  cases[i].s.policy.tiers = 3;
+  cases[i].s.policy.has_token = true;
+  cases[i++].s.policy.token_ratio = 0.5;
+  /* base 0: lambda = C/(1 - p^4) is flat to second order above C, and
+   * rounding must not invent a fold there */
+  cases[i++] = capacity_case("capacity base 0", 1, 0, 3);
   ck_assert_int_eq(i, N_CASES);
 }
 
@@ -516,6 +530,33 @@ START_TEST(test_states) {
 }
 END_TEST
 
+/* Offered loads at the edges of a double: a clear error rather than an
+ * infinite effective load, and tiny loads solved, not "no convergence". */
+START_TEST(test_extreme_loads) {
+  ms_service_params s = capacity_service(1e300, 0.5, 100);
+  s.policy.tiers = 10;
+  ms_landscape ls;
+  ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
+  ms_observation o = {.offered_load = 1e300};
+  ms_report r;
+  ms_error err = {{0}};
+  ck_assert_int_eq(ms_analyze(&ls, &o, &r, &err), MS_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "too large"));
+  s = capacity_service(1.0, 0.0, 3);
+  ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
+  for (double lam = 1e-300; lam < 1.0; lam *= 1e20) {
+    o.offered_load = lam;
+    ck_assert_int_eq(ms_analyze(&ls, &o, &r, &err), MS_OK);
+    ck_assert_double_eq_tol(r.effective_load, lam, 1e-15 * lam);
+  }
+  /* at the capacity itself: one equilibrium, stable */
+  o.offered_load = 1.0;
+  ck_assert_int_eq(ms_analyze(&ls, &o, &r, &err), MS_OK);
+  ck_assert_int_eq(r.equilibria, 1);
+  ck_assert(r.eq[0].stable);
+}
+END_TEST
+
 Suite *landscape_suite(void) {
   Suite *s = suite_create("landscape");
   TCase *tc = tcase_create("seed");
@@ -531,6 +572,7 @@ Suite *landscape_suite(void) {
   tcase_add_test(tc, test_caps_hold);
   tcase_add_test(tc, test_sign_bounds_agree);
   tcase_add_test(tc, test_states);
+  tcase_add_test(tc, test_extreme_loads);
   suite_add_tcase(s, tc);
   return s;
 }
