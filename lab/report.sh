@@ -1,0 +1,311 @@
+#!/bin/bash
+# The report of one storm-lab run: a CSV time series, a plot, and the
+# checks of lab/README.md, from what collectd recorded (its csv plugin),
+# the phases the scenario wrote, and the notifications in collectd's log.
+#
+#   lab/report.sh [--mode storm|noretry] [--no-plugin] RUN_DIR OUT_DIR
+#
+# Writes OUT_DIR/storm-lab.csv, OUT_DIR/storm-lab.png, OUT_DIR/summary.txt;
+# exits 1 when a check fails.
+set -u
+
+mode=storm
+use_plugin=1
+while [ $# -gt 0 ]; do
+  case $1 in
+  --mode) mode=$2; shift 2 ;;
+  --no-plugin) use_plugin=0; shift ;;
+  *) break ;;
+  esac
+done
+[ $# -eq 2 ] || { echo "usage: lab/report.sh [--mode storm|noretry] [--no-plugin] RUN_DIR OUT_DIR" >&2; exit 2; }
+run=$1
+out=$2
+src=$(cd "$(dirname "$0")" && pwd)
+host=${LAB_HOST:-storm-lab}
+service=storm_lab
+mkdir -p "$out"
+csv=$out/storm-lab.csv
+
+# Thresholds of the checks (fractions of the offered load, seconds).
+HEALTHY_GOODPUT=0.95 # healthy: goodput at least this share of offered
+HEALTHY_RETRIES=0.02 # healthy: retries at most this share of offered
+STORM_GOODPUT=0.05   # storm: goodput at most this share ("near zero")
+STEP_GOODPUT=0.10    # staircase step above recovery: still a storm
+RECOVERED=0.90       # recovered: goodput at least this share...
+RECOVERED_FOR=5      # ...for this many seconds in a row
+FEW_INTERVALS=5      # the plugin must call the storm within this many s
+SETTLE=3             # seconds after a load change left out of a step
+RECOVERY_TOLERANCE=0.10 # model's recovery load vs the lab's
+NORETRY_HEAL=15      # retries off: healed within this many s of the trigger
+AGREE=0.03           # collectd's rates vs the scenario's own socket reads
+
+# ---------------------------------------------------------------------
+# 1. The time series: one row per second, each column the latest value
+#    collectd recorded at or before that second (none if older than 2 s).
+columns="offered:haproxy-fe_web/derive-requests
+goodput:haproxy-fe_web/derive-responses_2xx
+failed_replies:haproxy-fe_web/derive-responses_5xx
+attempts:haproxy-be_app/derive-attempts
+retries:haproxy-be_app/derive-retries
+failed_attempts:haproxy-be_app/derive-failed_attempts
+in_flight:haproxy-be_app/gauge-attempts_in_flight
+nginx_requests:nginx/nginx_requests
+pool_size:phpfpm-lab/gauge-total_processes
+fpm_active:phpfpm-lab/gauge-active_processes
+fpm_queue:phpfpm-lab/gauge-listen_queue
+fpm_throughput:phpfpm-lab/derive-accepted_conn"
+if [ "$use_plugin" = 1 ]; then
+  # Every type the plugin can dispatch, in the order of conf/types.db.
+  while read -r t; do
+    columns="$columns
+ms_$t:metastable-$service/$t"
+  done < <(awk '!/^#/ && NF { print $1 }' "$src/../conf/types.db")
+fi
+
+names=""
+count=0
+for c in $columns; do
+  count=$((count + 1))
+  names="$names,${c%%:*}"
+done
+i=0
+for c in $columns; do
+  i=$((i + 1))
+  for f in "$run/csv/$host/${c#*:}"-*; do
+    [ -f "$f" ] && awk -F, -v s="$i" 'NR > 1 { print $1, s, $2 }' "$f"
+  done
+done | sort -n -k1,1 |
+  awk -v n="$count" -v names="$names" -v phases="$run/phases" '
+    BEGIN {
+      while ((getline l < phases) > 0) { split(l, p, " "); np++; pt[np] = p[1]; pn[np] = p[2] }
+      t0 = pt[1]; tick = t0; ip = 1
+      printf "time_s,epoch,phase%s\n", names
+    }
+    function row(   s, line) {
+      while (ip < np && pt[ip + 1] <= tick + 1e-6) ip++
+      line = sprintf("%d,%.3f,%s", tick - t0 + 0.5, tick, pn[ip])
+      for (s = 1; s <= n; s++)
+        line = line "," ((s in lt) && tick - lt[s] <= 2 ? v[s] : "")
+      print line
+    }
+    $1 < t0 - 2 { v[$2] = $3; lt[$2] = $1; next }
+    {
+      while (tick < $1) { if (tick >= t0) row(); tick += 1 }
+      if ($3 != "nan") { v[$2] = $3 + 0; lt[$2] = $1 } else delete lt[$2]
+    }
+    END { if (tick >= t0) row() }' >"$csv"
+
+rows=$(($(wc -l <"$csv") - 1))
+[ "$rows" -gt 10 ] || { echo "report: only $rows rows in $csv (collectd recorded nothing?)" >&2; exit 1; }
+
+# Notifications the plugin sent (collectd's logfile plugin logs them).
+notes=$out/notifications.txt
+grep -h "Notification: severity = " "$run/collectd.log" 2>/dev/null |
+  grep "plugin_instance = $service" >"$notes"
+n_failure=$(grep -c "severity = FAILURE" "$notes")
+n_okay=$(grep -c "severity = OKAY" "$notes")
+note_time() { # epoch of the first notification of severity $1
+  grep -m1 "severity = $1" "$notes" | sed -E 's/^\[([^]]*)\].*/\1/' |
+    { read -r d && date -d "$d" +%s; }
+}
+t_failure=$(note_time FAILURE || true)
+t_okay=$(note_time OKAY || true)
+
+# ---------------------------------------------------------------------
+# 2. The checks.
+summary=$out/summary.txt
+awk -F, -v mode="$mode" -v plugin="$use_plugin" \
+  -v n_failure="$n_failure" -v n_okay="$n_okay" \
+  -v t_failure="${t_failure:-}" -v t_okay="${t_okay:-}" \
+  -v HG="$HEALTHY_GOODPUT" -v HR="$HEALTHY_RETRIES" -v SG="$STORM_GOODPUT" \
+  -v STG="$STEP_GOODPUT" -v RG="$RECOVERED" -v RF="$RECOVERED_FOR" \
+  -v FEW="$FEW_INTERVALS" -v SETTLE="$SETTLE" -v RT="$RECOVERY_TOLERANCE" \
+  -v HEAL="$NORETRY_HEAL" -v AGREE="$AGREE" -v direct="$run/direct.txt" '
+  BEGIN {
+    # The per-second reads of HAProxy by the scenario itself: clock offered
+    # goodput attempts php-fpm queue.
+    while ((getline l < direct) > 0) { split(l, f, " "); nd++; dt[nd] = f[1]; doff[nd] = f[2]; datt[nd] = f[4] }
+  }
+  NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+  {
+    n++
+    for (k in c) d[n, k] = $(c[k])
+    ph = $(c["phase"])
+    if (!(ph in start)) { start[ph] = n; order[++nph] = ph }
+    stop[ph] = n
+  }
+  function val(r, k) { return d[r, k] }
+  function has(r, k) { return d[r, k] != "" }
+  # mean of column k over rows a..b (rows without a value left out)
+  function mean(k, a, b,   r, s, m) {
+    for (r = a; r <= b; r++) if (has(r, k)) { s += val(r, k); m++ }
+    return m ? s / m : -1
+  }
+  function check(ok, what) {
+    printf "%s  %s\n", ok ? "PASS" : "FAIL", what
+    if (!ok) failed++
+    checks++
+  }
+  function last(ph, secs,   a) { a = stop[ph] - secs + 1; return a < start[ph] ? start[ph] : a }
+  # first row >= a where goodput >= RG * offered for RF rows in a row
+  function recovery_row(a,   r, k) {
+    k = 0
+    for (r = a; r <= n; r++) {
+      if (has(r, "offered") && val(r, "offered") > 0 && val(r, "goodput") >= RG * val(r, "offered")) {
+        if (++k >= RF) return r - RF + 1
+      } else k = 0
+    }
+    return 0
+  }
+  # every row a..b with a plugin value has column k == v
+  function all_eq(k, v, a, b,   r, m) {
+    for (r = a; r <= b; r++) if (has(r, k)) { if (val(r, k) != v) return 0; m++ }
+    return m > 0
+  }
+  function t(r) { return val(r, "time_s") }
+  # collectd (the CSV) against the reads of the scenario itself, rows a..b
+  function agree(what, a, b,   e1, e2, i, so, sa, m, co, ca) {
+    e1 = val(a, "epoch") - 0.5; e2 = val(b, "epoch") + 0.5
+    for (i = 1; i <= nd; i++) if (dt[i] > e1 && dt[i] <= e2) { so += doff[i]; sa += datt[i]; m++ }
+    if (!m) { check(0, "no reads of its own by the scenario in " what); return }
+    so /= m; sa /= m; co = mean("offered", a, b); ca = mean("attempts", a, b)
+    check(co > 0 && ca > 0 && (co - so) ^ 2 <= (AGREE * so) ^ 2 && (ca - sa) ^ 2 <= (AGREE * sa) ^ 2,
+      sprintf("collectd agrees with HAProxy (%s): offered %.1f vs %.1f, attempts %.1f vs %.1f req/s (collectd vs stats socket, within %d%%)",
+        what, co, so, ca, sa, AGREE * 100))
+  }
+  END {
+    if (!("healthy" in start)) { print "FAIL  no healthy phase in the series"; exit 1 }
+    # Healthy phase: the last 15 s before the trigger.
+    a = last("healthy", 15); b = stop["healthy"]
+    off = mean("offered", a, b); good = mean("goodput", a, b); ret = mean("retries", a, b)
+    check(off > 0 && good >= HG * off && ret <= HR * off,
+      sprintf("lab healthy: offered %.1f req/s, goodput %.1f, retries %.1f/s (HAProxy)", off, good, ret))
+    agree("healthy", a, b)
+    if (plugin)
+      check(all_eq("ms_storm", 0, a, b) && all_eq("ms_state", mode == "storm" ? 1 : 0, a, b),
+        sprintf("plugin healthy: state %s, storm 0 at %.1f req/s (tipping %.1f, recovery %.1f req/s)",
+          mode == "storm" ? "vulnerable" : "stable", mean("ms_offered_load", a, b),
+          mean("ms_tipping_load", a, b), mean("ms_recovery_load", a, b)))
+    trig = start["trigger"]; trig_t = val(trig, "epoch")
+
+    if (mode == "storm") {
+      # The storm after the trigger, at the same offered load.
+      a = start["storm"] + SETTLE; b = stop["storm"]
+      off = mean("offered", a, b); good = mean("goodput", a, b); att = mean("attempts", a, b)
+      storm_off = off
+      agree("storm", a, b)
+      check(good <= SG * off && att >= 2.5 * off,
+        sprintf("lab storm after the trigger: offered %.1f req/s, goodput %.1f, attempts %.1f/s (x%.2f)",
+          off, good, att, att / off))
+      # Capacity: php-fpm throughput while its listen queue is full.
+      for (r = start["storm"] + SETTLE; r <= n; r++)
+        if (val(r, "phase") != "end" && has(r, "fpm_queue") && val(r, "fpm_queue") >= 450 && has(r, "fpm_throughput")) {
+          cs += val(r, "fpm_throughput"); cm++
+        }
+      capacity = cm ? cs / cm : -1
+      printf "INFO  capacity: php-fpm served %.1f req/s while its queue was full (%d s)\n", capacity, cm
+
+      if (plugin) {
+        first = 0
+        for (r = trig; r <= stop["storm"]; r++)
+          if (val(r, "ms_storm") == 1 && val(r, "ms_state") == 2) { first = r; break }
+        check(first && t(first) - t(trig) <= FEW && all_eq("ms_storm", 1, first, stop["storm"]) &&
+              all_eq("ms_state", 2, first + 1, stop["storm"]),
+          sprintf("plugin storm: metastable, storm 1 from %d s after the trigger to the end of the hold; model effective load %.1f attempts/s",
+            first ? t(first) - t(trig) : -1, mean("ms_effective_load", start["storm"] + SETTLE, stop["storm"])))
+        check(n_failure == 1 && t_failure >= trig_t - 1 && t_failure <= trig_t + FEW + 1,
+          sprintf("plugin FAILURE notifications: %d (want 1, within %d s of the trigger)", n_failure, FEW))
+      }
+
+      # The staircase: the storm persists above the recovery load and ends
+      # below it.
+      rec_load = plugin ? mean("ms_recovery_load", 1, n) : -1
+      rec = recovery_row(start["storm"])
+      rec_phase = rec ? val(rec, "phase") : ""
+      first_below = ""; last_storm = -1
+      for (i = 1; i <= nph; i++) {
+        ph = order[i]
+        if (ph !~ /^step-/) continue
+        a = start[ph] + SETTLE; b = stop[ph]
+        # the load of the step: its rows after the change has settled (up to
+        # the recovery, in the step that recovered)
+        off = mean("offered", a, ph == rec_phase && rec > a ? rec : b)
+        if (plugin && first_below == "" && off < rec_load) first_below = ph
+        if (ph == rec_phase) {
+          obs_rec = off
+          printf "INFO  lab %s: offered %.1f req/s, recovered %d s into the step (goodput >= %d%% of offered for %d s)\n",
+            ph, off, t(rec) - t(start[ph]), RG * 100, RF
+          break
+        }
+        good = mean("goodput", a, b)
+        check(good <= STG * off,
+          sprintf("lab %s: still a storm at %.1f req/s (goodput %.1f, attempts %.1f/s, php-fpm queue %.0f)",
+            ph, off, good, mean("attempts", a, b), mean("fpm_queue", a, b)))
+        last_storm = off
+        if (plugin) {
+          want = off > rec_load ? 1 : 0
+          check(all_eq("ms_storm", want, a, b),
+            sprintf("plugin %s: storm %d at %.1f req/s (%s the recovery load %.1f req/s)",
+              ph, want, off, want ? "above" : "below", rec_load))
+        }
+      }
+      check(rec > 0 && rec_phase ~ /^step-/,
+        sprintf("lab recovered during the staircase: %s", rec ? rec_phase : "never"))
+      if (plugin && rec) {
+        check(obs_rec < rec_load && (rec_load - obs_rec) / obs_rec <= RT,
+          sprintf("recovery load: model %.1f req/s, lab %.1f req/s (%+.1f%%; the lab must recover below the model and within %d%%)",
+            rec_load, obs_rec, 100 * (rec_load - obs_rec) / obs_rec, RT * 100))
+        fb = first_below != "" ? start[first_below] : n
+        check(first_below != "" && all_eq("ms_storm", 0, fb + SETTLE, n),
+          sprintf("plugin storm 0 from %d s into %s (the first step below the recovery load) to the end", SETTLE, first_below))
+        t_fb = val(fb, "epoch")
+        check(n_okay == 1 && t_okay >= t_fb - 1 && t_okay <= t_fb + FEW + 1,
+          sprintf("plugin OKAY notifications: %d (want 1, within %d s of the start of %s)", n_okay, FEW, first_below))
+      }
+
+      # The original load again: healthy now (hysteresis).
+      a = last("final", 15); b = stop["final"]
+      off = mean("offered", a, b); good = mean("goodput", a, b)
+      check(good >= HG * off && off >= 0.95 * storm_off,
+        sprintf("lab final: healthy at %.1f req/s (goodput %.1f), where it stormed before at %.1f", off, good, storm_off))
+      if (plugin)
+        check(all_eq("ms_storm", 0, a, b) && all_eq("ms_state", 1, a, b),
+          "plugin final: vulnerable, storm 0")
+      if (plugin) {
+        printf "INFO  model: tipping load %.1f req/s, recovery load %.1f req/s\n", mean("ms_tipping_load", 1, n), rec_load
+        printf "INFO  lab: storm down to %.1f req/s, recovered at %.1f req/s (php-fpm capacity %.1f req/s)\n",
+          last_storm, obs_rec, capacity
+      }
+    } else {
+      # Retries off: the same trigger heals by itself.
+      a = start["after"]
+      rec = recovery_row(a)
+      check(rec > 0 && t(rec) - t(a) <= HEAL,
+        sprintf("lab heals without retries: goodput back %d s after the trigger ended (limit %d s)",
+          rec ? t(rec) - t(a) : -1, HEAL))
+      b = stop["after"]; a2 = last("after", 10)
+      off = mean("offered", a2, b); good = mean("goodput", a2, b)
+      check(good >= HG * off, sprintf("lab after: goodput %.1f of %.1f req/s", good, off))
+      check(mean("retries", 1, n) <= 0.01 * mean("offered", 1, n),
+        sprintf("HAProxy retries nothing: %.2f retries/s", mean("retries", 1, n)))
+      if (plugin) {
+        check(all_eq("ms_storm", 0, 1, n) && all_eq("ms_state", 0, 1, n) && n_failure == 0,
+          sprintf("plugin: stable, storm 0 throughout, %d FAILURE notifications (tipping = recovery = %.1f req/s: no bistable band without retries)",
+            n_failure, mean("ms_tipping_load", 1, n)))
+      }
+    }
+    printf "%s: %d checks, %d failed\n", failed ? "FAIL" : "PASS", checks, failed
+    exit failed ? 1 : 0
+  }' "$csv" >"$summary"
+status=$?
+sed -i "1i == $mode run ($(basename "$run")): $rows s, $(date -d @"$(awk -F, 'NR == 2 { print $2 }' "$csv")" '+%F %T')" "$summary"
+
+# ---------------------------------------------------------------------
+# 3. The plot.
+plot_flags=(--mode "$mode")
+[ "$use_plugin" = 1 ] || plot_flags+=(--no-plugin)
+"$src/plot.sh" "${plot_flags[@]}" "$csv" "$out/storm-lab.png" ||
+  echo "report: plot failed" >&2
+cat "$summary"
+exit "$status"
