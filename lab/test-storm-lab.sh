@@ -1,0 +1,11 @@
+#!/bin/sh
+# Integration test: the storm lab (lab/README.md) against the plugin built
+# in this tree.  A real retry storm on HAProxy, nginx and php-fpm, read by
+# a real collectd; passes when every check of lab/report.sh holds.  Runs
+# as root (php-fpm and collectd's exec plugin switch to nobody); takes five
+# to nine minutes.
+set -eu
+src=${MS_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+build=${MS_TOP_BUILDDIR:-$src/build}
+exec "$src/lab/storm-lab.sh" --skip-install --build "$build" \
+  --out "$build/lab/test"
