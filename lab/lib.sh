@@ -52,6 +52,9 @@ lab_on_exit() {
   local rc=$?
   trap - EXIT INT TERM
   lab_stop_all
+  if [ "$rc" -ne 0 ] && [ -d "$LAB_BASE" ]; then
+    lab_log "stopped everything it started; run files kept in $LAB_BASE"
+  fi
   exit "$rc"
 }
 
