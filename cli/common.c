@@ -222,8 +222,8 @@ int ms_cli_choice(const char *opt, const char *text, const char *const *choices,
 /* ---- model options --------------------------------------------------- */
 
 const char ms_cli_model_help[] =
-    "Model (DESIGN 1.1-1.2); numbers are seconds and per second, durations\n"
-    "also as 100ms or 250us, rates also as 10/s:\n"
+    "Model: numbers are seconds and per second, durations also as 100ms or\n"
+    "250us, rates also as 10/s:\n"
     "  --model erlang|capacity  failure model (default: implied by the "
     "options)\n"
     "  --servers N              erlang: servers c, 1..10000000\n"

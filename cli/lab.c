@@ -21,7 +21,7 @@ static const char help[] =
     "T]\n"
     "                      [--iterations N] [--digit-limit D] [--bits B]\n"
     "\n"
-    "Seed 000's lab: the capacity model in exact rational arithmetic.  The\n"
+    "The capacity model in exact rational arithmetic (GMP).  The\n"
     "numbers are read exactly (0.95 is 19/20; 19/20 also works).  Prints the\n"
     "iteration L0 = L, L(n+1) = L * A(p(Ln)) with the digits of every "
     "fraction,\n"
@@ -303,7 +303,7 @@ static int run(ms_exact_capacity *e, int argc, char **argv) {
     return ms_cli_usage("%s", err.msg);
 
   /* ---- the setting ---- */
-  printf("Seed 000's lab: the capacity model in exact rational arithmetic\n");
+  printf("The capacity model in exact rational arithmetic\n");
   print_fraction("  offered load  lambda = ", e->offered_load);
   print_fraction("  capacity      C      = ", e->capacity);
   print_fraction("  base failure  base   = ", e->base_failure);

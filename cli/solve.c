@@ -29,7 +29,7 @@ static const char help[] =
     "                        observed; default healthy (cold start)\n"
     "  --format text|json    text (default) or one JSON object with the "
     "keys\n"
-    "                        of DESIGN 1.5 and an \"equilibria\" array\n"
+    "                        the plugin dispatches and an \"equilibria\" array\n"
     "\n";
 
 enum {
