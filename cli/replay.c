@@ -216,6 +216,16 @@ static int replay(const ms_service_spec *spec, FILE *f, const char *name,
   ms_step st;
   for (size_t i = 0; i < n_rows; i++) {
     ms_tracker_step(&tracker, spec, &rows[i].in, &st);
+    char msg[256];
+    if (st.ok && ms_report_finite(&st.report, msg, sizeof msg) != 0) {
+      int line = rows[i].line;
+      ms_cli_progress_end(&prog);
+      free(rows);
+      if (format == MS_FORMAT_JSON)
+        fputc('\n', stdout);
+      fflush(stdout);
+      return ms_cli_fail("%s:%d: model: %s", name, line, msg);
+    }
     if (format == MS_FORMAT_JSON)
       write_json_row(&j, &rows[i], &st);
     else

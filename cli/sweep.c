@@ -19,6 +19,7 @@
 #include "json.h"
 #include "layout.h"
 #include "plot.h"
+#include "report.h"
 
 static const char help[] =
     "Usage: metastable sweep [MODEL OPTIONS] --from L0 --to L1 --steps N\n"
@@ -92,10 +93,14 @@ static int write_table(const ms_landscape *ls, double from, double to,
     ms_equilibrium eq[MS_MAX_EQUILIBRIA];
     int n;
     ms_error err;
-    if (ms_equilibria(ls, lam, eq, &n, &err) != MS_OK) {
+    char msg[256];
+    int st = ms_equilibria(ls, lam, eq, &n, &err);
+    if (st != MS_OK || ms_equilibria_finite(eq, n, lam, msg, sizeof msg)) {
       ms_cli_progress_end(&prog);
       if (format == MS_FORMAT_JSON)
         fputc('\n', stdout);
+      if (st == MS_OK)
+        return ms_cli_fail("model: %s", msg);
       return ms_cli_fail("model at offered load %s: %s",
                          ms_cli_fmt_double(b[0], lam), err.msg);
     }
@@ -622,8 +627,17 @@ static int run(ms_cli_model *m, int argc, char **argv) {
     if (r)
       return r;
   }
-  if (plot)
+  if (plot) {
+    /* the loads written on the plot */
+    double v[] = {ls.tipping_load, ls.recovery_load, ls.saturation_load};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+      if (!isfinite(v[i]))
+        return ms_cli_fail("model: the %s is beyond the range of a double",
+                           i == 0   ? "tipping load"
+                           : i == 1 ? "recovery load"
+                                    : "capacity");
     return draw(m, &ls, from, to, load, title, log_y, plot);
+  }
   return MS_EXIT_OK;
 }
 
