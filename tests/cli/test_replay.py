@@ -176,10 +176,44 @@ class Incident(CliTest):
             ("", ":1:1: the trace is empty"),
             ('time,offered_rate,retry_rate\n1,"60,1\n',
              ":2:3: a quoted cell is not closed on its line"),
+            # times a metrics system cannot have recorded
+            ("time,offered_rate,retry_rate\n-1,60,1\n",
+             ":2:1: time: '-1' is outside 1970-01-01T00:00:00Z to "
+             "9999-12-31T23:59:59Z"),
+            ("time,offered_rate,retry_rate\n1,60,1\n1e300,60,1\n",
+             ":3:1: time: '1e300' is outside 1970-01-01T00:00:00Z"),
+            ("time,offered_rate,retry_rate\n253402300800,60,1\n",
+             ":2:1: time: '253402300800' is outside"),
+            ("time,offered_rate,retry_rate\n1969-12-31T23:59:59Z,60,1\n",
+             ":2:1: time: '1969-12-31T23:59:59Z' is outside"),
         ]
         for text, msg in cases:
             p = self.write("bad.csv", text)
             self.fails(1, p + msg, *CHECKOUT, p)
+
+    def test_time_range_ends(self):
+        p = self.write("ends.csv", "time,offered_rate,retry_rate\n"
+                       "0,60,1\n9999-12-31T23:59:59Z,60,1\n")
+        rows = list(csv.DictReader(io.StringIO(self.ok(*CHECKOUT, p).out)))
+        self.assertEqual([r["unix_time"] for r in rows],
+                         ["0", "253402300799"])
+
+    def test_model_beyond_doubles(self):
+        # a service and a load whose storm is beyond the range of a double:
+        # exit 1 naming the row, never an inf in a row
+        spec = self.write("huge.yaml", "services:\n  - name: huge\n"
+                          "    model: capacity\n    capacity: 1e300\n"
+                          "    retries: 100\n    tiers: 10\n"
+                          "    base_failure: 0.5\n"
+                          "    inputs: {offered_rate: h/p/gauge-o}\n")
+        p = self.write("huge.csv", "time,offered_rate\n1,1e300\n")
+        for fmt in ("csv", "json"):
+            r = clitest.run("replay", "--spec", spec, "--format", fmt, p)
+            self.assertEqual(r.code, 1, r)
+            self.assertRegex(r.err, r"^metastable replay: .*huge.csv:2: "
+                             r"model: |^metastable replay: model: ")
+            for word in ("inf", "nan", "null"):
+                self.assertNotRegex(r.out, r"\b%s\b" % word, r)
 
     def test_quoted_and_comments(self):
         p = self.write("q.csv", '# exported\n"time","offered_rate",'
