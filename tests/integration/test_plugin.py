@@ -275,6 +275,8 @@ def main():
     # shortened to 3 s so that a storm of a few seconds can fire them.
     with open(os.path.join(SRC, "conf", "metastable-alerts.yml")) as f:
         rules_text = re.sub(r"(?m)^(\s*for:\s*)\S+", r"\g<1>3s", f.read())
+    # and the windows the storm page averages over, 5 minutes, to 10 s
+    rules_text = re.sub(r"\[5m\]", "[10s]", rules_text)
     rules = os.path.join(work, "metastable-alerts-fast.yml")
     with open(rules, "w") as f:
         f.write(rules_text)
