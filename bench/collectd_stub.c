@@ -295,6 +295,33 @@ int uc_get_rate_by_name(const char *name, gauge_t **ret_values,
   return status;
 }
 
+/* Raw values: the stand-in holds gauges only (its types are not COUNTER),
+ * so the raw value is the rate. */
+int uc_get_value_by_name(const char *name, value_t **ret_values,
+                         size_t *ret_values_num) {
+  pthread_mutex_lock(&cache_lock);
+  cache_entry *e = cache_find(name);
+  int status = -1;
+  if (e != NULL) {
+    *ret_values = malloc(sizeof **ret_values);
+    if (*ret_values != NULL) {
+      (*ret_values)[0].gauge = e->rate;
+      *ret_values_num = 1;
+      status = 0;
+    }
+  }
+  pthread_mutex_unlock(&cache_lock);
+  return status;
+}
+
+/* Every type of the stand-in has one GAUGE data source. */
+const data_set_t *plugin_get_ds(const char *name) {
+  static data_source_t gauge_source = {"value", DS_TYPE_GAUGE, NAN, NAN};
+  static data_set_t gauge = {"gauge", 1, &gauge_source};
+  (void)name;
+  return &gauge;
+}
+
 int uc_get_names(char ***ret_names, cdtime_t **ret_times, size_t *ret_number) {
   pthread_mutex_lock(&cache_lock);
   size_t n = cache_n;

@@ -222,8 +222,8 @@ int ms_cli_choice(const char *opt, const char *text, const char *const *choices,
 /* ---- model options --------------------------------------------------- */
 
 const char ms_cli_model_help[] =
-    "Model (DESIGN 1.1-1.2); numbers are seconds and per second, durations\n"
-    "also as 100ms or 250us, rates also as 10/s:\n"
+    "Model: numbers are seconds and per second, durations also as 100ms or\n"
+    "250us, rates also as 10/s:\n"
     "  --model erlang|capacity  failure model (default: implied by the "
     "options)\n"
     "  --servers N              erlang: servers c, 1..10000000\n"
@@ -484,6 +484,23 @@ static void fmt_duration(char *buf, size_t len, double s) {
     snprintf(buf, len, "%.4g s", s);
 }
 
+/* A count or rate for people: from 10000 on, 1M, 2.5M, 10k when that is
+ * exact in at most four digits; else the plain number (1234567, 0.95). */
+static void fmt_quantity(char *buf, size_t len, double v) {
+  static const char suffix[] = "kMGT";
+  if (fabs(v) >= 1e4 && fabs(v) < 1e16) {
+    int k = (int)fmin(floor(log10(fabs(v)) / 3), 4);
+    double unit = pow(1e3, k);
+    char t[32];
+    snprintf(t, sizeof t, "%.4g", v / unit);
+    if (strtod(t, NULL) * unit == v) {
+      snprintf(buf, len, "%.16s%c", t, suffix[k - 1]);
+      return;
+    }
+  }
+  snprintf(buf, len, "%.10g", v);
+}
+
 const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
                             char *buf, size_t len) {
   const ms_failure_model *m = &p->model;
@@ -499,13 +516,17 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
     fmt_duration(st, sizeof st, 1.0 / m->service_rate);
     fmt_duration(to, sizeof to, m->timeout);
     ADD("erlang model: ");
+    char sv[32];
+    fmt_quantity(sv, sizeof sv, (double)m->servers);
     if (with_servers)
-      ADD("%ld server%s, ", m->servers, m->servers == 1 ? "" : "s");
+      ADD("%s server%s, ", sv, m->servers == 1 ? "" : "s");
     else
       ADD("servers from pool_size, ");
     ADD("service time %s, timeout %s", st, to);
   } else {
-    ADD("capacity model: capacity %.6g req/s", m->capacity);
+    char cap[32];
+    fmt_quantity(cap, sizeof cap, m->capacity);
+    ADD("capacity model: capacity %s req/s", cap);
   }
   if (m->base_failure > 0)
     ADD(", base failure %.4g %%", 100 * m->base_failure);

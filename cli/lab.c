@@ -5,8 +5,10 @@
  * without rounding until the fractions pass a digit limit, and the fixed
  * point is then bracketed by bisection with exact ends (DESIGN 1.6).
  */
+#include <float.h>
 #include <gmp.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +23,7 @@ static const char help[] =
     "T]\n"
     "                      [--iterations N] [--digit-limit D] [--bits B]\n"
     "\n"
-    "Seed 000's lab: the capacity model in exact rational arithmetic.  The\n"
+    "The capacity model in exact rational arithmetic (GMP).  The\n"
     "numbers are read exactly (0.95 is 19/20; 19/20 also works).  Prints the\n"
     "iteration L0 = L, L(n+1) = L * A(p(Ln)) with the digits of every "
     "fraction,\n"
@@ -70,6 +72,34 @@ static const struct option options[] = {
 };
 
 /* ---- exact decimals -------------------------------------------------- */
+
+/* q to `digits` significant digits in the style of %g ("1.72736",
+ * "1.10462e+310"), from the exact value: a GMP float has no double's
+ * range limit.  A value outside a double's range is not shown as inf: it
+ * gets a '*' after it and *beyond is set, for a footnote (see
+ * beyond_note). */
+static const char *sci(char *buf, size_t len, const mpq_t q, int digits,
+                       bool *beyond) {
+  mpf_t f;
+  mpf_init2(f, 128);
+  mpf_set_q(f, q);
+  int n = gmp_snprintf(buf, len, "%.*Fg", digits, f);
+  mpf_abs(f, f);
+  bool out = mpf_cmp_d(f, DBL_MAX) > 0 ||
+             (mpf_sgn(f) != 0 && mpf_cmp_d(f, DBL_MIN) < 0);
+  mpf_clear(f);
+  if (out && n >= 0 && (size_t)n + 1 < len)
+    strcpy(buf + n, "*");
+  *beyond |= out;
+  return buf;
+}
+
+static void beyond_note(bool beyond) {
+  if (beyond)
+    printf("  * beyond the range of a double (about 2.2e-308 to 1.8e+308): "
+           "exact here, but\n    too large or too small for any program "
+           "that reads doubles\n");
+}
 
 /* q >= 0 written with `places` decimals, truncated (not rounded), with
  * "..." when digits remain; trailing zeros of an exact value dropped.
@@ -303,7 +333,7 @@ static int run(ms_exact_capacity *e, int argc, char **argv) {
     return ms_cli_usage("%s", err.msg);
 
   /* ---- the setting ---- */
-  printf("Seed 000's lab: the capacity model in exact rational arithmetic\n");
+  printf("The capacity model in exact rational arithmetic\n");
   print_fraction("  offered load  lambda = ", e->offered_load);
   print_fraction("  capacity      C      = ", e->capacity);
   print_fraction("  base failure  base   = ", e->base_failure);
@@ -351,10 +381,15 @@ static int run(ms_exact_capacity *e, int argc, char **argv) {
   sp.policy.token_ratio = e->has_token ? mpq_get_d(e->token_ratio) : 0;
   double A1 = 1;
   ms_amplification(&sp.policy, 1.0, &A1, NULL);
+  char b1[96], b2[96];
+  bool beyond = false;
+  mpq_set_d(ceiling, A1); /* A(1) is a whole number: for display only */
+  mpq_mul(ceiling, ceiling, e->offered_load);
   printf("Fixed point, bracketed by bisection on [lambda, lambda * A(1)] = "
-         "[%.6g, %.6g],\n"
+         "[%s, %s],\n"
          "each probe evaluated exactly; stopped when hi - lo <= 2^-%ld lo:\n",
-         mpq_get_d(e->offered_load), mpq_get_d(e->offered_load) * A1, bits);
+         sci(b1, sizeof b1, e->offered_load, 6, &beyond),
+         sci(b2, sizeof b2, ceiling, 6, &beyond), bits);
   char *dlo = decimal(lo, 30), *dhi = decimal(hi, 30);
   print_fraction("  lo = ", lo);
   printf("     = %s\n", dlo ? dlo : "?");
@@ -370,28 +405,51 @@ static int run(ms_exact_capacity *e, int argc, char **argv) {
            d ? d : "?");
     free(d);
   } else if (places < 0) {
-    printf("  width %.3g; the ends differ already in the integer part\n",
-           mpq_get_d(w));
+    printf("  width %s; the ends differ already in the integer part\n",
+           sci(b1, sizeof b1, w, 3, &beyond));
   } else {
     char *d = decimal(lo, (unsigned)places);
-    printf("  width %.3g; the ends agree to %d decimal place%s: %s\n",
-           mpq_get_d(w), places, places == 1 ? "" : "s", d ? d : "?");
+    printf("  width %s; the ends agree to %d decimal place%s: %s\n",
+           sci(b1, sizeof b1, w, 3, &beyond), places, places == 1 ? "" : "s",
+           d ? d : "?");
     free(d);
   }
 
-  /* ---- what it means (doubles: for reading, not for certifying) ---- */
-  double L = mpq_get_d(lo), lam = mpq_get_d(e->offered_load);
-  double C = mpq_get_d(e->capacity), p = 0, A = 0;
-  ms_failure_probability(&sp.model, L, &p, NULL);
-  ms_amplification(&sp.policy, p, &A, NULL);
+  /* ---- what it means, from the exact lower end ---- */
+  /* p(L) = base + (1 - base) max(0, (L - C) / L); A(p(L)) = F(L) / lambda */
+  mpq_t p, A, tmp;
+  mpq_inits(p, A, tmp, NULL);
+  if (mpq_cmp(lo, e->capacity) > 0) {
+    mpq_sub(tmp, lo, e->capacity);
+    mpq_div(tmp, tmp, lo);
+  }
+  mpq_set_ui(p, 1, 1);
+  mpq_sub(p, p, e->base_failure);
+  mpq_mul(p, p, tmp);
+  mpq_add(p, p, e->base_failure);
+  ms_exact_map(e, A, lo);
+  mpq_div(A, A, e->offered_load);
+  char b3[96], b4[96];
   printf("\nAt the fixed point:\n");
-  printf("  effective load       %.6g req/s = %.4g %% of capacity%s\n", L,
-         100 * L / C, L > C ? ": a retry storm" : "");
-  printf("  failure probability  %.4g (%.3g %%)\n", p, 100 * p);
-  printf("  amplification        %.6g attempts per request\n", A);
-  printf("  self-inflicted load  %.6g req/s, what the retries add to the "
-         "offered %.6g\n",
-         L - lam, lam);
+  mpq_div(tmp, lo, e->capacity);
+  mpq_set_ui(fc, 100, 1);
+  mpq_mul(tmp, tmp, fc);
+  printf("  effective load       %s req/s = %s %% of capacity%s\n",
+         sci(b1, sizeof b1, lo, 6, &beyond),
+         sci(b2, sizeof b2, tmp, 4, &beyond),
+         mpq_cmp(lo, e->capacity) > 0 ? ": a retry storm" : "");
+  mpq_mul(tmp, p, fc);
+  printf("  failure probability  %s (%s %%)\n",
+         sci(b1, sizeof b1, p, 4, &beyond),
+         sci(b2, sizeof b2, tmp, 3, &beyond));
+  printf("  amplification        %s attempts per request\n",
+         sci(b1, sizeof b1, A, 6, &beyond));
+  mpq_sub(tmp, lo, e->offered_load);
+  printf("  self-inflicted load  %s req/s, what the retries add to the "
+         "offered %s\n",
+         sci(b3, sizeof b3, tmp, 6, &beyond),
+         sci(b4, sizeof b4, e->offered_load, 6, &beyond));
+  mpq_clears(p, A, tmp, NULL);
   /* lambda at which the equilibrium reaches capacity: x = C is a fixed
    * point of the map with offered load lambda' when lambda' A(p(C)) = C,
    * and F(C) = lambda A(p(C)), so lambda' = C lambda / F(C), exactly. */
@@ -411,6 +469,7 @@ static int run(ms_exact_capacity *e, int argc, char **argv) {
     free(s);
   }
   printf("\n");
+  beyond_note(beyond);
 out:
   mpq_clears(lo, hi, w, ceiling, fc, engage, NULL);
   return rc ? rc : ms_cli_finish_output(MS_EXIT_OK);

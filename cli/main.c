@@ -17,7 +17,7 @@ static const ms_cli_command commands[] = {
     {"sweep", ms_cmd_sweep,
      "every equilibrium over a range of offered loads; bifurcation plot"},
     {"lab", ms_cmd_lab,
-     "seed 000's exact lab: the iteration table and the GMP enclosure"},
+     "the capacity model in exact arithmetic: iterates, exact fixed point"},
     {"replay", ms_cmd_replay,
      "run a metrics trace through the plugin's per-interval logic"},
     {"simulate", ms_cmd_simulate,

@@ -24,7 +24,12 @@
  *     return ms_cli_fail("%s", err);
  *
  * Text is drawn literally (gnuplot's "noenhanced" mode): underscores and
- * carets in service names stay as they are; UTF-8 (λ, μ) is fine.
+ * carets in service names stay as they are; UTF-8 (λ, μ) is fine.  Any
+ * text may come from the user: every one goes into the script as a
+ * single-quoted gnuplot string (no backquote command substitution there),
+ * control characters blanked, and the file name never goes into it at all.
+ * The other strings of an ms_plot (colours, the legend position) are not
+ * quoted: give them only constants.
  */
 #ifndef METASTABLE_CLI_PLOT_H
 #define METASTABLE_CLI_PLOT_H
@@ -80,17 +85,29 @@ typedef struct {
                         0 is read as 0.97 for vertical, 0.98 horizontal);
                         a horizontal line's text ends there, or starts
                         there when text_pos < 0.5 */
-  bool on_axis;      /* vertical: write the text above the plot, on the
-                        top axis, where data never hides it */
+  bool on_axis;      /* write the text outside the plot, where data never
+                        hides it: above it for a vertical line, right of
+                        it for a horizontal one (the right margin grows to
+                        fit); texts of neighbouring lines are moved apart
+                        (ms_plot_spread) so that they do not overlap, when
+                        the range across them is set (not NaN) */
+  bool along;        /* vertical, not on_axis: the text runs up along the
+                        line (rotated 90 degrees), ending text_pos of the
+                        height up (default 0.97) */
 } ms_plot_marker;
 
 /* An arrow from (x1, y1) to (x2, y2) in data coordinates, head at the
  * end, with an optional text beside its middle. */
 typedef struct {
   double x1, y1, x2, y2;
-  const char *text;  /* or NULL */
-  const char *color; /* NULL: black */
-  bool text_before;  /* text left of the arrow's middle (else right) */
+  const char *text;    /* or NULL */
+  const char *color;   /* NULL: black */
+  bool text_before;    /* text left of the arrow (else right) */
+  double text_at;      /* where along the arrow the text's middle is, 0
+                          (start) to 1 (head); 0 is read as 0.5 */
+  bool text_in_legend; /* the text goes into the legend, beside a sample
+                          of the arrow, instead of beside the arrow (for
+                          when no place there hides nothing) */
 } ms_plot_arrow;
 
 typedef enum { MS_PLOT_SVG, MS_PLOT_PNG } ms_plot_format;
@@ -103,6 +120,8 @@ typedef struct {
   bool xlog, ylog;
   int width, height;  /* pixels; 0 for 1100 x 720 */
   const char *legend; /* gnuplot key position ("top left", the default) */
+  int legend_columns; /* with a legend "below": its entries in this many
+                         columns, the bottom margin grown to fit them */
   const ms_plot_series *series;
   size_t n_series;
   const ms_plot_band *bands;
@@ -113,6 +132,42 @@ typedef struct {
   size_t n_arrows;
 } ms_plot;
 
+/*
+ * ms_plot_spread: lay out n texts on one line so that none overlaps
+ * another.  Text i is w[i] wide and would like its centre at c[i]; the c[i]
+ * are in increasing order.  Writes left[i], where text i starts, such that
+ * left[i + 1] >= left[i] + w[i] + gap, the order is kept, and the texts
+ * move as little as possible (least squares of the moves: isotonic
+ * regression by pool-adjacent-violators, then clamped), staying within
+ * [lo, hi] when they fit (when they do not, they start at lo).  Any unit
+ * (the plot uses fractions of its width).  n may be 0.
+ */
+void ms_plot_spread(size_t n, const double *c, const double *w, double gap,
+                    double lo, double hi, double *left);
+
+/*
+ * The size of a one-line text in the default font, as fractions of the
+ * plot area's width (*w, across) and height (*h, up), as drawn: rotated
+ * by 90 degrees when `rotated`.  For laying texts out where they hide
+ * nothing; an estimate from the pictures gnuplot draws (DejaVu Sans, svg
+ * at 13 and pngcairo at 11: some 8 pixels a character, 17 a line; the
+ * area is the picture less its margins).  Either pointer may be NULL.
+ */
+void ms_plot_text_size(const ms_plot *p, const char *text, bool rotated,
+                       double *w, double *h);
+
+/* The sizes behind ms_plot_text_size: one character's width and one
+ * line's height, as fractions of the plot area's width and height. */
+double ms_plot_char_width(const ms_plot *p);
+double ms_plot_line_height(const ms_plot *p);
+
+/* Where a data coordinate lies across (x) or up (y) the plot area: 0 at
+ * the left or bottom, 1 at the right or top (outside the area below 0 or
+ * above 1; -INFINITY for v <= 0 on a log axis); NaN when that range is
+ * automatic (NaN bounds). */
+double ms_plot_graph_x(const ms_plot *p, double x);
+double ms_plot_graph_y(const ms_plot *p, double y);
+
 /* Everything empty, ranges automatic. */
 void ms_plot_init(ms_plot *p);
 
@@ -120,14 +175,18 @@ void ms_plot_init(ms_plot *p);
  * when the extension is neither. */
 int ms_plot_format_of(const char *path, ms_plot_format *fmt);
 
-/* Write the gnuplot script that draws p into path (format from its
- * extension) to out.  Returns 0, or -1 for an unknown extension. */
+/* Write the gnuplot script that draws p to out.  The script draws to
+ * gnuplot's standard output, in the format of path's extension (the path
+ * itself is not in the script).  Returns 0, or -1 for an unknown
+ * extension. */
 int ms_plot_script(const ms_plot *p, const char *path, FILE *out);
 
 /*
  * ms_plot_write: draw p into path with gnuplot.  The program is "gnuplot"
- * from PATH, or $METASTABLE_GNUPLOT when set.  gnuplot's messages go to
- * stderr; nothing goes to stdout.
+ * from PATH, or $METASTABLE_GNUPLOT when set; its standard output is the
+ * file, opened (created or truncated) here.  gnuplot's messages go to
+ * stderr; nothing goes to stdout.  On failure a plain file at path is
+ * removed rather than left half drawn.
  * Returns 0, or -1 with err saying what went wrong: an unknown extension,
  * a file that cannot be written (path and reason), gnuplot missing ("install
  * the Debian package gnuplot-nox"), gnuplot failing, or an empty result.

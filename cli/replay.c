@@ -25,8 +25,8 @@ static const char help[] =
     "[--write-trace OUT.csv]\n"
     "\n"
     "Run a metrics trace through the plugin's per-interval logic (inference,\n"
-    "state machine, notifications) and write every value of DESIGN 1.5 per\n"
-    "row, with the notifications as they would have fired.\n"
+    "state machine, notifications) and write, per row, every value the\n"
+    "plugin dispatches, with the notifications as they would have fired.\n"
     "\n"
     "TRACE.csv ('-' for stdin) has a header row: 'time' (RFC 3339 such as\n"
     "2024-05-01T12:00:00Z, or Unix seconds), then any of arrival_rate,\n"
@@ -216,6 +216,16 @@ static int replay(const ms_service_spec *spec, FILE *f, const char *name,
   ms_step st;
   for (size_t i = 0; i < n_rows; i++) {
     ms_tracker_step(&tracker, spec, &rows[i].in, &st);
+    char msg[256];
+    if (st.ok && ms_report_finite(&st.report, msg, sizeof msg) != 0) {
+      int line = rows[i].line;
+      ms_cli_progress_end(&prog);
+      free(rows);
+      if (format == MS_FORMAT_JSON)
+        fputc('\n', stdout);
+      fflush(stdout);
+      return ms_cli_fail("%s:%d: model: %s", name, line, msg);
+    }
     if (format == MS_FORMAT_JSON)
       write_json_row(&j, &rows[i], &st);
     else

@@ -1,6 +1,8 @@
-/* The values of DESIGN 1.5, as CSV and JSON; see report.h. */
-#include "report.h"
+/* The values the plugin dispatches, as CSV and JSON; see report.h. */
+#include <math.h>
+
 #include "common.h"
+#include "report.h"
 
 const char ms_report_csv_header[] =
     "offered_load,effective_load,self_inflicted_load,amplification,"
@@ -38,4 +40,48 @@ void ms_report_json(ms_json *j, const ms_report *r, bool count_only) {
     ms_json_int(j, "equilibria", r->equilibria);
   ms_json_string(j, "state", ms_state_name(r->state));
   ms_json_int(j, "storm", r->storm);
+}
+
+static int not_finite(const char *what, double v, double lambda, char *msg,
+                      size_t len) {
+  char l[32];
+  snprintf(msg, len, "the %s at offered load %s req/s is %s", what,
+           ms_cli_fmt_double(l, lambda),
+           isnan(v) ? "not a number" : "beyond the range of a double");
+  return -1;
+}
+
+int ms_equilibria_finite(const ms_equilibrium *eq, int n, double lambda,
+                         char *msg, size_t len) {
+  for (int i = 0; i < n; i++) {
+    if (!isfinite(eq[i].effective_load))
+      return not_finite("effective load", eq[i].effective_load, lambda, msg,
+                        len);
+    if (!isfinite(eq[i].failure_probability))
+      return not_finite("failure probability", eq[i].failure_probability,
+                        lambda, msg, len);
+    if (!isfinite(eq[i].amplification))
+      return not_finite("amplification", eq[i].amplification, lambda, msg, len);
+  }
+  return 0;
+}
+
+int ms_report_finite(const ms_report *r, char *msg, size_t len) {
+  const struct {
+    const char *what;
+    double v;
+  } v[] = {{"offered load", r->offered_load},
+           {"effective load", r->effective_load},
+           {"self-inflicted load", r->self_inflicted_load},
+           {"amplification", r->amplification},
+           {"failure probability", r->failure_probability},
+           {"utilization", r->utilization},
+           {"tipping load", r->tipping_load},
+           {"recovery load", r->recovery_load},
+           {"tipping distance", r->tipping_distance},
+           {"tipping headroom", r->tipping_headroom}};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (!isfinite(v[i].v))
+      return not_finite(v[i].what, v[i].v, r->offered_load, msg, len);
+  return ms_equilibria_finite(r->eq, r->equilibria, r->offered_load, msg, len);
 }

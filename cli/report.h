@@ -1,6 +1,6 @@
 /*
- * The values of DESIGN 1.5 for one service, written the same way by every
- * sub-command that reports them (solve, replay): same names, same order,
+ * The values the plugin dispatches for one service, written the same way by
+ * every sub-command that reports them (solve, replay): same names, same order,
  * `state` by name ("stable", "vulnerable", "metastable", "overloaded"),
  * `storm` 0 or 1.
  */
@@ -24,5 +24,17 @@ void ms_report_csv(FILE *f, const ms_report *r);
  * the count (solve writes its own array instead when count_only is false).
  */
 void ms_report_json(ms_json *j, const ms_report *r, bool count_only);
+
+/* 0 when every number of r (its values and equilibria) is finite; else -1
+ * with msg naming the first that is not, with the offered load: "the
+ * effective load at offered load 1e+300 req/s is beyond the range of a
+ * double".
+ * The commands check before they write, so that no inf, nan or JSON null
+ * ever stands for a number in a successful run. */
+int ms_report_finite(const ms_report *r, char *msg, size_t len);
+
+/* The same for the equilibria at offered load lambda. */
+int ms_equilibria_finite(const ms_equilibrium *eq, int n, double lambda,
+                         char *msg, size_t len);
 
 #endif

@@ -37,8 +37,8 @@ static const char help[] =
     "                      that time out and retry, servers that still serve\n"
     "                      what was abandoned\n"
     "  --memoryless        fluid: no queue between bins, each bin fails with\n"
-    "                      p() of its own attempt rate (seed 002's engine;\n"
-    "                      always so for the capacity model)\n"
+    "                      p() of its own attempt rate (the textbook fluid\n"
+    "                      model; always so for the capacity model)\n"
     "  --dt D              fluid bin width, s (default T/20, dividing the\n"
     "                      sample interval)\n"
     "  --seed N            des: random seed, 0..2^53 (default 1); the same\n"
@@ -51,7 +51,7 @@ static const char help[] =
     "  --duration D        simulated time, s (default 300)\n"
     "  --spike S,H,L       L requests/s more from time S for H seconds\n"
     "  --ramp S,R,H,F,L    up to L more over R s from S, held H s, down over\n"
-    "                      F s: the descending load test of seed 001\n"
+    "                      F s: a load test that climbs, holds and descends\n"
     "  --drop S,H,L        L requests/s less from S for H seconds\n"
     "  --stall S,H,N       the pool has N servers (0: a full stall) from S\n"
     "                      for H seconds; capacity model: N is a capacity,\n"
@@ -674,20 +674,31 @@ static int write_plot(const char *path, const char *title,
     labelled = true;
     i = k;
   }
+  /* The loads as lines across the plot, named right of it where no data
+   * hides their texts (moved apart when the lines are close); one line
+   * when there is no band. */
   char tip[96], rec[96], cap[96];
-  snprintf(tip, sizeof tip, "tipping load %.4g/s", ls->tipping_load);
-  snprintf(rec, sizeof rec, "recovery load %.4g/s", ls->recovery_load);
-  snprintf(cap, sizeof cap, "capacity %.4g/s", ls->saturation_load);
+  bool no_band =
+      !(ls->tipping_load - ls->recovery_load > 1e-9 * ls->tipping_load);
+  snprintf(tip, sizeof tip,
+           no_band ? "tipping = recovery load %.4g req/s"
+                   : "tipping load %.4g req/s",
+           ls->tipping_load);
+  snprintf(rec, sizeof rec, "recovery load %.4g req/s", ls->recovery_load);
+  snprintf(cap, sizeof cap, "capacity %.4g attempts/s", ls->saturation_load);
+  markers[nm++] = (ms_plot_marker){.at = ls->saturation_load,
+                                   .text = cap,
+                                   .color = MS_PLOT_SKY,
+                                   .on_axis = true};
   markers[nm++] = (ms_plot_marker){.at = ls->tipping_load,
                                    .text = tip,
                                    .color = MS_PLOT_GREY,
-                                   .text_before = true};
-  markers[nm++] = (ms_plot_marker){.at = ls->recovery_load,
-                                   .text = rec,
-                                   .color = MS_PLOT_GREY,
-                                   .text_before = true};
-  markers[nm++] = (ms_plot_marker){
-      .at = ls->saturation_load, .text = cap, .color = MS_PLOT_SKY};
+                                   .on_axis = true};
+  if (!no_band)
+    markers[nm++] = (ms_plot_marker){.at = ls->recovery_load,
+                                     .text = rec,
+                                     .color = MS_PLOT_GREY,
+                                     .on_axis = true};
   char sub[400], eng[128], bo[128];
   snprintf(sub, sizeof sub, "%s; %s; backoff %s", m->summary,
            engine_text(eng, sizeof eng, c, e),
@@ -711,6 +722,15 @@ static int write_plot(const char *path, const char *title,
   p.markers = markers;
   p.n_markers = nm;
   p.legend = "top right";
+  /* the y range fixed here (gnuplot would round it up to a tick), so
+   * that the texts beside the plot can be spread */
+  double ymax = 0;
+  for (size_t i = 0; i < n; i++)
+    ymax = fmax(ymax, fmax(off[i], fmax(att[i], good[i])));
+  for (size_t i = 0; i < nm; i++)
+    if (!markers[i].vertical)
+      ymax = fmax(ymax, markers[i].at);
+  p.ymax = ymax > 0 ? 1.08 * ymax : 1;
   char err[512];
   int r = ms_plot_write(&p, path, err, sizeof err);
   free(t), free(off), free(att), free(good), free(bands);

@@ -29,7 +29,8 @@ static const char help[] =
     "                        observed; default healthy (cold start)\n"
     "  --format text|json    text (default) or one JSON object with the "
     "keys\n"
-    "                        of DESIGN 1.5 and an \"equilibria\" array\n"
+    "                        the plugin dispatches and an \"equilibria\" "
+    "array\n"
     "\n";
 
 enum {
@@ -215,6 +216,9 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   ms_report rep;
   if (ms_analyze(&ls, &obs, &rep, &err) != MS_OK)
     return ms_cli_fail("model: %s", err.msg);
+  char msg[256];
+  if (ms_report_finite(&rep, msg, sizeof msg) != 0)
+    return ms_cli_fail("model: %s", msg);
   if (format == 1)
     write_json(m, &rep);
   else

@@ -17,7 +17,9 @@
 
 #include "common.h"
 #include "json.h"
+#include "layout.h"
 #include "plot.h"
+#include "report.h"
 
 static const char help[] =
     "Usage: metastable sweep [MODEL OPTIONS] --from L0 --to L1 --steps N\n"
@@ -91,10 +93,14 @@ static int write_table(const ms_landscape *ls, double from, double to,
     ms_equilibrium eq[MS_MAX_EQUILIBRIA];
     int n;
     ms_error err;
-    if (ms_equilibria(ls, lam, eq, &n, &err) != MS_OK) {
+    char msg[256];
+    int st = ms_equilibria(ls, lam, eq, &n, &err);
+    if (st != MS_OK || ms_equilibria_finite(eq, n, lam, msg, sizeof msg)) {
       ms_cli_progress_end(&prog);
       if (format == MS_FORMAT_JSON)
         fputc('\n', stdout);
+      if (st == MS_OK)
+        return ms_cli_fail("model: %s", msg);
       return ms_cli_fail("model at offered load %s: %s",
                          ms_cli_fmt_double(b[0], lam), err.msg);
     }
@@ -254,6 +260,10 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
 
   curve pieces[MAX_PIECES];
   memset(pieces, 0, sizeof pieces);
+  ms_plot p;
+  ms_plot_init(&p);
+  ms_layout sc;
+  ms_layout_init(&sc, &p);
   double tol = 5e-4 * (to - from);
   double ymax = ls->saturation_load;
   int rc = MS_EXIT_OK;
@@ -283,12 +293,41 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
     scale(pieces[i].x, pieces[i].n, yu);
   }
 
-  /* Series: one per piece, styled by its kind. */
+  /* The plot's frame, in axis units. */
+  p.xmin = from / xu;
+  p.xmax = to / xu;
+  if (ylog) {
+    p.ylog = true;
+    p.ymin = 0.02 * ls->saturation_load;
+    p.ymax = ymax * 1.5;
+  } else {
+    p.ymin = 0;
+    p.ymax = ymax * 1.08 / yu;
+  }
+  /* below the plot, in two columns: inside, it would hide some branch */
+  p.legend = "outside below center horizontal";
+  p.legend_columns = 2;
+  p.height = 800;
+
+  /* Series: one per piece, styled by its kind.  A piece too small to see
+   * (a fold narrower than a pixel, a rounding artefact at a kink) is left
+   * out, and so is its legend entry. */
   ms_plot_series series[MAX_PIECES + 2];
   size_t ns = 0;
   bool titled[3] = {false, false, false};
   for (int i = 0; i < n_pieces; i++) {
     curve *c = &pieces[i];
+    double gx0 = INFINITY, gx1 = -INFINITY, gy0 = INFINITY, gy1 = -INFINITY;
+    for (size_t k = 0; k < c->n; k++) {
+      double gx = ms_plot_graph_x(&p, c->lam[k]),
+             gy = ms_plot_graph_y(&p, c->x[k]);
+      gx0 = fmin(gx0, gx), gx1 = fmax(gx1, gx);
+      gy0 = fmin(gy0, gy), gy1 = fmax(gy1, gy);
+    }
+    if (!(c->n > 1 && (gx1 - gx0 > 2e-3 || gy1 - gy0 > 2e-3)))
+      continue;
+    for (size_t k = 1; k < c->n; k++)
+      ms_layout_segment(&sc, c->lam[k - 1], c->x[k - 1], c->lam[k], c->x[k]);
     bool rising = c->lam[c->n - 1] > c->lam[0];
     /* 0 healthy (first piece, or below capacity), 1 collapsed (last, or
      * above capacity), 2 unstable */
@@ -310,7 +349,9 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
     titled[kind] = true;
   }
 
-  /* The operating point: every equilibrium at --load. */
+  /* The operating point: every equilibrium at --load (an unstable one
+   * that coincides with a stable one, at a fold or a kink, is the same
+   * point). */
   double op_lam[MS_MAX_EQUILIBRIA], op_x[MS_MAX_EQUILIBRIA];
   double un_lam[MS_MAX_EQUILIBRIA], un_x[MS_MAX_EQUILIBRIA];
   size_t n_op = 0, n_un = 0;
@@ -320,15 +361,25 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
     int n = 0;
     if (ms_equilibria(ls, load, eq, &n, NULL) != MS_OK)
       n = 0;
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < n; k++)
       if (eq[k].stable) {
         op_lam[n_op] = load / xu;
         op_x[n_op++] = eq[k].effective_load / yu;
-      } else {
+      }
+    for (int k = 0; k < n; k++) {
+      bool same = false;
+      for (size_t j = 0; j < n_op; j++)
+        same |= fabs(ms_plot_graph_y(&p, eq[k].effective_load / yu) -
+                     ms_plot_graph_y(&p, op_x[j])) < 1e-3;
+      if (!eq[k].stable && !same) {
         un_lam[n_un] = load / xu;
         un_x[n_un++] = eq[k].effective_load / yu;
       }
     }
+    for (size_t j = 0; j < n_op; j++)
+      ms_layout_point(&sc, op_lam[j], op_x[j]);
+    for (size_t j = 0; j < n_un; j++)
+      ms_layout_point(&sc, un_lam[j], un_x[j]);
     snprintf(op_title, sizeof op_title, "equilibria at the load %s req/s",
              short_load(b1, load));
     if (n_op)
@@ -349,24 +400,25 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
                                       .y = un_x};
   }
 
-  /* The band, with the tipping and recovery loads written on the top axis
-   * where no data can hide them, and capacity. */
+  /* The band, with the tipping and recovery loads written above the plot
+   * where no data can hide them (moved apart when the band is narrow), and
+   * capacity.  A band of zero width (no fold, or one that rounding alone
+   * opened) is one line: the storm starts and ends at the same load. */
   ms_plot_band band;
-  char band_label[96], tip_text[96], rec_text[96], cap_text[96];
+  char band_label[96], tip_text[96], rec_text[96], cap_text[96], op_text[64];
   ms_plot_marker markers[4];
   size_t nm = 0;
-  bool has_band = ls->has_fold && ls->tipping_load > ls->recovery_load;
-  double tip_at = (ls->tipping_load - from) / (to - from);
-  double rec_at = (ls->recovery_load - from) / (to - from);
+  bool has_band = ls->has_fold && ls->tipping_load - ls->recovery_load >
+                                      1e-9 * ls->tipping_load;
   if (has_band) {
     snprintf(band_label, sizeof band_label, "hysteresis band (bistable)");
     band = (ms_plot_band){.from = ls->recovery_load / xu,
                           .to = ls->tipping_load / xu,
                           .label = band_label,
                           .color = MS_PLOT_ORANGE};
-    snprintf(tip_text, sizeof tip_text, "tipping %s",
+    snprintf(tip_text, sizeof tip_text, "tipping %s req/s",
              short_load(b1, ls->tipping_load));
-    snprintf(rec_text, sizeof rec_text, "recovery %s",
+    snprintf(rec_text, sizeof rec_text, "recovery %s req/s",
              short_load(b1, ls->recovery_load));
     markers[nm++] = (ms_plot_marker){.vertical = true,
                                      .at = ls->tipping_load / xu,
@@ -378,8 +430,10 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
                                      .text = rec_text,
                                      .color = "#8a5a00",
                                      .on_axis = true};
+    ms_layout_vertical(&sc, ls->recovery_load / xu);
   } else {
-    snprintf(tip_text, sizeof tip_text, "tipping %s (no hysteresis band)",
+    snprintf(tip_text, sizeof tip_text,
+             "tipping = recovery %s req/s (no hysteresis band)",
              short_load(b1, ls->tipping_load));
     markers[nm++] = (ms_plot_marker){.vertical = true,
                                      .at = ls->tipping_load / xu,
@@ -387,31 +441,20 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
                                      .color = "#8a5a00",
                                      .on_axis = true};
   }
-  snprintf(cap_text, sizeof cap_text, "capacity %s = %s attempts/s",
-           ls->params.model.kind == MS_MODEL_ERLANG ? "c·μ" : "C",
-           short_load(b1, ls->saturation_load));
-  /* Above the line where no branch runs: left of the recovery load (the
-   * healthy branch is below capacity, the collapsed one starts at the
-   * recovery load), else right of the tipping load, else just left of it
-   * (the collapsed branch is far above capacity there). */
-  double cap_pos = rec_at >= 0.3 ? 0.02 : tip_at < 0.7 ? 0.98 : tip_at - 0.02;
-  markers[nm++] = (ms_plot_marker){.vertical = false,
-                                   .at = ls->saturation_load / yu,
-                                   .text = cap_text,
-                                   .color = MS_PLOT_GREEN,
-                                   .text_pos = cap_pos};
+  ms_layout_vertical(&sc, ls->tipping_load / xu);
   if (!isnan(load))
-    markers[nm++] = (ms_plot_marker){
-        .vertical = true, .at = load / xu, .text = NULL, .color = "#000000"};
+    ms_layout_vertical(&sc, load / xu);
+  double cap_y = ls->saturation_load / yu;
+  ms_layout_horizontal(&sc, cap_y);
 
   /* The hysteresis loop: past the tipping load the service jumps to the
    * collapsed branch, and it comes back only at the recovery load. */
   ms_plot_arrow arrows[2];
   size_t na = 0;
   char tip_arrow[64], rec_arrow[64];
-  snprintf(tip_arrow, sizeof tip_arrow, "above %s: retry storm",
+  snprintf(tip_arrow, sizeof tip_arrow, "above %s req/s: retry storm",
            short_load(b1, ls->tipping_load));
-  snprintf(rec_arrow, sizeof rec_arrow, "below %s: storm ends",
+  snprintf(rec_arrow, sizeof rec_arrow, "below %s req/s: storm ends",
            short_load(b2, ls->recovery_load));
   if (has_band) {
     ms_equilibrium eq[MS_MAX_EQUILIBRIA];
@@ -422,8 +465,7 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
                                      .x2 = ls->tipping_load / xu,
                                      .y2 = eq[n - 1].effective_load / yu,
                                      .text = tip_arrow,
-                                     .color = MS_PLOT_VERMILION,
-                                     .text_before = tip_at > 0.75};
+                                     .color = MS_PLOT_VERMILION};
     if (ms_equilibria(ls, ls->recovery_load, eq, &n, NULL) == MS_OK && n > 1)
       arrows[na++] = (ms_plot_arrow){.x1 = ls->recovery_load / xu,
                                      .y1 = ls->recovery_effective_load / yu,
@@ -431,7 +473,36 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
                                      .y2 = eq[0].effective_load / yu,
                                      .text = rec_arrow,
                                      .color = MS_PLOT_BLUE,
-                                     .text_before = rec_at > 0.25};
+                                     .text_before = true};
+  }
+  for (size_t i = 0; i < na; i++)
+    ms_layout_segment(&sc, arrows[i].x1, arrows[i].y1, arrows[i].x2,
+                      arrows[i].y2);
+  /* Their texts beside them (the storm's to the right of the tipping load
+   * and the recovery's to the left of the recovery load, where they point
+   * away from the band, when that hides nothing), then capacity's along
+   * its line, then the operating point's along its line. */
+  for (size_t i = 0; i < na; i++) /* hiding a branch: in the legend */
+    arrows[i].text_in_legend = ms_layout_arrow_text(&sc, &arrows[i], 0.9) > 0.9;
+  snprintf(cap_text, sizeof cap_text, "capacity %s = %s attempts/s",
+           ls->params.model.kind == MS_MODEL_ERLANG ? "c·μ" : "C",
+           short_load(b1, ls->saturation_load));
+  markers[nm] = (ms_plot_marker){
+      .vertical = false, .at = cap_y, .text = cap_text, .color = MS_PLOT_GREEN};
+  ms_layout_horizontal_text(&sc, &markers[nm++]);
+  if (!isnan(load)) {
+    snprintf(op_text, sizeof op_text, "load %s req/s", short_load(b1, load));
+    markers[nm] = (ms_plot_marker){.vertical = true,
+                                   .at = load / xu,
+                                   .text = op_text,
+                                   .color = "#000000",
+                                   .along = true,
+                                   .text_before = true};
+    ms_layout_along_text(&sc, &markers[nm++]);
+  }
+  if (sc.oom) {
+    rc = ms_cli_fail("out of memory drawing the curve");
+    goto out;
   }
 
   char title[160], subtitle[400], xlabel[128], ylabel[128];
@@ -448,25 +519,10 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
   snprintf(ylabel, sizeof ylabel,
            "effective load x (%sattempts/s, retries included)", yu_name);
 
-  ms_plot p;
-  ms_plot_init(&p);
   p.title = title;
   p.subtitle = subtitle;
   p.xlabel = xlabel;
   p.ylabel = ylabel;
-  p.xmin = from / xu;
-  p.xmax = to / xu;
-  if (ylog) {
-    p.ylog = true;
-    p.ymin = 0.02 * ls->saturation_load;
-    p.ymax = ymax * 1.5;
-  } else {
-    p.ymin = 0;
-    p.ymax = ymax * 1.08 / yu;
-  }
-  /* below the plot, in two columns: inside, it would hide some branch */
-  p.legend = "outside below center horizontal maxrows 3";
-  p.height = 800;
   p.series = series;
   p.n_series = ns;
   p.bands = has_band ? &band : NULL;
@@ -479,6 +535,7 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
   if (ms_plot_write(&p, path, err, sizeof err) != 0)
     rc = ms_cli_fail("%s", err);
 out:
+  ms_layout_free(&sc);
   for (int i = 0; i < n_pieces; i++)
     free(pieces[i].lam), free(pieces[i].x);
   return rc;
@@ -570,8 +627,17 @@ static int run(ms_cli_model *m, int argc, char **argv) {
     if (r)
       return r;
   }
-  if (plot)
+  if (plot) {
+    /* the loads written on the plot */
+    double v[] = {ls.tipping_load, ls.recovery_load, ls.saturation_load};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+      if (!isfinite(v[i]))
+        return ms_cli_fail("model: the %s is beyond the range of a double",
+                           i == 0   ? "tipping load"
+                           : i == 1 ? "recovery load"
+                                    : "capacity");
     return draw(m, &ls, from, to, load, title, log_y, plot);
+  }
   return MS_EXIT_OK;
 }
 

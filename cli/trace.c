@@ -280,6 +280,13 @@ int ms_trace_next(ms_trace *t, ms_trace_row *row, char *err, size_t errlen) {
                 "time: '%s' is not a time (RFC 3339 such as "
                 "2024-05-01T12:00:00Z, or Unix seconds)",
                 ts);
+  /* Unix seconds are any number to strtod: keep to times a metrics
+   * system can have recorded (a -1 or 1e300 is a mistake, not a time) */
+  if (!(row->unix_time >= 0 && row->unix_time < MS_TRACE_TIME_END))
+    return fail(err, errlen, t->name, t->line, tc->column,
+                "time: '%s' is outside 1970-01-01T00:00:00Z to "
+                "9999-12-31T23:59:59Z (Unix seconds 0 to 253402300799)",
+                ts);
   if (t->has_last && !(row->unix_time > t->last_time))
     return fail(err, errlen, t->name, t->line, tc->column,
                 "time: '%s' is not after the previous row's", ts);

@@ -50,6 +50,10 @@ typedef struct {
   ms_inputs in;       /* has[i] false for an empty cell or absent column */
 } ms_trace_row;
 
+/* Times of a trace lie in [0, MS_TRACE_TIME_END): from 1970-01-01T00:00:00Z
+ * to the end of 9999-12-31 (Unix seconds of 10000-01-01T00:00:00Z). */
+#define MS_TRACE_TIME_END 253402300800.0
+
 /*
  * ms_parse_time: RFC 3339 date-time ("2024-05-01T12:00:00Z",
  * "2024-05-01 12:00:00.250+02:00"; 'T' or a blank between date and time;
@@ -67,7 +71,8 @@ int ms_trace_open(ms_trace *t, FILE *f, const char *name, char *err,
 
 /* ms_trace_next: the next row.  Returns 1 with *row filled, 0 at the end,
  * -1 with err "name:line:column: what" for a bad row (a cell that is not a
- * number, a bad time, time not increasing, wrong number of cells) or a read
+ * number, a bad time or one outside [1970, 9999], time not increasing,
+ * wrong number of cells) or a read
  * error. */
 int ms_trace_next(ms_trace *t, ms_trace_row *row, char *err, size_t errlen);
 

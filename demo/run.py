@@ -8,6 +8,7 @@ plugin says as it happens.
 import argparse
 import csv
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -59,6 +60,9 @@ def main():
                                                        "services.yaml"))
     ap.add_argument("--speed", type=float, default=1.0,
                     help="replay speed (the plugin reads once a second)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the private collectd's directory (config, "
+                    "log)")
     args = ap.parse_args()
     plugin_dir = os.path.join(args.build, "plugin", ".libs")
     if not os.path.exists(os.path.join(plugin_dir, "metastable.so")):
@@ -84,14 +88,25 @@ def main():
         feeder.start()
         shown_model = False
         last = None
-        print("%5s  %-38s %8s %9s %9s %8s  %s" % (
-            "t", "phase (what the counters say)", "offered", "effective",
-            "self-inf", "headroom", "plugin's verdict"))
+        print("%5s  %-38s %8s %9s %9s %9s  %s" % (
+            "t", "phase (the second the plugin read)", "offered",
+            "effective", "self-inf", "headroom", "plugin's verdict"))
+        print("%5s  %-38s %8s %9s %9s %9s" % (
+            "", "", "req/s", "att./s", "att./s", "or shed"))
+        k = 0
         try:
             while feeder.is_alive() or time.time() - t0 < 2:
-                time.sleep(1.0 / args.speed)
+                k += 1
+                # one row a second on the wall clock, however long the
+                # queries take
+                delay = t0 + k / args.speed - time.time()
+                if delay > 0:
+                    time.sleep(delay)
                 t = (time.time() - t0) * args.speed
-                row = next((r for r in rows if r[0] <= t < r[1]), rows[-1])
+                # the plugin reports on the second before its read
+                seen = max(t - 1.0, 0.0)
+                row = next((r for r in rows if r[0] <= seen < r[1]),
+                           rows[-1])
                 for line in cd.new_log_lines():
                     if "Notification:" in line and "metastable" in line:
                         n = cd.notifications(line)
@@ -117,10 +132,17 @@ def main():
                 mark = " STORM" if vals["storm"] else ""
                 changed = "" if state == last else "  <- state change"
                 last = state
-                print("%4.0fs  %-38s %8.1f %9.1f %9.1f %7.1f%%  %s%s%s" % (
+                if vals["storm"]:
+                    # in a storm the headroom to the tipping point does not
+                    # matter: what must go is the load above the recovery load
+                    room = "shed %.0f" % (vals["offered_load"] -
+                                          vals["recovery_load"])
+                else:
+                    room = "%.1f%%" % (100 * vals["tipping_headroom"])
+                print("%4.0fs  %-38s %8.1f %9.1f %9.1f %9s  %s%s%s" % (
                     t, row[4][:38], vals["offered_load"],
                     vals["effective_load"], vals["self_inflicted_load"],
-                    100 * vals["tipping_headroom"], state, mark, changed))
+                    room, state, mark, changed))
         finally:
             stop.set()
             feeder.join()
@@ -128,7 +150,11 @@ def main():
     notes = cd.notifications()
     print("notifications sent: %s" % (", ".join(
         "%s" % n[0] for n in notes) or "none"))
-    print("collectd stopped; log in %s" % cd.logpath)
+    if args.keep:
+        print("collectd stopped; its configuration and log are in %s" % work)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+        print("collectd stopped (--keep keeps its configuration and log)")
 
 
 if __name__ == "__main__":

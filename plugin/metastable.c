@@ -86,9 +86,32 @@ typedef struct {
   const ms_service_spec *spec;
   ms_tracker tracker;
   c_complain_t complaint;
-  bool had_problem; /* last interval reported nothing */
+  c_complain_t partial; /* a glob summed without some of its matches */
+  bool in_trouble;      /* complained about, not yet declared usable */
+  bool just_back;       /* declared usable again this cycle */
+  unsigned ok_streak;   /* usable intervals in a row while in trouble */
   glob_matches globs[MS_INPUT_COUNT];
 } service_state;
+
+/* A service is declared usable again (and its complaint's back-off reset)
+ * only after this many good intervals in a row, so inputs that flap between
+ * missing and present do not defeat the log's rate limit. */
+#define USABLE_AFTER 5
+
+/* The last raw value of each COUNTER identifier read: collectd turns a
+ * COUNTER that went down into a wrap-around rate (2^32 or 2^64 too much),
+ * which would page a storm; a decrease is taken as a reset instead. */
+typedef struct {
+  char *name;     /* NULL: empty slot */
+  int is_counter; /* -1 not known yet, 0 no, 1 yes */
+  uint64_t last;  /* raw counter at the last read */
+  bool has_last;
+} counter_slot;
+
+typedef struct {
+  counter_slot *slot;
+  size_t cap, used;
+} counter_memory;
 
 /* At most this many services are named one by one in the log per cycle;
  * beyond that one summary line (itself rate-limited) says how many, so a
@@ -110,6 +133,7 @@ typedef struct {
   unsigned long cycles;    /* read cycles run */
   c_complain_t slow_cycle; /* a cycle took more than half the interval */
   c_complain_t many_bad;   /* many services without usable inputs */
+  counter_memory counters; /* raw COUNTER values, for resets */
 } plugin_state;
 
 /* Configuration is read before init; init loads the file. */
@@ -130,6 +154,14 @@ static int ms_config(oconfig_item_t *ci) {
     } else if (strcasecmp("Host", child->key) == 0) {
       if (cf_util_get_string(child, &conf_host) != 0)
         return -1;
+      if (conf_host[0] == '\0' || strchr(conf_host, '/') != NULL ||
+          strlen(conf_host) >= DATA_MAX_NAME_LEN) {
+        ERROR(PLUGIN_NAME " plugin: Host \"%s\" cannot be the host of a "
+                          "collectd identifier (empty, a '/', or too long)",
+              conf_host);
+        sfree(conf_host);
+        return -1;
+      }
     } else if (strcasecmp("Interval", child->key) == 0) {
       if (cf_util_get_cdtime(child, &conf_interval) != 0 ||
           conf_interval == 0) {
@@ -144,9 +176,12 @@ static int ms_config(oconfig_item_t *ci) {
                     ? value_index(child->values[j].value.string)
                     : -1;
         if (k < 0) {
-          ERROR(PLUGIN_NAME " plugin: Values: argument %d is not one of the "
-                            "plugin's types (see its types.db)",
-                j + 1);
+          ERROR(PLUGIN_NAME " plugin: Values: argument %d (%s) is not one of "
+                            "the plugin's types (see its types.db)",
+                j + 1,
+                child->values[j].type == OCONFIG_TYPE_STRING
+                    ? child->values[j].value.string
+                    : "not a string");
           return -1;
         }
         conf_wanted[k] = true;
@@ -176,6 +211,9 @@ static void state_free(void *p) {
   for (size_t i = 0; i < st->n_services; i++)
     free_globs(&st->services[i]);
   sfree(st->services);
+  for (size_t i = 0; i < st->counters.cap; i++)
+    sfree(st->counters.slot[i].name);
+  sfree(st->counters.slot);
   ms_service_file_free(&st->file);
   sfree(st->path);
   sfree(st->host);
@@ -380,7 +418,64 @@ static void refresh_globs(plugin_state *st) {
 
 /* The rate (DERIVE, COUNTER) or value (GAUGE) of one identifier: 0, or -1
  * with why filled in. */
-static int read_one(const char *name, double *out, char *why, size_t len) {
+static uint64_t fnv1a(const char *c) {
+  uint64_t h = 1469598103934665603ULL;
+  for (; *c; c++)
+    h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+  return h;
+}
+
+/* The slot of name in the counter memory, created if need be; NULL when
+ * out of memory (resets then go undetected, nothing worse). */
+static counter_slot *counter_lookup(counter_memory *m, const char *name) {
+  if (m->used * 2 >= m->cap) {
+    size_t cap = m->cap ? 2 * m->cap : 64;
+    counter_slot *slot = calloc(cap, sizeof *slot);
+    if (slot == NULL)
+      return NULL;
+    for (size_t i = 0; i < m->cap; i++)
+      if (m->slot[i].name != NULL) {
+        size_t j = fnv1a(m->slot[i].name) & (cap - 1);
+        while (slot[j].name != NULL)
+          j = (j + 1) & (cap - 1);
+        slot[j] = m->slot[i];
+      }
+    sfree(m->slot);
+    m->slot = slot;
+    m->cap = cap;
+  }
+  size_t j = fnv1a(name) & (m->cap - 1);
+  while (m->slot[j].name != NULL && strcmp(m->slot[j].name, name) != 0)
+    j = (j + 1) & (m->cap - 1);
+  if (m->slot[j].name == NULL) {
+    m->slot[j].name = strdup(name);
+    if (m->slot[j].name == NULL)
+      return NULL;
+    m->slot[j].is_counter = -1;
+    m->used++;
+  }
+  return &m->slot[j];
+}
+
+/* Whether the type of identifier host/plugin[-i]/type[-i] is a COUNTER. */
+static int is_counter_type(const char *name) {
+  const char *t = strrchr(name, '/');
+  if (t == NULL)
+    return 0;
+  char type[DATA_MAX_NAME_LEN];
+  sstrncpy(type, t + 1, sizeof type);
+  char *dash = strchr(type, '-');
+  if (dash != NULL)
+    *dash = '\0';
+  const data_set_t *ds = plugin_get_ds(type);
+  return ds != NULL && ds->ds_num == 1 && ds->ds[0].type == DS_TYPE_COUNTER;
+}
+
+/* The rate (DERIVE, COUNTER) or value (GAUGE) of one identifier: 0, or -1
+ * with why filled in (1 when the value exists but has no rate this
+ * interval: a first sample, a reset). */
+static int read_one(counter_memory *mem, const char *name, double *out,
+                    char *why, size_t len) {
   gauge_t *rates = NULL;
   size_t n = 0;
   if (uc_get_rate_by_name(name, &rates, &n) != 0) {
@@ -397,26 +492,50 @@ static int read_one(const char *name, double *out, char *why, size_t len) {
     r = -1;
   } else if (isnan(rates[0])) {
     snprintf(why, len,
-             "'%s' has no rate yet (first sample or counter "
-             "reset)",
+             "'%s' has no rate this interval (first sample, or a "
+             "counter reset)",
              name);
+    r = 1;
+  } else if (isinf(rates[0])) {
+    snprintf(why, len, "'%s' is infinite", name);
     r = -1;
   } else {
     *out = rates[0];
   }
   sfree(rates);
+  counter_slot *c = r == 0 ? counter_lookup(mem, name) : NULL;
+  if (c != NULL && c->is_counter < 0)
+    c->is_counter = is_counter_type(name);
+  if (c != NULL && c->is_counter == 1) {
+    value_t *raw = NULL;
+    size_t m = 0;
+    if (uc_get_value_by_name(name, &raw, &m) == 0 && m == 1) {
+      uint64_t now = raw[0].counter;
+      if (c->has_last && now < c->last) {
+        snprintf(why, len,
+                 "'%s' went down (a COUNTER reset, read as a "
+                 "wrap-around by collectd): no rate this interval",
+                 name);
+        r = 1;
+      }
+      c->last = now;
+      c->has_last = true;
+    }
+    sfree(raw);
+  }
   return r;
 }
 
 /* Fill in this interval's inputs; -1 with why on the first problem. */
-static int read_inputs(service_state *ss, ms_inputs *in, char *why,
-                       size_t len) {
+static int read_inputs(plugin_state *st, service_state *ss, ms_inputs *in,
+                       char *why, size_t len) {
   memset(in, 0, sizeof *in);
   for (int i = 0; i < MS_INPUT_COUNT; i++) {
     const ms_source *src = &ss->spec->inputs[i];
     char sub[300];
     if (src->kind == MS_SOURCE_IDENTIFIER) {
-      if (read_one(src->pattern, &in->value[i], sub, sizeof sub) != 0) {
+      if (read_one(&st->counters, src->pattern, &in->value[i], sub,
+                   sizeof sub) != 0) {
         snprintf(why, len, "input %s: %s", ms_input_name(i), sub);
         return -1;
       }
@@ -428,16 +547,47 @@ static int read_inputs(service_state *ss, ms_inputs *in, char *why,
                  ms_input_name(i), src->pattern);
         return -1;
       }
+      /* Sum the matches that have a rate; one host's first sample or
+       * counter reset must not blind a fleet-wide service.  A match with a
+       * bad value (several data sources, infinite) spoils the sum. */
       double sum = 0;
+      size_t usable = 0;
+      char skipped[300] = "";
       for (size_t j = 0; j < g->n; j++) {
         double v;
-        if (read_one(g->names[j], &v, sub, sizeof sub) != 0) {
+        int r = read_one(&st->counters, g->names[j], &v, sub, sizeof sub);
+        if (r < 0 && strstr(sub, "not in collectd's cache") == NULL) {
           snprintf(why, len, "input %s (glob '%s', %zu matches): %s",
                    ms_input_name(i), src->pattern, g->n, sub);
           return -1;
         }
+        if (r != 0) {
+          if (skipped[0] == '\0')
+            sstrncpy(skipped, sub, sizeof skipped);
+          continue;
+        }
         sum += v;
+        usable++;
       }
+      if (usable == 0) {
+        snprintf(why, len,
+                 "input %s (glob '%s'): none of its %zu matches has "
+                 "a rate this interval, e.g. %s",
+                 ms_input_name(i), src->pattern, g->n, skipped);
+        return -1;
+      }
+      if (usable < g->n)
+        c_complain(LOG_INFO, &ss->partial,
+                   PLUGIN_NAME " plugin: service \"%s\": input %s sums %zu "
+                               "of the %zu identifiers matching '%s' (the "
+                               "others have no rate yet, e.g. %s)",
+                   ss->spec->name, ms_input_name(i), usable, g->n, src->pattern,
+                   skipped);
+      else
+        c_release(LOG_INFO, &ss->partial,
+                  PLUGIN_NAME " plugin: service \"%s\": input %s sums all "
+                              "%zu identifiers matching '%s' again",
+                  ss->spec->name, ms_input_name(i), g->n, src->pattern);
       in->value[i] = sum;
       in->has[i] = true;
     }
@@ -537,9 +687,14 @@ static void log_problems(plugin_state *st, const problem *named, size_t n_bad,
                  PLUGIN_NAME " plugin: service \"%s\": %s; nothing reported "
                              "until it is usable",
                  named[i].ss->spec->name, named[i].why);
-    c_release(LOG_INFO, &st->many_bad,
-              PLUGIN_NAME " plugin: %zu services without usable inputs now",
-              n_bad);
+    if (n_bad == 0)
+      c_release(LOG_INFO, &st->many_bad,
+                PLUGIN_NAME " plugin: every service has usable inputs again");
+    else
+      c_release(LOG_INFO, &st->many_bad,
+                PLUGIN_NAME " plugin: only %zu service%s without usable "
+                            "inputs now, named one by one",
+                n_bad, n_bad == 1 ? "" : "s");
   } else {
     c_complain(LOG_WARNING, &st->many_bad,
                PLUGIN_NAME " plugin: %zu of %zu services have no usable "
@@ -554,14 +709,16 @@ static void log_problems(plugin_state *st, const problem *named, size_t n_bad,
          n_back, first_back);
   for (size_t s = 0; s < st->n_services; s++) {
     service_state *ss = &st->services[s];
-    if (ss->had_problem)
+    if (!ss->just_back)
       continue;
+    ss->just_back = false;
     if (n_back > MAX_NAMED_PER_CYCLE)
       C_COMPLAIN_INIT(&ss->complaint); /* released silently */
     else
       c_release(LOG_INFO, &ss->complaint,
-                PLUGIN_NAME " plugin: service \"%s\": inputs usable again",
-                ss->spec->name);
+                PLUGIN_NAME " plugin: service \"%s\": inputs usable again "
+                            "(%d intervals in a row)",
+                ss->spec->name, USABLE_AFTER);
   }
 }
 
@@ -582,7 +739,7 @@ static int ms_read(user_data_t *ud) {
     ms_inputs in;
     ms_step step;
     char why[512];
-    bool ok = read_inputs(ss, &in, why, sizeof why) == 0;
+    bool ok = read_inputs(st, ss, &in, why, sizeof why) == 0;
     if (ok) {
       ms_tracker_step(&ss->tracker, ss->spec, &in, &step);
       ok = step.ok;
@@ -595,12 +752,17 @@ static int ms_read(user_data_t *ud) {
         sstrncpy(named[n_bad].why, why, sizeof named[n_bad].why);
       }
       n_bad++;
-      ss->had_problem = true;
+      ss->in_trouble = true;
+      ss->ok_streak = 0;
       continue;
     }
-    if (ss->had_problem && n_back++ == 0)
-      first_back = ss->spec->name;
-    ss->had_problem = false;
+    if (ss->in_trouble && ++ss->ok_streak >= USABLE_AFTER) {
+      ss->in_trouble = false;
+      ss->ok_streak = 0;
+      ss->just_back = true;
+      if (n_back++ == 0)
+        first_back = ss->spec->name;
+    }
     dispatch_report(host, ss->spec->name, &step, st->wanted, started);
     dispatch_notes(host, ss->spec->name, &step);
   }
@@ -610,8 +772,10 @@ static int ms_read(user_data_t *ud) {
   cdtime_t took = cdtime() - started;
   cdtime_t interval = st->interval;
   if (st->cycles++ == 0)
-    INFO(PLUGIN_NAME " plugin: first read cycle of %zu services took %.3f ms",
-         st->n_services, 1e3 * CDTIME_T_TO_DOUBLE(took));
+    INFO(PLUGIN_NAME " plugin: first read cycle of %zu service%s took %.3f "
+                     "ms",
+         st->n_services, st->n_services == 1 ? "" : "s",
+         1e3 * CDTIME_T_TO_DOUBLE(took));
   if (took > interval / 2)
     c_complain(LOG_WARNING, &st->slow_cycle,
                PLUGIN_NAME " plugin: a read cycle of %zu services took %.1f "
@@ -663,6 +827,7 @@ static int ms_init(void) {
     ss->spec = &st->file.services[i];
     ms_tracker_init(&ss->tracker);
     C_COMPLAIN_INIT(&ss->complaint);
+    C_COMPLAIN_INIT(&ss->partial);
     for (int j = 0; j < MS_INPUT_COUNT; j++)
       if (ss->spec->inputs[j].kind == MS_SOURCE_GLOB) {
         st->has_globs = true;

@@ -2,6 +2,8 @@
 # Install the Debian 12 packages collectd-metastable needs.
 #   scripts/install-deps.sh            build, run and demo
 #   scripts/install-deps.sh --test     also what the test suite needs
+# fonts-dejavu-core: the plots name DejaVu Sans (and tests/cli/test_plot.py
+# measures texts with its metrics).
 # libprotobuf-c1 and libmicrohttpd12: collectd-core only recommends them, but
 # its write_prometheus.so does not load without them.
 # Runs apt-get as root, or through sudo when not root.  Installs only what
@@ -10,7 +12,7 @@ set -eu
 
 pkgs="build-essential autoconf automake libtool pkg-config libgmp-dev
 libyaml-dev libjansson-dev check collectd-core collectd-dev collectd-utils
-gnuplot-nox python3 libprotobuf-c1 libmicrohttpd12"
+gnuplot-nox fonts-dejavu-core python3 libprotobuf-c1 libmicrohttpd12"
 if [ "${1:-}" = "--test" ]; then
   pkgs="$pkgs prometheus prometheus-alertmanager curl python3 jq mandoc"
   # the storm lab (lab/README.md)

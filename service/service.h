@@ -52,6 +52,9 @@ typedef struct {
   int line, column; /* where it was written (1-based) */
 } ms_source;
 
+/* Intervals without a storm before the OKAY notification. */
+#define MS_DEFAULT_CLEAR_AFTER 3
+
 /* One service of a service file. */
 typedef struct {
   char *name;               /* the plugin instance: [A-Za-z0-9_.-]{1,63} */
@@ -60,6 +63,9 @@ typedef struct {
   bool has_servers;         /* `servers` was given */
   bool has_headroom_warning;
   double headroom_warning; /* WARNING when tipping headroom falls below */
+  int clear_after;         /* OKAY (and re-arming the WARNING) after this
+                              many intervals without a storm; 0 means
+                              MS_DEFAULT_CLEAR_AFTER */
   ms_source inputs[MS_INPUT_COUNT];
   int line; /* where the service starts in the file */
 } ms_service_spec;
@@ -162,7 +168,10 @@ typedef struct {
   ms_landscape landscape; /* rebuilt only when parameters change */
   bool has_state;
   ms_state state;
-  bool headroom_low;
+  bool storm_announced;           /* a FAILURE went out and no OKAY yet */
+  int calm_streak;                /* intervals without a storm since */
+  bool headroom_warned;           /* a WARNING went out and has not re-armed */
+  int roomy_streak;               /* intervals with enough headroom since */
   unsigned long landscape_builds; /* how many times it was (re)built */
 } ms_tracker;
 
@@ -185,10 +194,12 @@ void ms_tracker_init(ms_tracker *t);
  * landscape if the parameters changed (pool size), analyzes with the
  * previous state as hysteresis, updates the state, and lists the
  * notifications to send: FAILURE when a storm starts (including a cold
- * start inside one), OKAY when it ends, WARNING when the tipping headroom
- * falls below headroom_warning (again only after it rose above).  Once per
- * change.  When the inputs are unusable the step reports !ok and the state
- * is left as it was.
+ * start inside one), OKAY when no storm has been seen for clear_after
+ * consecutive intervals, WARNING when the tipping headroom falls below
+ * headroom_warning (not when a FAILURE goes out at the same time; armed
+ * again after clear_after intervals above it).  Once per change, so a
+ * flapping storm flag pages once.  When the inputs are unusable the step
+ * reports !ok and the state and counts are left as they were.
  */
 void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
                      const ms_inputs *in, ms_step *out);

@@ -6,11 +6,14 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "service.h"
@@ -140,23 +143,27 @@ enum {
   K_TOKEN_RATIO,
   K_BASE_FAILURE,
   K_HEADROOM_WARNING,
+  K_CLEAR_AFTER,
   K_INPUTS,
   K_COUNT
 };
-static const char *const key_names[K_COUNT] = {"name",
-                                               "model",
-                                               "servers",
-                                               "service_time",
-                                               "service_rate",
-                                               "timeout",
-                                               "capacity",
-                                               "retries",
-                                               "tiers",
-                                               "retry_budget",
-                                               "token_ratio",
-                                               "base_failure",
-                                               "headroom_warning",
-                                               "inputs"};
+static const char *const key_names[] = {"name",
+                                        "model",
+                                        "servers",
+                                        "service_time",
+                                        "service_rate",
+                                        "timeout",
+                                        "capacity",
+                                        "retries",
+                                        "tiers",
+                                        "retry_budget",
+                                        "token_ratio",
+                                        "base_failure",
+                                        "headroom_warning",
+                                        "clear_after",
+                                        "inputs"};
+_Static_assert(sizeof key_names / sizeof *key_names == K_COUNT,
+               "one name per key");
 
 static int valid_name(const char *s) {
   size_t n = strlen(s);
@@ -387,7 +394,8 @@ static int load_service(loader *ld, const yaml_node_t *map,
         return -1;
       if (!(t > 0) || 1.0 / t > 1e290)
         return fail_at(ld, val[K_SERVICE_TIME],
-                       "service_time must be > 0 (key 'service_time')");
+                       "service_time must be > 0 and at least 1e-290 s (key "
+                       "'service_time')");
       m->service_rate = 1.0 / t;
     } else if (val[K_SERVICE_RATE]) {
       if (get_unit(ld, val[K_SERVICE_RATE], "service_rate", 0,
@@ -395,7 +403,8 @@ static int load_service(loader *ld, const yaml_node_t *map,
         return -1;
       if (!(m->service_rate > 0) || m->service_rate > 1e290)
         return fail_at(ld, val[K_SERVICE_RATE],
-                       "service_rate must be > 0 (key 'service_rate')");
+                       "service_rate must be > 0 and at most 1e290/s (key "
+                       "'service_rate')");
     } else {
       return fail_at(ld, map,
                      "service '%s' needs service_time (or service_rate) for "
@@ -418,7 +427,8 @@ static int load_service(loader *ld, const yaml_node_t *map,
       return -1;
     if (!(m->capacity > 0) || m->capacity > 1e300)
       return fail_at(ld, val[K_CAPACITY],
-                     "capacity must be > 0 (key 'capacity')");
+                     "capacity must be > 0 and at most 1e300 (key "
+                     "'capacity')");
   }
   if (val[K_BASE_FAILURE] && get_double(ld, val[K_BASE_FAILURE], "base_failure",
                                         0, 1, 0, 1, &m->base_failure) != 0)
@@ -459,6 +469,12 @@ static int load_service(loader *ld, const yaml_node_t *map,
     sp->has_headroom_warning = true;
   }
 
+  if (val[K_CLEAR_AFTER]) {
+    if (get_int(ld, val[K_CLEAR_AFTER], "clear_after", 1, 1000, &v) != 0)
+      return -1;
+    sp->clear_after = (int)v;
+  }
+
   if (val[K_INPUTS] == NULL)
     return fail_at(ld, map, "service '%s' needs inputs (key 'inputs')", name);
   if (load_inputs(ld, val[K_INPUTS], sp) != 0)
@@ -486,6 +502,12 @@ static int load_service(loader *ld, const yaml_node_t *map,
   ms_error merr;
   if (ms_service_params_check(&sp->params, &merr) != MS_OK)
     return fail_at(ld, map, "service '%s': %s", name, merr.msg);
+  /* Solve the model once now, so that a service it cannot analyse is an
+   * error at load time, not a warning every interval. */
+  ms_landscape probe;
+  if (ms_landscape_build(&sp->params, &probe, &merr) != MS_OK)
+    return fail_at(ld, map, "service '%s': the model cannot be analysed: %s",
+                   name, merr.msg);
   return 0;
 }
 
@@ -498,9 +520,65 @@ static void free_services(ms_service_spec *s, size_t n) {
   free(s);
 }
 
+/* Service files nest four levels deep; libyaml's parser slows down
+ * superlinearly with nesting, so a hostile file is stopped early. */
+#define MAX_NESTING 32
+
+/*
+ * A first pass over libyaml's events, before any document is built: stops
+ * at nesting deeper than MAX_NESTING (32,000 levels of '[' take libyaml
+ * seconds) and at a second document (a service file holds one).  Syntax
+ * errors are left to the loader, which reports them the same way.
+ */
+static int prescan(const char *text, size_t len, const char *name, char *errbuf,
+                   size_t errlen) {
+  yaml_parser_t parser;
+  if (!yaml_parser_initialize(&parser)) {
+    snprintf(errbuf, errlen, "%s: cannot initialise the YAML parser", name);
+    return -1;
+  }
+  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+  int depth = 0, documents = 0, r = 0;
+  for (;;) {
+    yaml_event_t ev;
+    if (!yaml_parser_parse(&parser, &ev))
+      break; /* the loader reports it */
+    yaml_event_type_t type = ev.type;
+    yaml_mark_t mark = ev.start_mark;
+    yaml_event_delete(&ev);
+    if (type == YAML_STREAM_END_EVENT)
+      break;
+    if (type == YAML_DOCUMENT_START_EVENT && ++documents > 1) {
+      snprintf(errbuf, errlen,
+               "%s:%zu:%zu: a second YAML document starts here; a service "
+               "file holds one",
+               name, mark.line + 1, mark.column + 1);
+      r = -1;
+      break;
+    }
+    if (type == YAML_SEQUENCE_START_EVENT || type == YAML_MAPPING_START_EVENT) {
+      if (++depth > MAX_NESTING) {
+        snprintf(errbuf, errlen,
+                 "%s:%zu:%zu: nested deeper than %d levels; a service file "
+                 "needs four",
+                 name, mark.line + 1, mark.column + 1, MAX_NESTING);
+        r = -1;
+        break;
+      }
+    } else if (type == YAML_SEQUENCE_END_EVENT ||
+               type == YAML_MAPPING_END_EVENT) {
+      depth--;
+    }
+  }
+  yaml_parser_delete(&parser);
+  return r;
+}
+
 int ms_service_file_parse(const char *text, size_t len, const char *name,
                           ms_service_file *out, char *errbuf, size_t errlen) {
   memset(out, 0, sizeof *out);
+  if (prescan(text, len, name, errbuf, errlen) != 0)
+    return -1;
   loader ld = {.path = name, .err = errbuf, .errlen = errlen};
   yaml_parser_t parser;
   yaml_document_t doc;
@@ -606,33 +684,46 @@ int ms_service_file_parse(const char *text, size_t len, const char *name,
   return 0;
 }
 
+/* Larger than any service file: 10,000 services take about 2 MB. */
+#define MAX_FILE_BYTES (64L << 20)
+
 int ms_service_file_load(const char *path, ms_service_file *out, char *errbuf,
                          size_t errlen) {
   memset(out, 0, sizeof *out);
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) {
+  /* O_NONBLOCK: a FIFO must not hang collectd's start; only regular files
+   * of a sane size are read. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
     snprintf(errbuf, errlen, "%s: cannot open: %s", path, strerror(errno));
     return -1;
   }
-  size_t cap = 65536, len = 0;
-  char *buf = malloc(cap);
-  size_t got;
-  while (buf && (got = fread(buf + len, 1, cap - len, f)) > 0) {
-    len += got;
-    if (len == cap) {
-      char *nb = realloc(buf, cap *= 2);
-      if (nb == NULL) {
-        free(buf);
-        buf = NULL;
-      }
-      buf = nb;
-    }
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+      sb.st_size > MAX_FILE_BYTES) {
+    snprintf(errbuf, errlen, "%s: %s", path,
+             !S_ISREG(sb.st_mode) ? "not a regular file"
+                                  : "larger than 64 MiB: not a service file");
+    close(fd);
+    return -1;
   }
-  int rerr = ferror(f);
-  fclose(f);
-  if (buf == NULL || rerr) {
+  size_t len = (size_t)sb.st_size;
+  char *buf = malloc(len + 1);
+  size_t got = 0;
+  while (buf != NULL && got < len) {
+    ssize_t n = read(fd, buf + got, len - got);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    got += (size_t)n;
+  }
+  int saved = errno;
+  close(fd);
+  if (buf == NULL || got != len) {
     snprintf(errbuf, errlen, "%s: cannot read: %s", path,
-             buf ? strerror(errno) : "out of memory");
+             buf == NULL ? "out of memory"
+                         : (got < len && saved ? strerror(saved)
+                                               : "file changed while read"));
     free(buf);
     return -1;
   }

@@ -41,7 +41,9 @@ static int need(const ms_service_spec *spec, const ms_inputs *in,
   double x = in->value[id];
   if (!isfinite(x))
     return bad_input(id, bad, problem, len,
-                     "is not a number (a counter's first sample or reset)");
+                     isnan(x) ? "is not a number (a counter's first sample "
+                                "or reset)"
+                              : "is infinite");
   if (x < 0)
     return bad_input(id, bad, problem, len, "is negative");
   *v = x;
@@ -186,30 +188,54 @@ void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
   }
   out->ok = true;
   const ms_report *r = &out->report;
-  int was_storm = t->has_state && ms_state_storm(t->state);
-  if (r->storm && !was_storm)
-    note(out, MS_NOTE_FAILURE,
-         "%s: retry storm: state %s at offered load %.6g req/s, effective "
-         "load %.6g attempts/s (%.6g self-inflicted); load must fall below "
-         "the recovery load %.6g req/s to end it (tipping load %.6g req/s)",
-         spec->name, ms_state_name(r->state), r->offered_load,
-         r->effective_load, r->self_inflicted_load, r->recovery_load,
-         r->tipping_load);
-  else if (!r->storm && was_storm)
+  /* Notifications have hysteresis in time: a storm is announced at once,
+   * but announced over only after clear_after intervals without one, so a
+   * storm flag that flaps with noisy load pages once, not every interval.
+   * The same holds for the headroom warning.  Messages stay under
+   * collectd's 256-byte notification limit; the service is the plugin
+   * instance of the notification. */
+  int clear_after =
+      spec->clear_after > 0 ? spec->clear_after : MS_DEFAULT_CLEAR_AFTER;
+  bool failure = false;
+  if (r->storm) {
+    t->calm_streak = 0;
+    if (!t->storm_announced) {
+      note(out, MS_NOTE_FAILURE,
+           "retry storm (%s): offered %.5g req/s, effective %.5g "
+           "attempts/s, %.5g self-inflicted; it ends only below the "
+           "recovery load %.5g req/s (tipping load %.5g req/s)",
+           ms_state_name(r->state), r->offered_load, r->effective_load,
+           r->self_inflicted_load, r->recovery_load, r->tipping_load);
+      t->storm_announced = true;
+      failure = true;
+    }
+  } else if (t->storm_announced && ++t->calm_streak >= clear_after) {
     note(out, MS_NOTE_OKAY,
-         "%s: retry storm over: state %s at offered load %.6g req/s "
-         "(recovery load %.6g, tipping load %.6g req/s)",
-         spec->name, ms_state_name(r->state), r->offered_load, r->recovery_load,
+         "retry storm over (%s for %d interval%s): offered %.5g req/s, "
+         "recovery load %.5g, tipping load %.5g req/s",
+         ms_state_name(r->state), t->calm_streak,
+         t->calm_streak == 1 ? "" : "s", r->offered_load, r->recovery_load,
          r->tipping_load);
+    t->storm_announced = false;
+    t->calm_streak = 0;
+  }
   if (spec->has_headroom_warning) {
-    bool low = r->tipping_headroom < spec->headroom_warning;
-    if (low && !t->headroom_low)
-      note(out, MS_NOTE_WARNING,
-           "%s: tipping headroom %.1f%% is below %.1f%%: offered load %.6g "
-           "req/s, tipping load %.6g req/s",
-           spec->name, 100 * r->tipping_headroom, 100 * spec->headroom_warning,
-           r->offered_load, r->tipping_load);
-    t->headroom_low = low;
+    if (r->tipping_headroom < spec->headroom_warning) {
+      t->roomy_streak = 0;
+      if (!t->headroom_warned) {
+        /* a storm's FAILURE already says more than the warning would */
+        if (!failure)
+          note(out, MS_NOTE_WARNING,
+               "tipping headroom %.3g%% is below %.3g%%: offered %.5g req/s, "
+               "tipping load %.5g req/s",
+               100 * r->tipping_headroom, 100 * spec->headroom_warning,
+               r->offered_load, r->tipping_load);
+        t->headroom_warned = true;
+      }
+    } else if (t->headroom_warned && ++t->roomy_streak >= clear_after) {
+      t->headroom_warned = false;
+      t->roomy_streak = 0;
+    }
   }
   t->state = r->state;
   t->has_state = true;

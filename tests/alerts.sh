@@ -20,14 +20,15 @@ promtool test rules "$top/tests/alerts/metastable-alerts.test.yml"
 # The Alertmanager example: valid, and every alert reaches the receiver its
 # severity asks for.
 amtool check-config "$top/conf/alertmanager.yml"
-[ "$(grep -c 'severity: page$' "$top/conf/metastable-alerts.yml")" -eq 3 ] &&
-  [ "$(grep -c 'severity: ticket$' "$top/conf/metastable-alerts.yml")" -eq 2 ] || {
+[ "$(grep -c 'severity: page$' "$top/conf/metastable-alerts.yml")" -eq 5 ] &&
+  [ "$(grep -c 'severity: ticket$' "$top/conf/metastable-alerts.yml")" -eq 3 ] || {
   echo "alerts: the rules' severities changed: update the routing checks below" >&2
   exit 1
 }
 for route in MetastableRetryStorm:page:pager MetastableFailure:page:pager \
   MetastableTippingPointNear:page:pager MetastableTippingPointNear:ticket:tickets \
-  MetastableRetryPolicyDangerous:ticket:tickets; do
+  MetastableRetryPolicyDangerous:ticket:tickets MetastableNoData:page:pager \
+  MetastableNoData:ticket:tickets MetastableNotReporting:page:pager; do
   alert=${route%%:*}
   receiver=${route##*:}
   severity=${route#*:}
@@ -62,10 +63,14 @@ while IFS='|' read -r what edit; do
     echo "alerts: ok, unit tests reject: $what"
   fi
 done <<'MUTANTS'
-storm for 1m instead of 2m|s/^        for: 2m$/        for: 1m/
-storm alert on any storm value|s/expr: collectd_metastable_storm == 1/expr: collectd_metastable_storm >= 0/
+storm alert without its minute|s/^        for: 1m$/        for: 0m/
+storm counted over 10 minutes|s/avg_over_time(collectd_metastable_storm\[5m\]) > 0.4/avg_over_time(collectd_metastable_storm[10m]) > 0.4/
+storm as an unbroken run (flapping never pages)|s/avg_over_time(collectd_metastable_storm\[5m\]) > 0.4/min_over_time(collectd_metastable_storm[5m]) > 0.4/
+storm at 30 % of the window|s/avg_over_time(collectd_metastable_storm\[5m\]) > 0.4/avg_over_time(collectd_metastable_storm[5m]) > 0.3/
+storm alert on any storm value|s/avg_over_time(collectd_metastable_storm\[5m\]) > 0.4/avg_over_time(collectd_metastable_storm[5m]) >= 0/
+metastable and no-data alerts after 1m instead of 2m|s/^        for: 2m$/        for: 1m/
 metastable alert also when overloaded|s/state == 2/state >= 2/
-tipping-point alert also during a storm|/and collectd_metastable_storm == 0/d
+tipping-point alert also during a storm|/and avg_over_time(collectd_metastable_storm\[5m\]) <= 0.4/d
 tipping-point page at 15 % instead of 10 %|s/tipping_headroom < 0.1$/tipping_headroom < 0.15/
 tipping-point ticket at 10 % instead of 20 %|s/tipping_headroom < 0.2$/tipping_headroom < 0.1/
 tipping-point page after 15m|s/^        for: 5m$/        for: 15m/
@@ -73,6 +78,10 @@ vulnerable alert also when metastable|s/state == 1$/state >= 1/
 vulnerable alert after 20m|s/for: 30m/for: 20m/
 metastable summary quotes the tipping load, not the recovery load|s/with printf "collectd_metastable_recovery_load/with printf "collectd_metastable_tipping_load/
 page downgraded to ticket|0,/severity: page/s//severity: ticket/
+no data after 5 minutes instead of 3|s/> 180$/> 300/
+no-data page whatever the last storm flag|s/last_over_time(collectd_metastable_storm\[1h\]) == 1$/last_over_time(collectd_metastable_storm[1h]) >= 0/
+no-data alert forgets after 10 minutes|s/\[1h:1m\]/[10m:1m]/
+plugin-not-reporting page after 5m|s/for: 10m/for: 5m/
 MUTANTS
 [ "$survivors" -eq 0 ] || exit 1
 echo "alerts: all $n mutants rejected"

@@ -17,6 +17,7 @@
 
 #include "common.h"
 #include "json.h"
+#include "layout.h"
 #include "plot.h"
 #include "trace.h"
 
@@ -399,7 +400,7 @@ END_TEST
 /* ---- the gnuplot script ----------------------------------------------- */
 
 static void script(FILE *f, const void *arg) {
-  ms_plot_script(arg, "out/it's.svg", f);
+  ms_plot_script(arg, "|touch pwned; `touch pwned` ~/it's.svg", f);
 }
 
 START_TEST(test_plot_script) {
@@ -413,17 +414,18 @@ START_TEST(test_plot_script) {
   ck_assert_int_eq(ms_plot_format_of("a.png/b", &fmt), -1);
 
   double x[] = {0, 1, 2, 3}, y[] = {0, 1, NAN, 3};
-  ms_plot_series s = {.title = "my \"series\"",
+  ms_plot_series s = {.title = "my \"series\" `id`",
                       .style = MS_PLOT_DASHED,
                       .color = MS_PLOT_BLUE,
                       .n = 4,
                       .x = x,
                       .y = y};
-  ms_plot_band b = {.from = 1, .to = 2, .label = "band", .color = "#123456"};
+  ms_plot_band b = {
+      .from = 1, .to = 2, .label = "it's a band", .color = "#123456"};
   ms_plot_marker m = {.vertical = false, .at = 5, .text = "cap\\acity"};
   ms_plot p;
   ms_plot_init(&p);
-  p.title = "svc_name\nnext";
+  p.title = "svc_name\nsystem('touch pwned')\r@x\x7f";
   p.series = &s;
   p.n_series = 1;
   p.bands = &b;
@@ -433,26 +435,121 @@ START_TEST(test_plot_script) {
   p.xmin = 0;
   p.xmax = 3;
   char *out = capture(script, &p);
+  /* every text single-quoted (gnuplot substitutes `...` inside double
+   * quotes), quotes doubled, control characters blanked: one line each */
   const char *want[] = {
       "set terminal svg size 1100,720 dynamic noenhanced",
-      "set output \"out/it's.svg\"\n",
-      "set title \"svc_name next\" font",
+      "set label 2 'svc_name system(''touch pwned'') @x ' at screen 0.5",
       "set xrange [0:3]\n",
       "set yrange [*:*]\n",
       "set object 1 rect from first 1, graph 0 to first 2, graph 1 behind "
       "fc rgb '#123456'",
       "set arrow 1 from graph 0, first 5 to graph 1, first 5 nohead",
-      "set label 10 \"cap\\\\acity\" at graph 0.980, first 5 right",
+      "set label 10 'cap\\acity' at graph 0.980, first 5 right",
       "$d0 << EOD\n0 0\n1 1\n\n3 3\nEOD\n",
       "plot keyentry with boxes fc rgb '#123456' fs transparent solid 0.3 "
-      "noborder title \"band\", \\\n     $d0 using 1:2 with lines lw 2.50 "
-      "dt (10,6) lc rgb '#0072B2' title \"my \\\"series\\\"\"\n",
-      "unset output\n",
+      "noborder title 'it''s a band', \\\n     $d0 using 1:2 with lines lw "
+      "2.50 dt (10,6) lc rgb '#0072B2' title 'my \"series\" `id`'\n",
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
     ck_assert_msg(strstr(out, want[i]) != NULL, "missing: %s\nin:\n%s", want[i],
                   out);
+  /* the file name is not in the script: gnuplot draws to its stdout */
+  ck_assert_msg(strstr(out, "set output") == NULL, "%s", out);
+  ck_assert_msg(strstr(out, "pwned;") == NULL, "%s", out);
+  /* no double-quoted string anywhere: every '"' is inside a '...' */
+  bool in_single = false;
+  for (const char *c = out; *c; c++) {
+    if (*c == '\'')
+      in_single = !in_single;
+    else if (*c == '"' || *c == '`')
+      ck_assert_msg(in_single, "%c outside a single-quoted string at: %.40s",
+                    *c, c);
+    else if (*c == '\n')
+      ck_assert_msg(!in_single, "a string spans lines at: %.40s", c);
+  }
   free(out);
+}
+END_TEST
+
+/* ---- laying texts out ------------------------------------------------ */
+
+START_TEST(test_plot_spread) {
+  double left[4];
+  /* apart already: each stays centred on its wish */
+  double c1[] = {0.2, 0.5}, w1[] = {0.1, 0.2};
+  ms_plot_spread(2, c1, w1, 0.01, 0, 1, left);
+  ck_assert_double_eq_tol(left[0], 0.15, 1e-12);
+  ck_assert_double_eq_tol(left[1], 0.40, 1e-12);
+  /* two that collide move apart by the same amount, the gap between */
+  double c2[] = {0.50, 0.52}, w2[] = {0.2, 0.2};
+  ms_plot_spread(2, c2, w2, 0.02, 0, 1, left);
+  ck_assert_double_eq_tol(left[0], 0.30, 1e-12);
+  ck_assert_double_eq_tol(left[1], 0.52, 1e-12);
+  /* the same place wished by three: a row centred on it, order kept */
+  double c3[] = {0.5, 0.5, 0.5}, w3[] = {0.1, 0.1, 0.1};
+  ms_plot_spread(3, c3, w3, 0, 0, 1, left);
+  ck_assert_double_eq_tol(left[0], 0.35, 1e-12);
+  ck_assert_double_eq_tol(left[1], 0.45, 1e-12);
+  ck_assert_double_eq_tol(left[2], 0.55, 1e-12);
+  /* against the right end: pushed back inside, the first one stays */
+  double c4[] = {0.1, 0.95, 0.97}, w4[] = {0.1, 0.1, 0.1};
+  ms_plot_spread(3, c4, w4, 0, 0, 1, left);
+  ck_assert_double_eq_tol(left[0], 0.05, 1e-12);
+  ck_assert_double_eq_tol(left[1], 0.80, 1e-12);
+  ck_assert_double_eq_tol(left[2], 0.90, 1e-12);
+  /* wider than the line: starts at lo */
+  double c5[] = {0.5, 0.5}, w5[] = {0.8, 0.8};
+  ms_plot_spread(2, c5, w5, 0, 0, 1, left);
+  ck_assert_double_eq_tol(left[0], 0, 1e-12);
+  ck_assert_double_eq_tol(left[1], 0.8, 1e-12);
+  ms_plot_spread(0, NULL, NULL, 0, 0, 1, NULL);
+}
+END_TEST
+
+START_TEST(test_layout) {
+  ms_plot p;
+  ms_plot_init(&p);
+  p.xmin = 0, p.xmax = 100, p.ymin = 0, p.ymax = 100;
+  ck_assert_double_eq_tol(ms_plot_graph_x(&p, 25), 0.25, 1e-15);
+  p.ylog = true, p.ymin = 1, p.ymax = 100;
+  ck_assert_double_eq_tol(ms_plot_graph_y(&p, 10), 0.5, 1e-15);
+  ck_assert(isinf(ms_plot_graph_y(&p, 0)));
+  p.ylog = false, p.ymin = 0;
+  ms_plot q;
+  ms_plot_init(&q);
+  ck_assert(isnan(ms_plot_graph_x(&q, 1)));
+
+  /* a line across the plot at y = 50 and a diagonal: a horizontal
+   * marker's text at y = 50 goes where neither runs */
+  double x[] = {0, 100}, y[] = {0, 100};
+  ms_plot_series s = {.style = MS_PLOT_SOLID, .n = 2, .x = x, .y = y};
+  ms_layout l;
+  ms_layout_init(&l, &p);
+  ms_layout_series(&l, &s);
+  ms_layout_horizontal(&l, 50);
+  ms_plot_marker m = {.at = 50, .text = "a marker's text"};
+  ck_assert_double_eq(ms_layout_horizontal_text(&l, &m), 0);
+  /* the first choice, right end above the line, is clear of the diagonal
+   * (it is below it there) */
+  ck_assert_double_eq(m.text_pos, 0.98);
+  ck_assert(!m.text_before);
+  /* a second text at the same place may not overlap the first */
+  ms_plot_marker m2 = {.at = 50, .text = "a marker's text"};
+  ck_assert_double_eq(ms_layout_horizontal_text(&l, &m2), 0);
+  ck_assert(!(m2.text_pos == 0.98 && !m2.text_before));
+  /* a vertical arrow on the diagonal: its text on the side asked for is
+   * hidden by nothing at the middle */
+  ms_plot_arrow a = {.x1 = 30, .y1 = 30, .x2 = 30, .y2 = 90, .text = "up"};
+  ck_assert_double_eq(ms_layout_arrow_text(&l, &a, 0.5), 0);
+  ck_assert_double_eq(a.text_at, 0.5);
+  ck_assert(!a.text_before);
+  /* a text that cannot avoid a line: refused when over `accept` */
+  ms_layout_rect all = {0, 0, 1, 1};
+  ck_assert_double_ge(ms_layout_badness(&l, all), 2);
+  ms_layout_rect out = {0.9, 0.9, 1.1, 0.95};
+  ck_assert_double_ge(ms_layout_badness(&l, out), 1000);
+  ms_layout_free(&l);
 }
 END_TEST
 
@@ -471,6 +568,8 @@ static Suite *cli_suite(void) {
   tcase_add_test(tc, test_describe);
   tcase_add_test(tc, test_prometheus);
   tcase_add_test(tc, test_plot_script);
+  tcase_add_test(tc, test_plot_spread);
+  tcase_add_test(tc, test_layout);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "service.h"
 
@@ -159,6 +161,11 @@ static const struct {
          "    retries: 1\n" IN,
      "2:5", "needs servers, or a pool_size"},
     {SVC ERL IN "  - name: a\n" ERL IN, "10:5", "used twice"},
+    {SVC ERL "    clear_after: 0\n" IN, "8:18", "clear_after = 0"},
+    {"services: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]"
+     "]]]]]]]]]]]]]]]]]]\n",
+     "1:42", "nested deeper than 32 levels"},
+    {"services: []\n---\nservices: []\n", "2:1", "second YAML document"},
 };
 
 START_TEST(test_bad_file) {
@@ -186,6 +193,20 @@ START_TEST(test_missing_file) {
       ms_service_file_load("/nonexistent/x.yaml", &f, err, sizeof err), -1);
   ck_assert_str_eq(err, "/nonexistent/x.yaml: cannot open: No such file or "
                         "directory");
+  /* a directory, a device and a FIFO are refused at once (a FIFO must not
+   * hang collectd's start) */
+  ck_assert_int_eq(ms_service_file_load("/tmp", &f, err, sizeof err), -1);
+  ck_assert_str_eq(err, "/tmp: not a regular file");
+  ck_assert_int_eq(ms_service_file_load("/dev/zero", &f, err, sizeof err), -1);
+  char fifo[] = "/tmp/ms-check-fifo-XXXXXX";
+  int fd = mkstemp(fifo);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  unlink(fifo);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  ck_assert_int_eq(ms_service_file_load(fifo, &f, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "not a regular file"));
+  unlink(fifo);
 }
 END_TEST
 
@@ -329,9 +350,12 @@ START_TEST(test_incident) {
       {200, 400, MS_STATE_METASTABLE, 0, 0}, /* trigger gone, storm stays */
       {200, 400, MS_STATE_METASTABLE, 0, 0},
       {170, 340, MS_STATE_METASTABLE, 0, 0},
-      {140, 280, MS_STATE_STABLE, 0, 1}, /* below recovery */
+      {140, 280, MS_STATE_STABLE, 0, 0}, /* below recovery */
       {140, 140, MS_STATE_STABLE, 0, 0},
-      {200, 200, MS_STATE_VULNERABLE, 0, 0}, /* back to the original load */
+      /* back to the original load: the third interval without a storm
+       * (clear_after, default 3) sends the OKAY */
+      {200, 200, MS_STATE_VULNERABLE, 0, 1},
+      {200, 200, MS_STATE_VULNERABLE, 0, 0},
   };
   ms_tracker t;
   ms_tracker_init(&t);
@@ -354,9 +378,11 @@ START_TEST(test_incident) {
     }
     ck_assert_msg(f == script[i].failure && o == script[i].okay,
                   "interval %zu: %d FAILURE, %d OKAY", i, f, o);
-    if (f)
+    if (f) {
       ck_assert_msg(strstr(st.notes[0].message, "recovery load 150") != NULL,
                     "%s", st.notes[0].message);
+      ck_assert_uint_lt(strlen(st.notes[0].message), 256);
+    }
   }
   ck_assert_uint_eq(t.landscape_builds, 1);
 }
@@ -368,11 +394,12 @@ START_TEST(test_headroom_warning_and_recovery) {
   use(&s, MS_INPUT_POOL);
   s.has_headroom_warning = true;
   s.headroom_warning = 0.2; /* tipping 293.44: warn above 234.75 */
-  const double load[] = {200, 250, 260, 200, 250};
-  const int warn[] = {0, 1, 0, 0, 1};
+  /* warned once; armed again only after clear_after (3) intervals above */
+  const double load[] = {200, 250, 260, 200, 250, 200, 200, 200, 250};
+  const int warn[] = {0, 1, 0, 0, 0, 0, 0, 0, 1};
   ms_tracker t;
   ms_tracker_init(&t);
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < 9; i++) {
     ms_inputs in = values(NAN, load[i], NAN, NAN, 30);
     ms_step st;
     ms_tracker_step(&t, &s, &in, &st);
@@ -397,6 +424,41 @@ START_TEST(test_headroom_warning_and_recovery) {
   ck_assert_int_eq(st.notes[0].severity, MS_NOTE_FAILURE);
   ms_tracker_step(&t, &s, &in, &st);
   ck_assert_uint_eq(t.landscape_builds, builds + 1);
+}
+END_TEST
+
+/* Load that flaps around the tipping load: one FAILURE, and one OKAY only
+ * once the storm has stayed away for clear_after intervals. */
+START_TEST(test_flapping_storm_pages_once) {
+  /* capacity 100, 2 retries, 1 % base failure: tipping 100/1.0101 = 99.0
+   * and no hysteresis band, so noise around it flips the storm flag */
+  ms_service_spec s;
+  memset(&s, 0, sizeof s);
+  s.name = "flappy";
+  ms_failure_model_capacity(&s.params.model, 100.0);
+  s.params.model.base_failure = 0.01;
+  ms_retry_policy_fixed(&s.params.policy, 2);
+  use(&s, MS_INPUT_OFFERED);
+  s.clear_after = 2;
+  ms_tracker t;
+  ms_tracker_init(&t);
+  const double load[] = {97, 99.5, 97, 99.5, 97, 99.5, 90, 90, 90};
+  const int failure[] = {0, 1, 0, 0, 0, 0, 0, 0, 0};
+  const int okay[] = {0, 0, 0, 0, 0, 0, 0, 1, 0};
+  for (int i = 0; i < 9; i++) {
+    ms_inputs in = values(NAN, load[i], NAN, NAN, NAN);
+    ms_step st;
+    ms_tracker_step(&t, &s, &in, &st);
+    ck_assert(st.ok);
+    ck_assert_int_eq(st.report.storm, load[i] > 99.0);
+    int f = 0, o = 0;
+    for (int n = 0; n < st.n_notes; n++) {
+      f += st.notes[n].severity == MS_NOTE_FAILURE;
+      o += st.notes[n].severity == MS_NOTE_OKAY;
+    }
+    ck_assert_msg(f == failure[i] && o == okay[i], "interval %d: %d/%d", i, f,
+                  o);
+  }
 }
 END_TEST
 
@@ -430,6 +492,7 @@ int main(void) {
   tcase_add_test(tc, test_incident);
   tcase_add_test(tc, test_headroom_warning_and_recovery);
   tcase_add_test(tc, test_cold_start_in_storm);
+  tcase_add_test(tc, test_flapping_storm_pages_once);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -112,6 +112,23 @@ class Lab(CliTest):
         self.assertIn("the ends are equal: the fixed point is exactly 0.95",
                       out)
 
+    def test_beyond_doubles(self):
+        # the fixed point is about 1.1e310: exact here, and shown as such
+        # with a note, not as inf
+        out = self.ok("lab", "--load", "1e290", "--base-failure", "0.1",
+                      "--retries", "100", "--tiers", "10").out
+        self.assertNotRegex(out, r"\b(inf|nan)\b")
+        self.assertIn("effective load       1.10462e+310* req/s = "
+                      "1.105e+312* % of capacity: a retry storm", out)
+        self.assertIn("amplification        1.10462e+20 attempts per "
+                      "request", out)
+        self.assertIn("* beyond the range of a double (about 2.2e-308 to "
+                      "1.8e+308)", out)
+        # and nothing of the kind when everything fits
+        out = self.ok("lab", "--load", "0.95", "--base-failure", "0.1",
+                      "--retries", "3").out
+        self.assertNotIn("beyond the range", out)
+
 
 if __name__ == "__main__":
     clitest.main()

@@ -179,7 +179,8 @@ class Simulate(CliTest):
             self.assertEqual(r.out, "")
             root = ET.parse(f).getroot()
             text = " ".join(t.strip() for t in root.itertext() if t.strip())
-            for want in ("tipping load 93.66/s", "recovery load 25/s",
+            for want in ("tipping load 93.66 req/s",
+                         "recovery load 25 req/s", "capacity 100 attempts/s",
                          "offered load (first attempts)",
                          "attempts (retries included)",
                          "storm (the plugin's verdict)", "trigger"):

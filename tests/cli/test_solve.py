@@ -145,5 +145,35 @@ class ErlangService(CliTest):
         self.assertIn("state          vulnerable", out)
 
 
+class BeyondDoubles(CliTest):
+    """A storm whose effective load does not fit a double: an error (exit
+    1, the model's message), never inf, nan or null with exit 0."""
+    HUGE = ("--capacity", "1e300", "--retries", "100", "--tiers", "10",
+            "--base-failure", "0.5")
+
+    def test_solve(self):
+        for fmt in ("text", "json"):
+            r = clitest.run("solve", *self.HUGE, "--load", "1e300",
+                            "--format", fmt)
+            self.assertEqual((r.code, r.out), (1, ""), r)
+            self.assertTrue(r.err.startswith("metastable solve: model: "), r)
+
+    def test_sweep(self):
+        for fmt in ("csv", "json"):
+            r = clitest.run("sweep", *self.HUGE, "--from", "0", "--to",
+                            "1e300", "--steps", "2", "--format", fmt)
+            self.assertEqual(r.code, 1, r)
+            self.assertTrue(r.err.startswith("metastable sweep: model"), r)
+            for word in ("inf", "nan", "null"):
+                self.assertNotRegex(r.out, r"\b%s\b" % word, r)
+
+    def test_erlang_still_reports_tiny_values(self):
+        # what does fit, even when tiny, is reported: from its logarithm
+        r = self.ok("erlang", "--servers", "10000000", "--offered",
+                    "9999999.9", "--service-rate", "1", "--timeout", "1e9")
+        self.assertIn("(below the smallest double; from its log)", r.out)
+        self.assertNotRegex(r.out, r"\b(inf|nan)\b")
+
+
 if __name__ == "__main__":
     clitest.main()

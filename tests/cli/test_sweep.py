@@ -134,8 +134,10 @@ class Plot(CliTest):
                      "stable: collapsed branch (retry storm)",
                      "capacity c·μ = 100 attempts/s",
                      "equilibria at the load 60 req/s",
-                     "tipping 83.23", "recovery 25",
-                     "above 83.23: retry storm", "below 25: storm ends"):
+                     "tipping 83.23 req/s", "recovery 25 req/s",
+                     "load 60 req/s",
+                     "above 83.23 req/s: retry storm",
+                     "below 25 req/s: storm ends"):
             self.assertIn(want, text)
         # the unstable branch is dashed: a stroke-dasharray on a path
         with open(f, encoding="utf-8") as fh:
@@ -151,7 +153,9 @@ class Plot(CliTest):
         text = " ".join(t.strip() for t in ET.parse(f).getroot().itertext())
         for want in ("offered load λ (million requests/s, first attempts)",
                      "effective load x (million attempts/s, retries "
-                     "included)", "recovery 2.5M", "tipping 10M",
+                     "included)", "recovery 2.5M req/s",
+                     "tipping 10M req/s", "load 8M req/s",
+                     "erlang model: 10M servers, service time 1 s",
                      "capacity c·μ = 10M attempts/s",
                      "equilibria at the load 8M req/s"):
             self.assertIn(want, text)

@@ -3,6 +3,7 @@
 option and its accepted range), 1 for runtime errors (naming the file and
 the reason); --help for every command; the man page is clean."""
 import os
+import re
 import shutil
 import subprocess
 
@@ -63,16 +64,16 @@ ERRORS = [
     (("solve", "--spec", os.path.join(DATA, "bad.yaml"), "--load", "1"), 1,
      "bad.yaml:4:14: servers = -3 is outside [1, 10000000] (key 'servers')"),
     (("solve", "--spec", SPEC, "--load", "1"), 2,
-     "has 3 services (checkout, seed000, pool): choose one with --service"),
+     "has 3 services (checkout, unit-capacity, pool): choose one with --service"),
     (("solve", "--spec", SPEC, "--service", "cart", "--load", "1"), 2,
-     "has no service 'cart' (it has: checkout, seed000, pool)"),
+     "has no service 'cart' (it has: checkout, unit-capacity, pool)"),
     (("solve", "--spec", SPEC, "--service", "pool", "--load", "1"), 2,
      "service 'pool' takes its pool size from its pool_size input: give "
      "--servers N"),
-    (("solve", "--spec", SPEC, "--service", "seed000", "--servers", "3",
+    (("solve", "--spec", SPEC, "--service", "unit-capacity", "--servers", "3",
       "--load", "1"), 2,
      "--servers applies to the erlang model, and the model is capacity "
-     "(service 'seed000')"),
+     "(service 'unit-capacity')"),
     (("solve", "--service", "checkout", "--load", "1"), 2,
      "--service needs --spec FILE"),
     (("solve", *CAP, "--load", "1", "--format", "yaml"), 2,
@@ -152,17 +153,43 @@ class Usage(CliTest):
         self.assertRegex(self.ok("--version").out,
                          r"^metastable \(collectd-metastable\) \d+\.\d+")
 
-    def test_man_page(self):
+    def test_man_pages(self):
+        pages = [os.path.join(SRCDIR, "cli", "metastable.1"),
+                 os.path.join(SRCDIR, "doc", "collectd-metastable.5")]
+        dates = set()
+        for page in pages:
+            with self.subTest(page=page):
+                with open(page, encoding="utf-8") as f:
+                    text = f.read()
+                th = re.match(r'\.TH \S+ \d "([^"]+)"', text)
+                dates.add(th.group(1))
+                # groff -ww warns about every questionable construct
+                if shutil.which("groff"):
+                    r = subprocess.run(["groff", "-man", "-ww", "-z", page],
+                                       capture_output=True, text=True)
+                    self.assertEqual((r.returncode, r.stderr), (0, ""))
+                # mandoc: nothing but that it shows a month-and-year date
+                # as written (it parses only full dates)
+                if shutil.which("mandoc"):
+                    r = subprocess.run(["mandoc", "-T", "lint", page],
+                                       capture_output=True, text=True)
+                    lines = [l for l in (r.stdout + r.stderr).splitlines()
+                             if not l.endswith(
+                                 "WARNING: cannot parse date, using it "
+                                 "verbatim: TH " + th.group(1))]
+                    self.assertEqual(lines, [])
+                # each page points to the other
+                other = ("collectd\\-metastable (5)" if page.endswith(".1")
+                         else "metastable (1)")
+                see_also = text[text.index(".SH SEE ALSO"):]
+                self.assertIn(".BR " + other, see_also)
+                # no internal documents in texts for users
+                for word in ("DESIGN", "seed 0", "Seed 0", "issue"):
+                    self.assertNotIn(word, text)
+        self.assertEqual(dates, {"November 2026"})
+
+    def test_man_page_text(self):
         page = os.path.join(SRCDIR, "cli", "metastable.1")
-        # groff -ww warns about every questionable construct
-        if shutil.which("groff"):
-            r = subprocess.run(["groff", "-man", "-ww", "-z", page],
-                               capture_output=True, text=True)
-            self.assertEqual((r.returncode, r.stderr), (0, ""))
-        if shutil.which("mandoc"):
-            r = subprocess.run(["mandoc", "-T", "lint", page],
-                               capture_output=True, text=True)
-            self.assertEqual((r.returncode, r.stdout + r.stderr), (0, ""))
         with open(page, encoding="utf-8") as f:
             text = f.read()
         for c in COMMANDS:
@@ -171,6 +198,33 @@ class Usage(CliTest):
                     "\\-\\-observed\\-load", "\\-\\-log\\-y",
                     "METASTABLE_GNUPLOT"):
             self.assertIn(opt, text)
+        # every option a command's --help lists is in its synopsis
+        synopsis = text[text.index(".SH SYNOPSIS"):text.index(".SH DESCRIPTION")]
+        blocks = {b.split("\n")[1].split()[-1]: b
+                  for b in synopsis.split(".SY metastable")[1:]}
+        for c in ("lab", "sweep", "replay"):
+            help_text = self.ok(c, "--help").out
+            usage = help_text[:help_text.index("\n\n")]
+            for opt in re.findall(r"--([a-z-]+)", usage):
+                self.assertIn("\\-\\-" + opt.replace("-", "\\-"),
+                              blocks[c], (c, opt))
+
+    def test_rendered_service_label(self):
+        if not shutil.which("groff"):
+            self.skipTest("groff")
+        page = os.path.join(SRCDIR, "doc", "collectd-metastable.5")
+        r = subprocess.run(["groff", "-man", "-Tutf8", "-P-cbou", page],
+                           capture_output=True, text=True)
+        flat = re.sub(r"\s+|\u2010", "", r.stdout)  # blanks, hyphenation
+        self.assertIn('collectd_metastable_type{metastable="service"}', flat)
+
+    def test_no_internal_references(self):
+        # --help and every command's help speak in plain words
+        texts = [self.ok("--help").out] + [self.ok(c, "--help").out
+                                           for c in COMMANDS]
+        for t in texts:
+            for word in ("DESIGN", "seed 0", "Seed 0", "issue"):
+                self.assertNotIn(word, t)
 
 
 if __name__ == "__main__":
