@@ -7,7 +7,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,80 +14,39 @@
 
 #include "scenario.h"
 #include "service.h"
-
-typedef struct {
-  const char *path;
-  yaml_document_t *doc;
-  char *err;
-  size_t errlen;
-  int failed;
-} loader;
-
-__attribute__((format(printf, 3, 4))) static int
-fail_at(loader *ld, const yaml_node_t *node, const char *fmt, ...) {
-  if (ld->failed)
-    return -1;
-  ld->failed = 1;
-  int n = snprintf(ld->err, ld->errlen, "%s:%zu:%zu: ", ld->path,
-                   node ? node->start_mark.line + 1 : 1,
-                   node ? node->start_mark.column + 1 : 1);
-  if (n >= 0 && (size_t)n < ld->errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(ld->err + n, ld->errlen - (size_t)n, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
-
-static const char *scalar(const yaml_node_t *n) {
-  return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value
-                                     : NULL;
-}
-
-static const char *node_kind(const yaml_node_t *n) {
-  switch (n->type) {
-  case YAML_SCALAR_NODE:
-    return "a scalar";
-  case YAML_SEQUENCE_NODE:
-    return "a list";
-  case YAML_MAPPING_NODE:
-    return "a mapping";
-  default:
-    return "empty";
-  }
-}
+#include "yamldoc.h"
 
 /* A duration or a rate, in [lo, hi]. */
-static int get_unit(loader *ld, const yaml_node_t *v, const char *key,
+static int get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                     int duration, double lo, double hi, double *out) {
-  const char *s = scalar(v);
+  const char *s = ms_yaml_scalar(v);
   char msg[200];
   if (s == NULL)
-    return fail_at(ld, v, "%s must be a %s, not %s (key '%s')", key,
-                   duration ? "duration" : "rate", node_kind(v), key);
+    return ms_yaml_fail(ld, v, "%s must be a %s, not %s (key '%s')", key,
+                        duration ? "duration" : "rate", ms_yaml_kind(v), key);
   int r = duration ? ms_parse_duration(s, out, msg, sizeof msg)
                    : ms_parse_rate(s, out, msg, sizeof msg);
   if (r != 0)
-    return fail_at(ld, v, "%s (key '%s')", msg, key);
+    return ms_yaml_fail(ld, v, "%s (key '%s')", msg, key);
   if (!(*out >= lo && *out <= hi))
-    return fail_at(ld, v, "%s = %s is outside [%g, %g]%s (key '%s')", key, s,
-                   lo, hi, duration ? " s" : "/s", key);
+    return ms_yaml_fail(ld, v, "%s = %s is outside [%g, %g]%s (key '%s')", key,
+                        s, lo, hi, duration ? " s" : "/s", key);
   return 0;
 }
 
-static int get_whole(loader *ld, const yaml_node_t *v, const char *key,
+static int get_whole(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                      double lo, double hi, double *out) {
-  const char *s = scalar(v);
+  const char *s = ms_yaml_scalar(v);
   char *end;
   errno = 0;
   double x = s ? strtod(s, &end) : 0;
   if (s == NULL || end == s || *end != '\0' || errno == ERANGE || x != floor(x))
-    return fail_at(ld, v, "%s must be a whole number, not %s%s%s (key '%s')",
-                   key, s ? "'" : "", s ? s : node_kind(v), s ? "'" : "", key);
+    return ms_yaml_fail(
+        ld, v, "%s must be a whole number, not %s%s%s (key '%s')", key,
+        s ? "'" : "", s ? s : ms_yaml_kind(v), s ? "'" : "", key);
   if (!(x >= lo && x <= hi))
-    return fail_at(ld, v, "%s = %s is outside [%.0f, %.0f] (key '%s')", key, s,
-                   lo, hi, key);
+    return ms_yaml_fail(ld, v, "%s = %s is outside [%.0f, %.0f] (key '%s')",
+                        key, s, lo, hi, key);
   *out = x;
   return 0;
 }
@@ -98,17 +56,17 @@ typedef struct {
   const yaml_node_t *key[16], *val[16];
 } fields;
 
-static int read_fields(loader *ld, const yaml_node_t *map,
+static int read_fields(ms_yaml_loader *ld, const yaml_node_t *map,
                        const char *const *names, int n, const char *what,
                        fields *f) {
   memset(f, 0, sizeof *f);
   if (map->type != YAML_MAPPING_NODE)
-    return fail_at(ld, map, "%s must be a mapping, not %s", what,
-                   node_kind(map));
+    return ms_yaml_fail(ld, map, "%s must be a mapping, not %s", what,
+                        ms_yaml_kind(map));
   for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
        p < map->data.mapping.pairs.top; p++) {
     yaml_node_t *k = yaml_document_get_node(ld->doc, p->key);
-    const char *ks = scalar(k);
+    const char *ks = ms_yaml_scalar(k);
     int id = -1;
     for (int i = 0; ks && i < n; i++)
       if (strcmp(ks, names[i]) == 0)
@@ -120,11 +78,11 @@ static int read_fields(loader *ld, const yaml_node_t *map,
         if (i + 1 < n)
           strncat(known, ", ", sizeof known - strlen(known) - 1);
       }
-      return fail_at(ld, k, "unknown key '%s' in %s (known: %s)", ks ? ks : "?",
-                     what, known);
+      return ms_yaml_fail(ld, k, "unknown key '%s' in %s (known: %s)",
+                          ks ? ks : "?", what, known);
     }
     if (f->val[id] != NULL)
-      return fail_at(ld, k, "key '%s' given twice", ks);
+      return ms_yaml_fail(ld, k, "key '%s' given twice", ks);
     f->key[id] = k;
     f->val[id] = yaml_document_get_node(ld->doc, p->value);
   }
@@ -136,20 +94,21 @@ static int read_fields(loader *ld, const yaml_node_t *map,
 enum { B_KIND, B_BASE, B_CAP, B_COUNT };
 static const char *const backoff_keys[B_COUNT] = {"kind", "base", "cap"};
 
-static int load_backoff(loader *ld, const yaml_node_t *map, ms_backoff *b) {
+static int load_backoff(ms_yaml_loader *ld, const yaml_node_t *map,
+                        ms_backoff *b) {
   fields f;
   if (read_fields(ld, map, backoff_keys, B_COUNT, "backoff", &f) != 0)
     return -1;
   if (f.val[B_KIND] == NULL)
-    return fail_at(ld, map,
-                   "backoff needs a kind: none, constant, exponential, "
-                   "full-jitter, equal-jitter or decorrelated-jitter (key "
-                   "'backoff.kind')");
-  const char *kind = scalar(f.val[B_KIND]);
+    return ms_yaml_fail(ld, map,
+                        "backoff needs a kind: none, constant, exponential, "
+                        "full-jitter, equal-jitter or decorrelated-jitter (key "
+                        "'backoff.kind')");
+  const char *kind = ms_yaml_scalar(f.val[B_KIND]);
   ms_error err;
   if (kind == NULL || ms_backoff_from_name(kind, &b->kind, &err) != MS_OK)
-    return fail_at(ld, f.val[B_KIND], "%s (key 'backoff.kind')",
-                   kind ? err.msg : "backoff kind must be a name");
+    return ms_yaml_fail(ld, f.val[B_KIND], "%s (key 'backoff.kind')",
+                        kind ? err.msg : "backoff kind must be a name");
   b->base = b->cap = 0.0;
   if (f.val[B_BASE] &&
       get_unit(ld, f.val[B_BASE], "base", 1, 0, MS_BACKOFF_MAX, &b->base) != 0)
@@ -159,17 +118,18 @@ static int load_backoff(loader *ld, const yaml_node_t *map, ms_backoff *b) {
     return -1;
   bool capped = b->kind != MS_BACKOFF_NONE && b->kind != MS_BACKOFF_CONSTANT;
   if (b->kind != MS_BACKOFF_NONE && f.val[B_BASE] == NULL)
-    return fail_at(ld, map,
-                   "backoff %s needs a base delay (key 'backoff.base')", kind);
+    return ms_yaml_fail(
+        ld, map, "backoff %s needs a base delay (key 'backoff.base')", kind);
   if (capped && f.val[B_CAP] == NULL)
-    return fail_at(ld, map, "backoff %s needs a cap (key 'backoff.cap')", kind);
+    return ms_yaml_fail(ld, map, "backoff %s needs a cap (key 'backoff.cap')",
+                        kind);
   if (!capped && f.val[B_CAP] != NULL)
-    return fail_at(ld, f.key[B_CAP],
-                   "backoff %s takes no cap (key "
-                   "'backoff.cap')",
-                   kind);
+    return ms_yaml_fail(ld, f.key[B_CAP],
+                        "backoff %s takes no cap (key "
+                        "'backoff.cap')",
+                        kind);
   if (ms_backoff_check(b, &err) != MS_OK)
-    return fail_at(ld, map, "%s (key 'backoff')", err.msg);
+    return ms_yaml_fail(ld, map, "%s (key 'backoff')", err.msg);
   return 0;
 }
 
@@ -189,7 +149,7 @@ enum {
 static const char *const trigger_keys[T_COUNT] = {
     "kind", "start", "rise", "hold", "fall", "load", "servers", "capacity"};
 
-static int load_trigger(loader *ld, const yaml_node_t *map, int index,
+static int load_trigger(ms_yaml_loader *ld, const yaml_node_t *map, int index,
                         ms_trigger *t) {
   fields f;
   char what[32];
@@ -197,19 +157,19 @@ static int load_trigger(loader *ld, const yaml_node_t *map, int index,
   if (read_fields(ld, map, trigger_keys, T_COUNT, what, &f) != 0)
     return -1;
   memset(t, 0, sizeof *t);
-  const char *kind = f.val[T_KIND] ? scalar(f.val[T_KIND]) : NULL;
+  const char *kind = f.val[T_KIND] ? ms_yaml_scalar(f.val[T_KIND]) : NULL;
   if (kind == NULL)
-    return fail_at(ld, f.val[T_KIND] ? f.val[T_KIND] : map,
-                   "%s needs a kind: spike, ramp, drop or stall (key 'kind')",
-                   what);
+    return ms_yaml_fail(
+        ld, f.val[T_KIND] ? f.val[T_KIND] : map,
+        "%s needs a kind: spike, ramp, drop or stall (key 'kind')", what);
   bool stall = strcmp(kind, "stall") == 0;
   bool drop = strcmp(kind, "drop") == 0;
   if (!stall && !drop && strcmp(kind, "spike") != 0 &&
       strcmp(kind, "ramp") != 0)
-    return fail_at(ld, f.val[T_KIND],
-                   "%s: kind '%s' is not spike, ramp, drop or stall (key "
-                   "'kind')",
-                   what, kind);
+    return ms_yaml_fail(ld, f.val[T_KIND],
+                        "%s: kind '%s' is not spike, ramp, drop or stall (key "
+                        "'kind')",
+                        what, kind);
   static const int timing[4] = {T_START, T_RISE, T_HOLD, T_FALL};
   double *slot[4] = {&t->start, &t->rise, &t->hold, &t->fall};
   for (int i = 0; i < 4; i++)
@@ -218,24 +178,25 @@ static int load_trigger(loader *ld, const yaml_node_t *map, int index,
                  MS_SIM_MAX_DURATION, slot[i]) != 0)
       return -1;
   if (f.val[T_START] == NULL)
-    return fail_at(ld, map, "%s needs a start time (key 'start')", what);
+    return ms_yaml_fail(ld, map, "%s needs a start time (key 'start')", what);
   if (stall) {
     t->kind = MS_TRIGGER_SERVERS;
     const int no[3] = {T_RISE, T_FALL, T_LOAD};
     for (int i = 0; i < 3; i++)
       if (f.val[no[i]])
-        return fail_at(ld, f.key[no[i]],
-                       "%s: a stall takes start, hold and servers (or "
-                       "capacity), not %s (key '%s')",
-                       what, trigger_keys[no[i]], trigger_keys[no[i]]);
+        return ms_yaml_fail(ld, f.key[no[i]],
+                            "%s: a stall takes start, hold and servers (or "
+                            "capacity), not %s (key '%s')",
+                            what, trigger_keys[no[i]], trigger_keys[no[i]]);
     if (f.val[T_HOLD] == NULL)
-      return fail_at(ld, map, "%s: a stall needs its length (key 'hold')",
-                     what);
+      return ms_yaml_fail(ld, map, "%s: a stall needs its length (key 'hold')",
+                          what);
     if ((f.val[T_SERVERS] == NULL) == (f.val[T_CAPACITY] == NULL))
-      return fail_at(ld, map,
-                     "%s: a stall needs servers (erlang model) or capacity "
-                     "(capacity model), one of them (key 'servers')",
-                     what);
+      return ms_yaml_fail(
+          ld, map,
+          "%s: a stall needs servers (erlang model) or capacity "
+          "(capacity model), one of them (key 'servers')",
+          what);
     double v;
     if (f.val[T_SERVERS]) {
       if (get_whole(ld, f.val[T_SERVERS], "servers", 0, MS_MAX_SERVERS, &v) !=
@@ -247,8 +208,8 @@ static int load_trigger(loader *ld, const yaml_node_t *map, int index,
                    &t->capacity) != 0)
         return -1;
       if (!(t->capacity > 0))
-        return fail_at(ld, f.val[T_CAPACITY],
-                       "%s: capacity must be > 0 (key 'capacity')", what);
+        return ms_yaml_fail(ld, f.val[T_CAPACITY],
+                            "%s: capacity must be > 0 (key 'capacity')", what);
     }
     return 0;
   }
@@ -256,21 +217,22 @@ static int load_trigger(loader *ld, const yaml_node_t *map, int index,
   const int no[2] = {T_SERVERS, T_CAPACITY};
   for (int i = 0; i < 2; i++)
     if (f.val[no[i]])
-      return fail_at(ld, f.key[no[i]],
-                     "%s: a %s changes the load, not the pool (key '%s')", what,
-                     kind, trigger_keys[no[i]]);
+      return ms_yaml_fail(ld, f.key[no[i]],
+                          "%s: a %s changes the load, not the pool (key '%s')",
+                          what, kind, trigger_keys[no[i]]);
   if (f.val[T_LOAD] == NULL)
-    return fail_at(ld, map, "%s: a %s needs the load it %s (key 'load')", what,
-                   kind, drop ? "removes" : "adds");
+    return ms_yaml_fail(ld, map, "%s: a %s needs the load it %s (key 'load')",
+                        what, kind, drop ? "removes" : "adds");
   if (get_unit(ld, f.val[T_LOAD], "load", 0, 0, 1e12, &t->load) != 0)
     return -1;
   if (drop)
     t->load = -t->load;
   if (!(t->rise + t->hold + t->fall > 0))
-    return fail_at(ld, map,
-                   "%s: a %s of no length does nothing: give hold (or rise "
-                   "and fall)",
-                   what, kind);
+    return ms_yaml_fail(
+        ld, map,
+        "%s: a %s of no length does nothing: give hold (or rise "
+        "and fall)",
+        what, kind);
   return 0;
 }
 
@@ -292,25 +254,26 @@ static const char *const top_keys[S_COUNT] = {
     "duration", "offered_load",  "sample_interval", "dt",      "seed",
     "backoff",  "budget_window", "token_capacity",  "triggers"};
 
-static int load_root(loader *ld, const yaml_node_t *root,
+static int load_root(ms_yaml_loader *ld, const yaml_node_t *root,
                      ms_scenario_file *out) {
   fields f;
   if (read_fields(ld, root, top_keys, S_COUNT, "a scenario file", &f) != 0)
     return -1;
   if (f.val[S_DURATION] == NULL)
-    return fail_at(ld, root, "the scenario needs its length (key 'duration')");
+    return ms_yaml_fail(ld, root,
+                        "the scenario needs its length (key 'duration')");
   if (f.val[S_OFFERED] == NULL)
-    return fail_at(ld, root,
-                   "the scenario needs its baseline load (key "
-                   "'offered_load')");
+    return ms_yaml_fail(ld, root,
+                        "the scenario needs its baseline load (key "
+                        "'offered_load')");
   ms_scenario *sc = &out->scenario;
   if (get_unit(ld, f.val[S_DURATION], "duration", 1, 0, MS_SIM_MAX_DURATION,
                &sc->duration) != 0)
     return -1;
   if (!(sc->duration > 0))
-    return fail_at(ld, f.val[S_DURATION],
-                   "duration must be > 0 (key "
-                   "'duration')");
+    return ms_yaml_fail(ld, f.val[S_DURATION],
+                        "duration must be > 0 (key "
+                        "'duration')");
   if (get_unit(ld, f.val[S_OFFERED], "offered_load", 0, 0, 1e12,
                &sc->offered_load) != 0)
     return -1;
@@ -319,8 +282,9 @@ static int load_root(loader *ld, const yaml_node_t *root,
                  MS_SIM_MAX_DURATION, &out->sample_interval) != 0)
       return -1;
     if (!(out->sample_interval > 0))
-      return fail_at(ld, f.val[S_SAMPLE],
-                     "sample_interval must be > 0 (key 'sample_interval')");
+      return ms_yaml_fail(
+          ld, f.val[S_SAMPLE],
+          "sample_interval must be > 0 (key 'sample_interval')");
     out->has_sample_interval = true;
   }
   if (f.val[S_DT]) {
@@ -328,7 +292,7 @@ static int load_root(loader *ld, const yaml_node_t *root,
         0)
       return -1;
     if (!(out->dt > 0))
-      return fail_at(ld, f.val[S_DT], "dt must be > 0 (key 'dt')");
+      return ms_yaml_fail(ld, f.val[S_DT], "dt must be > 0 (key 'dt')");
     out->has_dt = true;
   }
   if (f.val[S_SEED]) {
@@ -349,8 +313,8 @@ static int load_root(loader *ld, const yaml_node_t *root,
                  MS_SIM_MAX_DURATION, &out->budget_window) != 0)
       return -1;
     if (!(out->budget_window > 0))
-      return fail_at(ld, f.val[S_BUDGET_WINDOW],
-                     "budget_window must be > 0 (key 'budget_window')");
+      return ms_yaml_fail(ld, f.val[S_BUDGET_WINDOW],
+                          "budget_window must be > 0 (key 'budget_window')");
     out->has_budget_window = true;
   }
   if (f.val[S_TOKEN_CAPACITY]) {
@@ -362,12 +326,12 @@ static int load_root(loader *ld, const yaml_node_t *root,
   const yaml_node_t *list = f.val[S_TRIGGERS];
   if (list) {
     if (list->type != YAML_SEQUENCE_NODE)
-      return fail_at(ld, list, "'triggers' must be a list, not %s",
-                     node_kind(list));
+      return ms_yaml_fail(ld, list, "'triggers' must be a list, not %s",
+                          ms_yaml_kind(list));
     long n = list->data.sequence.items.top - list->data.sequence.items.start;
     if (n > MS_SIM_MAX_TRIGGERS)
-      return fail_at(ld, list, "%ld triggers: at most %d (key 'triggers')", n,
-                     MS_SIM_MAX_TRIGGERS);
+      return ms_yaml_fail(ld, list, "%ld triggers: at most %d (key 'triggers')",
+                          n, MS_SIM_MAX_TRIGGERS);
     for (long i = 0; i < n; i++) {
       yaml_node_t *item =
           yaml_document_get_node(ld->doc, list->data.sequence.items.start[i]);
@@ -382,32 +346,19 @@ static int load_root(loader *ld, const yaml_node_t *root,
 int ms_scenario_file_parse(const char *text, size_t len, const char *name,
                            ms_scenario_file *out, char *errbuf, size_t errlen) {
   memset(out, 0, sizeof *out);
-  loader ld = {.path = name, .err = errbuf, .errlen = errlen};
-  yaml_parser_t parser;
+  ms_yaml_loader ld = {.path = name, .err = errbuf, .errlen = errlen};
   yaml_document_t doc;
-  if (!yaml_parser_initialize(&parser)) {
-    snprintf(errbuf, errlen, "%s: cannot initialise the YAML parser", name);
+  if (ms_yaml_load(text, len, name, &doc, errbuf, errlen) != 0)
     return -1;
-  }
-  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-  if (!yaml_parser_load(&parser, &doc)) {
-    snprintf(errbuf, errlen, "%s:%zu:%zu: YAML syntax: %s%s%s", name,
-             parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-             parser.problem ? parser.problem : "error",
-             parser.context ? " " : "", parser.context ? parser.context : "");
-    yaml_parser_delete(&parser);
-    return -1;
-  }
   ld.doc = &doc;
   yaml_node_t *root = yaml_document_get_root_node(&doc);
   if (root == NULL)
-    fail_at(&ld, NULL,
-            "the file is empty: expected duration, offered_load "
-            "and triggers");
+    ms_yaml_fail(&ld, NULL,
+                 "the file is empty: expected duration, offered_load "
+                 "and triggers");
   else
     load_root(&ld, root, out);
   yaml_document_delete(&doc);
-  yaml_parser_delete(&parser);
   if (ld.failed) {
     memset(out, 0, sizeof *out);
     return -1;
@@ -418,25 +369,11 @@ int ms_scenario_file_parse(const char *text, size_t len, const char *name,
 int ms_scenario_file_load(const char *path, ms_scenario_file *out, char *errbuf,
                           size_t errlen) {
   memset(out, 0, sizeof *out);
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) {
-    snprintf(errbuf, errlen, "%s: cannot open: %s", path, strerror(errno));
-    return -1;
-  }
   /* a scenario is small: 1 MiB is far beyond 16 triggers */
-  size_t cap = 1 << 20;
-  char *buf = malloc(cap);
-  size_t len = buf ? fread(buf, 1, cap, f) : 0;
-  int rerr = ferror(f), more = !feof(f);
-  fclose(f);
-  if (buf == NULL || rerr || more) {
-    snprintf(errbuf, errlen, "%s: cannot read: %s", path,
-             buf == NULL ? "out of memory"
-             : rerr      ? strerror(errno)
-                         : "larger than 1 MiB");
-    free(buf);
+  char *buf;
+  size_t len;
+  if (ms_yaml_read_file(path, (size_t)1 << 20, &buf, &len, errbuf, errlen) != 0)
     return -1;
-  }
   int r = ms_scenario_file_parse(buf, len, path, out, errbuf, errlen);
   free(buf);
   return r;

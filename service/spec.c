@@ -6,17 +6,14 @@
  */
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <yaml.h>
 
 #include "service.h"
+#include "yamldoc.h"
 
 static const char *const input_names[MS_INPUT_COUNT] = {
     "arrival_rate", "offered_rate", "retry_rate", "error_rate", "pool_size"};
@@ -85,49 +82,6 @@ int ms_parse_rate(const char *text, double *per_second, char *errbuf,
 
 /* ---- the loader ------------------------------------------------------ */
 
-typedef struct {
-  const char *path;
-  yaml_document_t *doc;
-  char *err;
-  size_t errlen;
-  int failed;
-} loader;
-
-__attribute__((format(printf, 3, 4))) static int
-fail_at(loader *ld, const yaml_node_t *node, const char *fmt, ...) {
-  if (ld->failed)
-    return -1;
-  ld->failed = 1;
-  int n = snprintf(ld->err, ld->errlen, "%s:%zu:%zu: ", ld->path,
-                   node ? node->start_mark.line + 1 : 1,
-                   node ? node->start_mark.column + 1 : 1);
-  if (n >= 0 && (size_t)n < ld->errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(ld->err + n, ld->errlen - (size_t)n, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
-
-static const char *scalar(const yaml_node_t *n) {
-  return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value
-                                     : NULL;
-}
-
-static const char *node_kind(const yaml_node_t *n) {
-  switch (n->type) {
-  case YAML_SCALAR_NODE:
-    return "a scalar";
-  case YAML_SEQUENCE_NODE:
-    return "a list";
-  case YAML_MAPPING_NODE:
-    return "a mapping";
-  default:
-    return "empty";
-  }
-}
-
 /* Keys of a service, with what they hold. */
 enum {
   K_NAME,
@@ -175,77 +129,80 @@ static int valid_name(const char *s) {
   return 1;
 }
 
-static int get_double(loader *ld, const yaml_node_t *v, const char *key,
+static int get_double(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                       double lo, double hi, int lo_open, int hi_open,
                       double *out) {
-  const char *s = scalar(v);
+  const char *s = ms_yaml_scalar(v);
   double x;
   const char *rest;
   if (s == NULL || parse_number(s, &x, &rest) != 0 || *rest != '\0')
-    return fail_at(ld, v, "%s must be a number, not %s%s%s%s (key '%s')", key,
-                   s ? "'" : "", s ? s : node_kind(v), s ? "'" : "", "", key);
+    return ms_yaml_fail(ld, v, "%s must be a number, not %s%s%s%s (key '%s')",
+                        key, s ? "'" : "", s ? s : ms_yaml_kind(v),
+                        s ? "'" : "", "", key);
   if ((lo_open ? !(x > lo) : !(x >= lo)) || (hi_open ? !(x < hi) : !(x <= hi)))
-    return fail_at(ld, v, "%s = %s is outside %c%g, %g%c (key '%s')", key, s,
-                   lo_open ? '(' : '[', lo, hi, hi_open ? ')' : ']', key);
+    return ms_yaml_fail(ld, v, "%s = %s is outside %c%g, %g%c (key '%s')", key,
+                        s, lo_open ? '(' : '[', lo, hi, hi_open ? ')' : ']',
+                        key);
   *out = x;
   return 0;
 }
 
-static int get_int(loader *ld, const yaml_node_t *v, const char *key, long lo,
-                   long hi, long *out) {
-  const char *s = scalar(v);
+static int get_int(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
+                   long lo, long hi, long *out) {
+  const char *s = ms_yaml_scalar(v);
   char *end;
   errno = 0;
   long x = s ? strtol(s, &end, 10) : 0;
   if (s == NULL || end == s || *end != '\0' || errno == ERANGE)
-    return fail_at(ld, v, "%s must be a whole number, not %s%s%s (key '%s')",
-                   key, s ? "'" : "", s ? s : node_kind(v), s ? "'" : "", key);
+    return ms_yaml_fail(
+        ld, v, "%s must be a whole number, not %s%s%s (key '%s')", key,
+        s ? "'" : "", s ? s : ms_yaml_kind(v), s ? "'" : "", key);
   if (x < lo || x > hi)
-    return fail_at(ld, v, "%s = %ld is outside [%ld, %ld] (key '%s')", key, x,
-                   lo, hi, key);
+    return ms_yaml_fail(ld, v, "%s = %ld is outside [%ld, %ld] (key '%s')", key,
+                        x, lo, hi, key);
   *out = x;
   return 0;
 }
 
-static int get_unit(loader *ld, const yaml_node_t *v, const char *key,
+static int get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                     int duration, double *out) {
-  const char *s = scalar(v);
+  const char *s = ms_yaml_scalar(v);
   char msg[200];
   if (s == NULL)
-    return fail_at(ld, v, "%s must be a %s, not %s (key '%s')", key,
-                   duration ? "duration" : "rate", node_kind(v), key);
+    return ms_yaml_fail(ld, v, "%s must be a %s, not %s (key '%s')", key,
+                        duration ? "duration" : "rate", ms_yaml_kind(v), key);
   int r = duration ? ms_parse_duration(s, out, msg, sizeof msg)
                    : ms_parse_rate(s, out, msg, sizeof msg);
   if (r != 0)
-    return fail_at(ld, v, "%s (key '%s')", msg, key);
+    return ms_yaml_fail(ld, v, "%s (key '%s')", msg, key);
   return 0;
 }
 
 /* An input: a number, or a collectd identifier host/plugin/type (glob
  * characters * ? [ make it a glob summed over every match). */
-static int get_source(loader *ld, const yaml_node_t *v, ms_input_id id,
+static int get_source(ms_yaml_loader *ld, const yaml_node_t *v, ms_input_id id,
                       ms_source *out) {
   const char *key = input_names[id];
-  const char *s = scalar(v);
+  const char *s = ms_yaml_scalar(v);
   if (s == NULL || *s == '\0')
-    return fail_at(ld, v,
-                   "%s must be a number or a collectd identifier "
-                   "host/plugin[-instance]/type[-instance], not %s (key "
-                   "'inputs.%s')",
-                   key, s ? "an empty string" : node_kind(v), key);
+    return ms_yaml_fail(ld, v,
+                        "%s must be a number or a collectd identifier "
+                        "host/plugin[-instance]/type[-instance], not %s (key "
+                        "'inputs.%s')",
+                        key, s ? "an empty string" : ms_yaml_kind(v), key);
   out->line = (int)v->start_mark.line + 1;
   out->column = (int)v->start_mark.column + 1;
   double x;
   const char *rest;
   if (parse_number(s, &x, &rest) == 0 && *rest == '\0') {
     if (x < 0)
-      return fail_at(ld, v, "%s = %s must be >= 0 (key 'inputs.%s')", key, s,
-                     key);
+      return ms_yaml_fail(ld, v, "%s = %s must be >= 0 (key 'inputs.%s')", key,
+                          s, key);
     if (id == MS_INPUT_POOL && (x < 1 || x > MS_MAX_SERVERS))
-      return fail_at(ld, v,
-                     "pool_size = %s is outside [1, %ld] (key "
-                     "'inputs.pool_size')",
-                     s, MS_MAX_SERVERS);
+      return ms_yaml_fail(ld, v,
+                          "pool_size = %s is outside [1, %ld] (key "
+                          "'inputs.pool_size')",
+                          s, MS_MAX_SERVERS);
     out->kind = MS_SOURCE_NUMBER;
     out->number = x;
     return 0;
@@ -255,98 +212,102 @@ static int get_source(loader *ld, const yaml_node_t *v, ms_input_id id,
     slashes += *p == '/';
     glob |= *p == '*' || *p == '?' || *p == '[';
     if (isspace((unsigned char)*p) || *p == '"')
-      return fail_at(ld, v,
-                     "identifier '%s' contains a blank or quote (key "
-                     "'inputs.%s')",
-                     s, key);
+      return ms_yaml_fail(ld, v,
+                          "identifier '%s' contains a blank or quote (key "
+                          "'inputs.%s')",
+                          s, key);
   }
   const char *first = strchr(s, '/'), *last = strrchr(s, '/');
   if (slashes != 2 || first == s || last == first + 1 || last[1] == '\0')
-    return fail_at(ld, v,
-                   "'%s' is not a collectd identifier "
-                   "host/plugin[-instance]/type[-instance] (key 'inputs.%s')",
-                   s, key);
+    return ms_yaml_fail(
+        ld, v,
+        "'%s' is not a collectd identifier "
+        "host/plugin[-instance]/type[-instance] (key 'inputs.%s')",
+        s, key);
   if (strlen(s) > 255)
-    return fail_at(ld, v,
-                   "identifier is longer than 255 characters (key "
-                   "'inputs.%s')",
-                   key);
+    return ms_yaml_fail(ld, v,
+                        "identifier is longer than 255 characters (key "
+                        "'inputs.%s')",
+                        key);
   out->kind = glob ? MS_SOURCE_GLOB : MS_SOURCE_IDENTIFIER;
   out->pattern = strdup(s);
-  return out->pattern ? 0 : fail_at(ld, v, "out of memory");
+  return out->pattern ? 0 : ms_yaml_fail(ld, v, "out of memory");
 }
 
-static int load_inputs(loader *ld, const yaml_node_t *map,
+static int load_inputs(ms_yaml_loader *ld, const yaml_node_t *map,
                        ms_service_spec *sp) {
   if (map->type != YAML_MAPPING_NODE)
-    return fail_at(ld, map,
-                   "inputs must be a mapping of input names to "
-                   "sources, not %s (key 'inputs')",
-                   node_kind(map));
+    return ms_yaml_fail(ld, map,
+                        "inputs must be a mapping of input names to "
+                        "sources, not %s (key 'inputs')",
+                        ms_yaml_kind(map));
   for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
        p < map->data.mapping.pairs.top; p++) {
     yaml_node_t *k = yaml_document_get_node(ld->doc, p->key);
     yaml_node_t *v = yaml_document_get_node(ld->doc, p->value);
-    const char *ks = scalar(k);
+    const char *ks = ms_yaml_scalar(k);
     int id = -1;
     for (int i = 0; ks && i < MS_INPUT_COUNT; i++)
       if (strcmp(ks, input_names[i]) == 0)
         id = i;
     if (id < 0)
-      return fail_at(ld, k,
-                     "unknown input '%s' (known: arrival_rate, offered_rate, "
-                     "retry_rate, error_rate, pool_size)",
-                     ks ? ks : "?");
+      return ms_yaml_fail(
+          ld, k,
+          "unknown input '%s' (known: arrival_rate, offered_rate, "
+          "retry_rate, error_rate, pool_size)",
+          ks ? ks : "?");
     if (sp->inputs[id].kind != MS_SOURCE_NONE)
-      return fail_at(ld, k, "input '%s' given twice", ks);
+      return ms_yaml_fail(ld, k, "input '%s' given twice", ks);
     if (get_source(ld, v, (ms_input_id)id, &sp->inputs[id]) != 0)
       return -1;
   }
   return 0;
 }
 
-static int load_service(loader *ld, const yaml_node_t *map,
+static int load_service(ms_yaml_loader *ld, const yaml_node_t *map,
                         ms_service_spec *sp) {
   if (map->type != YAML_MAPPING_NODE)
-    return fail_at(ld, map,
-                   "a service must be a mapping (name: ..., model: "
-                   "...), not %s",
-                   node_kind(map));
+    return ms_yaml_fail(ld, map,
+                        "a service must be a mapping (name: ..., model: "
+                        "...), not %s",
+                        ms_yaml_kind(map));
   sp->line = (int)map->start_mark.line + 1;
   const yaml_node_t *val[K_COUNT] = {0}, *key[K_COUNT] = {0};
   for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
        p < map->data.mapping.pairs.top; p++) {
     yaml_node_t *k = yaml_document_get_node(ld->doc, p->key);
-    const char *ks = scalar(k);
+    const char *ks = ms_yaml_scalar(k);
     int id = -1;
     for (int i = 0; ks && i < K_COUNT; i++)
       if (strcmp(ks, key_names[i]) == 0)
         id = i;
     if (id < 0)
-      return fail_at(ld, k, "unknown key '%s' in a service", ks ? ks : "?");
+      return ms_yaml_fail(ld, k, "unknown key '%s' in a service",
+                          ks ? ks : "?");
     if (val[id] != NULL)
-      return fail_at(ld, k, "key '%s' given twice", ks);
+      return ms_yaml_fail(ld, k, "key '%s' given twice", ks);
     key[id] = k;
     val[id] = yaml_document_get_node(ld->doc, p->value);
   }
   if (val[K_NAME] == NULL)
-    return fail_at(ld, map, "a service needs a name (key 'name')");
-  const char *name = scalar(val[K_NAME]);
+    return ms_yaml_fail(ld, map, "a service needs a name (key 'name')");
+  const char *name = ms_yaml_scalar(val[K_NAME]);
   if (name == NULL || !valid_name(name))
-    return fail_at(ld, val[K_NAME],
-                   "name '%s' must be 1 to 63 letters, digits, '_', '.' or "
-                   "'-' (key 'name')",
-                   name ? name : "?");
+    return ms_yaml_fail(
+        ld, val[K_NAME],
+        "name '%s' must be 1 to 63 letters, digits, '_', '.' or "
+        "'-' (key 'name')",
+        name ? name : "?");
   sp->name = strdup(name);
   if (sp->name == NULL)
-    return fail_at(ld, map, "out of memory");
+    return ms_yaml_fail(ld, map, "out of memory");
 
   if (val[K_MODEL] == NULL)
-    return fail_at(ld, map,
-                   "service '%s' needs a model: erlang or capacity "
-                   "(key 'model')",
-                   name);
-  const char *model = scalar(val[K_MODEL]);
+    return ms_yaml_fail(ld, map,
+                        "service '%s' needs a model: erlang or capacity "
+                        "(key 'model')",
+                        name);
+  const char *model = ms_yaml_scalar(val[K_MODEL]);
   ms_failure_model *m = &sp->params.model;
   int erlang;
   if (model && strcmp(model, "erlang") == 0)
@@ -354,24 +315,25 @@ static int load_service(loader *ld, const yaml_node_t *map,
   else if (model && strcmp(model, "capacity") == 0)
     erlang = 0;
   else
-    return fail_at(ld, val[K_MODEL],
-                   "model '%s' is neither erlang nor capacity (key 'model')",
-                   model ? model : node_kind(val[K_MODEL]));
+    return ms_yaml_fail(
+        ld, val[K_MODEL],
+        "model '%s' is neither erlang nor capacity (key 'model')",
+        model ? model : ms_yaml_kind(val[K_MODEL]));
 
   /* keys that belong to the other model */
   static const int erlang_only[] = {K_SERVERS, K_SERVICE_TIME, K_SERVICE_RATE,
                                     K_TIMEOUT};
   for (size_t i = 0; i < sizeof erlang_only / sizeof *erlang_only; i++)
     if (!erlang && val[erlang_only[i]])
-      return fail_at(ld, key[erlang_only[i]],
-                     "key '%s' applies to the erlang model only (service "
-                     "'%s' uses model capacity)",
-                     key_names[erlang_only[i]], name);
+      return ms_yaml_fail(ld, key[erlang_only[i]],
+                          "key '%s' applies to the erlang model only (service "
+                          "'%s' uses model capacity)",
+                          key_names[erlang_only[i]], name);
   if (erlang && val[K_CAPACITY])
-    return fail_at(ld, key[K_CAPACITY],
-                   "key 'capacity' applies to the capacity model only "
-                   "(service '%s' uses model erlang)",
-                   name);
+    return ms_yaml_fail(ld, key[K_CAPACITY],
+                        "key 'capacity' applies to the capacity model only "
+                        "(service '%s' uses model erlang)",
+                        name);
 
   if (erlang) {
     m->kind = MS_MODEL_ERLANG;
@@ -384,51 +346,54 @@ static int load_service(loader *ld, const yaml_node_t *map,
     }
     m->servers = servers;
     if (val[K_SERVICE_TIME] && val[K_SERVICE_RATE])
-      return fail_at(ld, key[K_SERVICE_RATE],
-                     "give service_time or service_rate, not both (service "
-                     "'%s')",
-                     name);
+      return ms_yaml_fail(
+          ld, key[K_SERVICE_RATE],
+          "give service_time or service_rate, not both (service "
+          "'%s')",
+          name);
     if (val[K_SERVICE_TIME]) {
       double t;
       if (get_unit(ld, val[K_SERVICE_TIME], "service_time", 1, &t) != 0)
         return -1;
       if (!(t > 0) || 1.0 / t > 1e290)
-        return fail_at(ld, val[K_SERVICE_TIME],
-                       "service_time must be > 0 and at least 1e-290 s (key "
-                       "'service_time')");
+        return ms_yaml_fail(
+            ld, val[K_SERVICE_TIME],
+            "service_time must be > 0 and at least 1e-290 s (key "
+            "'service_time')");
       m->service_rate = 1.0 / t;
     } else if (val[K_SERVICE_RATE]) {
       if (get_unit(ld, val[K_SERVICE_RATE], "service_rate", 0,
                    &m->service_rate) != 0)
         return -1;
       if (!(m->service_rate > 0) || m->service_rate > 1e290)
-        return fail_at(ld, val[K_SERVICE_RATE],
-                       "service_rate must be > 0 and at most 1e290/s (key "
-                       "'service_rate')");
+        return ms_yaml_fail(ld, val[K_SERVICE_RATE],
+                            "service_rate must be > 0 and at most 1e290/s (key "
+                            "'service_rate')");
     } else {
-      return fail_at(ld, map,
-                     "service '%s' needs service_time (or service_rate) for "
-                     "the erlang model",
-                     name);
+      return ms_yaml_fail(
+          ld, map,
+          "service '%s' needs service_time (or service_rate) for "
+          "the erlang model",
+          name);
     }
     if (val[K_TIMEOUT] == NULL)
-      return fail_at(
+      return ms_yaml_fail(
           ld, map, "service '%s' needs a client timeout (key 'timeout')", name);
     if (get_unit(ld, val[K_TIMEOUT], "timeout", 1, &m->timeout) != 0)
       return -1;
   } else {
     m->kind = MS_MODEL_CAPACITY;
     if (val[K_CAPACITY] == NULL)
-      return fail_at(ld, map,
-                     "service '%s' needs a capacity in requests/s (key "
-                     "'capacity')",
-                     name);
+      return ms_yaml_fail(ld, map,
+                          "service '%s' needs a capacity in requests/s (key "
+                          "'capacity')",
+                          name);
     if (get_unit(ld, val[K_CAPACITY], "capacity", 0, &m->capacity) != 0)
       return -1;
     if (!(m->capacity > 0) || m->capacity > 1e300)
-      return fail_at(ld, val[K_CAPACITY],
-                     "capacity must be > 0 and at most 1e300 (key "
-                     "'capacity')");
+      return ms_yaml_fail(ld, val[K_CAPACITY],
+                          "capacity must be > 0 and at most 1e300 (key "
+                          "'capacity')");
   }
   if (val[K_BASE_FAILURE] && get_double(ld, val[K_BASE_FAILURE], "base_failure",
                                         0, 1, 0, 1, &m->base_failure) != 0)
@@ -437,10 +402,10 @@ static int load_service(loader *ld, const yaml_node_t *map,
   ms_retry_policy *pol = &sp->params.policy;
   long v;
   if (val[K_RETRIES] == NULL)
-    return fail_at(ld, map,
-                   "service '%s' needs retries, the retries per "
-                   "request (0 for none) (key 'retries')",
-                   name);
+    return ms_yaml_fail(ld, map,
+                        "service '%s' needs retries, the retries per "
+                        "request (0 for none) (key 'retries')",
+                        name);
   if (get_int(ld, val[K_RETRIES], "retries", 0, MS_MAX_RETRIES, &v) != 0)
     return -1;
   pol->retries = (int)v;
@@ -476,38 +441,41 @@ static int load_service(loader *ld, const yaml_node_t *map,
   }
 
   if (val[K_INPUTS] == NULL)
-    return fail_at(ld, map, "service '%s' needs inputs (key 'inputs')", name);
+    return ms_yaml_fail(ld, map, "service '%s' needs inputs (key 'inputs')",
+                        name);
   if (load_inputs(ld, val[K_INPUTS], sp) != 0)
     return -1;
   const ms_source *in = sp->inputs;
   if (!erlang && in[MS_INPUT_POOL].kind != MS_SOURCE_NONE)
-    return fail_at(ld, key[K_INPUTS],
-                   "input pool_size applies to the erlang model only "
-                   "(service '%s')",
-                   name);
+    return ms_yaml_fail(ld, key[K_INPUTS],
+                        "input pool_size applies to the erlang model only "
+                        "(service '%s')",
+                        name);
   if (erlang && !sp->has_servers && in[MS_INPUT_POOL].kind == MS_SOURCE_NONE)
-    return fail_at(ld, map,
-                   "service '%s' needs servers, or a pool_size input (key "
-                   "'servers')",
-                   name);
+    return ms_yaml_fail(ld, map,
+                        "service '%s' needs servers, or a pool_size input (key "
+                        "'servers')",
+                        name);
   if (in[MS_INPUT_OFFERED].kind == MS_SOURCE_NONE &&
       !(in[MS_INPUT_ARRIVAL].kind != MS_SOURCE_NONE &&
         (in[MS_INPUT_RETRY].kind != MS_SOURCE_NONE ||
          in[MS_INPUT_ERROR].kind != MS_SOURCE_NONE)))
-    return fail_at(ld, key[K_INPUTS],
-                   "service '%s': the inputs cannot give the offered load: "
-                   "give offered_rate, or arrival_rate with retry_rate or "
-                   "error_rate",
-                   name);
+    return ms_yaml_fail(
+        ld, key[K_INPUTS],
+        "service '%s': the inputs cannot give the offered load: "
+        "give offered_rate, or arrival_rate with retry_rate or "
+        "error_rate",
+        name);
   ms_error merr;
   if (ms_service_params_check(&sp->params, &merr) != MS_OK)
-    return fail_at(ld, map, "service '%s': %s", name, merr.msg);
+    return ms_yaml_fail(ld, map, "service '%s': %s", name, merr.msg);
   /* Solve the model once now, so that a service it cannot analyse is an
    * error at load time, not a warning every interval. */
   ms_landscape probe;
   if (ms_landscape_build(&sp->params, &probe, &merr) != MS_OK)
-    return fail_at(ld, map, "service '%s': the model cannot be analysed: %s",
-                   name, merr.msg);
+    return ms_yaml_fail(ld, map,
+                        "service '%s': the model cannot be analysed: %s", name,
+                        merr.msg);
   return 0;
 }
 
@@ -520,118 +488,53 @@ static void free_services(ms_service_spec *s, size_t n) {
   free(s);
 }
 
-/* Service files nest four levels deep; libyaml's parser slows down
- * superlinearly with nesting, so a hostile file is stopped early. */
-#define MAX_NESTING 32
-
-/*
- * A first pass over libyaml's events, before any document is built: stops
- * at nesting deeper than MAX_NESTING (32,000 levels of '[' take libyaml
- * seconds) and at a second document (a service file holds one).  Syntax
- * errors are left to the loader, which reports them the same way.
- */
-static int prescan(const char *text, size_t len, const char *name, char *errbuf,
-                   size_t errlen) {
-  yaml_parser_t parser;
-  if (!yaml_parser_initialize(&parser)) {
-    snprintf(errbuf, errlen, "%s: cannot initialise the YAML parser", name);
-    return -1;
-  }
-  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-  int depth = 0, documents = 0, r = 0;
-  for (;;) {
-    yaml_event_t ev;
-    if (!yaml_parser_parse(&parser, &ev))
-      break; /* the loader reports it */
-    yaml_event_type_t type = ev.type;
-    yaml_mark_t mark = ev.start_mark;
-    yaml_event_delete(&ev);
-    if (type == YAML_STREAM_END_EVENT)
-      break;
-    if (type == YAML_DOCUMENT_START_EVENT && ++documents > 1) {
-      snprintf(errbuf, errlen,
-               "%s:%zu:%zu: a second YAML document starts here; a service "
-               "file holds one",
-               name, mark.line + 1, mark.column + 1);
-      r = -1;
-      break;
-    }
-    if (type == YAML_SEQUENCE_START_EVENT || type == YAML_MAPPING_START_EVENT) {
-      if (++depth > MAX_NESTING) {
-        snprintf(errbuf, errlen,
-                 "%s:%zu:%zu: nested deeper than %d levels; a service file "
-                 "needs four",
-                 name, mark.line + 1, mark.column + 1, MAX_NESTING);
-        r = -1;
-        break;
-      }
-    } else if (type == YAML_SEQUENCE_END_EVENT ||
-               type == YAML_MAPPING_END_EVENT) {
-      depth--;
-    }
-  }
-  yaml_parser_delete(&parser);
-  return r;
-}
-
 int ms_service_file_parse(const char *text, size_t len, const char *name,
                           ms_service_file *out, char *errbuf, size_t errlen) {
   memset(out, 0, sizeof *out);
-  if (prescan(text, len, name, errbuf, errlen) != 0)
-    return -1;
-  loader ld = {.path = name, .err = errbuf, .errlen = errlen};
-  yaml_parser_t parser;
+  ms_yaml_loader ld = {.path = name, .err = errbuf, .errlen = errlen};
   yaml_document_t doc;
-  if (!yaml_parser_initialize(&parser)) {
-    snprintf(errbuf, errlen, "%s: cannot initialise the YAML parser", name);
+  if (ms_yaml_load(text, len, name, &doc, errbuf, errlen) != 0)
     return -1;
-  }
-  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-  if (!yaml_parser_load(&parser, &doc)) {
-    snprintf(errbuf, errlen, "%s:%zu:%zu: YAML syntax: %s%s%s", name,
-             parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-             parser.problem ? parser.problem : "error",
-             parser.context ? " " : "", parser.context ? parser.context : "");
-    yaml_parser_delete(&parser);
-    return -1;
-  }
   ld.doc = &doc;
   ms_service_spec *svc = NULL;
   size_t n = 0;
   yaml_node_t *root = yaml_document_get_root_node(&doc);
   yaml_node_t *list = NULL;
   if (root == NULL) {
-    fail_at(&ld, NULL, "the file is empty: expected 'services:' and a list");
+    ms_yaml_fail(&ld, NULL,
+                 "the file is empty: expected 'services:' and a list");
   } else if (root->type != YAML_MAPPING_NODE) {
-    fail_at(&ld, root, "expected a mapping with the key 'services', not %s",
-            node_kind(root));
+    ms_yaml_fail(&ld, root,
+                 "expected a mapping with the key 'services', not %s",
+                 ms_yaml_kind(root));
   } else {
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
          p < root->data.mapping.pairs.top && !ld.failed; p++) {
       yaml_node_t *k = yaml_document_get_node(&doc, p->key);
-      const char *ks = scalar(k);
+      const char *ks = ms_yaml_scalar(k);
       if (ks && strcmp(ks, "services") == 0) {
         if (list)
-          fail_at(&ld, k, "key 'services' given twice");
+          ms_yaml_fail(&ld, k, "key 'services' given twice");
         list = yaml_document_get_node(&doc, p->value);
       } else {
-        fail_at(&ld, k, "unknown key '%s' at the top (expected 'services')",
-                ks ? ks : "?");
+        ms_yaml_fail(&ld, k,
+                     "unknown key '%s' at the top (expected 'services')",
+                     ks ? ks : "?");
       }
     }
     if (!ld.failed && list == NULL)
-      fail_at(&ld, root, "missing key 'services'");
+      ms_yaml_fail(&ld, root, "missing key 'services'");
     if (!ld.failed && list->type != YAML_SEQUENCE_NODE)
-      fail_at(&ld, list, "'services' must be a list of services, not %s",
-              node_kind(list));
+      ms_yaml_fail(&ld, list, "'services' must be a list of services, not %s",
+                   ms_yaml_kind(list));
     if (!ld.failed) {
       size_t count = (size_t)(list->data.sequence.items.top -
                               list->data.sequence.items.start);
       if (count == 0)
-        fail_at(&ld, list, "'services' is empty");
+        ms_yaml_fail(&ld, list, "'services' is empty");
       svc = count ? calloc(count, sizeof *svc) : NULL;
       if (count && svc == NULL)
-        fail_at(&ld, list, "out of memory");
+        ms_yaml_fail(&ld, list, "out of memory");
       for (size_t i = 0; i < count && !ld.failed; i++) {
         yaml_node_t *item =
             yaml_document_get_node(&doc, list->data.sequence.items.start[i]);
@@ -648,7 +551,7 @@ int ms_service_file_parse(const char *text, size_t len, const char *name,
       cap <<= 1;
     size_t *slot = calloc(cap, sizeof *slot); /* index + 1, 0 = empty */
     if (slot == NULL) {
-      fail_at(&ld, list, "out of memory");
+      ms_yaml_fail(&ld, list, "out of memory");
     } else {
       for (size_t i = 0; i < n && !ld.failed; i++) {
         size_t h = 5381;
@@ -662,9 +565,9 @@ int ms_service_file_parse(const char *text, size_t len, const char *name,
           if (strcmp(svc[slot[j] - 1].name, svc[i].name) == 0) {
             yaml_node_t *item = yaml_document_get_node(
                 &doc, list->data.sequence.items.start[i]);
-            fail_at(&ld, item,
-                    "service name '%s' is used twice (first at line %d)",
-                    svc[i].name, svc[slot[j] - 1].line);
+            ms_yaml_fail(&ld, item,
+                         "service name '%s' is used twice (first at line %d)",
+                         svc[i].name, svc[slot[j] - 1].line);
             break;
           }
         }
@@ -673,7 +576,6 @@ int ms_service_file_parse(const char *text, size_t len, const char *name,
     }
   }
   yaml_document_delete(&doc);
-  yaml_parser_delete(&parser);
   if (ld.failed) {
     free_services(svc, n);
     return -1;
@@ -685,48 +587,15 @@ int ms_service_file_parse(const char *text, size_t len, const char *name,
 }
 
 /* Larger than any service file: 10,000 services take about 2 MB. */
-#define MAX_FILE_BYTES (64L << 20)
+#define MAX_FILE_BYTES ((size_t)64 << 20)
 
 int ms_service_file_load(const char *path, ms_service_file *out, char *errbuf,
                          size_t errlen) {
   memset(out, 0, sizeof *out);
-  /* O_NONBLOCK: a FIFO must not hang collectd's start; only regular files
-   * of a sane size are read. */
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    snprintf(errbuf, errlen, "%s: cannot open: %s", path, strerror(errno));
+  char *buf;
+  size_t len;
+  if (ms_yaml_read_file(path, MAX_FILE_BYTES, &buf, &len, errbuf, errlen) != 0)
     return -1;
-  }
-  struct stat sb;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
-      sb.st_size > MAX_FILE_BYTES) {
-    snprintf(errbuf, errlen, "%s: %s", path,
-             !S_ISREG(sb.st_mode) ? "not a regular file"
-                                  : "larger than 64 MiB: not a service file");
-    close(fd);
-    return -1;
-  }
-  size_t len = (size_t)sb.st_size;
-  char *buf = malloc(len + 1);
-  size_t got = 0;
-  while (buf != NULL && got < len) {
-    ssize_t n = read(fd, buf + got, len - got);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    got += (size_t)n;
-  }
-  int saved = errno;
-  close(fd);
-  if (buf == NULL || got != len) {
-    snprintf(errbuf, errlen, "%s: cannot read: %s", path,
-             buf == NULL ? "out of memory"
-                         : (got < len && saved ? strerror(saved)
-                                               : "file changed while read"));
-    free(buf);
-    return -1;
-  }
   int r = ms_service_file_parse(buf, len, path, out, errbuf, errlen);
   free(buf);
   return r;

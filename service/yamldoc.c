@@ -1,0 +1,164 @@
+/* Reading YAML documents for the service and scenario files. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "yamldoc.h"
+
+int ms_yaml_fail(ms_yaml_loader *ld, const yaml_node_t *node, const char *fmt,
+                 ...) {
+  if (ld->failed)
+    return -1;
+  ld->failed = 1;
+  int n = snprintf(ld->err, ld->errlen, "%s:%zu:%zu: ", ld->path,
+                   node ? node->start_mark.line + 1 : 1,
+                   node ? node->start_mark.column + 1 : 1);
+  if (n >= 0 && (size_t)n < ld->errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ld->err + n, ld->errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+const char *ms_yaml_scalar(const yaml_node_t *n) {
+  return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value
+                                     : NULL;
+}
+
+const char *ms_yaml_kind(const yaml_node_t *n) {
+  switch (n->type) {
+  case YAML_SCALAR_NODE:
+    return "a scalar";
+  case YAML_SEQUENCE_NODE:
+    return "a list";
+  case YAML_MAPPING_NODE:
+    return "a mapping";
+  default:
+    return "empty";
+  }
+}
+
+int ms_yaml_read_file(const char *path, size_t max_bytes, char **buf_out,
+                      size_t *len_out, char *errbuf, size_t errlen) {
+  /* O_NONBLOCK: a FIFO must not hang collectd's start; only regular files
+   * of a sane size are read. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(errbuf, errlen, "%s: cannot open: %s", path, strerror(errno));
+    return -1;
+  }
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+      (size_t)sb.st_size > max_bytes) {
+    if (S_ISREG(sb.st_mode))
+      snprintf(errbuf, errlen, "%s: larger than %zu bytes: not a %s", path,
+               max_bytes, "file of this kind");
+    else
+      snprintf(errbuf, errlen, "%s: not a regular file", path);
+    close(fd);
+    return -1;
+  }
+  size_t len = (size_t)sb.st_size;
+  char *buf = malloc(len + 1);
+  size_t got = 0;
+  while (buf != NULL && got < len) {
+    ssize_t n = read(fd, buf + got, len - got);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    got += (size_t)n;
+  }
+  int saved = errno;
+  close(fd);
+  if (buf == NULL || got != len) {
+    snprintf(errbuf, errlen, "%s: cannot read: %s", path,
+             buf == NULL ? "out of memory"
+                         : (saved ? strerror(saved)
+                                  : "the file changed while it was read"));
+    free(buf);
+    return -1;
+  }
+  *buf_out = buf;
+  *len_out = len;
+  return 0;
+}
+
+/* Our files nest four levels deep. */
+#define MAX_NESTING 32
+
+/* A first pass over libyaml's events, before any document is built: stops
+ * at nesting deeper than MAX_NESTING and at a second document.  Syntax
+ * errors are left to the loader, which reports them the same way. */
+static int prescan(const char *text, size_t len, const char *name, char *errbuf,
+                   size_t errlen) {
+  yaml_parser_t parser;
+  if (!yaml_parser_initialize(&parser)) {
+    snprintf(errbuf, errlen, "%s: cannot initialise the YAML parser", name);
+    return -1;
+  }
+  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+  int depth = 0, documents = 0, r = 0;
+  for (;;) {
+    yaml_event_t ev;
+    if (!yaml_parser_parse(&parser, &ev))
+      break;
+    yaml_event_type_t type = ev.type;
+    yaml_mark_t mark = ev.start_mark;
+    yaml_event_delete(&ev);
+    if (type == YAML_STREAM_END_EVENT)
+      break;
+    if (type == YAML_DOCUMENT_START_EVENT && ++documents > 1) {
+      snprintf(errbuf, errlen,
+               "%s:%zu:%zu: a second YAML document starts here; the file "
+               "holds one",
+               name, mark.line + 1, mark.column + 1);
+      r = -1;
+      break;
+    }
+    if (type == YAML_SEQUENCE_START_EVENT || type == YAML_MAPPING_START_EVENT) {
+      if (++depth > MAX_NESTING) {
+        snprintf(errbuf, errlen,
+                 "%s:%zu:%zu: nested deeper than %d levels; the file needs "
+                 "four",
+                 name, mark.line + 1, mark.column + 1, MAX_NESTING);
+        r = -1;
+        break;
+      }
+    } else if (type == YAML_SEQUENCE_END_EVENT ||
+               type == YAML_MAPPING_END_EVENT) {
+      depth--;
+    }
+  }
+  yaml_parser_delete(&parser);
+  return r;
+}
+
+int ms_yaml_load(const char *text, size_t len, const char *name,
+                 yaml_document_t *doc, char *errbuf, size_t errlen) {
+  if (prescan(text, len, name, errbuf, errlen) != 0)
+    return -1;
+  yaml_parser_t parser;
+  if (!yaml_parser_initialize(&parser)) {
+    snprintf(errbuf, errlen, "%s: cannot initialise the YAML parser", name);
+    return -1;
+  }
+  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+  int r = 0;
+  if (!yaml_parser_load(&parser, doc)) {
+    snprintf(errbuf, errlen, "%s:%zu:%zu: YAML syntax: %s%s%s", name,
+             parser.problem_mark.line + 1, parser.problem_mark.column + 1,
+             parser.problem ? parser.problem : "error",
+             parser.context ? " " : "", parser.context ? parser.context : "");
+    r = -1;
+  }
+  yaml_parser_delete(&parser);
+  return r;
+}

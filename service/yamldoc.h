@@ -1,0 +1,50 @@
+/*
+ * Reading YAML documents for the service and scenario files (internal to
+ * service/): libyaml's document API, so that every node keeps its line and
+ * column, with the checks both loaders need against hostile files.
+ */
+#ifndef METASTABLE_YAMLDOC_H
+#define METASTABLE_YAMLDOC_H
+
+#include <stddef.h>
+#include <yaml.h>
+
+/* The state of one load: where messages go, and whether one was written. */
+typedef struct {
+  const char *path; /* file name used in messages */
+  yaml_document_t *doc;
+  char *err;
+  size_t errlen;
+  int failed; /* the first message is kept */
+} ms_yaml_loader;
+
+/* Write "path:line:column: message" for node (1:1 without one) unless a
+ * message is already there; returns -1. */
+int ms_yaml_fail(ms_yaml_loader *ld, const yaml_node_t *node, const char *fmt,
+                 ...) __attribute__((format(printf, 3, 4)));
+
+/* The text of a scalar node, or NULL for a list or a mapping. */
+const char *ms_yaml_scalar(const yaml_node_t *n);
+
+/* "a scalar", "a list", "a mapping" or "empty", for messages. */
+const char *ms_yaml_kind(const yaml_node_t *n);
+
+/*
+ * ms_yaml_read_file: the contents of a regular file of at most max_bytes,
+ * in a malloc'd buffer (*buf, *len).  A FIFO, a device or a directory is
+ * refused without blocking.  Returns 0, or -1 with "path: why" in err.
+ */
+int ms_yaml_read_file(const char *path, size_t max_bytes, char **buf,
+                      size_t *len, char *err, size_t errlen);
+
+/*
+ * ms_yaml_load: parse text into *doc (initialised on success; the caller
+ * deletes it with yaml_document_delete).  Refuses, with path:line:column, a
+ * syntax error, a second document, and nesting deeper than 32 levels
+ * (libyaml slows down superlinearly with nesting: 32,000 '[' take seconds).
+ * Returns 0 or -1.
+ */
+int ms_yaml_load(const char *text, size_t len, const char *name,
+                 yaml_document_t *doc, char *err, size_t errlen);
+
+#endif
