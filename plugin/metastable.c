@@ -163,10 +163,16 @@ static int ms_config(oconfig_item_t *ci) {
         return -1;
       }
     } else if (strcasecmp("Interval", child->key) == 0) {
-      if (cf_util_get_cdtime(child, &conf_interval) != 0 ||
-          conf_interval == 0) {
+      /* at least 0.1 s: a tighter loop would only spin a read thread and
+       * flood the write queue; at most a day */
+      double seconds =
+          child->values_num == 1 && child->values[0].type == OCONFIG_TYPE_NUMBER
+              ? child->values[0].value.number
+              : NAN;
+      if (!(seconds >= 0.1 && seconds <= 86400.0) ||
+          cf_util_get_cdtime(child, &conf_interval) != 0) {
         ERROR(PLUGIN_NAME " plugin: Interval must be a number of seconds "
-                          "> 0");
+                          "from 0.1 to 86400");
         return -1;
       }
     } else if (strcasecmp("Values", child->key) == 0) {

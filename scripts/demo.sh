@@ -1,5 +1,5 @@
 #!/bin/sh
-# The main job on the bundled default: installs what it needs, builds, then
+# The demo: installs what it needs, builds, then
 # starts a private collectd with the plugin and replays an incident through
 # collectd's statsd plugin (demo/incident.csv), printing what the plugin
 # says as it happens.  Takes about a minute.
