@@ -19,18 +19,11 @@
 /* A duration or a rate, in [lo, hi]. */
 static int get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                     int duration, double lo, double hi, double *out) {
-  const char *s = ms_yaml_scalar(v);
-  char msg[200];
-  if (s == NULL)
-    return ms_yaml_fail(ld, v, "%s must be a %s, not %s (key '%s')", key,
-                        duration ? "duration" : "rate", ms_yaml_kind(v), key);
-  int r = duration ? ms_parse_duration(s, out, msg, sizeof msg)
-                   : ms_parse_rate(s, out, msg, sizeof msg);
-  if (r != 0)
-    return ms_yaml_fail(ld, v, "%s (key '%s')", msg, key);
+  if (ms_yaml_get_unit(ld, v, key, duration, out) != 0)
+    return -1;
   if (!(*out >= lo && *out <= hi))
     return ms_yaml_fail(ld, v, "%s = %s is outside [%g, %g]%s (key '%s')", key,
-                        s, lo, hi, duration ? " s" : "/s", key);
+                        ms_yaml_scalar(v), lo, hi, duration ? " s" : "/s", key);
   return 0;
 }
 

@@ -164,20 +164,6 @@ static int get_int(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
   return 0;
 }
 
-static int get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
-                    int duration, double *out) {
-  const char *s = ms_yaml_scalar(v);
-  char msg[200];
-  if (s == NULL)
-    return ms_yaml_fail(ld, v, "%s must be a %s, not %s (key '%s')", key,
-                        duration ? "duration" : "rate", ms_yaml_kind(v), key);
-  int r = duration ? ms_parse_duration(s, out, msg, sizeof msg)
-                   : ms_parse_rate(s, out, msg, sizeof msg);
-  if (r != 0)
-    return ms_yaml_fail(ld, v, "%s (key '%s')", msg, key);
-  return 0;
-}
-
 /* An input: a number, or a collectd identifier host/plugin/type (glob
  * characters * ? [ make it a glob summed over every match). */
 static int get_source(ms_yaml_loader *ld, const yaml_node_t *v, ms_input_id id,
@@ -353,7 +339,7 @@ static int load_service(ms_yaml_loader *ld, const yaml_node_t *map,
           name);
     if (val[K_SERVICE_TIME]) {
       double t;
-      if (get_unit(ld, val[K_SERVICE_TIME], "service_time", 1, &t) != 0)
+      if (ms_yaml_get_unit(ld, val[K_SERVICE_TIME], "service_time", 1, &t) != 0)
         return -1;
       if (!(t > 0) || 1.0 / t > 1e290)
         return ms_yaml_fail(
@@ -362,8 +348,8 @@ static int load_service(ms_yaml_loader *ld, const yaml_node_t *map,
             "'service_time')");
       m->service_rate = 1.0 / t;
     } else if (val[K_SERVICE_RATE]) {
-      if (get_unit(ld, val[K_SERVICE_RATE], "service_rate", 0,
-                   &m->service_rate) != 0)
+      if (ms_yaml_get_unit(ld, val[K_SERVICE_RATE], "service_rate", 0,
+                           &m->service_rate) != 0)
         return -1;
       if (!(m->service_rate > 0) || m->service_rate > 1e290)
         return ms_yaml_fail(ld, val[K_SERVICE_RATE],
@@ -379,7 +365,7 @@ static int load_service(ms_yaml_loader *ld, const yaml_node_t *map,
     if (val[K_TIMEOUT] == NULL)
       return ms_yaml_fail(
           ld, map, "service '%s' needs a client timeout (key 'timeout')", name);
-    if (get_unit(ld, val[K_TIMEOUT], "timeout", 1, &m->timeout) != 0)
+    if (ms_yaml_get_unit(ld, val[K_TIMEOUT], "timeout", 1, &m->timeout) != 0)
       return -1;
   } else {
     m->kind = MS_MODEL_CAPACITY;
@@ -388,7 +374,7 @@ static int load_service(ms_yaml_loader *ld, const yaml_node_t *map,
                           "service '%s' needs a capacity in requests/s (key "
                           "'capacity')",
                           name);
-    if (get_unit(ld, val[K_CAPACITY], "capacity", 0, &m->capacity) != 0)
+    if (ms_yaml_get_unit(ld, val[K_CAPACITY], "capacity", 0, &m->capacity) != 0)
       return -1;
     if (!(m->capacity > 0) || m->capacity > 1e300)
       return ms_yaml_fail(ld, val[K_CAPACITY],

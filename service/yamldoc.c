@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "service.h"
 #include "yamldoc.h"
 
 int ms_yaml_fail(ms_yaml_loader *ld, const yaml_node_t *node, const char *fmt,
@@ -43,6 +44,20 @@ const char *ms_yaml_kind(const yaml_node_t *n) {
   default:
     return "empty";
   }
+}
+
+int ms_yaml_get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
+                     int duration, double *out) {
+  const char *s = ms_yaml_scalar(v);
+  char msg[200];
+  if (s == NULL)
+    return ms_yaml_fail(ld, v, "%s must be a %s, not %s (key '%s')", key,
+                        duration ? "duration" : "rate", ms_yaml_kind(v), key);
+  int r = duration ? ms_parse_duration(s, out, msg, sizeof msg)
+                   : ms_parse_rate(s, out, msg, sizeof msg);
+  if (r != 0)
+    return ms_yaml_fail(ld, v, "%s (key '%s')", msg, key);
+  return 0;
 }
 
 int ms_yaml_read_file(const char *path, size_t max_bytes, char **buf_out,

@@ -30,6 +30,14 @@ const char *ms_yaml_scalar(const yaml_node_t *n);
 const char *ms_yaml_kind(const yaml_node_t *n);
 
 /*
+ * ms_yaml_get_unit: a duration (seconds, or with s, ms, us) or a rate (per
+ * second, optionally "/s") from a scalar node, through ms_parse_duration or
+ * ms_parse_rate; key names the field in messages.  Returns 0 or -1.
+ */
+int ms_yaml_get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
+                     int duration, double *out);
+
+/*
  * ms_yaml_read_file: the contents of a regular file of at most max_bytes,
  * in a malloc'd buffer (*buf, *len).  A FIFO, a device or a directory is
  * refused without blocking.  Returns 0, or -1 with "path: why" in err.
