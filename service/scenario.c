@@ -27,23 +27,6 @@ static int get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
   return 0;
 }
 
-static int get_whole(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
-                     double lo, double hi, double *out) {
-  const char *s = ms_yaml_scalar(v);
-  char *end;
-  errno = 0;
-  double x = s ? strtod(s, &end) : 0;
-  if (s == NULL || end == s || *end != '\0' || errno == ERANGE || x != floor(x))
-    return ms_yaml_fail(
-        ld, v, "%s must be a whole number, not %s%s%s (key '%s')", key,
-        s ? "'" : "", s ? s : ms_yaml_kind(v), s ? "'" : "", key);
-  if (!(x >= lo && x <= hi))
-    return ms_yaml_fail(ld, v, "%s = %s is outside [%.0f, %.0f] (key '%s')",
-                        key, s, lo, hi, key);
-  *out = x;
-  return 0;
-}
-
 /* Walk a mapping: for each pair, the index of its key in names, or fail. */
 typedef struct {
   const yaml_node_t *key[16], *val[16];
@@ -192,8 +175,8 @@ static int load_trigger(ms_yaml_loader *ld, const yaml_node_t *map, int index,
           what);
     double v;
     if (f.val[T_SERVERS]) {
-      if (get_whole(ld, f.val[T_SERVERS], "servers", 0, MS_MAX_SERVERS, &v) !=
-          0)
+      if (ms_yaml_get_whole(ld, f.val[T_SERVERS], "servers", 0, MS_MAX_SERVERS,
+                            &v) != 0)
         return -1;
       t->servers = (long)v;
     } else {
@@ -291,7 +274,8 @@ static int load_root(ms_yaml_loader *ld, const yaml_node_t *root,
   if (f.val[S_SEED]) {
     double v;
     /* integers up to 2^53 are exact in a double */
-    if (get_whole(ld, f.val[S_SEED], "seed", 0, 9007199254740992.0, &v) != 0)
+    if (ms_yaml_get_whole(ld, f.val[S_SEED], "seed", 0, 9007199254740992.0,
+                          &v) != 0)
       return -1;
     out->seed = (uint64_t)v;
     out->has_seed = true;
@@ -311,8 +295,8 @@ static int load_root(ms_yaml_loader *ld, const yaml_node_t *root,
     out->has_budget_window = true;
   }
   if (f.val[S_TOKEN_CAPACITY]) {
-    if (get_whole(ld, f.val[S_TOKEN_CAPACITY], "token_capacity", 1, 1e15,
-                  &out->token_capacity) != 0)
+    if (ms_yaml_get_whole(ld, f.val[S_TOKEN_CAPACITY], "token_capacity", 1,
+                          1e15, &out->token_capacity) != 0)
       return -1;
     out->has_token_capacity = true;
   }

@@ -149,18 +149,10 @@ static int get_double(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
 
 static int get_int(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                    long lo, long hi, long *out) {
-  const char *s = ms_yaml_scalar(v);
-  char *end;
-  errno = 0;
-  long x = s ? strtol(s, &end, 10) : 0;
-  if (s == NULL || end == s || *end != '\0' || errno == ERANGE)
-    return ms_yaml_fail(
-        ld, v, "%s must be a whole number, not %s%s%s (key '%s')", key,
-        s ? "'" : "", s ? s : ms_yaml_kind(v), s ? "'" : "", key);
-  if (x < lo || x > hi)
-    return ms_yaml_fail(ld, v, "%s = %ld is outside [%ld, %ld] (key '%s')", key,
-                        x, lo, hi, key);
-  *out = x;
+  double x;
+  if (ms_yaml_get_whole(ld, v, key, (double)lo, (double)hi, &x) != 0)
+    return -1;
+  *out = (long)x;
   return 0;
 }
 

@@ -1,7 +1,9 @@
 /* Reading YAML documents for the service and scenario files. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,25 @@ int ms_yaml_get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                    : ms_parse_rate(s, out, msg, sizeof msg);
   if (r != 0)
     return ms_yaml_fail(ld, v, "%s (key '%s')", msg, key);
+  return 0;
+}
+
+int ms_yaml_get_whole(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
+                      double lo, double hi, double *out) {
+  const char *s = ms_yaml_scalar(v);
+  char *end = NULL;
+  errno = 0;
+  double x = s ? strtod(s, &end) : 0;
+  bool decimal = s != NULL && strpbrk(s, "xXpP") == NULL;
+  if (s == NULL || !decimal || end == s || *end != '\0' || errno == ERANGE ||
+      !isfinite(x) || x != floor(x))
+    return ms_yaml_fail(
+        ld, v, "%s must be a whole number, not %s%s%s (key '%s')", key,
+        s ? "'" : "", s ? s : ms_yaml_kind(v), s ? "'" : "", key);
+  if (!(x >= lo && x <= hi))
+    return ms_yaml_fail(ld, v, "%s = %s is outside [%.0f, %.0f] (key '%s')",
+                        key, s, lo, hi, key);
+  *out = x;
   return 0;
 }
 

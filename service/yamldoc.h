@@ -38,6 +38,13 @@ int ms_yaml_get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                      int duration, double *out);
 
 /*
+ * ms_yaml_get_whole: a whole number in [lo, hi] from a scalar node, written
+ * in decimal ("12", "1e3"; not "2.5", not hexadecimal).  Returns 0 or -1.
+ */
+int ms_yaml_get_whole(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
+                      double lo, double hi, double *out);
+
+/*
  * ms_yaml_read_file: the contents of a regular file of at most max_bytes,
  * in a malloc'd buffer (*buf, *len).  A FIFO, a device or a directory is
  * refused without blocking.  Returns 0, or -1 with "path: why" in err.

@@ -162,6 +162,7 @@ static const struct {
      "2:5", "needs servers, or a pool_size"},
     {SVC ERL IN "  - name: a\n" ERL IN, "10:5", "used twice"},
     {SVC ERL "    clear_after: 0\n" IN, "8:18", "clear_after = 0"},
+    {SVC ERL "    tiers: 0x2\n" IN, "8:12", "whole number"},
     {"services: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]"
      "]]]]]]]]]]]]]]]]]]\n",
      "1:42", "nested deeper than 32 levels"},
