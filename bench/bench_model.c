@@ -517,16 +517,7 @@ int main(int argc, char **argv) {
     if (opt.csv == NULL)
       die("cannot write the CSV file");
   }
-  char model[256];
-  long cpus;
-  bench_machine(model, sizeof model, &cpus);
-  time_t now = time(NULL);
-  char date[64];
-  strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
-  printf("collectd-metastable model benchmark%s, %s\nmachine: %s, %ld CPUs; "
-         "CFLAGS %s\n",
-         opt.quick ? " (quick smoke run: numbers mean nothing)" : "", date,
-         model, cpus, MS_BENCH_CFLAGS);
+  bench_print_header("model", opt.quick, MS_BENCH_CFLAGS);
   printf(
       "each cell: min / median / max over repeated runs of one call "
       "(a run repeats the call for ~0.2 ms, so few runs meet a preemption)\n");

@@ -346,16 +346,8 @@ int main(int argc, char **argv) {
     if (opt.csv == NULL)
       die("cannot write the CSV file");
   }
-  char model[256];
-  long cpus;
-  bench_machine(model, sizeof model, &cpus);
-  time_t now = time(NULL);
-  char date[64];
-  strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
-  printf("\ncollectd-metastable plugin benchmark%s, %s\nmachine: %s, %ld CPUs; "
-         "CFLAGS %s\n",
-         opt.quick ? " (quick smoke run: numbers mean nothing)" : "", date,
-         model, cpus, MS_BENCH_CFLAGS);
+  putchar('\n');
+  bench_print_header("plugin", opt.quick, MS_BENCH_CFLAGS);
   printf("\n4. Plugin read cycle (plugin/metastable.c against a stand-in of "
          "collectd's cache and dispatch)\n\n");
   printf("%9s | %9s | %9s %9s %9s | %9s | %9s | %7s %6s %5s\n", "services",

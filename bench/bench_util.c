@@ -170,3 +170,16 @@ void bench_machine(char *model, int len, long *cpus) {
   }
   *cpus = sysconf(_SC_NPROCESSORS_ONLN);
 }
+
+void bench_print_header(const char *what, bool quick, const char *cflags) {
+  char model[256];
+  long cpus;
+  bench_machine(model, sizeof model, &cpus);
+  time_t now = time(NULL);
+  char date[64];
+  strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+  printf("collectd-metastable %s benchmark%s, %s\nmachine: %s, %ld CPUs; "
+         "CFLAGS %s\n",
+         what, quick ? " (quick smoke run: numbers mean nothing)" : "", date,
+         model, cpus, cflags);
+}

@@ -79,4 +79,9 @@ long bench_rss_kib(void);
  * number of online CPUs, for the header of the table. */
 void bench_machine(char *model, int len, long *cpus);
 
+/* Print a benchmark's header: "collectd-metastable <what> benchmark", the
+ * date, the machine and the compiler flags; a quick run says its numbers
+ * mean nothing. */
+void bench_print_header(const char *what, bool quick, const char *cflags);
+
 #endif
