@@ -6,7 +6,7 @@
  *    B_0 = 1 (Jagerman 1974), in double: it never overflows (B stays in
  *    (0, 1]) and is accurate; O(c) per evaluation.  Erlang C and the wait
  *    tail P(W > T) = C exp(-(c mu - x) T) from it; p(x), A(p) and
- *    lambda(x) = x / A(p(x)) straight from DESIGN 1.1-1.3.
+ *    lambda(x) = x / A(p(x)) straight from doc/design.md §1.1-1.3.
  *  - The bifurcation diagram by a dense uniform grid of lambda(x), one point
  *    every 1/1000 of the capacity c mu, up to 1.25 c mu; each sampled local
  *    maximum or minimum refined by golden-section search to a relative

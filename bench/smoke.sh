@@ -23,7 +23,7 @@ done
 # the header and every row have the same number of columns
 awk -F, 'NR == 1 { n = NF } NF < n { print "bench smoke: short row " NR ": " $0; bad = 1 }
   END { exit bad }' "$csv" >&2 || status=1
-# one service dispatches the 13 values of DESIGN 1.5 plus its 2 observations
+# one service dispatches the 13 values of doc/design.md §1.5 plus its 2 observations
 if ! grep -q '^plugin_read_cycle,,,1,.*values per cycle 15.0' "$csv"; then
   echo "bench smoke: one service did not dispatch 15 values per cycle" >&2
   status=1

@@ -3,9 +3,9 @@
  *
  *  - the sub-command table's entry type and every sub-command's entry point
  *    (cli/main.c dispatches; each sub-command lives in its own file);
- *  - diagnostics and exit codes (DESIGN: 0 success, 2 usage error naming the
- *    option and its accepted range, 1 runtime error naming the file and the
- *    reason);
+ *  - diagnostics and exit codes (doc/design.md §4: 0 success, 2 usage error
+ * naming the option and its accepted range, 1 runtime error naming the file and
+ * the reason);
  *  - option values: numbers with ranges, durations and rates with units,
  *    choices;
  *  - the model options every solving sub-command takes (--model, --servers,

@@ -1,9 +1,9 @@
 /*
- * metastable lab: seed 000's lab for the capacity model in exact rational
- * arithmetic (model/exact.h, GMP).  The decimals on the command line are
- * read exactly (0.95 is 19/20), the map L' = lambda A(p(L)) is iterated
+ * metastable lab: the capacity model's lab (doc/design.md §1.6) in exact
+ * rational arithmetic (model/exact.h, GMP).  The decimals on the command line
+ * are read exactly (0.95 is 19/20), the map L' = lambda A(p(L)) is iterated
  * without rounding until the fractions pass a digit limit, and the fixed
- * point is then bracketed by bisection with exact ends (DESIGN 1.6).
+ * point is then bracketed by bisection with exact ends (doc/design.md §1.6).
  */
 #include <float.h>
 #include <gmp.h>

@@ -2,8 +2,8 @@
  * metastable simulate: the path through the landscape, not only where it
  * ends (model/sim.h).  A scenario (baseline load and triggers: spikes,
  * ramps, drops, stalls) from the command line or a YAML file
- * (service/scenario.h) runs through the fluid engine (memoryless, seed 002,
- * or with queue memory) or the discrete-event engine, and comes out as a
+ * (service/scenario.h) runs through the fluid engine (memoryless, doc/design.md
+ * §6, or with queue memory) or the discrete-event engine, and comes out as a
  * time series (CSV or JSON) with the plugin's verdict on every window, a
  * summary (did the storm outlast its trigger; when did it end; did the
  * service settle back at the healthy equilibrium), and a gnuplot chart with

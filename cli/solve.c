@@ -1,7 +1,7 @@
 /*
  * metastable solve: every equilibrium of one service at one offered load,
- * its tipping and recovery loads, and its state (DESIGN 1.3-1.5), computed
- * by ms_landscape_build and ms_analyze exactly as the plugin does.
+ * its tipping and recovery loads, and its state (doc/design.md §1.3-1.5),
+ * computed by ms_landscape_build and ms_analyze exactly as the plugin does.
  */
 #include <math.h>
 #include <stdio.h>

@@ -4,8 +4,8 @@
  * gnuplot (cli/plot.h).
  *
  * The table samples the offered load; the picture instead follows the curve
- * lambda(x) = x / A(p(x)) itself (DESIGN 1.3), piece by monotone piece of
- * the landscape, refined where it bends, so the folds are drawn sharp
+ * lambda(x) = x / A(p(x)) itself (doc/design.md §1.3), piece by monotone piece
+ * of the landscape, refined where it bends, so the folds are drawn sharp
  * whatever --steps says: increasing pieces are the stable branches (solid),
  * decreasing ones the unstable branch (dashed).
  */

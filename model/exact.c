@@ -1,6 +1,7 @@
 /*
  * Exact (GMP) evaluation of the capacity model's retry map, bisection
- * enclosures of its fixed points, and the exact iteration of seed 000.
+ * enclosures of its fixed points, and the exact iteration of doc/design.md
+ * §1.6.
  */
 #include <ctype.h>
 #include <math.h>

@@ -1,11 +1,12 @@
 /*
- * Exact rational arithmetic for the capacity model (DESIGN 1.6), with GMP.
+ * Exact rational arithmetic for the capacity model (doc/design.md §1.6), with
+ * GMP.
  *
  * With a capacity C every quantity of the loop is rational: p(L) =
  * base + (1 - base)(L - C)/L above C, A(p) a polynomial, the budget and
  * token caps rational functions.  So the fixed point x = lambda A(p(x)) can
  * be bracketed by exact fractions, and the map iterated without rounding
- * (seed 000, "the lab").
+ * (doc/design.md §1.6, the lab).
  *
  * Unlike the rest of the model these functions allocate (GMP numbers).  A
  * function that returns an error leaves its mpq_t outputs unspecified but
@@ -61,7 +62,7 @@ int ms_exact_check(const ms_exact_capacity *e, ms_error *err);
  */
 int ms_exact_parse(mpq_t out, const char *text, ms_error *err);
 
-/* ms_exact_map: out = lambda A(p(L)), the retry map of seed 000, for
+/* ms_exact_map: out = lambda A(p(L)), the retry map of doc/design.md §1.3, for
  * L >= 0 exact.  out may alias L.  No errors for a valid *e. */
 void ms_exact_map(const ms_exact_capacity *e, mpq_t out, const mpq_t L);
 
@@ -79,7 +80,7 @@ int ms_exact_enclose(const ms_exact_capacity *e, mpq_t lo, mpq_t hi,
                      unsigned rel_bits, ms_error *err);
 
 /*
- * ms_exact_fixed_point: the enclosure of DESIGN 1.6: bracket [lambda,
+ * ms_exact_fixed_point: the enclosure of doc/design.md §1.6: bracket [lambda,
  * lambda A(1)] (F is increasing and bounded by lambda A(1), so F - L >= 0 at
  * lambda and <= 0 at lambda A(1)), then ms_exact_enclose.  With one
  * equilibrium (every fixed-count single-tier policy) this is it; with

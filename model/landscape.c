@@ -1,7 +1,7 @@
 /*
  * The bifurcation diagram lambda(x) = x / A(p(x)) of one service, its
  * equilibria at a given offered load, and the state of the service
- * (DESIGN 1.3-1.5).
+ * (doc/design.md §1.3-1.5).
  *
  * Everything that does not depend on the offered load (the extrema of
  * lambda(x): tipping and recovery points) is computed once by
@@ -567,7 +567,7 @@ static int check_observation(const ms_observation *o, ms_error *err) {
 }
 
 /*
- * Which basin of a bistable band the service sits in (DESIGN 1.4): the
+ * Which basin of a bistable band the service sits in (doc/design.md §1.4): the
  * unstable middle equilibrium separates them; the observed attempt rate,
  * else the observed failure ratio, says on which side the service is; else
  * the previous state holds (hysteresis); a cold start is healthy.

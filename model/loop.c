@@ -1,7 +1,8 @@
 /*
  * The retry feedback loop: failure probability of one attempt p(x)
- * (DESIGN 1.1), amplification A(p) (DESIGN 1.2), and lambda(x) = x / A(p(x))
- * with the elasticity that decides where lambda(x) rises or falls (1.3).
+ * (doc/design.md §1.1), amplification A(p) (doc/design.md §1.2), and lambda(x)
+ * = x / A(p(x)) with the elasticity that decides where lambda(x) rises or falls
+ * (§1.3).
  */
 #include <float.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /*
  * collectd-metastable: the model library.
  *
- * The mathematics of retry-driven metastable failure (DESIGN.md section 1):
+ * The mathematics of retry-driven metastable failure (doc/design.md §1):
  * Erlang B/C and the M/M/c wait tail, the failure probability of one attempt,
  * retry amplification under fixed, layered, budgeted and token-bucket
  * policies, the equilibria of the retry feedback loop, the tipping and
@@ -127,13 +127,13 @@ int ms_ln_wait_tail(long c, double mu, double x, double T, double *ln_tail,
 /* ------------------------------------------------------------------ */
 
 typedef enum {
-  MS_MODEL_CAPACITY = 0, /* seed 000: hard capacity C */
-  MS_MODEL_ERLANG = 1,   /* seed 002: M/M/c with client timeout */
+  MS_MODEL_CAPACITY = 0, /* hard capacity C (doc/design.md §1.1) */
+  MS_MODEL_ERLANG = 1,   /* M/M/c with client timeout (doc/design.md §1.1) */
 } ms_model_kind;
 
 /*
  * The failure probability of one attempt as a function of the effective
- * load x (DESIGN 1.1):
+ * load x (doc/design.md §1.1):
  *   capacity: p(x) = base + (1 - base) max(0, (x - C) / x)
  *   erlang:   p(x) = 1 - (1 - base)(1 - P(W > T)), x an M/M/c arrival rate.
  */
@@ -148,7 +148,7 @@ typedef struct {
 
 /*
  * The retry policy of one tier, applied at each of `tiers` layers
- * (DESIGN 1.2).  Per tier:
+ * (doc/design.md §1.2).  Per tier:
  *   A(p)  = 1 + p + ... + p^r                       fixed retry count r
  *   A_b   = min(A, 1/(1 - b))                       retry budget b
  *           (Beyer et al., Site Reliability Engineering, O'Reilly 2016,
@@ -193,7 +193,7 @@ int ms_service_params_check(const ms_service_params *s, ms_error *err);
 
 /*
  * ms_failure_probability: p(x), the probability that one attempt fails when
- * the dependency receives x attempts/s (DESIGN 1.1).
+ * the dependency receives x attempts/s (doc/design.md §1.1).
  *   m  a valid model (ms_failure_model_check)
  *   x  effective load, attempts/s, finite, >= 0
  *   p  out: in [base, 1]
@@ -204,7 +204,7 @@ int ms_failure_probability(const ms_failure_model *m, double x, double *p,
 
 /*
  * ms_amplification: A_total(p), expected attempts per request when each
- * attempt fails with probability p, under policy pol (DESIGN 1.2).
+ * attempt fails with probability p, under policy pol (doc/design.md §1.2).
  *   p  in [0, 1];  A  out: >= 1, <= (r + 1)^k, and <= 1/(1-b)^k with a
  *   budget.  Errors: MS_EINVAL for an invalid policy or p.
  */
@@ -213,8 +213,8 @@ int ms_amplification(const ms_retry_policy *pol, double p, double *A,
 
 /*
  * ms_offered_load_at: lambda(x) = x / A_total(p(x)), the offered load for
- * which x is an equilibrium (DESIGN 1.3).  x >= 0 attempts/s; result req/s.
- * Errors: MS_EINVAL.
+ * which x is an equilibrium (doc/design.md §1.3).  x >= 0 attempts/s; result
+ * req/s. Errors: MS_EINVAL.
  */
 int ms_offered_load_at(const ms_service_params *s, double x, double *lambda,
                        ms_error *err);
@@ -236,7 +236,7 @@ typedef struct {
   ms_service_params params;
   double saturation_load;         /* x_cap: C or c mu, attempts/s */
   bool has_fold;                  /* lambda(x) has an interior local maximum */
-  double tipping_load;            /* lambda_tip, req/s (DESIGN 1.3) */
+  double tipping_load;            /* lambda_tip, req/s (doc/design.md §1.3) */
   double recovery_load;           /* lambda_rec, req/s, <= tipping_load */
   double tipping_effective_load;  /* x at the tipping point, attempts/s */
   double recovery_effective_load; /* x at the recovery point, attempts/s */
@@ -252,13 +252,13 @@ typedef struct {
  * ms_landscape_build: compute the bifurcation diagram of a service.
  *   s    valid service parameters
  *   out  the landscape; tipping_load and recovery_load always set: without a
- *        fold both equal lambda(x_cap) (DESIGN 1.3).
+ *        fold both equal lambda(x_cap) (doc/design.md §1.3).
  * Method: the sign of d lambda/dx, evaluated in closed form, is sampled on a
  * grid that resolves the wait tail's transition near saturation (log-spaced
  * distance to c mu, or to C), then every sign change is bisected to full
  * precision, kinks (x = C, x = c mu, budget and token caps) included.
  * Errors: MS_EINVAL for invalid parameters; MS_ELIMIT when lambda(x) has more
- * than MS_MAX_EXTREMA extrema (not seen for any model in DESIGN 1).
+ * than MS_MAX_EXTREMA extrema (not seen for any model in doc/design.md §1).
  */
 int ms_landscape_build(const ms_service_params *s, ms_landscape *out,
                        ms_error *err);
@@ -286,7 +286,8 @@ int ms_equilibria(const ms_landscape *ls, double lambda, ms_equilibrium *eq,
                   int *n, ms_error *err);
 
 /* ------------------------------------------------------------------ */
-/* State of a service (DESIGN 1.4) and what is reported (DESIGN 1.5)   */
+/* State of a service (doc/design.md §1.4) and what is reported (doc/design.md
+ * §1.5)   */
 /* ------------------------------------------------------------------ */
 
 typedef enum {
@@ -312,7 +313,7 @@ typedef struct {
   ms_state previous;          /* that state */
 } ms_observation;
 
-/* Every value of DESIGN 1.5 for one service, plus the equilibria. */
+/* Every value of doc/design.md §1.5 for one service, plus the equilibria. */
 typedef struct {
   double offered_load;        /* req/s */
   double effective_load;      /* attempts/s, equilibrium of current basin */
@@ -336,7 +337,7 @@ typedef struct {
 /*
  * ms_analyze: the state and every reported value of one service.
  *   ls   landscape of the service
- *   obs  offered load and what was observed (DESIGN 1.4: which basin is
+ *   obs  offered load and what was observed (doc/design.md §1.4: which basin is
  *        decided by the observed attempt rate, else the observed failure
  *        ratio, against the unstable middle equilibrium; else by the
  *        previous state; a cold start is healthy)

@@ -9,8 +9,8 @@
  *
  *  - the fluid engine (ms_sim_fluid): time in bins of width dt; failed
  *    attempts are scheduled as retries into later bins by the backoff
- *    policy.  Memoryless variant (seed 002): each bin fails with p() of its
- *    own attempt rate.  Queue-memory variant: the mean number in the M/M/c
+ *    policy.  Memoryless variant (doc/design.md §6): each bin fails with p() of
+ * its own attempt rate.  Queue-memory variant: the mean number in the M/M/c
  *    system is carried between bins, drained by the busy servers, and the
  *    wait tail follows it (pointwise stationary fluid flow approximation).
  *  - the discrete-event engine (ms_sim_des): an M/M/c FIFO queue with
@@ -27,8 +27,8 @@
  * callback (one call per sample window) and a summary struct.
  *
  * Scope: one retrying tier (policy.tiers == 1).  The layered amplification
- * A^k of DESIGN 1.2 is a steady-state composition with no single queueing
- * mechanism to simulate; the engines refuse tiers > 1 with MS_EINVAL.
+ * A^k of doc/design.md §1.2 is a steady-state composition with no single
+ * queueing mechanism to simulate; the engines refuse tiers > 1 with MS_EINVAL.
  */
 #ifndef METASTABLE_SIM_H
 #define METASTABLE_SIM_H
@@ -120,7 +120,7 @@ int ms_backoff_mean_delay(const ms_backoff *b, int k, double *mean,
  *                       starting at `start`, holding for `hold` s, and
  *                       ramping back to 0 over `fall` s.  A spike has
  *                       rise = fall = 0; a ramp up then down (the
- *                       descending load test of seed 001) has both > 0.
+ *                       descending-load test, doc/design.md §6) has both > 0.
  *   MS_TRIGGER_SERVERS  the pool has `servers` servers (erlang model,
  *                       0 allowed: a full stall, as in a 3-second database
  *                       stall) or `capacity` req/s (capacity model) during
@@ -342,14 +342,12 @@ const char *ms_sim_engine_name(ms_sim_engine e);
  * (lambda at the middle of the bin); its retries are those the schedule
  * holds for it, less what the budget or token bucket refuses; x is their
  * sum per second.  The bin's attempts fail with probability
- *   memoryless:   p(x) of the pool in force (metastable.h), the seed 002
- *                 engine: no backlog survives a bin;
- *   queue memory: 1 - (1 - base)(1 - C(c, c rho) exp(-c mu (1 - rho) T)),
- *                 where rho is the utilisation whose stationary M/M/c queue
- *                 holds the mean number in system N, and N follows
- *                 dN/dt = x - c mu rho(N) (implicit Euler step per bin):
- *                 the pointwise stationary fluid flow approximation of
- *                 D. Tipper and M. K. Sundareshan, "Numerical methods for
+ *   memoryless:   p(x) of the pool in force (metastable.h), the doc/design.md
+ * §6 engine: no backlog survives a bin; queue memory: 1 - (1 - base)(1 - C(c, c
+ * rho) exp(-c mu (1 - rho) T)), where rho is the utilisation whose stationary
+ * M/M/c queue holds the mean number in system N, and N follows dN/dt = x - c mu
+ * rho(N) (implicit Euler step per bin): the pointwise stationary fluid flow
+ * approximation of D. Tipper and M. K. Sundareshan, "Numerical methods for
  *                 modeling computer networks under nonstationary
  *                 conditions", IEEE JSAC 8(9), 1990, and W.-P. Wang,
  *                 D. Tipper, S. Banerjee, "A simple approximation for

@@ -1,8 +1,8 @@
 /*
  * The fluid engine: rates in bins of width dt, retries scheduled into later
  * bins by the backoff policy, failure probability from the model (memoryless,
- * seed 002) or from a queue carried between bins (pointwise stationary fluid
- * flow approximation).  See ms_sim_fluid in sim.h.
+ * doc/design.md §6) or from a queue carried between bins (pointwise stationary
+ * fluid flow approximation).  See ms_sim_fluid in sim.h.
  */
 #include <float.h>
 #include <math.h>

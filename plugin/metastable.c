@@ -1,10 +1,10 @@
 /*
  * collectd-metastable: the collectd read plugin.
  *
- * Glue only (DESIGN 3): read each service's inputs from collectd's value
- * cache, run the shared per-interval step (service/tracker.c), dispatch the
- * values of DESIGN 1.5 as <host>/metastable-<service>/<type>, and send a
- * notification when a storm starts, ends, or the tipping headroom falls
+ * Glue only (doc/design.md §3): read each service's inputs from collectd's
+ * value cache, run the shared per-interval step (service/tracker.c), dispatch
+ * the values of doc/design.md §1.5 as <host>/metastable-<service>/<type>, and
+ * send a notification when a storm starts, ends, or the tipping headroom falls
  * below its warning level.
  *
  *   <Plugin metastable>
@@ -609,8 +609,8 @@ static int value_index(const char *name) {
 }
 
 /*
- * The values of DESIGN 1.5 for one service that the configuration wants,
- * and the observations they were computed from.  One value list serves
+ * The values of doc/design.md §1.5 for one service that the configuration
+ * wants, and the observations they were computed from.  One value list serves
  * them all (plugin_dispatch_values copies it): host, plugin and instance
  * are written once, then only the type and the value change; every value
  * of a read cycle carries the cycle's time.

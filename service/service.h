@@ -1,12 +1,12 @@
 /*
  * collectd-metastable: services as the plugin and the command-line tool see
- * them.  One home for both (DESIGN 3):
+ * them.  One home for both (doc/design.md §3):
  *
  *  - the service file (YAML, libyaml): what each service is and where its
  *    inputs come from;
  *  - the per-interval step: turn this interval's input values into the
- *    offered load and observations (DESIGN 1.5), solve, keep the state
- *    machine of DESIGN 1.4, and decide which notifications fire.
+ *    offered load and observations (doc/design.md §1.5), solve, keep the state
+ *    machine of doc/design.md §1.4, and decide which notifications fire.
  *
  * Nothing here knows collectd: the plugin reads inputs from collectd's cache
  * and dispatches the results; `metastable replay` reads them from a trace.
@@ -123,7 +123,7 @@ typedef struct {
   double value[MS_INPUT_COUNT];
 } ms_inputs;
 
-/* What was inferred from the inputs (DESIGN 1.5). */
+/* What was inferred from the inputs (doc/design.md §1.5). */
 typedef struct {
   double offered_load; /* lambda, req/s */
   long servers;        /* pool size used (erlang), else 0 */
@@ -186,7 +186,7 @@ typedef struct {
   ms_note notes[2];
 } ms_step;
 
-/* A fresh tracker: cold start, healthy (DESIGN 1.4). */
+/* A fresh tracker: cold start, healthy (doc/design.md §1.4). */
 void ms_tracker_init(ms_tracker *t);
 
 /*

@@ -1,7 +1,8 @@
 /*
- * The exact (GMP) side of the capacity model against seed 000's lab:
- * the iteration 0.95 -> 1.05545 -> 1.11356... with its digit counts, and
- * the bisection enclosure of the fixed point 1.72736.
+ * The exact (GMP) side of the capacity model against the exact iteration and
+ * fixed points of doc/design.md §1.6 and §2: the iteration 0.95 -> 1.05545
+ * -> 1.11356... with its digit counts, and the bisection enclosure of the fixed
+ * point 1.72736.
  */
 #include <float.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /*
  * Equilibria, tipping and recovery loads, and states, checked against the
- * reference numbers of DESIGN 2 (seed 000) and against a brute-force scan of
+ * reference numbers of doc/design.md §2 and against a brute-force scan of
  * lambda(x) = x / A(p(x)) that uses nothing but its values.
  */
 #include <float.h>
@@ -13,7 +13,7 @@
 #include "internal.h"
 #include "metastable.h"
 
-/* ---- seed 000, DESIGN 2 --------------------------------------------- */
+/* ---- the reference numbers (doc/design.md §2) ----------------------- */
 
 static ms_service_params capacity_service(double C, double base, int r) {
   ms_service_params s;
@@ -450,7 +450,7 @@ START_TEST(test_sign_bounds_agree) {
 }
 END_TEST
 
-/* ---- states (DESIGN 1.4) --------------------------------------------- */
+/* ---- states (doc/design.md §1.4) ---------------------------------- */
 
 START_TEST(test_states) {
   ms_service_params s;
@@ -510,7 +510,7 @@ START_TEST(test_states) {
   ck_assert_int_eq(ms_analyze(&ls, &o, &r, NULL), MS_OK);
   ck_assert_int_eq(r.state, MS_STATE_OVERLOADED);
   ck_assert_int_eq(r.equilibria, 1);
-  /* the reported values hang together (DESIGN 1.5) */
+  /* the reported values hang together (doc/design.md §1.5) */
   ck_assert_double_eq_tol(r.effective_load, 2 * o.offered_load,
                           1e-12 * r.effective_load);
   ck_assert_double_eq_tol(r.self_inflicted_load,

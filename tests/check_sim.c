@@ -4,8 +4,8 @@
  *
  * References used here are independent of the engines: the equilibria come
  * from ms_equilibria (the fixed-point solver, itself checked against
- * DESIGN 2 in check_landscape.c), the M/M/c wait tail and queue length from
- * Erlang C (Kleinrock 1975, eq. 3.40-3.41, via check_erlang.c's verified
+ * doc/design.md §2 in check_landscape.c), the M/M/c wait tail and queue length
+ * from Erlang C (Kleinrock 1975, eq. 3.40-3.41, via check_erlang.c's verified
  * ms_erlang), counts of a Poisson process from their exact mean and
  * variance, and backoff means from closed forms.
  *
@@ -38,7 +38,7 @@
 /*
  * c = 10 servers, 100 ms mean service (mu = 10/s, capacity 100/s), client
  * timeout 1 s, 3 retries, 1 % base failures: tipping load 93.66/s,
- * recovery load 25/s (= c mu / (r + 1), DESIGN 1.3).
+ * recovery load 25/s (= c mu / (r + 1), doc/design.md §1.3).
  */
 static ms_service_params service(void) {
   ms_service_params s;
@@ -318,7 +318,7 @@ END_TEST
 /* Fluid engine                                                        */
 /* ================================================================== */
 
-/* DESIGN 2 through the fluid engine: the iteration settles at the fixed
+/* doc/design.md §2 through the fluid engine: the iteration settles at the fixed
  * point the exact enclosure certifies. */
 START_TEST(test_fluid_capacity_reference) {
   ms_service_params s;

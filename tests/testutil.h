@@ -22,7 +22,7 @@ typedef struct {
 size_t read_erlang_csv(const char *name, erlang_row **rows);
 
 /*
- * Error of a computed ln v against a reference ln v, as DESIGN and the issue
+ * Error of a computed ln v against a reference ln v, as doc/design.md §5
  * define it: where v is a normal double (ln v >= ln DBL_MIN), the relative
  * error of v itself, |exp(d) - 1| with d the difference of the logs; where v
  * underflows, the relative error of ln v.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""metastable lab: seed 000's lab (DESIGN 1.6, 2).
+"""metastable lab: the exact lab (doc/design.md §1.6, §2).
 
 The iterates and the bracket are checked with Python's exact fractions,
 independently of GMP: the map is re-evaluated here on the printed ends."""

@@ -68,7 +68,7 @@ class Simulate(CliTest):
         self.assertEqual(s["settled"], "healthy")
 
     def test_seed000_capacity_model(self):
-        # DESIGN 2: lambda 0.95, C 1, base 0.1, r 3 settles at 1.72736
+        # doc/design.md §2: lambda 0.95, C 1, base 0.1, r 3 settles at 1.72736
         j = self.ok("simulate", "--capacity", "1", "--base-failure", "0.1",
                     "--retries", "3", "--load", "0.95", "--duration", "200",
                     "--format", "json").json()

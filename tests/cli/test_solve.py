@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""metastable solve: seed 000's numbers (DESIGN 2) and the erlang model's
+"""metastable solve: the reference numbers (doc/design.md §2) and the erlang model's
 equilibria, states and JSON keys.
 
 Every fixed point is also checked against the fixed-point equation
@@ -9,14 +9,14 @@ import math
 import clitest
 from clitest import SPEC, CliTest
 
-DESIGN_KEYS = {
+REPORT_KEYS = {
     "offered_load", "effective_load", "self_inflicted_load", "amplification",
     "failure_probability", "utilization", "tipping_load", "recovery_load",
     "tipping_distance", "tipping_headroom", "equilibria", "state", "storm"}
 
 
 def capacity_map(x, lam, base, r, C=1.0):
-    """lambda * A(p(x)) for the capacity model (DESIGN 1.1, 1.2)."""
+    """lambda * A(p(x)) for the capacity model (doc/design.md §1.1, §1.2)."""
     p = base + (1 - base) * max(0.0, (x - C) / x)
     return lam * sum(p ** i for i in range(r + 1))
 
@@ -32,7 +32,7 @@ class SeedNumbers(CliTest):
         return self.ok(*seed(*a, **kw)).json()
 
     def test_fixed_points(self):
-        # DESIGN 2: 0.80 -> 0.8888; 0.90 -> 0.9999; 0.95 -> 1.72736 (47.9 %)
+        # doc/design.md §2: 0.80 -> 0.8888; 0.90 -> 0.9999; 0.95 -> 1.72736 (47.9 %)
         for lam, want, tol in ((0.80, 0.8888, 1e-13), (0.90, 0.9999, 1e-13),
                                (0.95, 1.72736, 5e-6)):
             j = self.solve(lam)
@@ -63,7 +63,7 @@ class SeedNumbers(CliTest):
 
     def test_json_shape(self):
         j = self.solve(0.95)
-        self.assertEqual(set(j) - {"service", "certified"}, DESIGN_KEYS)
+        self.assertEqual(set(j) - {"service", "certified"}, REPORT_KEYS)
         self.assertIsNone(j["service"])
         self.assertEqual(len(j["equilibria"]), 1)
         eq = j["equilibria"][0]
@@ -93,7 +93,7 @@ class ErlangService(CliTest):
     def test_bistable(self):
         j = self.solve("--load", "60")
         self.assertEqual(j["service"], "checkout")
-        # recovery at x = c mu: lambda = c mu / (r + 1) = 100 / 4 (DESIGN 1.3)
+        # recovery at x = c mu: lambda = c mu / (r + 1) = 100 / 4 (doc/design.md §1.3)
         self.assertAlmostEqual(j["recovery_load"], 25, delta=1e-12)
         self.assertAlmostEqual(j["tipping_load"], 83.2329235, delta=1e-6)
         eqs = j["equilibria"]
@@ -132,7 +132,7 @@ class ErlangService(CliTest):
                     "--timeout", "200ms", "--retries", "3", "--load", "60",
                     "--format", "json").json()
         j = self.solve("--load", "60")
-        for key in DESIGN_KEYS - {"equilibria"}:
+        for key in REPORT_KEYS - {"equilibria"}:
             self.assertEqual(k[key], j[key], key)
 
     def test_text(self):

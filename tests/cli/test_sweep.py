@@ -40,7 +40,7 @@ class Counts(CliTest):
             tip, rec = self.loads(*model)
             self.assertLess(rec, tip)
             # above the tipping load the healthy pair disappears; at it the
-            # double root is reported once (DESIGN 1.3, ms_equilibria)
+            # double root is reported once (doc/design.md §1.3, ms_equilibria)
             self.assertEqual(self.counts_around(model, tip), [3, 2, 1])
             self.assertEqual(self.counts_around(model, rec), [1, 2, 3])
 
