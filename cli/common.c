@@ -3,6 +3,7 @@
  * the model options, and output helpers.  See common.h.
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -173,6 +174,50 @@ int ms_cli_check_duration(const char *opt, const char *text, double lo,
   return check_range(opt, text, x, lo, hi, bounds, out, msg, len);
 }
 
+int ms_cli_check_param(const char *opt, const char *text, ms_param id,
+                       double *out, char *msg, size_t len) {
+  const ms_param_info *p = ms_param_get(id);
+  if (p == NULL) {
+    snprintf(msg, len, "%s: not a parameter of the model", opt);
+    return -1;
+  }
+  double x;
+  char why[200];
+  int r = 0;
+  if (p->whole) {
+    long v;
+    r = ms_cli_check_long(opt, text, LONG_MIN, LONG_MAX, &v, msg, len);
+    x = (double)v;
+  } else if (strcmp(p->unit, "s") == 0) {
+    r = ms_parse_duration(text, &x, why, sizeof why);
+  } else if (strchr(p->unit, '/') != NULL) {
+    r = ms_parse_rate(text, &x, why, sizeof why);
+  } else {
+    r = ms_cli_check_real(opt, text, -INFINITY, INFINITY, MS_RANGE_CLOSED, &x,
+                          msg, len);
+  }
+  if (r != 0) {
+    if (!p->whole && (strcmp(p->unit, "s") == 0 || strchr(p->unit, '/')))
+      snprintf(msg, len, "%s: %s", opt, why);
+    return -1;
+  }
+  if (ms_param_check(id, x, NULL) != MS_OK) {
+    char range[96];
+    snprintf(msg, len, "%s: '%s' is out of range: it must be %s", opt, text,
+             ms_param_range(id, range, sizeof range));
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+
+int ms_cli_param(const char *opt, const char *text, ms_param id, double *out) {
+  char msg[400];
+  if (ms_cli_check_param(opt, text, id, out, msg, sizeof msg))
+    return ms_cli_usage("%s", msg);
+  return 0;
+}
+
 int ms_cli_real(const char *opt, const char *text, double lo, double hi,
                 int bounds, double *out) {
   char msg[400];
@@ -221,27 +266,70 @@ int ms_cli_choice(const char *opt, const char *text, const char *const *choices,
 
 /* ---- model options --------------------------------------------------- */
 
-const char ms_cli_model_help[] =
-    "Model: numbers are seconds and per second, durations also as 100ms or\n"
-    "250us, rates also as 10/s:\n"
-    "  --model erlang|capacity  failure model (default: implied by the "
-    "options)\n"
-    "  --servers N              erlang: servers c, 1..10000000\n"
-    "  --service-time S         erlang: mean service time 1/mu, > 0\n"
-    "  --service-rate MU        erlang: service rate of one server, > 0\n"
-    "  --timeout T              erlang: client timeout, >= 0\n"
-    "  --capacity C             capacity: requests/s served, > 0\n"
-    "  --base-failure P         failure probability when not overloaded,\n"
-    "                           [0, 1) (default 0)\n"
-    "  --retries R              retries per request per tier, 0..100\n"
-    "  --tiers K                layers that each retry, 1..10 (default 1)\n"
-    "  --retry-budget B         retries at most this share of requests, "
-    "[0, 1)\n"
-    "  --token-ratio T          token-bucket retry throttling, (0, 1]\n"
-    "  --spec FILE              take the service from a service file (YAML);\n"
-    "                           options given as well override its values\n"
-    "  --service NAME           which service of the file (optional when it\n"
-    "                           has one)\n";
+/* The numeric model options: option, parameter, argument name and what it
+ * is, in the order of MS_OPT_SERVERS .. MS_OPT_TOKEN_RATIO.  Their ranges
+ * come from MS_PARAMS. */
+typedef struct {
+  const char *name, *arg, *what;
+  ms_param param;
+} model_option;
+
+static const model_option model_options[] = {
+    {"--servers", "N", "erlang: servers c", MS_PARAM_SERVERS},
+    {"--service-time", "S", "erlang: mean service time 1/mu",
+     MS_PARAM_SERVICE_TIME},
+    {"--service-rate", "MU", "erlang: service rate of one server",
+     MS_PARAM_SERVICE_RATE},
+    {"--timeout", "T", "erlang: client timeout", MS_PARAM_TIMEOUT},
+    {"--capacity", "C", "capacity: requests/s served", MS_PARAM_CAPACITY},
+    {"--base-failure", "P",
+     "failure probability when not overloaded (default 0)",
+     MS_PARAM_BASE_FAILURE},
+    {"--retries", "R", "retries per request per tier", MS_PARAM_RETRIES},
+    {"--tiers", "K", "layers that each retry (default 1)", MS_PARAM_TIERS},
+    {"--retry-budget", "B", "retries at most this share of requests",
+     MS_PARAM_RETRY_BUDGET},
+    {"--token-ratio", "T", "token-bucket retry throttling",
+     MS_PARAM_TOKEN_RATIO},
+};
+
+#define N_MODEL_OPTIONS (sizeof model_options / sizeof model_options[0])
+
+/* The model option of a getopt value, or NULL. */
+static const model_option *model_option_of(int opt) {
+  size_t i = (size_t)(opt - MS_OPT_SERVERS);
+  return opt >= MS_OPT_SERVERS && i < N_MODEL_OPTIONS ? &model_options[i]
+                                                      : NULL;
+}
+
+int ms_cli_help_model(const char *command_help) {
+  fputs(command_help, stdout);
+  fputs("Model: numbers are seconds and per second, durations also as 100ms "
+        "or\n250us, rates also as 10/s:\n"
+        "  --model erlang|capacity  failure model (default: implied by the "
+        "options)\n",
+        stdout);
+  for (size_t i = 0; i < N_MODEL_OPTIONS; i++) {
+    const model_option *o = &model_options[i];
+    char left[32], range[96];
+    snprintf(left, sizeof left, "%s %s", o->name, o->arg);
+    ms_param_range(o->param, range, sizeof range);
+    /* one line when it fits in 80 columns, else the range below */
+    if (27 + strlen(o->what) + 2 + strlen(range) <= 80)
+      printf("  %-24s %s, %s\n", left, o->what, range);
+    else
+      printf("  %-24s %s,\n  %-24s %s\n", left, o->what, "", range);
+  }
+  fputs("  --spec FILE              take the service from a service file "
+        "(YAML);\n"
+        "                           options given as well override its "
+        "values\n"
+        "  --service NAME           which service of the file (optional "
+        "when it\n"
+        "                           has one)\n",
+        stdout);
+  return ms_cli_finish_output(MS_EXIT_OK);
+}
 
 #define GIVEN(m, opt) ((m)->given[(opt)-MS_OPT_MODEL])
 
@@ -257,60 +345,17 @@ int ms_cli_model_option(ms_cli_model *m, int opt, const char *arg) {
     return -1;
   int r = 0, choice;
   static const char *const models[] = {"capacity", "erlang", NULL};
-  switch (opt) {
-  case MS_OPT_MODEL:
+  const model_option *o = model_option_of(opt);
+  if (o != NULL) {
+    r = ms_cli_param(o->name, arg, o->param, &m->value[o->param]);
+  } else if (opt == MS_OPT_MODEL) {
     r = ms_cli_choice("--model", arg, models, &choice);
     m->kind = choice == 1 ? MS_MODEL_ERLANG : MS_MODEL_CAPACITY;
-    break;
-  case MS_OPT_SERVERS:
-    r = ms_cli_long("--servers", arg, 1, MS_MAX_SERVERS, &m->servers);
-    break;
-  case MS_OPT_SERVICE_TIME: {
-    double t;
-    r = ms_cli_duration("--service-time", arg, 0, INFINITY, MS_RANGE_LO_OPEN,
-                        &t);
-    if (r == 0 && !(1.0 / t <= 1e290))
-      r = ms_cli_usage("--service-time: '%s' is too small", arg);
-    m->service_rate = 1.0 / t;
-    break;
-  }
-  case MS_OPT_SERVICE_RATE:
-    r = ms_cli_rate("--service-rate", arg, 0, 1e290, MS_RANGE_LO_OPEN,
-                    &m->service_rate);
-    break;
-  case MS_OPT_TIMEOUT:
-    r = ms_cli_duration("--timeout", arg, 0, 1e300, MS_RANGE_CLOSED,
-                        &m->timeout);
-    break;
-  case MS_OPT_CAPACITY:
-    r = ms_cli_rate("--capacity", arg, 0, 1e300, MS_RANGE_LO_OPEN,
-                    &m->capacity);
-    break;
-  case MS_OPT_BASE_FAILURE:
-    r = ms_cli_real("--base-failure", arg, 0, 1, MS_RANGE_HI_OPEN,
-                    &m->base_failure);
-    break;
-  case MS_OPT_RETRIES:
-    r = ms_cli_long("--retries", arg, 0, MS_MAX_RETRIES, &m->retries);
-    break;
-  case MS_OPT_TIERS:
-    r = ms_cli_long("--tiers", arg, 1, MS_MAX_TIERS, &m->tiers);
-    break;
-  case MS_OPT_RETRY_BUDGET:
-    r = ms_cli_real("--retry-budget", arg, 0, 1, MS_RANGE_HI_OPEN,
-                    &m->retry_budget);
-    break;
-  case MS_OPT_TOKEN_RATIO:
-    r = ms_cli_real("--token-ratio", arg, 0, 1, MS_RANGE_LO_OPEN,
-                    &m->token_ratio);
-    break;
-  case MS_OPT_SPEC:
+  } else if (opt == MS_OPT_SPEC) {
     m->spec_path = arg;
-    break;
-  case MS_OPT_SERVICE:
+  } else if (opt == MS_OPT_SERVICE) {
     m->service_name = arg;
-    break;
-  default:
+  } else {
     return -1;
   }
   if (r == 0)
@@ -318,16 +363,13 @@ int ms_cli_model_option(ms_cli_model *m, int opt, const char *arg) {
   return r;
 }
 
-static const char *const erlang_opts[] = {"--servers", "--service-time",
-                                          "--service-rate", "--timeout"};
-static const int erlang_ids[] = {MS_OPT_SERVERS, MS_OPT_SERVICE_TIME,
-                                 MS_OPT_SERVICE_RATE, MS_OPT_TIMEOUT};
-
 /* The first erlang-only option given, or NULL. */
 static const char *erlang_option_given(const ms_cli_model *m) {
-  for (int i = 0; i < 4; i++)
+  static const int erlang_ids[] = {MS_OPT_SERVERS, MS_OPT_SERVICE_TIME,
+                                   MS_OPT_SERVICE_RATE, MS_OPT_TIMEOUT};
+  for (size_t i = 0; i < sizeof erlang_ids / sizeof erlang_ids[0]; i++)
     if (GIVEN(m, erlang_ids[i]))
-      return erlang_opts[i];
+      return model_option_of(erlang_ids[i])->name;
   return NULL;
 }
 
@@ -343,52 +385,48 @@ static void list_services(const ms_service_file *f, char *buf, size_t len) {
   }
 }
 
-int ms_cli_model_resolve(ms_cli_model *m, bool need_servers) {
-  ms_service_params p;
-  memset(&p, 0, sizeof p);
-  p.policy.tiers = 1;
-  bool have_kind = false, from_file = false, file_servers = false;
-  m->name[0] = '\0';
-
-  if (m->spec_path) {
-    char err[512];
-    if (ms_service_file_load(m->spec_path, &m->file, err, sizeof err) != 0)
-      return ms_cli_fail("%s", err);
-    char names[400];
-    list_services(&m->file, names, sizeof names);
-    if (m->service_name) {
-      m->spec = ms_service_file_find(&m->file, m->service_name);
-      if (m->spec == NULL)
-        return ms_cli_usage("--service: %s has no service '%s' (it has: %s)",
-                            m->spec_path, m->service_name, names);
-    } else if (m->file.n_services == 1) {
-      m->spec = &m->file.services[0];
-    } else {
-      return ms_cli_usage("%s has %zu services (%s): choose one with "
-                          "--service NAME",
-                          m->spec_path, m->file.n_services, names);
-    }
-    p = m->spec->params;
-    have_kind = from_file = true;
-    file_servers = m->spec->has_servers;
-    snprintf(m->name, sizeof m->name, "%s", m->spec->name);
-  } else if (m->service_name) {
-    return ms_cli_usage("--service needs --spec FILE");
+/* Load --spec and take the service --service names (the only one when the
+ * file has one) into m->spec and *p.  Returns 0 or an exit code. */
+static int take_spec(ms_cli_model *m, ms_service_params *p) {
+  char err[512];
+  if (ms_service_file_load(m->spec_path, &m->file, err, sizeof err) != 0)
+    return ms_cli_fail("%s", err);
+  char names[400];
+  list_services(&m->file, names, sizeof names);
+  if (m->service_name) {
+    m->spec = ms_service_file_find(&m->file, m->service_name);
+    if (m->spec == NULL)
+      return ms_cli_usage("--service: %s has no service '%s' (it has: %s)",
+                          m->spec_path, m->service_name, names);
+  } else if (m->file.n_services == 1) {
+    m->spec = &m->file.services[0];
+  } else {
+    return ms_cli_usage("%s has %zu services (%s): choose one with "
+                        "--service NAME",
+                        m->spec_path, m->file.n_services, names);
   }
+  *p = m->spec->params;
+  snprintf(m->name, sizeof m->name, "%s", m->spec->name);
+  return 0;
+}
 
+/* Decide p->model.kind from --model, the file and the options given;
+ * switching a file's service to the other model keeps its base failure and
+ * policy only (*from_file and *file_servers become false).  Returns 0 or an
+ * exit code. */
+static int resolve_kind(const ms_cli_model *m, ms_service_params *p,
+                        bool *from_file, bool *file_servers) {
   const char *erl = erlang_option_given(m);
   bool cap = GIVEN(m, MS_OPT_CAPACITY);
   if (GIVEN(m, MS_OPT_MODEL)) {
-    if (have_kind && m->kind != p.model.kind) {
-      /* switching the file's service to the other model: keep its base
-       * failure and retry policy, take the rest from the options */
-      double base = p.model.base_failure;
-      memset(&p.model, 0, sizeof p.model);
-      p.model.base_failure = base;
-      from_file = file_servers = false;
+    if (m->spec != NULL && m->kind != p->model.kind) {
+      double base = p->model.base_failure;
+      memset(&p->model, 0, sizeof p->model);
+      p->model.base_failure = base;
+      *from_file = *file_servers = false;
     }
-    p.model.kind = m->kind;
-  } else if (!have_kind) {
+    p->model.kind = m->kind;
+  } else if (m->spec == NULL) {
     if (erl && cap)
       return ms_cli_usage("%s belongs to the erlang model and --capacity to "
                           "the capacity model: give one model's options",
@@ -397,9 +435,9 @@ int ms_cli_model_resolve(ms_cli_model *m, bool need_servers) {
       return ms_cli_usage(
           "no model: give --model erlang (--servers, --service-time, "
           "--timeout) or --model capacity (--capacity), or --spec FILE");
-    p.model.kind = erl ? MS_MODEL_ERLANG : MS_MODEL_CAPACITY;
+    p->model.kind = erl ? MS_MODEL_ERLANG : MS_MODEL_CAPACITY;
   }
-  bool erlang = p.model.kind == MS_MODEL_ERLANG;
+  bool erlang = p->model.kind == MS_MODEL_ERLANG;
   const char *svc = m->spec ? m->spec->name : NULL;
   if (erlang && cap)
     return ms_cli_usage("--capacity applies to the capacity model, and the "
@@ -413,55 +451,92 @@ int ms_cli_model_resolve(ms_cli_model *m, bool need_servers) {
                         svc ? "')" : "");
   if (GIVEN(m, MS_OPT_SERVICE_TIME) && GIVEN(m, MS_OPT_SERVICE_RATE))
     return ms_cli_usage("give --service-time or --service-rate, not both");
+  return 0;
+}
 
-  ms_failure_model *fm = &p.model;
-  ms_retry_policy *pol = &p.policy;
-  if (erlang) {
-    if (GIVEN(m, MS_OPT_SERVERS))
-      fm->servers = m->servers;
-    else if (!file_servers) {
-      if (need_servers && svc)
-        return ms_cli_usage("service '%s' takes its pool size from its "
-                            "pool_size input: give --servers N",
-                            svc);
-      if (need_servers)
-        return ms_cli_usage("the erlang model needs --servers N");
-      fm->servers = 1; /* until a pool_size input says otherwise */
-    }
-    if (GIVEN(m, MS_OPT_SERVICE_TIME) || GIVEN(m, MS_OPT_SERVICE_RATE))
-      fm->service_rate = m->service_rate;
-    else if (!from_file)
-      return ms_cli_usage("the erlang model needs --service-time S or "
-                          "--service-rate MU");
-    if (GIVEN(m, MS_OPT_TIMEOUT))
-      fm->timeout = m->timeout;
-    else if (!from_file)
-      return ms_cli_usage("the erlang model needs --timeout T (the client "
-                          "timeout, seconds)");
-  } else {
-    if (cap)
-      fm->capacity = m->capacity;
-    else if (!from_file)
-      return ms_cli_usage("the capacity model needs --capacity C "
-                          "(requests/s)");
+/* The erlang model's pool, service rate and timeout from the options, else
+ * the file.  Returns 0 or an exit code. */
+static int resolve_erlang(const ms_cli_model *m, ms_failure_model *fm,
+                          bool need_servers, bool from_file,
+                          bool file_servers) {
+  const char *svc = m->spec ? m->spec->name : NULL;
+  if (GIVEN(m, MS_OPT_SERVERS))
+    fm->servers = (long)m->value[MS_PARAM_SERVERS];
+  else if (!file_servers) {
+    if (need_servers && svc)
+      return ms_cli_usage("service '%s' takes its pool size from its "
+                          "pool_size input: give --servers N",
+                          svc);
+    if (need_servers)
+      return ms_cli_usage("the erlang model needs --servers N");
+    fm->servers = 1; /* until a pool_size input says otherwise */
   }
+  if (GIVEN(m, MS_OPT_SERVICE_TIME))
+    fm->service_rate = 1.0 / m->value[MS_PARAM_SERVICE_TIME];
+  else if (GIVEN(m, MS_OPT_SERVICE_RATE))
+    fm->service_rate = m->value[MS_PARAM_SERVICE_RATE];
+  else if (!from_file)
+    return ms_cli_usage("the erlang model needs --service-time S or "
+                        "--service-rate MU");
+  if (GIVEN(m, MS_OPT_TIMEOUT))
+    fm->timeout = m->value[MS_PARAM_TIMEOUT];
+  else if (!from_file)
+    return ms_cli_usage("the erlang model needs --timeout T (the client "
+                        "timeout, seconds)");
+  return 0;
+}
+
+/* The base failure and the retry policy from the options, over the file's.
+ * Returns 0 or an exit code. */
+static int resolve_policy(const ms_cli_model *m, ms_service_params *p) {
+  ms_retry_policy *pol = &p->policy;
   if (GIVEN(m, MS_OPT_BASE_FAILURE))
-    fm->base_failure = m->base_failure;
+    p->model.base_failure = m->value[MS_PARAM_BASE_FAILURE];
   if (GIVEN(m, MS_OPT_RETRIES))
-    pol->retries = (int)m->retries;
+    pol->retries = (int)m->value[MS_PARAM_RETRIES];
   else if (!m->spec)
     return ms_cli_usage("give --retries R, the retries per request (0 for "
                         "none)");
   if (GIVEN(m, MS_OPT_TIERS))
-    pol->tiers = (int)m->tiers;
+    pol->tiers = (int)m->value[MS_PARAM_TIERS];
   if (GIVEN(m, MS_OPT_RETRY_BUDGET)) {
     pol->has_budget = true;
-    pol->retry_budget = m->retry_budget;
+    pol->retry_budget = m->value[MS_PARAM_RETRY_BUDGET];
   }
   if (GIVEN(m, MS_OPT_TOKEN_RATIO)) {
     pol->has_token = true;
-    pol->token_ratio = m->token_ratio;
+    pol->token_ratio = m->value[MS_PARAM_TOKEN_RATIO];
   }
+  return 0;
+}
+
+int ms_cli_model_resolve(ms_cli_model *m, bool need_servers) {
+  ms_service_params p;
+  memset(&p, 0, sizeof p);
+  p.policy.tiers = 1;
+  bool from_file = false, file_servers = false;
+  int r;
+  m->name[0] = '\0';
+  if (m->spec_path) {
+    if ((r = take_spec(m, &p)) != 0)
+      return r;
+    from_file = true;
+    file_servers = m->spec->has_servers;
+  } else if (m->service_name) {
+    return ms_cli_usage("--service needs --spec FILE");
+  }
+  if ((r = resolve_kind(m, &p, &from_file, &file_servers)) != 0)
+    return r;
+  bool erlang = p.model.kind == MS_MODEL_ERLANG;
+  if (erlang) {
+    r = resolve_erlang(m, &p.model, need_servers, from_file, file_servers);
+  } else if (GIVEN(m, MS_OPT_CAPACITY)) {
+    p.model.capacity = m->value[MS_PARAM_CAPACITY];
+  } else if (!from_file) {
+    r = ms_cli_usage("the capacity model needs --capacity C (requests/s)");
+  }
+  if (r != 0 || (r = resolve_policy(m, &p)) != 0)
+    return r;
   ms_error err;
   if (ms_service_params_check(&p, &err) != MS_OK)
     return ms_cli_usage("%s", err.msg);

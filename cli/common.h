@@ -123,6 +123,20 @@ int ms_cli_check_duration(const char *opt, const char *text, double lo,
                           double hi, int bounds, double *out, char *msg,
                           size_t len);
 
+/*
+ * ms_cli_check_param: the value of a model parameter (MS_PARAMS) given as
+ * option opt: parsed by the parameter's unit (a duration for "s", a rate
+ * for a unit per second, a whole number for whole parameters, else a
+ * plain number), then checked by ms_param_check.  Returns 0 and sets *out,
+ * or -1 with msg "--opt: 'text' is out of range: it must be in [1, 10]".
+ */
+int ms_cli_check_param(const char *opt, const char *text, ms_param id,
+                       double *out, char *msg, size_t len);
+
+/* The same, printing the message as a usage error: return 0, or
+ * MS_EXIT_USAGE. */
+int ms_cli_param(const char *opt, const char *text, ms_param id, double *out);
+
 /* The same, printing the message as a usage error: return 0, or
  * MS_EXIT_USAGE. */
 int ms_cli_real(const char *opt, const char *text, double lo, double hi,
@@ -179,17 +193,17 @@ enum {
   {"service", required_argument, NULL, MS_OPT_SERVICE}
 /* clang-format on */
 
-/* The --help text of the model options (ends with a newline). */
-extern const char ms_cli_model_help[];
+/* Write a sub-command's --help text, then the model options with their
+ * ranges (from MS_PARAMS), to stdout; returns MS_EXIT_OK (or
+ * MS_EXIT_RUNTIME when stdout cannot be written). */
+int ms_cli_help_model(const char *command_help);
 
 /* What the model options said, and the service they resolve to. */
 typedef struct {
   /* as given */
   bool given[MS_OPT_MODEL_END - MS_OPT_MODEL];
   ms_model_kind kind;
-  long servers, retries, tiers;
-  double service_rate, timeout, capacity, base_failure, retry_budget,
-      token_ratio;
+  double value[MS_PARAM_COUNT]; /* by parameter: the numeric options */
   const char *spec_path, *service_name;
   /* resolved by ms_cli_model_resolve */
   ms_service_file file;        /* the --spec file, if any */

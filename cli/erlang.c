@@ -80,9 +80,12 @@ int ms_cmd_erlang(int argc, char **argv) {
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
     switch (c) {
-    case OPT_SERVERS:
-      r = ms_cli_long("--servers", optarg, 1, MS_MAX_SERVERS, &servers);
+    case OPT_SERVERS: {
+      double v;
+      r = ms_cli_param("--servers", optarg, MS_PARAM_SERVERS, &v);
+      servers = (long)v;
       break;
+    }
     case OPT_OFFERED:
       r = ms_cli_real("--offered", optarg, 0, INFINITY, MS_RANGE_LO_OPEN,
                       &offered);
@@ -92,22 +95,19 @@ int ms_cmd_erlang(int argc, char **argv) {
       if (!isnan(mu))
         return ms_cli_usage("give --service-rate or --service-time, not "
                             "both");
-      r = ms_cli_rate("--service-rate", optarg, 0, 1e290, MS_RANGE_LO_OPEN,
-                      &mu);
+      r = ms_cli_param("--service-rate", optarg, MS_PARAM_SERVICE_RATE, &mu);
       break;
     case OPT_SERVICE_TIME: {
       if (!isnan(mu))
         return ms_cli_usage("give --service-rate or --service-time, not "
                             "both");
       double t;
-      r = ms_cli_duration("--service-time", optarg, 1e-290, INFINITY,
-                          MS_RANGE_CLOSED, &t);
+      r = ms_cli_param("--service-time", optarg, MS_PARAM_SERVICE_TIME, &t);
       mu = 1.0 / t;
       break;
     }
     case OPT_TIMEOUT:
-      r = ms_cli_duration("--timeout", optarg, 0, 1e300, MS_RANGE_CLOSED,
-                          &timeout);
+      r = ms_cli_param("--timeout", optarg, MS_PARAM_TIMEOUT, &timeout);
       break;
     case OPT_FORMAT:
       r = ms_cli_choice("--format", optarg, formats, &format);

@@ -207,9 +207,9 @@ static int replay(const ms_service_spec *spec, FILE *f, const char *name,
     ms_json_init(&j, stdout, 1);
     ms_json_begin_array(&j, NULL);
   } else {
-    printf("time,unix_time,%s,servers,observed_attempts,observed_failure,"
-           "problem,notifications\n",
-           ms_report_csv_header);
+    fputs("time,unix_time,", stdout);
+    ms_report_csv_header(stdout);
+    puts(",servers,observed_attempts,observed_failure,problem,notifications");
   }
   ms_cli_progress_start(&prog, "replay", n_rows);
   size_t no_verdict = 0, notes[5] = {0};
@@ -297,8 +297,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
       write_trace = optarg;
       break;
     case 'h':
-      fputs(help, stdout);
-      return ms_cli_help(ms_cli_model_help);
+      return ms_cli_help_model(help);
     default:
       return ms_cli_bad_option(c, argv, options);
     }

@@ -4,42 +4,71 @@
 #include "common.h"
 #include "report.h"
 
-const char ms_report_csv_header[] =
-    "offered_load,effective_load,self_inflicted_load,amplification,"
-    "failure_probability,utilization,tipping_load,recovery_load,"
-    "tipping_distance,tipping_headroom,equilibria,state,storm";
+/* The outputs a report holds: every output of MS_OUTPUTS but the
+ * observations, which replay writes beside the inputs they come from. */
+static bool in_report(int i) {
+  return ms_output_get((ms_output)i)->kind != MS_OUTPUT_OBSERVED;
+}
+
+void ms_report_csv_header(FILE *f) {
+  const char *sep = "";
+  for (int i = 0; i < MS_OUT_COUNT; i++)
+    if (in_report(i)) {
+      fprintf(f, "%s%s", sep, ms_output_get((ms_output)i)->name);
+      sep = ",";
+    }
+}
 
 void ms_report_csv(FILE *f, const ms_report *r) {
-  if (r == NULL) {
-    fputs(",,,,,,,,,,,,", f);
-    return;
+  const char *sep = "";
+  for (int i = 0; i < MS_OUT_COUNT; i++) {
+    if (!in_report(i))
+      continue;
+    fputs(sep, f);
+    sep = ",";
+    double v;
+    if (r == NULL || !ms_report_output(r, (ms_output)i, &v))
+      continue;
+    char buf[32];
+    switch (ms_output_get((ms_output)i)->kind) {
+    case MS_OUTPUT_STATE:
+      fputs(ms_state_name((ms_state)v), f);
+      break;
+    case MS_OUTPUT_COUNT:
+    case MS_OUTPUT_FLAG:
+      fprintf(f, "%.0f", v);
+      break;
+    case MS_OUTPUT_NUMBER:
+    case MS_OUTPUT_OBSERVED:
+      fputs(ms_cli_fmt_double(buf, v), f);
+      break;
+    }
   }
-  const double v[] = {r->offered_load,        r->effective_load,
-                      r->self_inflicted_load, r->amplification,
-                      r->failure_probability, r->utilization,
-                      r->tipping_load,        r->recovery_load,
-                      r->tipping_distance,    r->tipping_headroom};
-  char buf[32];
-  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-    fprintf(f, "%s,", ms_cli_fmt_double(buf, v[i]));
-  fprintf(f, "%d,%s,%d", r->equilibria, ms_state_name(r->state), r->storm);
 }
 
 void ms_report_json(ms_json *j, const ms_report *r, bool count_only) {
-  ms_json_number(j, "offered_load", r->offered_load);
-  ms_json_number(j, "effective_load", r->effective_load);
-  ms_json_number(j, "self_inflicted_load", r->self_inflicted_load);
-  ms_json_number(j, "amplification", r->amplification);
-  ms_json_number(j, "failure_probability", r->failure_probability);
-  ms_json_number(j, "utilization", r->utilization);
-  ms_json_number(j, "tipping_load", r->tipping_load);
-  ms_json_number(j, "recovery_load", r->recovery_load);
-  ms_json_number(j, "tipping_distance", r->tipping_distance);
-  ms_json_number(j, "tipping_headroom", r->tipping_headroom);
-  if (count_only)
-    ms_json_int(j, "equilibria", r->equilibria);
-  ms_json_string(j, "state", ms_state_name(r->state));
-  ms_json_int(j, "storm", r->storm);
+  for (int i = 0; i < MS_OUT_COUNT; i++) {
+    const ms_output_info *o = ms_output_get((ms_output)i);
+    double v;
+    if (!in_report(i) || !ms_report_output(r, (ms_output)i, &v))
+      continue;
+    switch (o->kind) {
+    case MS_OUTPUT_STATE:
+      ms_json_string(j, o->name, ms_state_name((ms_state)v));
+      break;
+    case MS_OUTPUT_COUNT:
+      if (count_only)
+        ms_json_int(j, o->name, (long long)v);
+      break;
+    case MS_OUTPUT_FLAG:
+      ms_json_int(j, o->name, (long long)v);
+      break;
+    case MS_OUTPUT_NUMBER:
+    case MS_OUTPUT_OBSERVED:
+      ms_json_number(j, o->name, v);
+      break;
+    }
+  }
 }
 
 static int not_finite(const char *what, double v, double lambda, char *msg,
@@ -67,21 +96,17 @@ int ms_equilibria_finite(const ms_equilibrium *eq, int n, double lambda,
 }
 
 int ms_report_finite(const ms_report *r, char *msg, size_t len) {
-  const struct {
-    const char *what;
+  for (int i = 0; i < MS_OUT_COUNT; i++) {
     double v;
-  } v[] = {{"offered load", r->offered_load},
-           {"effective load", r->effective_load},
-           {"self-inflicted load", r->self_inflicted_load},
-           {"amplification", r->amplification},
-           {"failure probability", r->failure_probability},
-           {"utilization", r->utilization},
-           {"tipping load", r->tipping_load},
-           {"recovery load", r->recovery_load},
-           {"tipping distance", r->tipping_distance},
-           {"tipping headroom", r->tipping_headroom}};
-  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-    if (!isfinite(v[i].v))
-      return not_finite(v[i].what, v[i].v, r->offered_load, msg, len);
+    if (!ms_report_output(r, (ms_output)i, &v) || isfinite(v))
+      continue;
+    /* "tipping_load" reads "tipping load" */
+    char what[64];
+    snprintf(what, sizeof what, "%s", ms_output_get((ms_output)i)->name);
+    for (char *c = what; *c; c++)
+      if (*c == '_')
+        *c = ' ';
+    return not_finite(what, v, r->offered_load, msg, len);
+  }
   return ms_equilibria_finite(r->eq, r->equilibria, r->offered_load, msg, len);
 }

@@ -12,12 +12,13 @@
 #include "json.h"
 #include "metastable.h"
 
-/* The CSV header of the values, comma-separated, no newline:
- * "offered_load,effective_load,...,state,storm". */
-extern const char ms_report_csv_header[];
+/* Write the CSV header of the values, comma-separated, no newline:
+ * "offered_load,effective_load,...,state,storm" (the outputs of
+ * MS_OUTPUTS but the observations). */
+void ms_report_csv_header(FILE *f);
 
 /* The values as CSV fields matching ms_report_csv_header (no newline);
- * r NULL writes empty fields. */
+ * r NULL writes empty fields.  The state is written by name. */
 void ms_report_csv(FILE *f, const ms_report *r);
 
 /* The values as members of the JSON object being written; `equilibria` is

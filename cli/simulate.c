@@ -174,8 +174,8 @@ static int parse_fields(const char *opt, const char *text, const char *kinds,
       bad = ms_cli_check_duration(what, p, 0, MS_SIM_MAX_DURATION,
                                   MS_RANGE_CLOSED, &out[i], msg, sizeof msg);
     } else if (kinds[i] == 'r') {
-      bad = ms_cli_check_rate(what, p, 0, 1e12, MS_RANGE_CLOSED, &out[i], msg,
-                              sizeof msg);
+      bad = ms_cli_check_rate(what, p, 0, MS_SIM_MAX_RATE, MS_RANGE_CLOSED,
+                              &out[i], msg, sizeof msg);
     } else {
       long v;
       bad = ms_cli_check_long(what, p, 0, MS_MAX_SERVERS, &v, msg, sizeof msg);
@@ -768,8 +768,7 @@ int ms_cmd_simulate(int argc, char **argv) {
     switch (c) {
     case 'h':
       ms_cli_model_free(&m);
-      printf("%s", help);
-      return ms_cli_help(ms_cli_model_help);
+      return ms_cli_help_model(help);
     case OPT_ENGINE:
       st = ms_cli_choice("--engine", optarg, engines, &engine);
       break;
@@ -789,7 +788,8 @@ int ms_cmd_simulate(int argc, char **argv) {
       scenario_path = optarg;
       break;
     case OPT_LOAD:
-      st = ms_cli_rate("--load", optarg, 0, 1e12, MS_RANGE_CLOSED, &load);
+      st = ms_cli_rate("--load", optarg, 0, MS_SIM_MAX_RATE, MS_RANGE_CLOSED,
+                       &load);
       has_load = true;
       break;
     case OPT_DURATION:

@@ -165,16 +165,16 @@ static int run(ms_cli_model *m, int argc, char **argv) {
     r = 0;
     switch (c) {
     case OPT_LOAD:
-      r = ms_cli_rate("--load", optarg, 0, 1e300, MS_RANGE_CLOSED, &load);
+      r = ms_cli_param("--load", optarg, MS_PARAM_OFFERED_LOAD, &load);
       break;
     case OPT_OBSERVED_LOAD:
-      r = ms_cli_rate("--observed-load", optarg, 0, 1e300, MS_RANGE_CLOSED,
-                      &observed_load);
+      r = ms_cli_param("--observed-load", optarg, MS_PARAM_OBSERVED_ATTEMPTS,
+                       &observed_load);
       has_observed_load = true;
       break;
     case OPT_OBSERVED_FAILURE:
-      r = ms_cli_real("--observed-failure", optarg, 0, 1, MS_RANGE_CLOSED,
-                      &observed_failure);
+      r = ms_cli_param("--observed-failure", optarg, MS_PARAM_OBSERVED_FAILURE,
+                       &observed_failure);
       has_observed_failure = true;
       break;
     case OPT_PREVIOUS:
@@ -185,8 +185,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
       r = ms_cli_choice("--format", optarg, formats, &format);
       break;
     case 'h':
-      fputs(help, stdout);
-      return ms_cli_help(ms_cli_model_help);
+      return ms_cli_help_model(help);
     default:
       return ms_cli_bad_option(c, argv, options);
     }

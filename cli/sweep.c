@@ -561,10 +561,10 @@ static int run(ms_cli_model *m, int argc, char **argv) {
     r = 0;
     switch (c) {
     case OPT_FROM:
-      r = ms_cli_rate("--from", optarg, 0, 1e300, MS_RANGE_CLOSED, &from);
+      r = ms_cli_param("--from", optarg, MS_PARAM_OFFERED_LOAD, &from);
       break;
     case OPT_TO:
-      r = ms_cli_rate("--to", optarg, 0, 1e300, MS_RANGE_LO_OPEN, &to);
+      r = ms_cli_rate("--to", optarg, 0, MS_MAX_RATE, MS_RANGE_LO_OPEN, &to);
       break;
     case OPT_STEPS:
       r = ms_cli_long("--steps", optarg, 1, 100000000, &steps);
@@ -580,7 +580,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
       break;
     }
     case OPT_LOAD:
-      r = ms_cli_rate("--load", optarg, 0, 1e300, MS_RANGE_CLOSED, &load);
+      r = ms_cli_param("--load", optarg, MS_PARAM_OFFERED_LOAD, &load);
       break;
     case OPT_TITLE:
       title = optarg;
@@ -589,8 +589,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
       log_y = true;
       break;
     case 'h':
-      fputs(help, stdout);
-      return ms_cli_help(ms_cli_model_help);
+      return ms_cli_help_model(help);
     default:
       return ms_cli_bad_option(c, argv, options);
     }

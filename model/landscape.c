@@ -546,19 +546,13 @@ int ms_state_storm(ms_state s) {
 }
 
 static int check_observation(const ms_observation *o, ms_error *err) {
-  if (!isfinite(o->offered_load) || o->offered_load < 0.0)
-    return ms_fail(err, MS_EINVAL, "offered load %g/s must be finite and >= 0",
-                   o->offered_load);
-  if (o->has_observed_attempts &&
-      (!isfinite(o->observed_attempts) || o->observed_attempts < 0.0))
-    return ms_fail(err, MS_EINVAL,
-                   "observed attempt rate %g/s must be finite and >= 0",
-                   o->observed_attempts);
-  if (o->has_observed_failure &&
-      !(o->observed_failure >= 0.0 && o->observed_failure <= 1.0))
-    return ms_fail(err, MS_EINVAL,
-                   "observed failure ratio %g is outside [0, 1]",
-                   o->observed_failure);
+  int st = ms_param_check(MS_PARAM_OFFERED_LOAD, o->offered_load, err);
+  if (st == MS_OK && o->has_observed_attempts)
+    st = ms_param_check(MS_PARAM_OBSERVED_ATTEMPTS, o->observed_attempts, err);
+  if (st == MS_OK && o->has_observed_failure)
+    st = ms_param_check(MS_PARAM_OBSERVED_FAILURE, o->observed_failure, err);
+  if (st != MS_OK)
+    return st;
   if (o->has_previous &&
       (o->previous < MS_STATE_STABLE || o->previous > MS_STATE_OVERLOADED))
     return ms_fail(err, MS_EINVAL, "previous state %d is not a state",
@@ -631,17 +625,18 @@ int ms_analyze(const ms_landscape *ls, const ms_observation *obs,
   r.tipping_distance = ls->tipping_load - lambda;
   r.tipping_headroom = (ls->tipping_load - lambda) / ls->tipping_load;
   r.storm = ms_state_storm(r.state);
-  const double all[] = {r.offered_load,        r.effective_load,
-                        r.self_inflicted_load, r.amplification,
-                        r.failure_probability, r.utilization,
-                        r.tipping_load,        r.recovery_load,
-                        r.tipping_distance,    r.tipping_headroom};
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    if (!isfinite(all[i]))
+  r.has_observed_effective_load = obs->has_observed_attempts;
+  r.observed_effective_load = obs->observed_attempts;
+  r.has_observed_failure_ratio = obs->has_observed_failure;
+  r.observed_failure_ratio = obs->observed_failure;
+  for (int i = 0; i < MS_OUT_COUNT; i++) {
+    double v;
+    if (ms_report_output(&r, (ms_output)i, &v) && !isfinite(v))
       return ms_fail(err, MS_EINVAL,
                      "offered load %g/s gives values beyond a double's range "
                      "for this service",
                      lambda);
+  }
   *out = r;
   return MS_OK;
 }

@@ -28,30 +28,17 @@ void ms_retry_policy_fixed(ms_retry_policy *p, int retries) {
 int ms_failure_model_check(const ms_failure_model *m, ms_error *err) {
   if (m == NULL)
     return ms_fail(err, MS_EINVAL, "failure model is NULL");
-  if (!isfinite(m->base_failure) || m->base_failure < 0.0 ||
-      !(m->base_failure < 1.0))
-    return ms_fail(err, MS_EINVAL, "base_failure = %g is outside [0, 1)",
-                   m->base_failure);
+  int st = ms_param_check(MS_PARAM_BASE_FAILURE, m->base_failure, err);
+  if (st != MS_OK)
+    return st;
   switch (m->kind) {
   case MS_MODEL_CAPACITY:
-    if (!isfinite(m->capacity) || !(m->capacity > 0.0) || m->capacity > 1e300)
-      return ms_fail(err, MS_EINVAL,
-                     "capacity = %g/s must be finite, > 0 and <= 1e300",
-                     m->capacity);
-    return MS_OK;
+    return ms_param_check(MS_PARAM_CAPACITY, m->capacity, err);
   case MS_MODEL_ERLANG:
-    if (m->servers < 1 || m->servers > MS_MAX_SERVERS)
-      return ms_fail(err, MS_EINVAL, "servers = %ld is outside [1, %ld]",
-                     m->servers, MS_MAX_SERVERS);
-    if (!isfinite(m->service_rate) || !(m->service_rate > 0.0) ||
-        m->service_rate > 1e290)
-      return ms_fail(err, MS_EINVAL,
-                     "service_rate = %g/s must be finite, > 0 and <= 1e290",
-                     m->service_rate);
-    if (!isfinite(m->timeout) || !(m->timeout >= 0.0))
-      return ms_fail(err, MS_EINVAL, "timeout = %g s must be finite and >= 0",
-                     m->timeout);
-    return MS_OK;
+    if ((st = ms_param_check(MS_PARAM_SERVERS, (double)m->servers, err)) ||
+        (st = ms_param_check(MS_PARAM_SERVICE_RATE, m->service_rate, err)))
+      return st;
+    return ms_param_check(MS_PARAM_TIMEOUT, m->timeout, err);
   }
   return ms_fail(err, MS_EINVAL, "model kind %d is neither capacity nor erlang",
                  (int)m->kind);
@@ -60,20 +47,16 @@ int ms_failure_model_check(const ms_failure_model *m, ms_error *err) {
 int ms_retry_policy_check(const ms_retry_policy *p, ms_error *err) {
   if (p == NULL)
     return ms_fail(err, MS_EINVAL, "retry policy is NULL");
-  if (p->retries < 0 || p->retries > MS_MAX_RETRIES)
-    return ms_fail(err, MS_EINVAL, "retries = %d is outside [0, %d]",
-                   p->retries, MS_MAX_RETRIES);
-  if (p->tiers < 1 || p->tiers > MS_MAX_TIERS)
-    return ms_fail(err, MS_EINVAL, "tiers = %d is outside [1, %d]", p->tiers,
-                   MS_MAX_TIERS);
-  if (p->has_budget && (!isfinite(p->retry_budget) || p->retry_budget < 0.0 ||
-                        !(p->retry_budget < 1.0)))
-    return ms_fail(err, MS_EINVAL, "retry_budget = %g is outside [0, 1)",
-                   p->retry_budget);
-  if (p->has_token && (!isfinite(p->token_ratio) || !(p->token_ratio > 0.0) ||
-                       p->token_ratio > 1.0))
-    return ms_fail(err, MS_EINVAL, "token_ratio = %g is outside (0, 1]",
-                   p->token_ratio);
+  int st;
+  if ((st = ms_param_check(MS_PARAM_RETRIES, p->retries, err)) ||
+      (st = ms_param_check(MS_PARAM_TIERS, p->tiers, err)))
+    return st;
+  if (p->has_budget &&
+      (st = ms_param_check(MS_PARAM_RETRY_BUDGET, p->retry_budget, err)))
+    return st;
+  if (p->has_token &&
+      (st = ms_param_check(MS_PARAM_TOKEN_RATIO, p->token_ratio, err)))
+    return st;
   return MS_OK;
 }
 

@@ -166,6 +166,7 @@ typedef struct {
   double token_ratio;  /* t, tokens per success, (0, 1] */
 } ms_retry_policy;
 
+/* Largest retries per request per tier, and largest number of tiers. */
 #define MS_MAX_RETRIES 100
 #define MS_MAX_TIERS 10
 
@@ -174,6 +175,105 @@ typedef struct {
   ms_failure_model model;
   ms_retry_policy policy;
 } ms_service_params;
+
+/* ------------------------------------------------------------------ */
+/* Parameter rules: the one place a parameter's range is decided       */
+/* ------------------------------------------------------------------ */
+
+/* Largest rate (a capacity, an offered or effective load), per second:
+ * far beyond any service, and far enough below DBL_MAX (1.8e308) that the
+ * model's intermediate products stay finite. */
+#define MS_MAX_RATE 1e300
+/* Largest service rate of one server, 1/s: c mu stays at most
+ * MS_MAX_SERVERS x MS_MAX_SERVICE_RATE = 1e297, below MS_MAX_RATE. */
+#define MS_MAX_SERVICE_RATE 1e290
+/* Largest duration (a timeout, a service time), seconds. */
+#define MS_MAX_DURATION 1e300
+
+/* Bounds of a range: closed unless a flag opens an end. */
+enum {
+  MS_BOUND_CLOSED = 0,
+  MS_BOUND_LO_OPEN = 1, /* the value must be > lo, not >= lo */
+  MS_BOUND_HI_OPEN = 2, /* the value must be < hi, not <= hi */
+  MS_BOUND_LIMIT = 4,   /* lo or hi (the one that is not 0) is a limit of
+                           the arithmetic rather than of the quantity:
+                           messages say "> 0 and at most 1e+300" */
+};
+
+/*
+ * MS_PARAMS: every parameter of a service, with its unit and range.
+ *   X(ID, key, unit, lo, hi, bounds, whole)
+ *     ID      the constant MS_PARAM_<ID>
+ *     key     its name in service files and messages (the command-line
+ *             option is the key with '-' for '_')
+ *     unit    "req/s", "1/s", "s" or "" (a probability, share or count)
+ *     lo, hi  the range; bounds: MS_BOUND_* flags
+ *     whole   1 for whole numbers (servers, retries, tiers)
+ * service_time is 1 / service_rate, so its range is the reciprocal one.
+ * Every check of these parameters, in the model, the service file loader
+ * and the command line, is ms_param_check over this table.
+ */
+/* clang-format off */
+#define MS_PARAMS(X)                                                          \
+  X(CAPACITY, "capacity", "req/s", 0.0, MS_MAX_RATE,                          \
+    MS_BOUND_LO_OPEN | MS_BOUND_LIMIT, 0)                                     \
+  X(SERVERS, "servers", "", 1.0, (double)MS_MAX_SERVERS, MS_BOUND_CLOSED, 1)  \
+  X(SERVICE_RATE, "service_rate", "1/s", 0.0, MS_MAX_SERVICE_RATE,            \
+    MS_BOUND_LO_OPEN | MS_BOUND_LIMIT, 0)                                     \
+  X(SERVICE_TIME, "service_time", "s", 1.0 / MS_MAX_SERVICE_RATE,             \
+    MS_MAX_DURATION, MS_BOUND_LIMIT, 0)                                       \
+  X(TIMEOUT, "timeout", "s", 0.0, MS_MAX_DURATION,                            \
+    MS_BOUND_CLOSED | MS_BOUND_LIMIT, 0)                                      \
+  X(BASE_FAILURE, "base_failure", "", 0.0, 1.0, MS_BOUND_HI_OPEN, 0)          \
+  X(RETRIES, "retries", "", 0.0, (double)MS_MAX_RETRIES, MS_BOUND_CLOSED, 1)  \
+  X(TIERS, "tiers", "", 1.0, (double)MS_MAX_TIERS, MS_BOUND_CLOSED, 1)        \
+  X(RETRY_BUDGET, "retry_budget", "", 0.0, 1.0, MS_BOUND_HI_OPEN, 0)          \
+  X(TOKEN_RATIO, "token_ratio", "", 0.0, 1.0, MS_BOUND_LO_OPEN, 0)            \
+  X(OFFERED_LOAD, "offered_load", "req/s", 0.0, MS_MAX_RATE,                  \
+    MS_BOUND_CLOSED | MS_BOUND_LIMIT, 0)                                      \
+  X(OBSERVED_ATTEMPTS, "observed_attempts", "attempts/s", 0.0, MS_MAX_RATE,   \
+    MS_BOUND_CLOSED | MS_BOUND_LIMIT, 0)                                      \
+  X(OBSERVED_FAILURE, "observed_failure", "", 0.0, 1.0, MS_BOUND_CLOSED, 0)
+/* clang-format on */
+
+typedef enum {
+#define MS_PARAM_ENUM(ID, key, unit, lo, hi, bounds, whole) MS_PARAM_##ID,
+  MS_PARAMS(MS_PARAM_ENUM)
+#undef MS_PARAM_ENUM
+      MS_PARAM_COUNT
+} ms_param;
+
+/* One row of MS_PARAMS. */
+typedef struct {
+  const char *key, *unit;
+  double lo, hi;
+  int bounds; /* MS_BOUND_* */
+  bool whole;
+} ms_param_info;
+
+/* The row of a parameter; NULL when id is not one. */
+const ms_param_info *ms_param_get(ms_param id);
+
+/* The parameter whose key is `key` ("service_rate"), or -1. */
+int ms_param_find(const char *key);
+
+/*
+ * ms_param_range: the accepted range in words, for messages: "in [1, 10]",
+ * "in [0, 1)", "> 0 and at most 1e+300", ">= 1e-290 and at most 1e+300".
+ * Written into buf (64 bytes are enough), which is returned; "" when id is
+ * not a parameter.
+ */
+const char *ms_param_range(ms_param id, char *buf, size_t len);
+
+/*
+ * ms_param_check: whether v is an accepted value of parameter id.
+ *   v  in the parameter's unit; whole parameters must be whole numbers
+ * Returns MS_OK, or MS_EINVAL with a message naming the key, the value and
+ * the range: "servers = 0 is outside [1, 10000000]", "capacity = 0 req/s
+ * must be > 0 and at most 1e+300".  The service file loader adds the
+ * position and the command line the option's name.
+ */
+int ms_param_check(ms_param id, double v, ms_error *err);
 
 /* Set *m to a valid capacity model with capacity C, base 0. */
 void ms_failure_model_capacity(ms_failure_model *m, double capacity);
@@ -313,7 +413,102 @@ typedef struct {
   ms_state previous;          /* that state */
 } ms_observation;
 
-/* Every value of doc/design.md §1.5 for one service, plus the equilibria. */
+/*
+ * MS_OUTPUTS: every value reported per service (doc/design.md §1.5), in the
+ * order the plugin dispatches them and conf/types.db declares them.  The
+ * plugin's dispatch, the command line's CSV and JSON writers, the
+ * finiteness checks and the types.db test all derive from this table:
+ * adding an output is one row here, one member of ms_report of the same
+ * name, its computation in ms_analyze and its row in conf/types.db.
+ *   X(ID, name, kind, unit, ds_min, ds_max, meaning)
+ *     ID      the constant MS_OUT_<ID>
+ *     name    the ms_report member, the collectd type and the key in the
+ *             command's CSV and JSON (Prometheus: collectd_metastable_<name>)
+ *     kind    an ms_output_kind
+ *     unit    for people: "req/s", "attempts/s", "ratio", "probability",
+ *             "count", "code", "flag"
+ *     ds_min, ds_max  the range of its types.db data source ("U": none)
+ *     meaning one line for people
+ */
+typedef enum {
+  MS_OUTPUT_NUMBER,  /* a finite double */
+  MS_OUTPUT_COUNT,   /* a whole number (an int member) */
+  MS_OUTPUT_STATE,   /* an ms_state code, written by name by the command */
+  MS_OUTPUT_FLAG,    /* 0 or 1 (an int member) */
+  MS_OUTPUT_OBSERVED /* a finite double, present only when observed:
+                        ms_report.has_<name> */
+} ms_output_kind;
+
+/* clang-format off */
+#define MS_OUTPUTS(X)                                                         \
+  X(OFFERED_LOAD, offered_load, MS_OUTPUT_NUMBER,                             \
+    "req/s", "0", "U",                                                        \
+    "offered load: first attempts per second, what the users ask for")        \
+  X(EFFECTIVE_LOAD, effective_load, MS_OUTPUT_NUMBER,                         \
+    "attempts/s", "0", "U",                                                   \
+    "all attempts per second at the equilibrium of the current basin")        \
+  X(SELF_INFLICTED_LOAD, self_inflicted_load, MS_OUTPUT_NUMBER,               \
+    "attempts/s", "U", "U",                                                   \
+    "effective minus offered load: the attempts the retries add")             \
+  X(AMPLIFICATION, amplification, MS_OUTPUT_NUMBER,                           \
+    "ratio", "0", "U",                                                        \
+    "effective / offered load: attempts per request")                         \
+  X(FAILURE_PROBABILITY, failure_probability, MS_OUTPUT_NUMBER,               \
+    "probability", "0", "1",                                                  \
+    "failure probability of one attempt at that equilibrium")                 \
+  X(UTILIZATION, utilization, MS_OUTPUT_NUMBER,                               \
+    "ratio", "0", "U",                                                        \
+    "effective load / saturation load (capacity, or servers x rate)")         \
+  X(TIPPING_LOAD, tipping_load, MS_OUTPUT_NUMBER,                             \
+    "req/s", "0", "U",                                                        \
+    "offered load above which the healthy equilibrium disappears")            \
+  X(RECOVERY_LOAD, recovery_load, MS_OUTPUT_NUMBER,                           \
+    "req/s", "0", "U",                                                        \
+    "offered load below which the collapsed equilibrium disappears")          \
+  X(TIPPING_DISTANCE, tipping_distance, MS_OUTPUT_NUMBER,                     \
+    "req/s", "U", "U",                                                        \
+    "tipping load minus offered load (negative past it)")                     \
+  X(TIPPING_HEADROOM, tipping_headroom, MS_OUTPUT_NUMBER,                     \
+    "ratio", "U", "U",                                                        \
+    "tipping distance / tipping load")                                        \
+  X(EQUILIBRIA, equilibria, MS_OUTPUT_COUNT,                                  \
+    "count", "0", "U",                                                        \
+    "number of equilibria at the offered load")                               \
+  X(STATE, state, MS_OUTPUT_STATE,                                            \
+    "code", "0", "3",                                                         \
+    "0 stable, 1 vulnerable, 2 metastable, 3 overloaded")                     \
+  X(STORM, storm, MS_OUTPUT_FLAG,                                             \
+    "flag", "0", "1",                                                         \
+    "1 in the metastable and overloaded states, else 0")                      \
+  X(OBSERVED_EFFECTIVE_LOAD, observed_effective_load, MS_OUTPUT_OBSERVED,     \
+    "attempts/s", "0", "U",                                                   \
+    "attempts per second observed reaching the service")                      \
+  X(OBSERVED_FAILURE_RATIO, observed_failure_ratio, MS_OUTPUT_OBSERVED,       \
+    "ratio", "0", "1",                                                        \
+    "failed attempts / attempts, as observed")
+/* clang-format on */
+
+typedef enum {
+#define MS_OUT_ENUM(ID, name, kind, unit, ds_min, ds_max, meaning) MS_OUT_##ID,
+  MS_OUTPUTS(MS_OUT_ENUM)
+#undef MS_OUT_ENUM
+      MS_OUT_COUNT
+} ms_output;
+
+/* One row of MS_OUTPUTS. */
+typedef struct {
+  const char *name;
+  ms_output_kind kind;
+  const char *unit, *ds_min, *ds_max, *meaning;
+} ms_output_info;
+
+/* The row of an output; NULL when id is not one. */
+const ms_output_info *ms_output_get(ms_output id);
+
+/* The output called name ("tipping_load"), or -1. */
+int ms_output_find(const char *name);
+
+/* Every value of MS_OUTPUTS for one service, plus the equilibria. */
 typedef struct {
   double offered_load;        /* req/s */
   double effective_load;      /* attempts/s, equilibrium of current basin */
@@ -327,12 +522,26 @@ typedef struct {
   double tipping_headroom;    /* (tipping - offered) / tipping */
   int equilibria;             /* number of equilibria */
   ms_state state;
-  int storm;            /* 0 or 1 */
-  bool collapsed_basin; /* the operating point is the high branch */
-  bool certified;       /* capacity model: effective_load is the
-                           midpoint of an exact enclosure */
+  int storm;                        /* 0 or 1 */
+  bool has_observed_effective_load; /* the observation was given */
+  double observed_effective_load;   /* attempts/s, as observed */
+  bool has_observed_failure_ratio;  /* the observation was given */
+  double observed_failure_ratio;    /* failed / attempts, as observed */
+  bool collapsed_basin;             /* the operating point is the high branch */
+  bool certified;                   /* capacity model: effective_load is the
+                                       midpoint of an exact enclosure */
   ms_equilibrium eq[MS_MAX_EQUILIBRIA];
 } ms_report;
+
+/*
+ * ms_report_output: output id of report r as a double (counts, state codes
+ * and flags converted exactly).
+ *   v  out: the value, when present
+ * Returns true when present: always, except an MS_OUT_OBSERVED output that
+ * was not observed; false (v untouched) also for an id that is not an
+ * output.
+ */
+bool ms_report_output(const ms_report *r, ms_output id, double *v);
 
 /*
  * ms_analyze: the state and every reported value of one service.

@@ -11,9 +11,6 @@
 
 #include "sim_internal.h"
 
-/* Largest rate a scenario may ask for, req/s. */
-#define MS_SIM_MAX_RATE 1e12
-
 /* ------------------------------------------------------------------ */
 /* Backoff                                                             */
 /* ------------------------------------------------------------------ */
@@ -305,6 +302,7 @@ int ms_scenario_check(const ms_scenario *sc, const ms_failure_model *m,
                       ms_error *err) {
   if (sc == NULL || m == NULL)
     return ms_fail(err, MS_EINVAL, "NULL argument to ms_scenario_check");
+  ms_error why;
   if (!isfinite(sc->duration) || !(sc->duration > 0.0) ||
       sc->duration > MS_SIM_MAX_DURATION)
     return ms_fail(err, MS_EINVAL,
@@ -345,12 +343,10 @@ int ms_scenario_check(const ms_scenario *sc, const ms_failure_model *m,
           return ms_fail(err, MS_EINVAL,
                          "trigger %d: servers = %ld is outside [0, %ld]", i + 1,
                          tr->servers, MS_MAX_SERVERS);
-      } else if (!isfinite(tr->capacity) || !(tr->capacity > 0.0) ||
-                 tr->capacity > 1e300) {
-        return ms_fail(err, MS_EINVAL,
-                       "trigger %d: capacity = %g/s must be finite, > 0 and "
-                       "<= 1e300 (capacity model)",
-                       i + 1, tr->capacity);
+      } else if (ms_param_check(MS_PARAM_CAPACITY, tr->capacity, &why) !=
+                 MS_OK) {
+        return ms_fail(err, MS_EINVAL, "trigger %d: %s (capacity model)", i + 1,
+                       why.msg);
       }
       break;
     default:

@@ -155,6 +155,8 @@ typedef struct {
 
 /* Longest run accepted, s (one week). */
 #define MS_SIM_MAX_DURATION 604800.0
+/* Largest offered load a scenario may ask for, req/s. */
+#define MS_SIM_MAX_RATE 1e12
 
 /*
  * ms_scenario_check: validate a scenario against a failure model (a

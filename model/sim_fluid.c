@@ -134,7 +134,7 @@ static void mmc_mean_number(long c, double s, mmc_mean *o) {
   if (!(a >= 1e-300)) {
     o->G = a;
     o->dG = cd;
-    o->ln_c = -1e300;
+    o->ln_c = -HUGE_VAL; /* C underflows: no waiting at all */
     return;
   }
   ms_erlang_terms t;

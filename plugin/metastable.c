@@ -36,43 +36,6 @@
 
 #define PLUGIN_NAME "metastable"
 
-/* Every value the plugin can dispatch, in conf/types.db's order. */
-enum {
-  V_OFFERED,
-  V_EFFECTIVE,
-  V_SELF_INFLICTED,
-  V_AMPLIFICATION,
-  V_FAILURE,
-  V_UTILIZATION,
-  V_TIPPING,
-  V_RECOVERY,
-  V_DISTANCE,
-  V_HEADROOM,
-  V_EQUILIBRIA,
-  V_STATE,
-  V_STORM,
-  V_OBSERVED_EFFECTIVE,
-  V_OBSERVED_FAILURE,
-  V_COUNT
-};
-static const char *const value_types[V_COUNT] = {
-    "offered_load",
-    "effective_load",
-    "self_inflicted_load",
-    "amplification",
-    "failure_probability",
-    "utilization",
-    "tipping_load",
-    "recovery_load",
-    "tipping_distance",
-    "tipping_headroom",
-    "equilibria",
-    "state",
-    "storm",
-    "observed_effective_load",
-    "observed_failure_ratio",
-};
-
 /* One glob input: the identifiers it matched at the last refresh, and the
  * component of its pattern that a match must equal (see glob_anchor). */
 typedef struct {
@@ -128,12 +91,12 @@ typedef struct {
   bool has_globs;
   uint64_t names_hash; /* of collectd's identifier list at the last refresh */
   bool globs_valid;
-  bool wanted[V_COUNT];    /* values to dispatch */
-  cdtime_t interval;       /* between read cycles */
-  unsigned long cycles;    /* read cycles run */
-  c_complain_t slow_cycle; /* a cycle took more than half the interval */
-  c_complain_t many_bad;   /* many services without usable inputs */
-  counter_memory counters; /* raw COUNTER values, for resets */
+  bool wanted[MS_OUT_COUNT]; /* outputs to dispatch */
+  cdtime_t interval;         /* between read cycles */
+  unsigned long cycles;      /* read cycles run */
+  c_complain_t slow_cycle;   /* a cycle took more than half the interval */
+  c_complain_t many_bad;     /* many services without usable inputs */
+  counter_memory counters;   /* raw COUNTER values, for resets */
 } plugin_state;
 
 /* Configuration is read before init; init loads the file. */
@@ -141,9 +104,7 @@ static char *conf_service_file;
 static char *conf_host;
 static cdtime_t conf_interval;
 static bool conf_values_given;
-static bool conf_wanted[V_COUNT];
-
-static int value_index(const char *name);
+static bool conf_wanted[MS_OUT_COUNT];
 
 static int ms_config(oconfig_item_t *ci) {
   for (int i = 0; i < ci->children_num; i++) {
@@ -179,7 +140,7 @@ static int ms_config(oconfig_item_t *ci) {
       conf_values_given = true;
       for (int j = 0; j < child->values_num; j++) {
         int k = child->values[j].type == OCONFIG_TYPE_STRING
-                    ? value_index(child->values[j].value.string)
+                    ? ms_output_find(child->values[j].value.string)
                     : -1;
         if (k < 0) {
           ERROR(PLUGIN_NAME " plugin: Values: argument %d (%s) is not one of "
@@ -601,44 +562,16 @@ static int read_inputs(plugin_state *st, service_state *ss, ms_inputs *in,
   return 0;
 }
 
-static int value_index(const char *name) {
-  for (int i = 0; i < V_COUNT; i++)
-    if (strcmp(name, value_types[i]) == 0)
-      return i;
-  return -1;
-}
-
 /*
- * The values of doc/design.md §1.5 for one service that the configuration
- * wants, and the observations they were computed from.  One value list serves
+ * The outputs of one service (MS_OUTPUTS, doc/design.md §1.5) that the
+ * configuration wants; observations only when observed.  One value list serves
  * them all (plugin_dispatch_values copies it): host, plugin and instance
  * are written once, then only the type and the value change; every value
  * of a read cycle carries the cycle's time.
  */
 static void dispatch_report(const char *host, const char *service,
-                            const ms_step *st, const bool *wanted,
+                            const ms_report *r, const bool *wanted,
                             cdtime_t now) {
-  const ms_report *r = &st->report;
-  double v[V_COUNT] = {r->offered_load,
-                       r->effective_load,
-                       r->self_inflicted_load,
-                       r->amplification,
-                       r->failure_probability,
-                       r->utilization,
-                       r->tipping_load,
-                       r->recovery_load,
-                       r->tipping_distance,
-                       r->tipping_headroom,
-                       (double)r->equilibria,
-                       (double)r->state,
-                       (double)r->storm,
-                       st->inference.observed_attempts,
-                       st->inference.observed_failure};
-  bool have[V_COUNT];
-  for (int i = 0; i < V_COUNT; i++)
-    have[i] = true;
-  have[V_OBSERVED_EFFECTIVE] = st->inference.has_observed_attempts;
-  have[V_OBSERVED_FAILURE] = st->inference.has_observed_failure;
   value_list_t vl = VALUE_LIST_INIT;
   value_t value;
   vl.values = &value;
@@ -647,11 +580,10 @@ static void dispatch_report(const char *host, const char *service,
   sstrncpy(vl.host, host, sizeof vl.host);
   sstrncpy(vl.plugin, PLUGIN_NAME, sizeof vl.plugin);
   sstrncpy(vl.plugin_instance, service, sizeof vl.plugin_instance);
-  for (int i = 0; i < V_COUNT; i++) {
-    if (!have[i] || !wanted[i])
+  for (int i = 0; i < MS_OUT_COUNT; i++) {
+    if (!wanted[i] || !ms_report_output(r, (ms_output)i, &value.gauge))
       continue;
-    sstrncpy(vl.type, value_types[i], sizeof vl.type);
-    value.gauge = v[i];
+    sstrncpy(vl.type, ms_output_get((ms_output)i)->name, sizeof vl.type);
     plugin_dispatch_values(&vl);
   }
 }
@@ -769,7 +701,7 @@ static int ms_read(user_data_t *ud) {
       if (n_back++ == 0)
         first_back = ss->spec->name;
     }
-    dispatch_report(host, ss->spec->name, &step, st->wanted, started);
+    dispatch_report(host, ss->spec->name, &step.report, st->wanted, started);
     dispatch_notes(host, ss->spec->name, &step);
   }
   log_problems(st, named, n_bad, n_back, first_back);
@@ -841,7 +773,7 @@ static int ms_init(void) {
       }
   }
   size_t per_service = 0;
-  for (int i = 0; i < V_COUNT; i++) {
+  for (int i = 0; i < MS_OUT_COUNT; i++) {
     st->wanted[i] = !conf_values_given || conf_wanted[i];
     per_service += st->wanted[i];
   }

@@ -8,5 +8,6 @@ Suite *erlang_suite(void);
 Suite *landscape_suite(void);
 Suite *exact_suite(void);
 Suite *errors_suite(void);
+Suite *tables_suite(void);
 
 #endif
