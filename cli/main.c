@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
   if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
     return top_help();
   if (strcmp(name, "--version") == 0) {
-    printf("metastable (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+    printf("metastable (%s) %s\n", PACKAGE_NAME, ms_version());
     return ms_cli_finish_output(MS_EXIT_OK);
   }
   if (strcmp(name, "help") == 0) {

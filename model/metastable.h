@@ -44,6 +44,11 @@ typedef struct {
   char msg[192];
 } ms_error;
 
+/* The version of collectd-metastable ("0.2.0"), from configure.ac's
+ * AC_INIT: the one home of the version, which `metastable --version` shows
+ * and the plugin logs at init. */
+const char *ms_version(void);
+
 /* The name of a status ("invalid argument", ...); never NULL. */
 const char *ms_status_name(int status);
 

@@ -3,6 +3,9 @@
 #include <stdio.h>
 
 #include "internal.h"
+#include "ms_config.h"
+
+const char *ms_version(void) { return PACKAGE_VERSION; }
 
 const char *ms_status_name(int status) {
   switch (status) {
