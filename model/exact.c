@@ -351,6 +351,26 @@ int ms_exact_certify(const ms_service_params *s, double lambda, double x,
   return st;
 }
 
+int ms_report_certify(const ms_landscape *ls, ms_report *r, ms_error *err) {
+  if (ls == NULL || r == NULL)
+    return ms_fail(err, MS_EINVAL, "NULL argument to ms_report_certify");
+  double lambda = r->offered_load;
+  if (ls->params.model.kind != MS_MODEL_CAPACITY || !(lambda > 0.0))
+    return MS_OK;
+  double lo, hi;
+  int st = ms_exact_certify(&ls->params, lambda, r->effective_load, &lo, &hi,
+                            err);
+  if (st != MS_OK)
+    return st;
+  double x = lo + 0.5 * (hi - lo);
+  r->effective_load = x;
+  r->self_inflicted_load = x - lambda;
+  r->amplification = x / lambda;
+  r->utilization = x / ls->saturation_load;
+  r->certified = true;
+  return MS_OK;
+}
+
 size_t ms_exact_digits(const mpz_t z) {
   size_t d = mpz_sizeinbase(z, 10);
   if (d > 1) {

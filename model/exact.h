@@ -102,6 +102,22 @@ int ms_exact_fixed_point(const ms_exact_capacity *e, mpq_t lo, mpq_t hi,
 int ms_exact_certify(const ms_service_params *s, double lambda, double x,
                      double *lo, double *hi, ms_error *err);
 
+/*
+ * ms_report_certify: certify the operating point of a capacity-model report:
+ * r->effective_load (the double root of ms_analyze, accurate to a few ulps)
+ * becomes the midpoint of its exact enclosure (ms_exact_certify, relative
+ * width <= 2^-60), the self-inflicted load, amplification and utilization
+ * follow it, and r->certified becomes true.
+ *   ls  the landscape r was analysed with;  r  a report of ms_analyze
+ * Allocates (GMP numbers; a few hundred microseconds for many retries and
+ * tiers): for the command line and the tests, never the per-interval path,
+ * which reports the double root.  Returns MS_OK, leaving a report of the
+ * erlang model or of offered load 0 as it was (not certified); MS_EINVAL
+ * for a NULL argument; MS_ENOCONV when no enclosure is found near the root
+ * (a tangency), r unchanged.
+ */
+int ms_report_certify(const ms_landscape *ls, ms_report *r, ms_error *err);
+
 /* Decimal digits of |z| (1 for 0), exactly. */
 size_t ms_exact_digits(const mpz_t z);
 

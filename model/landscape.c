@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exact.h"
 #include "internal.h"
 
 /* Grid: log-spaced distances to saturation plus a coarse uniform part. */
@@ -607,13 +606,6 @@ int ms_analyze(const ms_landscape *ls, const ms_observation *obs,
   const ms_equilibrium *op =
       r.collapsed_basin ? &r.eq[r.equilibria - 1] : &r.eq[0];
   double x = op->effective_load;
-  if (ls->params.model.kind == MS_MODEL_CAPACITY && lambda > 0.0) {
-    double lo, hi;
-    if (ms_exact_certify(&ls->params, lambda, x, &lo, &hi, NULL) == MS_OK) {
-      x = lo + 0.5 * (hi - lo);
-      r.certified = true;
-    }
-  }
   r.offered_load = lambda;
   r.effective_load = x;
   r.self_inflicted_load = x - lambda;

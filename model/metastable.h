@@ -534,7 +534,9 @@ typedef struct {
   double observed_failure_ratio;    /* failed / attempts, as observed */
   bool collapsed_basin;             /* the operating point is the high branch */
   bool certified;                   /* capacity model: effective_load is the
-                                       midpoint of an exact enclosure */
+                                       midpoint of an exact enclosure
+                                       (ms_report_certify; never by
+                                       ms_analyze) */
   ms_equilibrium eq[MS_MAX_EQUILIBRIA];
 } ms_report;
 
@@ -556,8 +558,12 @@ bool ms_report_output(const ms_report *r, ms_output id, double *v);
  *        ratio, against the unstable middle equilibrium; else by the
  *        previous state; a cold start is healthy)
  *   out  the report
- * For the capacity model the reported equilibrium is certified by an exact
- * enclosure (ms_exact_certify) of relative width <= 2^-60.
+ * Allocates nothing and its cost is bounded (no iteration grows with the
+ * parameters; doc/performance.md gives the worst allowed configuration's
+ * cost): this is the per-interval path.  The capacity model's equilibrium
+ * is the double root (a few ulps); ms_report_certify (exact.h) certifies it
+ * by an exact enclosure where an allocation is affordable (the command
+ * line).
  * Errors: MS_EINVAL, MS_ENOCONV.
  */
 int ms_analyze(const ms_landscape *ls, const ms_observation *obs,

@@ -125,6 +125,10 @@ START_TEST(test_certify_many) {
         ms_observation o = {.offered_load = lam};
         ms_report rep;
         ck_assert_int_eq(ms_analyze(&ls, &o, &rep, NULL), MS_OK);
+        /* the per-interval path reports the double root, uncertified */
+        ck_assert(!rep.certified);
+        double root = rep.effective_load;
+        ck_assert_int_eq(ms_report_certify(&ls, &rep, NULL), MS_OK);
         ck_assert_msg(rep.certified, "r=%d base=%g lambda=%g", r, base, lam);
         ms_exact_capacity e;
         ms_exact_capacity_init(&e);
@@ -134,6 +138,8 @@ START_TEST(test_certify_many) {
         ck_assert_int_eq(ms_exact_fixed_point(&e, lo, hi, 70, NULL), MS_OK);
         ck_assert_double_eq_tol(rep.effective_load, mpq_get_d(lo),
                                 1e-15 * mpq_get_d(lo));
+        /* and the double root is as close as its few ulps promise */
+        ck_assert_double_eq_tol(root, mpq_get_d(lo), 4e-15 * mpq_get_d(lo));
         mpq_clears(lo, hi, NULL);
         ms_exact_capacity_clear(&e);
       }

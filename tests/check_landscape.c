@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check_suites.h"
+#include "exact.h"
 #include "internal.h"
 #include "metastable.h"
 
@@ -30,6 +31,7 @@ static ms_report analyze(const ms_service_params *s, double lambda) {
   ms_observation o = {.offered_load = lambda};
   ms_report r;
   ck_assert_msg(ms_analyze(&ls, &o, &r, &err) == MS_OK, "%s", err.msg);
+  ck_assert_msg(ms_report_certify(&ls, &r, &err) == MS_OK, "%s", err.msg);
   return r;
 }
 
