@@ -1,6 +1,6 @@
 #!/bin/bash
 # The report of one storm-lab run: a CSV time series, a plot, and the
-# checks of lab/README.md, from what collectd recorded (its csv plugin),
+# checks of doc/storm-lab.md, from what collectd recorded (its csv plugin),
 # the phases the scenario wrote, and the notifications in collectd's log.
 #
 #   lab/report.sh [--mode storm|noretry] [--no-plugin] RUN_DIR OUT_DIR

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The storm lab: a real retry storm out of stock Debian software, watched by
-# collectd and the metastable plugin (README.md, "The storm lab").
+# collectd and the metastable plugin (doc/storm-lab.md).
 #
 #   lab/storm-lab.sh [--out DIR] [--build DIR] [--no-plugin] [--skip-install]
 #

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Integration test: the storm lab (README.md, "The storm lab") against the plugin built
+# Integration test: the storm lab (doc/storm-lab.md) against the plugin built
 # in this tree.  A real retry storm on HAProxy, nginx and php-fpm, read by
 # a real collectd; passes when every check of lab/report.sh holds.  Runs
 # as root (php-fpm and collectd's exec plugin switch to nobody); takes five

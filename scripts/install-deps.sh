@@ -15,7 +15,7 @@ libyaml-dev libjansson-dev check collectd-core collectd-dev collectd-utils
 gnuplot-nox fonts-dejavu-core python3 libprotobuf-c1 libmicrohttpd12"
 if [ "${1:-}" = "--test" ]; then
   pkgs="$pkgs prometheus prometheus-alertmanager curl python3 jq mandoc"
-  # the storm lab (README.md, "The storm lab")
+  # the storm lab (doc/storm-lab.md)
   pkgs="$pkgs haproxy nginx-light php8.2-fpm httperf socat libyajl2"
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
     pkgs="$pkgs nodejs npm"

@@ -800,7 +800,7 @@ START_TEST(test_des_latch_threshold) {
   ck_assert_msg(tau_m < tau_q && tau_q < tau && tau < 2.5 * tau_q,
                 "memoryless %.3f s, queue-memory fluid %.3f s, DES %.3f s",
                 tau_m, tau_q, tau);
-  /* the values cli/SIMULATE.md quotes (the fluid engine is deterministic
+  /* the values doc/simulation.md quotes (the fluid engine is deterministic
    * arithmetic; the DES depends on the platform's libm only through its
    * random variates, so it gets a range) */
   ck_assert_msg(fabs(tau_m - 0.233) < 0.005 && fabs(tau_q - 3.47) < 0.01 &&

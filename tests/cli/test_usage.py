@@ -154,7 +154,7 @@ class Usage(CliTest):
                          r"^metastable \(collectd-metastable\) \d+\.\d+")
 
     def test_man_pages(self):
-        pages = [os.path.join(SRCDIR, "cli", "metastable.1"),
+        pages = [os.path.join(SRCDIR, "doc", "metastable.1"),
                  os.path.join(SRCDIR, "doc", "collectd-metastable.5")]
         dates = set()
         for page in pages:
@@ -189,7 +189,7 @@ class Usage(CliTest):
         self.assertEqual(dates, {"November 2026"})
 
     def test_man_page_text(self):
-        page = os.path.join(SRCDIR, "cli", "metastable.1")
+        page = os.path.join(SRCDIR, "doc", "metastable.1")
         with open(page, encoding="utf-8") as f:
             text = f.read()
         for c in COMMANDS:
