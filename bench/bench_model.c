@@ -443,6 +443,105 @@ static void bench_step(void) {
   }
 }
 
+/* ---- 4. the worst allowed configurations, every interval rebuilt ------- */
+
+/* The costliest services the parameter rules (MS_PARAMS) allow: the most
+ * retries and tiers, with and without a budget and a token bucket, the
+ * largest pool.  Each call is one interval whose pool size changed (so the
+ * landscape is rebuilt, as a pool_size input forces) and then analysed at
+ * one of 100 offered loads from 2 % to 200 % of the tipping load: the max
+ * over the runs is the per-interval bound that doc/performance.md states. */
+typedef struct {
+  const char *name;
+  ms_service_params s;
+  double tipping;
+} worst_ctx;
+
+static void run_worst(void *p, long i) {
+  worst_ctx *w = p;
+  ms_landscape ls;
+  ms_report r;
+  ms_observation o = {.offered_load =
+                          w->tipping * 0.02 * (double)(1 + (i % 100))};
+  if (ms_landscape_build(&w->s, &ls, NULL) != MS_OK ||
+      ms_analyze(&ls, &o, &r, NULL) != MS_OK)
+    die("worst-case interval failed");
+  sink = r.effective_load;
+}
+
+static int worst_setup(worst_ctx *w, int n) {
+  static const struct {
+    const char *name;
+    bool erlang, budget, token;
+  } cfg[] = {
+      {"capacity", false, false, false},
+      {"capacity_budget_token", false, true, true},
+      {"erlang_1e7", true, false, false},
+      {"erlang_1e7_budget_token", true, true, true},
+  };
+  if (n >= (int)(sizeof cfg / sizeof cfg[0]))
+    return 0;
+  memset(w, 0, sizeof *w);
+  w->name = cfg[n].name;
+  if (cfg[n].erlang)
+    ms_failure_model_erlang(&w->s.model, MS_MAX_SERVERS, MU, TIMEOUT);
+  else
+    ms_failure_model_capacity(&w->s.model, 1000.0);
+  w->s.model.base_failure = 0.01;
+  ms_retry_policy_fixed(&w->s.policy, MS_MAX_RETRIES);
+  w->s.policy.tiers = MS_MAX_TIERS;
+  w->s.policy.has_budget = cfg[n].budget;
+  w->s.policy.retry_budget = 0.2;
+  w->s.policy.has_token = cfg[n].token;
+  w->s.policy.token_ratio = 0.1;
+  ms_landscape ls;
+  if (ms_landscape_build(&w->s, &ls, NULL) != MS_OK)
+    die("landscape failed");
+  w->tipping = ls.tipping_load;
+  return 1;
+}
+
+/* The slowest of the 100 offered loads: the median of several timed calls
+ * at each, the largest of those medians. */
+static double slowest_load(worst_ctx *w, int reps) {
+  double worst = 0;
+  for (long i = 0; i < 100; i++) {
+    double t[9];
+    for (int k = 0; k < reps; k++) {
+      double t0 = bench_now();
+      run_worst(w, i);
+      t[k] = bench_now() - t0;
+    }
+    double m = bench_median(t, reps);
+    if (m > worst)
+      worst = m;
+  }
+  return worst;
+}
+
+static void bench_worst(void) {
+  char b1[32], b2[32], b3[32], b4[32];
+  printf("\n4. Worst allowed configurations (%d retries x %d tiers, "
+         "base failure 1 %%;\n   erlang c = %ld): one interval = landscape "
+         "rebuilt + analysis at 2-200 %% of the tipping load\n\n",
+         MS_MAX_RETRIES, MS_MAX_TIERS, MS_MAX_SERVERS);
+  printf("%-26s | %9s %9s %9s | %s\n", "service", "min", "median", "max",
+         "slowest load (median)");
+  worst_ctx w;
+  for (int n = 0; worst_setup(&w, n); n++) {
+    bench_stats st;
+    bench_measure(opt.plan, run_worst, &w, &st);
+    double slow = slowest_load(&w, opt.quick ? 1 : 9);
+    printf("%-26s | %9s %9s %9s | %9s\n", w.name,
+           bench_fmt_time(st.min, b1, 32), bench_fmt_time(st.median, b2, 32),
+           bench_fmt_time(st.max, b3, 32), bench_fmt_time(slow, b4, 32));
+    char name[64], note[64];
+    snprintf(name, sizeof name, "worst_interval_%s", w.name);
+    snprintf(note, sizeof note, "slowest offered load: %.3g s", slow);
+    bench_csv_row(opt.csv, name, 0, 0, 0, &st, 0, -1, note);
+  }
+}
+
 /* ---- instruction counts (bench/instructions.sh) ------------------------ */
 
 /* One case for callgrind: a warm-up call (lazy binding, first-call paths),
@@ -472,6 +571,13 @@ static void instructions(void) {
     step_ctx k;
     step_setup(&k, c);
     count_case("step_offered_load_changed", c, run_step, &k, 100);
+  }
+  worst_ctx w;
+  for (int n = 0; worst_setup(&w, n); n++) {
+    char name[64];
+    snprintf(name, sizeof name, "worst_interval_%s", w.name);
+    count_case(name, w.s.model.kind == MS_MODEL_ERLANG ? MS_MAX_SERVERS : 0,
+               run_worst, &w, 100);
   }
 }
 
@@ -529,6 +635,7 @@ int main(int argc, char **argv) {
   bench_wait_tail(&acc);
   bench_analysis();
   bench_step();
+  bench_worst();
   if (opt.csv)
     fclose(opt.csv);
   return 0;

@@ -75,9 +75,11 @@ const char *ms_status_name(int status);
  * series when it converges fast and otherwise by Temme's uniform asymptotic
  * expansion (N. M. Temme, SIAM J. Math. Anal. 10, 1979; DLMF 8.12).  Cost is
  * bounded independently of c (at most a few hundred flops).
- * Accuracy: relative error of B (absolute error of ln B) below 1e-14 for
- * c <= 1000 and below 1e-12 up to 1e6 where B is a normal double; where B
- * underflows, relative error of ln B below 1e-14 (tests/check_erlang.c).
+ * Accuracy: relative error of B (absolute error of ln B) of at most
+ * 1.7e-13 for c <= 1000 and 5.1e-13 up to 1e7, measured against 60-digit
+ * references where B is a normal double and, where it underflows, as the
+ * relative error of ln B (tests/check_erlang.c, doc/design.md §5; the tests
+ * allow 1e-12 and 1e-10).
  * Errors: MS_EINVAL when c or a is outside the domain.
  */
 int ms_erlang_ln_b(long c, double a, double *ln_b, ms_error *err);
@@ -157,9 +159,11 @@ typedef struct {
  *   A(p)  = 1 + p + ... + p^r                       fixed retry count r
  *   A_b   = min(A, 1/(1 - b))                       retry budget b
  *           (Beyer et al., Site Reliability Engineering, O'Reilly 2016,
- *            ch. 22 "Addressing Cascading Failures", retry budget)
+ *            ch. 21 "Handling Overload", the per-client retry budget)
  *   A_t   = min(A, 1/(1 - t (1 - p)))               token bucket, ratio t
- *           (gRPC retry throttling, gRFC A6; AWS SDK retry quota)
+ *           (a retry quota refilled by successes, as the AWS SDKs' retry
+ *            quota; not gRPC's retry throttling of gRFC A6, which stops
+ *            retrying altogether once p > t / (1 + t): doc/design.md §1.2)
  * and the layers compound: A_total = A_tier^tiers.
  */
 typedef struct {
@@ -360,8 +364,10 @@ typedef struct {
  *        fold both equal lambda(x_cap) (doc/design.md §1.3).
  * Method: the sign of d lambda/dx, evaluated in closed form, is sampled on a
  * grid that resolves the wait tail's transition near saturation (log-spaced
- * distance to c mu, or to C), then every sign change is bisected to full
- * precision, kinks (x = C, x = c mu, budget and token caps) included.
+ * distance to c mu, or to C), then every sign change is bracketed to full
+ * precision by the ITP method (Oliveira and Takahashi 2020; bisection's
+ * worst case, superlinear at a smooth extremum), kinks (x = C, x = c mu,
+ * budget and token caps) included.
  * Errors: MS_EINVAL for invalid parameters; MS_ELIMIT when lambda(x) has more
  * than MS_MAX_EXTREMA extrema (not seen for any model in doc/design.md §1).
  */

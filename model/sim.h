@@ -215,7 +215,7 @@ typedef struct {
    * token_capacity tokens and starts full; a retry takes one token and is
    * refused when less than one is left; each successful attempt adds
    * token_ratio tokens, so retries <= capacity + ratio x successes over any
-   * interval (AWS SDK retry quota; gRPC retry throttling, gRFC A6).  Tokens,
+   * interval (the AWS SDKs' retry quota; not gRFC A6's throttling).  Tokens,
    * finite, >= 1; default 100 (the AWS SDK quota of 500 at 5 per retry). */
   double token_capacity;
   ms_scenario scenario;
