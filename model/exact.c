@@ -358,8 +358,8 @@ int ms_report_certify(const ms_landscape *ls, ms_report *r, ms_error *err) {
   if (ls->params.model.kind != MS_MODEL_CAPACITY || !(lambda > 0.0))
     return MS_OK;
   double lo, hi;
-  int st = ms_exact_certify(&ls->params, lambda, r->effective_load, &lo, &hi,
-                            err);
+  int st =
+      ms_exact_certify(&ls->params, lambda, r->effective_load, &lo, &hi, err);
   if (st != MS_OK)
     return st;
   double x = lo + 0.5 * (hi - lo);

@@ -8,6 +8,31 @@
 int ms_fail(ms_error *err, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The rows of MS_PARAMS (params.c). */
+extern const ms_param_info ms_param_table[MS_PARAM_COUNT];
+
+/* The accept test of ms_param_check for a valid id, inline for the model's
+ * own checks on the per-interval path: the same table decides.  Every
+ * bound is finite, so NaN and the infinities fail a comparison; a whole
+ * parameter's value is in range, so the cast is exact. */
+static inline bool ms_param_ok(ms_param id, double v) {
+  const ms_param_info *p = &ms_param_table[id];
+  if (!((p->bounds & MS_BOUND_LO_OPEN) ? v > p->lo : v >= p->lo) ||
+      !((p->bounds & MS_BOUND_HI_OPEN) ? v < p->hi : v <= p->hi))
+    return false;
+  return !p->whole || v == (double)(long long)v;
+}
+
+/* ms_param_check without the call when the value is accepted. */
+#define MS_PARAM_CHECK(id, v, err)                                             \
+  (ms_param_ok((id), (v)) ? MS_OK : ms_param_check((id), (v), (err)))
+
+/* The offsets in ms_report of the outputs of kind MS_OUTPUT_NUMBER (the
+ * computed doubles, which ms_analyze checks are finite), and their count
+ * (outputs.c). */
+extern const size_t ms_number_output_offsets[];
+extern const int ms_number_outputs;
+
 /* Erlang B and the terms needed by derivatives, for 0 < a < c. */
 typedef struct {
   double ln_b; /* ln B(c, a) */

@@ -545,11 +545,11 @@ int ms_state_storm(ms_state s) {
 }
 
 static int check_observation(const ms_observation *o, ms_error *err) {
-  int st = ms_param_check(MS_PARAM_OFFERED_LOAD, o->offered_load, err);
+  int st = MS_PARAM_CHECK(MS_PARAM_OFFERED_LOAD, o->offered_load, err);
   if (st == MS_OK && o->has_observed_attempts)
-    st = ms_param_check(MS_PARAM_OBSERVED_ATTEMPTS, o->observed_attempts, err);
+    st = MS_PARAM_CHECK(MS_PARAM_OBSERVED_ATTEMPTS, o->observed_attempts, err);
   if (st == MS_OK && o->has_observed_failure)
-    st = ms_param_check(MS_PARAM_OBSERVED_FAILURE, o->observed_failure, err);
+    st = MS_PARAM_CHECK(MS_PARAM_OBSERVED_FAILURE, o->observed_failure, err);
   if (st != MS_OK)
     return st;
   if (o->has_previous &&
@@ -621,9 +621,12 @@ int ms_analyze(const ms_landscape *ls, const ms_observation *obs,
   r.observed_effective_load = obs->observed_attempts;
   r.has_observed_failure_ratio = obs->has_observed_failure;
   r.observed_failure_ratio = obs->observed_failure;
-  for (int i = 0; i < MS_OUT_COUNT; i++) {
+  /* the computed outputs; the others are counts, codes and the checked
+   * observations */
+  for (int i = 0; i < ms_number_outputs; i++) {
     double v;
-    if (ms_report_output(&r, (ms_output)i, &v) && !isfinite(v))
+    memcpy(&v, (const char *)&r + ms_number_output_offsets[i], sizeof v);
+    if (!isfinite(v))
       return ms_fail(err, MS_EINVAL,
                      "offered load %g/s gives values beyond a double's range "
                      "for this service",

@@ -28,17 +28,17 @@ void ms_retry_policy_fixed(ms_retry_policy *p, int retries) {
 int ms_failure_model_check(const ms_failure_model *m, ms_error *err) {
   if (m == NULL)
     return ms_fail(err, MS_EINVAL, "failure model is NULL");
-  int st = ms_param_check(MS_PARAM_BASE_FAILURE, m->base_failure, err);
+  int st = MS_PARAM_CHECK(MS_PARAM_BASE_FAILURE, m->base_failure, err);
   if (st != MS_OK)
     return st;
   switch (m->kind) {
   case MS_MODEL_CAPACITY:
-    return ms_param_check(MS_PARAM_CAPACITY, m->capacity, err);
+    return MS_PARAM_CHECK(MS_PARAM_CAPACITY, m->capacity, err);
   case MS_MODEL_ERLANG:
-    if ((st = ms_param_check(MS_PARAM_SERVERS, (double)m->servers, err)) ||
-        (st = ms_param_check(MS_PARAM_SERVICE_RATE, m->service_rate, err)))
+    if ((st = MS_PARAM_CHECK(MS_PARAM_SERVERS, (double)m->servers, err)) ||
+        (st = MS_PARAM_CHECK(MS_PARAM_SERVICE_RATE, m->service_rate, err)))
       return st;
-    return ms_param_check(MS_PARAM_TIMEOUT, m->timeout, err);
+    return MS_PARAM_CHECK(MS_PARAM_TIMEOUT, m->timeout, err);
   }
   return ms_fail(err, MS_EINVAL, "model kind %d is neither capacity nor erlang",
                  (int)m->kind);
@@ -48,14 +48,14 @@ int ms_retry_policy_check(const ms_retry_policy *p, ms_error *err) {
   if (p == NULL)
     return ms_fail(err, MS_EINVAL, "retry policy is NULL");
   int st;
-  if ((st = ms_param_check(MS_PARAM_RETRIES, p->retries, err)) ||
-      (st = ms_param_check(MS_PARAM_TIERS, p->tiers, err)))
+  if ((st = MS_PARAM_CHECK(MS_PARAM_RETRIES, p->retries, err)) ||
+      (st = MS_PARAM_CHECK(MS_PARAM_TIERS, p->tiers, err)))
     return st;
   if (p->has_budget &&
-      (st = ms_param_check(MS_PARAM_RETRY_BUDGET, p->retry_budget, err)))
+      (st = MS_PARAM_CHECK(MS_PARAM_RETRY_BUDGET, p->retry_budget, err)))
     return st;
   if (p->has_token &&
-      (st = ms_param_check(MS_PARAM_TOKEN_RATIO, p->token_ratio, err)))
+      (st = MS_PARAM_CHECK(MS_PARAM_TOKEN_RATIO, p->token_ratio, err)))
     return st;
   return MS_OK;
 }

@@ -2,6 +2,7 @@
  * The outputs of MS_OUTPUTS (metastable.h): their descriptions, and the
  * value of each in a report.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "internal.h"
@@ -46,3 +47,16 @@ bool ms_report_output(const ms_report *r, ms_output id, double *v) {
   }
   return false;
 }
+
+/* The offsets in ms_report of the MS_OUTPUT_NUMBER outputs. */
+#define OFFSET_MS_OUTPUT_NUMBER(name) offsetof(ms_report, name),
+#define OFFSET_MS_OUTPUT_COUNT(name)
+#define OFFSET_MS_OUTPUT_STATE(name)
+#define OFFSET_MS_OUTPUT_FLAG(name)
+#define OFFSET_MS_OUTPUT_OBSERVED(name)
+#define MS_OUT_OFFSET(ID, name, kind, unit, ds_min, ds_max, meaning)           \
+  OFFSET_##kind(name)
+
+const size_t ms_number_output_offsets[] = {MS_OUTPUTS(MS_OUT_OFFSET)};
+const int ms_number_outputs =
+    (int)(sizeof ms_number_output_offsets / sizeof ms_number_output_offsets[0]);

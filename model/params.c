@@ -8,7 +8,7 @@
 
 #include "internal.h"
 
-static const ms_param_info params[MS_PARAM_COUNT] = {
+const ms_param_info ms_param_table[MS_PARAM_COUNT] = {
 #define MS_PARAM_ROW(ID, key, unit, lo, hi, bounds, whole)                     \
   {key, unit, lo, hi, bounds, whole},
     MS_PARAMS(MS_PARAM_ROW)
@@ -16,12 +16,12 @@ static const ms_param_info params[MS_PARAM_COUNT] = {
 };
 
 const ms_param_info *ms_param_get(ms_param id) {
-  return (int)id >= 0 && id < MS_PARAM_COUNT ? &params[id] : NULL;
+  return (int)id >= 0 && id < MS_PARAM_COUNT ? &ms_param_table[id] : NULL;
 }
 
 int ms_param_find(const char *key) {
   for (int i = 0; key != NULL && i < MS_PARAM_COUNT; i++)
-    if (strcmp(params[i].key, key) == 0)
+    if (strcmp(ms_param_table[i].key, key) == 0)
       return i;
   return -1;
 }
@@ -65,11 +65,7 @@ int ms_param_check(ms_param id, double v, ms_error *err) {
   const ms_param_info *p = ms_param_get(id);
   if (p == NULL)
     return ms_fail(err, MS_EINVAL, "parameter %d is not a parameter", (int)id);
-  bool ok = isfinite(v) &&
-            ((p->bounds & MS_BOUND_LO_OPEN) ? v > p->lo : v >= p->lo) &&
-            ((p->bounds & MS_BOUND_HI_OPEN) ? v < p->hi : v <= p->hi) &&
-            (!p->whole || v == floor(v));
-  if (ok)
+  if (ms_param_ok(id, v))
     return MS_OK;
   char value[32], range[96];
   number(value, sizeof value, v, p->whole);

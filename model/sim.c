@@ -343,7 +343,7 @@ int ms_scenario_check(const ms_scenario *sc, const ms_failure_model *m,
           return ms_fail(err, MS_EINVAL,
                          "trigger %d: servers = %ld is outside [0, %ld]", i + 1,
                          tr->servers, MS_MAX_SERVERS);
-      } else if (ms_param_check(MS_PARAM_CAPACITY, tr->capacity, &why) !=
+      } else if (MS_PARAM_CHECK(MS_PARAM_CAPACITY, tr->capacity, &why) !=
                  MS_OK) {
         return ms_fail(err, MS_EINVAL, "trigger %d: %s (capacity model)", i + 1,
                        why.msg);
