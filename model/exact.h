@@ -104,8 +104,8 @@ int ms_exact_certify(const ms_service_params *s, double lambda, double x,
 
 /*
  * ms_report_certify: certify the operating point of a capacity-model report:
- * r->effective_load (the double root of ms_analyze, accurate to a few ulps)
- * becomes the midpoint of its exact enclosure (ms_exact_certify, relative
+ * r->effective_load (the double root of ms_analyze, within 3e-14 relative
+ * of the exact one) becomes the midpoint of its exact enclosure (ms_exact_certify, relative
  * width <= 2^-60), the self-inflicted load, amplification and utilization
  * follow it, and r->certified becomes true.
  *   ls  the landscape r was analysed with;  r  a report of ms_analyze

@@ -567,9 +567,11 @@ bool ms_report_output(const ms_report *r, ms_output id, double *v);
  * Allocates nothing and its cost is bounded (no iteration grows with the
  * parameters; doc/performance.md gives the worst allowed configuration's
  * cost): this is the per-interval path.  The capacity model's equilibrium
- * is the double root (a few ulps); ms_report_certify (exact.h) certifies it
- * by an exact enclosure where an allocation is affordable (the command
- * line).
+ * is the double root: within a few ulps of the exact one where the root is
+ * well conditioned, within 3e-14 relative just past the tipping load,
+ * where the map's slope nears 1 (measured against the certified root over
+ * 100,000 loads).  ms_report_certify (exact.h) certifies it by an exact
+ * enclosure where an allocation is affordable (the command line).
  * Errors: MS_EINVAL, MS_ENOCONV.
  */
 int ms_analyze(const ms_landscape *ls, const ms_observation *obs,
