@@ -74,8 +74,9 @@ int ms_cmd_erlang(int argc, char **argv) {
   long servers = 0;
   double offered = NAN, mu = NAN, timeout = NAN;
   const char *offered_text = NULL;
-  int format = 0, r = 0, c;
-  static const char *const formats[] = {"text", "json", NULL};
+  int r = 0, c;
+  ms_format format = MS_FORMAT_TEXT;
+  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
   optind = 0;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
@@ -110,7 +111,8 @@ int ms_cmd_erlang(int argc, char **argv) {
       r = ms_cli_param("--timeout", optarg, MS_PARAM_TIMEOUT, &timeout);
       break;
     case OPT_FORMAT:
-      r = ms_cli_choice("--format", optarg, formats, &format);
+      r = ms_cli_format(optarg, formats, sizeof formats / sizeof formats[0],
+                        &format);
       break;
     case 'h':
       return ms_cli_help(help);
@@ -146,7 +148,7 @@ int ms_cmd_erlang(int argc, char **argv) {
   if (tail && ms_ln_wait_tail(servers, mu, x, timeout, &ln_tail, &err) != MS_OK)
     return ms_cli_fail("%s", err.msg);
 
-  if (format == 1) {
+  if (format == MS_FORMAT_JSON) {
     ms_json j;
     ms_json_init(&j, stdout, 1);
     ms_json_begin_object(&j, NULL);

@@ -254,10 +254,11 @@ static int replay(const ms_service_spec *spec, FILE *f, const char *name,
 }
 
 static int run(ms_cli_model *m, int argc, char **argv) {
-  int format = 0, r, c;
+  int r, c;
+  ms_format format = MS_FORMAT_CSV;
   const char *prom[MS_INPUT_COUNT] = {0}, *write_trace = NULL;
   bool any_prom = false;
-  static const char *const formats[] = {"csv", "json", NULL};
+  static const ms_format formats[] = {MS_FORMAT_CSV, MS_FORMAT_JSON};
   optind = 0;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
@@ -268,7 +269,8 @@ static int run(ms_cli_model *m, int argc, char **argv) {
       continue;
     switch (c) {
     case OPT_FORMAT:
-      r = ms_cli_choice("--format", optarg, formats, &format);
+      r = ms_cli_format(optarg, formats, sizeof formats / sizeof formats[0],
+                        &format);
       if (r)
         return r;
       break;
@@ -358,7 +360,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
       return ms_cli_fail("out of memory");
     }
     r = replay(&spec, in, write_trace ? write_trace : "(Prometheus trace)",
-               format == 1 ? MS_FORMAT_JSON : MS_FORMAT_CSV);
+               format);
     fclose(in);
     free(buf);
     return r;
@@ -366,8 +368,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   FILE *in = strcmp(trace, "-") == 0 ? stdin : fopen(trace, "r");
   if (in == NULL)
     return ms_cli_fail("%s: cannot open: %s", trace, strerror(errno));
-  r = replay(&spec, in, strcmp(trace, "-") == 0 ? "(stdin)" : trace,
-             format == 1 ? MS_FORMAT_JSON : MS_FORMAT_CSV);
+  r = replay(&spec, in, strcmp(trace, "-") == 0 ? "(stdin)" : trace, format);
   if (in != stdin)
     fclose(in);
   return r;

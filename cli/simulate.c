@@ -742,7 +742,9 @@ static int write_plot(const char *path, const char *title,
 int ms_cmd_simulate(int argc, char **argv) {
   ms_cli_model m;
   ms_cli_model_init(&m);
-  int engine = MS_ENGINE_FLUID, format = -1;
+  int engine = MS_ENGINE_FLUID;
+  ms_format format = MS_FORMAT_TEXT;
+  bool has_format = false;
   bool memoryless = false, has_load = false, has_duration = false;
   bool has_dt = false, has_seed = false, has_backoff = false;
   bool has_budget_window = false, has_token_capacity = false;
@@ -755,7 +757,8 @@ int ms_cmd_simulate(int argc, char **argv) {
   trigger_arg targs[MS_SIM_MAX_TRIGGERS + 1];
   int n_targs = 0;
   static const char *const engines[] = {"fluid", "des", NULL};
-  static const char *const formats[] = {"text", "csv", "json", NULL};
+  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_CSV,
+                                      MS_FORMAT_JSON};
   int st = 0, c;
   opterr = 0;
   optind = 1;
@@ -831,7 +834,9 @@ int ms_cmd_simulate(int argc, char **argv) {
       has_settle = true;
       break;
     case OPT_FORMAT:
-      st = ms_cli_choice("--format", optarg, formats, &format);
+      st = ms_cli_format(optarg, formats, sizeof formats / sizeof formats[0],
+                         &format);
+      has_format = true;
       break;
     case OPT_PLOT:
       plot_path = optarg;
@@ -934,12 +939,13 @@ int ms_cmd_simulate(int argc, char **argv) {
     return ms_cli_fail("model: %s", err.msg);
   }
 
-  if (format < 0)
-    format = plot_path ? -1 : 0;
+  /* without --format: the summary as text, or only the plot when asked for
+   * one */
+  bool results = has_format || !plot_path;
   collector col = {0};
-  col.stream_csv = format == 1;
-  col.keep = plot_path != NULL || format == 2;
-  if (format == 1)
+  col.stream_csv = results && format == MS_FORMAT_CSV;
+  col.keep = plot_path != NULL || (results && format == MS_FORMAT_JSON);
+  if (col.stream_csv)
     puts(csv_header);
   ms_cli_progress_start(&col.prog, "simulate",
                         (size_t)(cfg.scenario.duration + 0.5));
@@ -954,9 +960,9 @@ int ms_cmd_simulate(int argc, char **argv) {
   else if (st != MS_OK)
     code = ms_cli_fail("%s engine: %s", ms_sim_engine_name(engine), err.msg);
   if (code == MS_EXIT_OK) {
-    if (format == 0)
+    if (results && format == MS_FORMAT_TEXT)
       write_text(&m, &cfg, (ms_sim_engine)engine, &ls, &sum, &col);
-    if (format == 2)
+    if (results && format == MS_FORMAT_JSON)
       write_json(&m, &cfg, (ms_sim_engine)engine, &ls, &sum, &col);
     if (plot_path)
       code = write_plot(plot_path, title, &m, &cfg, (ms_sim_engine)engine, &ls,

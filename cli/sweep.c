@@ -546,10 +546,12 @@ out:
 static int run(ms_cli_model *m, int argc, char **argv) {
   double from = NAN, to = NAN, load = NAN;
   long steps = 0;
-  int format = -1, r, c;
+  int r, c;
+  ms_format format = MS_FORMAT_CSV;
+  bool has_format = false;
   const char *plot = NULL, *title = NULL;
   bool log_y = false;
-  static const char *const formats[] = {"csv", "json", NULL};
+  static const ms_format formats[] = {MS_FORMAT_CSV, MS_FORMAT_JSON};
   optind = 0;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
@@ -570,7 +572,9 @@ static int run(ms_cli_model *m, int argc, char **argv) {
       r = ms_cli_long("--steps", optarg, 1, 100000000, &steps);
       break;
     case OPT_FORMAT:
-      r = ms_cli_choice("--format", optarg, formats, &format);
+      r = ms_cli_format(optarg, formats, sizeof formats / sizeof formats[0],
+                        &format);
+      has_format = true;
       break;
     case OPT_PLOT: {
       ms_plot_format f;
@@ -617,9 +621,8 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   ms_error err;
   if (ms_landscape_build(&m->params, &ls, &err) != MS_OK)
     return ms_cli_fail("model: %s", err.msg);
-  if (format >= 0 || !plot) {
-    r = write_table(&ls, from, to, steps,
-                    format == 1 ? MS_FORMAT_JSON : MS_FORMAT_CSV);
+  if (has_format || !plot) {
+    r = write_table(&ls, from, to, steps, format);
     if (r)
       return r;
     r = ms_cli_finish_output(MS_EXIT_OK);
