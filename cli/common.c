@@ -274,6 +274,7 @@ static const char *const format_names[] = {
 int ms_cli_format(const char *text, const ms_format *accepted, size_t n,
                   ms_format *out) {
   const char *names[sizeof format_names / sizeof format_names[0] + 1];
+  /* a longer list can only repeat a format: there are three */
   if (n >= sizeof names / sizeof names[0])
     n = sizeof names / sizeof names[0] - 1;
   for (size_t i = 0; i < n; i++)

@@ -588,6 +588,8 @@ typedef struct {
   char sub[400], ttl[200];
 } chart;
 
+/* The chart's arrays, also those of a chart that ran out of memory half
+ * made (a chart starts zeroed). */
 static void chart_free(chart *ch) {
   free(ch->t), free(ch->off), free(ch->att), free(ch->good), free(ch->bands);
 }
