@@ -264,6 +264,29 @@ int ms_cli_choice(const char *opt, const char *text, const char *const *choices,
   return ms_cli_usage("%s: '%s' is not one of: %s", opt, text, list);
 }
 
+/* The names of the formats on the command line, by ms_format. */
+static const char *const format_names[] = {
+    [MS_FORMAT_TEXT] = "text",
+    [MS_FORMAT_CSV] = "csv",
+    [MS_FORMAT_JSON] = "json",
+};
+
+int ms_cli_format(const char *text, const ms_format *accepted, size_t n,
+                  ms_format *out) {
+  const char *names[sizeof format_names / sizeof format_names[0] + 1];
+  /* a longer list can only repeat a format: there are three */
+  if (n >= sizeof names / sizeof names[0])
+    n = sizeof names / sizeof names[0] - 1;
+  for (size_t i = 0; i < n; i++)
+    names[i] = format_names[accepted[i]];
+  names[n] = NULL;
+  int k;
+  int r = ms_cli_choice("--format", text, names, &k);
+  if (r == 0)
+    *out = accepted[k];
+  return r;
+}
+
 /* ---- model options --------------------------------------------------- */
 
 /* The numeric model options: option, parameter, argument name and what it

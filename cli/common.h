@@ -256,6 +256,13 @@ void ms_cli_csv_field(FILE *f, const char *text);
 /* Output formats of the sub-commands. */
 typedef enum { MS_FORMAT_TEXT, MS_FORMAT_CSV, MS_FORMAT_JSON } ms_format;
 
+/* The value of --format: text must name one of the n formats in accepted
+ * ("text", "csv" or "json"), and *out is then that format.  Returns 0, or
+ * MS_EXIT_USAGE naming the accepted formats in their order (as
+ * ms_cli_choice does). */
+int ms_cli_format(const char *text, const ms_format *accepted, size_t n,
+                  ms_format *out);
+
 /* Flush stdout and report a write error (full disk, closed pipe) as a
  * runtime error.  Returns code unchanged when the writes succeeded. */
 int ms_cli_finish_output(int code);

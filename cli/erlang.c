@@ -70,12 +70,22 @@ static void print_probability(const char *name, double v, double ln_v) {
   printf("%-13s %s\n", ln_name, ms_cli_fmt_double(a, ln_v));
 }
 
-int ms_cmd_erlang(int argc, char **argv) {
-  long servers = 0;
-  double offered = NAN, mu = NAN, timeout = NAN;
-  const char *offered_text = NULL;
-  int format = 0, r = 0, c;
-  static const char *const formats[] = {"text", "json", NULL};
+/* What the command line asks for.  A NaN service rate or timeout is one
+ * not given: the wait tail needs both. */
+typedef struct {
+  long servers; /* 0 until given */
+  double offered, mu, timeout;
+  const char *offered_text; /* --offered as written, for its range message */
+  ms_format format;
+  bool help; /* --help: print it and do nothing else */
+} erlang_args;
+
+/* Take the options in the order given, stopping at the first bad one (or
+ * at --help), so that the message names the option the user got wrong
+ * first.  Returns 0 or the exit code of the message printed. */
+static int parse_options(erlang_args *a, int argc, char **argv) {
+  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
+  int r = 0, c;
   optind = 0;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
@@ -83,37 +93,39 @@ int ms_cmd_erlang(int argc, char **argv) {
     case OPT_SERVERS: {
       double v;
       r = ms_cli_param("--servers", optarg, MS_PARAM_SERVERS, &v);
-      servers = (long)v;
+      a->servers = (long)v;
       break;
     }
     case OPT_OFFERED:
       r = ms_cli_real("--offered", optarg, 0, INFINITY, MS_RANGE_LO_OPEN,
-                      &offered);
-      offered_text = optarg;
+                      &a->offered);
+      a->offered_text = optarg;
       break;
     case OPT_SERVICE_RATE:
-      if (!isnan(mu))
+      if (!isnan(a->mu))
         return ms_cli_usage("give --service-rate or --service-time, not "
                             "both");
-      r = ms_cli_param("--service-rate", optarg, MS_PARAM_SERVICE_RATE, &mu);
+      r = ms_cli_param("--service-rate", optarg, MS_PARAM_SERVICE_RATE, &a->mu);
       break;
     case OPT_SERVICE_TIME: {
-      if (!isnan(mu))
+      if (!isnan(a->mu))
         return ms_cli_usage("give --service-rate or --service-time, not "
                             "both");
       double t;
       r = ms_cli_param("--service-time", optarg, MS_PARAM_SERVICE_TIME, &t);
-      mu = 1.0 / t;
+      a->mu = 1.0 / t;
       break;
     }
     case OPT_TIMEOUT:
-      r = ms_cli_param("--timeout", optarg, MS_PARAM_TIMEOUT, &timeout);
+      r = ms_cli_param("--timeout", optarg, MS_PARAM_TIMEOUT, &a->timeout);
       break;
     case OPT_FORMAT:
-      r = ms_cli_choice("--format", optarg, formats, &format);
+      r = ms_cli_format(optarg, formats, sizeof formats / sizeof formats[0],
+                        &a->format);
       break;
     case 'h':
-      return ms_cli_help(help);
+      a->help = true;
+      return 0;
     default:
       return ms_cli_bad_option(c, argv, options);
     }
@@ -122,63 +134,106 @@ int ms_cmd_erlang(int argc, char **argv) {
   }
   if (optind < argc)
     return ms_cli_usage("unexpected argument '%s'", argv[optind]);
-  if (servers == 0)
+  return 0;
+}
+
+/* The options that only make sense together: the servers and the traffic
+ * always, the offered traffic below the servers (there is no steady state
+ * at A >= N), and the service rate with the timeout.  Returns 0 or
+ * MS_EXIT_USAGE. */
+static int check_args(const erlang_args *a) {
+  if (a->servers == 0)
     return ms_cli_usage("give the number of servers with --servers N");
-  if (isnan(offered))
+  if (isnan(a->offered))
     return ms_cli_usage("give the offered traffic with --offered A "
                         "(erlangs)");
-  if (!(offered < (double)servers))
+  if (!(a->offered < (double)a->servers))
     return ms_cli_usage("--offered: '%s' is out of range: it must be in "
                         "(0, %ld), below --servers (at A >= N the queue has "
                         "no steady state)",
-                        offered_text, servers);
-  if (isnan(mu) != isnan(timeout))
+                        a->offered_text, a->servers);
+  if (isnan(a->mu) != isnan(a->timeout))
     return ms_cli_usage("P(W > T) needs both %s",
-                        isnan(mu) ? "--service-rate (or --service-time)"
-                                  : "--timeout");
+                        isnan(a->mu) ? "--service-rate (or --service-time)"
+                                     : "--timeout");
+  return 0;
+}
+
+/* JSON for programs: every number to full precision, the wait tail's keys
+ * only when it was asked for. */
+static void write_json(const erlang_args *a, const ms_erlang_values *v,
+                       bool tail, double ln_tail) {
+  ms_json j;
+  ms_json_init(&j, stdout, 1);
+  ms_json_begin_object(&j, NULL);
+  ms_json_int(&j, "servers", a->servers);
+  ms_json_number(&j, "offered", a->offered);
+  ms_json_number(&j, "erlang_b", v->erlang_b);
+  ms_json_number(&j, "erlang_c", v->erlang_c);
+  ms_json_number(&j, "ln_erlang_b", v->ln_erlang_b);
+  ms_json_number(&j, "ln_erlang_c", v->ln_erlang_c);
+  if (tail) {
+    ms_json_number(&j, "service_rate", a->mu);
+    ms_json_number(&j, "timeout", a->timeout);
+    ms_json_number(&j, "arrival_rate", a->offered * a->mu);
+    ms_json_number(&j, "wait_tail", exp(ln_tail));
+    ms_json_number(&j, "ln_wait_tail", ln_tail);
+  }
+  ms_json_end_object(&j);
+  ms_json_finish(&j);
+}
+
+/* Text for people: one value a line, with the utilization beside the
+ * traffic and the probabilities that underflow written from their logs. */
+static void write_text(const erlang_args *a, const ms_erlang_values *v,
+                       bool tail, double ln_tail) {
+  char b1[32], b2[32], b3[32];
+  printf("%-13s %ld\n", "servers", a->servers);
+  printf("%-13s %s erlangs (utilization %.4g %%)\n", "offered",
+         ms_cli_fmt_double(b1, a->offered),
+         100 * a->offered / (double)a->servers);
+  print_probability("erlang_b", v->erlang_b, v->ln_erlang_b);
+  print_probability("erlang_c", v->erlang_c, v->ln_erlang_c);
+  if (tail) {
+    printf("%-13s service rate %s/s per server, arrival rate %s/s, "
+           "timeout %s s\n",
+           "queue", ms_cli_fmt_double(b1, a->mu),
+           ms_cli_fmt_double(b2, a->offered * a->mu),
+           ms_cli_fmt_double(b3, a->timeout));
+    print_probability("wait_tail", exp(ln_tail), ln_tail);
+  }
+}
+
+static int run(erlang_args *a, int argc, char **argv) {
+  int r = parse_options(a, argc, argv);
+  if (r != 0)
+    return r;
+  if (a->help)
+    return ms_cli_help(help);
+  if ((r = check_args(a)) != 0)
+    return r;
 
   ms_erlang_values v;
   ms_error err;
-  if (ms_erlang(servers, offered, &v, &err) != MS_OK)
+  if (ms_erlang(a->servers, a->offered, &v, &err) != MS_OK)
     return ms_cli_fail("%s", err.msg);
-  bool tail = !isnan(mu);
-  double ln_tail = 0, x = offered * mu;
-  if (tail && ms_ln_wait_tail(servers, mu, x, timeout, &ln_tail, &err) != MS_OK)
+  bool tail = !isnan(a->mu);
+  double ln_tail = 0;
+  if (tail && ms_ln_wait_tail(a->servers, a->mu, a->offered * a->mu, a->timeout,
+                              &ln_tail, &err) != MS_OK)
     return ms_cli_fail("%s", err.msg);
-
-  if (format == 1) {
-    ms_json j;
-    ms_json_init(&j, stdout, 1);
-    ms_json_begin_object(&j, NULL);
-    ms_json_int(&j, "servers", servers);
-    ms_json_number(&j, "offered", offered);
-    ms_json_number(&j, "erlang_b", v.erlang_b);
-    ms_json_number(&j, "erlang_c", v.erlang_c);
-    ms_json_number(&j, "ln_erlang_b", v.ln_erlang_b);
-    ms_json_number(&j, "ln_erlang_c", v.ln_erlang_c);
-    if (tail) {
-      ms_json_number(&j, "service_rate", mu);
-      ms_json_number(&j, "timeout", timeout);
-      ms_json_number(&j, "arrival_rate", x);
-      ms_json_number(&j, "wait_tail", exp(ln_tail));
-      ms_json_number(&j, "ln_wait_tail", ln_tail);
-    }
-    ms_json_end_object(&j);
-    ms_json_finish(&j);
-  } else {
-    char a[32], b[32], d[32];
-    printf("%-13s %ld\n", "servers", servers);
-    printf("%-13s %s erlangs (utilization %.4g %%)\n", "offered",
-           ms_cli_fmt_double(a, offered), 100 * offered / (double)servers);
-    print_probability("erlang_b", v.erlang_b, v.ln_erlang_b);
-    print_probability("erlang_c", v.erlang_c, v.ln_erlang_c);
-    if (tail) {
-      printf("%-13s service rate %s/s per server, arrival rate %s/s, "
-             "timeout %s s\n",
-             "queue", ms_cli_fmt_double(a, mu), ms_cli_fmt_double(b, x),
-             ms_cli_fmt_double(d, timeout));
-      print_probability("wait_tail", exp(ln_tail), ln_tail);
-    }
-  }
+  if (a->format == MS_FORMAT_JSON)
+    write_json(a, &v, tail, ln_tail);
+  else
+    write_text(a, &v, tail, ln_tail);
   return ms_cli_finish_output(MS_EXIT_OK);
+}
+
+int ms_cmd_erlang(int argc, char **argv) {
+  erlang_args a = {.servers = 0,
+                   .offered = NAN,
+                   .mu = NAN,
+                   .timeout = NAN,
+                   .format = MS_FORMAT_TEXT};
+  return run(&a, argc, argv);
 }

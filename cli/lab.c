@@ -246,47 +246,57 @@ static int exact_range(const mpq_t q, const char *opt, const char *text,
                       hi_open ? ')' : ']');
 }
 
-static int run(ms_exact_capacity *e, int argc, char **argv) {
-  long retries = -1, tiers = 1, iterations = 12, digit_limit = 3000, bits = 60;
-  const char *load = NULL, *base = NULL, *capacity = "1", *budget = NULL,
-             *token = NULL;
+/* What the command line asks for: the numbers as written, to be read
+ * exactly once all options are in. */
+typedef struct {
+  const char *load, *base, *capacity, *budget, *token; /* NULL: not given */
+  long retries;                                        /* -1 until given */
+  long tiers, iterations, digit_limit, bits;
+  bool help; /* --help: print it and do nothing else */
+} lab_args;
+
+/* Take the options in the order given, stopping at the first bad one (or
+ * at --help), so that the message names the option the user got wrong
+ * first.  Returns 0 or the exit code of the message printed. */
+static int parse_options(lab_args *a, int argc, char **argv) {
   int c, r = 0;
   optind = 0;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
     switch (c) {
     case OPT_LOAD:
-      load = optarg;
+      a->load = optarg;
       break;
     case OPT_BASE:
-      base = optarg;
+      a->base = optarg;
       break;
     case OPT_CAPACITY:
-      capacity = optarg;
+      a->capacity = optarg;
       break;
     case OPT_BUDGET:
-      budget = optarg;
+      a->budget = optarg;
       break;
     case OPT_TOKEN:
-      token = optarg;
+      a->token = optarg;
       break;
     case OPT_RETRIES:
-      r = ms_cli_long("--retries", optarg, 0, MS_MAX_RETRIES, &retries);
+      r = ms_cli_long("--retries", optarg, 0, MS_MAX_RETRIES, &a->retries);
       break;
     case OPT_TIERS:
-      r = ms_cli_long("--tiers", optarg, 1, MS_MAX_TIERS, &tiers);
+      r = ms_cli_long("--tiers", optarg, 1, MS_MAX_TIERS, &a->tiers);
       break;
     case OPT_ITERATIONS:
-      r = ms_cli_long("--iterations", optarg, 1, 1000, &iterations);
+      r = ms_cli_long("--iterations", optarg, 1, 1000, &a->iterations);
       break;
     case OPT_DIGITS:
-      r = ms_cli_long("--digit-limit", optarg, 1, 1000000, &digit_limit);
+      r = ms_cli_long("--digit-limit", optarg, 1, 1000000, &a->digit_limit);
       break;
     case OPT_BITS:
-      r = ms_cli_long("--bits", optarg, 1, 10000, &bits);
+      r = ms_cli_long("--bits", optarg, 1, 10000, &a->bits);
       break;
     case 'h':
-      return ms_cli_help(help);
+      a->help = true;
+      return 0;
     default:
       return ms_cli_bad_option(c, argv, options);
     }
@@ -295,44 +305,55 @@ static int run(ms_exact_capacity *e, int argc, char **argv) {
   }
   if (optind < argc)
     return ms_cli_usage("unexpected argument '%s'", argv[optind]);
-  if (!load)
+  if (!a->load)
     return ms_cli_usage("give the offered load with --load L");
-  if (!base)
+  if (!a->base)
     return ms_cli_usage("give the base failure probability with "
                         "--base-failure P");
-  if (retries < 0)
+  if (a->retries < 0)
     return ms_cli_usage("give the retries per request with --retries R");
+  return 0;
+}
 
-  if ((r = parse_exact(e->offered_load, "--load", load)) ||
-      (r = exact_range(e->offered_load, "--load", load, 0, -1, true, false)) ||
-      (r = parse_exact(e->capacity, "--capacity", capacity)) ||
-      (r = exact_range(e->capacity, "--capacity", capacity, 0, -1, true,
+/* Read the numbers into e exactly (0.95 is 19/20), each checked against
+ * its range, then the whole service.  Returns 0 or MS_EXIT_USAGE. */
+static int read_exact(ms_exact_capacity *e, const lab_args *a) {
+  int r;
+  if ((r = parse_exact(e->offered_load, "--load", a->load)) ||
+      (r = exact_range(e->offered_load, "--load", a->load, 0, -1, true,
                        false)) ||
-      (r = parse_exact(e->base_failure, "--base-failure", base)) ||
-      (r = exact_range(e->base_failure, "--base-failure", base, 0, 1, false,
+      (r = parse_exact(e->capacity, "--capacity", a->capacity)) ||
+      (r = exact_range(e->capacity, "--capacity", a->capacity, 0, -1, true,
+                       false)) ||
+      (r = parse_exact(e->base_failure, "--base-failure", a->base)) ||
+      (r = exact_range(e->base_failure, "--base-failure", a->base, 0, 1, false,
                        true)))
     return r;
-  if (budget) {
-    if ((r = parse_exact(e->retry_budget, "--retry-budget", budget)) ||
-        (r = exact_range(e->retry_budget, "--retry-budget", budget, 0, 1, false,
-                         true)))
+  if (a->budget) {
+    if ((r = parse_exact(e->retry_budget, "--retry-budget", a->budget)) ||
+        (r = exact_range(e->retry_budget, "--retry-budget", a->budget, 0, 1,
+                         false, true)))
       return r;
     e->has_budget = 1;
   }
-  if (token) {
-    if ((r = parse_exact(e->token_ratio, "--token-ratio", token)) ||
-        (r = exact_range(e->token_ratio, "--token-ratio", token, 0, 1, true,
+  if (a->token) {
+    if ((r = parse_exact(e->token_ratio, "--token-ratio", a->token)) ||
+        (r = exact_range(e->token_ratio, "--token-ratio", a->token, 0, 1, true,
                          false)))
       return r;
     e->has_token = 1;
   }
-  e->retries = (int)retries;
-  e->tiers = (int)tiers;
+  e->retries = (int)a->retries;
+  e->tiers = (int)a->tiers;
   ms_error err;
   if (ms_exact_check(e, &err) != MS_OK)
     return ms_cli_usage("%s", err.msg);
+  return 0;
+}
 
-  /* ---- the setting ---- */
+/* The service as read, every number as the exact fraction it became, and
+ * the map that is iterated. */
+static void print_setting(const ms_exact_capacity *e) {
   printf("The capacity model in exact rational arithmetic\n");
   print_fraction("  offered load  lambda = ", e->offered_load);
   print_fraction("  capacity      C      = ", e->capacity);
@@ -347,29 +368,30 @@ static int run(ms_exact_capacity *e, int argc, char **argv) {
     print_fraction("  token ratio   t      = ", e->token_ratio);
   printf("  map           L' = lambda * A(p(L)),  p(L) = base + (1 - base) "
          "* max(0, (L - C)/L)\n\n");
+}
 
-  /* ---- the iteration ---- */
+/* The iterates, one row each (see row), until --iterations or until the
+ * fractions pass --digit-limit.  Returns 0 or MS_EXIT_RUNTIME. */
+static int print_iteration(const ms_exact_capacity *e, const lab_args *a) {
   printf("Iteration from L0 = lambda, exact (decimals truncated, '...' where "
          "the fraction goes on):\n");
   printf("step  value                  num digits   den digits\n");
-  table t = {.digit_limit = (size_t)digit_limit, .last_step = -1};
+  table t = {.digit_limit = (size_t)a->digit_limit, .last_step = -1};
   int steps, limit;
-  if (ms_exact_iterate(e, (int)iterations, (size_t)digit_limit, row, &t, &steps,
-                       &limit, &err) != MS_OK)
+  ms_error err;
+  if (ms_exact_iterate(e, (int)a->iterations, (size_t)a->digit_limit, row, &t,
+                       &steps, &limit, &err) != MS_OK)
     return ms_cli_fail("%s", err.msg);
   if (!limit)
     printf("      stopped after %d iterates (--iterations)\n", steps);
   printf("\n");
+  return 0;
+}
 
-  /* ---- the bracket ---- */
-  mpq_t lo, hi, w, ceiling, fc, engage;
-  mpq_inits(lo, hi, w, ceiling, fc, engage, NULL);
-  int rc = MS_EXIT_OK;
-  if (ms_exact_fixed_point(e, lo, hi, (unsigned)bits, &err) != MS_OK) {
-    rc = ms_cli_fail("%s", err.msg);
-    goto out;
-  }
-  /* lambda A(1): the map at an infinite load, where every attempt fails */
+/* A(1), the amplification when every attempt fails, in doubles: lambda
+ * A(1) is the map at an infinite load, the top of the bisection's
+ * bracket. */
+static double collapse_amplification(const ms_exact_capacity *e) {
   ms_service_params sp;
   ms_failure_model_capacity(&sp.model, mpq_get_d(e->capacity));
   sp.model.base_failure = mpq_get_d(e->base_failure);
@@ -381,15 +403,24 @@ static int run(ms_exact_capacity *e, int argc, char **argv) {
   sp.policy.token_ratio = e->has_token ? mpq_get_d(e->token_ratio) : 0;
   double A1 = 1;
   ms_amplification(&sp.policy, 1.0, &A1, NULL);
+  return A1;
+}
+
+/* The bracket [lo, hi] of the fixed point, as fractions and decimals, and
+ * how many decimal places its ends share: the digits of the fixed point
+ * that are known for certain. */
+static void print_bracket(const ms_exact_capacity *e, const mpq_t lo,
+                          const mpq_t hi, long bits, bool *beyond) {
+  mpq_t w, ceiling;
+  mpq_inits(w, ceiling, NULL);
   char b1[96], b2[96];
-  bool beyond = false;
-  mpq_set_d(ceiling, A1); /* A(1) is a whole number: for display only */
+  mpq_set_d(ceiling, collapse_amplification(e)); /* whole: for display only */
   mpq_mul(ceiling, ceiling, e->offered_load);
   printf("Fixed point, bracketed by bisection on [lambda, lambda * A(1)] = "
          "[%s, %s],\n"
          "each probe evaluated exactly; stopped when hi - lo <= 2^-%ld lo:\n",
-         sci(b1, sizeof b1, e->offered_load, 6, &beyond),
-         sci(b2, sizeof b2, ceiling, 6, &beyond), bits);
+         sci(b1, sizeof b1, e->offered_load, 6, beyond),
+         sci(b2, sizeof b2, ceiling, 6, beyond), bits);
   char *dlo = decimal(lo, 30), *dhi = decimal(hi, 30);
   print_fraction("  lo = ", lo);
   printf("     = %s\n", dlo ? dlo : "?");
@@ -406,19 +437,25 @@ static int run(ms_exact_capacity *e, int argc, char **argv) {
     free(d);
   } else if (places < 0) {
     printf("  width %s; the ends differ already in the integer part\n",
-           sci(b1, sizeof b1, w, 3, &beyond));
+           sci(b1, sizeof b1, w, 3, beyond));
   } else {
     char *d = decimal(lo, (unsigned)places);
     printf("  width %s; the ends agree to %d decimal place%s: %s\n",
-           sci(b1, sizeof b1, w, 3, &beyond), places, places == 1 ? "" : "s",
+           sci(b1, sizeof b1, w, 3, beyond), places, places == 1 ? "" : "s",
            d ? d : "?");
     free(d);
   }
+  mpq_clears(w, ceiling, NULL);
+}
 
-  /* ---- what it means, from the exact lower end ---- */
-  /* p(L) = base + (1 - base) max(0, (L - C) / L); A(p(L)) = F(L) / lambda */
-  mpq_t p, A, tmp;
-  mpq_inits(p, A, tmp, NULL);
+/* What the fixed point means, from the bracket's exact lower end: the
+ * effective load against capacity, the failure probability
+ * p(L) = base + (1 - base) max(0, (L - C) / L), the amplification
+ * A(p(L)) = F(L) / lambda and the load the retries add. */
+static void print_meaning(const ms_exact_capacity *e, const mpq_t lo,
+                          bool *beyond) {
+  mpq_t p, A, tmp, hundred;
+  mpq_inits(p, A, tmp, hundred, NULL);
   if (mpq_cmp(lo, e->capacity) > 0) {
     mpq_sub(tmp, lo, e->capacity);
     mpq_div(tmp, tmp, lo);
@@ -429,30 +466,34 @@ static int run(ms_exact_capacity *e, int argc, char **argv) {
   mpq_add(p, p, e->base_failure);
   ms_exact_map(e, A, lo);
   mpq_div(A, A, e->offered_load);
-  char b3[96], b4[96];
+  char b1[96], b2[96], b3[96], b4[96];
   printf("\nAt the fixed point:\n");
   mpq_div(tmp, lo, e->capacity);
-  mpq_set_ui(fc, 100, 1);
-  mpq_mul(tmp, tmp, fc);
+  mpq_set_ui(hundred, 100, 1);
+  mpq_mul(tmp, tmp, hundred);
   printf("  effective load       %s req/s = %s %% of capacity%s\n",
-         sci(b1, sizeof b1, lo, 6, &beyond),
-         sci(b2, sizeof b2, tmp, 4, &beyond),
+         sci(b1, sizeof b1, lo, 6, beyond), sci(b2, sizeof b2, tmp, 4, beyond),
          mpq_cmp(lo, e->capacity) > 0 ? ": a retry storm" : "");
-  mpq_mul(tmp, p, fc);
+  mpq_mul(tmp, p, hundred);
   printf("  failure probability  %s (%s %%)\n",
-         sci(b1, sizeof b1, p, 4, &beyond),
-         sci(b2, sizeof b2, tmp, 3, &beyond));
+         sci(b1, sizeof b1, p, 4, beyond), sci(b2, sizeof b2, tmp, 3, beyond));
   printf("  amplification        %s attempts per request\n",
-         sci(b1, sizeof b1, A, 6, &beyond));
+         sci(b1, sizeof b1, A, 6, beyond));
   mpq_sub(tmp, lo, e->offered_load);
   printf("  self-inflicted load  %s req/s, what the retries add to the "
          "offered %s\n",
-         sci(b3, sizeof b3, tmp, 6, &beyond),
-         sci(b4, sizeof b4, e->offered_load, 6, &beyond));
-  mpq_clears(p, A, tmp, NULL);
-  /* lambda at which the equilibrium reaches capacity: x = C is a fixed
-   * point of the map with offered load lambda' when lambda' A(p(C)) = C,
-   * and F(C) = lambda A(p(C)), so lambda' = C lambda / F(C), exactly. */
+         sci(b3, sizeof b3, tmp, 6, beyond),
+         sci(b4, sizeof b4, e->offered_load, 6, beyond));
+  mpq_clears(p, A, tmp, hundred, NULL);
+}
+
+/* The offered load at which the equilibrium reaches capacity: x = C is a
+ * fixed point of the map with offered load lambda' when
+ * lambda' A(p(C)) = C, and F(C) = lambda A(p(C)), so
+ * lambda' = C lambda / F(C), exactly. */
+static void print_engage(const ms_exact_capacity *e) {
+  mpq_t fc, engage;
+  mpq_inits(fc, engage, NULL);
   ms_exact_map(e, fc, e->capacity);
   mpq_mul(engage, e->capacity, e->offered_load);
   mpq_div(engage, engage, fc);
@@ -469,10 +510,49 @@ static int run(ms_exact_capacity *e, int argc, char **argv) {
     free(s);
   }
   printf("\n");
-  beyond_note(beyond);
-out:
-  mpq_clears(lo, hi, w, ceiling, fc, engage, NULL);
-  return rc ? rc : ms_cli_finish_output(MS_EXIT_OK);
+  mpq_clears(fc, engage, NULL);
+}
+
+/* The fixed point, bracketed by bisection with exact ends, and what it
+ * means.  Returns 0 or MS_EXIT_RUNTIME. */
+static int print_fixed_point(const ms_exact_capacity *e, long bits) {
+  mpq_t lo, hi;
+  mpq_inits(lo, hi, NULL);
+  ms_error err;
+  int rc = MS_EXIT_OK;
+  if (ms_exact_fixed_point(e, lo, hi, (unsigned)bits, &err) != MS_OK) {
+    rc = ms_cli_fail("%s", err.msg);
+  } else {
+    bool beyond = false;
+    print_bracket(e, lo, hi, bits, &beyond);
+    print_meaning(e, lo, &beyond);
+    print_engage(e);
+    beyond_note(beyond);
+  }
+  mpq_clears(lo, hi, NULL);
+  return rc;
+}
+
+static int run(ms_exact_capacity *e, int argc, char **argv) {
+  lab_args a = {.capacity = "1",
+                .retries = -1,
+                .tiers = 1,
+                .iterations = 12,
+                .digit_limit = 3000,
+                .bits = 60};
+  int r = parse_options(&a, argc, argv);
+  if (r != 0)
+    return r;
+  if (a.help)
+    return ms_cli_help(help);
+  if ((r = read_exact(e, &a)) != 0)
+    return r;
+  print_setting(e);
+  if ((r = print_iteration(e, &a)) != 0)
+    return r;
+  if ((r = print_fixed_point(e, a.bits)) != 0)
+    return r;
+  return ms_cli_finish_output(MS_EXIT_OK);
 }
 
 int ms_cmd_lab(int argc, char **argv) {

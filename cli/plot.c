@@ -268,10 +268,11 @@ static void margin_texts(const ms_plot *p, FILE *f, bool vertical) {
   }
 }
 
-int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
-  ms_plot_format fmt;
-  if (ms_plot_format_of(path, &fmt) != 0)
-    return -1;
+/* The terminal by the file's format, at the picture's size, and the house
+ * style: a light frame and grid, translucent fills, six lines above the
+ * plot for the title and the texts of vertical markers, and a right margin
+ * wide enough for the texts of horizontal ones. */
+static void script_style(const ms_plot *p, ms_plot_format fmt, FILE *f) {
   int w = p->width > 0 ? p->width : 1100, h = p->height > 0 ? p->height : 720;
   if (fmt == MS_PLOT_SVG)
     fprintf(f,
@@ -299,8 +300,12 @@ int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
     fprintf(f, "set rmargin at screen %.4f\n", 1 - right_px(p) / w);
   else
     fputs("set rmargin 4\n", f);
-  /* title and subtitle centred on the picture (the plot area is not,
-   * when the texts right of it widen the right margin) */
+}
+
+/* The title and subtitle, centred on the picture (the plot area is not,
+ * when the texts right of it widen the right margin), and the axes'
+ * labels. */
+static void script_titles(const ms_plot *p, FILE *f) {
   if (p->title) {
     fputs("set label 2 ", f);
     quoted(f, p->title);
@@ -323,6 +328,12 @@ int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
     quoted(f, p->ylabel);
     fputc('\n', f);
   }
+}
+
+/* The ranges and scales of the axes, and the legend.  A legend below the
+ * plot gets a bottom margin of its own: gnuplot leaves it no room for the
+ * x label. */
+static void script_axes(const ms_plot *p, FILE *f) {
   range(f, "x", p->xmin, p->xmax);
   range(f, "y", p->ymin, p->ymax);
   if (p->xlog)
@@ -336,10 +347,12 @@ int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
   fputs(" reverse Left box lc rgb '#909090' opaque samplen 3 spacing 1.2 "
         "width 1\n",
         f);
-  /* a legend below the plot: gnuplot leaves it no room for the x label */
   if (legend_below(p))
     fprintf(f, "set bmargin %g\n", bottom_lines(p));
+}
 
+/* The bands, as rectangles across the whole height behind the data. */
+static void script_bands(const ms_plot *p, FILE *f) {
   for (size_t i = 0; i < p->n_bands; i++) {
     const ms_plot_band *b = &p->bands[i];
     fprintf(f,
@@ -348,54 +361,64 @@ int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
             "noborder\n",
             i + 1, b->from, b->to, color_or(b->color, "#E69F00"));
   }
-  margin_texts(p, f, true);
-  margin_texts(p, f, false);
+}
 
-  for (size_t i = 0; i < p->n_markers; i++) {
-    const ms_plot_marker *m = &p->markers[i];
-    const char *col = color_or(m->color, "#555555");
-    if (m->vertical) {
-      double pos = m->text_pos > 0 ? m->text_pos : 0.97;
-      fprintf(f,
-              "set arrow %zu from first %.17g, graph 0 to first %.17g, "
-              "graph 1 nohead lc rgb '%s' lw 1.3 dt (6,4) back\n",
-              i + 1, m->at, m->at, col);
-      if (m->text && m->along) {
-        /* rotated: "right" is the top end, the offset moves across */
-        fprintf(f, "set label %zu ", i + 10);
-        quoted(f, m->text);
-        fprintf(f,
-                " at first %.17g, graph %.3f right rotate by 90 "
-                "offset %s,0 tc rgb '%s' boxed back\n",
-                m->at, pos, m->text_before ? "-1.3" : "1.3", col);
-      } else if (m->text && !m->on_axis) {
-        fprintf(f, "set label %zu ", i + 10);
-        quoted(f, m->text);
-        fprintf(f,
-                " at first %.17g, graph %.3f %s offset %s,0 tc rgb '%s' "
-                "boxed back\n",
-                m->at, pos, m->text_before ? "right" : "left",
-                m->text_before ? "-0.6" : "0.6", col);
-      }
-    } else {
-      double pos = m->text_pos > 0 ? m->text_pos : 0.98;
-      bool left = pos < 0.5; /* text starts at pos, else ends there */
-      fprintf(f,
-              "set arrow %zu from graph 0, first %.17g to graph 1, first "
-              "%.17g nohead lc rgb '%s' lw 1.3 dt (6,4) back\n",
-              i + 1, m->at, m->at, col);
-      if (m->text && !m->on_axis) {
-        fprintf(f, "set label %zu ", i + 10);
-        quoted(f, m->text);
-        fprintf(f,
-                " at graph %.3f, first %.17g %s offset 0,%s tc rgb '%s' "
-                "boxed back\n",
-                pos, m->at, left ? "left" : "right",
-                m->text_before ? "-0.8" : "0.8", col);
-      }
-    }
+/* Marker i, a vertical line: its text, unless it went above the plot
+ * (margin_texts), beside the line or running up along it. */
+static void script_vertical_marker(const ms_plot *p, size_t i, FILE *f) {
+  const ms_plot_marker *m = &p->markers[i];
+  const char *col = color_or(m->color, "#555555");
+  double pos = m->text_pos > 0 ? m->text_pos : 0.97;
+  fprintf(f,
+          "set arrow %zu from first %.17g, graph 0 to first %.17g, "
+          "graph 1 nohead lc rgb '%s' lw 1.3 dt (6,4) back\n",
+          i + 1, m->at, m->at, col);
+  if (m->text && m->along) {
+    /* rotated: "right" is the top end, the offset moves across */
+    fprintf(f, "set label %zu ", i + 10);
+    quoted(f, m->text);
+    fprintf(f,
+            " at first %.17g, graph %.3f right rotate by 90 "
+            "offset %s,0 tc rgb '%s' boxed back\n",
+            m->at, pos, m->text_before ? "-1.3" : "1.3", col);
+  } else if (m->text && !m->on_axis) {
+    fprintf(f, "set label %zu ", i + 10);
+    quoted(f, m->text);
+    fprintf(f,
+            " at first %.17g, graph %.3f %s offset %s,0 tc rgb '%s' "
+            "boxed back\n",
+            m->at, pos, m->text_before ? "right" : "left",
+            m->text_before ? "-0.6" : "0.6", col);
   }
+}
 
+/* Marker i, a horizontal line: its text, unless it went right of the plot
+ * (margin_texts), above or below the line, starting or ending at
+ * text_pos. */
+static void script_horizontal_marker(const ms_plot *p, size_t i, FILE *f) {
+  const ms_plot_marker *m = &p->markers[i];
+  const char *col = color_or(m->color, "#555555");
+  double pos = m->text_pos > 0 ? m->text_pos : 0.98;
+  bool left = pos < 0.5; /* text starts at pos, else ends there */
+  fprintf(f,
+          "set arrow %zu from graph 0, first %.17g to graph 1, first "
+          "%.17g nohead lc rgb '%s' lw 1.3 dt (6,4) back\n",
+          i + 1, m->at, m->at, col);
+  if (m->text && !m->on_axis) {
+    fprintf(f, "set label %zu ", i + 10);
+    quoted(f, m->text);
+    fprintf(f,
+            " at graph %.3f, first %.17g %s offset 0,%s tc rgb '%s' "
+            "boxed back\n",
+            pos, m->at, left ? "left" : "right",
+            m->text_before ? "-0.8" : "0.8", col);
+  }
+}
+
+/* The arrows, numbered after the markers' lines (gnuplot's arrows are one
+ * numbered set), each with its text beside its middle unless the text went
+ * into the legend; on a log axis the middle is the geometric one. */
+static void script_arrows(const ms_plot *p, FILE *f) {
   for (size_t i = 0; i < p->n_arrows; i++) {
     const ms_plot_arrow *a = &p->arrows[i];
     const char *col = color_or(a->color, "#000000");
@@ -419,7 +442,13 @@ int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
               a->text_before ? "-0.8" : "0.8", col);
     }
   }
+}
 
+/* Each series as a datablock $d<i>.  A point gnuplot cannot draw (not
+ * finite, or not positive on a log axis) becomes a blank line, which
+ * breaks the line there, and a series with no point at all gets a NaN:
+ * gnuplot refuses an empty datablock. */
+static void script_data(const ms_plot *p, FILE *f) {
   for (size_t i = 0; i < p->n_series; i++) {
     const ms_plot_series *s = &p->series[i];
     fprintf(f, "$d%zu << EOD\n", i);
@@ -427,17 +456,54 @@ int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
     for (size_t k = 0; k < s->n; k++) {
       if (!isfinite(s->x[k]) || !isfinite(s->y[k]) ||
           (p->xlog && s->x[k] <= 0) || (p->ylog && s->y[k] <= 0)) {
-        fputc('\n', f); /* a blank line breaks the line */
+        fputc('\n', f);
         continue;
       }
       fprintf(f, "%.12g %.12g\n", s->x[k], s->y[k]);
       written++;
     }
     if (written == 0)
-      fputs("NaN NaN\n", f); /* gnuplot refuses an empty datablock */
+      fputs("NaN NaN\n", f);
     fputs("EOD\n", f);
   }
+}
 
+/* How one series is drawn: its style with its width (or the style's
+ * default), its colour and its legend entry. */
+static void script_series_style(const ms_plot_series *s, FILE *f) {
+  double wdt = s->width > 0 ? s->width : 0;
+  switch (s->style) {
+  case MS_PLOT_SOLID:
+    fprintf(f, "with lines lw %.2f dt 1", wdt ? wdt : 2.5);
+    break;
+  case MS_PLOT_DASHED:
+    fprintf(f, "with lines lw %.2f dt (10,6)", wdt ? wdt : 2.5);
+    break;
+  case MS_PLOT_DOTTED:
+    fprintf(f, "with lines lw %.2f dt (2,4)", wdt ? wdt : 2.0);
+    break;
+  case MS_PLOT_POINTS:
+    fprintf(f, "with points pt 7 ps %.2f", wdt ? wdt : 1.6);
+    break;
+  case MS_PLOT_OPEN_POINTS:
+    fprintf(f, "with points pt 6 ps %.2f lw 2", wdt ? wdt : 1.6);
+    break;
+  }
+  if (s->color)
+    fprintf(f, " lc rgb '%s'", s->color);
+  if (s->title) {
+    fputs(" title ", f);
+    quoted(f, s->title);
+  } else {
+    fputs(" notitle", f);
+  }
+}
+
+/* The plot command: the legend entries of the bands and of the arrows
+ * whose texts went there are keyentries (they draw nothing), around the
+ * series themselves.  With nothing to plot, gnuplot still needs an
+ * item. */
+static void script_plot(const ms_plot *p, FILE *f) {
   fputs("plot ", f);
   int items = 0;
   for (size_t i = 0; i < p->n_bands; i++) {
@@ -451,34 +517,8 @@ int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
     quoted(f, p->bands[i].label);
   }
   for (size_t i = 0; i < p->n_series; i++) {
-    const ms_plot_series *s = &p->series[i];
     fprintf(f, "%s$d%zu using 1:2 ", items++ ? ", \\\n     " : "", i);
-    double wdt = s->width > 0 ? s->width : 0;
-    switch (s->style) {
-    case MS_PLOT_SOLID:
-      fprintf(f, "with lines lw %.2f dt 1", wdt ? wdt : 2.5);
-      break;
-    case MS_PLOT_DASHED:
-      fprintf(f, "with lines lw %.2f dt (10,6)", wdt ? wdt : 2.5);
-      break;
-    case MS_PLOT_DOTTED:
-      fprintf(f, "with lines lw %.2f dt (2,4)", wdt ? wdt : 2.0);
-      break;
-    case MS_PLOT_POINTS:
-      fprintf(f, "with points pt 7 ps %.2f", wdt ? wdt : 1.6);
-      break;
-    case MS_PLOT_OPEN_POINTS:
-      fprintf(f, "with points pt 6 ps %.2f lw 2", wdt ? wdt : 1.6);
-      break;
-    }
-    if (s->color)
-      fprintf(f, " lc rgb '%s'", s->color);
-    if (s->title) {
-      fputs(" title ", f);
-      quoted(f, s->title);
-    } else {
-      fputs(" notitle", f);
-    }
+    script_series_style(&p->series[i], f);
   }
   for (size_t i = 0; i < p->n_arrows; i++) {
     const ms_plot_arrow *a = &p->arrows[i];
@@ -491,6 +531,27 @@ int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
   if (items == 0)
     fputs("NaN notitle", f);
   fputc('\n', f);
+}
+
+int ms_plot_script(const ms_plot *p, const char *path, FILE *f) {
+  ms_plot_format fmt;
+  if (ms_plot_format_of(path, &fmt) != 0)
+    return -1;
+  script_style(p, fmt, f);
+  script_titles(p, f);
+  script_axes(p, f);
+  script_bands(p, f);
+  margin_texts(p, f, true);
+  margin_texts(p, f, false);
+  for (size_t i = 0; i < p->n_markers; i++) {
+    if (p->markers[i].vertical)
+      script_vertical_marker(p, i, f);
+    else
+      script_horizontal_marker(p, i, f);
+  }
+  script_arrows(p, f);
+  script_data(p, f);
+  script_plot(p, f);
   return 0;
 }
 

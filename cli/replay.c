@@ -155,8 +155,12 @@ static void write_json_row(ms_json *j, const ms_trace_row *row,
   ms_json_end_object(j);
 }
 
-static int replay(const ms_service_spec *spec, FILE *f, const char *name,
-                  ms_format format) {
+/* Read the whole trace and check it first, so that a bad row stops the
+ * replay before anything is written.  Returns 0 with the rows in *rows
+ * (malloc'd, also on failure: the caller frees them), or MS_EXIT_RUNTIME
+ * naming the file, the line and the problem. */
+static int read_trace(const ms_service_spec *spec, FILE *f, const char *name,
+                      ms_trace_row **rows, size_t *n_rows) {
   ms_trace t;
   char err[600];
   if (ms_trace_open(&t, f, name, err, sizeof err) != 0) {
@@ -168,38 +172,44 @@ static int replay(const ms_service_spec *spec, FILE *f, const char *name,
     ms_trace_close(&t);
     return rc;
   }
-  /* Read and check the whole trace first, so that a bad row stops the
-   * replay before anything is written. */
-  ms_trace_row *rows = NULL;
-  size_t n_rows = 0, cap = 0;
+  size_t cap = 0;
   ms_cli_progress prog;
   ms_cli_progress_start(&prog, "reading the trace", 0);
   int r;
   for (;;) {
-    if (n_rows == cap) {
+    if (*n_rows == cap) {
       size_t nc = cap ? 2 * cap : 1024;
-      ms_trace_row *nr = realloc(rows, nc * sizeof *nr);
+      ms_trace_row *nr = realloc(*rows, nc * sizeof *nr);
       if (nr == NULL) {
         r = -1;
-        snprintf(err, sizeof err, "out of memory after %zu rows", n_rows);
+        snprintf(err, sizeof err, "out of memory after %zu rows", *n_rows);
         break;
       }
-      rows = nr;
+      *rows = nr;
       cap = nc;
     }
-    r = ms_trace_next(&t, &rows[n_rows], err, sizeof err);
+    r = ms_trace_next(&t, &(*rows)[*n_rows], err, sizeof err);
     if (r != 1)
       break;
-    n_rows++;
-    ms_cli_progress_update(&prog, n_rows);
+    (*n_rows)++;
+    ms_cli_progress_update(&prog, *n_rows);
   }
   ms_cli_progress_end(&prog);
   ms_trace_close(&t);
-  if (r < 0) {
-    free(rows);
+  if (r < 0)
     return ms_cli_fail("%s", err);
-  }
+  return 0;
+}
 
+/* Step the plugin's tracker through the rows and write its verdict on
+ * each, as CSV or JSON; on a terminal, a tally of the verdicts and the
+ * notifications on stderr.  Returns through ms_cli_finish_output, or
+ * MS_EXIT_RUNTIME when the model gives a value that is not a number (the
+ * rows written before it are kept, as the plugin would have dispatched
+ * them). */
+static int write_verdicts(const ms_service_spec *spec, const char *name,
+                          ms_format format, const ms_trace_row *rows,
+                          size_t n_rows) {
   ms_tracker tracker;
   ms_tracker_init(&tracker);
   ms_json j;
@@ -211,6 +221,7 @@ static int replay(const ms_service_spec *spec, FILE *f, const char *name,
     ms_report_csv_header(stdout);
     puts(",servers,observed_attempts,observed_failure,problem,notifications");
   }
+  ms_cli_progress prog;
   ms_cli_progress_start(&prog, "replay", n_rows);
   size_t no_verdict = 0, notes[5] = {0};
   ms_step st;
@@ -218,13 +229,11 @@ static int replay(const ms_service_spec *spec, FILE *f, const char *name,
     ms_tracker_step(&tracker, spec, &rows[i].in, &st);
     char msg[256];
     if (st.ok && ms_report_finite(&st.report, msg, sizeof msg) != 0) {
-      int line = rows[i].line;
       ms_cli_progress_end(&prog);
-      free(rows);
       if (format == MS_FORMAT_JSON)
         fputc('\n', stdout);
       fflush(stdout);
-      return ms_cli_fail("%s:%d: model: %s", name, line, msg);
+      return ms_cli_fail("%s:%d: model: %s", name, rows[i].line, msg);
     }
     if (format == MS_FORMAT_JSON)
       write_json_row(&j, &rows[i], &st);
@@ -236,7 +245,6 @@ static int replay(const ms_service_spec *spec, FILE *f, const char *name,
     ms_cli_progress_update(&prog, i);
   }
   ms_cli_progress_end(&prog);
-  free(rows);
   if (format == MS_FORMAT_JSON) {
     ms_json_end_array(&j);
     ms_json_finish(&j);
@@ -253,11 +261,62 @@ static int replay(const ms_service_spec *spec, FILE *f, const char *name,
   return ms_cli_finish_output(MS_EXIT_OK);
 }
 
-static int run(ms_cli_model *m, int argc, char **argv) {
-  int format = 0, r, c;
-  const char *prom[MS_INPUT_COUNT] = {0}, *write_trace = NULL;
-  bool any_prom = false;
-  static const char *const formats[] = {"csv", "json", NULL};
+/* The trace in f, called name in messages, through the service. */
+static int replay(const ms_service_spec *spec, FILE *f, const char *name,
+                  ms_format format) {
+  ms_trace_row *rows = NULL;
+  size_t n_rows = 0;
+  int rc = read_trace(spec, f, name, &rows, &n_rows);
+  if (rc == 0)
+    rc = write_verdicts(spec, name, format, rows, n_rows);
+  free(rows);
+  return rc;
+}
+
+/* ---- the command ----------------------------------------------------- */
+
+/* What the command line asks for. */
+typedef struct {
+  ms_format format;
+  const char *prom[MS_INPUT_COUNT]; /* --prometheus-json files, by input */
+  bool any_prom;
+  const char *write_trace; /* --write-trace OUT.csv, or NULL */
+  const char *trace;       /* TRACE.csv, "-" for stdin, or NULL */
+  bool help;               /* --help: print it and do nothing else */
+} replay_args;
+
+/* --prometheus-json INPUT=FILE: the file that holds one input's series,
+ * each input at most once.  Returns 0 or MS_EXIT_USAGE. */
+static int take_prometheus(replay_args *a, const char *arg) {
+  const char *eq = strchr(arg, '=');
+  int id = -1;
+  for (int i = 0; eq && i < MS_INPUT_COUNT; i++) {
+    const char *n = ms_input_name((ms_input_id)i);
+    if (strlen(n) == (size_t)(eq - arg) &&
+        strncmp(n, arg, (size_t)(eq - arg)) == 0)
+      id = i;
+  }
+  if (id < 0 || eq[1] == '\0')
+    return ms_cli_usage("--prometheus-json: '%s' must be INPUT=FILE "
+                        "with INPUT one of arrival_rate, offered_rate, "
+                        "retry_rate, error_rate, pool_size",
+                        arg);
+  if (a->prom[id])
+    return ms_cli_usage("--prometheus-json: %s given twice",
+                        ms_input_name((ms_input_id)id));
+  a->prom[id] = eq + 1;
+  a->any_prom = true;
+  return 0;
+}
+
+/* Take the options in the order given, stopping at the first bad one (or
+ * at --help), so that the message names the option the user got wrong
+ * first; then the one trace.  Returns 0 or the exit code of the message
+ * printed. */
+static int parse_options(replay_args *a, ms_cli_model *m, int argc,
+                         char **argv) {
+  static const ms_format formats[] = {MS_FORMAT_CSV, MS_FORMAT_JSON};
+  int r, c;
   optind = 0;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
@@ -266,111 +325,129 @@ static int run(ms_cli_model *m, int argc, char **argv) {
       return r;
     if (r == 0)
       continue;
+    r = 0;
     switch (c) {
     case OPT_FORMAT:
-      r = ms_cli_choice("--format", optarg, formats, &format);
-      if (r)
-        return r;
+      r = ms_cli_format(optarg, formats, sizeof formats / sizeof formats[0],
+                        &a->format);
       break;
-    case OPT_PROMETHEUS: {
-      const char *eq = strchr(optarg, '=');
-      int id = -1;
-      for (int i = 0; eq && i < MS_INPUT_COUNT; i++) {
-        const char *n = ms_input_name((ms_input_id)i);
-        if (strlen(n) == (size_t)(eq - optarg) &&
-            strncmp(n, optarg, (size_t)(eq - optarg)) == 0)
-          id = i;
-      }
-      if (id < 0 || eq[1] == '\0')
-        return ms_cli_usage("--prometheus-json: '%s' must be INPUT=FILE "
-                            "with INPUT one of arrival_rate, offered_rate, "
-                            "retry_rate, error_rate, pool_size",
-                            optarg);
-      if (prom[id])
-        return ms_cli_usage("--prometheus-json: %s given twice",
-                            ms_input_name((ms_input_id)id));
-      prom[id] = eq + 1;
-      any_prom = true;
+    case OPT_PROMETHEUS:
+      r = take_prometheus(a, optarg);
       break;
-    }
     case OPT_WRITE_TRACE:
-      write_trace = optarg;
+      a->write_trace = optarg;
       break;
     case 'h':
-      return ms_cli_help_model(help);
+      a->help = true;
+      return 0;
     default:
       return ms_cli_bad_option(c, argv, options);
     }
+    if (r)
+      return r;
   }
-  const char *trace = NULL;
   if (optind < argc)
-    trace = argv[optind++];
+    a->trace = argv[optind++];
   if (optind < argc)
     return ms_cli_usage("unexpected argument '%s' (one trace at a time)",
                         argv[optind]);
+  return 0;
+}
+
+/* The service file, and one source of the trace: a file or Prometheus
+ * responses.  Returns 0 or MS_EXIT_USAGE. */
+static int check_args(const replay_args *a, const ms_cli_model *m) {
   if (m->spec_path == NULL)
     return ms_cli_usage("give the service file with --spec FILE (and "
                         "--service NAME when it has several)");
-  if (trace && any_prom)
+  if (a->trace && a->any_prom)
     return ms_cli_usage("give a trace file or --prometheus-json, not both");
-  if (!trace && !any_prom)
+  if (!a->trace && !a->any_prom)
     return ms_cli_usage("give the trace: TRACE.csv (or '-' for stdin), or "
                         "--prometheus-json INPUT=FILE");
-  if (write_trace && !any_prom)
+  if (a->write_trace && !a->any_prom)
     return ms_cli_usage("--write-trace saves the trace built from "
                         "--prometheus-json: give those too");
-  if ((r = ms_cli_model_resolve(m, false)) != 0)
-    return r;
+  return 0;
+}
 
-  /* The service as the plugin would run it, with any overrides. */
-  ms_service_spec spec = *m->spec;
-  spec.params = m->params;
+/* The service as the plugin would run it, with the command line's
+ * overrides: --servers wins over a pool size read from collectd. */
+static void plugin_service(const ms_cli_model *m, ms_service_spec *spec) {
+  *spec = *m->spec;
+  spec->params = m->params;
   if (m->given[MS_OPT_SERVERS - MS_OPT_MODEL] &&
-      spec.inputs[MS_INPUT_POOL].kind != MS_SOURCE_NONE) {
-    spec.inputs[MS_INPUT_POOL].kind = MS_SOURCE_NONE; /* --servers wins */
-    spec.has_servers = true;
+      spec->inputs[MS_INPUT_POOL].kind != MS_SOURCE_NONE) {
+    spec->inputs[MS_INPUT_POOL].kind = MS_SOURCE_NONE;
+    spec->has_servers = true;
   }
+}
 
-  if (any_prom) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&buf, &len);
-    char err[600];
-    if (mem == NULL)
-      return ms_cli_fail("out of memory");
-    int pr = ms_trace_from_prometheus(prom, mem, err, sizeof err);
-    fclose(mem);
-    if (pr != 0) {
-      free(buf);
-      return ms_cli_fail("%s", err);
-    }
-    if (write_trace) {
-      FILE *w = fopen(write_trace, "w");
-      if (w == NULL || fwrite(buf, 1, len, w) != len || fclose(w) != 0) {
-        int e = errno;
-        free(buf);
-        return ms_cli_fail("%s: cannot write: %s", write_trace, strerror(e));
-      }
-    }
-    FILE *in = fmemopen(buf, len ? len : 1, "r");
-    if (in == NULL) {
-      free(buf);
-      return ms_cli_fail("out of memory");
-    }
-    r = replay(&spec, in, write_trace ? write_trace : "(Prometheus trace)",
-               format == 1 ? MS_FORMAT_JSON : MS_FORMAT_CSV);
-    fclose(in);
+/* The trace built in memory from the Prometheus responses (saved with
+ * --write-trace), then replayed as a CSV trace would be. */
+static int replay_prometheus(const replay_args *a,
+                             const ms_service_spec *spec) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&buf, &len);
+  char err[600];
+  if (mem == NULL)
+    return ms_cli_fail("out of memory");
+  int pr = ms_trace_from_prometheus(a->prom, mem, err, sizeof err);
+  fclose(mem);
+  if (pr != 0) {
     free(buf);
-    return r;
+    return ms_cli_fail("%s", err);
   }
-  FILE *in = strcmp(trace, "-") == 0 ? stdin : fopen(trace, "r");
+  if (a->write_trace) {
+    FILE *w = fopen(a->write_trace, "w");
+    if (w == NULL || fwrite(buf, 1, len, w) != len || fclose(w) != 0) {
+      int e = errno;
+      free(buf);
+      return ms_cli_fail("%s: cannot write: %s", a->write_trace, strerror(e));
+    }
+  }
+  FILE *in = fmemopen(buf, len ? len : 1, "r");
+  if (in == NULL) {
+    free(buf);
+    return ms_cli_fail("out of memory");
+  }
+  int r =
+      replay(spec, in, a->write_trace ? a->write_trace : "(Prometheus trace)",
+             a->format);
+  fclose(in);
+  free(buf);
+  return r;
+}
+
+/* The trace file, or stdin for "-". */
+static int replay_file(const replay_args *a, const ms_service_spec *spec) {
+  bool is_stdin = strcmp(a->trace, "-") == 0;
+  FILE *in = is_stdin ? stdin : fopen(a->trace, "r");
   if (in == NULL)
-    return ms_cli_fail("%s: cannot open: %s", trace, strerror(errno));
-  r = replay(&spec, in, strcmp(trace, "-") == 0 ? "(stdin)" : trace,
-             format == 1 ? MS_FORMAT_JSON : MS_FORMAT_CSV);
+    return ms_cli_fail("%s: cannot open: %s", a->trace, strerror(errno));
+  int r = replay(spec, in, is_stdin ? "(stdin)" : a->trace, a->format);
   if (in != stdin)
     fclose(in);
   return r;
+}
+
+static int run(ms_cli_model *m, int argc, char **argv) {
+  replay_args a = {.format = MS_FORMAT_CSV};
+  int r = parse_options(&a, m, argc, argv);
+  if (r != 0)
+    return r;
+  if (a.help)
+    return ms_cli_help_model(help);
+  if ((r = check_args(&a, m)) != 0)
+    return r;
+  if ((r = ms_cli_model_resolve(m, false)) != 0)
+    return r;
+  ms_service_spec spec;
+  plugin_service(m, &spec);
+  if (a.any_prom)
+    return replay_prometheus(&a, &spec);
+  return replay_file(&a, &spec);
 }
 
 int ms_cmd_replay(int argc, char **argv) {

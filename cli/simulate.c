@@ -572,81 +572,108 @@ static void write_json(const ms_cli_model *m, const ms_sim_config *c,
 
 /* ---- the plot ----------------------------------------------------------- */
 
-static int write_plot(const char *path, const char *title,
-                      const ms_cli_model *m, const ms_sim_config *c,
-                      ms_sim_engine e, const ms_landscape *ls,
-                      const collector *col) {
-  size_t n = col->n;
-  double *t = malloc(n * sizeof *t), *off = malloc(n * sizeof *off),
-         *att = malloc(n * sizeof *att), *good = malloc(n * sizeof *good);
-  ms_plot_band *bands = calloc(2 * n + MS_SIM_MAX_TRIGGERS, sizeof *bands);
-  if (!t || !off || !att || !good || !bands) {
-    free(t), free(off), free(att), free(good), free(bands);
-    return ms_cli_fail("out of memory drawing %zu windows", n);
-  }
-  /* each value at the middle of its window */
-  for (size_t i = 0; i < n; i++) {
-    t[i] = col->s[i].time - 0.5 * col->s[i].width;
-    off[i] = col->s[i].offered;
-    att[i] = col->s[i].attempts;
-    good[i] = col->s[i].goodput;
-  }
-  ms_plot_series series[3] = {
-      {.title = "offered load (first attempts)",
-       .style = MS_PLOT_SOLID,
-       .color = MS_PLOT_BLUE,
-       .width = 2,
-       .n = n,
-       .x = t,
-       .y = off},
-      {.title = "attempts (retries included)",
-       .style = MS_PLOT_SOLID,
-       .color = MS_PLOT_VERMILION,
-       .width = 2,
-       .n = n,
-       .x = t,
-       .y = att},
-      {.title = "goodput (successful attempts)",
-       .style = MS_PLOT_DASHED,
-       .color = MS_PLOT_GREEN,
-       .width = 2,
-       .n = n,
-       .x = t,
-       .y = good},
-  };
-  /* triggers shaded; drops (which relieve) marked where they start */
-  size_t nb = 0, nm = 0;
+/* Everything the chart is made of, built step by step by the functions
+ * below.  The plot keeps pointers into the arrays and texts here, so they
+ * live as long as the chart is drawn. */
+typedef struct {
+  size_t n;                     /* windows */
+  double *t, *off, *att, *good; /* each window's values, at its middle */
+  ms_plot_series series[3];
+  ms_plot_band *bands; /* triggers, storms, draining queues */
+  size_t nb;
   ms_plot_marker markers[3 + MS_SIM_MAX_TRIGGERS];
+  size_t nm;
   char drop_text[MS_SIM_MAX_TRIGGERS][64];
+  char tip[96], rec[96], cap[96];
+  char sub[400], ttl[200];
+} chart;
+
+/* The chart's arrays, also those of a chart that ran out of memory half
+ * made (a chart starts zeroed). */
+static void chart_free(chart *ch) {
+  free(ch->t), free(ch->off), free(ch->att), free(ch->good), free(ch->bands);
+}
+
+/* The three curves, each value at the middle of its window.  Returns 0,
+ * or -1 when memory ran out. */
+static int chart_series(chart *ch, const collector *col) {
+  size_t n = col->n;
+  ch->n = n;
+  ch->t = malloc(n * sizeof *ch->t);
+  ch->off = malloc(n * sizeof *ch->off);
+  ch->att = malloc(n * sizeof *ch->att);
+  ch->good = malloc(n * sizeof *ch->good);
+  ch->bands = calloc(2 * n + MS_SIM_MAX_TRIGGERS, sizeof *ch->bands);
+  if (!ch->t || !ch->off || !ch->att || !ch->good || !ch->bands)
+    return -1;
+  for (size_t i = 0; i < n; i++) {
+    ch->t[i] = col->s[i].time - 0.5 * col->s[i].width;
+    ch->off[i] = col->s[i].offered;
+    ch->att[i] = col->s[i].attempts;
+    ch->good[i] = col->s[i].goodput;
+  }
+  ch->series[0] = (ms_plot_series){.title = "offered load (first attempts)",
+                                   .style = MS_PLOT_SOLID,
+                                   .color = MS_PLOT_BLUE,
+                                   .width = 2,
+                                   .n = n,
+                                   .x = ch->t,
+                                   .y = ch->off};
+  ch->series[1] = (ms_plot_series){.title = "attempts (retries included)",
+                                   .style = MS_PLOT_SOLID,
+                                   .color = MS_PLOT_VERMILION,
+                                   .width = 2,
+                                   .n = n,
+                                   .x = ch->t,
+                                   .y = ch->att};
+  ch->series[2] = (ms_plot_series){.title = "goodput (successful attempts)",
+                                   .style = MS_PLOT_DASHED,
+                                   .color = MS_PLOT_GREEN,
+                                   .width = 2,
+                                   .n = n,
+                                   .x = ch->t,
+                                   .y = ch->good};
+  return 0;
+}
+
+/* The triggers shaded, named once in the legend.  A drop relieves the
+ * service instead: it is a line where it starts, with its load. */
+static void chart_triggers(chart *ch, const ms_scenario *sc) {
   bool said_trigger = false;
-  for (int i = 0; i < c->scenario.n_triggers; i++) {
-    const ms_trigger *tr = &c->scenario.triggers[i];
+  for (int i = 0; i < sc->n_triggers; i++) {
+    const ms_trigger *tr = &sc->triggers[i];
     if (tr->kind == MS_TRIGGER_LOAD && !(tr->load > 0)) {
-      snprintf(drop_text[i], sizeof drop_text[i], "load %+.4g/s", tr->load);
-      markers[nm++] = (ms_plot_marker){.vertical = true,
-                                       .at = tr->start,
-                                       .text = drop_text[i],
-                                       .color = MS_PLOT_BLUE,
-                                       .text_pos = 0.6};
+      snprintf(ch->drop_text[i], sizeof ch->drop_text[i], "load %+.4g/s",
+               tr->load);
+      ch->markers[ch->nm++] = (ms_plot_marker){.vertical = true,
+                                               .at = tr->start,
+                                               .text = ch->drop_text[i],
+                                               .color = MS_PLOT_BLUE,
+                                               .text_pos = 0.6};
       continue;
     }
-    bands[nb++] =
+    ch->bands[ch->nb++] =
         (ms_plot_band){.from = tr->start,
                        .to = tr->start + tr->rise + tr->hold + tr->fall,
                        .label = said_trigger ? NULL : "trigger",
                        .color = MS_PLOT_ORANGE};
     said_trigger = true;
   }
+}
+
+/* The storms by the plugin's verdict, one band per run of windows in
+ * storm, named once in the legend. */
+static void chart_storms(chart *ch, const collector *col) {
   bool labelled = false;
-  for (size_t i = 0; i < n;) {
+  for (size_t i = 0; i < ch->n;) {
     if (!col->s[i].storm) {
       i++;
       continue;
     }
     size_t k = i;
-    while (k < n && col->s[k].storm)
+    while (k < ch->n && col->s[k].storm)
       k++;
-    bands[nb++] = (ms_plot_band){
+    ch->bands[ch->nb++] = (ms_plot_band){
         .from = col->s[i].time - col->s[i].width,
         .to = col->s[k - 1].time,
         .label = labelled ? NULL : "storm (the plugin's verdict)",
@@ -654,19 +681,23 @@ static int write_plot(const char *path, const char *title,
     labelled = true;
     i = k;
   }
-  /* windows out of storm by the verdict while most attempts fail: the
-   * queue left by a storm draining below the recovery load */
-  labelled = false;
-  for (size_t i = 0; i < n;) {
+}
+
+/* The windows out of storm by the verdict while most attempts fail: the
+ * queue left by a storm draining below the recovery load.  Without them
+ * the chart would show a storm that ended while the failures went on. */
+static void chart_draining(chart *ch, const collector *col) {
+  bool labelled = false;
+  for (size_t i = 0; i < ch->n;) {
     const ms_sim_sample *x = &col->s[i];
     if (x->storm || !(x->failure_ratio > 0.5)) {
       i++;
       continue;
     }
     size_t k = i;
-    while (k < n && !col->s[k].storm && col->s[k].failure_ratio > 0.5)
+    while (k < ch->n && !col->s[k].storm && col->s[k].failure_ratio > 0.5)
       k++;
-    bands[nb++] = (ms_plot_band){
+    ch->bands[ch->nb++] = (ms_plot_band){
         .from = x->time - x->width,
         .to = col->s[k - 1].time,
         .label = labelled ? NULL : "most attempts failing, judged out of storm",
@@ -674,277 +705,323 @@ static int write_plot(const char *path, const char *title,
     labelled = true;
     i = k;
   }
-  /* The loads as lines across the plot, named right of it where no data
-   * hides their texts (moved apart when the lines are close); one line
-   * when there is no band. */
-  char tip[96], rec[96], cap[96];
+}
+
+/* The loads as lines across the plot, named right of it where no data
+ * hides their texts (moved apart when the lines are close); one line for
+ * tipping and recovery when there is no band. */
+static void chart_loads(chart *ch, const ms_landscape *ls) {
   bool no_band =
       !(ls->tipping_load - ls->recovery_load > 1e-9 * ls->tipping_load);
-  snprintf(tip, sizeof tip,
+  snprintf(ch->tip, sizeof ch->tip,
            no_band ? "tipping = recovery load %.4g req/s"
                    : "tipping load %.4g req/s",
            ls->tipping_load);
-  snprintf(rec, sizeof rec, "recovery load %.4g req/s", ls->recovery_load);
-  snprintf(cap, sizeof cap, "capacity %.4g attempts/s", ls->saturation_load);
-  markers[nm++] = (ms_plot_marker){.at = ls->saturation_load,
-                                   .text = cap,
-                                   .color = MS_PLOT_SKY,
-                                   .on_axis = true};
-  markers[nm++] = (ms_plot_marker){.at = ls->tipping_load,
-                                   .text = tip,
-                                   .color = MS_PLOT_GREY,
-                                   .on_axis = true};
+  snprintf(ch->rec, sizeof ch->rec, "recovery load %.4g req/s",
+           ls->recovery_load);
+  snprintf(ch->cap, sizeof ch->cap, "capacity %.4g attempts/s",
+           ls->saturation_load);
+  ch->markers[ch->nm++] = (ms_plot_marker){.at = ls->saturation_load,
+                                           .text = ch->cap,
+                                           .color = MS_PLOT_SKY,
+                                           .on_axis = true};
+  ch->markers[ch->nm++] = (ms_plot_marker){.at = ls->tipping_load,
+                                           .text = ch->tip,
+                                           .color = MS_PLOT_GREY,
+                                           .on_axis = true};
   if (!no_band)
-    markers[nm++] = (ms_plot_marker){.at = ls->recovery_load,
-                                     .text = rec,
-                                     .color = MS_PLOT_GREY,
-                                     .on_axis = true};
-  char sub[400], eng[128], bo[128];
-  snprintf(sub, sizeof sub, "%s; %s; backoff %s", m->summary,
+    ch->markers[ch->nm++] = (ms_plot_marker){.at = ls->recovery_load,
+                                             .text = ch->rec,
+                                             .color = MS_PLOT_GREY,
+                                             .on_axis = true};
+}
+
+/* The top of the y axis, fixed here (gnuplot would round it up to a tick)
+ * so that the texts beside the plot can be spread: the highest curve or
+ * horizontal line, and a margin. */
+static double chart_ymax(const chart *ch) {
+  double ymax = 0;
+  for (size_t i = 0; i < ch->n; i++)
+    ymax = fmax(ymax, fmax(ch->off[i], fmax(ch->att[i], ch->good[i])));
+  for (size_t i = 0; i < ch->nm; i++)
+    if (!ch->markers[i].vertical)
+      ymax = fmax(ymax, ch->markers[i].at);
+  return ymax > 0 ? 1.08 * ymax : 1;
+}
+
+/* The time series into path: the loads, the triggers and storms shaded,
+ * the tipping and recovery loads drawn.  Returns 0, or MS_EXIT_RUNTIME
+ * with the reason. */
+static int write_plot(const char *path, const char *title,
+                      const ms_cli_model *m, const ms_sim_config *c,
+                      ms_sim_engine e, const ms_landscape *ls,
+                      const collector *col) {
+  chart ch;
+  memset(&ch, 0, sizeof ch);
+  if (chart_series(&ch, col) != 0) {
+    chart_free(&ch);
+    return ms_cli_fail("out of memory drawing %zu windows", col->n);
+  }
+  chart_triggers(&ch, &c->scenario);
+  chart_storms(&ch, col);
+  chart_draining(&ch, col);
+  chart_loads(&ch, ls);
+  char eng[128], bo[128];
+  snprintf(ch.sub, sizeof ch.sub, "%s; %s; backoff %s", m->summary,
            engine_text(eng, sizeof eng, c, e),
            backoff_text(bo, sizeof bo, &c->backoff));
-  char ttl[200];
-  snprintf(ttl, sizeof ttl, "%s%s%s", m->name[0] ? m->name : "",
+  snprintf(ch.ttl, sizeof ch.ttl, "%s%s%s", m->name[0] ? m->name : "",
            m->name[0] ? ": " : "", "simulated retry storm");
   ms_plot p;
   ms_plot_init(&p);
-  p.title = title ? title : ttl;
-  p.subtitle = sub;
+  p.title = title ? title : ch.ttl;
+  p.subtitle = ch.sub;
   p.xlabel = "time (s)";
   p.ylabel = "requests or attempts per second";
   p.xmin = 0;
   p.xmax = c->scenario.duration;
   p.ymin = 0;
-  p.series = series;
+  p.series = ch.series;
   p.n_series = 3;
-  p.bands = bands;
-  p.n_bands = nb;
-  p.markers = markers;
-  p.n_markers = nm;
+  p.bands = ch.bands;
+  p.n_bands = ch.nb;
+  p.markers = ch.markers;
+  p.n_markers = ch.nm;
   p.legend = "top right";
-  /* the y range fixed here (gnuplot would round it up to a tick), so
-   * that the texts beside the plot can be spread */
-  double ymax = 0;
-  for (size_t i = 0; i < n; i++)
-    ymax = fmax(ymax, fmax(off[i], fmax(att[i], good[i])));
-  for (size_t i = 0; i < nm; i++)
-    if (!markers[i].vertical)
-      ymax = fmax(ymax, markers[i].at);
-  p.ymax = ymax > 0 ? 1.08 * ymax : 1;
+  p.ymax = chart_ymax(&ch);
   char err[512];
   int r = ms_plot_write(&p, path, err, sizeof err);
-  free(t), free(off), free(att), free(good), free(bands);
+  chart_free(&ch);
   return r == 0 ? MS_EXIT_OK : ms_cli_fail("%s", err);
 }
 
 /* ---- the command -------------------------------------------------------- */
 
-int ms_cmd_simulate(int argc, char **argv) {
-  ms_cli_model m;
-  ms_cli_model_init(&m);
-  int engine = MS_ENGINE_FLUID, format = -1;
-  bool memoryless = false, has_load = false, has_duration = false;
-  bool has_dt = false, has_seed = false, has_backoff = false;
-  bool has_budget_window = false, has_token_capacity = false;
-  bool has_sample = false, has_settle = false;
-  double load = 0, duration = 300, dt = 0, budget_window = 10,
-         token_capacity = 100, sample = 1, settle = 0.02;
-  long seed = 1;
-  ms_backoff backoff = {MS_BACKOFF_NONE, 0, 0};
-  const char *scenario_path = NULL, *plot_path = NULL, *title = NULL;
-  trigger_arg targs[MS_SIM_MAX_TRIGGERS + 1];
-  int n_targs = 0;
+/* What the command line asks for.  The has_ flags say which options were
+ * given: only those override the scenario file and the configuration's
+ * defaults. */
+typedef struct {
+  ms_sim_engine engine;
+  bool memoryless;
+  bool has_load, has_duration, has_dt, has_seed, has_backoff;
+  bool has_budget_window, has_token_capacity, has_sample, has_settle;
+  double load, duration, dt, budget_window, token_capacity, sample, settle;
+  long seed;
+  ms_backoff backoff;
+  const char *scenario_path, *plot_path, *title;
+  trigger_arg targs[MS_SIM_MAX_TRIGGERS + 1]; /* parsed with the model */
+  int n_targs;
+  ms_format format;
+  bool has_format; /* without --format, --plot draws only */
+  bool help;       /* --help: print it and do nothing else */
+} sim_args;
+
+/* One option of simulate's own (not a model option).  Returns 0, or the
+ * exit code of the message printed. */
+static int take_option(sim_args *a, int c, char **argv) {
   static const char *const engines[] = {"fluid", "des", NULL};
-  static const char *const formats[] = {"text", "csv", "json", NULL};
+  static const ms_sim_engine engine_of[] = {MS_ENGINE_FLUID, MS_ENGINE_DES};
+  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_CSV,
+                                      MS_FORMAT_JSON};
+  int st = 0, k;
+  switch (c) {
+  case OPT_ENGINE:
+    if ((st = ms_cli_choice("--engine", optarg, engines, &k)) == 0)
+      a->engine = engine_of[k];
+    break;
+  case OPT_MEMORYLESS:
+    a->memoryless = true;
+    break;
+  case OPT_DT:
+    st = ms_cli_duration("--dt", optarg, 0, MS_SIM_MAX_DURATION,
+                         MS_RANGE_LO_OPEN, &a->dt);
+    a->has_dt = true;
+    break;
+  case OPT_SEED:
+    st = ms_cli_long("--seed", optarg, 0, 9007199254740992L, &a->seed);
+    a->has_seed = true;
+    break;
+  case OPT_SCENARIO:
+    a->scenario_path = optarg;
+    break;
+  case OPT_LOAD:
+    st = ms_cli_rate("--load", optarg, 0, MS_SIM_MAX_RATE, MS_RANGE_CLOSED,
+                     &a->load);
+    a->has_load = true;
+    break;
+  case OPT_DURATION:
+    st = ms_cli_duration("--duration", optarg, 0, MS_SIM_MAX_DURATION,
+                         MS_RANGE_LO_OPEN, &a->duration);
+    a->has_duration = true;
+    break;
+  case OPT_SPIKE:
+  case OPT_RAMP:
+  case OPT_DROP:
+  case OPT_STALL:
+    if (a->n_targs > MS_SIM_MAX_TRIGGERS)
+      st = ms_cli_usage("at most %d triggers", MS_SIM_MAX_TRIGGERS);
+    else
+      a->targs[a->n_targs++] = (trigger_arg){c, optarg};
+    break;
+  case OPT_BACKOFF:
+    st = parse_backoff(optarg, &a->backoff);
+    a->has_backoff = true;
+    break;
+  case OPT_BUDGET_WINDOW:
+    st = ms_cli_duration("--budget-window", optarg, 0, MS_SIM_MAX_DURATION,
+                         MS_RANGE_LO_OPEN, &a->budget_window);
+    a->has_budget_window = true;
+    break;
+  case OPT_TOKEN_CAPACITY:
+    st = ms_cli_real("--token-capacity", optarg, 1, 1e15, MS_RANGE_CLOSED,
+                     &a->token_capacity);
+    a->has_token_capacity = true;
+    break;
+  case OPT_SAMPLE_INTERVAL:
+    st = ms_cli_duration("--sample-interval", optarg, 0, MS_SIM_MAX_DURATION,
+                         MS_RANGE_LO_OPEN, &a->sample);
+    a->has_sample = true;
+    break;
+  case OPT_SETTLE_TOLERANCE:
+    st = ms_cli_real("--settle-tolerance", optarg, 0, 1,
+                     MS_RANGE_LO_OPEN | MS_RANGE_HI_OPEN, &a->settle);
+    a->has_settle = true;
+    break;
+  case OPT_FORMAT:
+    st = ms_cli_format(optarg, formats, sizeof formats / sizeof formats[0],
+                       &a->format);
+    a->has_format = true;
+    break;
+  case OPT_PLOT:
+    a->plot_path = optarg;
+    break;
+  case OPT_TITLE:
+    a->title = optarg;
+    break;
+  default:
+    st = ms_cli_bad_option(c, argv, options);
+  }
+  return st;
+}
+
+/* Take the options in the order given, stopping at the first bad one (or
+ * at --help), so that the message names the option the user got wrong
+ * first.  Returns 0 or the exit code of the message printed. */
+static int parse_options(sim_args *a, ms_cli_model *m, int argc, char **argv) {
   int st = 0, c;
   opterr = 0;
   optind = 1;
   while (st == 0 && (c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-    int taken = ms_cli_model_option(&m, c, optarg);
+    int taken = ms_cli_model_option(m, c, optarg);
     if (taken >= 0) {
       st = taken;
       continue;
     }
-    switch (c) {
-    case 'h':
-      ms_cli_model_free(&m);
-      return ms_cli_help_model(help);
-    case OPT_ENGINE:
-      st = ms_cli_choice("--engine", optarg, engines, &engine);
-      break;
-    case OPT_MEMORYLESS:
-      memoryless = true;
-      break;
-    case OPT_DT:
-      st = ms_cli_duration("--dt", optarg, 0, MS_SIM_MAX_DURATION,
-                           MS_RANGE_LO_OPEN, &dt);
-      has_dt = true;
-      break;
-    case OPT_SEED:
-      st = ms_cli_long("--seed", optarg, 0, 9007199254740992L, &seed);
-      has_seed = true;
-      break;
-    case OPT_SCENARIO:
-      scenario_path = optarg;
-      break;
-    case OPT_LOAD:
-      st = ms_cli_rate("--load", optarg, 0, MS_SIM_MAX_RATE, MS_RANGE_CLOSED,
-                       &load);
-      has_load = true;
-      break;
-    case OPT_DURATION:
-      st = ms_cli_duration("--duration", optarg, 0, MS_SIM_MAX_DURATION,
-                           MS_RANGE_LO_OPEN, &duration);
-      has_duration = true;
-      break;
-    case OPT_SPIKE:
-    case OPT_RAMP:
-    case OPT_DROP:
-    case OPT_STALL:
-      if (n_targs > MS_SIM_MAX_TRIGGERS)
-        st = ms_cli_usage("at most %d triggers", MS_SIM_MAX_TRIGGERS);
-      else
-        targs[n_targs++] = (trigger_arg){c, optarg};
-      break;
-    case OPT_BACKOFF:
-      st = parse_backoff(optarg, &backoff);
-      has_backoff = true;
-      break;
-    case OPT_BUDGET_WINDOW:
-      st = ms_cli_duration("--budget-window", optarg, 0, MS_SIM_MAX_DURATION,
-                           MS_RANGE_LO_OPEN, &budget_window);
-      has_budget_window = true;
-      break;
-    case OPT_TOKEN_CAPACITY:
-      st = ms_cli_real("--token-capacity", optarg, 1, 1e15, MS_RANGE_CLOSED,
-                       &token_capacity);
-      has_token_capacity = true;
-      break;
-    case OPT_SAMPLE_INTERVAL:
-      st = ms_cli_duration("--sample-interval", optarg, 0, MS_SIM_MAX_DURATION,
-                           MS_RANGE_LO_OPEN, &sample);
-      has_sample = true;
-      break;
-    case OPT_SETTLE_TOLERANCE:
-      st = ms_cli_real("--settle-tolerance", optarg, 0, 1,
-                       MS_RANGE_LO_OPEN | MS_RANGE_HI_OPEN, &settle);
-      has_settle = true;
-      break;
-    case OPT_FORMAT:
-      st = ms_cli_choice("--format", optarg, formats, &format);
-      break;
-    case OPT_PLOT:
-      plot_path = optarg;
-      break;
-    case OPT_TITLE:
-      title = optarg;
-      break;
-    default:
-      st = ms_cli_bad_option(c, argv, options);
+    if (c == 'h') {
+      a->help = true;
+      return 0;
     }
+    st = take_option(a, c, argv);
   }
   if (st == 0 && optind < argc)
     st = ms_cli_usage("unexpected argument '%s'", argv[optind]);
-  if (st == 0 && plot_path) {
+  if (st == 0 && a->plot_path) {
     ms_plot_format pf;
-    if (ms_plot_format_of(plot_path, &pf) != 0)
-      st = ms_cli_usage("--plot: '%s' must end in .svg or .png", plot_path);
+    if (ms_plot_format_of(a->plot_path, &pf) != 0)
+      st = ms_cli_usage("--plot: '%s' must end in .svg or .png", a->plot_path);
   }
-  if (st == 0)
-    st = ms_cli_model_resolve(&m, true);
-  if (st != 0) {
-    ms_cli_model_free(&m);
-    return st;
-  }
+  return st;
+}
 
-  ms_sim_config cfg;
-  ms_sim_config_init(&cfg, &m.params);
-  cfg.scenario.duration = 300;
-  if (scenario_path) {
+/* The scenario: the file's, if any, then the load, the duration and the
+ * triggers of the command line on top (triggers from both are kept).
+ * Returns 0, MS_EXIT_RUNTIME for a bad file, MS_EXIT_USAGE for bad
+ * options. */
+static int apply_scenario(const sim_args *a, const ms_cli_model *m,
+                          ms_sim_config *cfg) {
+  if (a->scenario_path) {
     ms_scenario_file sf;
     char err[512];
-    if (ms_scenario_file_load(scenario_path, &sf, err, sizeof err) != 0) {
-      ms_cli_model_free(&m);
+    if (ms_scenario_file_load(a->scenario_path, &sf, err, sizeof err) != 0)
       return ms_cli_fail("%s", err);
-    }
-    ms_scenario_file_apply(&sf, &cfg);
-  } else if (!has_load) {
-    ms_cli_model_free(&m);
+    ms_scenario_file_apply(&sf, cfg);
+  } else if (!a->has_load) {
     return ms_cli_usage("give the baseline offered load (--load L) or a "
                         "scenario file (--scenario FILE)");
   }
-  if (has_load)
-    cfg.scenario.offered_load = load;
-  if (has_duration)
-    cfg.scenario.duration = duration;
-  for (int i = 0; i < n_targs && st == 0; i++)
-    st = add_trigger(&cfg.scenario, &targs[i], m.params.model.kind);
-  if (st != 0) {
-    ms_cli_model_free(&m);
-    return st;
-  }
-  if (has_dt)
-    cfg.dt = dt;
-  if (has_seed)
-    cfg.seed = (uint64_t)seed;
-  if (has_backoff)
-    cfg.backoff = backoff;
-  if (has_budget_window)
-    cfg.budget_window = budget_window;
-  if (has_token_capacity)
-    cfg.token_capacity = token_capacity;
-  if (has_sample)
-    cfg.sample_interval = sample;
-  if (has_settle) {
-    cfg.settle_tolerance = settle;
-  } else if (engine == MS_ENGINE_DES) {
+  if (a->has_load)
+    cfg->scenario.offered_load = a->load;
+  if (a->has_duration)
+    cfg->scenario.duration = a->duration;
+  int st = 0;
+  for (int i = 0; i < a->n_targs && st == 0; i++)
+    st = add_trigger(&cfg->scenario, &a->targs[i], m->params.model.kind);
+  return st;
+}
+
+/* The engine's settings given on the command line, over the file's and
+ * the defaults. */
+static void apply_settings(const sim_args *a, const ms_cli_model *m,
+                           ms_sim_config *cfg) {
+  if (a->has_dt)
+    cfg->dt = a->dt;
+  if (a->has_seed)
+    cfg->seed = (uint64_t)a->seed;
+  if (a->has_backoff)
+    cfg->backoff = a->backoff;
+  if (a->has_budget_window)
+    cfg->budget_window = a->budget_window;
+  if (a->has_token_capacity)
+    cfg->token_capacity = a->token_capacity;
+  if (a->has_sample)
+    cfg->sample_interval = a->sample;
+  if (a->has_settle) {
+    cfg->settle_tolerance = a->settle;
+  } else if (a->engine == MS_ENGINE_DES) {
     /* a window's count is random: widen the band to four Poisson standard
      * deviations of it at the baseline load */
-    double count = cfg.scenario.offered_load * cfg.sample_interval;
+    double count = cfg->scenario.offered_load * cfg->sample_interval;
     if (count > 0)
-      cfg.settle_tolerance = fmin(0.5, fmax(0.02, 4.0 / sqrt(count)));
+      cfg->settle_tolerance = fmin(0.5, fmax(0.02, 4.0 / sqrt(count)));
   }
-  bool erlang = m.params.model.kind == MS_MODEL_ERLANG;
-  cfg.queue_memory = erlang && !memoryless;
-  if (engine == MS_ENGINE_DES && !erlang) {
-    ms_cli_model_free(&m);
+  cfg->queue_memory = m->params.model.kind == MS_MODEL_ERLANG && !a->memoryless;
+}
+
+/* What the engines cannot simulate: the DES is an M/M/c queue, the
+ * memoryless variant is the fluid engine's, and there is one retrying
+ * tier.  Returns 0 or MS_EXIT_USAGE. */
+static int check_engine(const sim_args *a, const ms_cli_model *m) {
+  bool erlang = m->params.model.kind == MS_MODEL_ERLANG;
+  if (a->engine == MS_ENGINE_DES && !erlang)
     return ms_cli_usage("--engine des simulates an M/M/c queue: it needs "
                         "the erlang model (--servers, --service-time, "
                         "--timeout)");
-  }
-  if (engine == MS_ENGINE_DES && memoryless) {
-    ms_cli_model_free(&m);
+  if (a->engine == MS_ENGINE_DES && a->memoryless)
     return ms_cli_usage("--memoryless applies to the fluid engine only");
-  }
-  if (m.params.policy.tiers != 1) {
-    ms_cli_model_free(&m);
+  if (m->params.policy.tiers != 1)
     return ms_cli_usage("--tiers %d: the simulation models one retrying "
                         "tier; layered retries (A^k) have no single queue "
                         "to simulate",
-                        m.params.policy.tiers);
-  }
-  ms_error err;
-  if (ms_sim_config_check(&cfg, &err) != MS_OK) {
-    ms_cli_model_free(&m);
-    return ms_cli_usage("%s", err.msg);
-  }
-  ms_landscape ls;
-  if (ms_landscape_build(&m.params, &ls, &err) != MS_OK) {
-    ms_cli_model_free(&m);
-    return ms_cli_fail("model: %s", err.msg);
-  }
+                        m->params.policy.tiers);
+  return 0;
+}
 
-  if (format < 0)
-    format = plot_path ? -1 : 0;
+/* Run the simulation, streaming CSV rows as they come or keeping them for
+ * JSON and the plot, then write the outputs asked for.  Without --format:
+ * the summary as text, or only the plot when asked for one. */
+static int simulate(const sim_args *a, const ms_cli_model *m,
+                    const ms_sim_config *cfg, const ms_landscape *ls) {
+  bool results = a->has_format || !a->plot_path;
   collector col = {0};
-  col.stream_csv = format == 1;
-  col.keep = plot_path != NULL || format == 2;
-  if (format == 1)
+  col.stream_csv = results && a->format == MS_FORMAT_CSV;
+  col.keep = a->plot_path != NULL || (results && a->format == MS_FORMAT_JSON);
+  if (col.stream_csv)
     puts(csv_header);
   ms_cli_progress_start(&col.prog, "simulate",
-                        (size_t)(cfg.scenario.duration + 0.5));
+                        (size_t)(cfg->scenario.duration + 0.5));
   ms_sim_summary sum;
-  st = ms_sim_run((ms_sim_engine)engine, &cfg, collect, &col, &sum, &err);
+  ms_error err;
+  int st = ms_sim_run(a->engine, cfg, collect, &col, &sum, &err);
   ms_cli_progress_end(&col.prog);
   int code = MS_EXIT_OK;
   if (col.oom)
@@ -952,17 +1029,60 @@ int ms_cmd_simulate(int argc, char **argv) {
                        "without --plot, or a longer --sample-interval",
                        col.n);
   else if (st != MS_OK)
-    code = ms_cli_fail("%s engine: %s", ms_sim_engine_name(engine), err.msg);
+    code = ms_cli_fail("%s engine: %s", ms_sim_engine_name(a->engine), err.msg);
   if (code == MS_EXIT_OK) {
-    if (format == 0)
-      write_text(&m, &cfg, (ms_sim_engine)engine, &ls, &sum, &col);
-    if (format == 2)
-      write_json(&m, &cfg, (ms_sim_engine)engine, &ls, &sum, &col);
-    if (plot_path)
-      code = write_plot(plot_path, title, &m, &cfg, (ms_sim_engine)engine, &ls,
-                        &col);
+    if (results && a->format == MS_FORMAT_TEXT)
+      write_text(m, cfg, a->engine, ls, &sum, &col);
+    if (results && a->format == MS_FORMAT_JSON)
+      write_json(m, cfg, a->engine, ls, &sum, &col);
+    if (a->plot_path)
+      code = write_plot(a->plot_path, a->title, m, cfg, a->engine, ls, &col);
   }
   free(col.s);
-  ms_cli_model_free(&m);
   return ms_cli_finish_output(code);
+}
+
+static int run(ms_cli_model *m, int argc, char **argv) {
+  sim_args a = {.engine = MS_ENGINE_FLUID,
+                .load = 0,
+                .duration = 300,
+                .dt = 0,
+                .budget_window = 10,
+                .token_capacity = 100,
+                .sample = 1,
+                .settle = 0.02,
+                .seed = 1,
+                .backoff = {MS_BACKOFF_NONE, 0, 0},
+                .format = MS_FORMAT_TEXT};
+  int st = parse_options(&a, m, argc, argv);
+  if (st != 0)
+    return st;
+  if (a.help)
+    return ms_cli_help_model(help);
+  if ((st = ms_cli_model_resolve(m, true)) != 0)
+    return st;
+
+  ms_sim_config cfg;
+  ms_sim_config_init(&cfg, &m->params);
+  cfg.scenario.duration = 300;
+  if ((st = apply_scenario(&a, m, &cfg)) != 0)
+    return st;
+  apply_settings(&a, m, &cfg);
+  if ((st = check_engine(&a, m)) != 0)
+    return st;
+  ms_error err;
+  if (ms_sim_config_check(&cfg, &err) != MS_OK)
+    return ms_cli_usage("%s", err.msg);
+  ms_landscape ls;
+  if (ms_landscape_build(&m->params, &ls, &err) != MS_OK)
+    return ms_cli_fail("model: %s", err.msg);
+  return simulate(&a, m, &cfg, &ls);
+}
+
+int ms_cmd_simulate(int argc, char **argv) {
+  ms_cli_model m;
+  ms_cli_model_init(&m);
+  int rc = run(&m, argc, argv);
+  ms_cli_model_free(&m);
+  return rc;
 }

@@ -150,10 +150,11 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   double load = NAN, observed_load = 0, observed_failure = 0;
   bool has_observed_load = false, has_observed_failure = false;
   bool has_previous = false;
-  int previous = 0, format = 0, r;
+  int previous = 0, r;
+  ms_format format = MS_FORMAT_TEXT;
   static const char *const states[] = {"stable", "vulnerable", "metastable",
                                        "overloaded", NULL};
-  static const char *const formats[] = {"text", "json", NULL};
+  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
   optind = 0;
   opterr = 0;
   int c;
@@ -183,7 +184,8 @@ static int run(ms_cli_model *m, int argc, char **argv) {
       has_previous = true;
       break;
     case OPT_FORMAT:
-      r = ms_cli_choice("--format", optarg, formats, &format);
+      r = ms_cli_format(optarg, formats, sizeof formats / sizeof formats[0],
+                        &format);
       break;
     case 'h':
       return ms_cli_help_model(help);
@@ -222,7 +224,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   char msg[256];
   if (ms_report_finite(&rep, msg, sizeof msg) != 0)
     return ms_cli_fail("model: %s", msg);
-  if (format == 1)
+  if (format == MS_FORMAT_JSON)
     write_json(m, &rep);
   else
     write_text(m, &ls, &rep);

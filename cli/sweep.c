@@ -237,107 +237,143 @@ static void scale(double *v, size_t n, double unit) {
     v[i] /= unit;
 }
 
-static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
-                double to, double load, const char *title_opt, bool log_y,
-                const char *path) {
-  /* The pieces of the curve: between breakpoints, then from the last one
-   * until lambda passes `to`.  Without a fold the one piece is split at
-   * capacity, to show where the loop engages. */
+/* Everything the picture is made of, built step by step by the functions
+ * below.  The plot keeps pointers into the arrays and texts here, so they
+ * live as long as the picture is drawn. */
+typedef struct {
+  const ms_landscape *ls;
+  double from, to; /* the offered loads on the x axis */
+  double load;     /* --load, or NaN */
+  /* the curve, piece by monotone piece, between the cuts */
+  double cut[MAX_PIECES + 1];
+  int n_pieces;
+  curve pieces[MAX_PIECES];
+  double ymax; /* largest effective load drawn, attempts/s */
+  /* axis units: thousands, millions, ... */
+  double xu, yu;
+  const char *xu_name, *yu_name;
+  double cap_y; /* capacity in y axis units */
+  ms_plot p;
+  ms_layout sc; /* what the texts must not hide */
+  ms_plot_series series[MAX_PIECES + 2];
+  size_t ns;
+  /* the equilibria at --load: stable ones, then the unstable ones */
+  double op_lam[MS_MAX_EQUILIBRIA], op_x[MS_MAX_EQUILIBRIA];
+  double un_lam[MS_MAX_EQUILIBRIA], un_x[MS_MAX_EQUILIBRIA];
+  char op_title[96];
+  bool has_band;
+  ms_plot_band band;
+  char band_label[96], tip_text[96], rec_text[96], cap_text[96], op_text[64];
+  ms_plot_marker markers[4];
+  size_t nm;
+  ms_plot_arrow arrows[2];
+  size_t na;
+  char tip_arrow[64], rec_arrow[64];
+  char title[160], subtitle[400], xlabel[128], ylabel[128];
+} picture;
+
+/* The pieces of the curve: between breakpoints, then from the last one
+ * until lambda passes `to`.  Without a fold the one piece is split at
+ * capacity, to show where the loop engages. */
+static void cut_pieces(picture *pc) {
+  const ms_landscape *ls = pc->ls;
+  double to = pc->to;
   double A1;
   ms_amplification(&ls->params.policy, 1.0, &A1, NULL);
   double x_end = fmax(ls->break_x[ls->n_breaks - 1], to);
   while (lambda_at(ls, x_end) < to * 1.02 && x_end < 4 * to * A1 + 1)
     x_end *= 1.25;
-  double cut[MAX_PIECES + 1];
   int n_cut = 0;
   for (int i = 0; i < ls->n_breaks; i++)
-    cut[n_cut++] = ls->break_x[i];
-  if (!ls->has_fold && ls->saturation_load > cut[n_cut - 1] &&
+    pc->cut[n_cut++] = ls->break_x[i];
+  if (!ls->has_fold && ls->saturation_load > pc->cut[n_cut - 1] &&
       ls->saturation_load < x_end)
-    cut[n_cut++] = ls->saturation_load;
-  cut[n_cut++] = x_end;
-  int n_pieces = n_cut - 1;
+    pc->cut[n_cut++] = ls->saturation_load;
+  pc->cut[n_cut++] = x_end;
+  pc->n_pieces = n_cut - 1;
+}
 
-  curve pieces[MAX_PIECES];
-  memset(pieces, 0, sizeof pieces);
-  ms_plot p;
-  ms_plot_init(&p);
-  ms_layout sc;
-  ms_layout_init(&sc, &p);
-  double tol = 5e-4 * (to - from);
-  double ymax = ls->saturation_load;
-  int rc = MS_EXIT_OK;
-  for (int i = 0; i < n_pieces; i++) {
-    sample(ls, &pieces[i], cut[i], cut[i + 1], tol);
-    if (pieces[i].oom) {
-      rc = ms_cli_fail("out of memory drawing the curve");
-      goto out;
-    }
-    for (size_t k = 0; k < pieces[i].n; k++)
-      if (pieces[i].lam[k] >= from && pieces[i].lam[k] <= to)
-        ymax = fmax(ymax, pieces[i].x[k]);
+/* Sample every piece, and find the largest effective load within the
+ * offered loads shown: it sets the y axis.  Returns 0, or MS_EXIT_RUNTIME
+ * when memory ran out. */
+static int sample_pieces(picture *pc) {
+  double tol = 5e-4 * (pc->to - pc->from);
+  pc->ymax = pc->ls->saturation_load;
+  for (int i = 0; i < pc->n_pieces; i++) {
+    curve *c = &pc->pieces[i];
+    sample(pc->ls, c, pc->cut[i], pc->cut[i + 1], tol);
+    if (c->oom)
+      return ms_cli_fail("out of memory drawing the curve");
+    for (size_t k = 0; k < c->n; k++)
+      if (c->lam[k] >= pc->from && c->lam[k] <= pc->to)
+        pc->ymax = fmax(pc->ymax, c->x[k]);
   }
-  /* When the collapsed branch towers over capacity (layered retries
-   * amplify up to (r + 1)^k), a linear axis flattens the healthy branch
-   * and the fold into the floor: use a log axis then. */
-  bool ylog = log_y || ymax > 30 * ls->saturation_load;
+  return MS_EXIT_OK;
+}
 
-  /* Everything is drawn in axis units (thousands, millions, ...). */
-  const char *xu_name, *yu_name;
-  double xu = axis_unit(to, &xu_name);
-  double yu = ylog ? 1 : axis_unit(ymax * 1.08, &yu_name);
+/* The axes, and the curve in their units.  When the collapsed branch
+ * towers over capacity (layered retries amplify up to (r + 1)^k), a linear
+ * axis flattens the healthy branch and the fold into the floor: a log
+ * axis then.  The legend goes below the plot, in two columns: inside, it
+ * would hide some branch. */
+static void set_frame(picture *pc, bool log_y) {
+  const ms_landscape *ls = pc->ls;
+  bool ylog = log_y || pc->ymax > 30 * ls->saturation_load;
+  pc->xu = axis_unit(pc->to, &pc->xu_name);
+  pc->yu = ylog ? 1 : axis_unit(pc->ymax * 1.08, &pc->yu_name);
   if (ylog)
-    yu_name = "";
-  for (int i = 0; i < n_pieces; i++) {
-    scale(pieces[i].lam, pieces[i].n, xu);
-    scale(pieces[i].x, pieces[i].n, yu);
+    pc->yu_name = "";
+  for (int i = 0; i < pc->n_pieces; i++) {
+    scale(pc->pieces[i].lam, pc->pieces[i].n, pc->xu);
+    scale(pc->pieces[i].x, pc->pieces[i].n, pc->yu);
   }
-
-  /* The plot's frame, in axis units. */
-  p.xmin = from / xu;
-  p.xmax = to / xu;
+  ms_plot *p = &pc->p;
+  p->xmin = pc->from / pc->xu;
+  p->xmax = pc->to / pc->xu;
   if (ylog) {
-    p.ylog = true;
-    p.ymin = 0.02 * ls->saturation_load;
-    p.ymax = ymax * 1.5;
+    p->ylog = true;
+    p->ymin = 0.02 * ls->saturation_load;
+    p->ymax = pc->ymax * 1.5;
   } else {
-    p.ymin = 0;
-    p.ymax = ymax * 1.08 / yu;
+    p->ymin = 0;
+    p->ymax = pc->ymax * 1.08 / pc->yu;
   }
-  /* below the plot, in two columns: inside, it would hide some branch */
-  p.legend = "outside below center horizontal";
-  p.legend_columns = 2;
-  p.height = 800;
+  p->legend = "outside below center horizontal";
+  p->legend_columns = 2;
+  p->height = 800;
+}
 
-  /* Series: one per piece, styled by its kind.  A piece too small to see
-   * (a fold narrower than a pixel, a rounding artefact at a kink) is left
-   * out, and so is its legend entry. */
-  ms_plot_series series[MAX_PIECES + 2];
-  size_t ns = 0;
+/* One series per piece, styled by its kind: the healthy branch (the first
+ * piece, or one below capacity), the collapsed one (the last, or one above
+ * capacity), the unstable boundary between the basins (a falling piece).
+ * A piece too small to see (a fold narrower than a pixel, a rounding
+ * artefact at a kink) is left out, and so is its legend entry; a kind is
+ * named in the legend once. */
+static void add_branches(picture *pc) {
+  static const char *const titles[3] = {
+      "stable: healthy branch", "stable: collapsed branch (retry storm)",
+      "unstable: boundary between the basins"};
+  static const char *const colors[3] = {MS_PLOT_BLUE, MS_PLOT_VERMILION,
+                                        MS_PLOT_GREY};
   bool titled[3] = {false, false, false};
-  for (int i = 0; i < n_pieces; i++) {
-    curve *c = &pieces[i];
+  for (int i = 0; i < pc->n_pieces; i++) {
+    curve *c = &pc->pieces[i];
     double gx0 = INFINITY, gx1 = -INFINITY, gy0 = INFINITY, gy1 = -INFINITY;
     for (size_t k = 0; k < c->n; k++) {
-      double gx = ms_plot_graph_x(&p, c->lam[k]),
-             gy = ms_plot_graph_y(&p, c->x[k]);
+      double gx = ms_plot_graph_x(&pc->p, c->lam[k]),
+             gy = ms_plot_graph_y(&pc->p, c->x[k]);
       gx0 = fmin(gx0, gx), gx1 = fmax(gx1, gx);
       gy0 = fmin(gy0, gy), gy1 = fmax(gy1, gy);
     }
     if (!(c->n > 1 && (gx1 - gx0 > 2e-3 || gy1 - gy0 > 2e-3)))
       continue;
     for (size_t k = 1; k < c->n; k++)
-      ms_layout_segment(&sc, c->lam[k - 1], c->x[k - 1], c->lam[k], c->x[k]);
+      ms_layout_segment(&pc->sc, c->lam[k - 1], c->x[k - 1], c->lam[k],
+                        c->x[k]);
     bool rising = c->lam[c->n - 1] > c->lam[0];
-    /* 0 healthy (first piece, or below capacity), 1 collapsed (last, or
-     * above capacity), 2 unstable */
-    int kind = !rising ? 2 : i == 0 ? 0 : i == n_pieces - 1 ? 1 : 0;
-    static const char *const titles[3] = {
-        "stable: healthy branch", "stable: collapsed branch (retry storm)",
-        "unstable: boundary between the basins"};
-    static const char *const colors[3] = {MS_PLOT_BLUE, MS_PLOT_VERMILION,
-                                          MS_PLOT_GREY};
-    series[ns++] = (ms_plot_series){
+    /* 0 healthy, 1 collapsed, 2 unstable */
+    int kind = !rising ? 2 : i == 0 ? 0 : i == pc->n_pieces - 1 ? 1 : 0;
+    pc->series[pc->ns++] = (ms_plot_series){
         .title = titled[kind] ? NULL : titles[kind],
         .style = rising ? MS_PLOT_SOLID : MS_PLOT_DASHED,
         .color = colors[kind],
@@ -348,208 +384,266 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
     };
     titled[kind] = true;
   }
+}
 
-  /* The operating point: every equilibrium at --load (an unstable one
-   * that coincides with a stable one, at a fold or a kink, is the same
-   * point). */
-  double op_lam[MS_MAX_EQUILIBRIA], op_x[MS_MAX_EQUILIBRIA];
-  double un_lam[MS_MAX_EQUILIBRIA], un_x[MS_MAX_EQUILIBRIA];
+/* The operating point: every equilibrium at --load, filled when stable,
+ * hollow when not.  An unstable one that coincides with a stable one (at a
+ * fold or a kink) is the same point, drawn once. */
+static void add_operating_point(picture *pc) {
+  double load = pc->load, xu = pc->xu, yu = pc->yu;
+  ms_equilibrium eq[MS_MAX_EQUILIBRIA];
+  int n = 0;
   size_t n_op = 0, n_un = 0;
-  char op_title[96], b1[32], b2[32];
-  if (!isnan(load)) {
-    ms_equilibrium eq[MS_MAX_EQUILIBRIA];
-    int n = 0;
-    if (ms_equilibria(ls, load, eq, &n, NULL) != MS_OK)
-      n = 0;
-    for (int k = 0; k < n; k++)
-      if (eq[k].stable) {
-        op_lam[n_op] = load / xu;
-        op_x[n_op++] = eq[k].effective_load / yu;
-      }
-    for (int k = 0; k < n; k++) {
-      bool same = false;
-      for (size_t j = 0; j < n_op; j++)
-        same |= fabs(ms_plot_graph_y(&p, eq[k].effective_load / yu) -
-                     ms_plot_graph_y(&p, op_x[j])) < 1e-3;
-      if (!eq[k].stable && !same) {
-        un_lam[n_un] = load / xu;
-        un_x[n_un++] = eq[k].effective_load / yu;
-      }
+  char b1[32];
+  if (ms_equilibria(pc->ls, load, eq, &n, NULL) != MS_OK)
+    n = 0;
+  for (int k = 0; k < n; k++)
+    if (eq[k].stable) {
+      pc->op_lam[n_op] = load / xu;
+      pc->op_x[n_op++] = eq[k].effective_load / yu;
     }
+  for (int k = 0; k < n; k++) {
+    bool same = false;
     for (size_t j = 0; j < n_op; j++)
-      ms_layout_point(&sc, op_lam[j], op_x[j]);
-    for (size_t j = 0; j < n_un; j++)
-      ms_layout_point(&sc, un_lam[j], un_x[j]);
-    snprintf(op_title, sizeof op_title, "equilibria at the load %s req/s",
-             short_load(b1, load));
-    if (n_op)
-      series[ns++] = (ms_plot_series){.title = op_title,
-                                      .style = MS_PLOT_POINTS,
-                                      .color = "#000000",
-                                      .width = 1.8,
-                                      .n = n_op,
-                                      .x = op_lam,
-                                      .y = op_x};
-    if (n_un)
-      series[ns++] = (ms_plot_series){.title = "unstable one there",
-                                      .style = MS_PLOT_OPEN_POINTS,
-                                      .color = "#000000",
-                                      .width = 1.8,
-                                      .n = n_un,
-                                      .x = un_lam,
-                                      .y = un_x};
+      same |= fabs(ms_plot_graph_y(&pc->p, eq[k].effective_load / yu) -
+                   ms_plot_graph_y(&pc->p, pc->op_x[j])) < 1e-3;
+    if (!eq[k].stable && !same) {
+      pc->un_lam[n_un] = load / xu;
+      pc->un_x[n_un++] = eq[k].effective_load / yu;
+    }
   }
+  for (size_t j = 0; j < n_op; j++)
+    ms_layout_point(&pc->sc, pc->op_lam[j], pc->op_x[j]);
+  for (size_t j = 0; j < n_un; j++)
+    ms_layout_point(&pc->sc, pc->un_lam[j], pc->un_x[j]);
+  snprintf(pc->op_title, sizeof pc->op_title, "equilibria at the load %s req/s",
+           short_load(b1, load));
+  if (n_op)
+    pc->series[pc->ns++] = (ms_plot_series){.title = pc->op_title,
+                                            .style = MS_PLOT_POINTS,
+                                            .color = "#000000",
+                                            .width = 1.8,
+                                            .n = n_op,
+                                            .x = pc->op_lam,
+                                            .y = pc->op_x};
+  if (n_un)
+    pc->series[pc->ns++] = (ms_plot_series){.title = "unstable one there",
+                                            .style = MS_PLOT_OPEN_POINTS,
+                                            .color = "#000000",
+                                            .width = 1.8,
+                                            .n = n_un,
+                                            .x = pc->un_lam,
+                                            .y = pc->un_x};
+}
 
-  /* The band, with the tipping and recovery loads written above the plot
-   * where no data can hide them (moved apart when the band is narrow), and
-   * capacity.  A band of zero width (no fold, or one that rounding alone
-   * opened) is one line: the storm starts and ends at the same load. */
-  ms_plot_band band;
-  char band_label[96], tip_text[96], rec_text[96], cap_text[96], op_text[64];
-  ms_plot_marker markers[4];
-  size_t nm = 0;
-  bool has_band = ls->has_fold && ls->tipping_load - ls->recovery_load >
-                                      1e-9 * ls->tipping_load;
-  if (has_band) {
-    snprintf(band_label, sizeof band_label, "hysteresis band (bistable)");
-    band = (ms_plot_band){.from = ls->recovery_load / xu,
-                          .to = ls->tipping_load / xu,
-                          .label = band_label,
-                          .color = MS_PLOT_ORANGE};
-    snprintf(tip_text, sizeof tip_text, "tipping %s req/s",
+/* A vertical line at an offered load, its text above the plot where no
+ * data can hide it. */
+static void add_load_line(picture *pc, double at, const char *text) {
+  pc->markers[pc->nm++] = (ms_plot_marker){.vertical = true,
+                                           .at = at / pc->xu,
+                                           .text = text,
+                                           .color = "#8a5a00",
+                                           .on_axis = true};
+}
+
+/* The band, with the tipping and recovery loads as vertical lines (their
+ * texts moved apart when the band is narrow), and the lines the texts
+ * placed later must not hide: those loads, --load and capacity.  A band
+ * of zero width (no fold, or one that rounding alone opened) is one line:
+ * the storm starts and ends at the same load. */
+static void add_band(picture *pc) {
+  const ms_landscape *ls = pc->ls;
+  char b1[32];
+  pc->has_band = ls->has_fold &&
+                 ls->tipping_load - ls->recovery_load > 1e-9 * ls->tipping_load;
+  if (pc->has_band) {
+    snprintf(pc->band_label, sizeof pc->band_label,
+             "hysteresis band (bistable)");
+    pc->band = (ms_plot_band){.from = ls->recovery_load / pc->xu,
+                              .to = ls->tipping_load / pc->xu,
+                              .label = pc->band_label,
+                              .color = MS_PLOT_ORANGE};
+    snprintf(pc->tip_text, sizeof pc->tip_text, "tipping %s req/s",
              short_load(b1, ls->tipping_load));
-    snprintf(rec_text, sizeof rec_text, "recovery %s req/s",
+    snprintf(pc->rec_text, sizeof pc->rec_text, "recovery %s req/s",
              short_load(b1, ls->recovery_load));
-    markers[nm++] = (ms_plot_marker){.vertical = true,
-                                     .at = ls->tipping_load / xu,
-                                     .text = tip_text,
-                                     .color = "#8a5a00",
-                                     .on_axis = true};
-    markers[nm++] = (ms_plot_marker){.vertical = true,
-                                     .at = ls->recovery_load / xu,
-                                     .text = rec_text,
-                                     .color = "#8a5a00",
-                                     .on_axis = true};
-    ms_layout_vertical(&sc, ls->recovery_load / xu);
+    add_load_line(pc, ls->tipping_load, pc->tip_text);
+    add_load_line(pc, ls->recovery_load, pc->rec_text);
+    ms_layout_vertical(&pc->sc, ls->recovery_load / pc->xu);
   } else {
-    snprintf(tip_text, sizeof tip_text,
+    snprintf(pc->tip_text, sizeof pc->tip_text,
              "tipping = recovery %s req/s (no hysteresis band)",
              short_load(b1, ls->tipping_load));
-    markers[nm++] = (ms_plot_marker){.vertical = true,
-                                     .at = ls->tipping_load / xu,
-                                     .text = tip_text,
-                                     .color = "#8a5a00",
-                                     .on_axis = true};
+    add_load_line(pc, ls->tipping_load, pc->tip_text);
   }
-  ms_layout_vertical(&sc, ls->tipping_load / xu);
-  if (!isnan(load))
-    ms_layout_vertical(&sc, load / xu);
-  double cap_y = ls->saturation_load / yu;
-  ms_layout_horizontal(&sc, cap_y);
+  ms_layout_vertical(&pc->sc, ls->tipping_load / pc->xu);
+  if (!isnan(pc->load))
+    ms_layout_vertical(&pc->sc, pc->load / pc->xu);
+  pc->cap_y = ls->saturation_load / pc->yu;
+  ms_layout_horizontal(&pc->sc, pc->cap_y);
+}
 
-  /* The hysteresis loop: past the tipping load the service jumps to the
-   * collapsed branch, and it comes back only at the recovery load. */
-  ms_plot_arrow arrows[2];
-  size_t na = 0;
-  char tip_arrow[64], rec_arrow[64];
-  snprintf(tip_arrow, sizeof tip_arrow, "above %s req/s: retry storm",
+/* The hysteresis loop, as arrows where the service jumps: past the
+ * tipping load to the collapsed branch, and back to the healthy one only
+ * at the recovery load. */
+static void add_arrows(picture *pc) {
+  const ms_landscape *ls = pc->ls;
+  double xu = pc->xu, yu = pc->yu;
+  char b1[32], b2[32];
+  snprintf(pc->tip_arrow, sizeof pc->tip_arrow, "above %s req/s: retry storm",
            short_load(b1, ls->tipping_load));
-  snprintf(rec_arrow, sizeof rec_arrow, "below %s req/s: storm ends",
+  snprintf(pc->rec_arrow, sizeof pc->rec_arrow, "below %s req/s: storm ends",
            short_load(b2, ls->recovery_load));
-  if (has_band) {
+  if (pc->has_band) {
     ms_equilibrium eq[MS_MAX_EQUILIBRIA];
     int n;
     if (ms_equilibria(ls, ls->tipping_load, eq, &n, NULL) == MS_OK && n > 1)
-      arrows[na++] = (ms_plot_arrow){.x1 = ls->tipping_load / xu,
-                                     .y1 = ls->tipping_effective_load / yu,
-                                     .x2 = ls->tipping_load / xu,
-                                     .y2 = eq[n - 1].effective_load / yu,
-                                     .text = tip_arrow,
-                                     .color = MS_PLOT_VERMILION};
+      pc->arrows[pc->na++] =
+          (ms_plot_arrow){.x1 = ls->tipping_load / xu,
+                          .y1 = ls->tipping_effective_load / yu,
+                          .x2 = ls->tipping_load / xu,
+                          .y2 = eq[n - 1].effective_load / yu,
+                          .text = pc->tip_arrow,
+                          .color = MS_PLOT_VERMILION};
     if (ms_equilibria(ls, ls->recovery_load, eq, &n, NULL) == MS_OK && n > 1)
-      arrows[na++] = (ms_plot_arrow){.x1 = ls->recovery_load / xu,
-                                     .y1 = ls->recovery_effective_load / yu,
-                                     .x2 = ls->recovery_load / xu,
-                                     .y2 = eq[0].effective_load / yu,
-                                     .text = rec_arrow,
-                                     .color = MS_PLOT_BLUE,
-                                     .text_before = true};
+      pc->arrows[pc->na++] =
+          (ms_plot_arrow){.x1 = ls->recovery_load / xu,
+                          .y1 = ls->recovery_effective_load / yu,
+                          .x2 = ls->recovery_load / xu,
+                          .y2 = eq[0].effective_load / yu,
+                          .text = pc->rec_arrow,
+                          .color = MS_PLOT_BLUE,
+                          .text_before = true};
   }
-  for (size_t i = 0; i < na; i++)
-    ms_layout_segment(&sc, arrows[i].x1, arrows[i].y1, arrows[i].x2,
-                      arrows[i].y2);
-  /* Their texts beside them (the storm's to the right of the tipping load
-   * and the recovery's to the left of the recovery load, where they point
-   * away from the band, when that hides nothing), then capacity's along
-   * its line, then the operating point's along its line. */
-  for (size_t i = 0; i < na; i++) /* hiding a branch: in the legend */
-    arrows[i].text_in_legend = ms_layout_arrow_text(&sc, &arrows[i], 0.9) > 0.9;
-  snprintf(cap_text, sizeof cap_text, "capacity %s = %s attempts/s",
-           ls->params.model.kind == MS_MODEL_ERLANG ? "c·μ" : "C",
-           short_load(b1, ls->saturation_load));
-  markers[nm] = (ms_plot_marker){
-      .vertical = false, .at = cap_y, .text = cap_text, .color = MS_PLOT_GREEN};
-  ms_layout_horizontal_text(&sc, &markers[nm++]);
-  if (!isnan(load)) {
-    snprintf(op_text, sizeof op_text, "load %s req/s", short_load(b1, load));
-    markers[nm] = (ms_plot_marker){.vertical = true,
-                                   .at = load / xu,
-                                   .text = op_text,
-                                   .color = "#000000",
-                                   .along = true,
-                                   .text_before = true};
-    ms_layout_along_text(&sc, &markers[nm++]);
-  }
-  if (sc.oom) {
-    rc = ms_cli_fail("out of memory drawing the curve");
-    goto out;
-  }
+  for (size_t i = 0; i < pc->na; i++)
+    ms_layout_segment(&pc->sc, pc->arrows[i].x1, pc->arrows[i].y1,
+                      pc->arrows[i].x2, pc->arrows[i].y2);
+}
 
-  char title[160], subtitle[400], xlabel[128], ylabel[128];
+/* The texts placed last, off everything drawn before: the arrows' beside
+ * them (the storm's to the right of the tipping load and the recovery's to
+ * the left of the recovery load, where they point away from the band), or
+ * in the legend when that would hide a branch; then capacity's along its
+ * line, then the operating point's along its line. */
+static void place_texts(picture *pc) {
+  char b1[32];
+  for (size_t i = 0; i < pc->na; i++)
+    pc->arrows[i].text_in_legend =
+        ms_layout_arrow_text(&pc->sc, &pc->arrows[i], 0.9) > 0.9;
+  snprintf(pc->cap_text, sizeof pc->cap_text, "capacity %s = %s attempts/s",
+           pc->ls->params.model.kind == MS_MODEL_ERLANG ? "c·μ" : "C",
+           short_load(b1, pc->ls->saturation_load));
+  pc->markers[pc->nm] = (ms_plot_marker){.vertical = false,
+                                         .at = pc->cap_y,
+                                         .text = pc->cap_text,
+                                         .color = MS_PLOT_GREEN};
+  ms_layout_horizontal_text(&pc->sc, &pc->markers[pc->nm++]);
+  if (!isnan(pc->load)) {
+    snprintf(pc->op_text, sizeof pc->op_text, "load %s req/s",
+             short_load(b1, pc->load));
+    pc->markers[pc->nm] = (ms_plot_marker){.vertical = true,
+                                           .at = pc->load / pc->xu,
+                                           .text = pc->op_text,
+                                           .color = "#000000",
+                                           .along = true,
+                                           .text_before = true};
+    ms_layout_along_text(&pc->sc, &pc->markers[pc->nm++]);
+  }
+}
+
+/* The title (--title, else one naming the service), the model in one line
+ * below it, the axes' labels in their units; then the picture is handed to
+ * gnuplot.  Returns 0, or MS_EXIT_RUNTIME with gnuplot's complaint. */
+static int write_picture(picture *pc, const ms_cli_model *m,
+                         const char *title_opt, const char *path) {
   if (title_opt)
-    snprintf(title, sizeof title, "%s", title_opt);
+    snprintf(pc->title, sizeof pc->title, "%s", title_opt);
   else if (m->name[0])
-    snprintf(title, sizeof title, "Retry-storm bifurcation diagram: %s",
+    snprintf(pc->title, sizeof pc->title, "Retry-storm bifurcation diagram: %s",
              m->name);
   else
-    snprintf(title, sizeof title, "Retry-storm bifurcation diagram");
-  snprintf(subtitle, sizeof subtitle, "%s", m->summary);
-  snprintf(xlabel, sizeof xlabel,
-           "offered load λ (%srequests/s, first attempts)", xu_name);
-  snprintf(ylabel, sizeof ylabel,
-           "effective load x (%sattempts/s, retries included)", yu_name);
+    snprintf(pc->title, sizeof pc->title, "Retry-storm bifurcation diagram");
+  snprintf(pc->subtitle, sizeof pc->subtitle, "%s", m->summary);
+  snprintf(pc->xlabel, sizeof pc->xlabel,
+           "offered load λ (%srequests/s, first attempts)", pc->xu_name);
+  snprintf(pc->ylabel, sizeof pc->ylabel,
+           "effective load x (%sattempts/s, retries included)", pc->yu_name);
 
-  p.title = title;
-  p.subtitle = subtitle;
-  p.xlabel = xlabel;
-  p.ylabel = ylabel;
-  p.series = series;
-  p.n_series = ns;
-  p.bands = has_band ? &band : NULL;
-  p.n_bands = has_band ? 1 : 0;
-  p.markers = markers;
-  p.n_markers = nm;
-  p.arrows = arrows;
-  p.n_arrows = na;
+  ms_plot *p = &pc->p;
+  p->title = pc->title;
+  p->subtitle = pc->subtitle;
+  p->xlabel = pc->xlabel;
+  p->ylabel = pc->ylabel;
+  p->series = pc->series;
+  p->n_series = pc->ns;
+  p->bands = pc->has_band ? &pc->band : NULL;
+  p->n_bands = pc->has_band ? 1 : 0;
+  p->markers = pc->markers;
+  p->n_markers = pc->nm;
+  p->arrows = pc->arrows;
+  p->n_arrows = pc->na;
   char err[600];
-  if (ms_plot_write(&p, path, err, sizeof err) != 0)
-    rc = ms_cli_fail("%s", err);
-out:
-  ms_layout_free(&sc);
-  for (int i = 0; i < n_pieces; i++)
-    free(pieces[i].lam), free(pieces[i].x);
+  if (ms_plot_write(p, path, err, sizeof err) != 0)
+    return ms_cli_fail("%s", err);
+  return MS_EXIT_OK;
+}
+
+/* The bifurcation diagram into path.  The order of the steps matters: each
+ * text is placed off what was drawn before it. */
+static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
+                double to, double load, const char *title_opt, bool log_y,
+                const char *path) {
+  picture pc;
+  memset(&pc, 0, sizeof pc);
+  pc.ls = ls;
+  pc.from = from;
+  pc.to = to;
+  pc.load = load;
+  cut_pieces(&pc);
+  ms_plot_init(&pc.p);
+  ms_layout_init(&pc.sc, &pc.p);
+  int rc = sample_pieces(&pc);
+  if (rc == MS_EXIT_OK) {
+    set_frame(&pc, log_y);
+    add_branches(&pc);
+    if (!isnan(load))
+      add_operating_point(&pc);
+    add_band(&pc);
+    add_arrows(&pc);
+    place_texts(&pc);
+    if (pc.sc.oom)
+      rc = ms_cli_fail("out of memory drawing the curve");
+  }
+  if (rc == MS_EXIT_OK)
+    rc = write_picture(&pc, m, title_opt, path);
+  ms_layout_free(&pc.sc);
+  for (int i = 0; i < pc.n_pieces; i++)
+    free(pc.pieces[i].lam), free(pc.pieces[i].x);
   return rc;
 }
 
 /* ---- the command ----------------------------------------------------- */
 
-static int run(ms_cli_model *m, int argc, char **argv) {
-  double from = NAN, to = NAN, load = NAN;
-  long steps = 0;
-  int format = -1, r, c;
-  const char *plot = NULL, *title = NULL;
-  bool log_y = false;
-  static const char *const formats[] = {"csv", "json", NULL};
+/* What the command line asks for. */
+typedef struct {
+  double from, to; /* NaN until given */
+  long steps;      /* 0 until given */
+  ms_format format;
+  bool has_format;  /* without --format, --plot draws only */
+  const char *plot; /* --plot FILE, or NULL */
+  double load;      /* --load, or NaN */
+  const char *title;
+  bool log_y;
+  bool help; /* --help: print it and do nothing else */
+} sweep_args;
+
+/* Take the options in the order given, stopping at the first bad one (or
+ * at --help), so that the message names the option the user got wrong
+ * first.  Returns 0 or the exit code of the message printed. */
+static int parse_options(sweep_args *a, ms_cli_model *m, int argc,
+                         char **argv) {
+  static const ms_format formats[] = {MS_FORMAT_CSV, MS_FORMAT_JSON};
+  int r, c;
   optind = 0;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
@@ -561,35 +655,38 @@ static int run(ms_cli_model *m, int argc, char **argv) {
     r = 0;
     switch (c) {
     case OPT_FROM:
-      r = ms_cli_param("--from", optarg, MS_PARAM_OFFERED_LOAD, &from);
+      r = ms_cli_param("--from", optarg, MS_PARAM_OFFERED_LOAD, &a->from);
       break;
     case OPT_TO:
-      r = ms_cli_rate("--to", optarg, 0, MS_MAX_RATE, MS_RANGE_LO_OPEN, &to);
+      r = ms_cli_rate("--to", optarg, 0, MS_MAX_RATE, MS_RANGE_LO_OPEN, &a->to);
       break;
     case OPT_STEPS:
-      r = ms_cli_long("--steps", optarg, 1, 100000000, &steps);
+      r = ms_cli_long("--steps", optarg, 1, 100000000, &a->steps);
       break;
     case OPT_FORMAT:
-      r = ms_cli_choice("--format", optarg, formats, &format);
+      r = ms_cli_format(optarg, formats, sizeof formats / sizeof formats[0],
+                        &a->format);
+      a->has_format = true;
       break;
     case OPT_PLOT: {
       ms_plot_format f;
       if (ms_plot_format_of(optarg, &f) != 0)
         return ms_cli_usage("--plot: '%s' must end in .svg or .png", optarg);
-      plot = optarg;
+      a->plot = optarg;
       break;
     }
     case OPT_LOAD:
-      r = ms_cli_param("--load", optarg, MS_PARAM_OFFERED_LOAD, &load);
+      r = ms_cli_param("--load", optarg, MS_PARAM_OFFERED_LOAD, &a->load);
       break;
     case OPT_TITLE:
-      title = optarg;
+      a->title = optarg;
       break;
     case OPT_LOG_Y:
-      log_y = true;
+      a->log_y = true;
       break;
     case 'h':
-      return ms_cli_help_model(help);
+      a->help = true;
+      return 0;
     default:
       return ms_cli_bad_option(c, argv, options);
     }
@@ -598,18 +695,50 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   }
   if (optind < argc)
     return ms_cli_usage("unexpected argument '%s'", argv[optind]);
-  if (isnan(from) || isnan(to))
+  return 0;
+}
+
+/* The options that only make sense together: a range with its steps, and
+ * the plot's options with a plot.  Returns 0 or MS_EXIT_USAGE. */
+static int check_args(const sweep_args *a) {
+  if (isnan(a->from) || isnan(a->to))
     return ms_cli_usage("give the range of offered loads with --from L0 "
                         "--to L1 (requests/s)");
-  if (!(from < to))
-    return ms_cli_usage("--from %g must be below --to %g", from, to);
-  if (steps == 0)
+  if (!(a->from < a->to))
+    return ms_cli_usage("--from %g must be below --to %g", a->from, a->to);
+  if (a->steps == 0)
     return ms_cli_usage("give the number of steps with --steps N");
-  if ((!isnan(load) || title || log_y) && !plot)
+  if ((!isnan(a->load) || a->title || a->log_y) && !a->plot)
     return ms_cli_usage("%s is for the plot: give --plot FILE too",
-                        !isnan(load) ? "--load"
-                        : title      ? "--title"
-                                     : "--log-y");
+                        !isnan(a->load) ? "--load"
+                        : a->title      ? "--title"
+                                        : "--log-y");
+  return 0;
+}
+
+/* The loads written on the plot must be numbers.  Returns 0 or
+ * MS_EXIT_RUNTIME naming the first that is not. */
+static int check_drawable(const ms_landscape *ls) {
+  double v[] = {ls->tipping_load, ls->recovery_load, ls->saturation_load};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (!isfinite(v[i]))
+      return ms_cli_fail("model: the %s is beyond the range of a double",
+                         i == 0   ? "tipping load"
+                         : i == 1 ? "recovery load"
+                                  : "capacity");
+  return 0;
+}
+
+static int run(ms_cli_model *m, int argc, char **argv) {
+  sweep_args a = {
+      .from = NAN, .to = NAN, .steps = 0, .format = MS_FORMAT_CSV, .load = NAN};
+  int r = parse_options(&a, m, argc, argv);
+  if (r != 0)
+    return r;
+  if (a.help)
+    return ms_cli_help_model(help);
+  if ((r = check_args(&a)) != 0)
+    return r;
   if ((r = ms_cli_model_resolve(m, true)) != 0)
     return r;
 
@@ -617,27 +746,19 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   ms_error err;
   if (ms_landscape_build(&m->params, &ls, &err) != MS_OK)
     return ms_cli_fail("model: %s", err.msg);
-  if (format >= 0 || !plot) {
-    r = write_table(&ls, from, to, steps,
-                    format == 1 ? MS_FORMAT_JSON : MS_FORMAT_CSV);
+  if (a.has_format || !a.plot) {
+    r = write_table(&ls, a.from, a.to, a.steps, a.format);
     if (r)
       return r;
     r = ms_cli_finish_output(MS_EXIT_OK);
     if (r)
       return r;
   }
-  if (plot) {
-    /* the loads written on the plot */
-    double v[] = {ls.tipping_load, ls.recovery_load, ls.saturation_load};
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-      if (!isfinite(v[i]))
-        return ms_cli_fail("model: the %s is beyond the range of a double",
-                           i == 0   ? "tipping load"
-                           : i == 1 ? "recovery load"
-                                    : "capacity");
-    return draw(m, &ls, from, to, load, title, log_y, plot);
-  }
-  return MS_EXIT_OK;
+  if (!a.plot)
+    return MS_EXIT_OK;
+  if ((r = check_drawable(&ls)) != 0)
+    return r;
+  return draw(m, &ls, a.from, a.to, a.load, a.title, a.log_y, a.plot);
 }
 
 int ms_cmd_sweep(int argc, char **argv) {

@@ -609,73 +609,83 @@ static bool near(double x, double target, double tol, double floor_abs) {
   return fabs(x - target) <= fmax(tol * target, floor_abs);
 }
 
-int ms_sim_recorder_window(ms_sim_recorder *r, double t_end, double width,
-                           const ms_sim_counts *cnt, double backlog,
-                           ms_error *err) {
-  const ms_sim_config *c = r->cfg;
-  ms_sim_sample s;
-  memset(&s, 0, sizeof s);
-  double w = width;
-  s.time = t_end;
-  s.width = w;
-  s.nominal_offered =
+/* The window's counts as rates per second, and the shares of its
+ * outcomes; the amplification is 1 in a window without first attempts. */
+static void window_rates(ms_sim_sample *s, const ms_sim_config *c, double t_end,
+                         double w, const ms_sim_counts *cnt, double backlog) {
+  s->time = t_end;
+  s->width = w;
+  s->nominal_offered =
       ms_scenario_mean_offered_load(&c->scenario, t_end - w, t_end);
-  s.offered = cnt->first / w;
-  s.attempts = (cnt->first + cnt->retries) / w;
-  s.retries = cnt->retries / w;
-  s.failures = cnt->failures / w;
-  s.goodput = cnt->successes / w;
-  s.given_up = cnt->given_up / w;
-  s.refused = cnt->refused / w;
-  s.backlog = backlog;
+  s->offered = cnt->first / w;
+  s->attempts = (cnt->first + cnt->retries) / w;
+  s->retries = cnt->retries / w;
+  s->failures = cnt->failures / w;
+  s->goodput = cnt->successes / w;
+  s->given_up = cnt->given_up / w;
+  s->refused = cnt->refused / w;
+  s->backlog = backlog;
   double outcomes = cnt->failures + cnt->successes;
-  s.failure_ratio = outcomes > 0.0 ? cnt->failures / outcomes : 0.0;
-  s.amplification = cnt->first > 0.0 ? s.attempts / s.offered : 1.0;
+  s->failure_ratio = outcomes > 0.0 ? cnt->failures / outcomes : 0.0;
+  s->amplification = cnt->first > 0.0 ? s->attempts / s->offered : 1.0;
+}
 
-  /* the pool at the last instant inside the window */
+/* The plugin's verdict on the window, as ms_analyze gives it from the
+ * observed rates and the previous verdict, for the pool at the window's
+ * last instant; and the equilibria at the scenario's load, for the
+ * settling check.  A pool of no servers has only the collapsed state.
+ * Errors of ms_analyze and ms_equilibria. */
+static int judge_window(ms_sim_recorder *r, ms_sim_sample *s, ms_error *err) {
+  const ms_sim_config *c = r->cfg;
   ms_failure_model pm;
-  ms_scenario_pool(&c->scenario, &c->service.model, t_end - 1e-9 * w, &pm);
+  ms_scenario_pool(&c->scenario, &c->service.model, s->time - 1e-9 * s->width,
+                   &pm);
   int pi = find_pool(r, &pm);
-  s.servers = pm.kind == MS_MODEL_ERLANG ? pm.servers : 0;
-  s.capacity = ms_saturation_load(&pm);
+  s->servers = pm.kind == MS_MODEL_ERLANG ? pm.servers : 0;
+  s->capacity = ms_saturation_load(&pm);
   if (!r->pool_ok[pi]) {
-    s.state = MS_STATE_OVERLOADED;
-    s.has_collapsed = true;
-    s.collapsed_load = s.nominal_offered * r->collapse_amp;
+    s->state = MS_STATE_OVERLOADED;
+    s->has_collapsed = true;
+    s->collapsed_load = s->nominal_offered * r->collapse_amp;
   } else {
     const ms_landscape *ls = &r->ls[pi];
-    ms_observation obs = {.offered_load = s.offered,
+    ms_observation obs = {.offered_load = s->offered,
                           .has_observed_attempts = true,
-                          .observed_attempts = s.attempts,
+                          .observed_attempts = s->attempts,
                           .has_previous = r->has_prev,
                           .previous = r->prev};
     ms_report rep;
     int st = ms_analyze(ls, &obs, &rep, err);
     if (st != MS_OK)
       return st;
-    s.state = rep.state;
-    s.tipping_load = ls->tipping_load;
-    s.recovery_load = ls->recovery_load;
+    s->state = rep.state;
+    s->tipping_load = ls->tipping_load;
+    s->recovery_load = ls->recovery_load;
     ms_equilibrium eq[MS_MAX_EQUILIBRIA];
     int n;
-    st = ms_equilibria(ls, s.nominal_offered, eq, &n, err);
+    st = ms_equilibria(ls, s->nominal_offered, eq, &n, err);
     if (st != MS_OK)
       return st;
-    if (s.nominal_offered <= ls->tipping_load) {
-      s.has_healthy = true;
-      s.healthy_load = eq[0].effective_load;
+    if (s->nominal_offered <= ls->tipping_load) {
+      s->has_healthy = true;
+      s->healthy_load = eq[0].effective_load;
     }
-    if (s.nominal_offered >= ls->recovery_load) {
-      s.has_collapsed = true;
-      s.collapsed_load = eq[n - 1].effective_load;
+    if (s->nominal_offered >= ls->recovery_load) {
+      s->has_collapsed = true;
+      s->collapsed_load = eq[n - 1].effective_load;
     }
   }
-  s.storm = ms_state_storm(s.state);
+  s->storm = ms_state_storm(s->state);
   r->has_prev = true;
-  r->prev = s.state;
+  r->prev = s->state;
+  return MS_OK;
+}
 
-  /* summary */
-  ms_sim_summary *m = &r->sum;
+/* The totals, the peaks and the storm's times: when it started, how long
+ * it lasted (after the triggers too), and when it last ended. */
+static void add_to_summary(ms_sim_summary *m, const ms_sim_sample *s,
+                           const ms_sim_counts *cnt) {
+  double t_end = s->time, w = s->width;
   m->samples++;
   m->requests += cnt->first;
   m->attempts += cnt->first + cnt->retries;
@@ -684,10 +694,10 @@ int ms_sim_recorder_window(ms_sim_recorder *r, double t_end, double width,
   m->successes += cnt->successes;
   m->given_up += cnt->given_up;
   m->refused += cnt->refused;
-  m->peak_attempts = fmax(m->peak_attempts, s.attempts);
-  m->peak_amplification = fmax(m->peak_amplification, s.amplification);
-  m->peak_backlog = fmax(m->peak_backlog, s.backlog);
-  if (s.storm) {
+  m->peak_attempts = fmax(m->peak_attempts, s->attempts);
+  m->peak_amplification = fmax(m->peak_amplification, s->amplification);
+  m->peak_backlog = fmax(m->peak_backlog, s->backlog);
+  if (s->storm) {
     m->storm_time += w;
     if (m->first_storm_at < 0.0)
       m->first_storm_at = t_end;
@@ -696,13 +706,22 @@ int ms_sim_recorder_window(ms_sim_recorder *r, double t_end, double width,
   } else if (m->samples > 1 && !m->recovered) {
     m->storm_ended_at = t_end - w;
   }
-  m->recovered = !s.storm;
+  m->recovered = !s->storm;
+}
+
+/* Whether the attempts have settled at an equilibrium, and since when:
+ * the end of the last window outside its band.  Then the last window's
+ * values, which are the summary's final ones. */
+static void track_settling(ms_sim_recorder *r, const ms_sim_sample *s) {
+  ms_sim_summary *m = &r->sum;
+  double t_end = s->time;
   /* one attempt per window is the resolution of a count */
-  double floor_abs = 1.0 / w;
-  double tol = c->settle_tolerance;
-  bool in_h = s.has_healthy && near(s.attempts, s.healthy_load, tol, floor_abs);
+  double floor_abs = 1.0 / s->width;
+  double tol = r->cfg->settle_tolerance;
+  bool in_h =
+      s->has_healthy && near(s->attempts, s->healthy_load, tol, floor_abs);
   bool in_c =
-      s.has_collapsed && near(s.attempts, s.collapsed_load, tol, floor_abs);
+      s->has_collapsed && near(s->attempts, s->collapsed_load, tol, floor_abs);
   if (!in_h)
     r->off_healthy_at = t_end;
   if (!in_c)
@@ -711,14 +730,26 @@ int ms_sim_recorder_window(ms_sim_recorder *r, double t_end, double width,
   m->settled_collapsed = in_c && !in_h;
   m->settled_at =
       in_h ? r->off_healthy_at : (in_c ? r->off_collapsed_at : -1.0);
-  m->final_state = s.state;
-  m->final_offered = s.offered;
-  m->final_attempts = s.attempts;
-  m->final_failure_ratio = s.failure_ratio;
+  m->final_state = s->state;
+  m->final_offered = s->offered;
+  m->final_attempts = s->attempts;
+  m->final_failure_ratio = s->failure_ratio;
+}
 
+int ms_sim_recorder_window(ms_sim_recorder *r, double t_end, double width,
+                           const ms_sim_counts *cnt, double backlog,
+                           ms_error *err) {
+  ms_sim_sample s;
+  memset(&s, 0, sizeof s);
+  window_rates(&s, r->cfg, t_end, width, cnt, backlog);
+  int st = judge_window(r, &s, err);
+  if (st != MS_OK)
+    return st;
+  add_to_summary(&r->sum, &s, cnt);
+  track_settling(r, &s);
   if (r->sink != NULL && r->sink(r->ctx, &s) != 0) {
     r->stop = true;
-    m->stopped = true;
+    r->sum.stopped = true;
   }
   return MS_OK;
 }

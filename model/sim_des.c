@@ -397,6 +397,144 @@ static int status_message(int st, ms_error *err, double t) {
   return st;
 }
 
+/* The simulation at time 0: the service's parameters, the random stream
+ * of the seed, a full token bucket, and the pool the scenario starts
+ * with. */
+static void des_init(des_t *d, const ms_sim_config *c) {
+  const ms_failure_model *m0 = &c->service.model;
+  memset(d, 0, sizeof *d);
+  d->cfg = c;
+  rng_seed(&d->rng, c->seed);
+  d->mu = m0->service_rate;
+  d->T = m0->timeout;
+  d->base = m0->base_failure;
+  d->r = c->service.policy.retries;
+  d->tokens = c->token_capacity;
+  d->budget_ratio = c->service.policy.has_budget
+                        ? c->service.policy.retry_budget /
+                              (1.0 - c->service.policy.retry_budget)
+                        : 0.0;
+  ms_failure_model pm;
+  ms_scenario_pool(&c->scenario, m0, 0.0, &pm);
+  d->servers = pm.servers;
+}
+
+/* The events that need no heap: the pool changes in time order and the
+ * next candidate arrival. */
+typedef struct {
+  pool_change changes[2 * MS_SIM_MAX_TRIGGERS];
+  int n_changes, next_change;
+  double lam_max;      /* the thinning rate: the highest offered load */
+  double next_arrival; /* HUGE_VAL when no load is ever offered */
+} des_sources;
+
+/* The pool changes: the start and the end of every SERVERS trigger inside
+ * the run, in time order, each with the pool from then on. */
+static void pool_changes(des_sources *src, const ms_scenario *sc,
+                         const ms_failure_model *m0) {
+  src->n_changes = 0;
+  for (int i = 0; i < sc->n_triggers; i++) {
+    const ms_trigger *tr = &sc->triggers[i];
+    if (tr->kind != MS_TRIGGER_SERVERS)
+      continue;
+    const double e[2] = {tr->start, tr->start + tr->hold};
+    for (int j = 0; j < 2; j++)
+      if (e[j] > 0.0 && e[j] < sc->duration)
+        src->changes[src->n_changes++] = (pool_change){e[j], 0};
+  }
+  qsort(src->changes, (size_t)src->n_changes, sizeof *src->changes, cmp_change);
+  for (int i = 0; i < src->n_changes; i++) {
+    ms_failure_model pm;
+    ms_scenario_pool(sc, m0, src->changes[i].t, &pm);
+    src->changes[i].servers = pm.servers;
+  }
+  src->next_change = 0;
+}
+
+/* A candidate arrival at t.  Candidates come at the highest offered load
+ * and each is a first attempt with probability lambda(t) / lam_max
+ * (thinning): the next candidate is drawn, then whether this one is
+ * kept. */
+static int arrival(des_t *d, des_sources *src, double t) {
+  src->next_arrival = t + rng_exp(&d->rng, src->lam_max);
+  if (!(rng_uniform(&d->rng) * src->lam_max <
+        ms_scenario_offered_load(&d->cfg->scenario, t)))
+    return MS_OK;
+  uint32_t id;
+  int st = request_new(d, &id);
+  if (st == MS_OK) {
+    d->win.first += 1.0;
+    if (d->cfg->service.policy.has_budget)
+      st = ring_push(&d->bud_first, t, id);
+  }
+  if (st == MS_OK)
+    st = send_attempt(d, id, t);
+  return st;
+}
+
+/* The event at t, the earliest of all; when several fall at t, a pool
+ * change goes first, then a timeout, then the heap's (a retry due or a
+ * completion), then an arrival. */
+static int des_event(des_t *d, des_sources *src, double t, double t_heap,
+                     double t_timeout, double t_change) {
+  if (t_change == t) {
+    d->servers = src->changes[src->next_change++].servers;
+    return dispatch(d, t);
+  }
+  if (t_timeout == t) {
+    uint32_t id = ring_front(&d->live)->id;
+    ring_pop(&d->live);
+    d->abandoned++;
+    return attempt_failed(d, id, t);
+  }
+  if (t_heap == t) {
+    event e = heap_pop(&d->heap);
+    if (e.kind == EV_RETRY)
+      return retry_due(d, e.id, t);
+    return completion(d, &e, t);
+  }
+  return arrival(d, src, t);
+}
+
+/* The events in time order, a window to the recorder whenever the next
+ * event lies past the window's end, until the end of the run or until the
+ * sink asks to stop. */
+static int des_run(des_t *d, des_sources *src, ms_sim_recorder *rec,
+                   ms_error *err) {
+  double duration = d->cfg->scenario.duration, si = d->cfg->sample_interval;
+  long win_index = 1;
+  double win_start = 0.0, win_end = fmin(si, duration);
+  for (;;) {
+    double t_heap = d->heap.n > 0 ? d->heap.a[0].t : HUGE_VAL;
+    double t_timeout =
+        d->live.len > 0 ? ring_front(&d->live)->t + d->T : HUGE_VAL;
+    double t_change = src->next_change < src->n_changes
+                          ? src->changes[src->next_change].t
+                          : HUGE_VAL;
+    double t_ev =
+        fmin(fmin(t_heap, t_timeout), fmin(t_change, src->next_arrival));
+
+    if (win_end <= t_ev) {
+      double backlog = (double)d->abandoned + (double)d->live.len;
+      int st = ms_sim_recorder_window(rec, win_end, win_end - win_start,
+                                      &d->win, backlog, err);
+      if (st != MS_OK)
+        return st;
+      d->win = (ms_sim_counts){0};
+      if (rec->stop || win_end >= duration)
+        return MS_OK;
+      win_start = win_end;
+      win_index++;
+      win_end = fmin((double)win_index * si, duration);
+      continue;
+    }
+    d->events += 1.0;
+    int st = des_event(d, src, t_ev, t_heap, t_timeout, t_change);
+    if (st != MS_OK)
+      return status_message(st, err, t_ev);
+  }
+}
+
 int ms_sim_des(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
                ms_sim_summary *summary, ms_error *err) {
   int st = ms_sim_config_check(c, err);
@@ -414,107 +552,17 @@ int ms_sim_des(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
     return st;
 
   des_t d;
-  memset(&d, 0, sizeof d);
-  d.cfg = c;
-  rng_seed(&d.rng, c->seed);
-  d.mu = m0->service_rate;
-  d.T = m0->timeout;
-  d.base = m0->base_failure;
-  d.r = c->service.policy.retries;
-  d.tokens = c->token_capacity;
-  d.budget_ratio = c->service.policy.has_budget
-                       ? c->service.policy.retry_budget /
-                             (1.0 - c->service.policy.retry_budget)
-                       : 0.0;
-  ms_failure_model pm;
-  ms_scenario_pool(sc, m0, 0.0, &pm);
-  d.servers = pm.servers;
-
-  pool_change changes[2 * MS_SIM_MAX_TRIGGERS];
-  int n_changes = 0;
-  for (int i = 0; i < sc->n_triggers; i++) {
-    const ms_trigger *tr = &sc->triggers[i];
-    if (tr->kind != MS_TRIGGER_SERVERS)
-      continue;
-    const double e[2] = {tr->start, tr->start + tr->hold};
-    for (int j = 0; j < 2; j++)
-      if (e[j] > 0.0 && e[j] < sc->duration)
-        changes[n_changes++] = (pool_change){e[j], 0};
-  }
-  qsort(changes, (size_t)n_changes, sizeof *changes, cmp_change);
-  for (int i = 0; i < n_changes; i++) {
-    ms_scenario_pool(sc, m0, changes[i].t, &pm);
-    changes[i].servers = pm.servers;
-  }
-  int next_change = 0;
-
-  double lam_max = max_offered(sc) * (1.0 + 1e-12);
-  double next_arrival = lam_max > 0.0 ? rng_exp(&d.rng, lam_max) : HUGE_VAL;
-  double duration = sc->duration, si = c->sample_interval;
-  long win_index = 1;
-  double win_start = 0.0, win_end = fmin(si, duration);
-  double t = 0.0;
-
-  for (;;) {
-    double t_heap = d.heap.n > 0 ? d.heap.a[0].t : HUGE_VAL;
-    double t_timeout = d.live.len > 0 ? ring_front(&d.live)->t + d.T : HUGE_VAL;
-    double t_change =
-        next_change < n_changes ? changes[next_change].t : HUGE_VAL;
-    double t_ev = fmin(fmin(t_heap, t_timeout), fmin(t_change, next_arrival));
-
-    if (win_end <= t_ev) {
-      double backlog = (double)d.abandoned + (double)d.live.len;
-      st = ms_sim_recorder_window(&rec, win_end, win_end - win_start, &d.win,
-                                  backlog, err);
-      if (st != MS_OK)
-        break;
-      d.win = (ms_sim_counts){0};
-      if (rec.stop || win_end >= duration)
-        break;
-      win_start = win_end;
-      win_index++;
-      win_end = fmin((double)win_index * si, duration);
-      continue;
-    }
-    t = t_ev;
-    d.events += 1.0;
-    if (t_change == t_ev) {
-      d.servers = changes[next_change++].servers;
-      st = dispatch(&d, t);
-    } else if (t_timeout == t_ev) {
-      uint32_t id = ring_front(&d.live)->id;
-      ring_pop(&d.live);
-      d.abandoned++;
-      st = attempt_failed(&d, id, t);
-    } else if (t_heap == t_ev) {
-      event e = heap_pop(&d.heap);
-      if (e.kind == EV_RETRY)
-        st = retry_due(&d, e.id, t);
-      else
-        st = completion(&d, &e, t);
-    } else {
-      next_arrival = t + rng_exp(&d.rng, lam_max);
-      if (rng_uniform(&d.rng) * lam_max < ms_scenario_offered_load(sc, t)) {
-        uint32_t id;
-        st = request_new(&d, &id);
-        if (st == MS_OK) {
-          d.win.first += 1.0;
-          if (c->service.policy.has_budget)
-            st = ring_push(&d.bud_first, t, id);
-        }
-        if (st == MS_OK)
-          st = send_attempt(&d, id, t);
-      }
-    }
-    if (st != MS_OK) {
-      st = status_message(st, err, t);
-      break;
-    }
-  }
+  des_init(&d, c);
+  des_sources src;
+  pool_changes(&src, sc, m0);
+  src.lam_max = max_offered(sc) * (1.0 + 1e-12);
+  src.next_arrival =
+      src.lam_max > 0.0 ? rng_exp(&d.rng, src.lam_max) : HUGE_VAL;
+  st = des_run(&d, &src, &rec, err);
   double events = d.events;
   des_free(&d);
   if (st != MS_OK)
     return st;
-  ms_sim_recorder_finish(&rec, duration, events, summary);
+  ms_sim_recorder_finish(&rec, sc->duration, events, summary);
   return MS_OK;
 }

@@ -212,6 +212,12 @@ typedef struct {
   long nb;                       /* budget window, bins */
   double *bud_first, *bud_retry; /* rings of nb */
   ms_delay_dist dist[MS_MAX_RETRIES];
+  /* carried from bin to bin */
+  double budget_ratio;                 /* retries allowed per first attempt */
+  double bud_first_sum, bud_retry_sum; /* over the budget window */
+  double tokens;
+  double N, v, backlog; /* queue memory: number in system, psffa_step's
+                           guess, waiting */
 } fluid_state;
 
 static void fluid_free(fluid_state *f) {
@@ -256,51 +262,37 @@ static int pick_dt(const ms_sim_config *c, double *dt, long *spb,
   return MS_OK;
 }
 
-int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
-                 ms_sim_summary *summary, ms_error *err) {
-  int st = ms_sim_config_check(c, err);
+/* dt, bins per window and the bins of the whole run, within the limit. */
+static int pick_bins(const ms_sim_config *c, double *dt, long *spb, long *nbins,
+                     ms_error *err) {
+  int st = pick_dt(c, dt, spb, err);
   if (st != MS_OK)
     return st;
-  const ms_failure_model *m0 = &c->service.model;
-  const ms_retry_policy *pol = &c->service.policy;
-  if (c->queue_memory && m0->kind != MS_MODEL_ERLANG)
-    return ms_fail(err, MS_EINVAL,
-                   "queue memory needs the erlang model (servers, service "
-                   "time, timeout); the capacity model has no queue");
-  double dt = 0.0;
-  long spb = 1;
-  st = pick_dt(c, &dt, &spb, err);
-  if (st != MS_OK)
-    return st;
-  double nbins_d = ceil(c->scenario.duration / dt - 1e-9);
+  double nbins_d = ceil(c->scenario.duration / *dt - 1e-9);
   if (nbins_d > (double)MS_SIM_MAX_BINS)
     return ms_fail(err, MS_ELIMIT,
                    "%.0f bins of dt = %g s exceed the limit of %ld: raise dt",
-                   nbins_d, dt, MS_SIM_MAX_BINS);
-  long nbins = (long)nbins_d;
+                   nbins_d, *dt, MS_SIM_MAX_BINS);
+  *nbins = (long)nbins_d;
+  return MS_OK;
+}
 
-  ms_sim_recorder rec;
-  st = ms_sim_recorder_init(&rec, c, sink, ctx, err);
-  if (st != MS_OK)
-    return st;
-
-  fluid_state f;
-  memset(&f, 0, sizeof f);
-  f.r = pol->retries;
-  int r = f.r;
-  st = ms_delay_dists_build(&c->backoff, r, f.dist, err);
-  if (st != MS_OK)
-    return st;
-  /* when the client learns of a failure */
+/* Where the retries of each attempt land, by cause: a timeout is learned
+ * T after the attempt, a fast failure after one service time (nothing to
+ * wait for in the capacity model); the schedule's ring is as long as the
+ * farthest landing needs. */
+static int build_kernels(fluid_state *f, const ms_failure_model *m0, double dt,
+                         ms_error *err) {
   double detect[CAUSES] = {0.0, 0.0};
   if (m0->kind == MS_MODEL_ERLANG) {
     detect[CAUSE_TIMEOUT] = m0->timeout;
     detect[CAUSE_FAST] = 1.0 / m0->service_rate;
   }
-  f.J = 2;
-  for (int k = 0; k < r && st == MS_OK; k++)
+  f->J = 2;
+  int st = MS_OK;
+  for (int k = 0; k < f->r && st == MS_OK; k++)
     for (int cs = 0; cs < CAUSES && st == MS_OK; cs++) {
-      int kb = kernel_build(&f.dist[k], detect[cs], dt, &f.ker[k][cs]);
+      int kb = kernel_build(&f->dist[k], detect[cs], dt, &f->ker[k][cs]);
       if (kb == MS_ELIMIT)
         st = ms_fail(err, MS_ELIMIT,
                      "retry %d can land more than %ld bins of dt = %g s "
@@ -308,145 +300,232 @@ int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
                      k + 1, MAX_REACH, dt);
       else if (kb != MS_OK)
         st = ms_fail(err, MS_ENOMEM, "no memory for the retry schedule");
-      else if (f.ker[k][cs].last + 1 > f.J)
-        f.J = f.ker[k][cs].last + 1;
+      else if (f->ker[k][cs].last + 1 > f->J)
+        f->J = f->ker[k][cs].last + 1;
     }
+  return st;
+}
+
+/* Everything the run needs before its first bin: the delay
+ * distributions, the kernels, the schedule, the budget window's rings,
+ * and the state carried between bins.  On failure what was made is left
+ * for fluid_free, which f is always ready for. */
+static int fluid_setup(fluid_state *f, const ms_sim_config *c, double dt,
+                       ms_error *err) {
+  const ms_retry_policy *pol = &c->service.policy;
+  memset(f, 0, sizeof *f);
+  f->r = pol->retries;
+  int r = f->r;
+  int st = ms_delay_dists_build(&c->backoff, r, f->dist, err);
+  if (st != MS_OK)
+    return st;
+  st = build_kernels(f, &c->service.model, dt, err);
   if (st == MS_OK && r > 0) {
-    f.pend = calloc((size_t)r * (size_t)f.J, sizeof *f.pend);
-    if (f.pend == NULL)
+    f->pend = calloc((size_t)r * (size_t)f->J, sizeof *f->pend);
+    if (f->pend == NULL)
       st = ms_fail(err, MS_ENOMEM, "no memory for %d x %ld schedule bins", r,
-                   f.J);
+                   f->J);
   }
   if (st == MS_OK) {
     double nb = round(c->budget_window / dt);
-    f.nb = nb < 1.0 ? 1 : (long)fmin(nb, (double)MS_SIM_MAX_BINS);
+    f->nb = nb < 1.0 ? 1 : (long)fmin(nb, (double)MS_SIM_MAX_BINS);
     if (pol->has_budget) {
-      f.bud_first = calloc((size_t)f.nb, sizeof *f.bud_first);
-      f.bud_retry = calloc((size_t)f.nb, sizeof *f.bud_retry);
-      if (f.bud_first == NULL || f.bud_retry == NULL)
+      f->bud_first = calloc((size_t)f->nb, sizeof *f->bud_first);
+      f->bud_retry = calloc((size_t)f->nb, sizeof *f->bud_retry);
+      if (f->bud_first == NULL || f->bud_retry == NULL)
         st = ms_fail(err, MS_ENOMEM, "no memory for the budget window");
     }
   }
-  if (st != MS_OK) {
-    fluid_free(&f);
+  if (st != MS_OK)
     return st;
-  }
-
-  double base = m0->base_failure;
-  double budget_ratio =
+  f->budget_ratio =
       pol->has_budget ? pol->retry_budget / (1.0 - pol->retry_budget) : 0.0;
-  double bud_first_sum = 0.0, bud_retry_sum = 0.0;
-  double tokens = c->token_capacity;
-  double N = 0.0, v = 0.0, backlog = 0.0; /* queue memory */
-  double att[MS_MAX_RETRIES + 1];
+  f->tokens = c->token_capacity;
+  return MS_OK;
+}
+
+/* The retries due in bin i, taken off the schedule, and how many of them
+ * the retry budget and the token bucket let through; those refused are
+ * taken alike from every retry number.  Sets att[k] to what is sent of
+ * attempt k (0 the first) and *refused; returns the retries sent. */
+static double admit_retries(fluid_state *f, const ms_retry_policy *pol, long i,
+                            long slot, double first, double *att,
+                            double *refused) {
+  int r = f->r;
+  double cand = 0.0;
+  for (int k = 0; k < r; k++) {
+    att[k + 1] = f->pend[(size_t)k * f->J + slot];
+    f->pend[(size_t)k * f->J + slot] = 0.0;
+    cand += att[k + 1];
+  }
+  double allowed = cand;
+  if (pol->has_budget) {
+    long bs = i % f->nb;
+    f->bud_first_sum -= f->bud_first[bs];
+    f->bud_retry_sum -= f->bud_retry[bs];
+    double room =
+        f->budget_ratio * (f->bud_first_sum + first) - f->bud_retry_sum;
+    allowed = fmin(allowed, fmax(0.0, room));
+  }
+  if (pol->has_token)
+    allowed = fmin(allowed, fmax(0.0, f->tokens));
+  double pass = cand > 0.0 ? allowed / cand : 0.0;
+  *refused = cand - allowed;
+  att[0] = first;
+  for (int k = 1; k <= r; k++)
+    att[k] *= pass;
+  return allowed;
+}
+
+/* The failure probability p of the attempts sent in a bin, and its share
+ * q from timeouts (or overload): from the model alone when memoryless,
+ * else from the queue, which carries what the servers could not take to
+ * the next bin (a pool of no servers only fills it). */
+static void bin_failure(fluid_state *f, const ms_sim_config *c,
+                        const ms_failure_model *pm, double sent, double dt,
+                        double *p, double *q) {
+  double base = c->service.model.base_failure;
+  double x = sent / dt;
+  if (!c->queue_memory) {
+    memoryless_failure(pm, x, p, q);
+  } else if (pm->servers == 0) {
+    f->N += sent;
+    f->backlog = f->N;
+    *q = 1.0;
+    *p = 1.0;
+  } else {
+    double cmu = (double)pm->servers * pm->service_rate, s;
+    mmc_mean g;
+    psffa_step(pm->servers, cmu * dt, f->N + sent, &f->v, &g, &s);
+    f->N = g.G;
+    f->backlog = fmax(0.0, f->N - (double)pm->servers * (1.0 - s));
+    *q = exp(g.ln_c - cmu * s * pm->timeout);
+    *p = *q + base * (1.0 - *q);
+  }
+}
+
+/* The failures of the attempts sent in the bin at slot: those of the last
+ * retry are requests that failed for good (added to *given_up), the
+ * others become retries, scheduled into later bins by the kernel of their
+ * cause. */
+static void schedule_failures(fluid_state *f, const double *att, double p,
+                              double q, double base, long slot,
+                              double *given_up) {
+  int r = f->r;
+  double share[CAUSES] = {p > 0.0 ? q / p : 0.0,
+                          p > 0.0 ? base * (1.0 - q) / p : 0.0};
+  for (int k = 0; k <= r; k++) {
+    double fk = att[k] * p;
+    if (!(fk > 0.0))
+      continue;
+    if (k == r) {
+      *given_up += fk;
+      continue;
+    }
+    double *row = f->pend + (size_t)k * f->J;
+    for (int cs = 0; cs < CAUSES; cs++) {
+      double mass = fk * share[cs];
+      if (!(mass > 0.0))
+        continue;
+      const kernel *ke = &f->ker[k][cs];
+      for (long j = ke->first; j <= ke->last; j++) {
+        long dst = slot + j;
+        if (dst >= f->J)
+          dst -= f->J;
+        row[dst] += mass * ke->w[j - ke->first];
+      }
+    }
+  }
+}
+
+/* Bin i: the first attempts of the scenario and the retries let through
+ * are sent, fail with the bin's probability, and their failures are
+ * scheduled; the budget window and the bucket learn what was sent and
+ * what succeeded.  Adds the bin's counts to win. */
+static void fluid_bin(fluid_state *f, const ms_sim_config *c, long i, double dt,
+                      ms_sim_counts *win) {
+  const ms_retry_policy *pol = &c->service.policy;
+  double t0 = (double)i * dt;
+  double first = ms_scenario_mean_offered_load(&c->scenario, t0, t0 + dt) * dt;
+  ms_failure_model pm;
+  ms_scenario_pool(&c->scenario, &c->service.model, t0 + 0.5 * dt, &pm);
+  long slot = i % f->J;
+
+  double att[MS_MAX_RETRIES + 1], refused;
+  double allowed = admit_retries(f, pol, i, slot, first, att, &refused);
+  double sent = first + allowed;
+  double p, q;
+  bin_failure(f, c, &pm, sent, dt, &p, &q);
+  double given_up = refused;
+  schedule_failures(f, att, p, q, c->service.model.base_failure, slot,
+                    &given_up);
+
+  double good = sent * (1.0 - p);
+  if (pol->has_budget) {
+    long bs = i % f->nb;
+    f->bud_first[bs] = first;
+    f->bud_retry[bs] = allowed;
+    f->bud_first_sum += first;
+    f->bud_retry_sum += allowed;
+  }
+  if (pol->has_token)
+    f->tokens =
+        fmin(c->token_capacity, f->tokens - allowed + pol->token_ratio * good);
+
+  win->first += first;
+  win->retries += allowed;
+  win->failures += sent * p;
+  win->successes += good;
+  win->given_up += given_up;
+  win->refused += refused;
+}
+
+/* The bins in order, a window to the recorder every spb bins (and at the
+ * end), until the last bin or until the sink asks to stop. */
+static int fluid_run(fluid_state *f, const ms_sim_config *c,
+                     ms_sim_recorder *rec, double dt, long spb, long nbins,
+                     ms_error *err) {
   ms_sim_counts win = {0};
   long in_win = 0;
-
-  for (long i = 0; i < nbins && !rec.stop; i++) {
-    double t0 = (double)i * dt;
-    double first =
-        ms_scenario_mean_offered_load(&c->scenario, t0, t0 + dt) * dt;
-    ms_failure_model pm;
-    ms_scenario_pool(&c->scenario, m0, t0 + 0.5 * dt, &pm);
-    long slot = i % f.J;
-
-    /* retries due now, and what the budget or the bucket lets through */
-    double cand = 0.0;
-    for (int k = 0; k < r; k++) {
-      att[k + 1] = f.pend[(size_t)k * f.J + slot];
-      f.pend[(size_t)k * f.J + slot] = 0.0;
-      cand += att[k + 1];
-    }
-    double allowed = cand;
-    if (pol->has_budget) {
-      long bs = i % f.nb;
-      bud_first_sum -= f.bud_first[bs];
-      bud_retry_sum -= f.bud_retry[bs];
-      double room = budget_ratio * (bud_first_sum + first) - bud_retry_sum;
-      allowed = fmin(allowed, fmax(0.0, room));
-    }
-    if (pol->has_token)
-      allowed = fmin(allowed, fmax(0.0, tokens));
-    double pass = cand > 0.0 ? allowed / cand : 0.0;
-    double refused = cand - allowed;
-    att[0] = first;
-    for (int k = 1; k <= r; k++)
-      att[k] *= pass;
-    double sent = first + allowed;
-    double x = sent / dt;
-
-    double p, q;
-    if (!c->queue_memory) {
-      memoryless_failure(&pm, x, &p, &q);
-    } else if (pm.servers == 0) {
-      N += sent;
-      backlog = N;
-      q = 1.0;
-      p = 1.0;
-    } else {
-      double cmu = (double)pm.servers * pm.service_rate, s;
-      mmc_mean g;
-      psffa_step(pm.servers, cmu * dt, N + sent, &v, &g, &s);
-      N = g.G;
-      backlog = fmax(0.0, N - (double)pm.servers * (1.0 - s));
-      q = exp(g.ln_c - cmu * s * pm.timeout);
-      p = q + base * (1.0 - q);
-    }
-
-    /* failures become retries, or requests that failed for good */
-    double share[CAUSES] = {p > 0.0 ? q / p : 0.0,
-                            p > 0.0 ? base * (1.0 - q) / p : 0.0};
-    double given_up = refused;
-    for (int k = 0; k <= r; k++) {
-      double fk = att[k] * p;
-      if (!(fk > 0.0))
-        continue;
-      if (k == r) {
-        given_up += fk;
-        continue;
-      }
-      double *row = f.pend + (size_t)k * f.J;
-      for (int cs = 0; cs < CAUSES; cs++) {
-        double mass = fk * share[cs];
-        if (!(mass > 0.0))
-          continue;
-        const kernel *ke = &f.ker[k][cs];
-        for (long j = ke->first; j <= ke->last; j++) {
-          long dst = slot + j;
-          if (dst >= f.J)
-            dst -= f.J;
-          row[dst] += mass * ke->w[j - ke->first];
-        }
-      }
-    }
-    double good = sent * (1.0 - p);
-    if (pol->has_budget) {
-      long bs = i % f.nb;
-      f.bud_first[bs] = first;
-      f.bud_retry[bs] = allowed;
-      bud_first_sum += first;
-      bud_retry_sum += allowed;
-    }
-    if (pol->has_token)
-      tokens =
-          fmin(c->token_capacity, tokens - allowed + pol->token_ratio * good);
-
-    win.first += first;
-    win.retries += allowed;
-    win.failures += sent * p;
-    win.successes += good;
-    win.given_up += given_up;
-    win.refused += refused;
+  for (long i = 0; i < nbins && !rec->stop; i++) {
+    fluid_bin(f, c, i, dt, &win);
     in_win++;
     if (in_win == spb || i + 1 == nbins) {
-      st = ms_sim_recorder_window(&rec, (double)(i + 1) * dt,
-                                  (double)in_win * dt, &win, backlog, err);
+      int st =
+          ms_sim_recorder_window(rec, (double)(i + 1) * dt, (double)in_win * dt,
+                                 &win, f->backlog, err);
       if (st != MS_OK)
-        break;
+        return st;
       win = (ms_sim_counts){0};
       in_win = 0;
     }
   }
+  return MS_OK;
+}
+
+int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
+                 ms_sim_summary *summary, ms_error *err) {
+  int st = ms_sim_config_check(c, err);
+  if (st != MS_OK)
+    return st;
+  if (c->queue_memory && c->service.model.kind != MS_MODEL_ERLANG)
+    return ms_fail(err, MS_EINVAL,
+                   "queue memory needs the erlang model (servers, service "
+                   "time, timeout); the capacity model has no queue");
+  double dt = 0.0;
+  long spb = 1, nbins = 0;
+  st = pick_bins(c, &dt, &spb, &nbins, err);
+  if (st != MS_OK)
+    return st;
+
+  ms_sim_recorder rec;
+  st = ms_sim_recorder_init(&rec, c, sink, ctx, err);
+  if (st != MS_OK)
+    return st;
+  fluid_state f;
+  st = fluid_setup(&f, c, dt, err);
+  if (st == MS_OK)
+    st = fluid_run(&f, c, &rec, dt, spb, nbins, err);
   fluid_free(&f);
   if (st != MS_OK)
     return st;

@@ -190,20 +190,13 @@ static int brute_grid(const ms_service_params *s, double *x, double *lam) {
   return n;
 }
 
-START_TEST(test_brute_force_extrema) {
-  make_cases();
-  const service_case *k = &cases[_i];
-  static double x[BRUTE_N + 100], lam[BRUTE_N + 100];
-  int n = brute_grid(&k->s, x, lam);
-  ms_landscape ls;
-  ms_error err;
-  ck_assert_msg(ms_landscape_build(&k->s, &ls, &err) == MS_OK, "%s: %s",
-                k->name, err.msg);
-  /* local extrema of the sampled values: a reversal counts only when the
-   * values move away from the running extreme by more than 1e-9 of it, so
-   * rounding noise on flat stretches is not taken for a fold */
-  double ext[64];
-  int ext_i[64], ne = 0, dir = 0, run = 0;
+/* The local extrema of the sampled values lam[0 .. n-1], at most 64, in
+ * ext (values) and ext_i (indices); returns how many.  A reversal counts
+ * only when the values move away from the running extreme by more than
+ * 1e-9 of it, so rounding noise on flat stretches is not taken for a
+ * fold. */
+static int sampled_extrema(const double *lam, int n, double *ext, int *ext_i) {
+  int ne = 0, dir = 0, run = 0;
   for (int i = 1; i < n && ne < 64; i++) {
     if (dir >= 0 && lam[i] >= lam[run]) {
       run = i;
@@ -220,52 +213,81 @@ START_TEST(test_brute_force_extrema) {
       run = i;
     }
   }
-  ck_assert_msg(ne == ls.n_breaks - 1,
-                "%s: brute force finds %d extrema, landscape %d", k->name, ne,
-                ls.n_breaks - 1);
-  for (int j = 0; j < ne; j++) {
-    /* zoom: rescan the neighbourhood of the sampled extremum, 4 times */
-    int is_max = j % 2 == 0;
-    double lo = x[ext_i[j] > 0 ? ext_i[j] - 1 : 0];
-    double hi = x[ext_i[j] + 1 < n ? ext_i[j] + 1 : n - 1];
-    double best = ext[j];
-    for (int level = 0; level < 4; level++) {
-      double bx = lo, step = (hi - lo) / 2000;
-      for (int q = 0; q <= 2000; q++) {
-        double xq = lo + step * q, lq;
-        ms_offered_load_at(&k->s, xq, &lq, NULL);
-        if (is_max ? lq > best : lq < best) {
-          best = lq;
-          bx = xq;
-        }
+  return ne;
+}
+
+/* Extremum j of the grid (a maximum for even j), at grid index at with
+ * value sampled, sharpened by rescanning its neighbourhood 4 times, is the
+ * landscape's breakpoint j + 1 to 1e-10; and a maximum is never below a
+ * sampled value, a minimum never above. */
+static void check_extremum(const service_case *k, const ms_landscape *ls,
+                           const double *x, int n, int j, int at,
+                           double sampled) {
+  int is_max = j % 2 == 0;
+  double lo = x[at > 0 ? at - 1 : 0];
+  double hi = x[at + 1 < n ? at + 1 : n - 1];
+  double best = sampled;
+  for (int level = 0; level < 4; level++) {
+    double bx = lo, step = (hi - lo) / 2000;
+    for (int q = 0; q <= 2000; q++) {
+      double xq = lo + step * q, lq;
+      ms_offered_load_at(&k->s, xq, &lq, NULL);
+      if (is_max ? lq > best : lq < best) {
+        best = lq;
+        bx = xq;
       }
-      lo = fmax(bx - step, lo);
-      hi = fmin(bx + step, hi);
     }
-    double got = ls.break_lambda[j + 1];
-    ck_assert_msg(fabs(got - best) <= 1e-10 * got,
-                  "%s: extremum %d at lambda %.15g, brute force %.15g", k->name,
-                  j, got, best);
-    /* a maximum is never below a sampled value, a minimum never above */
-    if (is_max)
-      ck_assert_msg(got >= best * (1 - 1e-13), "%s: max too low", k->name);
-    else
-      ck_assert_msg(got <= best * (1 + 1e-13), "%s: min too high", k->name);
+    lo = fmax(bx - step, lo);
+    hi = fmin(bx + step, hi);
   }
-  printf("%-24s tipping %.12g recovery %.12g (%d extrema)\n", k->name,
-         ls.tipping_load, ls.recovery_load, ne);
-  /* equilibria at many offered loads: count = sign changes of
-   * lambda(x) - lambda on the dense grid, each root solves the equation,
-   * stability = slope sign */
-  double hi = fmax(ls.tipping_load, ls.recovery_load) * 1.6;
+  double got = ls->break_lambda[j + 1];
+  ck_assert_msg(fabs(got - best) <= 1e-10 * got,
+                "%s: extremum %d at lambda %.15g, brute force %.15g", k->name,
+                j, got, best);
+  if (is_max)
+    ck_assert_msg(got >= best * (1 - 1e-13), "%s: max too low", k->name);
+  else
+    ck_assert_msg(got <= best * (1 + 1e-13), "%s: min too high", k->name);
+}
+
+/* Equilibrium q of those at offered load L (eq ascending): it solves the
+ * equation, or lambda(x) - L changes sign within 4 ulps of it (a steep
+ * branch near saturation); its stability is the sign of the slope; it is
+ * never below L. */
+static void check_root(const service_case *k, const ms_equilibrium *eq, int q,
+                       double L) {
+  double xe = eq[q].effective_load, le, lm, lp;
+  ck_assert(q == 0 || xe > eq[q - 1].effective_load);
+  ms_offered_load_at(&k->s, xe, &le, NULL);
+  double la, lb2;
+  ms_offered_load_at(&k->s, xe * (1 - 4 * DBL_EPSILON), &la, NULL);
+  ms_offered_load_at(&k->s, xe * (1 + 4 * DBL_EPSILON), &lb2, NULL);
+  ck_assert_msg(fabs(le - L) <= 1e-12 * L || (la - L) * (lb2 - L) <= 0,
+                "%s: lambda(x)=%.17g != %.17g", k->name, le, L);
+  ms_offered_load_at(&k->s, xe * (1 - 1e-7), &lm, NULL);
+  ms_offered_load_at(&k->s, xe * (1 + 1e-7), &lp, NULL);
+  ck_assert_msg(eq[q].stable == (lp > lm),
+                "%s: stability of x=%.17g is %d, slope says %d", k->name, xe,
+                eq[q].stable, lp > lm);
+  ck_assert(eq[q].effective_load >= L * (1 - 1e-14));
+}
+
+/* The equilibria at 60 offered loads up to 1.6 times the fold: as many
+ * as the sign changes of lambda(x) - L on the dense grid, each checked by
+ * check_root.  Loads at the tipping or recovery load are skipped: a
+ * double root there is one crossing or two by rounding. */
+static void check_equilibria(const service_case *k, const ms_landscape *ls,
+                             const double *lam, int n) {
+  double hi = fmax(ls->tipping_load, ls->recovery_load) * 1.6;
   for (int t = 1; t <= 60; t++) {
     double L = hi * t / 60.0;
-    if (fabs(L - ls.tipping_load) < 1e-6 * L ||
-        fabs(L - ls.recovery_load) < 1e-6 * L)
+    if (fabs(L - ls->tipping_load) < 1e-6 * L ||
+        fabs(L - ls->recovery_load) < 1e-6 * L)
       continue;
     ms_equilibrium eq[MS_MAX_EQUILIBRIA];
     int neq;
-    ck_assert_msg(ms_equilibria(&ls, L, eq, &neq, &err) == MS_OK, "%s: %s",
+    ms_error err;
+    ck_assert_msg(ms_equilibria(ls, L, eq, &neq, &err) == MS_OK, "%s: %s",
                   k->name, err.msg);
     int crossings = 0;
     for (int i = 1; i < n; i++)
@@ -277,25 +299,31 @@ START_TEST(test_brute_force_extrema) {
                   "%s lambda=%.12g: %d equilibria, %d "
                   "crossings",
                   k->name, L, neq, crossings);
-    for (int q = 0; q < neq; q++) {
-      double xe = eq[q].effective_load, le, lm, lp;
-      ck_assert(q == 0 || xe > eq[q - 1].effective_load);
-      ms_offered_load_at(&k->s, xe, &le, NULL);
-      /* the root solves the equation, or lambda(x) - L changes sign
-       * within 4 ulps of it (a steep branch near saturation) */
-      double la, lb2;
-      ms_offered_load_at(&k->s, xe * (1 - 4 * DBL_EPSILON), &la, NULL);
-      ms_offered_load_at(&k->s, xe * (1 + 4 * DBL_EPSILON), &lb2, NULL);
-      ck_assert_msg(fabs(le - L) <= 1e-12 * L || (la - L) * (lb2 - L) <= 0,
-                    "%s: lambda(x)=%.17g != %.17g", k->name, le, L);
-      ms_offered_load_at(&k->s, xe * (1 - 1e-7), &lm, NULL);
-      ms_offered_load_at(&k->s, xe * (1 + 1e-7), &lp, NULL);
-      ck_assert_msg(eq[q].stable == (lp > lm),
-                    "%s: stability of x=%.17g is %d, slope says %d", k->name,
-                    xe, eq[q].stable, lp > lm);
-      ck_assert(eq[q].effective_load >= L * (1 - 1e-14));
-    }
+    for (int q = 0; q < neq; q++)
+      check_root(k, eq, q, L);
   }
+}
+
+START_TEST(test_brute_force_extrema) {
+  make_cases();
+  const service_case *k = &cases[_i];
+  static double x[BRUTE_N + 100], lam[BRUTE_N + 100];
+  int n = brute_grid(&k->s, x, lam);
+  ms_landscape ls;
+  ms_error err;
+  ck_assert_msg(ms_landscape_build(&k->s, &ls, &err) == MS_OK, "%s: %s",
+                k->name, err.msg);
+  double ext[64];
+  int ext_i[64];
+  int ne = sampled_extrema(lam, n, ext, ext_i);
+  ck_assert_msg(ne == ls.n_breaks - 1,
+                "%s: brute force finds %d extrema, landscape %d", k->name, ne,
+                ls.n_breaks - 1);
+  for (int j = 0; j < ne; j++)
+    check_extremum(k, &ls, x, n, j, ext_i[j], ext[j]);
+  printf("%-24s tipping %.12g recovery %.12g (%d extrema)\n", k->name,
+         ls.tipping_load, ls.recovery_load, ne);
+  check_equilibria(k, &ls, lam, n);
 }
 END_TEST
 
