@@ -276,6 +276,67 @@ START_TEST(test_trace_errors) {
 }
 END_TEST
 
+/* Model parameters on the command line: parsed by their unit, ranged by the
+ * model's table (MS_PARAMS), and reported with the option's name. */
+START_TEST(test_param_options) {
+  char msg[400];
+  double x;
+  ck_assert_int_eq(ms_cli_check_param("--servers", "30", MS_PARAM_SERVERS, &x,
+                                      msg, sizeof msg),
+                   0);
+  ck_assert(x == 30);
+  ck_assert_int_eq(ms_cli_check_param("--servers", "2.5", MS_PARAM_SERVERS, &x,
+                                      msg, sizeof msg),
+                   -1);
+  ck_assert_str_eq(msg, "--servers: '2.5' is not a whole number");
+  ck_assert_int_eq(ms_cli_check_param("--servers", "0", MS_PARAM_SERVERS, &x,
+                                      msg, sizeof msg),
+                   -1);
+  ck_assert_str_eq(
+      msg, "--servers: '0' is out of range: it must be in [1, 10000000]");
+  ck_assert_int_eq(ms_cli_check_param("--timeout", "250ms", MS_PARAM_TIMEOUT,
+                                      &x, msg, sizeof msg),
+                   0);
+  ck_assert(x == 0.25);
+  ck_assert_int_eq(ms_cli_check_param("--timeout", "5min", MS_PARAM_TIMEOUT, &x,
+                                      msg, sizeof msg),
+                   -1);
+  ck_assert_msg(strstr(msg, "--timeout: '5min': unknown time unit") == msg,
+                "%s", msg);
+  ck_assert_int_eq(ms_cli_check_param("--capacity", "10/s", MS_PARAM_CAPACITY,
+                                      &x, msg, sizeof msg),
+                   0);
+  ck_assert(x == 10);
+  ck_assert_int_eq(ms_cli_check_param("--capacity", "0", MS_PARAM_CAPACITY, &x,
+                                      msg, sizeof msg),
+                   -1);
+  ck_assert_str_eq(msg, "--capacity: '0' is out of range: it must be > 0 and "
+                        "at most 1e+300");
+  ck_assert_int_eq(ms_cli_check_param("--service-time", "1e-300",
+                                      MS_PARAM_SERVICE_TIME, &x, msg,
+                                      sizeof msg),
+                   -1);
+  ck_assert_str_eq(msg, "--service-time: '1e-300' is out of range: it must be "
+                        "> 0, at least 1e-290 and at most 1e+300");
+  ck_assert_int_eq(ms_cli_check_param("--token-ratio", "1",
+                                      MS_PARAM_TOKEN_RATIO, &x, msg,
+                                      sizeof msg),
+                   0);
+  ck_assert_int_eq(ms_cli_check_param("--token-ratio", "x",
+                                      MS_PARAM_TOKEN_RATIO, &x, msg,
+                                      sizeof msg),
+                   -1);
+  ck_assert_str_eq(msg, "--token-ratio: 'x' is not a number");
+  /* a value that fails leaves *out as it was */
+  x = -1;
+  ck_assert_int_eq(ms_cli_check_param("--base-failure", "1",
+                                      MS_PARAM_BASE_FAILURE, &x, msg,
+                                      sizeof msg),
+                   -1);
+  ck_assert(x == -1);
+}
+END_TEST
+
 /* ---- option checks ---------------------------------------------------- */
 
 START_TEST(test_option_checks) {
@@ -565,6 +626,7 @@ static Suite *cli_suite(void) {
   tcase_add_test(tc, test_trace_rows);
   tcase_add_test(tc, test_trace_errors);
   tcase_add_test(tc, test_option_checks);
+  tcase_add_test(tc, test_param_options);
   tcase_add_test(tc, test_describe);
   tcase_add_test(tc, test_prometheus);
   tcase_add_test(tc, test_plot_script);
