@@ -19,6 +19,7 @@
 #include <stddef.h>
 
 #include "metastable.h"
+#include "units.h" /* ms_parse_number, ms_parse_duration, ms_parse_rate */
 
 #ifdef __cplusplus
 extern "C" {
@@ -99,17 +100,6 @@ void ms_service_file_free(ms_service_file *f);
 /* The service called name, or NULL. */
 const ms_service_spec *ms_service_file_find(const ms_service_file *f,
                                             const char *name);
-
-/*
- * ms_parse_duration / ms_parse_rate: the unit-aware scalars of the service
- * file and of the command line.  "100ms" -> 0.1, "1.5" -> 1.5, "250us";
- * rates: "10", "10/s".  Result finite and >= 0.  Return 0, or -1 with
- * errbuf saying what was expected.
- */
-int ms_parse_duration(const char *text, double *seconds, char *errbuf,
-                      size_t errlen);
-int ms_parse_rate(const char *text, double *per_second, char *errbuf,
-                  size_t errlen);
 
 /* ------------------------------------------------------------------ */
 /* The per-interval step                                               */

@@ -5,8 +5,6 @@
  * file, with "file:line:column: what (key 'k')".
  */
 #include <ctype.h>
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,64 +18,6 @@ static const char *const input_names[MS_INPUT_COUNT] = {
 
 const char *ms_input_name(ms_input_id id) {
   return (unsigned)id < MS_INPUT_COUNT ? input_names[id] : NULL;
-}
-
-/* ---- scalars --------------------------------------------------------- */
-
-/* strtod over the whole of text (surrounding blanks allowed); 0 or -1. */
-static int parse_number(const char *text, double *out, const char **rest) {
-  char *end;
-  errno = 0;
-  double v = strtod(text, &end);
-  if (end == text || errno == ERANGE || !isfinite(v))
-    return -1;
-  while (isspace((unsigned char)*end))
-    end++;
-  *out = v;
-  *rest = end;
-  return 0;
-}
-
-int ms_parse_duration(const char *text, double *seconds, char *errbuf,
-                      size_t errlen) {
-  double v;
-  const char *unit;
-  if (text == NULL || parse_number(text, &v, &unit) != 0 || v < 0) {
-    snprintf(errbuf, errlen,
-             "'%s' is not a duration (seconds, or a number with s, ms, us)",
-             text ? text : "");
-    return -1;
-  }
-  double scale;
-  if (*unit == '\0' || strcmp(unit, "s") == 0)
-    scale = 1.0;
-  else if (strcmp(unit, "ms") == 0)
-    scale = 1e-3;
-  else if (strcmp(unit, "us") == 0 || strcmp(unit, "\xc2\xb5s") == 0)
-    scale = 1e-6;
-  else {
-    snprintf(errbuf, errlen, "'%s': unknown time unit '%s' (use s, ms or us)",
-             text, unit);
-    return -1;
-  }
-  *seconds = v * scale;
-  return 0;
-}
-
-int ms_parse_rate(const char *text, double *per_second, char *errbuf,
-                  size_t errlen) {
-  double v;
-  const char *unit;
-  if (text == NULL || parse_number(text, &v, &unit) != 0 || v < 0 ||
-      (*unit != '\0' && strcmp(unit, "/s") != 0)) {
-    snprintf(errbuf, errlen,
-             "'%s' is not a rate (a number per second, "
-             "optionally written with /s)",
-             text ? text : "");
-    return -1;
-  }
-  *per_second = v;
-  return 0;
 }
 
 /* ---- the loader ------------------------------------------------------ */
@@ -134,8 +74,7 @@ static int get_double(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                       double *out) {
   const char *s = ms_yaml_scalar(v);
   double x;
-  const char *rest;
-  if (s == NULL || parse_number(s, &x, &rest) != 0 || *rest != '\0')
+  if (ms_parse_number(s, &x) != 0)
     return ms_yaml_fail(ld, v, "%s must be a number, not %s%s%s%s (key '%s')",
                         key, s ? "'" : "", s ? s : ms_yaml_kind(v),
                         s ? "'" : "", "", key);
@@ -171,8 +110,7 @@ static int get_source(ms_yaml_loader *ld, const yaml_node_t *v, ms_input_id id,
   out->line = (int)v->start_mark.line + 1;
   out->column = (int)v->start_mark.column + 1;
   double x;
-  const char *rest;
-  if (parse_number(s, &x, &rest) == 0 && *rest == '\0') {
+  if (ms_parse_number(s, &x) == 0) {
     if (x < 0)
       return ms_yaml_fail(ld, v, "%s = %s must be >= 0 (key 'inputs.%s')", key,
                           s, key);

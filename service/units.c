@@ -1,0 +1,75 @@
+/* Numbers, durations and rates as people write them (service/units.h). */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "units.h"
+
+/* strtod over the start of text; *rest is what follows the number and its
+ * trailing blanks.  0 or -1. */
+static int leading_number(const char *text, double *out, const char **rest) {
+  char *end;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (end == text || errno == ERANGE || !isfinite(v))
+    return -1;
+  while (isspace((unsigned char)*end))
+    end++;
+  *out = v;
+  *rest = end;
+  return 0;
+}
+
+int ms_parse_number(const char *text, double *out) {
+  const char *rest;
+  double v;
+  if (text == NULL || leading_number(text, &v, &rest) != 0 || *rest != '\0')
+    return -1;
+  *out = v;
+  return 0;
+}
+
+int ms_parse_duration(const char *text, double *seconds, char *errbuf,
+                      size_t errlen) {
+  double v;
+  const char *unit;
+  if (text == NULL || leading_number(text, &v, &unit) != 0 || v < 0) {
+    snprintf(errbuf, errlen,
+             "'%s' is not a duration (seconds, or a number with s, ms, us)",
+             text ? text : "");
+    return -1;
+  }
+  double scale;
+  if (*unit == '\0' || strcmp(unit, "s") == 0)
+    scale = 1.0;
+  else if (strcmp(unit, "ms") == 0)
+    scale = 1e-3;
+  else if (strcmp(unit, "us") == 0 || strcmp(unit, "\xc2\xb5s") == 0)
+    scale = 1e-6;
+  else {
+    snprintf(errbuf, errlen, "'%s': unknown time unit '%s' (use s, ms or us)",
+             text, unit);
+    return -1;
+  }
+  *seconds = v * scale;
+  return 0;
+}
+
+int ms_parse_rate(const char *text, double *per_second, char *errbuf,
+                  size_t errlen) {
+  double v;
+  const char *unit;
+  if (text == NULL || leading_number(text, &v, &unit) != 0 || v < 0 ||
+      (*unit != '\0' && strcmp(unit, "/s") != 0)) {
+    snprintf(errbuf, errlen,
+             "'%s' is not a rate (a number per second, "
+             "optionally written with /s)",
+             text ? text : "");
+    return -1;
+  }
+  *per_second = v;
+  return 0;
+}
