@@ -27,80 +27,44 @@ static int get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
   return 0;
 }
 
-/* Walk a mapping: for each pair, the index of its key in names, or fail. */
-typedef struct {
-  const yaml_node_t *key[16], *val[16];
-} fields;
-
-static int read_fields(ms_yaml_loader *ld, const yaml_node_t *map,
-                       const char *const *names, int n, const char *what,
-                       fields *f) {
-  memset(f, 0, sizeof *f);
-  if (map->type != YAML_MAPPING_NODE)
-    return ms_yaml_fail(ld, map, "%s must be a mapping, not %s", what,
-                        ms_yaml_kind(map));
-  for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
-       p < map->data.mapping.pairs.top; p++) {
-    yaml_node_t *k = yaml_document_get_node(ld->doc, p->key);
-    const char *ks = ms_yaml_scalar(k);
-    int id = -1;
-    for (int i = 0; ks && i < n; i++)
-      if (strcmp(ks, names[i]) == 0)
-        id = i;
-    if (id < 0) {
-      char known[256] = "";
-      for (int i = 0; i < n; i++) {
-        strncat(known, names[i], sizeof known - strlen(known) - 1);
-        if (i + 1 < n)
-          strncat(known, ", ", sizeof known - strlen(known) - 1);
-      }
-      return ms_yaml_fail(ld, k, "unknown key '%s' in %s (known: %s)",
-                          ks ? ks : "?", what, known);
-    }
-    if (f->val[id] != NULL)
-      return ms_yaml_fail(ld, k, "key '%s' given twice", ks);
-    f->key[id] = k;
-    f->val[id] = yaml_document_get_node(ld->doc, p->value);
-  }
-  return 0;
-}
-
 /* ---- backoff ---------------------------------------------------------- */
 
 enum { B_KIND, B_BASE, B_CAP, B_COUNT };
 static const char *const backoff_keys[B_COUNT] = {"kind", "base", "cap"};
+static const ms_yaml_keys backoff_table = {"backoff", "key", backoff_keys,
+                                           B_COUNT};
 
 static int load_backoff(ms_yaml_loader *ld, const yaml_node_t *map,
                         ms_backoff *b) {
-  fields f;
-  if (read_fields(ld, map, backoff_keys, B_COUNT, "backoff", &f) != 0)
+  const yaml_node_t *val[B_COUNT], *key[B_COUNT];
+  if (ms_yaml_walk_mapping(ld, map, &backoff_table, val, key) != 0)
     return -1;
-  if (f.val[B_KIND] == NULL)
+  if (val[B_KIND] == NULL)
     return ms_yaml_fail(ld, map,
                         "backoff needs a kind: none, constant, exponential, "
                         "full-jitter, equal-jitter or decorrelated-jitter (key "
                         "'backoff.kind')");
-  const char *kind = ms_yaml_scalar(f.val[B_KIND]);
+  const char *kind = ms_yaml_scalar(val[B_KIND]);
   ms_error err;
   if (kind == NULL || ms_backoff_from_name(kind, &b->kind, &err) != MS_OK)
-    return ms_yaml_fail(ld, f.val[B_KIND], "%s (key 'backoff.kind')",
+    return ms_yaml_fail(ld, val[B_KIND], "%s (key 'backoff.kind')",
                         kind ? err.msg : "backoff kind must be a name");
   b->base = b->cap = 0.0;
-  if (f.val[B_BASE] &&
-      get_unit(ld, f.val[B_BASE], "base", 1, 0, MS_BACKOFF_MAX, &b->base) != 0)
+  if (val[B_BASE] &&
+      get_unit(ld, val[B_BASE], "base", 1, 0, MS_BACKOFF_MAX, &b->base) != 0)
     return -1;
-  if (f.val[B_CAP] &&
-      get_unit(ld, f.val[B_CAP], "cap", 1, 0, MS_BACKOFF_MAX, &b->cap) != 0)
+  if (val[B_CAP] &&
+      get_unit(ld, val[B_CAP], "cap", 1, 0, MS_BACKOFF_MAX, &b->cap) != 0)
     return -1;
   bool capped = b->kind != MS_BACKOFF_NONE && b->kind != MS_BACKOFF_CONSTANT;
-  if (b->kind != MS_BACKOFF_NONE && f.val[B_BASE] == NULL)
+  if (b->kind != MS_BACKOFF_NONE && val[B_BASE] == NULL)
     return ms_yaml_fail(
         ld, map, "backoff %s needs a base delay (key 'backoff.base')", kind);
-  if (capped && f.val[B_CAP] == NULL)
+  if (capped && val[B_CAP] == NULL)
     return ms_yaml_fail(ld, map, "backoff %s needs a cap (key 'backoff.cap')",
                         kind);
-  if (!capped && f.val[B_CAP] != NULL)
-    return ms_yaml_fail(ld, f.key[B_CAP],
+  if (!capped && val[B_CAP] != NULL)
+    return ms_yaml_fail(ld, key[B_CAP],
                         "backoff %s takes no cap (key "
                         "'backoff.cap')",
                         kind);
@@ -127,64 +91,64 @@ static const char *const trigger_keys[T_COUNT] = {
 
 static int load_trigger(ms_yaml_loader *ld, const yaml_node_t *map, int index,
                         ms_trigger *t) {
-  fields f;
   char what[32];
   snprintf(what, sizeof what, "trigger %d", index);
-  if (read_fields(ld, map, trigger_keys, T_COUNT, what, &f) != 0)
+  const ms_yaml_keys table = {what, "key", trigger_keys, T_COUNT};
+  const yaml_node_t *val[T_COUNT], *key[T_COUNT];
+  if (ms_yaml_walk_mapping(ld, map, &table, val, key) != 0)
     return -1;
   memset(t, 0, sizeof *t);
-  const char *kind = f.val[T_KIND] ? ms_yaml_scalar(f.val[T_KIND]) : NULL;
+  const char *kind = val[T_KIND] ? ms_yaml_scalar(val[T_KIND]) : NULL;
   if (kind == NULL)
     return ms_yaml_fail(
-        ld, f.val[T_KIND] ? f.val[T_KIND] : map,
+        ld, val[T_KIND] ? val[T_KIND] : map,
         "%s needs a kind: spike, ramp, drop or stall (key 'kind')", what);
   bool stall = strcmp(kind, "stall") == 0;
   bool drop = strcmp(kind, "drop") == 0;
   if (!stall && !drop && strcmp(kind, "spike") != 0 &&
       strcmp(kind, "ramp") != 0)
-    return ms_yaml_fail(ld, f.val[T_KIND],
+    return ms_yaml_fail(ld, val[T_KIND],
                         "%s: kind '%s' is not spike, ramp, drop or stall (key "
                         "'kind')",
                         what, kind);
   static const int timing[4] = {T_START, T_RISE, T_HOLD, T_FALL};
   double *slot[4] = {&t->start, &t->rise, &t->hold, &t->fall};
   for (int i = 0; i < 4; i++)
-    if (f.val[timing[i]] &&
-        get_unit(ld, f.val[timing[i]], trigger_keys[timing[i]], 1, 0,
-                 MS_SIM_MAX_DURATION, slot[i]) != 0)
+    if (val[timing[i]] && get_unit(ld, val[timing[i]], trigger_keys[timing[i]],
+                                   1, 0, MS_SIM_MAX_DURATION, slot[i]) != 0)
       return -1;
-  if (f.val[T_START] == NULL)
+  if (val[T_START] == NULL)
     return ms_yaml_fail(ld, map, "%s needs a start time (key 'start')", what);
   if (stall) {
     t->kind = MS_TRIGGER_SERVERS;
     const int no[3] = {T_RISE, T_FALL, T_LOAD};
     for (int i = 0; i < 3; i++)
-      if (f.val[no[i]])
-        return ms_yaml_fail(ld, f.key[no[i]],
+      if (val[no[i]])
+        return ms_yaml_fail(ld, key[no[i]],
                             "%s: a stall takes start, hold and servers (or "
                             "capacity), not %s (key '%s')",
                             what, trigger_keys[no[i]], trigger_keys[no[i]]);
-    if (f.val[T_HOLD] == NULL)
+    if (val[T_HOLD] == NULL)
       return ms_yaml_fail(ld, map, "%s: a stall needs its length (key 'hold')",
                           what);
-    if ((f.val[T_SERVERS] == NULL) == (f.val[T_CAPACITY] == NULL))
+    if ((val[T_SERVERS] == NULL) == (val[T_CAPACITY] == NULL))
       return ms_yaml_fail(
           ld, map,
           "%s: a stall needs servers (erlang model) or capacity "
           "(capacity model), one of them (key 'servers')",
           what);
     double v;
-    if (f.val[T_SERVERS]) {
-      if (ms_yaml_get_whole(ld, f.val[T_SERVERS], "servers", 0, MS_MAX_SERVERS,
+    if (val[T_SERVERS]) {
+      if (ms_yaml_get_whole(ld, val[T_SERVERS], "servers", 0, MS_MAX_SERVERS,
                             &v) != 0)
         return -1;
       t->servers = (long)v;
     } else {
-      if (get_unit(ld, f.val[T_CAPACITY], "capacity", 0, 0, 1e300,
+      if (get_unit(ld, val[T_CAPACITY], "capacity", 0, 0, 1e300,
                    &t->capacity) != 0)
         return -1;
       if (!(t->capacity > 0))
-        return ms_yaml_fail(ld, f.val[T_CAPACITY],
+        return ms_yaml_fail(ld, val[T_CAPACITY],
                             "%s: capacity must be > 0 (key 'capacity')", what);
     }
     return 0;
@@ -192,14 +156,14 @@ static int load_trigger(ms_yaml_loader *ld, const yaml_node_t *map, int index,
   t->kind = MS_TRIGGER_LOAD;
   const int no[2] = {T_SERVERS, T_CAPACITY};
   for (int i = 0; i < 2; i++)
-    if (f.val[no[i]])
-      return ms_yaml_fail(ld, f.key[no[i]],
+    if (val[no[i]])
+      return ms_yaml_fail(ld, key[no[i]],
                           "%s: a %s changes the load, not the pool (key '%s')",
                           what, kind, trigger_keys[no[i]]);
-  if (f.val[T_LOAD] == NULL)
+  if (val[T_LOAD] == NULL)
     return ms_yaml_fail(ld, map, "%s: a %s needs the load it %s (key 'load')",
                         what, kind, drop ? "removes" : "adds");
-  if (get_unit(ld, f.val[T_LOAD], "load", 0, 0, 1e12, &t->load) != 0)
+  if (get_unit(ld, val[T_LOAD], "load", 0, 0, 1e12, &t->load) != 0)
     return -1;
   if (drop)
     t->load = -t->load;
@@ -229,78 +193,79 @@ enum {
 static const char *const top_keys[S_COUNT] = {
     "duration", "offered_load",  "sample_interval", "dt",      "seed",
     "backoff",  "budget_window", "token_capacity",  "triggers"};
+static const ms_yaml_keys top_table = {"a scenario file", "key", top_keys,
+                                       S_COUNT};
 
 static int load_root(ms_yaml_loader *ld, const yaml_node_t *root,
                      ms_scenario_file *out) {
-  fields f;
-  if (read_fields(ld, root, top_keys, S_COUNT, "a scenario file", &f) != 0)
+  const yaml_node_t *val[S_COUNT];
+  if (ms_yaml_walk_mapping(ld, root, &top_table, val, NULL) != 0)
     return -1;
-  if (f.val[S_DURATION] == NULL)
+  if (val[S_DURATION] == NULL)
     return ms_yaml_fail(ld, root,
                         "the scenario needs its length (key 'duration')");
-  if (f.val[S_OFFERED] == NULL)
+  if (val[S_OFFERED] == NULL)
     return ms_yaml_fail(ld, root,
                         "the scenario needs its baseline load (key "
                         "'offered_load')");
   ms_scenario *sc = &out->scenario;
-  if (get_unit(ld, f.val[S_DURATION], "duration", 1, 0, MS_SIM_MAX_DURATION,
+  if (get_unit(ld, val[S_DURATION], "duration", 1, 0, MS_SIM_MAX_DURATION,
                &sc->duration) != 0)
     return -1;
   if (!(sc->duration > 0))
-    return ms_yaml_fail(ld, f.val[S_DURATION],
+    return ms_yaml_fail(ld, val[S_DURATION],
                         "duration must be > 0 (key "
                         "'duration')");
-  if (get_unit(ld, f.val[S_OFFERED], "offered_load", 0, 0, 1e12,
+  if (get_unit(ld, val[S_OFFERED], "offered_load", 0, 0, 1e12,
                &sc->offered_load) != 0)
     return -1;
-  if (f.val[S_SAMPLE]) {
-    if (get_unit(ld, f.val[S_SAMPLE], "sample_interval", 1, 0,
+  if (val[S_SAMPLE]) {
+    if (get_unit(ld, val[S_SAMPLE], "sample_interval", 1, 0,
                  MS_SIM_MAX_DURATION, &out->sample_interval) != 0)
       return -1;
     if (!(out->sample_interval > 0))
       return ms_yaml_fail(
-          ld, f.val[S_SAMPLE],
+          ld, val[S_SAMPLE],
           "sample_interval must be > 0 (key 'sample_interval')");
     out->has_sample_interval = true;
   }
-  if (f.val[S_DT]) {
-    if (get_unit(ld, f.val[S_DT], "dt", 1, 0, MS_SIM_MAX_DURATION, &out->dt) !=
-        0)
+  if (val[S_DT]) {
+    if (get_unit(ld, val[S_DT], "dt", 1, 0, MS_SIM_MAX_DURATION, &out->dt) != 0)
       return -1;
     if (!(out->dt > 0))
-      return ms_yaml_fail(ld, f.val[S_DT], "dt must be > 0 (key 'dt')");
+      return ms_yaml_fail(ld, val[S_DT], "dt must be > 0 (key 'dt')");
     out->has_dt = true;
   }
-  if (f.val[S_SEED]) {
+  if (val[S_SEED]) {
     double v;
     /* integers up to 2^53 are exact in a double */
-    if (ms_yaml_get_whole(ld, f.val[S_SEED], "seed", 0, 9007199254740992.0,
-                          &v) != 0)
+    if (ms_yaml_get_whole(ld, val[S_SEED], "seed", 0, 9007199254740992.0, &v) !=
+        0)
       return -1;
     out->seed = (uint64_t)v;
     out->has_seed = true;
   }
-  if (f.val[S_BACKOFF]) {
-    if (load_backoff(ld, f.val[S_BACKOFF], &out->backoff) != 0)
+  if (val[S_BACKOFF]) {
+    if (load_backoff(ld, val[S_BACKOFF], &out->backoff) != 0)
       return -1;
     out->has_backoff = true;
   }
-  if (f.val[S_BUDGET_WINDOW]) {
-    if (get_unit(ld, f.val[S_BUDGET_WINDOW], "budget_window", 1, 0,
+  if (val[S_BUDGET_WINDOW]) {
+    if (get_unit(ld, val[S_BUDGET_WINDOW], "budget_window", 1, 0,
                  MS_SIM_MAX_DURATION, &out->budget_window) != 0)
       return -1;
     if (!(out->budget_window > 0))
-      return ms_yaml_fail(ld, f.val[S_BUDGET_WINDOW],
+      return ms_yaml_fail(ld, val[S_BUDGET_WINDOW],
                           "budget_window must be > 0 (key 'budget_window')");
     out->has_budget_window = true;
   }
-  if (f.val[S_TOKEN_CAPACITY]) {
-    if (ms_yaml_get_whole(ld, f.val[S_TOKEN_CAPACITY], "token_capacity", 1,
-                          1e15, &out->token_capacity) != 0)
+  if (val[S_TOKEN_CAPACITY]) {
+    if (ms_yaml_get_whole(ld, val[S_TOKEN_CAPACITY], "token_capacity", 1, 1e15,
+                          &out->token_capacity) != 0)
       return -1;
     out->has_token_capacity = true;
   }
-  const yaml_node_t *list = f.val[S_TRIGGERS];
+  const yaml_node_t *list = val[S_TRIGGERS];
   if (list) {
     if (list->type != YAML_SEQUENCE_NODE)
       return ms_yaml_fail(ld, list, "'triggers' must be a list, not %s",

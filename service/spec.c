@@ -58,6 +58,8 @@ static const char *const key_names[] = {"name",
                                         "inputs"};
 _Static_assert(sizeof key_names / sizeof *key_names == K_COUNT,
                "one name per key");
+static const ms_yaml_keys service_table = {"a service", "key", key_names,
+                                           K_COUNT};
 
 static int valid_name(const char *s) {
   size_t n = strlen(s);
@@ -150,61 +152,26 @@ static int get_source(ms_yaml_loader *ld, const yaml_node_t *v, ms_input_id id,
   return out->pattern ? 0 : ms_yaml_fail(ld, v, "out of memory");
 }
 
+static const ms_yaml_keys input_table = {"inputs", "input", input_names,
+                                         MS_INPUT_COUNT};
+
 static int load_inputs(ms_yaml_loader *ld, const yaml_node_t *map,
                        ms_service_spec *sp) {
-  if (map->type != YAML_MAPPING_NODE)
-    return ms_yaml_fail(ld, map,
-                        "inputs must be a mapping of input names to "
-                        "sources, not %s (key 'inputs')",
-                        ms_yaml_kind(map));
-  for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
-       p < map->data.mapping.pairs.top; p++) {
-    yaml_node_t *k = yaml_document_get_node(ld->doc, p->key);
-    yaml_node_t *v = yaml_document_get_node(ld->doc, p->value);
-    const char *ks = ms_yaml_scalar(k);
-    int id = -1;
-    for (int i = 0; ks && i < MS_INPUT_COUNT; i++)
-      if (strcmp(ks, input_names[i]) == 0)
-        id = i;
-    if (id < 0)
-      return ms_yaml_fail(
-          ld, k,
-          "unknown input '%s' (known: arrival_rate, offered_rate, "
-          "retry_rate, error_rate, pool_size)",
-          ks ? ks : "?");
-    if (sp->inputs[id].kind != MS_SOURCE_NONE)
-      return ms_yaml_fail(ld, k, "input '%s' given twice", ks);
-    if (get_source(ld, v, (ms_input_id)id, &sp->inputs[id]) != 0)
+  const yaml_node_t *val[MS_INPUT_COUNT];
+  if (ms_yaml_walk_mapping(ld, map, &input_table, val, NULL) != 0)
+    return -1;
+  for (int i = 0; i < MS_INPUT_COUNT; i++)
+    if (val[i] && get_source(ld, val[i], (ms_input_id)i, &sp->inputs[i]) != 0)
       return -1;
-  }
   return 0;
 }
 
 static int load_service(ms_yaml_loader *ld, const yaml_node_t *map,
                         ms_service_spec *sp) {
-  if (map->type != YAML_MAPPING_NODE)
-    return ms_yaml_fail(ld, map,
-                        "a service must be a mapping (name: ..., model: "
-                        "...), not %s",
-                        ms_yaml_kind(map));
   sp->line = (int)map->start_mark.line + 1;
-  const yaml_node_t *val[K_COUNT] = {0}, *key[K_COUNT] = {0};
-  for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
-       p < map->data.mapping.pairs.top; p++) {
-    yaml_node_t *k = yaml_document_get_node(ld->doc, p->key);
-    const char *ks = ms_yaml_scalar(k);
-    int id = -1;
-    for (int i = 0; ks && i < K_COUNT; i++)
-      if (strcmp(ks, key_names[i]) == 0)
-        id = i;
-    if (id < 0)
-      return ms_yaml_fail(ld, k, "unknown key '%s' in a service",
-                          ks ? ks : "?");
-    if (val[id] != NULL)
-      return ms_yaml_fail(ld, k, "key '%s' given twice", ks);
-    key[id] = k;
-    val[id] = yaml_document_get_node(ld->doc, p->value);
-  }
+  const yaml_node_t *val[K_COUNT], *key[K_COUNT];
+  if (ms_yaml_walk_mapping(ld, map, &service_table, val, key) != 0)
+    return -1;
   if (val[K_NAME] == NULL)
     return ms_yaml_fail(ld, map, "a service needs a name (key 'name')");
   const char *name = ms_yaml_scalar(val[K_NAME]);
@@ -395,6 +362,9 @@ static int load_service(ms_yaml_loader *ld, const yaml_node_t *map,
   return 0;
 }
 
+static const char *const top_keys[] = {"services"};
+static const ms_yaml_keys top_table = {"a service file", "key", top_keys, 1};
+
 static void free_services(ms_service_spec *s, size_t n) {
   for (size_t i = 0; i < n; i++) {
     free(s[i].name);
@@ -415,7 +385,7 @@ int ms_service_file_parse(const char *text, size_t len, const char *name,
   ms_service_spec *svc = NULL;
   size_t n = 0;
   yaml_node_t *root = yaml_document_get_root_node(&doc);
-  yaml_node_t *list = NULL;
+  const yaml_node_t *list = NULL;
   if (root == NULL) {
     ms_yaml_fail(&ld, NULL,
                  "the file is empty: expected 'services:' and a list");
@@ -424,20 +394,7 @@ int ms_service_file_parse(const char *text, size_t len, const char *name,
                  "expected a mapping with the key 'services', not %s",
                  ms_yaml_kind(root));
   } else {
-    for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
-         p < root->data.mapping.pairs.top && !ld.failed; p++) {
-      yaml_node_t *k = yaml_document_get_node(&doc, p->key);
-      const char *ks = ms_yaml_scalar(k);
-      if (ks && strcmp(ks, "services") == 0) {
-        if (list)
-          ms_yaml_fail(&ld, k, "key 'services' given twice");
-        list = yaml_document_get_node(&doc, p->value);
-      } else {
-        ms_yaml_fail(&ld, k,
-                     "unknown key '%s' at the top (expected 'services')",
-                     ks ? ks : "?");
-      }
-    }
+    ms_yaml_walk_mapping(&ld, root, &top_table, &list, NULL);
     if (!ld.failed && list == NULL)
       ms_yaml_fail(&ld, root, "missing key 'services'");
     if (!ld.failed && list->type != YAML_SEQUENCE_NODE)

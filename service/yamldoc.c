@@ -48,6 +48,58 @@ const char *ms_yaml_kind(const yaml_node_t *n) {
   }
 }
 
+/* "a, b, c" for messages, cut with "..." when buf is too small. */
+static const char *key_list(const ms_yaml_keys *t, char *buf, size_t len) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < t->n_keys; i++) {
+    int n = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", t->keys[i]);
+    if (n < 0 || (size_t)n >= len - used) {
+      if (len >= 4)
+        strcpy(buf + len - 4, "...");
+      break;
+    }
+    used += (size_t)n;
+  }
+  return buf;
+}
+
+int ms_yaml_walk_mapping(ms_yaml_loader *ld, const yaml_node_t *node,
+                         const ms_yaml_keys *t, const yaml_node_t **values,
+                         const yaml_node_t **key_nodes) {
+  for (size_t i = 0; i < t->n_keys; i++) {
+    values[i] = NULL;
+    if (key_nodes)
+      key_nodes[i] = NULL;
+  }
+  if (node->type != YAML_MAPPING_NODE)
+    return ms_yaml_fail(ld, node, "%s must be a mapping, not %s", t->what,
+                        ms_yaml_kind(node));
+  for (yaml_node_pair_t *p = node->data.mapping.pairs.start;
+       p < node->data.mapping.pairs.top; p++) {
+    const yaml_node_t *k = yaml_document_get_node(ld->doc, p->key);
+    const char *ks = ms_yaml_scalar(k);
+    if (ks == NULL)
+      return ms_yaml_fail(ld, k, "a %s in %s must be a name, not %s", t->noun,
+                          t->what, ms_yaml_kind(k));
+    size_t id = 0;
+    while (id < t->n_keys && strcmp(ks, t->keys[id]) != 0)
+      id++;
+    if (id == t->n_keys) {
+      char known[512];
+      return ms_yaml_fail(ld, k, "unknown %s '%s' in %s (known: %s)", t->noun,
+                          ks, t->what, key_list(t, known, sizeof known));
+    }
+    if (values[id] != NULL)
+      return ms_yaml_fail(ld, k, "%s '%s' given twice in %s", t->noun, ks,
+                          t->what);
+    values[id] = yaml_document_get_node(ld->doc, p->value);
+    if (key_nodes)
+      key_nodes[id] = k;
+  }
+  return 0;
+}
+
 int ms_yaml_get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                      int duration, double *out) {
   const char *s = ms_yaml_scalar(v);

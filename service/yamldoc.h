@@ -30,6 +30,36 @@ const char *ms_yaml_scalar(const yaml_node_t *n);
 const char *ms_yaml_kind(const yaml_node_t *n);
 
 /*
+ * A key table: the keys one kind of mapping may hold, for
+ * ms_yaml_walk_mapping.  Usually static; the caller's enum indexes keys.
+ */
+typedef struct {
+  const char *what;        /* the mapping in messages: "a service", "backoff" */
+  const char *noun;        /* one of its keys in messages: "key", "input" */
+  const char *const *keys; /* n_keys names */
+  size_t n_keys;
+} ms_yaml_keys;
+
+/*
+ * ms_yaml_walk_mapping: walk a mapping against a key table.
+ *   node       the node that must be a mapping
+ *   t          its key table
+ *   values     out, t->n_keys entries: values[i] is the value node of
+ *              t->keys[i], NULL when the key is absent
+ *   key_nodes  out, t->n_keys entries (or NULL): the key nodes, for
+ *              messages about a key rather than its value
+ * Returns 0, or -1 with the message at the node at fault:
+ *   "backoff must be a mapping, not a list"              (at node)
+ *   "a key in backoff must be a name, not a list"        (at the key)
+ *   "unknown key 'x' in backoff (known: kind, base, cap)" (at the key)
+ *   "key 'base' given twice in backoff"                  (at the second)
+ * Checks nothing about the values.
+ */
+int ms_yaml_walk_mapping(ms_yaml_loader *ld, const yaml_node_t *node,
+                         const ms_yaml_keys *t, const yaml_node_t **values,
+                         const yaml_node_t **key_nodes);
+
+/*
  * ms_yaml_get_unit: a duration (seconds, or with s, ms, us) or a rate (per
  * second, optionally "/s") from a scalar node, through ms_parse_duration or
  * ms_parse_rate; key names the field in messages.  Returns 0 or -1.

@@ -114,6 +114,13 @@ static const struct {
     {"duration: 10s\noffered_load: 6\nbackoff:\n  kind: exponential\n"
      "  base: 2s\n  cap: 1s\n",
      ":4:3:", "cap = 1 s is outside"},
+    {"duration: 10s\noffered_load: 6\nbackoff:\n  kind: none\n  kind: none\n",
+     ":5:3:", "key 'kind' given twice in backoff"},
+    {"duration: 10s\noffered_load: 6\ntriggers:\n  - 5\n",
+     ":4:5:", "trigger 1 must be a mapping, not a scalar"},
+    {"duration: 10s\noffered_load: 6\ntriggers:\n  - kind: spike\n"
+     "    size: 5\n",
+     ":5:5:", "unknown key 'size' in trigger 1 (known: kind, start,"},
     {"duration: 10s\noffered_load: 6\nbackoff:\n  kind: bounce\n",
      ":4:9:", "full-jitter"},
     {"duration: 10s\noffered_load: 6\ntriggers: 3\n",

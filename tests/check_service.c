@@ -1,6 +1,7 @@
 /*
- * The service file loader (every error class, with file:line:column) and
- * the per-interval step: input inference, the state machine and its
+ * The service file loader (every error class, with file:line:column), the
+ * mapping walker both loaders share (service/yamldoc.h), and the
+ * per-interval step: input inference, the state machine and its
  * notifications.
  */
 #include <check.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "service.h"
+#include "yamldoc.h"
 
 static const char *good_file =
     "services:\n"
@@ -107,6 +109,10 @@ static const struct {
     {"services:\n  - 7\n", "2:5", "must be a mapping"},
     {SVC ERL "    colour: red\n" IN, "8:5", "unknown key 'colour'"},
     {SVC ERL "    retries: 2\n" IN, "8:5", "key 'retries' given twice"},
+    {SVC ERL "    colour: red\n" IN, "8:5", "(known: name, model, servers,"},
+    {SVC ERL "    [colour]: red\n" IN, "8:5",
+     "a key in a service must be a name"},
+    {"services: []\nservices: []\n", "2:1", "key 'services' given twice"},
     {"services:\n  - model: erlang\n", "2:5", "needs a name"},
     {"services:\n  - name: a/b\n", "2:11", "key 'name'"},
     {SVC IN, "2:5", "needs a model"},
@@ -145,6 +151,8 @@ static const struct {
     {SVC ERL "    inputs: 5\n", "8:13", "must be a mapping"},
     {SVC ERL "    inputs:\n      latency: h/p/t\n", "9:7",
      "unknown input 'latency'"},
+    {SVC ERL "    inputs:\n      offered_rate: 5\n      offered_rate: 6\n",
+     "10:7", "input 'offered_rate' given twice in inputs"},
     {SVC ERL "    inputs:\n      offered_rate: host/plugin\n", "9:21",
      "not a collectd identifier"},
     {SVC ERL "    inputs:\n      offered_rate: a//b\n", "9:21",
@@ -232,6 +240,105 @@ START_TEST(test_units) {
   ck_assert_int_eq(ms_parse_rate("10/min", &v, e, sizeof e), -1);
   ck_assert_int_eq(ms_parse_rate("-1", &v, e, sizeof e), -1);
   ck_assert_int_eq(ms_parse_rate("inf", &v, e, sizeof e), -1);
+}
+END_TEST
+
+/* ---- the mapping walker (service/yamldoc.h) ---------------------------- */
+
+static const char *const walk_keys[] = {"alpha", "beta", "gamma"};
+static const ms_yaml_keys walk_table = {"a thing", "key", walk_keys, 3};
+
+/* Walk the root of text against t; val_line[i] and key_line[i] get the
+ * line of the value and key of t->keys[i] (0: absent), *err the message.
+ * key_line may be NULL.  Returns the walker's 0 or -1. */
+static int walk(const char *text, const ms_yaml_keys *t, int *val_line,
+                int *key_line, char *err, size_t errlen) {
+  yaml_document_t doc;
+  err[0] = '\0';
+  ck_assert_int_eq(
+      ms_yaml_load(text, strlen(text), "w.yaml", &doc, err, errlen), 0);
+  ms_yaml_loader ld = {
+      .path = "w.yaml", .doc = &doc, .err = err, .errlen = errlen};
+  const yaml_node_t *val[128], *key[128];
+  ck_assert_uint_le(t->n_keys, 128);
+  for (size_t i = 0; i < t->n_keys; i++) /* the walker must clear them */
+    val[i] = key[i] = (const yaml_node_t *)&doc;
+  int r = ms_yaml_walk_mapping(&ld, yaml_document_get_root_node(&doc), t, val,
+                               key_line ? key : NULL);
+  for (size_t i = 0; i < t->n_keys; i++) {
+    val_line[i] = val[i] ? (int)val[i]->start_mark.line + 1 : 0;
+    if (key_line)
+      key_line[i] = key[i] ? (int)key[i]->start_mark.line + 1 : 0;
+  }
+  yaml_document_delete(&doc);
+  return r;
+}
+
+START_TEST(test_walk_every_key) {
+  int val[3], key[3];
+  char err[256];
+  /* every key of the table, in another order, with any kind of value */
+  ck_assert_msg(walk("gamma: [1, 2]\nalpha: 1\nbeta:\n  x: y\n", &walk_table,
+                     val, key, err, sizeof err) == 0,
+                "%s", err);
+  ck_assert_int_eq(val[0], 2); /* alpha's value, on line 2 */
+  ck_assert_int_eq(val[1], 4); /* beta's, a mapping starting on line 4 */
+  ck_assert_int_eq(val[2], 1);
+  ck_assert_int_eq(key[0], 2);
+  ck_assert_int_eq(key[1], 3);
+  ck_assert_int_eq(key[2], 1);
+  /* absent keys are NULL; key_nodes is optional */
+  ck_assert_int_eq(walk("beta: 2\n", &walk_table, val, NULL, err, sizeof err),
+                   0);
+  ck_assert(val[0] == 0 && val[1] == 1 && val[2] == 0);
+  ck_assert_int_eq(walk("{}\n", &walk_table, val, key, err, sizeof err), 0);
+  ck_assert(val[0] == 0 && val[1] == 0 && val[2] == 0);
+  ck_assert(key[0] == 0 && key[1] == 0 && key[2] == 0);
+}
+END_TEST
+
+START_TEST(test_walk_errors) {
+  int val[3], key[3];
+  char err[256];
+  const struct {
+    const char *text, *says;
+  } cases[] = {
+      {"alpha: 1\ndelta: 2\n",
+       "w.yaml:2:1: unknown key 'delta' in a thing (known: alpha, beta, "
+       "gamma)"},
+      {"alpha: 1\nbeta: 2\nalpha: 3\n",
+       "w.yaml:3:1: key 'alpha' given twice in a thing"},
+      {"- alpha\n", "w.yaml:1:1: a thing must be a mapping, not a list"},
+      {"alpha\n", "w.yaml:1:1: a thing must be a mapping, not a scalar"},
+      {"alpha: 1\n? [beta]\n: 2\n",
+       "w.yaml:2:3: a key in a thing must be a name, not a list"},
+      {"\"\": 1\n", "w.yaml:1:1: unknown key '' in a thing"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    ck_assert_int_eq(
+        walk(cases[i].text, &walk_table, val, key, err, sizeof err), -1);
+    ck_assert_msg(strncmp(err, cases[i].says, strlen(cases[i].says)) == 0,
+                  "case %zu: '%s', want '%s'", i, err, cases[i].says);
+  }
+  /* the noun names the entries: inputs are "input"s */
+  const ms_yaml_keys inputs = {"inputs", "input", walk_keys, 3};
+  ck_assert_int_eq(
+      walk("beta: 1\nbeta: 2\n", &inputs, val, NULL, err, sizeof err), -1);
+  ck_assert_str_eq(err, "w.yaml:2:1: input 'beta' given twice in inputs");
+  /* a key table too long for the message is cut, not overrun */
+  static char names[100][32];
+  const char *many[100];
+  for (int i = 0; i < 100; i++) {
+    snprintf(names[i], sizeof names[i], "a_rather_long_key_name_%d", i);
+    many[i] = names[i];
+  }
+  const ms_yaml_keys big = {"a big thing", "key", many, 100};
+  int bv[100];
+  char long_err[1024];
+  ck_assert_int_eq(walk("zzz: 1\n", &big, bv, NULL, long_err, sizeof long_err),
+                   -1);
+  ck_assert_ptr_nonnull(strstr(long_err, "(known: a_rather_long_key_name_0, "));
+  ck_assert_ptr_nonnull(strstr(long_err, "...)"));
 }
 END_TEST
 
@@ -487,6 +594,8 @@ int main(void) {
                       (int)(sizeof bad_files / sizeof *bad_files));
   tcase_add_test(tc, test_missing_file);
   tcase_add_test(tc, test_units);
+  tcase_add_test(tc, test_walk_every_key);
+  tcase_add_test(tc, test_walk_errors);
   suite_add_tcase(s, tc);
   tc = tcase_create("step");
   tcase_add_test(tc, test_infer);
