@@ -12,6 +12,47 @@
 #include "sim_internal.h"
 
 /* ------------------------------------------------------------------ */
+/* Single values                                                       */
+/* ------------------------------------------------------------------ */
+
+static const struct {
+  double lo, hi;
+  bool lo_open; /* > lo rather than >= lo */
+  bool whole;
+  const char *unit; /* written after the value */
+} sim_values[MS_SIM_VALUE_KINDS] = {
+    [MS_SIM_SPAN] = {0.0, MS_SIM_MAX_DURATION, true, false, " s"},
+    [MS_SIM_TIME] = {0.0, MS_SIM_MAX_DURATION, false, false, " s"},
+    [MS_SIM_DELAY] = {0.0, MS_BACKOFF_MAX, false, false, " s"},
+    [MS_SIM_LOAD] = {0.0, MS_SIM_MAX_RATE, false, false, "/s"},
+    [MS_SIM_LOAD_CHANGE] = {-MS_SIM_MAX_RATE, MS_SIM_MAX_RATE, false, false,
+                            "/s"},
+    [MS_SIM_POOL] = {0.0, (double)MS_MAX_SERVERS, false, true, ""},
+    [MS_SIM_TOKENS] = {1.0, MS_SIM_MAX_TOKENS, false, false, ""},
+};
+
+int ms_sim_value_check(ms_sim_value kind, const char *name, double v,
+                       ms_error *err) {
+  if ((int)kind < 0 || (int)kind >= MS_SIM_VALUE_KINDS || name == NULL)
+    return ms_fail(err, MS_EINVAL, "value kind %d is not a simulation value",
+                   (int)kind);
+  const double lo = sim_values[kind].lo, hi = sim_values[kind].hi;
+  const bool lo_open = sim_values[kind].lo_open;
+  const bool whole = sim_values[kind].whole;
+  if (isfinite(v) && (lo_open ? v > lo : v >= lo) && v <= hi) {
+    if (whole && v != floor(v))
+      return ms_fail(err, MS_EINVAL, "%s = %g is not a whole number", name, v);
+    return MS_OK;
+  }
+  /* whole numbers in full: servers = 20000000, not 2e+07 */
+  if (whole && fabs(v) < 1e15)
+    return ms_fail(err, MS_EINVAL, "%s = %.0f%s is outside %c%.0f, %.0f]", name,
+                   v, sim_values[kind].unit, lo_open ? '(' : '[', lo, hi);
+  return ms_fail(err, MS_EINVAL, "%s = %g%s is outside %c%g, %g]", name, v,
+                 sim_values[kind].unit, lo_open ? '(' : '[', lo, hi);
+}
+
+/* ------------------------------------------------------------------ */
 /* Backoff                                                             */
 /* ------------------------------------------------------------------ */
 
@@ -52,15 +93,16 @@ int ms_backoff_check(const ms_backoff *b, ms_error *err) {
                    (int)b->kind);
   if (b->kind == MS_BACKOFF_NONE)
     return MS_OK;
-  if (!isfinite(b->base) || b->base < 0.0 || b->base > MS_BACKOFF_MAX)
-    return ms_fail(err, MS_EINVAL, "backoff base = %g s is outside [0, %g]",
-                   b->base, MS_BACKOFF_MAX);
+  int st = ms_sim_value_check(MS_SIM_DELAY, "backoff base", b->base, err);
+  if (st != MS_OK)
+    return st;
   if (b->kind == MS_BACKOFF_DECORRELATED && !(b->base > 0.0))
     return ms_fail(err, MS_EINVAL,
                    "backoff base = %g s: decorrelated jitter needs base > 0",
                    b->base);
   if (backoff_uses_cap(b->kind) &&
-      (!isfinite(b->cap) || b->cap < b->base || b->cap > MS_BACKOFF_MAX))
+      (ms_sim_value_check(MS_SIM_DELAY, "backoff cap", b->cap, NULL) != MS_OK ||
+       b->cap < b->base))
     return ms_fail(err, MS_EINVAL,
                    "backoff cap = %g s is outside [base = %g, %g]", b->cap,
                    b->base, MS_BACKOFF_MAX);
@@ -303,16 +345,13 @@ int ms_scenario_check(const ms_scenario *sc, const ms_failure_model *m,
   if (sc == NULL || m == NULL)
     return ms_fail(err, MS_EINVAL, "NULL argument to ms_scenario_check");
   ms_error why;
-  if (!isfinite(sc->duration) || !(sc->duration > 0.0) ||
-      sc->duration > MS_SIM_MAX_DURATION)
-    return ms_fail(err, MS_EINVAL,
-                   "scenario duration = %g s is outside (0, %g]", sc->duration,
-                   MS_SIM_MAX_DURATION);
-  if (!isfinite(sc->offered_load) || sc->offered_load < 0.0 ||
-      sc->offered_load > MS_SIM_MAX_RATE)
-    return ms_fail(err, MS_EINVAL,
-                   "scenario offered load = %g/s is outside [0, %g]",
-                   sc->offered_load, MS_SIM_MAX_RATE);
+  int st =
+      ms_sim_value_check(MS_SIM_SPAN, "scenario duration", sc->duration, err);
+  if (st == MS_OK)
+    st = ms_sim_value_check(MS_SIM_LOAD, "scenario offered load",
+                            sc->offered_load, err);
+  if (st != MS_OK)
+    return st;
   if (sc->n_triggers < 0 || sc->n_triggers > MS_SIM_MAX_TRIGGERS)
     return ms_fail(err, MS_EINVAL, "scenario has %d triggers, outside [0, %d]",
                    sc->n_triggers, MS_SIM_MAX_TRIGGERS);
@@ -321,16 +360,13 @@ int ms_scenario_check(const ms_scenario *sc, const ms_failure_model *m,
     const double f[4] = {tr->start, tr->rise, tr->hold, tr->fall};
     const char *const fn[4] = {"start", "rise", "hold", "fall"};
     for (int j = 0; j < 4; j++)
-      if (!isfinite(f[j]) || f[j] < 0.0 || f[j] > MS_SIM_MAX_DURATION)
-        return ms_fail(err, MS_EINVAL,
-                       "trigger %d: %s = %g s is outside [0, %g]", i + 1, fn[j],
-                       f[j], MS_SIM_MAX_DURATION);
+      if (ms_sim_value_check(MS_SIM_TIME, fn[j], f[j], &why) != MS_OK)
+        return ms_fail(err, MS_EINVAL, "trigger %d: %s", i + 1, why.msg);
     switch (tr->kind) {
     case MS_TRIGGER_LOAD:
-      if (!isfinite(tr->load) || fabs(tr->load) > MS_SIM_MAX_RATE)
-        return ms_fail(err, MS_EINVAL,
-                       "trigger %d: load = %g/s is outside [-%g, %g]", i + 1,
-                       tr->load, MS_SIM_MAX_RATE, MS_SIM_MAX_RATE);
+      if (ms_sim_value_check(MS_SIM_LOAD_CHANGE, "load", tr->load, &why) !=
+          MS_OK)
+        return ms_fail(err, MS_EINVAL, "trigger %d: %s", i + 1, why.msg);
       break;
     case MS_TRIGGER_SERVERS:
       if (tr->rise != 0.0 || tr->fall != 0.0)
@@ -339,10 +375,9 @@ int ms_scenario_check(const ms_scenario *sc, const ms_failure_model *m,
                        "(rise = %g s and fall = %g s must be 0)",
                        i + 1, tr->rise, tr->fall);
       if (m->kind == MS_MODEL_ERLANG) {
-        if (tr->servers < 0 || tr->servers > MS_MAX_SERVERS)
-          return ms_fail(err, MS_EINVAL,
-                         "trigger %d: servers = %ld is outside [0, %ld]", i + 1,
-                         tr->servers, MS_MAX_SERVERS);
+        if (ms_sim_value_check(MS_SIM_POOL, "servers", (double)tr->servers,
+                               &why) != MS_OK)
+          return ms_fail(err, MS_EINVAL, "trigger %d: %s", i + 1, why.msg);
       } else if (MS_PARAM_CHECK(MS_PARAM_CAPACITY, tr->capacity, &why) !=
                  MS_OK) {
         return ms_fail(err, MS_EINVAL, "trigger %d: %s (capacity model)", i + 1,
@@ -514,18 +549,13 @@ int ms_sim_config_check(const ms_sim_config *c, ms_error *err) {
   st = ms_scenario_check(&c->scenario, &c->service.model, err);
   if (st != MS_OK)
     return st;
-  if (!isfinite(c->budget_window) || !(c->budget_window > 0.0) ||
-      c->budget_window > MS_SIM_MAX_DURATION)
-    return ms_fail(err, MS_EINVAL, "budget window = %g s is outside (0, %g]",
-                   c->budget_window, MS_SIM_MAX_DURATION);
-  if (!isfinite(c->token_capacity) || !(c->token_capacity >= 1.0) ||
-      c->token_capacity > 1e15)
-    return ms_fail(err, MS_EINVAL, "token capacity = %g is outside [1, 1e15]",
-                   c->token_capacity);
-  if (!isfinite(c->sample_interval) || !(c->sample_interval > 0.0) ||
-      c->sample_interval > MS_SIM_MAX_DURATION)
-    return ms_fail(err, MS_EINVAL, "sample interval = %g s is outside (0, %g]",
-                   c->sample_interval, MS_SIM_MAX_DURATION);
+  if ((st = ms_sim_value_check(MS_SIM_SPAN, "budget window", c->budget_window,
+                               err)) != MS_OK ||
+      (st = ms_sim_value_check(MS_SIM_TOKENS, "token capacity",
+                               c->token_capacity, err)) != MS_OK ||
+      (st = ms_sim_value_check(MS_SIM_SPAN, "sample interval",
+                               c->sample_interval, err)) != MS_OK)
+    return st;
   if (!isfinite(c->dt) || c->dt < 0.0 || c->dt > c->sample_interval)
     return ms_fail(err, MS_EINVAL,
                    "dt = %g s is outside [0, sample interval = %g s] "

@@ -157,6 +157,43 @@ typedef struct {
 #define MS_SIM_MAX_DURATION 604800.0
 /* Largest offered load a scenario may ask for, req/s. */
 #define MS_SIM_MAX_RATE 1e12
+/* Largest token bucket, tokens (ms_sim_config.token_capacity). */
+#define MS_SIM_MAX_TOKENS 1e15
+
+/*
+ * The kinds of single values in a scenario, a backoff and a simulation
+ * configuration, each with its range.  ms_scenario_check, ms_backoff_check
+ * and ms_sim_config_check decide every such value through
+ * ms_sim_value_check (what they add are the relations: a cap of at least
+ * the base, a dt that divides the sample interval, servers or capacity as
+ * the model needs), so that a file loader can report the same verdict at
+ * the value it read.
+ */
+typedef enum {
+  MS_SIM_SPAN,        /* a length of the run (duration, sample interval,
+                         budget window): s, (0, MS_SIM_MAX_DURATION] */
+  MS_SIM_TIME,        /* a trigger's start, rise, hold or fall:
+                         s, [0, MS_SIM_MAX_DURATION] */
+  MS_SIM_DELAY,       /* a backoff base or cap: s, [0, MS_BACKOFF_MAX] */
+  MS_SIM_LOAD,        /* an offered load: req/s, [0, MS_SIM_MAX_RATE] */
+  MS_SIM_LOAD_CHANGE, /* a trigger's load: req/s,
+                         [-MS_SIM_MAX_RATE, MS_SIM_MAX_RATE] */
+  MS_SIM_POOL,        /* a stalled pool's servers: whole, [0, MS_MAX_SERVERS] */
+  MS_SIM_TOKENS,      /* a token bucket: tokens, [1, MS_SIM_MAX_TOKENS] */
+  MS_SIM_VALUE_KINDS
+} ms_sim_value;
+
+/*
+ * ms_sim_value_check: whether v is an accepted value of its kind.
+ *   kind  an ms_sim_value
+ *   name  the value in the message: "hold", "scenario duration"
+ *   v     in the kind's unit (above)
+ * MS_OK, or MS_EINVAL with "name = v unit is outside range":
+ * "hold = -1 s is outside [0, 604800]", "servers = 2.5 is not a whole
+ * number"; MS_EINVAL for a kind that is not one.
+ */
+int ms_sim_value_check(ms_sim_value kind, const char *name, double v,
+                       ms_error *err);
 
 /*
  * ms_scenario_check: validate a scenario against a failure model (a

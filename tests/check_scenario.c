@@ -148,6 +148,78 @@ START_TEST(test_bad_files) {
 }
 END_TEST
 
+/* ms_sim_value_check (model/sim.h): each kind's ends, its words, and the
+ * same verdicts in the checks of whole scenarios and configurations. */
+START_TEST(test_sim_value_check) {
+  const struct {
+    ms_sim_value kind;
+    double ok_lo, ok_hi, bad_lo, bad_hi;
+    const char *says; /* for bad_hi, named "x" */
+  } cases[] = {
+      {MS_SIM_SPAN, 1e-9, MS_SIM_MAX_DURATION, 0, 604801,
+       "x = 604801 s is outside (0, 604800]"},
+      {MS_SIM_TIME, 0, MS_SIM_MAX_DURATION, -1e-9, 604801,
+       "x = 604801 s is outside [0, 604800]"},
+      {MS_SIM_DELAY, 0, MS_BACKOFF_MAX, -1, 86401,
+       "x = 86401 s is outside [0, 86400]"},
+      {MS_SIM_LOAD, 0, MS_SIM_MAX_RATE, -1, 2e12,
+       "x = 2e+12/s is outside [0, 1e+12]"},
+      {MS_SIM_LOAD_CHANGE, -MS_SIM_MAX_RATE, MS_SIM_MAX_RATE, -2e12, 2e12,
+       "x = 2e+12/s is outside [-1e+12, 1e+12]"},
+      {MS_SIM_POOL, 0, (double)MS_MAX_SERVERS, -1, 2e7,
+       "x = 20000000 is outside [0, 10000000]"},
+      {MS_SIM_TOKENS, 1, MS_SIM_MAX_TOKENS, 0.5, 2e15,
+       "x = 2e+15 is outside [1, 1e+15]"},
+  };
+  ms_error e;
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    ck_assert_int_eq(ms_sim_value_check(cases[i].kind, "x", cases[i].ok_lo, &e),
+                     MS_OK);
+    ck_assert_int_eq(ms_sim_value_check(cases[i].kind, "x", cases[i].ok_hi, &e),
+                     MS_OK);
+    ck_assert_int_eq(
+        ms_sim_value_check(cases[i].kind, "x", cases[i].bad_lo, &e), MS_EINVAL);
+    ck_assert_int_eq(ms_sim_value_check(cases[i].kind, "x", NAN, &e),
+                     MS_EINVAL);
+    ck_assert_int_eq(ms_sim_value_check(cases[i].kind, "x", INFINITY, &e),
+                     MS_EINVAL);
+    ck_assert_int_eq(
+        ms_sim_value_check(cases[i].kind, "x", cases[i].bad_hi, &e), MS_EINVAL);
+    ck_assert_str_eq(e.msg, cases[i].says);
+  }
+  ck_assert_int_eq(ms_sim_value_check(MS_SIM_POOL, "servers", 2.5, &e),
+                   MS_EINVAL);
+  ck_assert_str_eq(e.msg, "servers = 2.5 is not a whole number");
+  ck_assert_int_eq(ms_sim_value_check(MS_SIM_VALUE_KINDS, "x", 1, &e),
+                   MS_EINVAL);
+  ck_assert_int_eq(ms_sim_value_check((ms_sim_value)-1, "x", 1, &e), MS_EINVAL);
+  /* the whole-scenario checks say the same */
+  ms_failure_model m;
+  ms_failure_model_erlang(&m, 10, 10.0, 1.0);
+  ms_scenario sc = {.duration = 0, .offered_load = 5};
+  ck_assert_int_eq(ms_scenario_check(&sc, &m, &e), MS_EINVAL);
+  ck_assert_str_eq(e.msg, "scenario duration = 0 s is outside (0, 604800]");
+  sc.duration = 10;
+  sc.n_triggers = 1;
+  sc.triggers[0] = (ms_trigger){
+      .kind = MS_TRIGGER_SERVERS, .start = 1, .hold = 1, .servers = 20000000};
+  ck_assert_int_eq(ms_scenario_check(&sc, &m, &e), MS_EINVAL);
+  ck_assert_str_eq(e.msg,
+                   "trigger 1: servers = 20000000 is outside [0, 10000000]");
+  ms_backoff b = {MS_BACKOFF_CONSTANT, 1e5, 0};
+  ck_assert_int_eq(ms_backoff_check(&b, &e), MS_EINVAL);
+  ck_assert_str_eq(e.msg, "backoff base = 100000 s is outside [0, 86400]");
+  ms_service_params s;
+  s.model = m;
+  ms_retry_policy_fixed(&s.policy, 3);
+  ms_sim_config c;
+  ms_sim_config_init(&c, &s);
+  c.token_capacity = 0.5;
+  ck_assert_int_eq(ms_sim_config_check(&c, &e), MS_EINVAL);
+  ck_assert_str_eq(e.msg, "token capacity = 0.5 is outside [1, 1e+15]");
+}
+END_TEST
+
 START_TEST(test_missing_file) {
   ms_scenario_file f;
   char err[300];
@@ -162,6 +234,7 @@ int main(void) {
   TCase *tc = tcase_create("parse");
   tcase_add_test(tc, test_full_file);
   tcase_add_loop_test(tc, test_bad_files, 0, (int)(sizeof bad / sizeof *bad));
+  tcase_add_test(tc, test_sim_value_check);
   tcase_add_test(tc, test_missing_file);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
