@@ -16,15 +16,34 @@
 #include "service.h"
 #include "yamldoc.h"
 
-/* A duration or a rate, in [lo, hi]. */
-static int get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
-                    int duration, double lo, double hi, double *out) {
-  if (ms_yaml_get_unit(ld, v, key, duration, out) != 0)
-    return -1;
-  if (!(*out >= lo && *out <= hi))
-    return ms_yaml_fail(ld, v, "%s = %s is outside [%g, %g]%s (key '%s')", key,
-                        ms_yaml_scalar(v), lo, hi, duration ? " s" : "/s", key);
-  return 0;
+/* Seeds are whole numbers that a double holds exactly: 0 to 2^53. */
+#define MAX_SEED 9007199254740992.0
+
+/*
+ * A value of the simulation from v: read as its kind is written (a
+ * duration, a rate, or a whole number for servers and tokens), its range
+ * decided by the model (ms_sim_value_check), whose message is reported at
+ * v with the key.
+ */
+static int get_value(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
+                     ms_sim_value kind, double *out) {
+  int r;
+  switch (kind) {
+  case MS_SIM_LOAD:
+  case MS_SIM_LOAD_CHANGE:
+    r = ms_yaml_get_unit(ld, v, key, 0, out);
+    break;
+  case MS_SIM_POOL:
+  case MS_SIM_TOKENS:
+    r = ms_yaml_get_whole(ld, v, key, out);
+    break;
+  default:
+    r = ms_yaml_get_unit(ld, v, key, 1, out);
+  }
+  ms_error e;
+  if (r == 0 && ms_sim_value_check(kind, key, *out, &e) != MS_OK)
+    return ms_yaml_fail(ld, v, "%s (key '%s')", e.msg, key);
+  return r;
 }
 
 /* ---- backoff ---------------------------------------------------------- */
@@ -51,10 +70,10 @@ static int load_backoff(ms_yaml_loader *ld, const yaml_node_t *map,
                         kind ? err.msg : "backoff kind must be a name");
   b->base = b->cap = 0.0;
   if (val[B_BASE] &&
-      get_unit(ld, val[B_BASE], "base", 1, 0, MS_BACKOFF_MAX, &b->base) != 0)
+      get_value(ld, val[B_BASE], "base", MS_SIM_DELAY, &b->base) != 0)
     return -1;
   if (val[B_CAP] &&
-      get_unit(ld, val[B_CAP], "cap", 1, 0, MS_BACKOFF_MAX, &b->cap) != 0)
+      get_value(ld, val[B_CAP], "cap", MS_SIM_DELAY, &b->cap) != 0)
     return -1;
   bool capped = b->kind != MS_BACKOFF_NONE && b->kind != MS_BACKOFF_CONSTANT;
   if (b->kind != MS_BACKOFF_NONE && val[B_BASE] == NULL)
@@ -114,8 +133,8 @@ static int load_trigger(ms_yaml_loader *ld, const yaml_node_t *map, int index,
   static const int timing[4] = {T_START, T_RISE, T_HOLD, T_FALL};
   double *slot[4] = {&t->start, &t->rise, &t->hold, &t->fall};
   for (int i = 0; i < 4; i++)
-    if (val[timing[i]] && get_unit(ld, val[timing[i]], trigger_keys[timing[i]],
-                                   1, 0, MS_SIM_MAX_DURATION, slot[i]) != 0)
+    if (val[timing[i]] && get_value(ld, val[timing[i]], trigger_keys[timing[i]],
+                                    MS_SIM_TIME, slot[i]) != 0)
       return -1;
   if (val[T_START] == NULL)
     return ms_yaml_fail(ld, map, "%s needs a start time (key 'start')", what);
@@ -139,17 +158,14 @@ static int load_trigger(ms_yaml_loader *ld, const yaml_node_t *map, int index,
           what);
     double v;
     if (val[T_SERVERS]) {
-      if (ms_yaml_get_whole(ld, val[T_SERVERS], "servers", 0, MS_MAX_SERVERS,
-                            &v) != 0)
+      if (get_value(ld, val[T_SERVERS], "servers", MS_SIM_POOL, &v) != 0)
         return -1;
       t->servers = (long)v;
     } else {
-      if (get_unit(ld, val[T_CAPACITY], "capacity", 0, 0, 1e300,
-                   &t->capacity) != 0)
+      /* the pool of a capacity model: a capacity as the model's own */
+      if (ms_yaml_get_param(ld, val[T_CAPACITY], MS_PARAM_CAPACITY,
+                            &t->capacity) != 0)
         return -1;
-      if (!(t->capacity > 0))
-        return ms_yaml_fail(ld, val[T_CAPACITY],
-                            "%s: capacity must be > 0 (key 'capacity')", what);
     }
     return 0;
   }
@@ -163,7 +179,7 @@ static int load_trigger(ms_yaml_loader *ld, const yaml_node_t *map, int index,
   if (val[T_LOAD] == NULL)
     return ms_yaml_fail(ld, map, "%s: a %s needs the load it %s (key 'load')",
                         what, kind, drop ? "removes" : "adds");
-  if (get_unit(ld, val[T_LOAD], "load", 0, 0, 1e12, &t->load) != 0)
+  if (get_value(ld, val[T_LOAD], "load", MS_SIM_LOAD_CHANGE, &t->load) != 0)
     return -1;
   if (drop)
     t->load = -t->load;
@@ -196,6 +212,67 @@ static const char *const top_keys[S_COUNT] = {
 static const ms_yaml_keys top_table = {"a scenario file", "key", top_keys,
                                        S_COUNT};
 
+/* The optional settings of the simulation. */
+static int load_settings(ms_yaml_loader *ld, const yaml_node_t *const *val,
+                         ms_scenario_file *out) {
+  const struct {
+    int key;
+    ms_sim_value kind;
+    double *value;
+    bool *given;
+  } settings[] = {
+      {S_SAMPLE, MS_SIM_SPAN, &out->sample_interval, &out->has_sample_interval},
+      {S_DT, MS_SIM_SPAN, &out->dt, &out->has_dt},
+      {S_BUDGET_WINDOW, MS_SIM_SPAN, &out->budget_window,
+       &out->has_budget_window},
+      {S_TOKEN_CAPACITY, MS_SIM_TOKENS, &out->token_capacity,
+       &out->has_token_capacity},
+  };
+  for (size_t i = 0; i < sizeof settings / sizeof *settings; i++) {
+    const yaml_node_t *v = val[settings[i].key];
+    if (v == NULL)
+      continue;
+    if (get_value(ld, v, top_keys[settings[i].key], settings[i].kind,
+                  settings[i].value) != 0)
+      return -1;
+    *settings[i].given = true;
+  }
+  if (val[S_SEED]) {
+    double v;
+    if (ms_yaml_get_whole(ld, val[S_SEED], "seed", &v) != 0 ||
+        ms_yaml_check_range(ld, val[S_SEED], "seed", v, 0.0, MAX_SEED,
+                            MS_BOUND_CLOSED) != 0)
+      return -1;
+    out->seed = (uint64_t)v;
+    out->has_seed = true;
+  }
+  if (val[S_BACKOFF]) {
+    if (load_backoff(ld, val[S_BACKOFF], &out->backoff) != 0)
+      return -1;
+    out->has_backoff = true;
+  }
+  return 0;
+}
+
+static int load_triggers(ms_yaml_loader *ld, const yaml_node_t *list,
+                         ms_scenario *sc) {
+  if (list->type != YAML_SEQUENCE_NODE)
+    return ms_yaml_fail(ld, list, "'triggers' must be a list, not %s",
+                        ms_yaml_kind(list));
+  long n = list->data.sequence.items.top - list->data.sequence.items.start;
+  if (n > MS_SIM_MAX_TRIGGERS)
+    return ms_yaml_fail(ld, list, "%ld triggers: at most %d (key 'triggers')",
+                        n, MS_SIM_MAX_TRIGGERS);
+  for (long i = 0; i < n; i++) {
+    yaml_node_t *item =
+        yaml_document_get_node(ld->doc, list->data.sequence.items.start[i]);
+    if (load_trigger(ld, item, (int)i + 1, &sc->triggers[i]) != 0)
+      return -1;
+  }
+  sc->n_triggers = (int)n;
+  return 0;
+}
+
 static int load_root(ms_yaml_loader *ld, const yaml_node_t *root,
                      ms_scenario_file *out) {
   const yaml_node_t *val[S_COUNT];
@@ -209,80 +286,13 @@ static int load_root(ms_yaml_loader *ld, const yaml_node_t *root,
                         "the scenario needs its baseline load (key "
                         "'offered_load')");
   ms_scenario *sc = &out->scenario;
-  if (get_unit(ld, val[S_DURATION], "duration", 1, 0, MS_SIM_MAX_DURATION,
-               &sc->duration) != 0)
+  if (get_value(ld, val[S_DURATION], "duration", MS_SIM_SPAN, &sc->duration) !=
+          0 ||
+      get_value(ld, val[S_OFFERED], "offered_load", MS_SIM_LOAD,
+                &sc->offered_load) != 0 ||
+      load_settings(ld, val, out) != 0)
     return -1;
-  if (!(sc->duration > 0))
-    return ms_yaml_fail(ld, val[S_DURATION],
-                        "duration must be > 0 (key "
-                        "'duration')");
-  if (get_unit(ld, val[S_OFFERED], "offered_load", 0, 0, 1e12,
-               &sc->offered_load) != 0)
-    return -1;
-  if (val[S_SAMPLE]) {
-    if (get_unit(ld, val[S_SAMPLE], "sample_interval", 1, 0,
-                 MS_SIM_MAX_DURATION, &out->sample_interval) != 0)
-      return -1;
-    if (!(out->sample_interval > 0))
-      return ms_yaml_fail(
-          ld, val[S_SAMPLE],
-          "sample_interval must be > 0 (key 'sample_interval')");
-    out->has_sample_interval = true;
-  }
-  if (val[S_DT]) {
-    if (get_unit(ld, val[S_DT], "dt", 1, 0, MS_SIM_MAX_DURATION, &out->dt) != 0)
-      return -1;
-    if (!(out->dt > 0))
-      return ms_yaml_fail(ld, val[S_DT], "dt must be > 0 (key 'dt')");
-    out->has_dt = true;
-  }
-  if (val[S_SEED]) {
-    double v;
-    /* integers up to 2^53 are exact in a double */
-    if (ms_yaml_get_whole(ld, val[S_SEED], "seed", 0, 9007199254740992.0, &v) !=
-        0)
-      return -1;
-    out->seed = (uint64_t)v;
-    out->has_seed = true;
-  }
-  if (val[S_BACKOFF]) {
-    if (load_backoff(ld, val[S_BACKOFF], &out->backoff) != 0)
-      return -1;
-    out->has_backoff = true;
-  }
-  if (val[S_BUDGET_WINDOW]) {
-    if (get_unit(ld, val[S_BUDGET_WINDOW], "budget_window", 1, 0,
-                 MS_SIM_MAX_DURATION, &out->budget_window) != 0)
-      return -1;
-    if (!(out->budget_window > 0))
-      return ms_yaml_fail(ld, val[S_BUDGET_WINDOW],
-                          "budget_window must be > 0 (key 'budget_window')");
-    out->has_budget_window = true;
-  }
-  if (val[S_TOKEN_CAPACITY]) {
-    if (ms_yaml_get_whole(ld, val[S_TOKEN_CAPACITY], "token_capacity", 1, 1e15,
-                          &out->token_capacity) != 0)
-      return -1;
-    out->has_token_capacity = true;
-  }
-  const yaml_node_t *list = val[S_TRIGGERS];
-  if (list) {
-    if (list->type != YAML_SEQUENCE_NODE)
-      return ms_yaml_fail(ld, list, "'triggers' must be a list, not %s",
-                          ms_yaml_kind(list));
-    long n = list->data.sequence.items.top - list->data.sequence.items.start;
-    if (n > MS_SIM_MAX_TRIGGERS)
-      return ms_yaml_fail(ld, list, "%ld triggers: at most %d (key 'triggers')",
-                          n, MS_SIM_MAX_TRIGGERS);
-    for (long i = 0; i < n; i++) {
-      yaml_node_t *item =
-          yaml_document_get_node(ld->doc, list->data.sequence.items.start[i]);
-      if (load_trigger(ld, item, (int)i + 1, &sc->triggers[i]) != 0)
-        return -1;
-    }
-    sc->n_triggers = (int)n;
-  }
-  return 0;
+  return val[S_TRIGGERS] ? load_triggers(ld, val[S_TRIGGERS], sc) : 0;
 }
 
 int ms_scenario_file_parse(const char *text, size_t len, const char *name,

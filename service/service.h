@@ -53,8 +53,13 @@ typedef struct {
   int line, column; /* where it was written (1-based) */
 } ms_source;
 
-/* Intervals without a storm before the OKAY notification. */
+/* Intervals without a storm before the OKAY notification: by default, and
+ * at most (a service file's clear_after is 1 to MS_MAX_CLEAR_AFTER). */
 #define MS_DEFAULT_CLEAR_AFTER 3
+#define MS_MAX_CLEAR_AFTER 1000
+/* A service file's headroom_warning is a share of the tipping load,
+ * strictly between 0 and MS_MAX_HEADROOM_WARNING (all of it). */
+#define MS_MAX_HEADROOM_WARNING 1.0
 
 /* One service of a service file. */
 typedef struct {

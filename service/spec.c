@@ -71,27 +71,11 @@ static int valid_name(const char *s) {
   return 1;
 }
 
-static int get_double(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
-                      double lo, double hi, int lo_open, int hi_open,
-                      double *out) {
-  const char *s = ms_yaml_scalar(v);
+/* Parameter id of the model at v, into a long. */
+static int get_long(ms_yaml_loader *ld, const yaml_node_t *v, ms_param id,
+                    long *out) {
   double x;
-  if (ms_parse_number(s, &x) != 0)
-    return ms_yaml_fail(ld, v, "%s must be a number, not %s%s%s%s (key '%s')",
-                        key, s ? "'" : "", s ? s : ms_yaml_kind(v),
-                        s ? "'" : "", "", key);
-  if ((lo_open ? !(x > lo) : !(x >= lo)) || (hi_open ? !(x < hi) : !(x <= hi)))
-    return ms_yaml_fail(ld, v, "%s = %s is outside %c%g, %g%c (key '%s')", key,
-                        s, lo_open ? '(' : '[', lo, hi, hi_open ? ')' : ']',
-                        key);
-  *out = x;
-  return 0;
-}
-
-static int get_int(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
-                   long lo, long hi, long *out) {
-  double x;
-  if (ms_yaml_get_whole(ld, v, key, (double)lo, (double)hi, &x) != 0)
+  if (ms_yaml_get_param(ld, v, id, &x) != 0)
     return -1;
   *out = (long)x;
   return 0;
@@ -116,11 +100,10 @@ static int get_source(ms_yaml_loader *ld, const yaml_node_t *v, ms_input_id id,
     if (x < 0)
       return ms_yaml_fail(ld, v, "%s = %s must be >= 0 (key 'inputs.%s')", key,
                           s, key);
-    if (id == MS_INPUT_POOL && (x < 1 || x > MS_MAX_SERVERS))
-      return ms_yaml_fail(ld, v,
-                          "pool_size = %s is outside [1, %ld] (key "
-                          "'inputs.pool_size')",
-                          s, MS_MAX_SERVERS);
+    ms_error e; /* a constant pool is a servers count */
+    if (id == MS_INPUT_POOL && ms_param_check(MS_PARAM_SERVERS, x, &e) != MS_OK)
+      return ms_yaml_fail(ld, v, "pool_size = %s: %s (key 'inputs.pool_size')",
+                          s, e.msg);
     out->kind = MS_SOURCE_NUMBER;
     out->number = x;
     return 0;
@@ -222,8 +205,7 @@ static int load_service(ms_yaml_loader *ld, const yaml_node_t *map,
     m->kind = MS_MODEL_ERLANG;
     long servers = 1;
     if (val[K_SERVERS]) {
-      if (get_int(ld, val[K_SERVERS], "servers", 1, MS_MAX_SERVERS, &servers) !=
-          0)
+      if (get_long(ld, val[K_SERVERS], MS_PARAM_SERVERS, &servers) != 0)
         return -1;
       sp->has_servers = true;
     }
@@ -236,22 +218,14 @@ static int load_service(ms_yaml_loader *ld, const yaml_node_t *map,
           name);
     if (val[K_SERVICE_TIME]) {
       double t;
-      if (ms_yaml_get_unit(ld, val[K_SERVICE_TIME], "service_time", 1, &t) != 0)
+      if (ms_yaml_get_param(ld, val[K_SERVICE_TIME], MS_PARAM_SERVICE_TIME,
+                            &t) != 0)
         return -1;
-      if (!(t > 0) || 1.0 / t > 1e290)
-        return ms_yaml_fail(
-            ld, val[K_SERVICE_TIME],
-            "service_time must be > 0 and at least 1e-290 s (key "
-            "'service_time')");
       m->service_rate = 1.0 / t;
     } else if (val[K_SERVICE_RATE]) {
-      if (ms_yaml_get_unit(ld, val[K_SERVICE_RATE], "service_rate", 0,
-                           &m->service_rate) != 0)
+      if (ms_yaml_get_param(ld, val[K_SERVICE_RATE], MS_PARAM_SERVICE_RATE,
+                            &m->service_rate) != 0)
         return -1;
-      if (!(m->service_rate > 0) || m->service_rate > 1e290)
-        return ms_yaml_fail(ld, val[K_SERVICE_RATE],
-                            "service_rate must be > 0 and at most 1e290/s (key "
-                            "'service_rate')");
     } else {
       return ms_yaml_fail(
           ld, map,
@@ -262,7 +236,8 @@ static int load_service(ms_yaml_loader *ld, const yaml_node_t *map,
     if (val[K_TIMEOUT] == NULL)
       return ms_yaml_fail(
           ld, map, "service '%s' needs a client timeout (key 'timeout')", name);
-    if (ms_yaml_get_unit(ld, val[K_TIMEOUT], "timeout", 1, &m->timeout) != 0)
+    if (ms_yaml_get_param(ld, val[K_TIMEOUT], MS_PARAM_TIMEOUT, &m->timeout) !=
+        0)
       return -1;
   } else {
     m->kind = MS_MODEL_CAPACITY;
@@ -271,15 +246,13 @@ static int load_service(ms_yaml_loader *ld, const yaml_node_t *map,
                           "service '%s' needs a capacity in requests/s (key "
                           "'capacity')",
                           name);
-    if (ms_yaml_get_unit(ld, val[K_CAPACITY], "capacity", 0, &m->capacity) != 0)
+    if (ms_yaml_get_param(ld, val[K_CAPACITY], MS_PARAM_CAPACITY,
+                          &m->capacity) != 0)
       return -1;
-    if (!(m->capacity > 0) || m->capacity > 1e300)
-      return ms_yaml_fail(ld, val[K_CAPACITY],
-                          "capacity must be > 0 and at most 1e300 (key "
-                          "'capacity')");
   }
-  if (val[K_BASE_FAILURE] && get_double(ld, val[K_BASE_FAILURE], "base_failure",
-                                        0, 1, 0, 1, &m->base_failure) != 0)
+  if (val[K_BASE_FAILURE] &&
+      ms_yaml_get_param(ld, val[K_BASE_FAILURE], MS_PARAM_BASE_FAILURE,
+                        &m->base_failure) != 0)
     return -1;
 
   ms_retry_policy *pol = &sp->params.policy;
@@ -289,38 +262,45 @@ static int load_service(ms_yaml_loader *ld, const yaml_node_t *map,
                         "service '%s' needs retries, the retries per "
                         "request (0 for none) (key 'retries')",
                         name);
-  if (get_int(ld, val[K_RETRIES], "retries", 0, MS_MAX_RETRIES, &v) != 0)
+  if (get_long(ld, val[K_RETRIES], MS_PARAM_RETRIES, &v) != 0)
     return -1;
   pol->retries = (int)v;
   pol->tiers = 1;
   if (val[K_TIERS]) {
-    if (get_int(ld, val[K_TIERS], "tiers", 1, MS_MAX_TIERS, &v) != 0)
+    if (get_long(ld, val[K_TIERS], MS_PARAM_TIERS, &v) != 0)
       return -1;
     pol->tiers = (int)v;
   }
   if (val[K_RETRY_BUDGET]) {
-    if (get_double(ld, val[K_RETRY_BUDGET], "retry_budget", 0, 1, 0, 1,
-                   &pol->retry_budget) != 0)
+    if (ms_yaml_get_param(ld, val[K_RETRY_BUDGET], MS_PARAM_RETRY_BUDGET,
+                          &pol->retry_budget) != 0)
       return -1;
     pol->has_budget = true;
   }
   if (val[K_TOKEN_RATIO]) {
-    if (get_double(ld, val[K_TOKEN_RATIO], "token_ratio", 0, 1, 1, 0,
-                   &pol->token_ratio) != 0)
+    if (ms_yaml_get_param(ld, val[K_TOKEN_RATIO], MS_PARAM_TOKEN_RATIO,
+                          &pol->token_ratio) != 0)
       return -1;
     pol->has_token = true;
   }
   if (val[K_HEADROOM_WARNING]) {
-    if (get_double(ld, val[K_HEADROOM_WARNING], "headroom_warning", 0, 1, 1, 1,
-                   &sp->headroom_warning) != 0)
+    const yaml_node_t *hw = val[K_HEADROOM_WARNING];
+    if (ms_yaml_get_number(ld, hw, "headroom_warning", &sp->headroom_warning) !=
+            0 ||
+        ms_yaml_check_range(ld, hw, "headroom_warning", sp->headroom_warning,
+                            0.0, MS_MAX_HEADROOM_WARNING,
+                            MS_BOUND_LO_OPEN | MS_BOUND_HI_OPEN) != 0)
       return -1;
     sp->has_headroom_warning = true;
   }
 
   if (val[K_CLEAR_AFTER]) {
-    if (get_int(ld, val[K_CLEAR_AFTER], "clear_after", 1, 1000, &v) != 0)
+    double n;
+    if (ms_yaml_get_whole(ld, val[K_CLEAR_AFTER], "clear_after", &n) != 0 ||
+        ms_yaml_check_range(ld, val[K_CLEAR_AFTER], "clear_after", n, 1.0,
+                            MS_MAX_CLEAR_AFTER, MS_BOUND_CLOSED) != 0)
       return -1;
-    sp->clear_after = (int)v;
+    sp->clear_after = (int)n;
   }
 
   if (val[K_INPUTS] == NULL)

@@ -68,13 +68,16 @@ int ms_infer(const ms_service_spec *spec, const ms_inputs *in,
   /* pool */
   if (spec->params.model.kind == MS_MODEL_ERLANG) {
     if (have[MS_INPUT_POOL]) {
-      double p = floor(v[MS_INPUT_POOL] + 0.5);
-      if (p < 1)
+      double p = floor(v[MS_INPUT_POOL] + 0.5); /* >= 0 (need) */
+      ms_error e;
+      if (p == 0)
         return bad_input(MS_INPUT_POOL, bad, problem, problem_len,
                          "is 0: no live servers");
-      if (p > MS_MAX_SERVERS)
-        return bad_input(MS_INPUT_POOL, bad, problem, problem_len,
-                         "is above the largest pool analysed (1e7)");
+      if (ms_param_check(MS_PARAM_SERVERS, p, &e) != MS_OK) {
+        char why[sizeof e.msg + 32];
+        snprintf(why, sizeof why, "is too large to analyse: %s", e.msg);
+        return bad_input(MS_INPUT_POOL, bad, problem, problem_len, why);
+      }
       r.servers = (long)p;
     } else {
       r.servers = spec->params.model.servers;

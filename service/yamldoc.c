@@ -100,6 +100,26 @@ int ms_yaml_walk_mapping(ms_yaml_loader *ld, const yaml_node_t *node,
   return 0;
 }
 
+/* A scalar in quotes, or the kind of another node, for "must be a ...,
+ * not ..." messages. */
+static const char *shown(const yaml_node_t *v, char *buf, size_t len) {
+  const char *s = ms_yaml_scalar(v);
+  if (s == NULL)
+    return ms_yaml_kind(v);
+  snprintf(buf, len, "'%s'", s);
+  return buf;
+}
+
+int ms_yaml_get_number(ms_yaml_loader *ld, const yaml_node_t *v,
+                       const char *key, double *out) {
+  const char *s = ms_yaml_scalar(v);
+  char buf[256];
+  if (s == NULL || ms_parse_number(s, out) != 0)
+    return ms_yaml_fail(ld, v, "%s must be a number, not %s (key '%s')", key,
+                        shown(v, buf, sizeof buf), key);
+  return 0;
+}
+
 int ms_yaml_get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                      int duration, double *out) {
   const char *s = ms_yaml_scalar(v);
@@ -115,22 +135,53 @@ int ms_yaml_get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
 }
 
 int ms_yaml_get_whole(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
-                      double lo, double hi, double *out) {
+                      double *out) {
   const char *s = ms_yaml_scalar(v);
-  char *end = NULL;
-  errno = 0;
-  double x = s ? strtod(s, &end) : 0;
+  char buf[256];
+  double x;
   bool decimal = s != NULL && strpbrk(s, "xXpP") == NULL;
-  if (s == NULL || !decimal || end == s || *end != '\0' || errno == ERANGE ||
-      !isfinite(x) || x != floor(x))
-    return ms_yaml_fail(
-        ld, v, "%s must be a whole number, not %s%s%s (key '%s')", key,
-        s ? "'" : "", s ? s : ms_yaml_kind(v), s ? "'" : "", key);
-  if (!(x >= lo && x <= hi))
-    return ms_yaml_fail(ld, v, "%s = %s is outside [%.0f, %.0f] (key '%s')",
-                        key, s, lo, hi, key);
+  if (!decimal || ms_parse_number(s, &x) != 0 || x != floor(x))
+    return ms_yaml_fail(ld, v, "%s must be a whole number, not %s (key '%s')",
+                        key, shown(v, buf, sizeof buf), key);
   *out = x;
   return 0;
+}
+
+int ms_yaml_get_param(ms_yaml_loader *ld, const yaml_node_t *v, ms_param id,
+                      double *out) {
+  const ms_param_info *p = ms_param_get(id);
+  double x;
+  int r;
+  if (p == NULL)
+    return ms_yaml_fail(ld, v, "parameter %d is not a parameter", (int)id);
+  if (p->whole)
+    r = ms_yaml_get_whole(ld, v, p->key, &x);
+  else if (strcmp(p->unit, "s") == 0)
+    r = ms_yaml_get_unit(ld, v, p->key, 1, &x);
+  else if (p->unit[0] != '\0') /* req/s, 1/s, attempts/s */
+    r = ms_yaml_get_unit(ld, v, p->key, 0, &x);
+  else
+    r = ms_yaml_get_number(ld, v, p->key, &x);
+  if (r != 0)
+    return -1;
+  ms_error e;
+  if (ms_param_check(id, x, &e) != MS_OK)
+    return ms_yaml_fail(ld, v, "%s (key '%s')", e.msg, p->key);
+  *out = x;
+  return 0;
+}
+
+int ms_yaml_check_range(ms_yaml_loader *ld, const yaml_node_t *v,
+                        const char *key, double x, double lo, double hi,
+                        int bounds) {
+  bool lo_open = bounds & MS_BOUND_LO_OPEN, hi_open = bounds & MS_BOUND_HI_OPEN;
+  if ((lo_open ? x > lo : x >= lo) && (hi_open ? x < hi : x <= hi))
+    return 0;
+  const char *s = ms_yaml_scalar(v);
+  /* %.16g: 1000 and 2^53 in full, 0.1 as 0.1 */
+  return ms_yaml_fail(ld, v, "%s = %s is outside %c%.16g, %.16g%c (key '%s')",
+                      key, s ? s : "?", lo_open ? '(' : '[', lo, hi,
+                      hi_open ? ')' : ']', key);
 }
 
 int ms_yaml_read_file(const char *path, size_t max_bytes, char **buf_out,

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <yaml.h>
 
+#include "metastable.h"
+
 /* The state of one load: where messages go, and whether one was written. */
 typedef struct {
   const char *path; /* file name used in messages */
@@ -60,19 +62,52 @@ int ms_yaml_walk_mapping(ms_yaml_loader *ld, const yaml_node_t *node,
                          const yaml_node_t **key_nodes);
 
 /*
+ * Readers of one scalar value.  They decide syntax only (a number, a whole
+ * number, a duration, a rate) and report it at the value node as
+ * "key must be a whole number, not '2.5' (key 'key')"; ranges are decided
+ * by the model (ms_yaml_get_param) or by a named limit of the caller
+ * (ms_yaml_check_range).  Each returns 0, or -1 after ms_yaml_fail.
+ */
+
+/* ms_yaml_get_number: a finite number ("0.25", "1e-3"). */
+int ms_yaml_get_number(ms_yaml_loader *ld, const yaml_node_t *v,
+                       const char *key, double *out);
+
+/*
  * ms_yaml_get_unit: a duration (seconds, or with s, ms, us) or a rate (per
  * second, optionally "/s") from a scalar node, through ms_parse_duration or
- * ms_parse_rate; key names the field in messages.  Returns 0 or -1.
+ * ms_parse_rate; key names the field in messages.
  */
 int ms_yaml_get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                      int duration, double *out);
 
 /*
- * ms_yaml_get_whole: a whole number in [lo, hi] from a scalar node, written
- * in decimal ("12", "1e3"; not "2.5", not hexadecimal).  Returns 0 or -1.
+ * ms_yaml_get_whole: a whole number written in decimal ("12", "1e3"; not
+ * "2.5", not hexadecimal), of any size a double holds.
  */
 int ms_yaml_get_whole(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
-                      double lo, double hi, double *out);
+                      double *out);
+
+/*
+ * ms_yaml_get_param: parameter id of the model (MS_PARAMS) from its node:
+ * read as its row says (whole numbers for whole parameters, durations for
+ * unit "s", rates for the other units, plain numbers without a unit), then
+ * ms_param_check; a value out of range is reported at v with the model's
+ * message and the parameter's key: "servers = 0 is outside [1, 10000000]
+ * (key 'servers')".
+ */
+int ms_yaml_get_param(ms_yaml_loader *ld, const yaml_node_t *v, ms_param id,
+                      double *out);
+
+/*
+ * ms_yaml_check_range: x, read from v, against a range that is the
+ * loader's own (a setting of the service layer, a limit of the file
+ * format): lo and hi with MS_BOUND_LO_OPEN / MS_BOUND_HI_OPEN flags, as
+ * "clear_after = 0 is outside [1, 1000] (key 'clear_after')".
+ */
+int ms_yaml_check_range(ms_yaml_loader *ld, const yaml_node_t *v,
+                        const char *key, double x, double lo, double hi,
+                        int bounds);
 
 /*
  * ms_yaml_read_file: the contents of a regular file of at most max_bytes,

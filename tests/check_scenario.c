@@ -148,6 +148,76 @@ START_TEST(test_bad_files) {
 }
 END_TEST
 
+/* The ranges are the model's: ms_sim_value_check decides, and the loader
+ * reports its message at the value with the key. */
+START_TEST(test_range_from_model) {
+  const struct {
+    const char *text, *where;
+    ms_sim_value kind;
+    const char *key;
+    double value;
+  } cases[] = {
+      {"duration: 0\noffered_load: 6\n", "1:11", MS_SIM_SPAN, "duration", 0},
+      {"duration: 700000\noffered_load: 6\n", "1:11", MS_SIM_SPAN, "duration",
+       700000},
+      {"duration: 10s\noffered_load: 2e12\n", "2:15", MS_SIM_LOAD,
+       "offered_load", 2e12},
+      {"duration: 10s\noffered_load: 6\ndt: 0\n", "3:5", MS_SIM_SPAN, "dt", 0},
+      {"duration: 10s\noffered_load: 6\nsample_interval: 1e6\n", "3:18",
+       MS_SIM_SPAN, "sample_interval", 1e6},
+      {"duration: 10s\noffered_load: 6\nbudget_window: 0\n", "3:16",
+       MS_SIM_SPAN, "budget_window", 0},
+      {"duration: 10s\noffered_load: 6\ntoken_capacity: 0\n", "3:17",
+       MS_SIM_TOKENS, "token_capacity", 0},
+      {"duration: 10s\noffered_load: 6\nbackoff:\n  kind: constant\n"
+       "  base: 100000\n",
+       "5:9", MS_SIM_DELAY, "base", 1e5},
+      {"duration: 10s\noffered_load: 6\ntriggers:\n  - kind: spike\n"
+       "    start: 1e6\n",
+       "5:12", MS_SIM_TIME, "start", 1e6},
+      {"duration: 10s\noffered_load: 6\ntriggers:\n  - kind: drop\n"
+       "    start: 1\n    hold: 1\n    load: 3e12\n",
+       "7:11", MS_SIM_LOAD_CHANGE, "load", 3e12},
+      {"duration: 10s\noffered_load: 6\ntriggers:\n  - kind: stall\n"
+       "    start: 1\n    hold: 1\n    servers: 2e7\n",
+       "7:14", MS_SIM_POOL, "servers", 2e7},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    ms_error e;
+    ck_assert_int_eq(
+        ms_sim_value_check(cases[i].kind, cases[i].key, cases[i].value, &e),
+        MS_EINVAL);
+    char want[300], err[300];
+    snprintf(want, sizeof want, "bad.yaml:%s: %s (key '%s')", cases[i].where,
+             e.msg, cases[i].key);
+    ms_scenario_file f;
+    const char *t = cases[i].text;
+    ck_assert_int_eq(
+        ms_scenario_file_parse(t, strlen(t), "bad.yaml", &f, err, sizeof err),
+        -1);
+    ck_assert_str_eq(err, want);
+  }
+  /* a stall's capacity is a capacity of the model (ms_param_check) */
+  const char *t = "duration: 10s\noffered_load: 6\ntriggers:\n"
+                  "  - kind: stall\n    start: 1\n    hold: 1\n"
+                  "    capacity: 0\n";
+  ms_scenario_file f;
+  char err[300];
+  ck_assert_int_eq(
+      ms_scenario_file_parse(t, strlen(t), "bad.yaml", &f, err, sizeof err),
+      -1);
+  ck_assert_str_eq(err, "bad.yaml:7:15: capacity = 0 req/s must be > 0 and at "
+                        "most 1e+300 (key 'capacity')");
+  /* the seed's limit is the file's: whole numbers a double holds */
+  t = "duration: 10s\noffered_load: 6\nseed: 1e16\n";
+  ck_assert_int_eq(
+      ms_scenario_file_parse(t, strlen(t), "bad.yaml", &f, err, sizeof err),
+      -1);
+  ck_assert_str_eq(err, "bad.yaml:3:7: seed = 1e16 is outside [0, "
+                        "9007199254740992] (key 'seed')");
+}
+END_TEST
+
 /* ms_sim_value_check (model/sim.h): each kind's ends, its words, and the
  * same verdicts in the checks of whole scenarios and configurations. */
 START_TEST(test_sim_value_check) {
@@ -234,6 +304,7 @@ int main(void) {
   TCase *tc = tcase_create("parse");
   tcase_add_test(tc, test_full_file);
   tcase_add_loop_test(tc, test_bad_files, 0, (int)(sizeof bad / sizeof *bad));
+  tcase_add_test(tc, test_range_from_model);
   tcase_add_test(tc, test_sim_value_check);
   tcase_add_test(tc, test_missing_file);
   suite_add_tcase(s, tc);

@@ -195,6 +195,85 @@ START_TEST(test_bad_file) {
 }
 END_TEST
 
+/* A value out of range is reported at its node with the model's own
+ * message (ms_param_check) and the key. */
+START_TEST(test_range_from_model) {
+  const struct {
+    const char *line; /* the service's last line, line 8 */
+    int column;       /* of the value */
+    ms_param id;
+    double value;
+  } cases[] = {
+      {"    tiers: 0\n", 12, MS_PARAM_TIERS, 0},
+      {"    tiers: 11\n", 12, MS_PARAM_TIERS, 11},
+      {"    retries: 101\n", 14, MS_PARAM_RETRIES, 101},
+      {"    base_failure: 1\n", 19, MS_PARAM_BASE_FAILURE, 1},
+      {"    retry_budget: 1.5\n", 19, MS_PARAM_RETRY_BUDGET, 1.5},
+      {"    token_ratio: 0\n", 18, MS_PARAM_TOKEN_RATIO, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char text[512], err[512], want[512];
+    /* retries given twice would be a different error: drop ERL's */
+    snprintf(text, sizeof text,
+             "services:\n  - name: a\n    model: erlang\n    servers: 3\n"
+             "    service_time: 1s\n    timeout: 1s\n%s%s" IN,
+             strstr(cases[i].line, "retries") ? "    tiers: 1\n"
+                                              : "    retries: 1\n",
+             cases[i].line);
+    ms_error e;
+    ck_assert_int_eq(ms_param_check(cases[i].id, cases[i].value, &e),
+                     MS_EINVAL);
+    snprintf(want, sizeof want, "svc.yaml:8:%d: %s (key '%s')", cases[i].column,
+             e.msg, ms_param_get(cases[i].id)->key);
+    ms_service_file f;
+    ck_assert_int_eq(ms_service_file_parse(text, strlen(text), "svc.yaml", &f,
+                                           err, sizeof err),
+                     -1);
+    ck_assert_str_eq(err, want);
+  }
+  /* the erlang and capacity parameters, at their own lines */
+  const struct {
+    const char *text, *want;
+  } whole[] = {
+      {SVC "    model: erlang\n    servers: 1e20\n",
+       "svc.yaml:4:14: servers = 1e+20 is outside [1, 10000000] (key "
+       "'servers')"},
+      {SVC "    model: erlang\n    servers: 3\n    service_time: 1e305\n",
+       "svc.yaml:5:19: service_time = 1e+305 s must be > 0, at least 1e-290 "
+       "and at most 1e+300 (key 'service_time')"},
+      {SVC "    model: erlang\n    servers: 3\n    service_rate: 0/s\n",
+       "svc.yaml:5:19: service_rate = 0 1/s must be > 0 and at most 1e+290 "
+       "(key 'service_rate')"},
+      {SVC "    model: erlang\n    servers: 3\n    service_rate: 5\n"
+           "    timeout: 1e301\n",
+       "svc.yaml:6:14: timeout = 1e+301 s must be >= 0 and at most 1e+300 "
+       "(key 'timeout')"},
+      {SVC "    model: capacity\n    capacity: 2e300\n",
+       "svc.yaml:4:15: capacity = 2e+300 req/s must be > 0 and at most "
+       "1e+300 (key 'capacity')"},
+      /* a constant pool is a servers count */
+      {SVC ERL "    inputs:\n      offered_rate: 5\n      pool_size: 2.5\n",
+       "svc.yaml:10:18: pool_size = 2.5: servers = 2.5 is not a whole number "
+       "(key 'inputs.pool_size')"},
+      /* the service layer's own settings, by their named limits */
+      {SVC ERL "    clear_after: 1001\n" IN,
+       "svc.yaml:8:18: clear_after = 1001 is outside [1, 1000] (key "
+       "'clear_after')"},
+      {SVC ERL "    headroom_warning: 0\n" IN,
+       "svc.yaml:8:23: headroom_warning = 0 is outside (0, 1) (key "
+       "'headroom_warning')"},
+  };
+  for (size_t i = 0; i < sizeof whole / sizeof *whole; i++) {
+    char err[512];
+    ms_service_file f;
+    ck_assert_int_eq(ms_service_file_parse(whole[i].text, strlen(whole[i].text),
+                                           "svc.yaml", &f, err, sizeof err),
+                     -1);
+    ck_assert_str_eq(err, whole[i].want);
+  }
+}
+END_TEST
+
 START_TEST(test_missing_file) {
   ms_service_file f;
   char err[512];
@@ -423,6 +502,8 @@ START_TEST(test_infer) {
       {values(10, NAN, 5, NAN, 0.2), MS_INPUT_POOL, "no live servers"},
       {values(10, NAN, 15, NAN, 3), MS_INPUT_RETRY, "exceeds arrival_rate"},
       {values(INFINITY, NAN, 5, NAN, 3), MS_INPUT_ARRIVAL, "not a number"},
+      {values(10, NAN, 5, NAN, 2e7), MS_INPUT_POOL,
+       "too large to analyse: servers = 20000000 is outside [1, 10000000]"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     ms_inputs ci = cases[i].in;
@@ -592,6 +673,7 @@ int main(void) {
   tcase_add_test(tc, test_good_file);
   tcase_add_loop_test(tc, test_bad_file, 0,
                       (int)(sizeof bad_files / sizeof *bad_files));
+  tcase_add_test(tc, test_range_from_model);
   tcase_add_test(tc, test_missing_file);
   tcase_add_test(tc, test_units);
   tcase_add_test(tc, test_walk_every_key);
