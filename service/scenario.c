@@ -108,88 +108,102 @@ enum {
 static const char *const trigger_keys[T_COUNT] = {
     "kind", "start", "rise", "hold", "fall", "load", "servers", "capacity"};
 
+/* A trigger being read: its node, its keys as walked, its name. */
+typedef struct {
+  ms_yaml_loader *ld;
+  const yaml_node_t *map;
+  const yaml_node_t *val[T_COUNT], *key[T_COUNT];
+  const char *what; /* "trigger 2" */
+  const char *kind; /* as written */
+} trigger_reader;
+
+/* A stall: the pool of servers (erlang) or the capacity for hold. */
+static int load_stall(const trigger_reader *r, ms_trigger *t) {
+  t->kind = MS_TRIGGER_SERVERS;
+  const int no[3] = {T_RISE, T_FALL, T_LOAD};
+  for (int i = 0; i < 3; i++)
+    if (r->val[no[i]])
+      return ms_yaml_fail(r->ld, r->key[no[i]],
+                          "%s: a stall takes start, hold and servers (or "
+                          "capacity), not %s (key '%s')",
+                          r->what, trigger_keys[no[i]], trigger_keys[no[i]]);
+  if (r->val[T_HOLD] == NULL)
+    return ms_yaml_fail(r->ld, r->map,
+                        "%s: a stall needs its length (key 'hold')", r->what);
+  if ((r->val[T_SERVERS] == NULL) == (r->val[T_CAPACITY] == NULL))
+    return ms_yaml_fail(r->ld, r->map,
+                        "%s: a stall needs servers (erlang model) or capacity "
+                        "(capacity model), one of them (key 'servers')",
+                        r->what);
+  if (r->val[T_CAPACITY]) /* the capacity model's own parameter */
+    return ms_yaml_get_param(r->ld, r->val[T_CAPACITY], MS_PARAM_CAPACITY,
+                             &t->capacity);
+  double v;
+  if (get_value(r->ld, r->val[T_SERVERS], "servers", MS_SIM_POOL, &v) != 0)
+    return -1;
+  t->servers = (long)v;
+  return 0;
+}
+
+/* A spike, a ramp or a drop: a change of the load. */
+static int load_load_change(const trigger_reader *r, bool drop, ms_trigger *t) {
+  t->kind = MS_TRIGGER_LOAD;
+  const int no[2] = {T_SERVERS, T_CAPACITY};
+  for (int i = 0; i < 2; i++)
+    if (r->val[no[i]])
+      return ms_yaml_fail(r->ld, r->key[no[i]],
+                          "%s: a %s changes the load, not the pool (key '%s')",
+                          r->what, r->kind, trigger_keys[no[i]]);
+  if (r->val[T_LOAD] == NULL)
+    return ms_yaml_fail(r->ld, r->map,
+                        "%s: a %s needs the load it %s (key 'load')", r->what,
+                        r->kind, drop ? "removes" : "adds");
+  if (get_value(r->ld, r->val[T_LOAD], "load", MS_SIM_LOAD_CHANGE, &t->load) !=
+      0)
+    return -1;
+  if (drop)
+    t->load = -t->load;
+  if (!(t->rise + t->hold + t->fall > 0))
+    return ms_yaml_fail(r->ld, r->map,
+                        "%s: a %s of no length does nothing: give hold (or "
+                        "rise and fall)",
+                        r->what, r->kind);
+  return 0;
+}
+
 static int load_trigger(ms_yaml_loader *ld, const yaml_node_t *map, int index,
                         ms_trigger *t) {
   char what[32];
   snprintf(what, sizeof what, "trigger %d", index);
   const ms_yaml_keys table = {what, "key", trigger_keys, T_COUNT};
-  const yaml_node_t *val[T_COUNT], *key[T_COUNT];
-  if (ms_yaml_walk_mapping(ld, map, &table, val, key) != 0)
+  trigger_reader r = {.ld = ld, .map = map, .what = what};
+  if (ms_yaml_walk_mapping(ld, map, &table, r.val, r.key) != 0)
     return -1;
   memset(t, 0, sizeof *t);
-  const char *kind = val[T_KIND] ? ms_yaml_scalar(val[T_KIND]) : NULL;
-  if (kind == NULL)
+  const yaml_node_t *k = r.val[T_KIND];
+  r.kind = k ? ms_yaml_scalar(k) : NULL;
+  if (r.kind == NULL)
     return ms_yaml_fail(
-        ld, val[T_KIND] ? val[T_KIND] : map,
+        ld, k ? k : map,
         "%s needs a kind: spike, ramp, drop or stall (key 'kind')", what);
-  bool stall = strcmp(kind, "stall") == 0;
-  bool drop = strcmp(kind, "drop") == 0;
-  if (!stall && !drop && strcmp(kind, "spike") != 0 &&
-      strcmp(kind, "ramp") != 0)
-    return ms_yaml_fail(ld, val[T_KIND],
+  bool stall = strcmp(r.kind, "stall") == 0;
+  bool drop = strcmp(r.kind, "drop") == 0;
+  if (!stall && !drop && strcmp(r.kind, "spike") != 0 &&
+      strcmp(r.kind, "ramp") != 0)
+    return ms_yaml_fail(ld, k,
                         "%s: kind '%s' is not spike, ramp, drop or stall (key "
                         "'kind')",
-                        what, kind);
+                        what, r.kind);
   static const int timing[4] = {T_START, T_RISE, T_HOLD, T_FALL};
   double *slot[4] = {&t->start, &t->rise, &t->hold, &t->fall};
   for (int i = 0; i < 4; i++)
-    if (val[timing[i]] && get_value(ld, val[timing[i]], trigger_keys[timing[i]],
-                                    MS_SIM_TIME, slot[i]) != 0)
+    if (r.val[timing[i]] &&
+        get_value(ld, r.val[timing[i]], trigger_keys[timing[i]], MS_SIM_TIME,
+                  slot[i]) != 0)
       return -1;
-  if (val[T_START] == NULL)
+  if (r.val[T_START] == NULL)
     return ms_yaml_fail(ld, map, "%s needs a start time (key 'start')", what);
-  if (stall) {
-    t->kind = MS_TRIGGER_SERVERS;
-    const int no[3] = {T_RISE, T_FALL, T_LOAD};
-    for (int i = 0; i < 3; i++)
-      if (val[no[i]])
-        return ms_yaml_fail(ld, key[no[i]],
-                            "%s: a stall takes start, hold and servers (or "
-                            "capacity), not %s (key '%s')",
-                            what, trigger_keys[no[i]], trigger_keys[no[i]]);
-    if (val[T_HOLD] == NULL)
-      return ms_yaml_fail(ld, map, "%s: a stall needs its length (key 'hold')",
-                          what);
-    if ((val[T_SERVERS] == NULL) == (val[T_CAPACITY] == NULL))
-      return ms_yaml_fail(
-          ld, map,
-          "%s: a stall needs servers (erlang model) or capacity "
-          "(capacity model), one of them (key 'servers')",
-          what);
-    double v;
-    if (val[T_SERVERS]) {
-      if (get_value(ld, val[T_SERVERS], "servers", MS_SIM_POOL, &v) != 0)
-        return -1;
-      t->servers = (long)v;
-    } else {
-      /* the pool of a capacity model: a capacity as the model's own */
-      if (ms_yaml_get_param(ld, val[T_CAPACITY], MS_PARAM_CAPACITY,
-                            &t->capacity) != 0)
-        return -1;
-    }
-    return 0;
-  }
-  t->kind = MS_TRIGGER_LOAD;
-  const int no[2] = {T_SERVERS, T_CAPACITY};
-  for (int i = 0; i < 2; i++)
-    if (val[no[i]])
-      return ms_yaml_fail(ld, key[no[i]],
-                          "%s: a %s changes the load, not the pool (key '%s')",
-                          what, kind, trigger_keys[no[i]]);
-  if (val[T_LOAD] == NULL)
-    return ms_yaml_fail(ld, map, "%s: a %s needs the load it %s (key 'load')",
-                        what, kind, drop ? "removes" : "adds");
-  if (get_value(ld, val[T_LOAD], "load", MS_SIM_LOAD_CHANGE, &t->load) != 0)
-    return -1;
-  if (drop)
-    t->load = -t->load;
-  if (!(t->rise + t->hold + t->fall > 0))
-    return ms_yaml_fail(
-        ld, map,
-        "%s: a %s of no length does nothing: give hold (or rise "
-        "and fall)",
-        what, kind);
-  return 0;
+  return stall ? load_stall(&r, t) : load_load_change(&r, drop, t);
 }
 
 /* ---- the file --------------------------------------------------------- */

@@ -71,16 +71,6 @@ static int valid_name(const char *s) {
   return 1;
 }
 
-/* Parameter id of the model at v, into a long. */
-static int get_long(ms_yaml_loader *ld, const yaml_node_t *v, ms_param id,
-                    long *out) {
-  double x;
-  if (ms_yaml_get_param(ld, v, id, &x) != 0)
-    return -1;
-  *out = (long)x;
-  return 0;
-}
-
 /* An input: a number, or a collectd identifier host/plugin/type (glob
  * characters * ? [ make it a glob summed over every match). */
 static int get_source(ms_yaml_loader *ld, const yaml_node_t *v, ms_input_id id,
@@ -149,197 +139,230 @@ static int load_inputs(ms_yaml_loader *ld, const yaml_node_t *map,
   return 0;
 }
 
-static int load_service(ms_yaml_loader *ld, const yaml_node_t *map,
-                        ms_service_spec *sp) {
-  sp->line = (int)map->start_mark.line + 1;
+/* ---- one service ----------------------------------------------------- */
+
+/* A service being read: its node, its keys as walked, where it goes. */
+typedef struct {
+  ms_yaml_loader *ld;
+  const yaml_node_t *map;
   const yaml_node_t *val[K_COUNT], *key[K_COUNT];
-  if (ms_yaml_walk_mapping(ld, map, &service_table, val, key) != 0)
+  const char *name; /* once read */
+  bool erlang;      /* once the model is known */
+  ms_service_spec *sp;
+} service_reader;
+
+/* Parameter id under key k, when the key is there; *given then set. */
+static int read_optional(service_reader *r, int k, ms_param id, double *out,
+                         bool *given) {
+  if (r->val[k] == NULL)
+    return 0;
+  if (ms_yaml_get_param(r->ld, r->val[k], id, out) != 0)
     return -1;
-  if (val[K_NAME] == NULL)
-    return ms_yaml_fail(ld, map, "a service needs a name (key 'name')");
-  const char *name = ms_yaml_scalar(val[K_NAME]);
+  if (given != NULL)
+    *given = true;
+  return 0;
+}
+
+static int read_name(service_reader *r) {
+  if (r->val[K_NAME] == NULL)
+    return ms_yaml_fail(r->ld, r->map, "a service needs a name (key 'name')");
+  const char *name = ms_yaml_scalar(r->val[K_NAME]);
   if (name == NULL || !valid_name(name))
     return ms_yaml_fail(
-        ld, val[K_NAME],
+        r->ld, r->val[K_NAME],
         "name '%s' must be 1 to 63 letters, digits, '_', '.' or "
         "'-' (key 'name')",
         name ? name : "?");
-  sp->name = strdup(name);
-  if (sp->name == NULL)
-    return ms_yaml_fail(ld, map, "out of memory");
+  r->sp->name = strdup(name);
+  if (r->sp->name == NULL)
+    return ms_yaml_fail(r->ld, r->map, "out of memory");
+  r->name = r->sp->name;
+  return 0;
+}
 
-  if (val[K_MODEL] == NULL)
-    return ms_yaml_fail(ld, map,
+/* The model's kind, and no key of the other model. */
+static int read_model_kind(service_reader *r) {
+  if (r->val[K_MODEL] == NULL)
+    return ms_yaml_fail(r->ld, r->map,
                         "service '%s' needs a model: erlang or capacity "
                         "(key 'model')",
-                        name);
-  const char *model = ms_yaml_scalar(val[K_MODEL]);
-  ms_failure_model *m = &sp->params.model;
-  int erlang;
+                        r->name);
+  const char *model = ms_yaml_scalar(r->val[K_MODEL]);
   if (model && strcmp(model, "erlang") == 0)
-    erlang = 1;
+    r->erlang = true;
   else if (model && strcmp(model, "capacity") == 0)
-    erlang = 0;
+    r->erlang = false;
   else
     return ms_yaml_fail(
-        ld, val[K_MODEL],
+        r->ld, r->val[K_MODEL],
         "model '%s' is neither erlang nor capacity (key 'model')",
-        model ? model : ms_yaml_kind(val[K_MODEL]));
-
-  /* keys that belong to the other model */
+        model ? model : ms_yaml_kind(r->val[K_MODEL]));
   static const int erlang_only[] = {K_SERVERS, K_SERVICE_TIME, K_SERVICE_RATE,
                                     K_TIMEOUT};
   for (size_t i = 0; i < sizeof erlang_only / sizeof *erlang_only; i++)
-    if (!erlang && val[erlang_only[i]])
-      return ms_yaml_fail(ld, key[erlang_only[i]],
+    if (!r->erlang && r->val[erlang_only[i]])
+      return ms_yaml_fail(r->ld, r->key[erlang_only[i]],
                           "key '%s' applies to the erlang model only (service "
                           "'%s' uses model capacity)",
-                          key_names[erlang_only[i]], name);
-  if (erlang && val[K_CAPACITY])
-    return ms_yaml_fail(ld, key[K_CAPACITY],
+                          key_names[erlang_only[i]], r->name);
+  if (r->erlang && r->val[K_CAPACITY])
+    return ms_yaml_fail(r->ld, r->key[K_CAPACITY],
                         "key 'capacity' applies to the capacity model only "
                         "(service '%s' uses model erlang)",
-                        name);
+                        r->name);
+  return 0;
+}
 
-  if (erlang) {
-    m->kind = MS_MODEL_ERLANG;
-    long servers = 1;
-    if (val[K_SERVERS]) {
-      if (get_long(ld, val[K_SERVERS], MS_PARAM_SERVERS, &servers) != 0)
-        return -1;
-      sp->has_servers = true;
-    }
-    m->servers = servers;
-    if (val[K_SERVICE_TIME] && val[K_SERVICE_RATE])
-      return ms_yaml_fail(
-          ld, key[K_SERVICE_RATE],
-          "give service_time or service_rate, not both (service "
-          "'%s')",
-          name);
-    if (val[K_SERVICE_TIME]) {
-      double t;
-      if (ms_yaml_get_param(ld, val[K_SERVICE_TIME], MS_PARAM_SERVICE_TIME,
-                            &t) != 0)
-        return -1;
-      m->service_rate = 1.0 / t;
-    } else if (val[K_SERVICE_RATE]) {
-      if (ms_yaml_get_param(ld, val[K_SERVICE_RATE], MS_PARAM_SERVICE_RATE,
-                            &m->service_rate) != 0)
-        return -1;
-    } else {
-      return ms_yaml_fail(
-          ld, map,
-          "service '%s' needs service_time (or service_rate) for "
-          "the erlang model",
-          name);
-    }
-    if (val[K_TIMEOUT] == NULL)
-      return ms_yaml_fail(
-          ld, map, "service '%s' needs a client timeout (key 'timeout')", name);
-    if (ms_yaml_get_param(ld, val[K_TIMEOUT], MS_PARAM_TIMEOUT, &m->timeout) !=
-        0)
+static int read_erlang(service_reader *r) {
+  ms_failure_model *m = &r->sp->params.model;
+  m->kind = MS_MODEL_ERLANG;
+  double servers = 1; /* until a pool_size input says otherwise */
+  if (read_optional(r, K_SERVERS, MS_PARAM_SERVERS, &servers,
+                    &r->sp->has_servers) != 0)
+    return -1;
+  m->servers = (long)servers;
+  if (r->val[K_SERVICE_TIME] && r->val[K_SERVICE_RATE])
+    return ms_yaml_fail(
+        r->ld, r->key[K_SERVICE_RATE],
+        "give service_time or service_rate, not both (service '%s')", r->name);
+  if (r->val[K_SERVICE_TIME]) {
+    double t;
+    if (read_optional(r, K_SERVICE_TIME, MS_PARAM_SERVICE_TIME, &t, NULL) != 0)
+      return -1;
+    m->service_rate = 1.0 / t;
+  } else if (r->val[K_SERVICE_RATE]) {
+    if (read_optional(r, K_SERVICE_RATE, MS_PARAM_SERVICE_RATE,
+                      &m->service_rate, NULL) != 0)
       return -1;
   } else {
-    m->kind = MS_MODEL_CAPACITY;
-    if (val[K_CAPACITY] == NULL)
-      return ms_yaml_fail(ld, map,
-                          "service '%s' needs a capacity in requests/s (key "
-                          "'capacity')",
-                          name);
-    if (ms_yaml_get_param(ld, val[K_CAPACITY], MS_PARAM_CAPACITY,
-                          &m->capacity) != 0)
-      return -1;
+    return ms_yaml_fail(r->ld, r->map,
+                        "service '%s' needs service_time (or service_rate) "
+                        "for the erlang model",
+                        r->name);
   }
-  if (val[K_BASE_FAILURE] &&
-      ms_yaml_get_param(ld, val[K_BASE_FAILURE], MS_PARAM_BASE_FAILURE,
-                        &m->base_failure) != 0)
-    return -1;
+  if (r->val[K_TIMEOUT] == NULL)
+    return ms_yaml_fail(r->ld, r->map,
+                        "service '%s' needs a client timeout (key 'timeout')",
+                        r->name);
+  return read_optional(r, K_TIMEOUT, MS_PARAM_TIMEOUT, &m->timeout, NULL);
+}
 
-  ms_retry_policy *pol = &sp->params.policy;
-  long v;
-  if (val[K_RETRIES] == NULL)
-    return ms_yaml_fail(ld, map,
+static int read_capacity(service_reader *r) {
+  ms_failure_model *m = &r->sp->params.model;
+  m->kind = MS_MODEL_CAPACITY;
+  if (r->val[K_CAPACITY] == NULL)
+    return ms_yaml_fail(r->ld, r->map,
+                        "service '%s' needs a capacity in requests/s (key "
+                        "'capacity')",
+                        r->name);
+  return read_optional(r, K_CAPACITY, MS_PARAM_CAPACITY, &m->capacity, NULL);
+}
+
+static int read_policy(service_reader *r) {
+  ms_retry_policy *pol = &r->sp->params.policy;
+  if (r->val[K_RETRIES] == NULL)
+    return ms_yaml_fail(r->ld, r->map,
                         "service '%s' needs retries, the retries per "
                         "request (0 for none) (key 'retries')",
-                        name);
-  if (get_long(ld, val[K_RETRIES], MS_PARAM_RETRIES, &v) != 0)
+                        r->name);
+  double retries, tiers = 1;
+  if (read_optional(r, K_RETRIES, MS_PARAM_RETRIES, &retries, NULL) != 0 ||
+      read_optional(r, K_TIERS, MS_PARAM_TIERS, &tiers, NULL) != 0 ||
+      read_optional(r, K_RETRY_BUDGET, MS_PARAM_RETRY_BUDGET,
+                    &pol->retry_budget, &pol->has_budget) != 0 ||
+      read_optional(r, K_TOKEN_RATIO, MS_PARAM_TOKEN_RATIO, &pol->token_ratio,
+                    &pol->has_token) != 0)
     return -1;
-  pol->retries = (int)v;
-  pol->tiers = 1;
-  if (val[K_TIERS]) {
-    if (get_long(ld, val[K_TIERS], MS_PARAM_TIERS, &v) != 0)
-      return -1;
-    pol->tiers = (int)v;
-  }
-  if (val[K_RETRY_BUDGET]) {
-    if (ms_yaml_get_param(ld, val[K_RETRY_BUDGET], MS_PARAM_RETRY_BUDGET,
-                          &pol->retry_budget) != 0)
-      return -1;
-    pol->has_budget = true;
-  }
-  if (val[K_TOKEN_RATIO]) {
-    if (ms_yaml_get_param(ld, val[K_TOKEN_RATIO], MS_PARAM_TOKEN_RATIO,
-                          &pol->token_ratio) != 0)
-      return -1;
-    pol->has_token = true;
-  }
-  if (val[K_HEADROOM_WARNING]) {
-    const yaml_node_t *hw = val[K_HEADROOM_WARNING];
-    if (ms_yaml_get_number(ld, hw, "headroom_warning", &sp->headroom_warning) !=
-            0 ||
-        ms_yaml_check_range(ld, hw, "headroom_warning", sp->headroom_warning,
+  pol->retries = (int)retries;
+  pol->tiers = (int)tiers;
+  return 0;
+}
+
+/* The service layer's own settings (service.h's limits). */
+static int read_settings(service_reader *r) {
+  ms_service_spec *sp = r->sp;
+  const yaml_node_t *hw = r->val[K_HEADROOM_WARNING];
+  if (hw) {
+    if (ms_yaml_get_number(r->ld, hw, "headroom_warning",
+                           &sp->headroom_warning) != 0 ||
+        ms_yaml_check_range(r->ld, hw, "headroom_warning", sp->headroom_warning,
                             0.0, MS_MAX_HEADROOM_WARNING,
                             MS_BOUND_LO_OPEN | MS_BOUND_HI_OPEN) != 0)
       return -1;
     sp->has_headroom_warning = true;
   }
-
-  if (val[K_CLEAR_AFTER]) {
+  const yaml_node_t *ca = r->val[K_CLEAR_AFTER];
+  if (ca) {
     double n;
-    if (ms_yaml_get_whole(ld, val[K_CLEAR_AFTER], "clear_after", &n) != 0 ||
-        ms_yaml_check_range(ld, val[K_CLEAR_AFTER], "clear_after", n, 1.0,
+    if (ms_yaml_get_whole(r->ld, ca, "clear_after", &n) != 0 ||
+        ms_yaml_check_range(r->ld, ca, "clear_after", n, 1.0,
                             MS_MAX_CLEAR_AFTER, MS_BOUND_CLOSED) != 0)
       return -1;
     sp->clear_after = (int)n;
   }
+  return 0;
+}
 
-  if (val[K_INPUTS] == NULL)
-    return ms_yaml_fail(ld, map, "service '%s' needs inputs (key 'inputs')",
-                        name);
-  if (load_inputs(ld, val[K_INPUTS], sp) != 0)
+/* The inputs, and whether they fit the model and give an offered load. */
+static int read_inputs(service_reader *r) {
+  if (r->val[K_INPUTS] == NULL)
+    return ms_yaml_fail(r->ld, r->map,
+                        "service '%s' needs inputs (key 'inputs')", r->name);
+  if (load_inputs(r->ld, r->val[K_INPUTS], r->sp) != 0)
     return -1;
-  const ms_source *in = sp->inputs;
-  if (!erlang && in[MS_INPUT_POOL].kind != MS_SOURCE_NONE)
-    return ms_yaml_fail(ld, key[K_INPUTS],
+  const ms_source *in = r->sp->inputs;
+  bool pool = in[MS_INPUT_POOL].kind != MS_SOURCE_NONE;
+  if (!r->erlang && pool)
+    return ms_yaml_fail(r->ld, r->key[K_INPUTS],
                         "input pool_size applies to the erlang model only "
                         "(service '%s')",
-                        name);
-  if (erlang && !sp->has_servers && in[MS_INPUT_POOL].kind == MS_SOURCE_NONE)
-    return ms_yaml_fail(ld, map,
+                        r->name);
+  if (r->erlang && !r->sp->has_servers && !pool)
+    return ms_yaml_fail(r->ld, r->map,
                         "service '%s' needs servers, or a pool_size input (key "
                         "'servers')",
-                        name);
+                        r->name);
   if (in[MS_INPUT_OFFERED].kind == MS_SOURCE_NONE &&
       !(in[MS_INPUT_ARRIVAL].kind != MS_SOURCE_NONE &&
         (in[MS_INPUT_RETRY].kind != MS_SOURCE_NONE ||
          in[MS_INPUT_ERROR].kind != MS_SOURCE_NONE)))
     return ms_yaml_fail(
-        ld, key[K_INPUTS],
+        r->ld, r->key[K_INPUTS],
         "service '%s': the inputs cannot give the offered load: "
         "give offered_rate, or arrival_rate with retry_rate or "
         "error_rate",
-        name);
-  ms_error merr;
-  if (ms_service_params_check(&sp->params, &merr) != MS_OK)
-    return ms_yaml_fail(ld, map, "service '%s': %s", name, merr.msg);
-  /* Solve the model once now, so that a service it cannot analyse is an
-   * error at load time, not a warning every interval. */
-  ms_landscape probe;
-  if (ms_landscape_build(&sp->params, &probe, &merr) != MS_OK)
-    return ms_yaml_fail(ld, map,
-                        "service '%s': the model cannot be analysed: %s", name,
-                        merr.msg);
+        r->name);
   return 0;
+}
+
+/* The parameters together, and the model solved once now, so that a
+ * service it cannot analyse is an error at load time, not a warning every
+ * interval. */
+static int check_service(service_reader *r) {
+  ms_error merr;
+  if (ms_service_params_check(&r->sp->params, &merr) != MS_OK)
+    return ms_yaml_fail(r->ld, r->map, "service '%s': %s", r->name, merr.msg);
+  ms_landscape probe;
+  if (ms_landscape_build(&r->sp->params, &probe, &merr) != MS_OK)
+    return ms_yaml_fail(r->ld, r->map,
+                        "service '%s': the model cannot be analysed: %s",
+                        r->name, merr.msg);
+  return 0;
+}
+
+/* One service, its parts read in a fixed order: the first error wins. */
+static int load_service(ms_yaml_loader *ld, const yaml_node_t *map,
+                        ms_service_spec *sp) {
+  service_reader r = {.ld = ld, .map = map, .sp = sp};
+  sp->line = (int)map->start_mark.line + 1;
+  if (ms_yaml_walk_mapping(ld, map, &service_table, r.val, r.key) != 0 ||
+      read_name(&r) != 0 || read_model_kind(&r) != 0 ||
+      (r.erlang ? read_erlang(&r) : read_capacity(&r)) != 0 ||
+      read_optional(&r, K_BASE_FAILURE, MS_PARAM_BASE_FAILURE,
+                    &sp->params.model.base_failure, NULL) != 0 ||
+      read_policy(&r) != 0 || read_settings(&r) != 0 || read_inputs(&r) != 0)
+    return -1;
+  return check_service(&r);
 }
 
 static const char *const top_keys[] = {"services"};
@@ -354,6 +377,80 @@ static void free_services(ms_service_spec *s, size_t n) {
   free(s);
 }
 
+/* The list under the key 'services' at the root, or NULL after a message. */
+static const yaml_node_t *services_list(ms_yaml_loader *ld,
+                                        const yaml_node_t *root) {
+  const yaml_node_t *list = NULL;
+  if (root == NULL)
+    ms_yaml_fail(ld, NULL,
+                 "the file is empty: expected 'services:' and a list");
+  else if (root->type != YAML_MAPPING_NODE)
+    ms_yaml_fail(ld, root, "expected a mapping with the key 'services', not %s",
+                 ms_yaml_kind(root));
+  else if (ms_yaml_walk_mapping(ld, root, &top_table, &list, NULL) != 0)
+    return NULL;
+  else if (list == NULL)
+    ms_yaml_fail(ld, root, "missing key 'services'");
+  else if (list->type != YAML_SEQUENCE_NODE)
+    ms_yaml_fail(ld, list, "'services' must be a list of services, not %s",
+                 ms_yaml_kind(list));
+  else if (list->data.sequence.items.top == list->data.sequence.items.start)
+    ms_yaml_fail(ld, list, "'services' is empty");
+  return ld->failed ? NULL : list;
+}
+
+/* Every service of the list into *svc (calloc'd); *n says how many were
+ * started, the failed one included, for free_services. */
+static int load_services(ms_yaml_loader *ld, const yaml_node_t *list,
+                         ms_service_spec **svc, size_t *n) {
+  size_t count =
+      (size_t)(list->data.sequence.items.top - list->data.sequence.items.start);
+  *svc = calloc(count, sizeof **svc);
+  if (*svc == NULL)
+    return ms_yaml_fail(ld, list, "out of memory");
+  for (size_t i = 0; i < count; i++) {
+    yaml_node_t *item =
+        yaml_document_get_node(ld->doc, list->data.sequence.items.start[i]);
+    *n = i + 1;
+    if (load_service(ld, item, &(*svc)[i]) != 0)
+      return -1;
+  }
+  return 0;
+}
+
+/* Unique names: sorting a copy of the indices would be O(n log n); a
+ * simple hash set keeps 10,000 services quick. */
+static int check_unique_names(ms_yaml_loader *ld, const yaml_node_t *list,
+                              const ms_service_spec *svc, size_t n) {
+  size_t cap = 1;
+  while (cap < 2 * n)
+    cap <<= 1;
+  size_t *slot = calloc(cap, sizeof *slot); /* index + 1, 0 = empty */
+  if (slot == NULL)
+    return ms_yaml_fail(ld, list, "out of memory");
+  for (size_t i = 0; i < n && !ld->failed; i++) {
+    size_t h = 5381;
+    for (const char *c = svc[i].name; *c; c++)
+      h = h * 33 + (unsigned char)*c;
+    for (size_t j = h & (cap - 1);; j = (j + 1) & (cap - 1)) {
+      if (slot[j] == 0) {
+        slot[j] = i + 1;
+        break;
+      }
+      if (strcmp(svc[slot[j] - 1].name, svc[i].name) == 0) {
+        yaml_node_t *item =
+            yaml_document_get_node(ld->doc, list->data.sequence.items.start[i]);
+        ms_yaml_fail(ld, item,
+                     "service name '%s' is used twice (first at line %d)",
+                     svc[i].name, svc[slot[j] - 1].line);
+        break;
+      }
+    }
+  }
+  free(slot);
+  return ld->failed ? -1 : 0;
+}
+
 int ms_service_file_parse(const char *text, size_t len, const char *name,
                           ms_service_file *out, char *errbuf, size_t errlen) {
   memset(out, 0, sizeof *out);
@@ -364,70 +461,10 @@ int ms_service_file_parse(const char *text, size_t len, const char *name,
   ld.doc = &doc;
   ms_service_spec *svc = NULL;
   size_t n = 0;
-  yaml_node_t *root = yaml_document_get_root_node(&doc);
-  const yaml_node_t *list = NULL;
-  if (root == NULL) {
-    ms_yaml_fail(&ld, NULL,
-                 "the file is empty: expected 'services:' and a list");
-  } else if (root->type != YAML_MAPPING_NODE) {
-    ms_yaml_fail(&ld, root,
-                 "expected a mapping with the key 'services', not %s",
-                 ms_yaml_kind(root));
-  } else {
-    ms_yaml_walk_mapping(&ld, root, &top_table, &list, NULL);
-    if (!ld.failed && list == NULL)
-      ms_yaml_fail(&ld, root, "missing key 'services'");
-    if (!ld.failed && list->type != YAML_SEQUENCE_NODE)
-      ms_yaml_fail(&ld, list, "'services' must be a list of services, not %s",
-                   ms_yaml_kind(list));
-    if (!ld.failed) {
-      size_t count = (size_t)(list->data.sequence.items.top -
-                              list->data.sequence.items.start);
-      if (count == 0)
-        ms_yaml_fail(&ld, list, "'services' is empty");
-      svc = count ? calloc(count, sizeof *svc) : NULL;
-      if (count && svc == NULL)
-        ms_yaml_fail(&ld, list, "out of memory");
-      for (size_t i = 0; i < count && !ld.failed; i++) {
-        yaml_node_t *item =
-            yaml_document_get_node(&doc, list->data.sequence.items.start[i]);
-        n = i + 1;
-        load_service(&ld, item, &svc[i]);
-      }
-    }
-  }
-  /* unique names: sort a copy of the indices would be O(n log n); a
-   * simple hash set keeps 10,000 services quick */
-  if (!ld.failed && n > 1) {
-    size_t cap = 1;
-    while (cap < 2 * n)
-      cap <<= 1;
-    size_t *slot = calloc(cap, sizeof *slot); /* index + 1, 0 = empty */
-    if (slot == NULL) {
-      ms_yaml_fail(&ld, list, "out of memory");
-    } else {
-      for (size_t i = 0; i < n && !ld.failed; i++) {
-        size_t h = 5381;
-        for (const char *c = svc[i].name; *c; c++)
-          h = h * 33 + (unsigned char)*c;
-        for (size_t j = h & (cap - 1);; j = (j + 1) & (cap - 1)) {
-          if (slot[j] == 0) {
-            slot[j] = i + 1;
-            break;
-          }
-          if (strcmp(svc[slot[j] - 1].name, svc[i].name) == 0) {
-            yaml_node_t *item = yaml_document_get_node(
-                &doc, list->data.sequence.items.start[i]);
-            ms_yaml_fail(&ld, item,
-                         "service name '%s' is used twice (first at line %d)",
-                         svc[i].name, svc[slot[j] - 1].line);
-            break;
-          }
-        }
-      }
-      free(slot);
-    }
-  }
+  const yaml_node_t *list =
+      services_list(&ld, yaml_document_get_root_node(&doc));
+  if (list != NULL && load_services(&ld, list, &svc, &n) == 0)
+    check_unique_names(&ld, list, svc, n);
   yaml_document_delete(&doc);
   if (ld.failed) {
     free_services(svc, n);
