@@ -6,8 +6,8 @@
  *
  * plugin/metastable.c is compiled into this program unchanged and driven
  * through the callbacks it registers, against a stand-in of collectd's
- * value cache and dispatch (collectd_stub.h): so what is timed is the read
- * callback the daemon runs: cache reads (identifiers and globs), the
+ * value cache and dispatch (tests/collectd_stub.h): so what is timed is the
+ * read callback the daemon runs: cache reads (identifiers and globs), the
  * per-interval step of every service, 13-15 dispatched values per service,
  * notifications, rate-limited warnings.
  *

@@ -1,8 +1,9 @@
 /*
- * A stand-in for the parts of collectd 5.12's daemon that the metastable
- * plugin calls, so that bench_plugin runs plugin/metastable.c itself, the
- * very read callback the daemon runs, without a daemon.  Declared by
- * collectd's own headers; defined in collectd_stub.c:
+ * A test fixture: a stand-in for the parts of collectd 5.12's daemon that
+ * the metastable plugin calls, so that tests/check_plugin_globs and
+ * bench/bench_plugin run plugin/metastable.c itself, the very read callback
+ * the daemon runs, without a daemon.  Declared by collectd's own headers;
+ * defined in collectd_stub.c:
  *
  *   value cache   uc_get_rate_by_name, uc_get_names: a table sorted by name,
  *                 searched by bisection under a mutex, results malloc'd per
@@ -21,11 +22,12 @@
  *   utilities     cdtime, sstrncpy, cf_util_get_string, cf_util_get_cdtime,
  *                 cf_get_default_interval (10 s), hostname_g.
  *
- * This header is the benchmark's side of the stand-in: filling the cache,
- * calling the registered callbacks, reading the counters.
+ * This header is the tests' and the benchmark's side of the stand-in:
+ * filling the cache, calling the registered callbacks, reading the
+ * counters.
  */
-#ifndef MS_BENCH_COLLECTD_STUB_H
-#define MS_BENCH_COLLECTD_STUB_H
+#ifndef MS_TESTS_COLLECTD_STUB_H
+#define MS_TESTS_COLLECTD_STUB_H
 
 #include <stddef.h>
 

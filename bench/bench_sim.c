@@ -1,6 +1,6 @@
 /*
  * Speed of the simulation engines, reported, never judged (STYLE: no timed
- * tests).  Run: build/tests/bench_sim
+ * tests).  Run: build/bench/bench_sim
  */
 #include <stdio.h>
 #include <string.h>
