@@ -4,12 +4,12 @@
  *   bench/bench_plugin [--quick] [--csv FILE [--append]]
  *                      [--memory-services N] [--memory-cycles N] [--services N]
  *
- * plugin/metastable.c is compiled into this program unchanged and driven
- * through the callbacks it registers, against a stand-in of collectd's
- * value cache and dispatch (tests/collectd_stub.h): so what is timed is the
- * read callback the daemon runs: cache reads (identifiers and globs), the
- * per-interval step of every service, 13-15 dispatched values per service,
- * notifications, rate-limited warnings.
+ * plugin/metastable.c and plugin/inputs.c are compiled into this program
+ * unchanged and driven through the callbacks they register, against a
+ * stand-in of collectd's value cache and dispatch (tests/collectd_stub.h):
+ * so what is timed is the read callback the daemon runs: cache reads
+ * (identifiers and globs), the per-interval step of every service, 13-15
+ * dispatched values per service, notifications, rate-limited warnings.
  *
  * The fleet (services 1, 100, 1,000, 10,000): erlang services of 8 to
  * 10,000 servers, timeouts 0.5-2 s, 1-3 retries; every service reads its

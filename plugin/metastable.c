@@ -2,10 +2,10 @@
  * collectd-metastable: the collectd read plugin.
  *
  * Glue only (doc/design.md §3): read each service's inputs from collectd's
- * value cache, run the shared per-interval step (service/tracker.c), dispatch
- * the values of doc/design.md §1.5 as <host>/metastable-<service>/<type>, and
- * send a notification when a storm starts, ends, or the tipping headroom falls
- * below its warning level.
+ * value cache (inputs.c), run the shared per-interval step
+ * (service/tracker.c), dispatch the values of doc/design.md §1.5 as
+ * <host>/metastable-<service>/<type>, and send a notification when a storm
+ * starts, ends, or the tipping headroom falls below its warning level.
  *
  *   <Plugin metastable>
  *     ServiceFile "/etc/collectd/metastable.yaml"
@@ -25,25 +25,15 @@
 
 #include "plugin.h"
 #include "utils/common/common.h"
-#include "utils_cache.h"
 #include "utils_complain.h"
 
-#include <fnmatch.h>
 #include <math.h>
 #include <pthread.h>
 
+#include "inputs.h"
 #include "service.h"
 
 #define PLUGIN_NAME "metastable"
-
-/* One glob input: the identifiers it matched at the last refresh, and the
- * component of its pattern that a match must equal (see glob_anchor). */
-typedef struct {
-  char **names;
-  size_t n;
-  int anchor; /* 0 host, 1 plugin, 2 type; -1: none */
-  size_t anchor_start, anchor_len;
-} glob_matches;
 
 typedef struct {
   const ms_service_spec *spec;
@@ -53,28 +43,12 @@ typedef struct {
   bool in_trouble;      /* complained about, not yet declared usable */
   bool just_back;       /* declared usable again this cycle */
   unsigned ok_streak;   /* usable intervals in a row while in trouble */
-  glob_matches globs[MS_INPUT_COUNT];
 } service_state;
 
 /* A service is declared usable again (and its complaint's back-off reset)
  * only after this many good intervals in a row, so inputs that flap between
  * missing and present do not defeat the log's rate limit. */
 #define USABLE_AFTER 5
-
-/* The last raw value of each COUNTER identifier read: collectd turns a
- * COUNTER that went down into a wrap-around rate (2^32 or 2^64 too much),
- * which would page a storm; a decrease is taken as a reset instead. */
-typedef struct {
-  char *name;     /* NULL: empty slot */
-  int is_counter; /* -1 not known yet, 0 no, 1 yes */
-  uint64_t last;  /* raw counter at the last read */
-  bool has_last;
-} counter_slot;
-
-typedef struct {
-  counter_slot *slot;
-  size_t cap, used;
-} counter_memory;
 
 /* At most this many services are named one by one in the log per cycle;
  * beyond that one summary line (itself rate-limited) says how many, so a
@@ -88,15 +62,12 @@ typedef struct {
   ms_service_file file;
   service_state *services;
   size_t n_services;
-  bool has_globs;
-  uint64_t names_hash; /* of collectd's identifier list at the last refresh */
-  bool globs_valid;
+  inputs_t *inputs;          /* globs matched, COUNTER values seen */
   bool wanted[MS_OUT_COUNT]; /* outputs to dispatch */
   cdtime_t interval;         /* between read cycles */
   unsigned long cycles;      /* read cycles run */
   c_complain_t slow_cycle;   /* a cycle took more than half the interval */
   c_complain_t many_bad;     /* many services without usable inputs */
-  counter_memory counters;   /* raw COUNTER values, for resets */
 } plugin_state;
 
 /* Configuration is read before init; init loads the file. */
@@ -162,25 +133,12 @@ static int ms_config(oconfig_item_t *ci) {
   return 0;
 }
 
-static void free_globs(service_state *s) {
-  for (int i = 0; i < MS_INPUT_COUNT; i++) {
-    for (size_t j = 0; j < s->globs[i].n; j++)
-      sfree(s->globs[i].names[j]);
-    sfree(s->globs[i].names);
-    s->globs[i].n = 0;
-  }
-}
-
 static void state_free(void *p) {
   plugin_state *st = p;
   if (st == NULL)
     return;
-  for (size_t i = 0; i < st->n_services; i++)
-    free_globs(&st->services[i]);
+  inputs_destroy(st->inputs);
   sfree(st->services);
-  for (size_t i = 0; i < st->counters.cap; i++)
-    sfree(st->counters.slot[i].name);
-  sfree(st->counters.slot);
   ms_service_file_free(&st->file);
   sfree(st->path);
   sfree(st->host);
@@ -188,378 +146,28 @@ static void state_free(void *p) {
   sfree(st);
 }
 
-/* FNV-1a over the identifier list: tells when globs must be matched again
- * (hosts and metrics come and go; matching every glob against every
- * identifier each interval would cost services x identifiers). */
-static uint64_t hash_names(char **names, size_t n) {
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < n; i++) {
-    for (const char *c = names[i]; *c; c++)
-      h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-    h = (h ^ 0xff) * 1099511628211ULL;
-  }
-  return h ^ n;
-}
-
-/* The three components host, plugin[-instance], type[-instance] of an
- * identifier: start and length of each; false when it has not exactly two
- * slashes. */
-static bool split_identifier(const char *name, size_t start[3], size_t len[3]) {
-  int c = 0;
-  start[0] = 0;
-  size_t i = 0;
-  for (; name[i] != '\0'; i++)
-    if (name[i] == '/') {
-      if (c == 2)
-        return false;
-      len[c] = i - start[c];
-      start[++c] = i + 1;
-    }
-  if (c != 2)
-    return false;
-  len[2] = i - start[2];
-  return true;
-}
-
-/*
- * The component of a glob pattern that every match must equal: with
- * FNM_PATHNAME no wildcard matches a slash, so a name matches only
- * component by component, and a component of the pattern without * ? [ or
- * \ matches only itself.  The longest such component is the most
- * selective.  Patterns with brackets or escapes get none (a bracket
- * expression may hold a slash): they are matched against every name.
- */
-static void glob_anchor(glob_matches *g, const char *pattern) {
-  size_t start[3], len[3];
-  g->anchor = -1;
-  if (strpbrk(pattern, "[\\") != NULL || !split_identifier(pattern, start, len))
-    return;
-  for (int c = 0; c < 3; c++) {
-    const char *p = pattern + start[c];
-    bool literal = true;
-    for (size_t i = 0; i < len[c] && literal; i++)
-      literal = p[i] != '*' && p[i] != '?';
-    if (literal && (g->anchor < 0 || len[c] > g->anchor_len)) {
-      g->anchor = c;
-      g->anchor_start = start[c];
-      g->anchor_len = len[c];
-    }
-  }
-}
-
-static uint64_t hash_bytes(const char *s, size_t n) {
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-  return h;
-}
-
-/*
- * collectd's identifiers indexed by one component: chains of name indexes
- * (ascending) per hash bucket of the component's text.  Names that do not
- * split into three components are kept apart and offered to every lookup.
- */
-typedef struct {
-  size_t mask;
-  size_t *head; /* bucket -> 1 + first name index, 0 when empty */
-  size_t *next; /* name index -> 1 + next name index in its bucket */
-  size_t *odd;  /* names without three components */
-  size_t n_odd;
-} name_index;
-
-static void name_index_free(name_index *ix) {
-  sfree(ix->head);
-  sfree(ix->next);
-  sfree(ix->odd);
-}
-
-static int name_index_build(name_index *ix, int component, char **names,
-                            size_t n) {
-  memset(ix, 0, sizeof *ix);
-  size_t buckets = 64;
-  while (buckets < 2 * n)
-    buckets *= 2;
-  ix->mask = buckets - 1;
-  ix->head = calloc(buckets, sizeof *ix->head);
-  ix->next = calloc(n ? n : 1, sizeof *ix->next);
-  ix->odd = calloc(n ? n : 1, sizeof *ix->odd);
-  if (ix->head == NULL || ix->next == NULL || ix->odd == NULL) {
-    name_index_free(ix);
-    return -1;
-  }
-  /* insert from the last name down, so every chain ascends */
-  for (size_t i = n; i-- > 0;) {
-    size_t start[3], len[3];
-    if (!split_identifier(names[i], start, len)) {
-      ix->odd[ix->n_odd++] = i;
-      continue;
-    }
-    size_t b =
-        hash_bytes(names[i] + start[component], len[component]) & ix->mask;
-    ix->next[i] = ix->head[b];
-    ix->head[b] = i + 1;
-  }
-  return 0;
-}
-
-/* Match one glob input against the names: through the index of its anchor
- * component when there is one, else against every name. */
-static void match_glob(glob_matches *g, const char *pattern, char **names,
-                       size_t n, const name_index *ix, size_t *scratch) {
-  size_t cnt = 0;
-  if (ix != NULL) {
-    size_t b = hash_bytes(pattern + g->anchor_start, g->anchor_len) & ix->mask;
-    for (size_t i = ix->head[b]; i != 0; i = ix->next[i - 1])
-      if (fnmatch(pattern, names[i - 1], FNM_PATHNAME) == 0)
-        scratch[cnt++] = i - 1;
-    for (size_t k = ix->n_odd; k-- > 0;)
-      if (fnmatch(pattern, names[ix->odd[k]], FNM_PATHNAME) == 0)
-        scratch[cnt++] = ix->odd[k];
-  } else {
-    for (size_t j = 0; j < n; j++)
-      if (fnmatch(pattern, names[j], FNM_PATHNAME) == 0)
-        scratch[cnt++] = j;
-  }
-  if (cnt == 0)
-    return;
-  g->names = calloc(cnt, sizeof(char *));
-  if (g->names == NULL)
-    return;
-  for (size_t k = 0; k < cnt; k++) {
-    char *copy = strdup(names[scratch[k]]);
-    if (copy != NULL)
-      g->names[g->n++] = copy;
-  }
-}
-
-/*
- * Match every glob input against collectd's identifier list again, when
- * that list changed since the last read (hosts and metrics come and go).
- * Matching each glob against each name would cost globs x identifiers:
- * most of a second for 1,000 globs and 30,000 identifiers.  Instead
- * the names are indexed by each component some glob must equal
- * (glob_anchor), and a glob is matched only against the names that share
- * it.
- */
-static void refresh_globs(plugin_state *st) {
-  char **names = NULL;
-  cdtime_t *times = NULL;
-  size_t n = 0;
-  if (uc_get_names(&names, &times, &n) != 0) {
-    st->globs_valid = false;
-    return;
-  }
-  uint64_t h = hash_names(names, n);
-  if (!st->globs_valid || h != st->names_hash) {
-    name_index ix[3];
-    bool have_ix[3] = {false, false, false};
-    size_t *scratch = calloc(n ? n : 1, sizeof *scratch);
-    for (size_t s = 0; s < st->n_services && scratch != NULL; s++) {
-      service_state *ss = &st->services[s];
-      free_globs(ss);
-      for (int i = 0; i < MS_INPUT_COUNT; i++) {
-        const ms_source *src = &ss->spec->inputs[i];
-        glob_matches *g = &ss->globs[i];
-        if (src->kind != MS_SOURCE_GLOB)
-          continue;
-        int c = g->anchor;
-        if (c >= 0 && !have_ix[c])
-          have_ix[c] = name_index_build(&ix[c], c, names, n) == 0;
-        match_glob(g, src->pattern, names, n,
-                   c >= 0 && have_ix[c] ? &ix[c] : NULL, scratch);
-      }
-    }
-    for (int c = 0; c < 3; c++)
-      if (have_ix[c])
-        name_index_free(&ix[c]);
-    st->globs_valid = scratch != NULL;
-    if (st->globs_valid)
-      st->names_hash = h;
-    sfree(scratch);
-  }
-  for (size_t j = 0; j < n; j++)
-    sfree(names[j]);
-  sfree(names);
-  sfree(times);
-}
-
-/* The rate (DERIVE, COUNTER) or value (GAUGE) of one identifier: 0, or -1
- * with why filled in. */
-static uint64_t fnv1a(const char *c) {
-  uint64_t h = 1469598103934665603ULL;
-  for (; *c; c++)
-    h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-  return h;
-}
-
-/* The slot of name in the counter memory, created if need be; NULL when
- * out of memory (resets then go undetected, nothing worse). */
-static counter_slot *counter_lookup(counter_memory *m, const char *name) {
-  if (m->used * 2 >= m->cap) {
-    size_t cap = m->cap ? 2 * m->cap : 64;
-    counter_slot *slot = calloc(cap, sizeof *slot);
-    if (slot == NULL)
-      return NULL;
-    for (size_t i = 0; i < m->cap; i++)
-      if (m->slot[i].name != NULL) {
-        size_t j = fnv1a(m->slot[i].name) & (cap - 1);
-        while (slot[j].name != NULL)
-          j = (j + 1) & (cap - 1);
-        slot[j] = m->slot[i];
-      }
-    sfree(m->slot);
-    m->slot = slot;
-    m->cap = cap;
-  }
-  size_t j = fnv1a(name) & (m->cap - 1);
-  while (m->slot[j].name != NULL && strcmp(m->slot[j].name, name) != 0)
-    j = (j + 1) & (m->cap - 1);
-  if (m->slot[j].name == NULL) {
-    m->slot[j].name = strdup(name);
-    if (m->slot[j].name == NULL)
-      return NULL;
-    m->slot[j].is_counter = -1;
-    m->used++;
-  }
-  return &m->slot[j];
-}
-
-/* Whether the type of identifier host/plugin[-i]/type[-i] is a COUNTER. */
-static int is_counter_type(const char *name) {
-  const char *t = strrchr(name, '/');
-  if (t == NULL)
-    return 0;
-  char type[DATA_MAX_NAME_LEN];
-  sstrncpy(type, t + 1, sizeof type);
-  char *dash = strchr(type, '-');
-  if (dash != NULL)
-    *dash = '\0';
-  const data_set_t *ds = plugin_get_ds(type);
-  return ds != NULL && ds->ds_num == 1 && ds->ds[0].type == DS_TYPE_COUNTER;
-}
-
-/* The rate (DERIVE, COUNTER) or value (GAUGE) of one identifier: 0, or -1
- * with why filled in (1 when the value exists but has no rate this
- * interval: a first sample, a reset). */
-static int read_one(counter_memory *mem, const char *name, double *out,
-                    char *why, size_t len) {
-  gauge_t *rates = NULL;
-  size_t n = 0;
-  if (uc_get_rate_by_name(name, &rates, &n) != 0) {
-    snprintf(why, len,
-             "'%s' is not in collectd's cache (not dispatched yet, "
-             "or expired)",
-             name);
-    return -1;
-  }
-  int r = 0;
-  if (n != 1) {
-    snprintf(why, len, "'%s' has %zu data sources; name a type with one", name,
-             n);
-    r = -1;
-  } else if (isnan(rates[0])) {
-    snprintf(why, len,
-             "'%s' has no rate this interval (first sample, or a "
-             "counter reset)",
-             name);
-    r = 1;
-  } else if (isinf(rates[0])) {
-    snprintf(why, len, "'%s' is infinite", name);
-    r = -1;
-  } else {
-    *out = rates[0];
-  }
-  sfree(rates);
-  counter_slot *c = r == 0 ? counter_lookup(mem, name) : NULL;
-  if (c != NULL && c->is_counter < 0)
-    c->is_counter = is_counter_type(name);
-  if (c != NULL && c->is_counter == 1) {
-    value_t *raw = NULL;
-    size_t m = 0;
-    if (uc_get_value_by_name(name, &raw, &m) == 0 && m == 1) {
-      uint64_t now = raw[0].counter;
-      if (c->has_last && now < c->last) {
-        snprintf(why, len,
-                 "'%s' went down (a COUNTER reset, read as a "
-                 "wrap-around by collectd): no rate this interval",
-                 name);
-        r = 1;
-      }
-      c->last = now;
-      c->has_last = true;
-    }
-    sfree(raw);
-  }
-  return r;
-}
-
-/* Fill in this interval's inputs; -1 with why on the first problem. */
-static int read_inputs(plugin_state *st, service_state *ss, ms_inputs *in,
-                       char *why, size_t len) {
-  memset(in, 0, sizeof *in);
+/* A glob input summed without some of its matches: said at INFO,
+ * rate-limited, until every match is summed again. */
+static void log_glob_sums(service_state *ss,
+                          const inputs_glob_sum glob[MS_INPUT_COUNT]) {
   for (int i = 0; i < MS_INPUT_COUNT; i++) {
-    const ms_source *src = &ss->spec->inputs[i];
-    char sub[300];
-    if (src->kind == MS_SOURCE_IDENTIFIER) {
-      if (read_one(&st->counters, src->pattern, &in->value[i], sub,
-                   sizeof sub) != 0) {
-        snprintf(why, len, "input %s: %s", ms_input_name(i), sub);
-        return -1;
-      }
-      in->has[i] = true;
-    } else if (src->kind == MS_SOURCE_GLOB) {
-      const glob_matches *g = &ss->globs[i];
-      if (g->n == 0) {
-        snprintf(why, len, "input %s: no identifier matches '%s'",
-                 ms_input_name(i), src->pattern);
-        return -1;
-      }
-      /* Sum the matches that have a rate; one host's first sample or
-       * counter reset must not blind a fleet-wide service.  A match with a
-       * bad value (several data sources, infinite) spoils the sum. */
-      double sum = 0;
-      size_t usable = 0;
-      char skipped[300] = "";
-      for (size_t j = 0; j < g->n; j++) {
-        double v;
-        int r = read_one(&st->counters, g->names[j], &v, sub, sizeof sub);
-        if (r < 0 && strstr(sub, "not in collectd's cache") == NULL) {
-          snprintf(why, len, "input %s (glob '%s', %zu matches): %s",
-                   ms_input_name(i), src->pattern, g->n, sub);
-          return -1;
-        }
-        if (r != 0) {
-          if (skipped[0] == '\0')
-            sstrncpy(skipped, sub, sizeof skipped);
-          continue;
-        }
-        sum += v;
-        usable++;
-      }
-      if (usable == 0) {
-        snprintf(why, len,
-                 "input %s (glob '%s'): none of its %zu matches has "
-                 "a rate this interval, e.g. %s",
-                 ms_input_name(i), src->pattern, g->n, skipped);
-        return -1;
-      }
-      if (usable < g->n)
-        c_complain(LOG_INFO, &ss->partial,
-                   PLUGIN_NAME " plugin: service \"%s\": input %s sums %zu "
-                               "of the %zu identifiers matching '%s' (the "
-                               "others have no rate yet, e.g. %s)",
-                   ss->spec->name, ms_input_name(i), usable, g->n, src->pattern,
-                   skipped);
-      else
-        c_release(LOG_INFO, &ss->partial,
-                  PLUGIN_NAME " plugin: service \"%s\": input %s sums all "
-                              "%zu identifiers matching '%s' again",
-                  ss->spec->name, ms_input_name(i), g->n, src->pattern);
-      in->value[i] = sum;
-      in->has[i] = true;
-    }
+    const inputs_glob_sum *g = &glob[i];
+    if (g->matched == 0)
+      continue;
+    if (g->summed < g->matched)
+      c_complain(LOG_INFO, &ss->partial,
+                 PLUGIN_NAME " plugin: service \"%s\": input %s sums %zu "
+                             "of the %zu identifiers matching '%s' (the "
+                             "others have no rate yet, e.g. %s)",
+                 ss->spec->name, ms_input_name((ms_input_id)i), g->summed,
+                 g->matched, ss->spec->inputs[i].pattern, g->skipped);
+    else
+      c_release(LOG_INFO, &ss->partial,
+                PLUGIN_NAME " plugin: service \"%s\": input %s sums all "
+                            "%zu identifiers matching '%s' again",
+                ss->spec->name, ms_input_name((ms_input_id)i), g->matched,
+                ss->spec->inputs[i].pattern);
   }
-  return 0;
 }
 
 /*
@@ -664,8 +272,7 @@ static int ms_read(user_data_t *ud) {
   plugin_state *st = ud->data;
   pthread_mutex_lock(&st->lock);
   cdtime_t started = cdtime();
-  if (st->has_globs)
-    refresh_globs(st);
+  inputs_refresh(st->inputs);
   const char *host = st->host != NULL ? st->host : hostname_g;
   /* Count the services without usable inputs, keeping the first few
    * reasons, so the log names them one by one only when they are few. */
@@ -675,9 +282,12 @@ static int ms_read(user_data_t *ud) {
   for (size_t s = 0; s < st->n_services; s++) {
     service_state *ss = &st->services[s];
     ms_inputs in;
+    inputs_glob_sum glob[MS_INPUT_COUNT];
     ms_step step;
     char why[512];
-    bool ok = read_inputs(st, ss, &in, why, sizeof why) == 0;
+    bool ok = inputs_read_service(st->inputs, s, &in, glob, why, sizeof why) ==
+              INPUT_OK;
+    log_glob_sums(ss, glob);
     if (ok) {
       ms_tracker_step(&ss->tracker, ss->spec, &in, &step);
       ok = step.ok;
@@ -766,11 +376,13 @@ static int ms_init(void) {
     ms_tracker_init(&ss->tracker);
     C_COMPLAIN_INIT(&ss->complaint);
     C_COMPLAIN_INIT(&ss->partial);
-    for (int j = 0; j < MS_INPUT_COUNT; j++)
-      if (ss->spec->inputs[j].kind == MS_SOURCE_GLOB) {
-        st->has_globs = true;
-        glob_anchor(&ss->globs[j], ss->spec->inputs[j].pattern);
-      }
+  }
+  st->inputs = inputs_create(st->file.services, st->n_services);
+  if (st->inputs == NULL) {
+    ERROR(PLUGIN_NAME " plugin: out of memory for %zu services",
+          st->n_services);
+    state_free(st);
+    return -1;
   }
   size_t per_service = 0;
   for (int i = 0; i < MS_OUT_COUNT; i++) {

@@ -1,10 +1,10 @@
 /*
- * The plugin's glob inputs (plugin/metastable.c, run through its read
- * callback against the collectd stand-in of tests/collectd_stub.c): every
- * service's summed attempt rate equals the sum over exactly the
- * identifiers fnmatch(3) accepts, for patterns matched through the
- * component index and for those matched against every name, before and
- * after collectd's identifier list changes.
+ * The plugin's glob inputs (plugin/metastable.c and plugin/inputs.c, run
+ * through the read callback against the collectd stand-in of
+ * tests/collectd_stub.c): every service's summed attempt rate equals the
+ * sum over exactly the identifiers fnmatch(3) accepts, for patterns matched
+ * through the component index and for those matched against every name,
+ * before and after collectd's identifier list changes.
  */
 #include <fnmatch.h>
 #include <math.h>

@@ -206,6 +206,9 @@ void stub_free_read_user_data(void) {
 typedef struct {
   char *name;
   double rate;
+  uint64_t raw;       /* COUNTER: the raw value */
+  unsigned n_sources; /* data sources, each at rate */
+  bool counter;       /* raw is a COUNTER's */
 } cache_entry;
 
 static cache_entry *cache;
@@ -229,22 +232,37 @@ static cache_entry *cache_find(const char *name) {
   return NULL;
 }
 
-void stub_cache_set(const char *name, double rate) {
+static void cache_set(const char *name, double rate, uint64_t raw,
+                      unsigned n_sources, bool counter) {
   pthread_mutex_lock(&cache_lock);
   cache_entry *e = cache_find(name);
-  if (e != NULL) {
-    e->rate = rate;
-  } else {
+  if (e == NULL) {
     if (cache_n == cache_cap) {
       cache_cap = cache_cap ? 2 * cache_cap : 1024;
       cache = realloc(cache, cache_cap * sizeof *cache);
       if (cache == NULL)
         abort();
     }
-    cache[cache_n].name = strdup(name);
-    cache[cache_n++].rate = rate;
+    e = &cache[cache_n++];
+    e->name = strdup(name);
   }
+  e->rate = rate;
+  e->raw = raw;
+  e->n_sources = n_sources;
+  e->counter = counter;
   pthread_mutex_unlock(&cache_lock);
+}
+
+void stub_cache_set(const char *name, double rate) {
+  cache_set(name, rate, 0, 1, false);
+}
+
+void stub_cache_set_sources(const char *name, double rate, size_t n_sources) {
+  cache_set(name, rate, 0, (unsigned)n_sources, false);
+}
+
+void stub_cache_set_counter(const char *name, double rate, uint64_t raw) {
+  cache_set(name, rate, raw, 1, true);
 }
 
 void stub_cache_commit(void) {
@@ -284,10 +302,11 @@ int uc_get_rate_by_name(const char *name, gauge_t **ret_values,
   cache_entry *e = cache_find(name);
   int status = -1;
   if (e != NULL) {
-    *ret_values = malloc(sizeof **ret_values);
+    *ret_values = malloc(e->n_sources * sizeof **ret_values);
     if (*ret_values != NULL) {
-      (*ret_values)[0] = e->rate;
-      *ret_values_num = 1;
+      for (unsigned i = 0; i < e->n_sources; i++)
+        (*ret_values)[i] = e->rate;
+      *ret_values_num = e->n_sources;
       status = 0;
     }
   }
@@ -295,18 +314,22 @@ int uc_get_rate_by_name(const char *name, gauge_t **ret_values,
   return status;
 }
 
-/* Raw values: the stand-in holds gauges only (its types are not COUNTER),
- * so the raw value is the rate. */
+/* Raw values: a COUNTER's raw counter; a gauge's value is its rate. */
 int uc_get_value_by_name(const char *name, value_t **ret_values,
                          size_t *ret_values_num) {
   pthread_mutex_lock(&cache_lock);
   cache_entry *e = cache_find(name);
   int status = -1;
   if (e != NULL) {
-    *ret_values = malloc(sizeof **ret_values);
+    *ret_values = malloc(e->n_sources * sizeof **ret_values);
     if (*ret_values != NULL) {
-      (*ret_values)[0].gauge = e->rate;
-      *ret_values_num = 1;
+      for (unsigned i = 0; i < e->n_sources; i++) {
+        if (e->counter)
+          (*ret_values)[i].counter = e->raw;
+        else
+          (*ret_values)[i].gauge = e->rate;
+      }
+      *ret_values_num = e->n_sources;
       status = 0;
     }
   }
@@ -314,12 +337,14 @@ int uc_get_value_by_name(const char *name, value_t **ret_values,
   return status;
 }
 
-/* Every type of the stand-in has one GAUGE data source. */
+/* Every type of the stand-in has one GAUGE data source, but "counter" (one
+ * COUNTER, as in collectd's types.db). */
 const data_set_t *plugin_get_ds(const char *name) {
   static data_source_t gauge_source = {"value", DS_TYPE_GAUGE, NAN, NAN};
   static data_set_t gauge = {"gauge", 1, &gauge_source};
-  (void)name;
-  return &gauge;
+  static data_source_t counter_source = {"value", DS_TYPE_COUNTER, 0, NAN};
+  static data_set_t counter = {"counter", 1, &counter_source};
+  return strcmp(name, "counter") == 0 ? &counter : &gauge;
 }
 
 int uc_get_names(char ***ret_names, cdtime_t **ret_times, size_t *ret_number) {

@@ -1,13 +1,16 @@
 /*
  * A test fixture: a stand-in for the parts of collectd 5.12's daemon that
- * the metastable plugin calls, so that tests/check_plugin_globs and
- * bench/bench_plugin run plugin/metastable.c itself, the very read callback
- * the daemon runs, without a daemon.  Declared by collectd's own headers;
- * defined in collectd_stub.c:
+ * the metastable plugin calls, so that the plugin's tests
+ * (tests/check_plugin_globs, tests/check_plugin_inputs) and
+ * bench/bench_plugin run plugin/metastable.c and plugin/inputs.c
+ * themselves, the very code the daemon runs, without a daemon.  Declared by
+ * collectd's own headers; defined in collectd_stub.c:
  *
- *   value cache   uc_get_rate_by_name, uc_get_names: a table sorted by name,
- *                 searched by bisection under a mutex, results malloc'd per
- *                 call (the daemon: an AVL tree under a mutex, same copies);
+ *   value cache   uc_get_rate_by_name, uc_get_value_by_name, uc_get_names:
+ *                 a table sorted by name, searched by bisection under a
+ *                 mutex, results malloc'd per call (the daemon: an AVL tree
+ *                 under a mutex, same copies); plugin_get_ds: every type
+ *                 has one GAUGE data source but "counter" (one COUNTER);
  *   dispatch      plugin_dispatch_values clones the value list under a
  *                 mutex, as the daemon's write queue does, and frees the
  *                 clone at once (the daemon's write threads take it from
@@ -30,9 +33,16 @@
 #define MS_TESTS_COLLECTD_STUB_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The cache: set (add or update) one identifier's rate; remove one. */
 void stub_cache_set(const char *name, double rate);
+/* Set one identifier with n_sources data sources, each at rate (a type
+ * with several is not an input the plugin takes). */
+void stub_cache_set_sources(const char *name, double rate, size_t n_sources);
+/* Set a COUNTER (its type should be "counter"): the rate collectd computed
+ * and the raw counter (uc_get_value_by_name). */
+void stub_cache_set_counter(const char *name, double rate, uint64_t raw);
 void stub_cache_remove(const char *name);
 /* Sort the cache after a batch of additions (updates keep it sorted). */
 void stub_cache_commit(void);

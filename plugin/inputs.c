@@ -1,0 +1,500 @@
+/*
+ * collectd-metastable: the plugin's inputs from collectd's value cache
+ * (inputs.h): cache reads, glob matching, COUNTER resets.
+ */
+#include "collectd.h"
+
+#include "plugin.h"
+#include "utils/common/common.h"
+#include "utils_cache.h"
+
+#include <fnmatch.h>
+#include <math.h>
+
+#include "inputs.h"
+
+/* One glob input: the identifiers it matched at the last refresh, and the
+ * component of its pattern that a match must equal (see glob_anchor). */
+typedef struct {
+  char **names;
+  size_t n;
+  int anchor; /* 0 host, 1 plugin, 2 type; -1: none */
+  size_t anchor_start, anchor_len;
+} glob_matches;
+
+typedef struct {
+  const ms_service_spec *spec;
+  glob_matches globs[MS_INPUT_COUNT];
+} service_inputs;
+
+/* The last raw value of each COUNTER identifier read: collectd turns a
+ * COUNTER that went down into a wrap-around rate (2^32 or 2^64 too much),
+ * which would page a storm; a decrease is taken as a reset instead. */
+typedef struct {
+  char *name;     /* NULL: empty slot */
+  int is_counter; /* -1 not known yet, 0 no, 1 yes */
+  uint64_t last;  /* raw counter at the last read */
+  bool has_last;
+} counter_slot;
+
+/* Open addressing, linear probing, at most half full. */
+typedef struct {
+  counter_slot *slot;
+  size_t cap, used;
+} counter_memory;
+
+struct inputs_s {
+  service_inputs *services;
+  size_t n_services;
+  bool has_globs;
+  uint64_t names_hash; /* of collectd's identifier list at the last refresh */
+  bool globs_valid;
+  counter_memory counters;
+};
+
+/* ---- hashing ------------------------------------------------------------ */
+
+#define FNV_OFFSET 1469598103934665603ULL
+#define FNV_PRIME 1099511628211ULL
+
+/* FNV-1a of n bytes, continuing from h (FNV_OFFSET to start): the one hash
+ * of identifier lists, components and counter names. */
+static uint64_t fnv1a(uint64_t h, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)s[i]) * FNV_PRIME;
+  return h;
+}
+
+/* Of the identifier list: tells when globs must be matched again (hosts
+ * and metrics come and go; matching every glob against every identifier
+ * each interval would cost services x identifiers). */
+static uint64_t hash_names(char **names, size_t n) {
+  uint64_t h = FNV_OFFSET;
+  for (size_t i = 0; i < n; i++) {
+    h = fnv1a(h, names[i], strlen(names[i]));
+    h = fnv1a(h, "\xff", 1); /* a byte no name holds: "ab","c" != "a","bc" */
+  }
+  return h ^ n;
+}
+
+/* ---- globs -------------------------------------------------------------- */
+
+/* The three components host, plugin[-instance], type[-instance] of an
+ * identifier: start and length of each; false when it has not exactly two
+ * slashes. */
+static bool split_identifier(const char *name, size_t start[3], size_t len[3]) {
+  int c = 0;
+  start[0] = 0;
+  size_t i = 0;
+  for (; name[i] != '\0'; i++)
+    if (name[i] == '/') {
+      if (c == 2)
+        return false;
+      len[c] = i - start[c];
+      start[++c] = i + 1;
+    }
+  if (c != 2)
+    return false;
+  len[2] = i - start[2];
+  return true;
+}
+
+/*
+ * The component of a glob pattern that every match must equal: with
+ * FNM_PATHNAME no wildcard matches a slash, so a name matches only
+ * component by component, and a component of the pattern without * ? [ or
+ * \ matches only itself.  The longest such component is the most
+ * selective.  Patterns with brackets or escapes get none (a bracket
+ * expression may hold a slash): they are matched against every name.
+ */
+static void glob_anchor(glob_matches *g, const char *pattern) {
+  size_t start[3], len[3];
+  g->anchor = -1;
+  if (strpbrk(pattern, "[\\") != NULL || !split_identifier(pattern, start, len))
+    return;
+  for (int c = 0; c < 3; c++) {
+    const char *p = pattern + start[c];
+    bool literal = true;
+    for (size_t i = 0; i < len[c] && literal; i++)
+      literal = p[i] != '*' && p[i] != '?';
+    if (literal && (g->anchor < 0 || len[c] > g->anchor_len)) {
+      g->anchor = c;
+      g->anchor_start = start[c];
+      g->anchor_len = len[c];
+    }
+  }
+}
+
+static void free_globs(service_inputs *s) {
+  for (int i = 0; i < MS_INPUT_COUNT; i++) {
+    for (size_t j = 0; j < s->globs[i].n; j++)
+      sfree(s->globs[i].names[j]);
+    sfree(s->globs[i].names);
+    s->globs[i].n = 0;
+  }
+}
+
+/*
+ * collectd's identifiers indexed by one component: chains of name indexes
+ * (ascending) per hash bucket of the component's text.  Names that do not
+ * split into three components are kept apart and offered to every lookup.
+ */
+typedef struct {
+  size_t mask;
+  size_t *head; /* bucket -> 1 + first name index, 0 when empty */
+  size_t *next; /* name index -> 1 + next name index in its bucket */
+  size_t *odd;  /* names without three components */
+  size_t n_odd;
+} name_index;
+
+static void name_index_free(name_index *ix) {
+  sfree(ix->head);
+  sfree(ix->next);
+  sfree(ix->odd);
+}
+
+static int name_index_build(name_index *ix, int component, char **names,
+                            size_t n) {
+  memset(ix, 0, sizeof *ix);
+  size_t buckets = 64;
+  while (buckets < 2 * n)
+    buckets *= 2;
+  ix->mask = buckets - 1;
+  ix->head = calloc(buckets, sizeof *ix->head);
+  ix->next = calloc(n ? n : 1, sizeof *ix->next);
+  ix->odd = calloc(n ? n : 1, sizeof *ix->odd);
+  if (ix->head == NULL || ix->next == NULL || ix->odd == NULL) {
+    name_index_free(ix);
+    return -1;
+  }
+  /* insert from the last name down, so every chain ascends */
+  for (size_t i = n; i-- > 0;) {
+    size_t start[3], len[3];
+    if (!split_identifier(names[i], start, len)) {
+      ix->odd[ix->n_odd++] = i;
+      continue;
+    }
+    size_t b = fnv1a(FNV_OFFSET, names[i] + start[component], len[component]) &
+               ix->mask;
+    ix->next[i] = ix->head[b];
+    ix->head[b] = i + 1;
+  }
+  return 0;
+}
+
+/* Match one glob input against the names: through the index of its anchor
+ * component when there is one, else against every name. */
+static void match_glob(glob_matches *g, const char *pattern, char **names,
+                       size_t n, const name_index *ix, size_t *scratch) {
+  size_t cnt = 0;
+  if (ix != NULL) {
+    size_t b =
+        fnv1a(FNV_OFFSET, pattern + g->anchor_start, g->anchor_len) & ix->mask;
+    for (size_t i = ix->head[b]; i != 0; i = ix->next[i - 1])
+      if (fnmatch(pattern, names[i - 1], FNM_PATHNAME) == 0)
+        scratch[cnt++] = i - 1;
+    for (size_t k = ix->n_odd; k-- > 0;)
+      if (fnmatch(pattern, names[ix->odd[k]], FNM_PATHNAME) == 0)
+        scratch[cnt++] = ix->odd[k];
+  } else {
+    for (size_t j = 0; j < n; j++)
+      if (fnmatch(pattern, names[j], FNM_PATHNAME) == 0)
+        scratch[cnt++] = j;
+  }
+  if (cnt == 0)
+    return;
+  g->names = calloc(cnt, sizeof(char *));
+  if (g->names == NULL)
+    return;
+  for (size_t k = 0; k < cnt; k++) {
+    char *copy = strdup(names[scratch[k]]);
+    if (copy != NULL)
+      g->names[g->n++] = copy;
+  }
+}
+
+/* Match every glob input against the names. */
+static bool match_all(inputs_t *in, char **names, size_t n) {
+  name_index ix[3];
+  bool have_ix[3] = {false, false, false};
+  size_t *scratch = calloc(n ? n : 1, sizeof *scratch);
+  for (size_t s = 0; s < in->n_services && scratch != NULL; s++) {
+    service_inputs *si = &in->services[s];
+    free_globs(si);
+    for (int i = 0; i < MS_INPUT_COUNT; i++) {
+      const ms_source *src = &si->spec->inputs[i];
+      glob_matches *g = &si->globs[i];
+      if (src->kind != MS_SOURCE_GLOB)
+        continue;
+      int c = g->anchor;
+      if (c >= 0 && !have_ix[c])
+        have_ix[c] = name_index_build(&ix[c], c, names, n) == 0;
+      match_glob(g, src->pattern, names, n,
+                 c >= 0 && have_ix[c] ? &ix[c] : NULL, scratch);
+    }
+  }
+  for (int c = 0; c < 3; c++)
+    if (have_ix[c])
+      name_index_free(&ix[c]);
+  bool ok = scratch != NULL;
+  sfree(scratch);
+  return ok;
+}
+
+/*
+ * Matching each glob against each name would cost globs x identifiers:
+ * most of a second for 1,000 globs and 30,000 identifiers.  Instead the
+ * names are indexed by each component some glob must equal (glob_anchor),
+ * and a glob is matched only against the names that share it.
+ */
+void inputs_refresh(inputs_t *in) {
+  if (!in->has_globs)
+    return;
+  char **names = NULL;
+  cdtime_t *times = NULL;
+  size_t n = 0;
+  if (uc_get_names(&names, &times, &n) != 0) {
+    in->globs_valid = false;
+    return;
+  }
+  uint64_t h = hash_names(names, n);
+  if (!in->globs_valid || h != in->names_hash) {
+    in->globs_valid = match_all(in, names, n);
+    if (in->globs_valid)
+      in->names_hash = h;
+  }
+  for (size_t j = 0; j < n; j++)
+    sfree(names[j]);
+  sfree(names);
+  sfree(times);
+}
+
+/* ---- COUNTER resets ----------------------------------------------------- */
+
+/* The slot of name in the counter memory, created if need be; NULL when
+ * out of memory (resets then go undetected, nothing worse). */
+static counter_slot *counter_lookup(counter_memory *m, const char *name) {
+  if (m->used * 2 >= m->cap) {
+    size_t cap = m->cap ? 2 * m->cap : 64;
+    counter_slot *slot = calloc(cap, sizeof *slot);
+    if (slot == NULL)
+      return NULL;
+    for (size_t i = 0; i < m->cap; i++)
+      if (m->slot[i].name != NULL) {
+        const char *old = m->slot[i].name;
+        size_t j = fnv1a(FNV_OFFSET, old, strlen(old)) & (cap - 1);
+        while (slot[j].name != NULL)
+          j = (j + 1) & (cap - 1);
+        slot[j] = m->slot[i];
+      }
+    sfree(m->slot);
+    m->slot = slot;
+    m->cap = cap;
+  }
+  size_t j = fnv1a(FNV_OFFSET, name, strlen(name)) & (m->cap - 1);
+  while (m->slot[j].name != NULL && strcmp(m->slot[j].name, name) != 0)
+    j = (j + 1) & (m->cap - 1);
+  if (m->slot[j].name == NULL) {
+    m->slot[j].name = strdup(name);
+    if (m->slot[j].name == NULL)
+      return NULL;
+    m->slot[j].is_counter = -1;
+    m->used++;
+  }
+  return &m->slot[j];
+}
+
+/* Whether the type of identifier host/plugin[-i]/type[-i] is a COUNTER. */
+static int is_counter_type(const char *name) {
+  const char *t = strrchr(name, '/');
+  if (t == NULL)
+    return 0;
+  char type[DATA_MAX_NAME_LEN];
+  sstrncpy(type, t + 1, sizeof type);
+  char *dash = strchr(type, '-');
+  if (dash != NULL)
+    *dash = '\0';
+  const data_set_t *ds = plugin_get_ds(type);
+  return ds != NULL && ds->ds_num == 1 && ds->ds[0].type == DS_TYPE_COUNTER;
+}
+
+/* A COUNTER that went down since the last read: a reset.  Remembers its raw
+ * value either way. */
+static bool counter_went_down(counter_memory *mem, const char *name) {
+  counter_slot *c = counter_lookup(mem, name);
+  if (c == NULL)
+    return false;
+  if (c->is_counter < 0)
+    c->is_counter = is_counter_type(name);
+  if (c->is_counter != 1)
+    return false;
+  bool down = false;
+  value_t *raw = NULL;
+  size_t m = 0;
+  if (uc_get_value_by_name(name, &raw, &m) == 0 && m == 1) {
+    uint64_t now = raw[0].counter;
+    down = c->has_last && now < c->last;
+    c->last = now;
+    c->has_last = true;
+  }
+  sfree(raw);
+  return down;
+}
+
+/* ---- reads -------------------------------------------------------------- */
+
+input_result inputs_read_one(inputs_t *in, const char *name, double *value,
+                             char *why, size_t len) {
+  gauge_t *rates = NULL;
+  size_t n = 0;
+  if (uc_get_rate_by_name(name, &rates, &n) != 0) {
+    snprintf(why, len,
+             "'%s' is not in collectd's cache (not dispatched yet, "
+             "or expired)",
+             name);
+    return INPUT_ABSENT;
+  }
+  input_result r = INPUT_OK;
+  double v = 0;
+  if (n != 1) {
+    snprintf(why, len, "'%s' has %zu data sources; name a type with one", name,
+             n);
+    r = INPUT_BAD;
+  } else if (isnan(rates[0])) {
+    snprintf(why, len,
+             "'%s' has no rate this interval (first sample, or a "
+             "counter reset)",
+             name);
+    r = INPUT_NO_RATE;
+  } else if (isinf(rates[0])) {
+    snprintf(why, len, "'%s' is infinite", name);
+    r = INPUT_BAD;
+  } else {
+    v = rates[0];
+  }
+  sfree(rates);
+  if (r == INPUT_OK && counter_went_down(&in->counters, name)) {
+    snprintf(why, len,
+             "'%s' went down (a COUNTER reset, read as a "
+             "wrap-around by collectd): no rate this interval",
+             name);
+    r = INPUT_NO_RATE;
+  }
+  if (r == INPUT_OK)
+    *value = v;
+  return r;
+}
+
+/* The sum of a glob input's matches that have a rate. */
+static input_result read_glob(inputs_t *in, const ms_source *src,
+                              const glob_matches *g, ms_input_id i,
+                              double *value, inputs_glob_sum *sum, char *why,
+                              size_t len) {
+  if (g->n == 0) {
+    snprintf(why, len, "input %s: no identifier matches '%s'", ms_input_name(i),
+             src->pattern);
+    return INPUT_ABSENT;
+  }
+  /* One host's first sample or counter reset must not blind a fleet-wide
+   * service; a match with a bad value (several data sources, infinite)
+   * spoils the sum. */
+  double total = 0;
+  size_t usable = 0;
+  input_result first_skipped = INPUT_OK;
+  char sub[300];
+  sum->skipped[0] = '\0';
+  for (size_t j = 0; j < g->n; j++) {
+    double v;
+    input_result r = inputs_read_one(in, g->names[j], &v, sub, sizeof sub);
+    if (r == INPUT_BAD) {
+      snprintf(why, len, "input %s (glob '%s', %zu matches): %s",
+               ms_input_name(i), src->pattern, g->n, sub);
+      return r;
+    }
+    if (r != INPUT_OK) {
+      if (first_skipped == INPUT_OK) {
+        first_skipped = r;
+        sstrncpy(sum->skipped, sub, sizeof sum->skipped);
+      }
+      continue;
+    }
+    total += v;
+    usable++;
+  }
+  if (usable == 0) {
+    snprintf(why, len,
+             "input %s (glob '%s'): none of its %zu matches has "
+             "a rate this interval, e.g. %s",
+             ms_input_name(i), src->pattern, g->n, sum->skipped);
+    return first_skipped;
+  }
+  sum->matched = g->n;
+  sum->summed = usable;
+  *value = total;
+  return INPUT_OK;
+}
+
+input_result inputs_read_service(inputs_t *in, size_t service,
+                                 ms_inputs *values,
+                                 inputs_glob_sum glob[MS_INPUT_COUNT],
+                                 char *why, size_t len) {
+  const service_inputs *si = &in->services[service];
+  memset(values, 0, sizeof *values);
+  for (int i = 0; i < MS_INPUT_COUNT; i++)
+    glob[i].matched = glob[i].summed = 0;
+  for (int i = 0; i < MS_INPUT_COUNT; i++) {
+    const ms_source *src = &si->spec->inputs[i];
+    input_result r = INPUT_OK;
+    if (src->kind == MS_SOURCE_IDENTIFIER) {
+      char sub[300];
+      r = inputs_read_one(in, src->pattern, &values->value[i], sub, sizeof sub);
+      if (r != INPUT_OK)
+        snprintf(why, len, "input %s: %s", ms_input_name(i), sub);
+    } else if (src->kind == MS_SOURCE_GLOB) {
+      r = read_glob(in, src, &si->globs[i], (ms_input_id)i, &values->value[i],
+                    &glob[i], why, len);
+    } else {
+      continue;
+    }
+    if (r != INPUT_OK)
+      return r;
+    values->has[i] = true;
+  }
+  return INPUT_OK;
+}
+
+/* ---- life --------------------------------------------------------------- */
+
+inputs_t *inputs_create(const ms_service_spec *services, size_t n) {
+  inputs_t *in = calloc(1, sizeof *in);
+  if (in == NULL)
+    return NULL;
+  in->services = calloc(n ? n : 1, sizeof *in->services);
+  if (in->services == NULL) {
+    sfree(in);
+    return NULL;
+  }
+  in->n_services = n;
+  for (size_t s = 0; s < n; s++) {
+    service_inputs *si = &in->services[s];
+    si->spec = &services[s];
+    for (int i = 0; i < MS_INPUT_COUNT; i++)
+      if (si->spec->inputs[i].kind == MS_SOURCE_GLOB) {
+        in->has_globs = true;
+        glob_anchor(&si->globs[i], si->spec->inputs[i].pattern);
+      }
+  }
+  return in;
+}
+
+void inputs_destroy(inputs_t *in) {
+  if (in == NULL)
+    return;
+  for (size_t s = 0; s < in->n_services; s++)
+    free_globs(&in->services[s]);
+  sfree(in->services);
+  for (size_t i = 0; i < in->counters.cap; i++)
+    sfree(in->counters.slot[i].name);
+  sfree(in->counters.slot);
+  sfree(in);
+}
