@@ -11,6 +11,8 @@
  *     ServiceFile "/etc/collectd/metastable.yaml"
  *     Host "aggregator"     # optional: host of the dispatched values
  *     Interval 10           # optional: seconds between cycles (default:
+ *                           # the plugin's interval in collectd: the
+ *                           # Interval of its <LoadPlugin> block, else
  *                           # collectd's Interval)
  *     Values "state" "storm" "tipping_headroom"   # optional: dispatch only
  *                           # these (default: all of conf/types.db)
@@ -389,7 +391,8 @@ static int ms_init(void) {
     st->wanted[i] = !conf_values_given || conf_wanted[i];
     per_service += st->wanted[i];
   }
-  st->interval = conf_interval ? conf_interval : cf_get_default_interval();
+  /* in init, collectd's context holds the plugin's interval */
+  st->interval = conf_interval ? conf_interval : plugin_get_interval();
   /* collectd's write threads take some thousands of values per second:
    * say what this configuration asks of them. */
   INFO(PLUGIN_NAME " plugin: watching %zu service%s from %s; up to %zu "

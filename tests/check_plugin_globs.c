@@ -141,6 +141,11 @@ int main(void) {
     unlink(path);
     return 1;
   }
+  /* no Interval option: the read callback runs at the plugin's interval
+   * in collectd (the stand-in's: 10 s) */
+  CHECK(stub_read_interval() == TIME_T_TO_CDTIME_T_STATIC(10),
+        "read callback registered every %.3f s, not collectd's 10 s",
+        CDTIME_T_TO_DOUBLE(stub_read_interval()));
   check_cycle(names, n, "first cycle");
   check_cycle(names, n, "unchanged list");
   /* a host appears: every glob is matched again */

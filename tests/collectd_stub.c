@@ -27,6 +27,8 @@ cdtime_t cdtime(void) {
   return TIMESPEC_TO_CDTIME_T(&ts);
 }
 
+/* The daemon's Interval: 10 s, as in collectd's default configuration
+ * (the daemon: the calling plugin's interval, else its Interval). */
 cdtime_t plugin_get_interval(void) { return TIME_T_TO_CDTIME_T_STATIC(10); }
 
 /* collectd's sstrncpy: strncpy (which zero-fills the rest of dest, as the
@@ -38,9 +40,6 @@ char *sstrncpy(char *dest, const char *src, size_t n) {
   dest[n - 1] = '\0';
   return dest;
 }
-
-/* The daemon's Interval: 10 s, as in collectd's default configuration. */
-cdtime_t cf_get_default_interval(void) { return TIME_T_TO_CDTIME_T_STATIC(10); }
 
 int cf_util_get_cdtime(const oconfig_item_t *ci, cdtime_t *ret_value) {
   if (ci->values_num != 1 || ci->values[0].type != OCONFIG_TYPE_NUMBER ||
@@ -150,6 +149,7 @@ static plugin_init_cb init_cb;
 static plugin_shutdown_cb shutdown_cb;
 static plugin_read_cb read_cb;
 static user_data_t read_ud;
+static cdtime_t read_interval;
 
 int plugin_register_complex_config(const char *type,
                                    int (*callback)(oconfig_item_t *)) {
@@ -175,11 +175,13 @@ int plugin_register_complex_read(const char *group, const char *name,
                                  user_data_t const *user_data) {
   (void)group;
   (void)name;
-  (void)interval;
   read_cb = callback;
   read_ud = *user_data;
+  read_interval = interval;
   return 0;
 }
+
+uint64_t stub_read_interval(void) { return read_interval; }
 
 int stub_call_config(const char *service_file) {
   oconfig_value_t v = {.value.string = (char *)service_file,

@@ -23,7 +23,8 @@
  *                 c_complain / c_do_release rate-limit as collectd's
  *                 utils_complain does;
  *   utilities     cdtime, sstrncpy, cf_util_get_string, cf_util_get_cdtime,
- *                 cf_get_default_interval (10 s), hostname_g.
+ *                 plugin_get_interval (10 s, collectd's default Interval),
+ *                 hostname_g.
  *
  * This header is the tests' and the benchmark's side of the stand-in:
  * filling the cache, calling the registered callbacks, reading the
@@ -54,6 +55,8 @@ int stub_call_config(const char *service_file);
 int stub_call_init(void);
 int stub_call_read(void);
 int stub_call_shutdown(void);
+/* The interval the read callback was registered with (0: none given). */
+uint64_t stub_read_interval(void);
 /* Free the read callback's user data, as the daemon does at shutdown. */
 void stub_free_read_user_data(void);
 
