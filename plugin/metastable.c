@@ -395,10 +395,10 @@ static int ms_init(void) {
   st->interval = conf_interval ? conf_interval : plugin_get_interval();
   /* collectd's write threads take some thousands of values per second:
    * say what this configuration asks of them. */
-  INFO(PLUGIN_NAME " plugin: watching %zu service%s from %s; up to %zu "
+  INFO(PLUGIN_NAME " plugin %s: watching %zu service%s from %s; up to %zu "
                    "values per service every %.3g s (%.0f values/s)",
-       st->n_services, st->n_services == 1 ? "" : "s", st->path, per_service,
-       CDTIME_T_TO_DOUBLE(st->interval),
+       ms_version(), st->n_services, st->n_services == 1 ? "" : "s", st->path,
+       per_service, CDTIME_T_TO_DOUBLE(st->interval),
        (double)(st->n_services * per_service) /
            CDTIME_T_TO_DOUBLE(st->interval));
   user_data_t ud = {.data = st, .free_func = state_free};

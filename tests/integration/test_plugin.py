@@ -305,6 +305,11 @@ def main():
 
 
 def scenario(cd, prom, feeder):
+    # the version of configure.ac, as `metastable --version` says it
+    version = subprocess.run([CLI, "--version"], capture_output=True,
+                             text=True, timeout=30).stdout.split()[-1]
+    check("metastable plugin %s: watching" % version in cd.log(),
+          "plugin logged its version %s at init" % version)
     tip_model = model(CHECKOUT + ["--load", "200"])
     # ---- healthy, in the vulnerable band
     t = wait_state(cd, "checkout", 1, 15)
