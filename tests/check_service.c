@@ -405,7 +405,7 @@ START_TEST(test_walk_errors) {
       walk("beta: 1\nbeta: 2\n", &inputs, val, NULL, err, sizeof err), -1);
   ck_assert_str_eq(err, "w.yaml:2:1: input 'beta' given twice in inputs");
   /* a key table too long for the message is cut, not overrun */
-  static char names[100][32];
+  static char names[100][40]; /* room for any int after the prefix */
   const char *many[100];
   for (int i = 0; i < 100; i++) {
     snprintf(names[i], sizeof names[i], "a_rather_long_key_name_%d", i);
