@@ -9,11 +9,12 @@ cd "$top"
 scripts/install-deps.sh --test
 
 echo "== build and make check" >&2
-scripts/build.sh build
+# --enable-werror: a new warning fails CI
+scripts/build.sh build --enable-werror
 make -C build check || { tail -n 60 build/test-suite.log 2>/dev/null; exit 1; }
 
 echo "== sanitizers: unit tests under ASan + UBSan" >&2
-scripts/build.sh build-asan \
+scripts/build.sh build-asan --enable-werror \
   CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   make -C build-asan check TESTS="\$(UNIT_TESTS)" ||

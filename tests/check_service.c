@@ -424,9 +424,10 @@ END_TEST
 /* ---- inference -------------------------------------------------------- */
 
 static ms_service_spec erlang_spec(void) {
+  static char name[] = "svc"; /* spec.name is writable */
   ms_service_spec s;
   memset(&s, 0, sizeof s);
-  s.name = "svc";
+  s.name = name;
   ms_failure_model_erlang(&s.params.model, 30, 10.0, 1.0);
   ms_retry_policy_fixed(&s.params.policy, 1);
   s.has_servers = true;
@@ -621,9 +622,10 @@ END_TEST
 START_TEST(test_flapping_storm_pages_once) {
   /* capacity 100, 2 retries, 1 % base failure: tipping 100/1.0101 = 99.0
    * and no hysteresis band, so noise around it flips the storm flag */
+  static char name[] = "flappy";
   ms_service_spec s;
   memset(&s, 0, sizeof s);
-  s.name = "flappy";
+  s.name = name;
   ms_failure_model_capacity(&s.params.model, 100.0);
   s.params.model.base_failure = 0.01;
   ms_retry_policy_fixed(&s.params.policy, 2);

@@ -17,7 +17,8 @@
 
 #include "collectd_stub.h"
 
-char *hostname_g = "benchhost";
+static char stub_hostname[] = "benchhost";
+char *hostname_g = stub_hostname;
 
 /* ---- time, strings, configuration ------------------------------------- */
 
@@ -184,10 +185,11 @@ int plugin_register_complex_read(const char *group, const char *name,
 uint64_t stub_read_interval(void) { return read_interval; }
 
 int stub_call_config(const char *service_file) {
+  char key[] = "ServiceFile", top_key[] = "Plugin"; /* oconfig's are char * */
   oconfig_value_t v = {.value.string = (char *)service_file,
                        .type = OCONFIG_TYPE_STRING};
-  oconfig_item_t child = {.key = "ServiceFile", .values = &v, .values_num = 1};
-  oconfig_item_t top = {.key = "Plugin", .children = &child, .children_num = 1};
+  oconfig_item_t child = {.key = key, .values = &v, .values_num = 1};
+  oconfig_item_t top = {.key = top_key, .children = &child, .children_num = 1};
   return config_cb != NULL ? config_cb(&top) : -1;
 }
 
