@@ -11,6 +11,14 @@ csv=$tmp/bench.csv
 "$build/bench/bench_model" --quick --csv "$csv" >"$tmp/model.out"
 "$build/bench/bench_plugin" --quick --csv "$csv" --append >"$tmp/plugin.out"
 status=0
+# the simulators' benchmark: every case runs (a thousandth of the work)
+if ! "$build/bench/bench_sim" --quick >"$tmp/sim.out" 2>&1; then
+  echo "bench smoke: bench_sim --quick failed" >&2
+  status=1
+elif [ "$(grep -c ' requests/s$' "$tmp/sim.out")" -ne 5 ]; then
+  echo "bench smoke: bench_sim did not report its 5 cases" >&2
+  status=1
+fi
 for row in wait_tail wait_tail_naive analysis analysis_naive \
   landscape_build equilibria_and_state step_offered_load_changed \
   plugin_read_cycle plugin_read_cycle_names_changed plugin_vmrss_kib \
@@ -29,6 +37,6 @@ if ! grep -q '^plugin_read_cycle,,,1,.*values per cycle 15.0' "$csv"; then
   status=1
 fi
 if [ $status -ne 0 ]; then
-  cat "$tmp/model.out" "$tmp/plugin.out" >&2
+  cat "$tmp/model.out" "$tmp/plugin.out" "$tmp/sim.out" >&2
 fi
 exit $status
