@@ -80,9 +80,10 @@ typedef struct {
  * matches that have a rate; a match absent from the cache or without a
  * rate is left out (glob[i] says how many were summed), a bad one spoils
  * the input.  Returns INPUT_OK, or the result of the first input without a
- * value, with why saying which input and what ("input arrival_rate: ...").
- * glob[i] is filled in for every glob input that gave a value, even when a
- * later input fails.
+ * value, with why saying which input and what ("input arrival_rate: ...");
+ * for a glob none of whose matches has a rate, the result of the first
+ * match left out.  glob[i] is filled in for every glob input that gave a
+ * value, even when a later input fails.
  */
 input_result inputs_read_service(inputs_t *in, size_t service,
                                  ms_inputs *values,
