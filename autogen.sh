@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Generate configure and Makefile.in (needs autoconf, automake, libtool,
 # pkg-config: Debian packages of the same names).
 set -e

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_model: what the model costs, beside what a careful user would write
  * instead (bench/naive.c), and how accurate both are.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_plugin: the cost of the collectd plugin's read cycle at fleet scale.
  *

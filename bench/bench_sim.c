@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Speed of the simulation engines, reported, never judged (STYLE: no timed
  * tests).  Run: build/bench/bench_sim [--quick]; `make bench` runs it, and

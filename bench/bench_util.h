@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Timing and reporting shared by the benchmark programs.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Instructions per call of every model benchmark case, counted by callgrind
 # (valgrind): unlike times they do not move when other work shares the
 # machine, so they compare builds and changes exactly.

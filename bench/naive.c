@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The naive baseline of the benchmarks (naive.h). */
 #include "naive.h"
 

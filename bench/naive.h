@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The naive baseline: what a careful engineer would write first to answer
  * the plugin's question for one erlang service with a fixed retry count.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Smoke test of the benchmarks (make check): every benchmark program runs
 # its every code path once with --quick, and writes the rows it should.
 # Nothing is timed or compared with a target: benchmarks report, they never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A small streaming JSON writer; see json.h. */
 #include <math.h>
 

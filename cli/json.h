@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A small streaming JSON writer for the command-line tool's results
  * (RFC 8259).  Values are written as they come, so a sweep of a million rows

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Where the texts of a chart go; see layout.h.  The offsets below mirror
  * the ones ms_plot_script gives each kind of text (cli/plot.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Where the texts of a chart go: a small placer for the labels of an
  * ms_plot (cli/plot.h) that keeps them off the data.  Describe what a text

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * metastable: the retry-feedback model of collectd-metastable on the command
  * line.  This file only dispatches: one sub-command per file, listed in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Charts through gnuplot; see plot.h.  The script carries its data in
  * datablocks ($d0 << EOD ... EOD), so one pipe to gnuplot's stdin is all

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Charts for the command-line tool, drawn by gnuplot (Debian package
  * gnuplot-nox: svg and pngcairo terminals) run as a child process: this

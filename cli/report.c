@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The values the plugin dispatches, as CSV and JSON; see report.h. */
 #include <math.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The values the plugin dispatches for one service, written the same way by
  * every sub-command that reports them (solve, replay): same names, same order,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Metrics traces for `metastable replay`; see trace.h. */
 #include <ctype.h>
 #include <errno.h>

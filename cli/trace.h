@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Metrics traces for `metastable replay`.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """collectd-metastable demo: a private collectd with the plugin, fed an
 incident through its statsd plugin over loopback UDP, printing what the
 plugin says as it happens.

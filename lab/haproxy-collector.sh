@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # collectd exec plugin program: HAProxy's own counters, read from its stats
 # socket every interval, printed as PUTVAL lines.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Install what the storm lab needs on Debian 12, besides what
 # scripts/install-deps.sh installs for the build: the servers (HAProxy 2.6,
 # nginx-light, php8.2-fpm), the load generator (httperf), socat for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # shellcheck shell=bash
 # The storm lab's building blocks, sourced by lab/storm-lab.sh.
 #

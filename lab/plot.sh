@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Plot one storm-lab run from its CSV (lab/report.sh writes both).
 #
 #   lab/plot.sh [--mode storm|noretry] [--no-plugin] CSV PNG

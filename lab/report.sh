@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The report of one storm-lab run: a CSV time series, a plot, and the
 # checks of doc/storm-lab.md, from what collectd recorded (its csv plugin),
 # the phases the scenario wrote, and the notifications in collectd's log.

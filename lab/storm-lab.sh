@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The storm lab: a real retry storm out of stock Debian software, watched by
 # collectd and the metastable plugin (doc/storm-lab.md).
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Integration test: the storm lab (doc/storm-lab.md) against the plugin built
 # in this tree.  A real retry storm on HAProxy, nginx and php-fpm, read by
 # a real collectd; passes when every check of lab/report.sh holds.  Runs

@@ -1,4 +1,5 @@
 <?php
+// SPDX-License-Identifier: MIT
 // The lab's service: one request holds one php-fpm worker for an
 // exponentially distributed time (mean LAB_SERVICE_TIME seconds) times the
 // slowdown factor read from LAB_FACTOR_FILE on every request.  Writing 10

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Erlang B, Erlang C and the M/M/c waiting-time tail, in log space.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Exact (GMP) evaluation of the capacity model's retry map, bisection
  * enclosures of its fixed points, and the exact iteration of doc/design.md

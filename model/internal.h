@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers shared by the model's translation units; not installed. */
 #ifndef METASTABLE_MODEL_INTERNAL_H
 #define METASTABLE_MODEL_INTERNAL_H

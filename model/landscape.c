@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The bifurcation diagram lambda(x) = x / A(p(x)) of one service, its
  * equilibria at a given offered load, and the state of the service

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The retry feedback loop: failure probability of one attempt p(x)
  * (doc/design.md §1.1), amplification A(p) (doc/design.md §1.2), and lambda(x)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The outputs of MS_OUTPUTS (metastable.h): their descriptions, and the
  * value of each in a report.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The parameter rules of MS_PARAMS (metastable.h): the one place where the
  * range of a service parameter is decided and put into words.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the two simulation engines share: backoff policies and their delay
  * distributions, scenarios, the configuration, and the recorder that turns

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The discrete-event engine: an M/M/c FIFO queue, Poisson first attempts,
  * clients that time out after T and retry with backoff while the servers

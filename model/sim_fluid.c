@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The fluid engine: rates in bins of width dt, retries scheduled into later
  * bins by the backoff policy, failure probability from the model (memoryless,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers shared by the simulation engines; not installed. */
 #ifndef METASTABLE_SIM_INTERNAL_H
 #define METASTABLE_SIM_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Status names and error messages. */
 #include <stdarg.h>
 #include <stdio.h>

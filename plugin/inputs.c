@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * collectd-metastable: the plugin's inputs from collectd's value cache
  * (inputs.h): cache reads, glob matching, COUNTER resets.

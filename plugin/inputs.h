@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * collectd-metastable: the plugin's inputs, read from collectd's value cache.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * collectd-metastable: the collectd read plugin.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Configure and build in DIR (default build/) from this checkout.
 #   scripts/build.sh [DIR] [configure arguments...]
 set -eu

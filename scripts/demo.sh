@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The demo: installs what it needs, builds, then
 # starts a private collectd with the plugin and replays an incident through
 # collectd's statsd plugin (demo/incident.csv), printing what the plugin

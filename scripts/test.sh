@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Every test: installs what it needs, builds, runs make check (unit tests,
 # command-line tests, integration tests with a real collectd and
 # Prometheus), then the unit tests again under AddressSanitizer and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Scenario files (service/scenario.h): YAML read with libyaml's document
  * API, as service files are, so that every message names the line and

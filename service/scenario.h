@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * collectd-metastable: scenario files for `metastable simulate`.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * collectd-metastable: services as the plugin and the command-line tool see
  * them.  One home for both (doc/design.md §3):

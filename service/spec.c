@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The service file: YAML read with libyaml's document API, so every node
  * keeps its line and column for messages.  Validation is strict: an unknown

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The per-interval step shared by the plugin and `metastable replay`:
  * inputs -> offered load and observations -> model -> state and

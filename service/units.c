@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Numbers, durations and rates as people write them (service/units.h). */
 #include <ctype.h>
 #include <errno.h>

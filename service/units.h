@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The unit-aware scalars of the service and scenario files and of the
  * command line: numbers, durations and rates written as people write them.

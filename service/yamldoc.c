@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reading YAML documents for the service and scenario files. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Reading YAML documents for the service and scenario files (internal to
  * service/): libyaml's document API, so that every node keeps its line and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Prometheus alert rules (conf/metastable-alerts.yml): syntax, the example
 # scrape configuration, promtool unit tests for every alert
 # (tests/alerts/metastable-alerts.test.yml), and the example Alertmanager

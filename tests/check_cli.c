@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of the command-line tool's pure helpers (cli/): number output,
  * CSV fields, the JSON writer (read back with Jansson), RFC 3339 times

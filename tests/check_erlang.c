@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Erlang B/C and the wait tail against independent references: the shared
  * 60-digit fixture, the project's 50-digit dense grid near saturation

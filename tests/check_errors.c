@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Every public function rejects invalid parameters with MS_EINVAL and a
  * message, and leaves its outputs untouched (table-driven).

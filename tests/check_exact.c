@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The exact (GMP) side of the capacity model against the exact iteration and
  * fixed points of doc/design.md §1.6 and §2: the iteration 0.95 -> 1.05545

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Equilibria, tipping and recovery loads, and states, checked against the
  * reference numbers of doc/design.md §2 and against a brute-force scan of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Runs every suite of the model library's unit tests. */
 #include <stdlib.h>
 

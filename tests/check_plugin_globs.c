@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The plugin's glob inputs (plugin/metastable.c and plugin/inputs.c, run
  * through the read callback against the collectd stand-in of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The plugin's input plumbing (plugin/inputs.c) against the collectd
  * stand-in (tests/collectd_stub.c): the typed result and the message of

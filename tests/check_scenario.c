@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Scenario files (service/scenario.h): what a valid file yields, and that
  * every class of mistake is rejected with its line, column and key.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The service file loader (every error class, with file:line:column), the
  * mapping walker both loaders share (service/yamldoc.h), and the

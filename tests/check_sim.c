@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The simulation engines (model/sim.h) against the fixed-point model and
  * against queueing theory.

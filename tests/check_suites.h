@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The Check suites of tests/check_model. */
 #ifndef MS_CHECK_SUITES_H
 #define MS_CHECK_SUITES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The two tables of the model header: MS_OUTPUTS against conf/types.db (the
  * types collectd is told about must be exactly the outputs, in order, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A stand-in for the collectd 5.12 daemon functions the metastable plugin
  * calls (collectd_stub.h says what each does and how it compares with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A test fixture: a stand-in for the parts of collectd 5.12's daemon that
  * the metastable plugin calls, so that the plugin's tests

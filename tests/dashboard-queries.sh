@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Every query of the Grafana dashboard, and the alert rules, against a real
 # Prometheus on loopback.  Until the plugin feeds one, the data is an hour
 # of synthetic series named and labelled as write_prometheus + honor_labels

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The Grafana dashboard and provisioning files (grafana/) against Grafana's
 # published schema: installs the pinned npm packages of tests/dashboard
 # (package-lock.json) with npm ci, generates JSON schemas from @grafana/schema

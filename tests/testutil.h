@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers for the Check suites. */
 #ifndef MS_TESTUTIL_H
 #define MS_TESTUTIL_H

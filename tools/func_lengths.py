@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The C functions longer than a limit, longest first.
 
     tools/func_lengths.py [LIMIT [FILE ...]]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Dense Erlang B/C reference grid for tests/check_erlang.c, written to
 tests/data/erlang_dense.csv.
 

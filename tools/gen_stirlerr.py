@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Print stirlerr(n) = ln n! - (n + 1/2) ln n + n - ln(2 pi)/2 for n = 0..30
 to 20 significant digits (mpmath, 40-digit arithmetic): the table in
 model/erlang.c."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Run a private collectd (and Prometheus) for the demo and the tests.
 
 Loopback only, free ports picked at run time, everything started is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Helpers for the command-line tests (tests/cli/test_*.py).
 
 The tests run from the build directory (automake's test harness); the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The documents say what is true of the tree they ship in.
 
 * Examples: every block of README.md and doc/*.md that starts with

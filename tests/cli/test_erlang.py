@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """metastable erlang: the shared Erlang fixture (60-digit references,
 tests/data/erlang_reference.csv) through `erlang --format json`, at the
 model core's accuracy: relative error <= 1e-12 for c <= 1000 and <= 1e-10

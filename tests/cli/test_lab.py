@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """metastable lab: the exact lab (doc/design.md §1.6, §2).
 
 The iterates and the bracket are checked with Python's exact fractions,

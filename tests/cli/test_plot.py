@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The plots of `metastable sweep` and `metastable simulate`.
 
 Safety: nothing a user gives (a --title, the plot's file name, a service

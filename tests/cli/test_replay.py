@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """metastable replay: a scripted incident through the plugin's per-interval
 step (ms_tracker_step), as CSV, as JSON and from Prometheus query_range
 responses; and bad traces rejected with file:line:column."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """metastable simulate: where runs settle against `solve`'s equilibria (an
 independent path through the model library), a short trigger recovers and a
 long one latches, the CSV and JSON shapes, scenario files, reproducible DES

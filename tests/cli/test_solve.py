@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """metastable solve: the reference numbers (doc/design.md §2) and the erlang model's
 equilibria, states and JSON keys.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """metastable sweep: the number of equilibria changes exactly at the tipping
 and recovery loads (one ulp either side), the table's shape, and the
 bifurcation plot (a valid SVG and PNG of sensible size)."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """List, or run against a Prometheus, every query of a Grafana dashboard.
 
     queries.py DASHBOARD.json --var host=web1 --var service=checkout [...]

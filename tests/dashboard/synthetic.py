@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Write an hour of synthetic collectd-metastable series as OpenMetrics.
 
     synthetic.py [--minutes 60] [--step 15] [--end UNIX_TIME] > metrics.om

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Validate collectd-metastable's Grafana dashboard and provisioning files.
 //
 //   node validate.mjs [--self-test] [--provisioning DIR] DASHBOARD.json

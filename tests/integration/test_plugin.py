@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Integration test of the plugin inside a real collectd.
 
 A private collectd (Debian's collectd-core) runs in the foreground on
