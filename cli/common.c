@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the sub-commands of `metastable` share: diagnostics, option values,
  * the model options, and output helpers.  See common.h.
@@ -82,6 +83,32 @@ int ms_cli_bad_option(int c, char **argv, const struct option *options) {
   if (matches > 1)
     return ms_cli_usage("option '%.*s' is ambiguous: %s", (int)n, word, names);
   return ms_cli_usage("unknown option '%.*s'", (int)n, word);
+}
+
+int ms_cli_parse(int argc, char **argv, const struct option *options,
+                 ms_cli_model *m, ms_cli_take take, void *args, bool *help,
+                 int *first_arg) {
+  int c;
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    int r = m != NULL ? ms_cli_model_option(m, c, optarg) : -1;
+    if (r < 0 && c == 'h') {
+      *help = true;
+      return 0;
+    }
+    if (r < 0)
+      r = take(args, c, optarg);
+    if (r < 0)
+      return ms_cli_bad_option(c, argv, options);
+    if (r > 0)
+      return r;
+  }
+  if (first_arg != NULL)
+    *first_arg = optind;
+  else if (optind < argc)
+    return ms_cli_usage("unexpected argument '%s'", argv[optind]);
+  return 0;
 }
 
 int ms_cli_help(const char *text) {

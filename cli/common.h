@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * metastable, the command-line tool: what the sub-commands share.
  *
@@ -88,6 +89,30 @@ void ms_cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * named) or ':' (missing argument).  optstring must start with ':' and
  * opterr be 0.  Returns MS_EXIT_USAGE. */
 int ms_cli_bad_option(int c, char **argv, const struct option *options);
+
+typedef struct ms_cli_model ms_cli_model;
+
+/* A sub-command's own options, for ms_cli_parse: take option c (its
+ * getopt_long value) with its argument arg (NULL for a flag) into args.
+ * Returns 0, an exit code (the message printed), or -1 when c is none of
+ * the command's options. */
+typedef int (*ms_cli_take)(void *args, int c, const char *arg);
+
+/*
+ * ms_cli_parse: the option loop every sub-command shares: getopt_long over
+ * argv (argv[0] the sub-command) with optstring ":h" and options, in the
+ * order given, stopping at the first bad option so that the message names
+ * the one the user got wrong first.  A model option goes to m (when m is
+ * not NULL: ms_cli_model_option), --help sets *help and stops, any other
+ * option goes to take; what neither takes is an unknown option or a
+ * missing value (ms_cli_bad_option).  The arguments after the options:
+ * with first_arg NULL there must be none ("unexpected argument 'x'"), else
+ * *first_arg is the index of the first.  Returns 0 or the exit code of the
+ * message printed.
+ */
+int ms_cli_parse(int argc, char **argv, const struct option *options,
+                 ms_cli_model *m, ms_cli_take take, void *args, bool *help,
+                 int *first_arg);
 
 /* Write text to stdout and return MS_EXIT_OK: the --help of a command. */
 int ms_cli_help(const char *text);
@@ -199,7 +224,7 @@ enum {
 int ms_cli_help_model(const char *command_help);
 
 /* What the model options said, and the service they resolve to. */
-typedef struct {
+struct ms_cli_model {
   /* as given */
   bool given[MS_OPT_MODEL_END - MS_OPT_MODEL];
   ms_model_kind kind;
@@ -211,7 +236,7 @@ typedef struct {
   ms_service_params params;    /* the service to solve */
   char name[64];               /* the service's name, or "" */
   char summary[256];           /* "erlang model: 30 servers, ..." */
-} ms_cli_model;
+};
 
 void ms_cli_model_init(ms_cli_model *m);
 void ms_cli_model_free(ms_cli_model *m);

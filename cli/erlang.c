@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * metastable erlang: the Erlang B and C calculator, and the M/M/c wait tail
  * P(W > T), with natural logs that stay finite where the values underflow a
@@ -80,61 +81,57 @@ typedef struct {
   bool help; /* --help: print it and do nothing else */
 } erlang_args;
 
+/* One option of the command (ms_cli_take). */
+static int take_option(void *args, int c, const char *arg) {
+  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
+  erlang_args *a = args;
+  int r = 0;
+  switch (c) {
+  case OPT_SERVERS: {
+    double v;
+    r = ms_cli_param("--servers", arg, MS_PARAM_SERVERS, &v);
+    a->servers = (long)v;
+    break;
+  }
+  case OPT_OFFERED:
+    r = ms_cli_real("--offered", arg, 0, INFINITY, MS_RANGE_LO_OPEN,
+                    &a->offered);
+    a->offered_text = arg;
+    break;
+  case OPT_SERVICE_RATE:
+    if (!isnan(a->mu))
+      return ms_cli_usage("give --service-rate or --service-time, not "
+                          "both");
+    r = ms_cli_param("--service-rate", arg, MS_PARAM_SERVICE_RATE, &a->mu);
+    break;
+  case OPT_SERVICE_TIME: {
+    if (!isnan(a->mu))
+      return ms_cli_usage("give --service-rate or --service-time, not "
+                          "both");
+    double t;
+    r = ms_cli_param("--service-time", arg, MS_PARAM_SERVICE_TIME, &t);
+    a->mu = 1.0 / t;
+    break;
+  }
+  case OPT_TIMEOUT:
+    r = ms_cli_param("--timeout", arg, MS_PARAM_TIMEOUT, &a->timeout);
+    break;
+  case OPT_FORMAT:
+    r = ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
+                      &a->format);
+    break;
+  default:
+    return -1;
+  }
+  return r;
+}
+
 /* Take the options in the order given, stopping at the first bad one (or
  * at --help), so that the message names the option the user got wrong
  * first.  Returns 0 or the exit code of the message printed. */
 static int parse_options(erlang_args *a, int argc, char **argv) {
-  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
-  int r = 0, c;
-  optind = 0;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-    switch (c) {
-    case OPT_SERVERS: {
-      double v;
-      r = ms_cli_param("--servers", optarg, MS_PARAM_SERVERS, &v);
-      a->servers = (long)v;
-      break;
-    }
-    case OPT_OFFERED:
-      r = ms_cli_real("--offered", optarg, 0, INFINITY, MS_RANGE_LO_OPEN,
-                      &a->offered);
-      a->offered_text = optarg;
-      break;
-    case OPT_SERVICE_RATE:
-      if (!isnan(a->mu))
-        return ms_cli_usage("give --service-rate or --service-time, not "
-                            "both");
-      r = ms_cli_param("--service-rate", optarg, MS_PARAM_SERVICE_RATE, &a->mu);
-      break;
-    case OPT_SERVICE_TIME: {
-      if (!isnan(a->mu))
-        return ms_cli_usage("give --service-rate or --service-time, not "
-                            "both");
-      double t;
-      r = ms_cli_param("--service-time", optarg, MS_PARAM_SERVICE_TIME, &t);
-      a->mu = 1.0 / t;
-      break;
-    }
-    case OPT_TIMEOUT:
-      r = ms_cli_param("--timeout", optarg, MS_PARAM_TIMEOUT, &a->timeout);
-      break;
-    case OPT_FORMAT:
-      r = ms_cli_format(optarg, formats, sizeof formats / sizeof formats[0],
-                        &a->format);
-      break;
-    case 'h':
-      a->help = true;
-      return 0;
-    default:
-      return ms_cli_bad_option(c, argv, options);
-    }
-    if (r)
-      return r;
-  }
-  if (optind < argc)
-    return ms_cli_usage("unexpected argument '%s'", argv[optind]);
-  return 0;
+  return ms_cli_parse(argc, argv, options, NULL, take_option, a, &a->help,
+                      NULL);
 }
 
 /* The options that only make sense together: the servers and the traffic

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * metastable lab: the capacity model's lab (doc/design.md §1.6) in exact
  * rational arithmetic (model/exact.h, GMP).  The decimals on the command line
@@ -255,56 +256,55 @@ typedef struct {
   bool help; /* --help: print it and do nothing else */
 } lab_args;
 
+/* One option of the command (ms_cli_take). */
+static int take_option(void *args, int c, const char *arg) {
+  lab_args *a = args;
+  int r = 0;
+  switch (c) {
+  case OPT_LOAD:
+    a->load = arg;
+    break;
+  case OPT_BASE:
+    a->base = arg;
+    break;
+  case OPT_CAPACITY:
+    a->capacity = arg;
+    break;
+  case OPT_BUDGET:
+    a->budget = arg;
+    break;
+  case OPT_TOKEN:
+    a->token = arg;
+    break;
+  case OPT_RETRIES:
+    r = ms_cli_long("--retries", arg, 0, MS_MAX_RETRIES, &a->retries);
+    break;
+  case OPT_TIERS:
+    r = ms_cli_long("--tiers", arg, 1, MS_MAX_TIERS, &a->tiers);
+    break;
+  case OPT_ITERATIONS:
+    r = ms_cli_long("--iterations", arg, 1, 1000, &a->iterations);
+    break;
+  case OPT_DIGITS:
+    r = ms_cli_long("--digit-limit", arg, 1, 1000000, &a->digit_limit);
+    break;
+  case OPT_BITS:
+    r = ms_cli_long("--bits", arg, 1, 10000, &a->bits);
+    break;
+  default:
+    return -1;
+  }
+  return r;
+}
+
 /* Take the options in the order given, stopping at the first bad one (or
  * at --help), so that the message names the option the user got wrong
  * first.  Returns 0 or the exit code of the message printed. */
 static int parse_options(lab_args *a, int argc, char **argv) {
-  int c, r = 0;
-  optind = 0;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-    switch (c) {
-    case OPT_LOAD:
-      a->load = optarg;
-      break;
-    case OPT_BASE:
-      a->base = optarg;
-      break;
-    case OPT_CAPACITY:
-      a->capacity = optarg;
-      break;
-    case OPT_BUDGET:
-      a->budget = optarg;
-      break;
-    case OPT_TOKEN:
-      a->token = optarg;
-      break;
-    case OPT_RETRIES:
-      r = ms_cli_long("--retries", optarg, 0, MS_MAX_RETRIES, &a->retries);
-      break;
-    case OPT_TIERS:
-      r = ms_cli_long("--tiers", optarg, 1, MS_MAX_TIERS, &a->tiers);
-      break;
-    case OPT_ITERATIONS:
-      r = ms_cli_long("--iterations", optarg, 1, 1000, &a->iterations);
-      break;
-    case OPT_DIGITS:
-      r = ms_cli_long("--digit-limit", optarg, 1, 1000000, &a->digit_limit);
-      break;
-    case OPT_BITS:
-      r = ms_cli_long("--bits", optarg, 1, 10000, &a->bits);
-      break;
-    case 'h':
-      a->help = true;
-      return 0;
-    default:
-      return ms_cli_bad_option(c, argv, options);
-    }
-    if (r)
-      return r;
-  }
-  if (optind < argc)
-    return ms_cli_usage("unexpected argument '%s'", argv[optind]);
+  int r =
+      ms_cli_parse(argc, argv, options, NULL, take_option, a, &a->help, NULL);
+  if (r != 0 || a->help)
+    return r;
   if (!a->load)
     return ms_cli_usage("give the offered load with --load L");
   if (!a->base)

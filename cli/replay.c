@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * metastable replay: a post-mortem.  A metrics trace (cli/trace.h) is run
  * row by row through ms_tracker_step, the per-interval step the collectd
@@ -309,48 +310,44 @@ static int take_prometheus(replay_args *a, const char *arg) {
   return 0;
 }
 
+/* One option of the command (ms_cli_take). */
+static int take_option(void *args, int c, const char *arg) {
+  static const ms_format formats[] = {MS_FORMAT_CSV, MS_FORMAT_JSON};
+  replay_args *a = args;
+  int r = 0;
+  switch (c) {
+  case OPT_FORMAT:
+    r = ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
+                      &a->format);
+    break;
+  case OPT_PROMETHEUS:
+    r = take_prometheus(a, arg);
+    break;
+  case OPT_WRITE_TRACE:
+    a->write_trace = arg;
+    break;
+  default:
+    return -1;
+  }
+  return r;
+}
+
 /* Take the options in the order given, stopping at the first bad one (or
  * at --help), so that the message names the option the user got wrong
  * first; then the one trace.  Returns 0 or the exit code of the message
  * printed. */
 static int parse_options(replay_args *a, ms_cli_model *m, int argc,
                          char **argv) {
-  static const ms_format formats[] = {MS_FORMAT_CSV, MS_FORMAT_JSON};
-  int r, c;
-  optind = 0;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-    r = ms_cli_model_option(m, c, optarg);
-    if (r > 0)
-      return r;
-    if (r == 0)
-      continue;
-    r = 0;
-    switch (c) {
-    case OPT_FORMAT:
-      r = ms_cli_format(optarg, formats, sizeof formats / sizeof formats[0],
-                        &a->format);
-      break;
-    case OPT_PROMETHEUS:
-      r = take_prometheus(a, optarg);
-      break;
-    case OPT_WRITE_TRACE:
-      a->write_trace = optarg;
-      break;
-    case 'h':
-      a->help = true;
-      return 0;
-    default:
-      return ms_cli_bad_option(c, argv, options);
-    }
-    if (r)
-      return r;
-  }
-  if (optind < argc)
-    a->trace = argv[optind++];
-  if (optind < argc)
+  int first;
+  int r =
+      ms_cli_parse(argc, argv, options, m, take_option, a, &a->help, &first);
+  if (r != 0 || a->help)
+    return r;
+  if (first < argc)
+    a->trace = argv[first++];
+  if (first < argc)
     return ms_cli_usage("unexpected argument '%s' (one trace at a time)",
-                        argv[optind]);
+                        argv[first]);
   return 0;
 }
 

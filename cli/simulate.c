@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * metastable simulate: the path through the landscape, not only where it
  * ends (model/sim.h).  A scenario (baseline load and triggers: spikes,
@@ -816,41 +817,43 @@ typedef struct {
   bool help;       /* --help: print it and do nothing else */
 } sim_args;
 
-/* One option of simulate's own (not a model option).  Returns 0, or the
- * exit code of the message printed. */
-static int take_option(sim_args *a, int c, char **argv) {
+/* One option of simulate's own (not a model option; ms_cli_take).
+ * Returns 0, the exit code of the message printed, or -1 when c is none
+ * of its options. */
+static int take_option(void *args, int c, const char *arg) {
   static const char *const engines[] = {"fluid", "des", NULL};
   static const ms_sim_engine engine_of[] = {MS_ENGINE_FLUID, MS_ENGINE_DES};
   static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_CSV,
                                       MS_FORMAT_JSON};
+  sim_args *a = args;
   int st = 0, k;
   switch (c) {
   case OPT_ENGINE:
-    if ((st = ms_cli_choice("--engine", optarg, engines, &k)) == 0)
+    if ((st = ms_cli_choice("--engine", arg, engines, &k)) == 0)
       a->engine = engine_of[k];
     break;
   case OPT_MEMORYLESS:
     a->memoryless = true;
     break;
   case OPT_DT:
-    st = ms_cli_duration("--dt", optarg, 0, MS_SIM_MAX_DURATION,
-                         MS_RANGE_LO_OPEN, &a->dt);
+    st = ms_cli_duration("--dt", arg, 0, MS_SIM_MAX_DURATION, MS_RANGE_LO_OPEN,
+                         &a->dt);
     a->has_dt = true;
     break;
   case OPT_SEED:
-    st = ms_cli_long("--seed", optarg, 0, 9007199254740992L, &a->seed);
+    st = ms_cli_long("--seed", arg, 0, 9007199254740992L, &a->seed);
     a->has_seed = true;
     break;
   case OPT_SCENARIO:
-    a->scenario_path = optarg;
+    a->scenario_path = arg;
     break;
   case OPT_LOAD:
-    st = ms_cli_rate("--load", optarg, 0, MS_SIM_MAX_RATE, MS_RANGE_CLOSED,
+    st = ms_cli_rate("--load", arg, 0, MS_SIM_MAX_RATE, MS_RANGE_CLOSED,
                      &a->load);
     a->has_load = true;
     break;
   case OPT_DURATION:
-    st = ms_cli_duration("--duration", optarg, 0, MS_SIM_MAX_DURATION,
+    st = ms_cli_duration("--duration", arg, 0, MS_SIM_MAX_DURATION,
                          MS_RANGE_LO_OPEN, &a->duration);
     a->has_duration = true;
     break;
@@ -861,45 +864,45 @@ static int take_option(sim_args *a, int c, char **argv) {
     if (a->n_targs > MS_SIM_MAX_TRIGGERS)
       st = ms_cli_usage("at most %d triggers", MS_SIM_MAX_TRIGGERS);
     else
-      a->targs[a->n_targs++] = (trigger_arg){c, optarg};
+      a->targs[a->n_targs++] = (trigger_arg){c, arg};
     break;
   case OPT_BACKOFF:
-    st = parse_backoff(optarg, &a->backoff);
+    st = parse_backoff(arg, &a->backoff);
     a->has_backoff = true;
     break;
   case OPT_BUDGET_WINDOW:
-    st = ms_cli_duration("--budget-window", optarg, 0, MS_SIM_MAX_DURATION,
+    st = ms_cli_duration("--budget-window", arg, 0, MS_SIM_MAX_DURATION,
                          MS_RANGE_LO_OPEN, &a->budget_window);
     a->has_budget_window = true;
     break;
   case OPT_TOKEN_CAPACITY:
-    st = ms_cli_real("--token-capacity", optarg, 1, 1e15, MS_RANGE_CLOSED,
+    st = ms_cli_real("--token-capacity", arg, 1, 1e15, MS_RANGE_CLOSED,
                      &a->token_capacity);
     a->has_token_capacity = true;
     break;
   case OPT_SAMPLE_INTERVAL:
-    st = ms_cli_duration("--sample-interval", optarg, 0, MS_SIM_MAX_DURATION,
+    st = ms_cli_duration("--sample-interval", arg, 0, MS_SIM_MAX_DURATION,
                          MS_RANGE_LO_OPEN, &a->sample);
     a->has_sample = true;
     break;
   case OPT_SETTLE_TOLERANCE:
-    st = ms_cli_real("--settle-tolerance", optarg, 0, 1,
+    st = ms_cli_real("--settle-tolerance", arg, 0, 1,
                      MS_RANGE_LO_OPEN | MS_RANGE_HI_OPEN, &a->settle);
     a->has_settle = true;
     break;
   case OPT_FORMAT:
-    st = ms_cli_format(optarg, formats, sizeof formats / sizeof formats[0],
+    st = ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
                        &a->format);
     a->has_format = true;
     break;
   case OPT_PLOT:
-    a->plot_path = optarg;
+    a->plot_path = arg;
     break;
   case OPT_TITLE:
-    a->title = optarg;
+    a->title = arg;
     break;
   default:
-    st = ms_cli_bad_option(c, argv, options);
+    return -1;
   }
   return st;
 }
@@ -908,24 +911,8 @@ static int take_option(sim_args *a, int c, char **argv) {
  * at --help), so that the message names the option the user got wrong
  * first.  Returns 0 or the exit code of the message printed. */
 static int parse_options(sim_args *a, ms_cli_model *m, int argc, char **argv) {
-  int st = 0, c;
-  opterr = 0;
-  optind = 1;
-  while (st == 0 && (c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-    int taken = ms_cli_model_option(m, c, optarg);
-    if (taken >= 0) {
-      st = taken;
-      continue;
-    }
-    if (c == 'h') {
-      a->help = true;
-      return 0;
-    }
-    st = take_option(a, c, argv);
-  }
-  if (st == 0 && optind < argc)
-    st = ms_cli_usage("unexpected argument '%s'", argv[optind]);
-  if (st == 0 && a->plot_path) {
+  int st = ms_cli_parse(argc, argv, options, m, take_option, a, &a->help, NULL);
+  if (st == 0 && !a->help && a->plot_path) {
     ms_plot_format pf;
     if (ms_plot_format_of(a->plot_path, &pf) != 0)
       st = ms_cli_usage("--plot: '%s' must end in .svg or .png", a->plot_path);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * metastable solve: every equilibrium of one service at one offered load,
  * its tipping and recovery loads, and its state (doc/design.md §1.3-1.5),
@@ -146,57 +147,51 @@ static void write_json(const ms_cli_model *m, const ms_report *r) {
   ms_json_finish(&j);
 }
 
-static int run(ms_cli_model *m, int argc, char **argv) {
-  double load = NAN, observed_load = 0, observed_failure = 0;
-  bool has_observed_load = false, has_observed_failure = false;
-  bool has_previous = false;
-  int previous = 0, r;
-  ms_format format = MS_FORMAT_TEXT;
+/* What the command line asks for, besides the model. */
+typedef struct {
+  double load, observed_load, observed_failure;
+  bool has_observed_load, has_observed_failure, has_previous;
+  int previous;
+  ms_format format;
+  bool help; /* --help: print it and do nothing else */
+} solve_args;
+
+/* One option of the command (ms_cli_take). */
+static int take_option(void *args, int c, const char *arg) {
   static const char *const states[] = {"stable", "vulnerable", "metastable",
                                        "overloaded", NULL};
   static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
-  optind = 0;
-  opterr = 0;
-  int c;
-  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-    r = ms_cli_model_option(m, c, optarg);
-    if (r > 0)
-      return r;
-    if (r == 0)
-      continue;
-    r = 0;
-    switch (c) {
-    case OPT_LOAD:
-      r = ms_cli_param("--load", optarg, MS_PARAM_OFFERED_LOAD, &load);
-      break;
-    case OPT_OBSERVED_LOAD:
-      r = ms_cli_param("--observed-load", optarg, MS_PARAM_OBSERVED_ATTEMPTS,
-                       &observed_load);
-      has_observed_load = true;
-      break;
-    case OPT_OBSERVED_FAILURE:
-      r = ms_cli_param("--observed-failure", optarg, MS_PARAM_OBSERVED_FAILURE,
-                       &observed_failure);
-      has_observed_failure = true;
-      break;
-    case OPT_PREVIOUS:
-      r = ms_cli_choice("--previous", optarg, states, &previous);
-      has_previous = true;
-      break;
-    case OPT_FORMAT:
-      r = ms_cli_format(optarg, formats, sizeof formats / sizeof formats[0],
-                        &format);
-      break;
-    case 'h':
-      return ms_cli_help_model(help);
-    default:
-      return ms_cli_bad_option(c, argv, options);
-    }
-    if (r)
-      return r;
+  solve_args *a = args;
+  switch (c) {
+  case OPT_LOAD:
+    return ms_cli_param("--load", arg, MS_PARAM_OFFERED_LOAD, &a->load);
+  case OPT_OBSERVED_LOAD:
+    a->has_observed_load = true;
+    return ms_cli_param("--observed-load", arg, MS_PARAM_OBSERVED_ATTEMPTS,
+                        &a->observed_load);
+  case OPT_OBSERVED_FAILURE:
+    a->has_observed_failure = true;
+    return ms_cli_param("--observed-failure", arg, MS_PARAM_OBSERVED_FAILURE,
+                        &a->observed_failure);
+  case OPT_PREVIOUS:
+    a->has_previous = true;
+    return ms_cli_choice("--previous", arg, states, &a->previous);
+  case OPT_FORMAT:
+    return ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
+                         &a->format);
+  default:
+    return -1;
   }
-  if (optind < argc)
-    return ms_cli_usage("unexpected argument '%s'", argv[optind]);
+}
+
+static int run(ms_cli_model *m, int argc, char **argv) {
+  solve_args a = {.load = NAN, .format = MS_FORMAT_TEXT};
+  int r = ms_cli_parse(argc, argv, options, m, take_option, &a, &a.help, NULL);
+  if (r != 0)
+    return r;
+  if (a.help)
+    return ms_cli_help_model(help);
+  double load = a.load;
   if (isnan(load))
     return ms_cli_usage("give the offered load with --load L (requests/s)");
   if ((r = ms_cli_model_resolve(m, true)) != 0)
@@ -208,12 +203,12 @@ static int run(ms_cli_model *m, int argc, char **argv) {
     return ms_cli_fail("model: %s", err.msg);
   ms_observation obs = {
       .offered_load = load,
-      .has_observed_attempts = has_observed_load,
-      .observed_attempts = observed_load,
-      .has_observed_failure = has_observed_failure,
-      .observed_failure = observed_failure,
-      .has_previous = has_previous,
-      .previous = (ms_state)previous,
+      .has_observed_attempts = a.has_observed_load,
+      .observed_attempts = a.observed_load,
+      .has_observed_failure = a.has_observed_failure,
+      .observed_failure = a.observed_failure,
+      .has_previous = a.has_previous,
+      .previous = (ms_state)a.previous,
   };
   ms_report rep;
   if (ms_analyze(&ls, &obs, &rep, &err) != MS_OK)
@@ -224,7 +219,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   char msg[256];
   if (ms_report_finite(&rep, msg, sizeof msg) != 0)
     return ms_cli_fail("model: %s", msg);
-  if (format == MS_FORMAT_JSON)
+  if (a.format == MS_FORMAT_JSON)
     write_json(m, &rep);
   else
     write_text(m, &ls, &rep);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * metastable sweep: every equilibrium of a service over a range of offered
  * loads (ms_equilibria), as a table, and the bifurcation diagram drawn by
@@ -637,65 +638,54 @@ typedef struct {
   bool help; /* --help: print it and do nothing else */
 } sweep_args;
 
+/* One option of the command (ms_cli_take). */
+static int take_option(void *args, int c, const char *arg) {
+  static const ms_format formats[] = {MS_FORMAT_CSV, MS_FORMAT_JSON};
+  sweep_args *a = args;
+  int r = 0;
+  switch (c) {
+  case OPT_FROM:
+    r = ms_cli_param("--from", arg, MS_PARAM_OFFERED_LOAD, &a->from);
+    break;
+  case OPT_TO:
+    r = ms_cli_rate("--to", arg, 0, MS_MAX_RATE, MS_RANGE_LO_OPEN, &a->to);
+    break;
+  case OPT_STEPS:
+    r = ms_cli_long("--steps", arg, 1, 100000000, &a->steps);
+    break;
+  case OPT_FORMAT:
+    r = ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
+                      &a->format);
+    a->has_format = true;
+    break;
+  case OPT_PLOT: {
+    ms_plot_format f;
+    if (ms_plot_format_of(arg, &f) != 0)
+      return ms_cli_usage("--plot: '%s' must end in .svg or .png", arg);
+    a->plot = arg;
+    break;
+  }
+  case OPT_LOAD:
+    r = ms_cli_param("--load", arg, MS_PARAM_OFFERED_LOAD, &a->load);
+    break;
+  case OPT_TITLE:
+    a->title = arg;
+    break;
+  case OPT_LOG_Y:
+    a->log_y = true;
+    break;
+  default:
+    return -1;
+  }
+  return r;
+}
+
 /* Take the options in the order given, stopping at the first bad one (or
  * at --help), so that the message names the option the user got wrong
  * first.  Returns 0 or the exit code of the message printed. */
 static int parse_options(sweep_args *a, ms_cli_model *m, int argc,
                          char **argv) {
-  static const ms_format formats[] = {MS_FORMAT_CSV, MS_FORMAT_JSON};
-  int r, c;
-  optind = 0;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-    r = ms_cli_model_option(m, c, optarg);
-    if (r > 0)
-      return r;
-    if (r == 0)
-      continue;
-    r = 0;
-    switch (c) {
-    case OPT_FROM:
-      r = ms_cli_param("--from", optarg, MS_PARAM_OFFERED_LOAD, &a->from);
-      break;
-    case OPT_TO:
-      r = ms_cli_rate("--to", optarg, 0, MS_MAX_RATE, MS_RANGE_LO_OPEN, &a->to);
-      break;
-    case OPT_STEPS:
-      r = ms_cli_long("--steps", optarg, 1, 100000000, &a->steps);
-      break;
-    case OPT_FORMAT:
-      r = ms_cli_format(optarg, formats, sizeof formats / sizeof formats[0],
-                        &a->format);
-      a->has_format = true;
-      break;
-    case OPT_PLOT: {
-      ms_plot_format f;
-      if (ms_plot_format_of(optarg, &f) != 0)
-        return ms_cli_usage("--plot: '%s' must end in .svg or .png", optarg);
-      a->plot = optarg;
-      break;
-    }
-    case OPT_LOAD:
-      r = ms_cli_param("--load", optarg, MS_PARAM_OFFERED_LOAD, &a->load);
-      break;
-    case OPT_TITLE:
-      a->title = optarg;
-      break;
-    case OPT_LOG_Y:
-      a->log_y = true;
-      break;
-    case 'h':
-      a->help = true;
-      return 0;
-    default:
-      return ms_cli_bad_option(c, argv, options);
-    }
-    if (r)
-      return r;
-  }
-  if (optind < argc)
-    return ms_cli_usage("unexpected argument '%s'", argv[optind]);
-  return 0;
+  return ms_cli_parse(argc, argv, options, m, take_option, a, &a->help, NULL);
 }
 
 /* The options that only make sense together: a range with its steps, and
