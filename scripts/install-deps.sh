@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Install the Debian 12 packages collectd-metastable needs.
 #   scripts/install-deps.sh            build, run and demo
 #   scripts/install-deps.sh --test     also what the test suite needs
@@ -14,7 +15,8 @@ pkgs="build-essential autoconf automake libtool pkg-config libgmp-dev
 libyaml-dev libjansson-dev check collectd-core collectd-dev collectd-utils
 gnuplot-nox fonts-dejavu-core python3 libprotobuf-c1 libmicrohttpd12"
 if [ "${1:-}" = "--test" ]; then
-  pkgs="$pkgs prometheus prometheus-alertmanager curl python3 jq mandoc"
+  pkgs="$pkgs prometheus prometheus-alertmanager curl python3 jq mandoc
+  clang-format"
   # the storm lab (doc/storm-lab.md)
   pkgs="$pkgs haproxy nginx-light php8.2-fpm httperf socat libyajl2"
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
