@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * collectd-metastable: transient behaviour of the retry feedback loop.
  *
@@ -440,7 +441,7 @@ int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
  * arrivals, the pool changes and the timeouts need none (timeouts happen in
  * queue order, so the oldest live waiting attempt is always the next to
  * time out, and abandoned attempts are kept as a count).  Arrays grow by
- * doubling; nothing is allocated per event.  Speed (tests/bench_sim, one
+ * doubling; nothing is allocated per event.  Speed (bench/bench_sim, one
  * core of the development machine): 10^6 requests in 0.1 s of CPU with
  * 1000 servers and 1-s windows, 0.7 s with 10 servers over 16,667 windows
  * (the per-window verdict dominates), 0.9 s in a storm (4 x 10^6
