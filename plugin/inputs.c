@@ -58,10 +58,12 @@ struct inputs_s {
 #define FNV_OFFSET 1469598103934665603ULL
 #define FNV_PRIME 1099511628211ULL
 
-/* FNV-1a of n bytes, continuing from h (FNV_OFFSET to start): the one hash
- * of identifier lists, components and counter names. */
+/* FNV-1a of the first n bytes of s, or of s up to its NUL when that comes
+ * first (n = SIZE_MAX: a whole string in one pass), continuing from h
+ * (FNV_OFFSET to start): the one hash of identifier lists, components and
+ * counter names. */
 static uint64_t fnv1a(uint64_t h, const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < n && s[i] != '\0'; i++)
     h = (h ^ (unsigned char)s[i]) * FNV_PRIME;
   return h;
 }
@@ -72,7 +74,7 @@ static uint64_t fnv1a(uint64_t h, const char *s, size_t n) {
 static uint64_t hash_names(char **names, size_t n) {
   uint64_t h = FNV_OFFSET;
   for (size_t i = 0; i < n; i++) {
-    h = fnv1a(h, names[i], strlen(names[i]));
+    h = fnv1a(h, names[i], SIZE_MAX);
     h = fnv1a(h, "\xff", 1); /* a byte no name holds: "ab","c" != "a","bc" */
   }
   return h ^ n;
@@ -283,7 +285,7 @@ static counter_slot *counter_lookup(counter_memory *m, const char *name) {
     for (size_t i = 0; i < m->cap; i++)
       if (m->slot[i].name != NULL) {
         const char *old = m->slot[i].name;
-        size_t j = fnv1a(FNV_OFFSET, old, strlen(old)) & (cap - 1);
+        size_t j = fnv1a(FNV_OFFSET, old, SIZE_MAX) & (cap - 1);
         while (slot[j].name != NULL)
           j = (j + 1) & (cap - 1);
         slot[j] = m->slot[i];
@@ -292,7 +294,7 @@ static counter_slot *counter_lookup(counter_memory *m, const char *name) {
     m->slot = slot;
     m->cap = cap;
   }
-  size_t j = fnv1a(FNV_OFFSET, name, strlen(name)) & (m->cap - 1);
+  size_t j = fnv1a(FNV_OFFSET, name, SIZE_MAX) & (m->cap - 1);
   while (m->slot[j].name != NULL && strcmp(m->slot[j].name, name) != 0)
     j = (j + 1) & (m->cap - 1);
   if (m->slot[j].name == NULL) {
