@@ -437,8 +437,9 @@ typedef struct {
  *     name    the ms_report member, the collectd type and the key in the
  *             command's CSV and JSON (Prometheus: collectd_metastable_<name>)
  *     kind    an ms_output_kind
- *     unit    for people: "req/s", "attempts/s", "ratio", "probability",
- *             "count", "code", "flag"
+ *     unit    for people: "req/s", "attempts/s", "attempts per request",
+ *             "probability", "ratio", "count", "code", "0 or 1"; the unit
+ *             column of the documents' tables (tests/cli/test_docs.py)
  *     ds_min, ds_max  the range of its types.db data source ("U": none)
  *     meaning one line for people
  */
@@ -463,7 +464,7 @@ typedef enum {
     "attempts/s", "U", "U",                                                   \
     "effective minus offered load: the attempts the retries add")             \
   X(AMPLIFICATION, amplification, MS_OUTPUT_NUMBER,                           \
-    "ratio", "0", "U",                                                        \
+    "attempts per request", "0", "U",                                         \
     "effective / offered load: attempts per request")                         \
   X(FAILURE_PROBABILITY, failure_probability, MS_OUTPUT_NUMBER,               \
     "probability", "0", "1",                                                  \
@@ -490,7 +491,7 @@ typedef enum {
     "code", "0", "3",                                                         \
     "0 stable, 1 vulnerable, 2 metastable, 3 overloaded")                     \
   X(STORM, storm, MS_OUTPUT_FLAG,                                             \
-    "flag", "0", "1",                                                         \
+    "0 or 1", "0", "1",                                                       \
     "1 in the metastable and overloaded states, else 0")                      \
   X(OBSERVED_EFFECTIVE_LOAD, observed_effective_load, MS_OUTPUT_OBSERVED,     \
     "attempts/s", "0", "U",                                                   \

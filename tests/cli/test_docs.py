@@ -371,8 +371,29 @@ def table(text, header):
     return None
 
 
+def header_outputs():
+    """(name, unit) of each row of MS_OUTPUTS in model/metastable.h, the
+    one home of the outputs."""
+    text = read("model/metastable.h")
+    body = text[text.index("#define MS_OUTPUTS(X)"):]
+    body = body[:body.index("/* clang-format on */")]
+    return re.findall(r'X\((?:\w+), (\w+), MS_OUTPUT_\w+,\s*\\\s*"([^"]*)"',
+                      body)
+
+
 class Outputs(unittest.TestCase):
     HEADER = "| name | unit | meaning |"
+
+    def test_header_table_is_types_db(self):
+        self.assertEqual([n for n, _ in header_outputs()],
+                         [n for n, _ in types_db()])
+
+    def test_units_are_the_header_units(self):
+        want = [("`%s`" % n, u) for n, u in header_outputs()]
+        for doc in ("doc/outputs.md", "README.md"):
+            with self.subTest(doc=doc):
+                rows = table(read(doc), self.HEADER)
+                self.assertEqual([(r[0], r[1]) for r in rows], want)
 
     def test_outputs_table(self):
         rows = table(read("doc/outputs.md"), self.HEADER)
