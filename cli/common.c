@@ -4,7 +4,6 @@
  * the model options, and output helpers.  See common.h.
  */
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -203,29 +202,19 @@ int ms_cli_check_duration(const char *opt, const char *text, double lo,
 
 int ms_cli_check_param(const char *opt, const char *text, ms_param id,
                        double *out, char *msg, size_t len) {
-  const ms_param_info *p = ms_param_get(id);
-  if (p == NULL) {
-    snprintf(msg, len, "%s: not a parameter of the model", opt);
-    return -1;
-  }
   double x;
   char why[200];
-  int r = 0;
-  if (p->whole) {
-    long v;
-    r = ms_cli_check_long(opt, text, LONG_MIN, LONG_MAX, &v, msg, len);
-    x = (double)v;
-  } else if (strcmp(p->unit, "s") == 0) {
-    r = ms_parse_duration(text, &x, why, sizeof why);
-  } else if (strchr(p->unit, '/') != NULL) {
-    r = ms_parse_rate(text, &x, why, sizeof why);
-  } else {
-    r = ms_cli_check_real(opt, text, -INFINITY, INFINITY, MS_RANGE_CLOSED, &x,
-                          msg, len);
-  }
-  if (r != 0) {
-    if (!p->whole && (strcmp(p->unit, "s") == 0 || strchr(p->unit, '/')))
-      snprintf(msg, len, "%s: %s", opt, why);
+  switch (ms_parse_param(id, text, &x, why, sizeof why)) {
+  case MS_PARSE_OK:
+    break;
+  case MS_PARSE_NOT_WHOLE:
+    snprintf(msg, len, "%s: '%s' is not a whole number", opt, text);
+    return -1;
+  case MS_PARSE_NOT_NUMBER:
+    snprintf(msg, len, "%s: '%s' is not a number", opt, text);
+    return -1;
+  case MS_PARSE_NOT_UNIT:
+    snprintf(msg, len, "%s: %s", opt, why);
     return -1;
   }
   if (ms_param_check(id, x, NULL) != MS_OK) {
@@ -317,39 +306,46 @@ int ms_cli_format(const char *text, const ms_format *accepted, size_t n,
 /* ---- model options --------------------------------------------------- */
 
 /* The numeric model options: option, parameter, argument name and what it
- * is, in the order of MS_OPT_SERVERS .. MS_OPT_TOKEN_RATIO.  Their ranges
- * come from MS_PARAMS. */
+ * is, in the order --help lists them.  Their ranges come from MS_PARAMS;
+ * every MS_SCOPE_SERVICE row of MS_PARAMS has one (tests/cli/test_usage.py
+ * checks --help). */
 typedef struct {
+  int opt; /* its getopt value, MS_OPT_* */
   const char *name, *arg, *what;
   ms_param param;
 } model_option;
 
 static const model_option model_options[] = {
-    {"--servers", "N", "erlang: servers c", MS_PARAM_SERVERS},
-    {"--service-time", "S", "erlang: mean service time 1/mu",
-     MS_PARAM_SERVICE_TIME},
-    {"--service-rate", "MU", "erlang: service rate of one server",
-     MS_PARAM_SERVICE_RATE},
-    {"--timeout", "T", "erlang: client timeout", MS_PARAM_TIMEOUT},
-    {"--capacity", "C", "capacity: requests/s served", MS_PARAM_CAPACITY},
-    {"--base-failure", "P",
+    {MS_OPT_SERVERS, "--servers", "N", "erlang: servers c", MS_PARAM_SERVERS},
+    {MS_OPT_SERVICE_TIME, "--service-time", "S",
+     "erlang: mean service time 1/mu", MS_PARAM_SERVICE_TIME},
+    {MS_OPT_SERVICE_RATE, "--service-rate", "MU",
+     "erlang: service rate of one server", MS_PARAM_SERVICE_RATE},
+    {MS_OPT_TIMEOUT, "--timeout", "T", "erlang: client timeout",
+     MS_PARAM_TIMEOUT},
+    {MS_OPT_CAPACITY, "--capacity", "C", "capacity: requests/s served",
+     MS_PARAM_CAPACITY},
+    {MS_OPT_BASE_FAILURE, "--base-failure", "P",
      "failure probability when not overloaded (default 0)",
      MS_PARAM_BASE_FAILURE},
-    {"--retries", "R", "retries per request per tier", MS_PARAM_RETRIES},
-    {"--tiers", "K", "layers that each retry (default 1)", MS_PARAM_TIERS},
-    {"--retry-budget", "B", "retries at most this share of requests",
-     MS_PARAM_RETRY_BUDGET},
-    {"--token-ratio", "T", "token-bucket retry throttling",
-     MS_PARAM_TOKEN_RATIO},
+    {MS_OPT_RETRIES, "--retries", "R", "retries per request per tier",
+     MS_PARAM_RETRIES},
+    {MS_OPT_TIERS, "--tiers", "K", "layers that each retry (default 1)",
+     MS_PARAM_TIERS},
+    {MS_OPT_RETRY_BUDGET, "--retry-budget", "B",
+     "retries at most this share of requests", MS_PARAM_RETRY_BUDGET},
+    {MS_OPT_TOKEN_RATIO, "--token-ratio", "T",
+     "token-bucket retry quota, tokens per success", MS_PARAM_TOKEN_RATIO},
 };
 
 #define N_MODEL_OPTIONS (sizeof model_options / sizeof model_options[0])
 
 /* The model option of a getopt value, or NULL. */
 static const model_option *model_option_of(int opt) {
-  size_t i = (size_t)(opt - MS_OPT_SERVERS);
-  return opt >= MS_OPT_SERVERS && i < N_MODEL_OPTIONS ? &model_options[i]
-                                                      : NULL;
+  for (size_t i = 0; i < N_MODEL_OPTIONS; i++)
+    if (model_options[i].opt == opt)
+      return &model_options[i];
+  return NULL;
 }
 
 int ms_cli_help_model(const char *command_help) {

@@ -4,9 +4,9 @@
  *
  *  - the sub-command table's entry type and every sub-command's entry point
  *    (cli/main.c dispatches; each sub-command lives in its own file);
- *  - diagnostics and exit codes (doc/design.md §4: 0 success, 2 usage error
- * naming the option and its accepted range, 1 runtime error naming the file and
- * the reason);
+ *  - diagnostics and exit codes (doc/design.md §4: 0 success, 2 usage
+ *    error naming the option and its accepted range, 1 runtime error
+ *    naming the file and the reason);
  *  - option values: numbers with ranges, durations and rates with units,
  *    choices;
  *  - the model options every solving sub-command takes (--model, --servers,
@@ -17,10 +17,11 @@
  * Adding a sub-command (e.g. `simulate`): write cli/simulate.c with
  * `int ms_cmd_simulate(int argc, char **argv)`, declare it below, add one
  * line to the table in cli/main.c and the file to cli/Makefile.inc.  Inside,
- * parse options with getopt_long (argv[0] is the sub-command's name), take
- * the model options with MS_CLI_MODEL_LONG_OPTIONS / ms_cli_model_option /
- * ms_cli_model_resolve, report problems with ms_cli_usage (exit 2) or
- * ms_cli_fail (exit 1), and write results only to stdout.
+ * parse the options with ms_cli_parse (the command's own in a take
+ * function; the model options with MS_CLI_MODEL_LONG_OPTIONS, then
+ * ms_cli_model_resolve), report problems with ms_cli_usage (exit 2) or
+ * ms_cli_fail (exit 1), and write results only to stdout (CONTRIBUTING.md,
+ * "A new sub-command").
  */
 #ifndef METASTABLE_CLI_COMMON_H
 #define METASTABLE_CLI_COMMON_H

@@ -315,8 +315,8 @@ int ms_landscape_build(const ms_service_params *s, ms_landscape *out,
   probe_scan(s, &bounds, grid[0], 1, &prev);
   if (!prev.rising)
     return ms_fail(err, MS_ENOCONV,
-                   "offered load falls at the smallest effective load "
-                   "%g/s: model outside the analysed shape",
+                   "parameters beyond what the analysis covers: the "
+                   "offered load falls at the smallest effective load %g/s",
                    grid[0]);
   for (int i = 1; i < n; i++) {
     probe_scan(s, &bounds, grid[i], prev.rising, &cur);
@@ -334,8 +334,9 @@ int ms_landscape_build(const ms_service_params *s, ms_landscape *out,
   }
   if (!prev.rising)
     return ms_fail(err, MS_ENOCONV,
+                   "parameters beyond what the analysis covers: the "
                    "offered load still falls at the largest effective load "
-                   "%g/s: model outside the analysed shape",
+                   "%g/s",
                    grid[n - 1]);
 
   /* A maximum and the minimum next to it at the same lambda, to 1e-12, are

@@ -35,9 +35,12 @@ extern "C" {
 typedef enum {
   MS_OK = 0,
   MS_EINVAL = -1,  /* an argument is outside its documented domain */
-  MS_ENOCONV = -2, /* an iteration did not converge (should not happen) */
-  MS_ELIMIT = -3,  /* a documented limit (digits, array size) was reached */
-  MS_ENOMEM = -4,  /* memory could not be allocated (exact functions only) */
+  MS_ENOCONV = -2, /* an iteration did not converge, or the model's shape
+                      is outside what the analysis covers */
+  MS_ELIMIT = -3,  /* a documented limit (digits, array size, simulation
+                      bins) was reached */
+  MS_ENOMEM = -4,  /* memory could not be allocated (exact functions and
+                      simulations only) */
 } ms_status;
 
 /* A diagnostic: what was wrong and with which value. */
@@ -200,6 +203,12 @@ typedef struct {
 /* Largest duration (a timeout, a service time), seconds. */
 #define MS_MAX_DURATION 1e300
 
+/* What a row of MS_PARAMS is a parameter of. */
+typedef enum {
+  MS_SCOPE_SERVICE,  /* the service: ms_service_params */
+  MS_SCOPE_INTERVAL, /* one interval: ms_observation */
+} ms_param_scope;
+
 /* Bounds of a range: closed unless a flag opens an end. */
 enum {
   MS_BOUND_CLOSED = 0,
@@ -211,14 +220,20 @@ enum {
 };
 
 /*
- * MS_PARAMS: every parameter of a service, with its unit and range.
- *   X(ID, key, unit, lo, hi, bounds, whole)
+ * MS_PARAMS: every parameter of a service, and every value ms_analyze is
+ * given each interval, with its unit and range.
+ *   X(ID, key, unit, lo, hi, bounds, whole, scope)
  *     ID      the constant MS_PARAM_<ID>
  *     key     its name in service files and messages (the command-line
  *             option is the key with '-' for '_')
  *     unit    "req/s", "1/s", "s" or "" (a probability, share or count)
  *     lo, hi  the range; bounds: MS_BOUND_* flags
  *     whole   1 for whole numbers (servers, retries, tiers)
+ *     scope   MS_SCOPE_SERVICE: a key of the service file and a model option
+ *             of the command line (tests/cli/test_usage.py holds both, and
+ *             the documents, to the table); MS_SCOPE_INTERVAL: a value of
+ *             ms_observation (the command takes it as solve --load,
+ *             --observed-load, --observed-failure)
  * service_time is 1 / service_rate, so its range is the reciprocal one.
  * Every check of these parameters, in the model, the service file loader
  * and the command line, is ms_param_check over this table.
@@ -226,28 +241,36 @@ enum {
 /* clang-format off */
 #define MS_PARAMS(X)                                                          \
   X(CAPACITY, "capacity", "req/s", 0.0, MS_MAX_RATE,                          \
-    MS_BOUND_LO_OPEN | MS_BOUND_LIMIT, 0)                                     \
-  X(SERVERS, "servers", "", 1.0, (double)MS_MAX_SERVERS, MS_BOUND_CLOSED, 1)  \
+    MS_BOUND_LO_OPEN | MS_BOUND_LIMIT, 0, MS_SCOPE_SERVICE)                   \
+  X(SERVERS, "servers", "", 1.0, (double)MS_MAX_SERVERS,                      \
+    MS_BOUND_CLOSED, 1, MS_SCOPE_SERVICE)                                     \
   X(SERVICE_RATE, "service_rate", "1/s", 0.0, MS_MAX_SERVICE_RATE,            \
-    MS_BOUND_LO_OPEN | MS_BOUND_LIMIT, 0)                                     \
-  X(SERVICE_TIME, "service_time", "s", 1.0 / MS_MAX_SERVICE_RATE,             \
-    MS_MAX_DURATION, MS_BOUND_LIMIT, 0)                                       \
+    MS_BOUND_LO_OPEN | MS_BOUND_LIMIT, 0, MS_SCOPE_SERVICE)                   \
+  X(SERVICE_TIME, "service_time", "s", 1.0 / MS_MAX_SERVICE_RATE,           \
+    MS_MAX_DURATION, MS_BOUND_LIMIT, 0, MS_SCOPE_SERVICE)                     \
   X(TIMEOUT, "timeout", "s", 0.0, MS_MAX_DURATION,                            \
-    MS_BOUND_CLOSED | MS_BOUND_LIMIT, 0)                                      \
-  X(BASE_FAILURE, "base_failure", "", 0.0, 1.0, MS_BOUND_HI_OPEN, 0)          \
-  X(RETRIES, "retries", "", 0.0, (double)MS_MAX_RETRIES, MS_BOUND_CLOSED, 1)  \
-  X(TIERS, "tiers", "", 1.0, (double)MS_MAX_TIERS, MS_BOUND_CLOSED, 1)        \
-  X(RETRY_BUDGET, "retry_budget", "", 0.0, 1.0, MS_BOUND_HI_OPEN, 0)          \
-  X(TOKEN_RATIO, "token_ratio", "", 0.0, 1.0, MS_BOUND_LO_OPEN, 0)            \
+    MS_BOUND_CLOSED | MS_BOUND_LIMIT, 0, MS_SCOPE_SERVICE)                    \
+  X(BASE_FAILURE, "base_failure", "", 0.0, 1.0,                               \
+    MS_BOUND_HI_OPEN, 0, MS_SCOPE_SERVICE)                                    \
+  X(RETRIES, "retries", "", 0.0, (double)MS_MAX_RETRIES,                      \
+    MS_BOUND_CLOSED, 1, MS_SCOPE_SERVICE)                                     \
+  X(TIERS, "tiers", "", 1.0, (double)MS_MAX_TIERS,                            \
+    MS_BOUND_CLOSED, 1, MS_SCOPE_SERVICE)                                     \
+  X(RETRY_BUDGET, "retry_budget", "", 0.0, 1.0,                               \
+    MS_BOUND_HI_OPEN, 0, MS_SCOPE_SERVICE)                                    \
+  X(TOKEN_RATIO, "token_ratio", "", 0.0, 1.0,                                 \
+    MS_BOUND_LO_OPEN, 0, MS_SCOPE_SERVICE)                                    \
   X(OFFERED_LOAD, "offered_load", "req/s", 0.0, MS_MAX_RATE,                  \
-    MS_BOUND_CLOSED | MS_BOUND_LIMIT, 0)                                      \
+    MS_BOUND_CLOSED | MS_BOUND_LIMIT, 0, MS_SCOPE_INTERVAL)                   \
   X(OBSERVED_ATTEMPTS, "observed_attempts", "attempts/s", 0.0, MS_MAX_RATE,   \
-    MS_BOUND_CLOSED | MS_BOUND_LIMIT, 0)                                      \
-  X(OBSERVED_FAILURE, "observed_failure", "", 0.0, 1.0, MS_BOUND_CLOSED, 0)
+    MS_BOUND_CLOSED | MS_BOUND_LIMIT, 0, MS_SCOPE_INTERVAL)                   \
+  X(OBSERVED_FAILURE, "observed_failure", "", 0.0, 1.0,                       \
+    MS_BOUND_CLOSED, 0, MS_SCOPE_INTERVAL)
 /* clang-format on */
 
 typedef enum {
-#define MS_PARAM_ENUM(ID, key, unit, lo, hi, bounds, whole) MS_PARAM_##ID,
+#define MS_PARAM_ENUM(ID, key, unit, lo, hi, bounds, whole, scope)             \
+  MS_PARAM_##ID,
   MS_PARAMS(MS_PARAM_ENUM)
 #undef MS_PARAM_ENUM
       MS_PARAM_COUNT
@@ -259,6 +282,7 @@ typedef struct {
   double lo, hi;
   int bounds; /* MS_BOUND_* */
   bool whole;
+  ms_param_scope scope;
 } ms_param_info;
 
 /* The row of a parameter; NULL when id is not one. */
@@ -269,7 +293,8 @@ int ms_param_find(const char *key);
 
 /*
  * ms_param_range: the accepted range in words, for messages: "in [1, 10]",
- * "in [0, 1)", "> 0 and at most 1e+300", ">= 1e-290 and at most 1e+300".
+ * "in [0, 1)", "> 0 and at most 1e+300", "> 0, at least 1e-290 and at
+ * most 1e+300".
  * Written into buf (64 bytes are enough), which is returned; "" when id is
  * not a parameter.
  */
@@ -370,7 +395,10 @@ typedef struct {
  * worst case, superlinear at a smooth extremum), kinks (x = C, x = c mu,
  * budget and token caps) included.
  * Errors: MS_EINVAL for invalid parameters; MS_ELIMIT when lambda(x) has more
- * than MS_MAX_EXTREMA extrema (not seen for any model in doc/design.md §1).
+ * than MS_MAX_EXTREMA extrema (not seen for any model in doc/design.md §1);
+ * MS_ENOCONV when lambda(x) does not rise at the ends of the grid, which
+ * only parameters at the far limits of their ranges give (10^7 servers at
+ * 1e290/s behind a 1e300 s timeout).
  */
 int ms_landscape_build(const ms_service_params *s, ms_landscape *out,
                        ms_error *err);

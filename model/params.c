@@ -10,8 +10,8 @@
 #include "internal.h"
 
 const ms_param_info ms_param_table[MS_PARAM_COUNT] = {
-#define MS_PARAM_ROW(ID, key, unit, lo, hi, bounds, whole)                     \
-  {key, unit, lo, hi, bounds, whole},
+#define MS_PARAM_ROW(ID, key, unit, lo, hi, bounds, whole, scope)              \
+  {key, unit, lo, hi, bounds, whole, scope},
     MS_PARAMS(MS_PARAM_ROW)
 #undef MS_PARAM_ROW
 };
@@ -71,9 +71,13 @@ int ms_param_check(ms_param id, double v, ms_error *err) {
   char value[32], range[96];
   number(value, sizeof value, v, p->whole);
   ms_param_range(id, range, sizeof range);
-  if (p->bounds & MS_BOUND_LIMIT)
+  if (p->bounds & MS_BOUND_LIMIT) {
+    /* "0 req/s", "2 s", but "0/s" for a rate per server (1/s) */
+    bool per = strncmp(p->unit, "1/", 2) == 0;
     return ms_fail(err, MS_EINVAL, "%s = %s%s%s must be %s", p->key, value,
-                   p->unit[0] ? " " : "", p->unit, range);
+                   per || !p->unit[0] ? "" : " ", per ? p->unit + 1 : p->unit,
+                   range);
+  }
   if (p->whole && isfinite(v) && v != floor(v))
     return ms_fail(err, MS_EINVAL, "%s = %s is not a whole number", p->key,
                    value);

@@ -72,8 +72,9 @@ static int valid_name(const char *s) {
   return 1;
 }
 
-/* An input: a number, or a collectd identifier host/plugin/type (glob
- * characters * ? [ make it a glob summed over every match). */
+/* An input: a number (a rate also as "5/s"), or a collectd identifier
+ * host/plugin/type (glob characters * ? [ make it a glob summed over every
+ * match). */
 static int get_source(ms_yaml_loader *ld, const yaml_node_t *v, ms_input_id id,
                       ms_source *out) {
   const char *key = input_names[id];
@@ -87,7 +88,10 @@ static int get_source(ms_yaml_loader *ld, const yaml_node_t *v, ms_input_id id,
   out->line = (int)v->start_mark.line + 1;
   out->column = (int)v->start_mark.column + 1;
   double x;
-  if (ms_parse_number(s, &x) == 0) {
+  char why[200];
+  /* a rate may be written per second ("5/s"); a pool size is a count */
+  if (ms_parse_number(s, &x) == 0 ||
+      (id != MS_INPUT_POOL && ms_parse_rate(s, &x, why, sizeof why) == 0)) {
     if (x < 0)
       return ms_yaml_fail(ld, v, "%s = %s must be >= 0 (key 'inputs.%s')", key,
                           s, key);

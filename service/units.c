@@ -33,6 +33,16 @@ int ms_parse_number(const char *text, double *out) {
   return 0;
 }
 
+int ms_parse_whole(const char *text, double *out) {
+  double x;
+  /* decimal only: strtod would read "0x2" as 2 */
+  if (text == NULL || strpbrk(text, "xXpP") != NULL ||
+      ms_parse_number(text, &x) != 0 || x != floor(x))
+    return -1;
+  *out = x;
+  return 0;
+}
+
 int ms_parse_duration(const char *text, double *seconds, char *errbuf,
                       size_t errlen) {
   double v;
@@ -73,4 +83,28 @@ int ms_parse_rate(const char *text, double *per_second, char *errbuf,
   }
   *per_second = v;
   return 0;
+}
+
+ms_parse_result ms_parse_param(ms_param id, const char *text, double *out,
+                               char *why, size_t len) {
+  const ms_param_info *p = ms_param_get(id);
+  double x;
+  if (len > 0)
+    why[0] = '\0';
+  if (p == NULL || text == NULL)
+    return MS_PARSE_NOT_NUMBER;
+  if (p->whole) {
+    if (ms_parse_whole(text, &x) != 0)
+      return MS_PARSE_NOT_WHOLE;
+  } else if (strcmp(p->unit, "s") == 0) {
+    if (ms_parse_duration(text, &x, why, len) != 0)
+      return MS_PARSE_NOT_UNIT;
+  } else if (p->unit[0] != '\0') {
+    if (ms_parse_rate(text, &x, why, len) != 0)
+      return MS_PARSE_NOT_UNIT;
+  } else if (ms_parse_number(text, &x) != 0) {
+    return MS_PARSE_NOT_NUMBER;
+  }
+  *out = x;
+  return MS_PARSE_OK;
 }

@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "metastable.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -20,16 +22,45 @@ extern "C" {
 int ms_parse_number(const char *text, double *out);
 
 /*
+ * ms_parse_whole: text is a whole number written in decimal ("12", "1e3",
+ * "10.0"; not "2.5", not hexadecimal), of any size a double holds.
+ * Returns 0 with *out set, or -1.
+ */
+int ms_parse_whole(const char *text, double *out);
+
+/*
  * ms_parse_duration / ms_parse_rate: the unit-aware scalars of the service
  * file and of the command line.  "100ms" -> 0.1, "1.5" -> 1.5, "250us";
- * rates: "10", "10/s".  Result finite and >= 0.  Return 0, or -1 with
- * errbuf saying what was expected.  Ranges are the callers' (for the
- * model's parameters, ms_param_check).
+ * rates: "10", "10/s".  Result finite and >= 0: a negative value is a
+ * syntax error here ("is not a duration"), as the units have no negative
+ * meaning.  Return 0, or -1 with errbuf saying what was expected.  Other
+ * ranges are the callers' (for the model's parameters, ms_param_check).
  */
 int ms_parse_duration(const char *text, double *seconds, char *errbuf,
                       size_t errlen);
 int ms_parse_rate(const char *text, double *per_second, char *errbuf,
                   size_t errlen);
+
+/* How a parameter's text failed its syntax (ms_parse_param). */
+typedef enum {
+  MS_PARSE_OK = 0,
+  MS_PARSE_NOT_NUMBER, /* a plain number was expected */
+  MS_PARSE_NOT_WHOLE,  /* a whole number, in decimal, was expected */
+  MS_PARSE_NOT_UNIT,   /* not a duration, or not a rate: why says which */
+} ms_parse_result;
+
+/*
+ * ms_parse_param: the value of parameter id (MS_PARAMS) written as text,
+ * read as the parameter's row says: a whole parameter as a whole number in
+ * decimal ("12", "1e3", "10.0"; not "2.5", not hexadecimal), unit "s" as a
+ * duration, another unit (req/s, 1/s, attempts/s) as a rate, no unit as a
+ * plain number.  The one syntax of parameters for the service files and
+ * the command line; the range is ms_param_check's.
+ * Returns MS_PARSE_OK with *out set, or how it failed (why, len bytes,
+ * holds the unit parser's message for MS_PARSE_NOT_UNIT).
+ */
+ms_parse_result ms_parse_param(ms_param id, const char *text, double *out,
+                               char *why, size_t len);
 
 #ifdef __cplusplus
 }

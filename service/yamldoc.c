@@ -137,14 +137,10 @@ int ms_yaml_get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
 
 int ms_yaml_get_whole(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                       double *out) {
-  const char *s = ms_yaml_scalar(v);
   char buf[256];
-  double x;
-  bool decimal = s != NULL && strpbrk(s, "xXpP") == NULL;
-  if (!decimal || ms_parse_number(s, &x) != 0 || x != floor(x))
+  if (ms_parse_whole(ms_yaml_scalar(v), out) != 0)
     return ms_yaml_fail(ld, v, "%s must be a whole number, not %s (key '%s')",
                         key, shown(v, buf, sizeof buf), key);
-  *out = x;
   return 0;
 }
 
@@ -152,19 +148,27 @@ int ms_yaml_get_param(ms_yaml_loader *ld, const yaml_node_t *v, ms_param id,
                       double *out) {
   const ms_param_info *p = ms_param_get(id);
   double x;
-  int r;
   if (p == NULL)
     return ms_yaml_fail(ld, v, "parameter %d is not a parameter", (int)id);
-  if (p->whole)
-    r = ms_yaml_get_whole(ld, v, p->key, &x);
-  else if (strcmp(p->unit, "s") == 0)
-    r = ms_yaml_get_unit(ld, v, p->key, 1, &x);
-  else if (p->unit[0] != '\0') /* req/s, 1/s, attempts/s */
-    r = ms_yaml_get_unit(ld, v, p->key, 0, &x);
-  else
-    r = ms_yaml_get_number(ld, v, p->key, &x);
-  if (r != 0)
-    return -1;
+  /* the syntax is ms_parse_param's; the messages the other readers' */
+  char why[200], buf[256];
+  const char *s = ms_yaml_scalar(v);
+  switch (ms_parse_param(id, s, &x, why, sizeof why)) {
+  case MS_PARSE_OK:
+    break;
+  case MS_PARSE_NOT_WHOLE:
+    return ms_yaml_fail(ld, v, "%s must be a whole number, not %s (key '%s')",
+                        p->key, shown(v, buf, sizeof buf), p->key);
+  case MS_PARSE_NOT_NUMBER:
+    return ms_yaml_fail(ld, v, "%s must be a number, not %s (key '%s')", p->key,
+                        shown(v, buf, sizeof buf), p->key);
+  case MS_PARSE_NOT_UNIT:
+    if (s == NULL) /* a list or a mapping */
+      return ms_yaml_fail(ld, v, "%s must be a %s, not %s (key '%s')", p->key,
+                          strcmp(p->unit, "s") == 0 ? "duration" : "rate",
+                          ms_yaml_kind(v), p->key);
+    return ms_yaml_fail(ld, v, "%s (key '%s')", why, p->key);
+  }
   ms_error e;
   if (ms_param_check(id, x, &e) != MS_OK)
     return ms_yaml_fail(ld, v, "%s (key '%s')", e.msg, p->key);

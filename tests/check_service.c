@@ -243,7 +243,7 @@ START_TEST(test_range_from_model) {
        "svc.yaml:5:19: service_time = 1e+305 s must be > 0, at least 1e-290 "
        "and at most 1e+300 (key 'service_time')"},
       {SVC "    model: erlang\n    servers: 3\n    service_rate: 0/s\n",
-       "svc.yaml:5:19: service_rate = 0 1/s must be > 0 and at most 1e+290 "
+       "svc.yaml:5:19: service_rate = 0/s must be > 0 and at most 1e+290 "
        "(key 'service_rate')"},
       {SVC "    model: erlang\n    servers: 3\n    service_rate: 5\n"
            "    timeout: 1e301\n",
@@ -320,6 +320,52 @@ START_TEST(test_units) {
   ck_assert_int_eq(ms_parse_rate("10/min", &v, e, sizeof e), -1);
   ck_assert_int_eq(ms_parse_rate("-1", &v, e, sizeof e), -1);
   ck_assert_int_eq(ms_parse_rate("inf", &v, e, sizeof e), -1);
+  /* a parameter's syntax by its row, one for files and the command line */
+  ck_assert_int_eq(ms_parse_param(MS_PARAM_SERVERS, "1e3", &v, e, sizeof e),
+                   MS_PARSE_OK);
+  ck_assert_double_eq(v, 1000.0);
+  ck_assert_int_eq(ms_parse_param(MS_PARAM_SERVERS, "10.0", &v, e, sizeof e),
+                   MS_PARSE_OK);
+  ck_assert_int_eq(ms_parse_param(MS_PARAM_SERVERS, "2.5", &v, e, sizeof e),
+                   MS_PARSE_NOT_WHOLE);
+  ck_assert_int_eq(ms_parse_param(MS_PARAM_TIERS, "0x2", &v, e, sizeof e),
+                   MS_PARSE_NOT_WHOLE);
+  ck_assert_int_eq(ms_parse_param(MS_PARAM_TIMEOUT, "250ms", &v, e, sizeof e),
+                   MS_PARSE_OK);
+  ck_assert_double_eq(v, 0.25);
+  ck_assert_int_eq(ms_parse_param(MS_PARAM_TIMEOUT, "5min", &v, e, sizeof e),
+                   MS_PARSE_NOT_UNIT);
+  ck_assert_msg(strstr(e, "unknown time unit 'min'") != NULL, "%s", e);
+  ck_assert_int_eq(ms_parse_param(MS_PARAM_CAPACITY, "7/s", &v, e, sizeof e),
+                   MS_PARSE_OK);
+  ck_assert_double_eq(v, 7.0);
+  ck_assert_int_eq(
+      ms_parse_param(MS_PARAM_BASE_FAILURE, "lots", &v, e, sizeof e),
+      MS_PARSE_NOT_NUMBER);
+}
+END_TEST
+
+/* Constant rate inputs may be written per second, like every rate. */
+START_TEST(test_constant_rate_inputs) {
+  static const char text[] = SVC ERL "    inputs:\n      offered_rate: 5/s\n"
+                                     "      retry_rate: 0.5\n";
+  ms_service_file f;
+  char err[512] = "";
+  ck_assert_msg(ms_service_file_parse(text, strlen(text), "svc.yaml", &f, err,
+                                      sizeof err) == 0,
+                "%s", err);
+  const ms_source *in = f.services[0].inputs;
+  ck_assert_int_eq(in[MS_INPUT_OFFERED].kind, MS_SOURCE_NUMBER);
+  ck_assert_double_eq(in[MS_INPUT_OFFERED].number, 5.0);
+  ck_assert_double_eq(in[MS_INPUT_RETRY].number, 0.5);
+  ms_service_file_free(&f);
+  /* a pool size is a count, not a rate */
+  static const char pool[] = SVC ERL "    inputs:\n      offered_rate: 5\n"
+                                     "      pool_size: 3/s\n";
+  ck_assert_int_eq(ms_service_file_parse(pool, strlen(pool), "svc.yaml", &f,
+                                         err, sizeof err),
+                   -1);
+  ck_assert_msg(strstr(err, "svc.yaml:10:18: ") == err, "%s", err);
 }
 END_TEST
 
@@ -679,6 +725,7 @@ int main(void) {
   tcase_add_test(tc, test_range_from_model);
   tcase_add_test(tc, test_missing_file);
   tcase_add_test(tc, test_units);
+  tcase_add_test(tc, test_constant_rate_inputs);
   tcase_add_test(tc, test_walk_every_key);
   tcase_add_test(tc, test_walk_errors);
   suite_add_tcase(s, tc);

@@ -388,6 +388,12 @@ class Outputs(unittest.TestCase):
         self.assertEqual([n for n, _ in header_outputs()],
                          [n for n, _ in types_db()])
 
+    def test_man_page_lists_every_output(self):
+        text = read("doc/collectd-metastable.5")
+        values = text[text.index(".SH VALUES"):text.index(".SH NOTIFICATIONS")]
+        for name, _ in header_outputs():
+            self.assertRegex(values, r"\.BR? (.* )?%s\b" % name)
+
     def test_units_are_the_header_units(self):
         want = [("`%s`" % n, u) for n, u in header_outputs()]
         for doc in ("doc/outputs.md", "README.md"):

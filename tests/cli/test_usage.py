@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 
 import clitest
 from clitest import DATA, SPEC, SRCDIR, CliTest
@@ -130,7 +131,87 @@ ERRORS = [
 ]
 
 
+def service_parameters():
+    """(key, unit, whole) of every MS_SCOPE_SERVICE row of MS_PARAMS in
+    model/metastable.h, the one home of the parameters."""
+    with open(os.path.join(SRCDIR, "model", "metastable.h"),
+              encoding="utf-8") as f:
+        text = f.read()
+    body = text[text.index("#define MS_PARAMS(X)"):]
+    body = body[:body.index("/* clang-format on */")].replace("\\\n", " ")
+    rows = re.findall(r'X\(\w+, "(\w+)", "([^"]*)", .*?, ([01]), '
+                      r'(MS_SCOPE_\w+)\)', body)
+    return [(k, u, w == "1") for k, u, w, scope in rows
+            if scope == "MS_SCOPE_SERVICE"]
+
+
+BASES = (
+    ["services:", "  - name: svc", "    model: erlang", "    servers: 3",
+     "    service_time: 100ms", "    timeout: 1s", "    retries: 1",
+     "    inputs:", "      offered_rate: 5"],
+    ["services:", "  - name: svc", "    model: capacity", "    capacity: 9",
+     "    retries: 1", "    inputs:", "      offered_rate: 5"],
+)
+
+
+def section(text, start, end):
+    """The part of text from the line start to the line end."""
+    i = text.index(start)
+    return text[i:text.index(end, i)]
+
+
 class Usage(CliTest):
+    def test_every_parameter_is_wired(self):
+        """Each parameter row of the model's table is a model option in
+        --help and metastable(1), a key the service file loader reads and
+        ranges by the table, and a key of collectd-metastable(5) and
+        doc/configuration.md."""
+        params = service_parameters()
+        self.assertGreaterEqual(len(params), 10)
+        help_text = self.ok("solve", "--help").out
+        # each model option's range, as --help prints it from the table
+        ranges = {}
+        joined = re.sub(r"\n {27}", " ", help_text)
+        for m in re.finditer(r"^  (--[\w-]+) \S+ +.*?, ((?:in |> |>= ).*)$",
+                             joined, re.M):
+            ranges[m.group(1)] = m.group(2)
+        def doc(rel):
+            with open(os.path.join(SRCDIR, rel), encoding="utf-8") as f:
+                return f.read()
+        man1 = section(doc("doc/metastable.1"), ".SH MODEL OPTIONS",
+                       ".SH TRACES")
+        man5 = section(doc("doc/collectd-metastable.5"), "Keys of a service",
+                       ".SH VALUES")
+        config = doc("doc/configuration.md")
+        for key, unit, whole in params:
+            with self.subTest(key=key):
+                option = "--" + key.replace("_", "-")
+                self.assertIn("  %s " % option, help_text)
+                self.assertIn(option.replace("-", "\\-"), man1)
+                self.assertRegex(man5, r"\.BR? (.* )?%s\b" % key)
+                # the key's row in the table of keys, with the same range
+                row = re.search(r"^\| `%s` \| [^|]+ \| [^|]+ \| ([^|]+) \|"
+                                % key, config, re.M)
+                self.assertIsNotNone(row, "no row for %s" % key)
+                self.assertEqual(row.group(1).strip(), ranges.get(option))
+                # a value above every range: the loader reads the key and
+                # reports the table's range for it, in one model or the other
+                said = []
+                for base in BASES:
+                    lines = [l for l in base
+                             if l.split(":")[0].strip() not in
+                             (key, "service_time" if key == "service_rate"
+                              else key)] + ["    %s: 1e305" % key]
+                    with tempfile.TemporaryDirectory() as d:
+                        path = os.path.join(d, "p.yaml")
+                        with open(path, "w") as f:
+                            f.write("\n".join(lines) + "\n")
+                        said.append(clitest.run("solve", "--spec", path,
+                                                "--load", "1").err)
+                self.assertTrue(any("%s = 1e+305" % key in e and
+                                    "(key '%s')" % key in e for e in said),
+                                said)
+
     def test_errors(self):
         for args, code, text in ERRORS:
             with self.subTest(args=args):
