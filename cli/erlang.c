@@ -11,6 +11,8 @@
 #include "common.h"
 #include "json.h"
 
+/* The --help text; the %s are the model's ranges (MS_PARAMS) of --servers,
+ * --service-rate, --service-time and --timeout. */
 static const char help[] =
     "Usage: metastable erlang --servers N --offered A\n"
     "                         [--service-rate MU | --service-time S "
@@ -23,14 +25,15 @@ static const char help[] =
     "the\n"
     "probability that an arrival waits longer than T.\n"
     "\n"
-    "  --servers N         servers c, 1..10000000\n"
+    "  --servers N         servers c, %s\n"
     "  --offered A         offered traffic in erlangs (arrival rate / "
     "service\n"
     "                      rate of one server), 0 < A < N\n"
-    "  --service-rate MU   service rate of one server, 1/s, > 0\n"
-    "  --service-time S    or its mean service time 1/MU, > 0 (100ms "
-    "works)\n"
-    "  --timeout T         client timeout, s, >= 0\n"
+    "  --service-rate MU   service rate of one server, 1/s,\n"
+    "                      %s\n"
+    "  --service-time S    or its mean service time 1/MU (100ms works),\n"
+    "                      %s\n"
+    "  --timeout T         client timeout, s, %s\n"
     "  --format text|json  JSON keys: erlang_b, erlang_c, ln_erlang_b,\n"
     "                      ln_erlang_c, and wait_tail, ln_wait_tail; every\n"
     "                      number to full double precision\n";
@@ -205,8 +208,14 @@ static int run(erlang_args *a, int argc, char **argv) {
   int r = parse_options(a, argc, argv);
   if (r != 0)
     return r;
-  if (a->help)
-    return ms_cli_help(help);
+  if (a->help) {
+    char c[96], mu[96], t[96], to[96];
+    printf(help, ms_param_range(MS_PARAM_SERVERS, c, sizeof c),
+           ms_param_range(MS_PARAM_SERVICE_RATE, mu, sizeof mu),
+           ms_param_range(MS_PARAM_SERVICE_TIME, t, sizeof t),
+           ms_param_range(MS_PARAM_TIMEOUT, to, sizeof to));
+    return ms_cli_finish_output(MS_EXIT_OK);
+  }
   if ((r = check_args(a)) != 0)
     return r;
 

@@ -17,6 +17,7 @@
 #include "common.h"
 #include "exact.h"
 
+/* The --help text; the %s is the model's range (MS_PARAMS) of --retries. */
 static const char help[] =
     "Usage: metastable lab --load L --base-failure P --retries R "
     "[--capacity C]\n"
@@ -33,7 +34,7 @@ static const char help[] =
     "\n"
     "  --load L          offered load, requests/s, > 0\n"
     "  --base-failure P  failure probability below capacity, [0, 1)\n"
-    "  --retries R       retries per request, 0..100\n"
+    "  --retries R       retries per request, %s\n"
     "  --capacity C      capacity, requests/s, > 0 (default 1: loads in "
     "units\n"
     "                    of capacity)\n"
@@ -256,6 +257,16 @@ typedef struct {
   bool help; /* --help: print it and do nothing else */
 } lab_args;
 
+/* A whole-number model parameter into a long, by the model's rule. */
+static int take_whole(const char *opt, const char *arg, ms_param id,
+                      long *out) {
+  double v;
+  int r = ms_cli_param(opt, arg, id, &v);
+  if (r == 0)
+    *out = (long)v;
+  return r;
+}
+
 /* One option of the command (ms_cli_take). */
 static int take_option(void *args, int c, const char *arg) {
   lab_args *a = args;
@@ -277,10 +288,10 @@ static int take_option(void *args, int c, const char *arg) {
     a->token = arg;
     break;
   case OPT_RETRIES:
-    r = ms_cli_long("--retries", arg, 0, MS_MAX_RETRIES, &a->retries);
+    r = take_whole("--retries", arg, MS_PARAM_RETRIES, &a->retries);
     break;
   case OPT_TIERS:
-    r = ms_cli_long("--tiers", arg, 1, MS_MAX_TIERS, &a->tiers);
+    r = take_whole("--tiers", arg, MS_PARAM_TIERS, &a->tiers);
     break;
   case OPT_ITERATIONS:
     r = ms_cli_long("--iterations", arg, 1, 1000, &a->iterations);
@@ -543,8 +554,11 @@ static int run(ms_exact_capacity *e, int argc, char **argv) {
   int r = parse_options(&a, argc, argv);
   if (r != 0)
     return r;
-  if (a.help)
-    return ms_cli_help(help);
+  if (a.help) {
+    char range[96];
+    printf(help, ms_param_range(MS_PARAM_RETRIES, range, sizeof range));
+    return ms_cli_finish_output(MS_EXIT_OK);
+  }
   if ((r = read_exact(e, &a)) != 0)
     return r;
   print_setting(e);
