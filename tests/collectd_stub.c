@@ -104,30 +104,31 @@ static int complain_due(c_complain_t *c) {
   return 1;
 }
 
+/* Format and log one complaint or release. */
+static void vcomplain(int level, const char *format, va_list ap) {
+  char msg[512];
+  vsnprintf(msg, sizeof msg, format, ap);
+  plugin_log(level, "%s", msg);
+}
+
 void c_complain(int level, c_complain_t *c, const char *format, ...) {
   if (!complain_due(c))
     return;
   c->complained_once = false;
-  char msg[512];
   va_list ap;
   va_start(ap, format);
-  vsnprintf(msg, sizeof msg, format, ap);
+  vcomplain(level, format, ap);
   va_end(ap);
-  plugin_log(level, "%s", msg);
 }
 
 void c_complain_once(int level, c_complain_t *c, const char *format, ...) {
-  if (c->complained_once)
-    return;
-  if (!complain_due(c))
+  if (c->complained_once || !complain_due(c))
     return;
   c->complained_once = true;
-  char msg[512];
   va_list ap;
   va_start(ap, format);
-  vsnprintf(msg, sizeof msg, format, ap);
+  vcomplain(level, format, ap);
   va_end(ap);
-  plugin_log(level, "%s", msg);
 }
 
 void c_do_release(int level, c_complain_t *c, const char *format, ...) {
@@ -135,12 +136,10 @@ void c_do_release(int level, c_complain_t *c, const char *format, ...) {
     return;
   c->interval = 0;
   c->complained_once = false;
-  char msg[512];
   va_list ap;
   va_start(ap, format);
-  vsnprintf(msg, sizeof msg, format, ap);
+  vcomplain(level, format, ap);
   va_end(ap);
-  plugin_log(level, "%s", msg);
 }
 
 /* ---- registration ---------------------------------------------------------
