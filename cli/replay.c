@@ -31,8 +31,9 @@ static const char help[] =
     "\n"
     "TRACE.csv ('-' for stdin) has a header row: 'time' (RFC 3339 such as\n"
     "2024-05-01T12:00:00Z, or Unix seconds), then any of arrival_rate,\n"
-    "offered_rate, retry_rate, error_rate, pool_size; one row per interval,\n"
-    "times increasing.  An empty cell is an input without a value that\n"
+    "offered_rate, retry_rate, error_rate, pool_size, queue_length; one row\n"
+    "per interval, times increasing (a row's rates cover the time since the\n"
+    "row before).  An empty cell is an input without a value that\n"
     "interval (the row then has no verdict, like the plugin's warning).\n"
     "The service's inputs come from the columns named like them; inputs the\n"
     "service file sets to a number keep that number.\n"
@@ -227,7 +228,14 @@ static int write_verdicts(const ms_service_spec *spec, const char *name,
   size_t no_verdict = 0, notes[5] = {0};
   ms_step st;
   for (size_t i = 0; i < n_rows; i++) {
-    ms_tracker_step(&tracker, spec, &rows[i].in, &st);
+    /* the rates of a row cover the time since the row before (the first
+     * row: the time to the next one), as the plugin's cover its interval */
+    ms_inputs in = rows[i].in;
+    if (i > 0)
+      in.interval = rows[i].unix_time - rows[i - 1].unix_time;
+    else if (n_rows > 1)
+      in.interval = rows[1].unix_time - rows[0].unix_time;
+    ms_tracker_step(&tracker, spec, &in, &st);
     char msg[256];
     if (st.ok && ms_report_finite(&st.report, msg, sizeof msg) != 0) {
       ms_cli_progress_end(&prog);
@@ -300,7 +308,7 @@ static int take_prometheus(replay_args *a, const char *arg) {
   if (id < 0 || eq[1] == '\0')
     return ms_cli_usage("--prometheus-json: '%s' must be INPUT=FILE "
                         "with INPUT one of arrival_rate, offered_rate, "
-                        "retry_rate, error_rate, pool_size",
+                        "retry_rate, error_rate, pool_size, queue_length",
                         arg);
   if (a->prom[id])
     return ms_cli_usage("--prometheus-json: %s given twice",

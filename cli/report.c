@@ -41,6 +41,7 @@ void ms_report_csv(FILE *f, const ms_report *r) {
       break;
     case MS_OUTPUT_NUMBER:
     case MS_OUTPUT_OBSERVED:
+    case MS_OUTPUT_OPTIONAL:
       fputs(ms_cli_fmt_double(buf, v), f);
       break;
     }
@@ -66,6 +67,7 @@ void ms_report_json(ms_json *j, const ms_report *r, bool count_only) {
       break;
     case MS_OUTPUT_NUMBER:
     case MS_OUTPUT_OBSERVED:
+    case MS_OUTPUT_OPTIONAL:
       ms_json_number(j, o->name, v);
       break;
     }

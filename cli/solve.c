@@ -16,6 +16,8 @@
 static const char help[] =
     "Usage: metastable solve [MODEL OPTIONS] --load L [--observed-load X]\n"
     "                        [--observed-failure P] [--previous STATE]\n"
+    "                        [--previous-storm 0|1] [--interval S]\n"
+    "                        [--queue-length Q]\n"
     "                        [--format text|json]\n"
     "\n"
     "Every equilibrium of the retry loop x = L * A(p(x)) at offered load L,\n"
@@ -29,6 +31,12 @@ static const char help[] =
     "  --previous STATE      last state (stable, vulnerable, metastable,\n"
     "                        overloaded): decides the basin when nothing is\n"
     "                        observed; default healthy (cold start)\n"
+    "  --previous-storm 0|1  last storm flag (default: 1 for metastable and\n"
+    "                        overloaded): a storm goes on while observed\n"
+    "                        failures exceed the healthy level\n"
+    "  --interval S          seconds the observed rates cover (noise of the\n"
+    "                        counts; default 1 s)\n"
+    "  --queue-length Q      requests waiting: gives the drain time\n"
     "  --format text|json    text (default) or one JSON object with the "
     "keys\n"
     "                        the plugin dispatches and an \"equilibria\" "
@@ -40,6 +48,9 @@ enum {
   OPT_OBSERVED_LOAD,
   OPT_OBSERVED_FAILURE,
   OPT_PREVIOUS,
+  OPT_PREVIOUS_STORM,
+  OPT_INTERVAL,
+  OPT_QUEUE_LENGTH,
   OPT_FORMAT,
 };
 
@@ -49,6 +60,9 @@ static const struct option options[] = {
     {"observed-load", required_argument, NULL, OPT_OBSERVED_LOAD},
     {"observed-failure", required_argument, NULL, OPT_OBSERVED_FAILURE},
     {"previous", required_argument, NULL, OPT_PREVIOUS},
+    {"previous-storm", required_argument, NULL, OPT_PREVIOUS_STORM},
+    {"interval", required_argument, NULL, OPT_INTERVAL},
+    {"queue-length", required_argument, NULL, OPT_QUEUE_LENGTH},
     {"format", required_argument, NULL, OPT_FORMAT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -73,7 +87,7 @@ static const char *state_story(const ms_report *r) {
 }
 
 static void write_text(const ms_cli_model *m, const ms_landscape *ls,
-                       const ms_report *r) {
+                       const ms_report *r, bool has_queue) {
   printf("service        %s%s%s\n", m->name[0] ? m->name : "",
          m->name[0] ? ": " : "", m->summary);
   printf("offered load   %.6g req/s\n\n", r->offered_load);
@@ -109,7 +123,22 @@ static void write_text(const ms_cli_model *m, const ms_landscape *ls,
   printf("headroom       %.6g req/s, %.3g %% of the tipping load\n",
          r->tipping_distance, 100 * r->tipping_headroom);
   printf("state          %s: %s\n", ms_state_name(r->state), state_story(r));
-  printf("storm          %s\n", r->storm ? "yes" : "no");
+  const char *why = "";
+  if (r->state == MS_STATE_OVERLOADED && !r->storm)
+    why = " (above the tipping load, nothing failing yet: the next trigger "
+          "latches)";
+  else if (r->recovering)
+    why = " (the collapsed equilibrium is gone, attempts still fail)";
+  printf("storm          %s%s\n", r->storm ? "yes" : "no", why);
+  if (r->storm && r->shed_load > 0)
+    printf("shed load      %.6g req/s to end the storm\n", r->shed_load);
+  else if (r->storm)
+    printf("shed load      0 req/s: the storm ends as the backlog drains\n");
+  if (r->has_drain_time)
+    printf("drain time     %.6g s to serve the queue at this load\n",
+           r->drain_time);
+  else if (has_queue)
+    printf("drain time     never: the queue grows at this load\n");
   /* the root is accurate to a few ulps: do not show -1e-13 attempts/s
    * of self-inflicted load to a person */
   double self = r->self_inflicted_load;
@@ -149,9 +178,9 @@ static void write_json(const ms_cli_model *m, const ms_report *r) {
 
 /* What the command line asks for, besides the model. */
 typedef struct {
-  double load, observed_load, observed_failure;
-  bool has_observed_load, has_observed_failure, has_previous;
-  int previous;
+  double load, observed_load, observed_failure, interval, queue;
+  bool has_observed_load, has_observed_failure, has_previous, has_queue;
+  int previous, previous_storm; /* previous_storm -1: from the state */
   ms_format format;
   bool help; /* --help: print it and do nothing else */
 } solve_args;
@@ -160,6 +189,7 @@ typedef struct {
 static int take_option(void *args, int c, const char *arg) {
   static const char *const states[] = {"stable", "vulnerable", "metastable",
                                        "overloaded", NULL};
+  static const char *const flags[] = {"0", "1", NULL};
   static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
   solve_args *a = args;
   switch (c) {
@@ -176,6 +206,14 @@ static int take_option(void *args, int c, const char *arg) {
   case OPT_PREVIOUS:
     a->has_previous = true;
     return ms_cli_choice("--previous", arg, states, &a->previous);
+  case OPT_PREVIOUS_STORM:
+    return ms_cli_choice("--previous-storm", arg, flags, &a->previous_storm);
+  case OPT_INTERVAL:
+    return ms_cli_param("--interval", arg, MS_PARAM_INTERVAL, &a->interval);
+  case OPT_QUEUE_LENGTH:
+    a->has_queue = true;
+    return ms_cli_param("--queue-length", arg, MS_PARAM_QUEUE_LENGTH,
+                        &a->queue);
   case OPT_FORMAT:
     return ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
                          &a->format);
@@ -185,13 +223,15 @@ static int take_option(void *args, int c, const char *arg) {
 }
 
 static int run(ms_cli_model *m, int argc, char **argv) {
-  solve_args a = {.load = NAN, .format = MS_FORMAT_TEXT};
+  solve_args a = {.load = NAN, .previous_storm = -1, .format = MS_FORMAT_TEXT};
   int r = ms_cli_parse(argc, argv, options, m, take_option, &a, &a.help, NULL);
   if (r != 0)
     return r;
   if (a.help)
     return ms_cli_help_model(help);
   double load = a.load;
+  if (a.previous_storm >= 0 && !a.has_previous)
+    return ms_cli_usage("--previous-storm needs --previous STATE");
   if (isnan(load))
     return ms_cli_usage("give the offered load with --load L (requests/s)");
   if ((r = ms_cli_model_resolve(m, true)) != 0)
@@ -209,6 +249,12 @@ static int run(ms_cli_model *m, int argc, char **argv) {
       .observed_failure = a.observed_failure,
       .has_previous = a.has_previous,
       .previous = (ms_state)a.previous,
+      .previous_storm = a.previous_storm >= 0
+                            ? a.previous_storm == 1
+                            : ms_state_storm((ms_state)a.previous) != 0,
+      .interval = a.interval,
+      .has_queue_length = a.has_queue,
+      .queue_length = a.queue,
   };
   ms_report rep;
   if (ms_analyze(&ls, &obs, &rep, &err) != MS_OK)
@@ -222,7 +268,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   if (a.format == MS_FORMAT_JSON)
     write_json(m, &rep);
   else
-    write_text(m, &ls, &rep);
+    write_text(m, &ls, &rep, a.has_queue);
   return ms_cli_finish_output(MS_EXIT_OK);
 }
 

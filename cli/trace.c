@@ -239,10 +239,11 @@ int ms_trace_open(ms_trace *t, FILE *f, const char *name, char *err,
       if (strcmp(h, ms_input_name((ms_input_id)i)) == 0)
         slot = &t->input_col[i];
     if (slot == NULL)
-      return fail(err, errlen, name, t->line, cells[k].column,
-                  "unknown column '%s' (known: time, arrival_rate, "
-                  "offered_rate, retry_rate, error_rate, pool_size)",
-                  h);
+      return fail(
+          err, errlen, name, t->line, cells[k].column,
+          "unknown column '%s' (known: time, arrival_rate, "
+          "offered_rate, retry_rate, error_rate, pool_size, queue_length)",
+          h);
     if (*slot >= 0)
       return fail(err, errlen, name, t->line, cells[k].column,
                   "column '%s' given twice", h);

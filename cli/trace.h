@@ -12,6 +12,7 @@
  *   retry_rate     retries/s
  *   error_rate     failed attempts/s
  *   pool_size      live servers
+ *   queue_length   requests waiting for a server
  *
  * `time` is required, the rest are optional and in any order; one row per
  * interval, times strictly increasing.  An empty cell means the input had

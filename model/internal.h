@@ -31,6 +31,11 @@ static inline bool ms_param_ok(ms_param id, double v) {
 /* The offsets in ms_report of the outputs of kind MS_OUTPUT_NUMBER (the
  * computed doubles, which ms_analyze checks are finite), and their count
  * (outputs.c). */
+/* The storm flag, recovering, shed_load, drain_time and reporting of a
+ * report whose state and equilibria ms_analyze has set (model/verdict.c,
+ * doc/design.md §1.7). */
+void ms_verdict(const ms_landscape *ls, const ms_observation *o, ms_report *r);
+
 extern const size_t ms_number_output_offsets[];
 extern const int ms_number_outputs;
 

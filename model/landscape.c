@@ -552,6 +552,10 @@ static int check_observation(const ms_observation *o, ms_error *err) {
     st = MS_PARAM_CHECK(MS_PARAM_OBSERVED_ATTEMPTS, o->observed_attempts, err);
   if (st == MS_OK && o->has_observed_failure)
     st = MS_PARAM_CHECK(MS_PARAM_OBSERVED_FAILURE, o->observed_failure, err);
+  if (st == MS_OK)
+    st = MS_PARAM_CHECK(MS_PARAM_INTERVAL, o->interval, err);
+  if (st == MS_OK && o->has_queue_length)
+    st = MS_PARAM_CHECK(MS_PARAM_QUEUE_LENGTH, o->queue_length, err);
   if (st != MS_OK)
     return st;
   if (o->has_previous &&
@@ -618,11 +622,11 @@ int ms_analyze(const ms_landscape *ls, const ms_observation *obs,
   r.recovery_load = ls->recovery_load;
   r.tipping_distance = ls->tipping_load - lambda;
   r.tipping_headroom = (ls->tipping_load - lambda) / ls->tipping_load;
-  r.storm = ms_state_storm(r.state);
   r.has_observed_effective_load = obs->has_observed_attempts;
   r.observed_effective_load = obs->observed_attempts;
   r.has_observed_failure_ratio = obs->has_observed_failure;
   r.observed_failure_ratio = obs->observed_failure;
+  ms_verdict(ls, obs, &r);
   /* the computed outputs; the others are counts, codes and the checked
    * observations */
   for (int i = 0; i < ms_number_outputs; i++) {

@@ -233,7 +233,8 @@ enum {
  *             of the command line (tests/cli/test_usage.py holds both, and
  *             the documents, to the table); MS_SCOPE_INTERVAL: a value of
  *             ms_observation (the command takes it as solve --load,
- *             --observed-load, --observed-failure)
+ *             --observed-load, --observed-failure, --interval,
+ *             --queue-length)
  * service_time is 1 / service_rate, so its range is the reciprocal one.
  * Every check of these parameters, in the model, the service file loader
  * and the command line, is ms_param_check over this table.
@@ -265,7 +266,11 @@ enum {
   X(OBSERVED_ATTEMPTS, "observed_attempts", "attempts/s", 0.0, MS_MAX_RATE,   \
     MS_BOUND_CLOSED | MS_BOUND_LIMIT, 0, MS_SCOPE_INTERVAL)                   \
   X(OBSERVED_FAILURE, "observed_failure", "", 0.0, 1.0,                       \
-    MS_BOUND_CLOSED, 0, MS_SCOPE_INTERVAL)
+    MS_BOUND_CLOSED, 0, MS_SCOPE_INTERVAL)                                    \
+  X(INTERVAL, "interval", "s", 0.0, MS_MAX_DURATION,                          \
+    MS_BOUND_CLOSED | MS_BOUND_LIMIT, 0, MS_SCOPE_INTERVAL)                   \
+  X(QUEUE_LENGTH, "queue_length", "", 0.0, MS_MAX_RATE,                       \
+    MS_BOUND_CLOSED | MS_BOUND_LIMIT, 0, MS_SCOPE_INTERVAL)
 /* clang-format on */
 
 typedef enum {
@@ -451,6 +456,11 @@ typedef struct {
   double observed_failure;    /* failed attempts / attempts, [0, 1] */
   bool has_previous;          /* a state from the previous interval */
   ms_state previous;          /* that state */
+  bool previous_storm;        /* that interval's storm flag (has_previous) */
+  double interval;            /* s the observed rates were measured over,
+                                 finite, >= 0; 0: unknown, taken as 1 s */
+  bool has_queue_length;      /* the backlog is known */
+  double queue_length;        /* requests waiting for a server, >= 0 */
 } ms_observation;
 
 /*
@@ -466,18 +476,20 @@ typedef struct {
  *             command's CSV and JSON (Prometheus: collectd_metastable_<name>)
  *     kind    an ms_output_kind
  *     unit    for people: "req/s", "attempts/s", "attempts per request",
- *             "probability", "ratio", "count", "code", "0 or 1"; the unit
+ *             "probability", "ratio", "count", "code", "0 or 1", "s"; the unit
  *             column of the documents' tables (tests/cli/test_docs.py)
  *     ds_min, ds_max  the range of its types.db data source ("U": none)
  *     meaning one line for people
  */
 typedef enum {
-  MS_OUTPUT_NUMBER,  /* a finite double */
-  MS_OUTPUT_COUNT,   /* a whole number (an int member) */
-  MS_OUTPUT_STATE,   /* an ms_state code, written by name by the command */
-  MS_OUTPUT_FLAG,    /* 0 or 1 (an int member) */
-  MS_OUTPUT_OBSERVED /* a finite double, present only when observed:
-                        ms_report.has_<name> */
+  MS_OUTPUT_NUMBER,   /* a finite double */
+  MS_OUTPUT_COUNT,    /* a whole number (an int member) */
+  MS_OUTPUT_STATE,    /* an ms_state code, written by name by the command */
+  MS_OUTPUT_FLAG,     /* 0 or 1 (an int member) */
+  MS_OUTPUT_OBSERVED, /* a finite double, present only when observed:
+                         ms_report.has_<name> */
+  MS_OUTPUT_OPTIONAL  /* a finite double computed from an optional input,
+                         present only when ms_report.has_<name> */
 } ms_output_kind;
 
 /* clang-format off */
@@ -520,13 +532,25 @@ typedef enum {
     "0 stable, 1 vulnerable, 2 metastable, 3 overloaded")                     \
   X(STORM, storm, MS_OUTPUT_FLAG,                                             \
     "0 or 1", "0", "1",                                                       \
-    "1 in the metastable and overloaded states, else 0")                      \
+    "1 while a retry storm is observed (the model's states 2, 3 if unobserved)")                      \
   X(OBSERVED_EFFECTIVE_LOAD, observed_effective_load, MS_OUTPUT_OBSERVED,     \
     "attempts/s", "0", "U",                                                   \
     "attempts per second observed reaching the service")                      \
   X(OBSERVED_FAILURE_RATIO, observed_failure_ratio, MS_OUTPUT_OBSERVED,       \
     "ratio", "0", "1",                                                        \
-    "failed attempts / attempts, as observed")
+    "failed attempts / attempts, as observed")                                \
+  X(SHED_LOAD, shed_load, MS_OUTPUT_NUMBER,                                   \
+    "req/s", "0", "U",                                                        \
+    "in a storm, the offered load to shed for it to end; else 0")             \
+  X(RECOVERING, recovering, MS_OUTPUT_FLAG,                                   \
+    "0 or 1", "0", "1",                                                       \
+    "1 in a storm the model says is over while attempts still fail")          \
+  X(DRAIN_TIME, drain_time, MS_OUTPUT_OPTIONAL,                               \
+    "s", "0", "U",                                                            \
+    "seconds to serve the observed queue at this offered load")               \
+  X(REPORTING, reporting, MS_OUTPUT_FLAG,                                     \
+    "0 or 1", "0", "1",                                                       \
+    "1 for a report; 0, alone, when this interval's inputs gave none")
 /* clang-format on */
 
 typedef enum {
@@ -568,6 +592,11 @@ typedef struct {
   double observed_effective_load;   /* attempts/s, as observed */
   bool has_observed_failure_ratio;  /* the observation was given */
   double observed_failure_ratio;    /* failed / attempts, as observed */
+  double shed_load;                 /* req/s to shed in a storm, else 0 */
+  int recovering;                   /* 0 or 1: storm in state 0 or 1 */
+  bool has_drain_time;              /* queue given and it drains */
+  double drain_time;                /* s to serve the queue at lambda */
+  int reporting;                    /* 1 (the plugin sends 0 alone) */
   bool collapsed_basin;             /* the operating point is the high branch */
   bool certified;                   /* capacity model: effective_load is the
                                        midpoint of an exact enclosure
@@ -586,6 +615,31 @@ typedef struct {
  */
 bool ms_report_output(const ms_report *r, ms_output id, double *v);
 
+/* The z of the noise bound that decides whether an observed rate exceeds
+ * the model's healthy level (doc/design.md §1.7): obs > ref + z sqrt(ref/T)
+ * + z^2/T over an interval of T seconds. */
+#define MS_EVIDENCE_Z 3.0
+
+/*
+ * ms_drain_time: seconds until a backlog of `queue` waiting requests is
+ * served at offered load lambda (doc/design.md §1.7), fluid approximation.
+ * While the backlog holds more than the timeout horizon x_cap T (erlang;
+ * none for the capacity model), every attempt that joins it waits longer
+ * than T and fails, so each request brings A(1) attempts; below the
+ * horizon attempts fail with the base failure only, A(base):
+ *   t = (queue - x_cap T)^+ / (x_cap - lambda A(1))
+ *       + min(queue, x_cap T) / (x_cap - lambda A(base))
+ *   s       valid service parameters
+ *   lambda  offered load, req/s, finite, >= 0
+ *   queue   requests waiting, finite, >= 0
+ *   t       out: seconds, finite and >= 0; +infinity when the backlog does
+ *           not drain at this load (a denominator above is <= 0 for a
+ *           phase the backlog is in)
+ * Errors: MS_EINVAL for invalid parameters or arguments.
+ */
+int ms_drain_time(const ms_service_params *s, double lambda, double queue,
+                  double *t, ms_error *err);
+
 /*
  * ms_analyze: the state and every reported value of one service.
  *   ls   landscape of the service
@@ -602,6 +656,9 @@ bool ms_report_output(const ms_report *r, ms_output id, double *v);
  * where the map's slope nears 1 (measured against the certified root over
  * 100,000 loads).  ms_report_certify (exact.h) certifies it by an exact
  * enclosure where an allocation is affordable (the command line).
+ * The storm flag, recovering and shed_load follow doc/design.md §1.7: from
+ * the observations and the previous storm flag when there are
+ * observations, from the state alone when there are none.
  * Errors: MS_EINVAL, MS_ENOCONV.
  */
 int ms_analyze(const ms_landscape *ls, const ms_observation *obs,

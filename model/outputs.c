@@ -32,6 +32,7 @@ int ms_output_find(const char *name) {
 #define PRESENT_MS_OUTPUT_STATE(r, name) true
 #define PRESENT_MS_OUTPUT_FLAG(r, name) true
 #define PRESENT_MS_OUTPUT_OBSERVED(r, name) (r)->has_##name
+#define PRESENT_MS_OUTPUT_OPTIONAL(r, name) (r)->has_##name
 
 bool ms_report_output(const ms_report *r, ms_output id, double *v) {
   switch (id) {
@@ -55,6 +56,7 @@ bool ms_report_output(const ms_report *r, ms_output id, double *v) {
 #define OFFSET_MS_OUTPUT_STATE(name)
 #define OFFSET_MS_OUTPUT_FLAG(name)
 #define OFFSET_MS_OUTPUT_OBSERVED(name)
+#define OFFSET_MS_OUTPUT_OPTIONAL(name)
 #define MS_OUT_OFFSET(ID, name, kind, unit, ds_min, ds_max, meaning)           \
   OFFSET_##kind(name)
 

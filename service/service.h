@@ -34,6 +34,7 @@ typedef enum {
   MS_INPUT_RETRY,       /* retry_rate: retries/s */
   MS_INPUT_ERROR,       /* error_rate: failed attempts/s */
   MS_INPUT_POOL,        /* pool_size: live servers (erlang model) */
+  MS_INPUT_QUEUE,       /* queue_length: requests waiting for a server */
   MS_INPUT_COUNT
 } ms_input_id;
 
@@ -117,6 +118,8 @@ const ms_service_spec *ms_service_file_find(const ms_service_file *f,
 typedef struct {
   bool has[MS_INPUT_COUNT];
   double value[MS_INPUT_COUNT];
+  double interval; /* s the rates were measured over (the plugin's
+                      interval, a trace's time step); 0: unknown */
 } ms_inputs;
 
 /* What was inferred from the inputs (doc/design.md §1.5). */
@@ -127,6 +130,8 @@ typedef struct {
   double observed_attempts; /* attempts/s */
   bool has_observed_failure;
   double observed_failure; /* failed attempts / attempts */
+  bool has_queue_length;
+  double queue_length; /* requests waiting */
 } ms_inference;
 
 /*
@@ -164,7 +169,11 @@ typedef struct {
   ms_landscape landscape; /* rebuilt only when parameters change */
   bool has_state;
   ms_state state;
+  bool storm;                     /* the previous interval's storm flag */
   bool storm_announced;           /* a FAILURE went out and no OKAY yet */
+  bool latch_warned;              /* the above-the-tipping-load WARNING went
+                                     out and has not re-armed */
+  int latch_streak;               /* intervals under the tipping load since */
   int calm_streak;                /* intervals without a storm since */
   bool headroom_warned;           /* a WARNING went out and has not re-armed */
   int roomy_streak;               /* intervals with enough headroom since */
@@ -188,14 +197,17 @@ void ms_tracker_init(ms_tracker *t);
 /*
  * ms_tracker_step: one interval of one service.  Infers, rebuilds the
  * landscape if the parameters changed (pool size), analyzes with the
- * previous state as hysteresis, updates the state, and lists the
- * notifications to send: FAILURE when a storm starts (including a cold
- * start inside one), OKAY when no storm has been seen for clear_after
- * consecutive intervals, WARNING when the tipping headroom falls below
- * headroom_warning (not when a FAILURE goes out at the same time; armed
- * again after clear_after intervals above it).  Once per change, so a
- * flapping storm flag pages once.  When the inputs are unusable the step
+ * previous state and storm flag (doc/design.md §1.7), updates them, and
+ * lists the notifications to send (doc/design.md §7): FAILURE when the
+ * storm flag turns 1 (including a cold start inside a storm), OKAY when it
+ * has been 0 for clear_after consecutive intervals; WARNING once when the
+ * offered load is above the tipping load with nothing failing yet ("the
+ * next trigger latches"), and once when the tipping headroom falls below
+ * headroom_warning (neither in an interval whose other notification says
+ * more; each armed again after clear_after intervals without its cause).
+ * A flapping storm flag pages once.  When the inputs are unusable the step
  * reports !ok and the state and counts are left as they were.
+ *   in->interval  seconds the input rates cover (the noise bound of §1.7)
  */
 void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
                      const ms_inputs *in, ms_step *out);

@@ -15,7 +15,8 @@
 #include "yamldoc.h"
 
 static const char *const input_names[MS_INPUT_COUNT] = {
-    "arrival_rate", "offered_rate", "retry_rate", "error_rate", "pool_size"};
+    "arrival_rate", "offered_rate", "retry_rate",
+    "error_rate",   "pool_size",    "queue_length"};
 
 const char *ms_input_name(ms_input_id id) {
   return (unsigned)id < MS_INPUT_COUNT ? input_names[id] : NULL;
@@ -89,9 +90,10 @@ static int get_source(ms_yaml_loader *ld, const yaml_node_t *v, ms_input_id id,
   out->column = (int)v->start_mark.column + 1;
   double x;
   char why[200];
-  /* a rate may be written per second ("5/s"); a pool size is a count */
+  /* a rate may be written per second ("5/s"); pool and queue are counts */
+  bool count = id == MS_INPUT_POOL || id == MS_INPUT_QUEUE;
   if (ms_parse_number(s, &x) == 0 ||
-      (id != MS_INPUT_POOL && ms_parse_rate(s, &x, why, sizeof why) == 0)) {
+      (!count && ms_parse_rate(s, &x, why, sizeof why) == 0)) {
     if (x < 0)
       return ms_yaml_fail(ld, v, "%s = %s must be >= 0 (key 'inputs.%s')", key,
                           s, key);

@@ -96,6 +96,10 @@ int ms_infer(const ms_service_spec *spec, const ms_inputs *in,
     r.has_observed_attempts = true;
     r.observed_attempts = v[MS_INPUT_OFFERED] + v[MS_INPUT_RETRY];
   }
+  if (have[MS_INPUT_QUEUE]) {
+    r.has_queue_length = true;
+    r.queue_length = v[MS_INPUT_QUEUE];
+  }
   /* offered load */
   if (have[MS_INPUT_OFFERED]) {
     r.offered_load = v[MS_INPUT_OFFERED];
@@ -155,6 +159,102 @@ static void note(ms_step *out, ms_note_severity sev, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* The observations behind a storm verdict, for the notification texts:
+ * "72.4% of attempts failing", "31.2 attempts/s observed", or "model
+ * only" for a service without observation inputs. */
+static void evidence(const ms_report *r, char *buf, size_t len) {
+  if (r->has_observed_failure_ratio)
+    snprintf(buf, len, "%.3g%% of attempts failing",
+             100 * r->observed_failure_ratio);
+  else if (r->has_observed_effective_load)
+    snprintf(buf, len, "%.5g attempts/s observed", r->observed_effective_load);
+  else
+    snprintf(buf, len, "model only");
+}
+
+/* FAILURE when a storm starts, OKAY once it has been over for clear_after
+ * intervals.  Returns whether a FAILURE went out. */
+static bool storm_notes(ms_tracker *t, const ms_report *r, int clear_after,
+                        ms_step *out) {
+  char ev[64];
+  evidence(r, ev, sizeof ev);
+  if (r->storm) {
+    t->calm_streak = 0;
+    if (t->storm_announced)
+      return false;
+    note(out, MS_NOTE_FAILURE,
+         "retry storm (%s, %s): offered %.5g req/s, effective %.5g "
+         "attempts/s, %.5g self-inflicted; shed %.5g req/s to end it "
+         "(recovery load %.5g req/s, tipping load %.5g req/s)",
+         ms_state_name(r->state), ev, r->offered_load, r->effective_load,
+         r->self_inflicted_load, r->shed_load, r->recovery_load,
+         r->tipping_load);
+    t->storm_announced = true;
+    return true;
+  }
+  if (t->storm_announced && ++t->calm_streak >= clear_after) {
+    note(out, MS_NOTE_OKAY,
+         "retry storm over: healthy for %d interval%s (%s, %s): offered "
+         "%.5g req/s, recovery load %.5g, tipping load %.5g req/s",
+         t->calm_streak, t->calm_streak == 1 ? "" : "s",
+         ms_state_name(r->state), ev, r->offered_load, r->recovery_load,
+         r->tipping_load);
+    t->storm_announced = false;
+    t->calm_streak = 0;
+  }
+  return false;
+}
+
+/* WARNING once when the offered load is above the tipping load and the
+ * observations show nothing failing yet (a prediction, not a storm); armed
+ * again after clear_after intervals under the tipping load. */
+static bool latch_note(ms_tracker *t, const ms_report *r, int clear_after,
+                       ms_step *out) {
+  if (r->state == MS_STATE_OVERLOADED && !r->storm) {
+    t->latch_streak = 0;
+    if (t->latch_warned || t->storm_announced)
+      return false;
+    note(out, MS_NOTE_WARNING,
+         "above the tipping load and nothing failing yet: offered %.5g > "
+         "%.5g req/s; the next trigger latches a retry storm that lasts "
+         "until offered load is under the recovery load %.5g req/s",
+         r->offered_load, r->tipping_load, r->recovery_load);
+    t->latch_warned = true;
+    return true;
+  }
+  if (t->latch_warned && r->state != MS_STATE_OVERLOADED &&
+      ++t->latch_streak >= clear_after) {
+    t->latch_warned = false;
+    t->latch_streak = 0;
+  }
+  return false;
+}
+
+/* WARNING once when the tipping headroom falls below headroom_warning
+ * (not in an interval whose other notification says more); armed again
+ * after clear_after intervals above it. */
+static void headroom_note(ms_tracker *t, const ms_service_spec *spec,
+                          const ms_report *r, int clear_after, bool quiet,
+                          ms_step *out) {
+  if (!spec->has_headroom_warning)
+    return;
+  if (r->tipping_headroom < spec->headroom_warning) {
+    t->roomy_streak = 0;
+    if (!t->headroom_warned) {
+      if (!quiet)
+        note(out, MS_NOTE_WARNING,
+             "tipping headroom %.3g%% is below %.3g%%: offered %.5g req/s, "
+             "tipping load %.5g req/s",
+             100 * r->tipping_headroom, 100 * spec->headroom_warning,
+             r->offered_load, r->tipping_load);
+      t->headroom_warned = true;
+    }
+  } else if (t->headroom_warned && ++t->roomy_streak >= clear_after) {
+    t->headroom_warned = false;
+    t->roomy_streak = 0;
+  }
+}
+
 void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
                      const ms_inputs *in, ms_step *out) {
   memset(out, 0, sizeof *out);
@@ -184,6 +284,11 @@ void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
       .observed_failure = inf->observed_failure,
       .has_previous = t->has_state,
       .previous = t->state,
+      .previous_storm = t->storm,
+      .interval =
+          in->interval > 0 && isfinite(in->interval) ? in->interval : 0.0,
+      .has_queue_length = inf->has_queue_length,
+      .queue_length = inf->queue_length,
   };
   if (ms_analyze(&t->landscape, &obs, &out->report, &err) != MS_OK) {
     out->bad = MS_INPUT_COUNT;
@@ -195,52 +300,15 @@ void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
   /* Notifications have hysteresis in time: a storm is announced at once,
    * but announced over only after clear_after intervals without one, so a
    * storm flag that flaps with noisy load pages once, not every interval.
-   * The same holds for the headroom warning.  Messages stay under
-   * collectd's 256-byte notification limit; the service is the plugin
-   * instance of the notification. */
+   * The same holds for the warnings.  Messages stay under collectd's
+   * 256-byte notification limit; the service is the plugin instance of
+   * the notification. */
   int clear_after =
       spec->clear_after > 0 ? spec->clear_after : MS_DEFAULT_CLEAR_AFTER;
-  bool failure = false;
-  if (r->storm) {
-    t->calm_streak = 0;
-    if (!t->storm_announced) {
-      note(out, MS_NOTE_FAILURE,
-           "retry storm (%s): offered %.5g req/s, effective %.5g "
-           "attempts/s, %.5g self-inflicted; it ends only below the "
-           "recovery load %.5g req/s (tipping load %.5g req/s)",
-           ms_state_name(r->state), r->offered_load, r->effective_load,
-           r->self_inflicted_load, r->recovery_load, r->tipping_load);
-      t->storm_announced = true;
-      failure = true;
-    }
-  } else if (t->storm_announced && ++t->calm_streak >= clear_after) {
-    note(out, MS_NOTE_OKAY,
-         "retry storm over (%s for %d interval%s): offered %.5g req/s, "
-         "recovery load %.5g, tipping load %.5g req/s",
-         ms_state_name(r->state), t->calm_streak,
-         t->calm_streak == 1 ? "" : "s", r->offered_load, r->recovery_load,
-         r->tipping_load);
-    t->storm_announced = false;
-    t->calm_streak = 0;
-  }
-  if (spec->has_headroom_warning) {
-    if (r->tipping_headroom < spec->headroom_warning) {
-      t->roomy_streak = 0;
-      if (!t->headroom_warned) {
-        /* a storm's FAILURE already says more than the warning would */
-        if (!failure)
-          note(out, MS_NOTE_WARNING,
-               "tipping headroom %.3g%% is below %.3g%%: offered %.5g req/s, "
-               "tipping load %.5g req/s",
-               100 * r->tipping_headroom, 100 * spec->headroom_warning,
-               r->offered_load, r->tipping_load);
-        t->headroom_warned = true;
-      }
-    } else if (t->headroom_warned && ++t->roomy_streak >= clear_after) {
-      t->headroom_warned = false;
-      t->roomy_streak = 0;
-    }
-  }
+  bool failure = storm_notes(t, r, clear_after, out);
+  bool latch = latch_note(t, r, clear_after, out);
+  headroom_note(t, spec, r, clear_after, failure || latch, out);
   t->state = r->state;
+  t->storm = r->storm != 0;
   t->has_state = true;
 }

@@ -103,6 +103,8 @@ static const struct {
     {MS_PARAM_OFFERED_LOAD, ">= 0 and at most 1e+300"},
     {MS_PARAM_OBSERVED_ATTEMPTS, ">= 0 and at most 1e+300"},
     {MS_PARAM_OBSERVED_FAILURE, "in [0, 1]"},
+    {MS_PARAM_INTERVAL, ">= 0 and at most 1e+300"},
+    {MS_PARAM_QUEUE_LENGTH, ">= 0 and at most 1e+300"},
 };
 
 START_TEST(test_param_range_text) {

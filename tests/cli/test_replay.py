@@ -18,10 +18,13 @@ CHECKOUT = ("replay", "--spec", SPEC, "--service", "checkout")
 # checkout: tipping 83.23, recovery 25 req/s.  Healthy at 60 (in the band),
 # a spike to 100 (above tipping), back to 60 with the retries still high
 # (metastable: the trigger is gone, the storm is not), a row without
-# retry_rate, then 20 (below recovery: stable).  The OKAY waits for the
-# third interval without a storm (clear_after's default).
+# retry_rate, then 20 (below recovery: stable) with the retries still three
+# times the requests: the storm goes on (recovering) until the observations
+# are healthy (doc/design.md §1.7).  The OKAY waits for the third interval
+# without a storm (clear_after's default).
 STATES = ["vulnerable", "vulnerable", "overloaded", "overloaded",
-          "metastable", None, "metastable", "stable", "stable", "stable"]
+          "metastable", None, "metastable", "stable", "stable", "stable",
+          "stable"]
 
 
 class Incident(CliTest):
@@ -41,16 +44,27 @@ class Incident(CliTest):
         rows = list(csv.DictReader(io.StringIO(out)))
         self.assertEqual([r["state"] or None for r in rows], STATES)
         self.assertEqual([r["storm"] for r in rows],
-                         ["0", "0", "1", "1", "1", "", "1", "0", "0", "0"])
+                         ["0", "0", "1", "1", "1", "", "1", "1", "0", "0",
+                          "0"])
+        self.assertEqual([r["recovering"] for r in rows],
+                         ["0", "0", "0", "0", "0", "", "0", "1", "0", "0",
+                          "0"])
+        # shed load: offered - recovery load in the storm, else 0
+        self.assertEqual([r["shed_load"] for r in rows],
+                         ["0", "0", "75", "75", "35", "", "35", "0", "0", "0",
+                          "0"])
         notes = [r["notifications"] for r in rows]
         self.assertTrue(notes[2].startswith(
-            "FAILURE: retry storm (overloaded): offered 100 req/s"), notes[2])
+            "FAILURE: retry storm (overloaded, 350 attempts/s observed): "
+            "offered 100 req/s"), notes[2])
+        self.assertIn("shed 75 req/s", notes[2])
         self.assertIn("recovery load 25 req/s", notes[2])
         # the headroom WARNING says less than the FAILURE beside it
         self.assertNotIn("WARNING", notes[2])
-        self.assertTrue(notes[9].startswith(
-            "OKAY: retry storm over (stable for 3 intervals)"), notes[9])
-        self.assertEqual([i for i, n in enumerate(notes) if n], [2, 9])
+        self.assertTrue(notes[10].startswith(
+            "OKAY: retry storm over: healthy for 3 intervals (stable"),
+            notes[10])
+        self.assertEqual([i for i, n in enumerate(notes) if n], [2, 10])
         all_notes = " | ".join(notes)
         self.assertEqual(all_notes.count("FAILURE:"), 1)
         self.assertEqual(all_notes.count("OKAY:"), 1)
@@ -80,8 +94,10 @@ class Incident(CliTest):
         self.assertEqual(rows[5]["input"], "retry_rate")
         self.assertEqual([n["severity"] for n in rows[2]["notifications"]],
                          ["FAILURE"])
-        self.assertEqual([n["severity"] for n in rows[9]["notifications"]],
+        self.assertEqual([n["severity"] for n in rows[10]["notifications"]],
                          ["OKAY"])
+        self.assertEqual(rows[7]["recovering"], 1)
+        self.assertEqual(rows[7]["reporting"], 1)
         self.assertEqual(rows[0]["time"], "2024-05-01T12:00:00Z")
         self.assertEqual(rows[0]["equilibria"], 3)
 
@@ -102,8 +118,8 @@ class Incident(CliTest):
                     "metric": {"job": "checkout"},
                     "values": [[t, v] for t, v in values]}]}})
         t0 = 1714564800
-        offered = [60, 60, 100, 100, 60, 60, 60, 20, 20, 20]
-        retries = [0.5, 0.4, 250, 280, 180, None, 175, 60, 0, 0]
+        offered = [60, 60, 100, 100, 60, 60, 60, 20, 20, 20, 20]
+        retries = [0.5, 0.4, 250, 280, 180, None, 175, 60, 0, 0, 0]
         a = self.write("offered.json", response(
             [(t0 + 10 * i, str(v)) for i, v in enumerate(offered)]))
         b = self.write("retries.json", response(

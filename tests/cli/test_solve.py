@@ -13,7 +13,8 @@ from clitest import SPEC, CliTest
 REPORT_KEYS = {
     "offered_load", "effective_load", "self_inflicted_load", "amplification",
     "failure_probability", "utilization", "tipping_load", "recovery_load",
-    "tipping_distance", "tipping_headroom", "equilibria", "state", "storm"}
+    "tipping_distance", "tipping_headroom", "equilibria", "state", "storm",
+    "shed_load", "recovering", "reporting"}
 
 
 def capacity_map(x, lam, base, r, C=1.0):

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Verdicts from observations (doc/design.md §1.7): whether a storm is
+ * happening, the load to shed, and how long a backlog takes to drain.
+ * The state (ms_analyze) says where the service is headed; this file says
+ * whether the observations show users failing now.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+/*
+ * Whether an observed rate exceeds what a reference rate gives, beyond the
+ * Poisson noise of counting over tau seconds: obs > ref + z sqrt(ref/tau)
+ * + z^2/tau, the count-space bound m + z sqrt(m) + z^2 divided by tau
+ * (m = ref tau).  With z = 3 a Poisson count passes it with probability
+ * below 0.2 % (Chebyshev-free: the z^2 term covers small means, where the
+ * normal approximation fails).  Written in rates so that nothing overflows;
+ * no time at all (tau = 0) is no evidence.
+ */
+static bool beyond_noise(double obs, double ref, double tau) {
+  if (!(tau > 0.0))
+    return false;
+  double z = MS_EVIDENCE_Z;
+  return obs > ref + z * sqrt(ref / tau) + z * z / tau;
+}
+
+/*
+ * Whether the observations show more failing than failure probability
+ * p_ref does at the observed load: the failed attempts per second when the
+ * failure ratio is observed, else the retries per second (observed
+ * attempts - offered load against lambda (A(p_ref) - 1)); and, for the
+ * erlang model, a backlog longer than the timeout horizon, which every
+ * attempt joining it waits out.
+ */
+static bool fails_beyond(const ms_landscape *ls, const ms_observation *o,
+                         double p_ref, double x_ref) {
+  double tau = o->interval > 0.0 ? o->interval : 1.0;
+  const ms_failure_model *m = &ls->params.model;
+  if (o->has_queue_length && m->kind == MS_MODEL_ERLANG &&
+      o->queue_length > ls->saturation_load * m->timeout)
+    return true;
+  if (o->has_observed_failure) {
+    double x = o->has_observed_attempts ? o->observed_attempts : x_ref;
+    return beyond_noise(o->observed_failure * x, p_ref * x, tau);
+  }
+  if (o->has_observed_attempts) {
+    double A = 1.0;
+    ms_amplification(&ls->params.policy, p_ref, &A, NULL);
+    double lambda = o->offered_load;
+    return beyond_noise(o->observed_attempts - lambda, lambda * (A - 1.0), tau);
+  }
+  return false;
+}
+
+static bool observed(const ms_landscape *ls, const ms_observation *o) {
+  return o->has_observed_failure || o->has_observed_attempts ||
+         (o->has_queue_length && ls->params.model.kind == MS_MODEL_ERLANG);
+}
+
+/*
+ * The failure probability of the healthy branch's top: at the tipping
+ * point where there is a fold; the base failure where there is none (the
+ * single branch then runs up to saturation, where p reaches 1, and says
+ * nothing about health).  *x is the effective load there.
+ */
+static double healthy_ceiling(const ms_landscape *ls, double *x) {
+  double p = ls->params.model.base_failure;
+  *x = ls->tipping_effective_load;
+  if (ls->has_fold)
+    ms_failure_probability(&ls->params.model, *x, &p, NULL);
+  return p;
+}
+
+int ms_drain_time(const ms_service_params *s, double lambda, double queue,
+                  double *t, ms_error *err) {
+  if (s == NULL || t == NULL)
+    return ms_fail(err, MS_EINVAL, "NULL argument to ms_drain_time");
+  int st = ms_service_params_check(s, err);
+  if (st == MS_OK)
+    st = MS_PARAM_CHECK(MS_PARAM_OFFERED_LOAD, lambda, err);
+  if (st == MS_OK)
+    st = MS_PARAM_CHECK(MS_PARAM_QUEUE_LENGTH, queue, err);
+  if (st != MS_OK)
+    return st;
+  const ms_failure_model *m = &s->model;
+  double x_cap = m->kind == MS_MODEL_ERLANG
+                     ? (double)m->servers * m->service_rate
+                     : m->capacity;
+  double horizon = m->kind == MS_MODEL_ERLANG ? x_cap * m->timeout : 0.0;
+  double a_fail = 1.0, a_base = 1.0;
+  ms_amplification(&s->policy, 1.0, &a_fail, NULL);
+  ms_amplification(&s->policy, m->base_failure, &a_base, NULL);
+  double total = 0.0;
+  if (queue > horizon) {
+    double rate = x_cap - lambda * a_fail;
+    if (!(rate > 0.0)) {
+      *t = INFINITY;
+      return MS_OK;
+    }
+    total += (queue - horizon) / rate;
+  }
+  double rest = fmin(queue, horizon);
+  if (rest > 0.0) {
+    double rate = x_cap - lambda * a_base;
+    if (!(rate > 0.0)) {
+      *t = INFINITY;
+      return MS_OK;
+    }
+    total += rest / rate;
+  }
+  *t = total;
+  return MS_OK;
+}
+
+void ms_verdict(const ms_landscape *ls, const ms_observation *o, ms_report *r) {
+  double lambda = o->offered_load;
+  bool storm;
+  if (!observed(ls, o)) {
+    storm = ms_state_storm(r->state) != 0;
+  } else if (r->state == MS_STATE_METASTABLE) {
+    storm = true; /* the observation lies beyond the unstable equilibrium */
+  } else {
+    double x_ref, p_ref = healthy_ceiling(ls, &x_ref);
+    if (r->state != MS_STATE_OVERLOADED) { /* a healthy equilibrium exists */
+      p_ref = r->eq[0].failure_probability;
+      x_ref = r->eq[0].effective_load;
+    }
+    bool failing = fails_beyond(ls, o, p_ref, x_ref);
+    storm = failing && (r->state == MS_STATE_OVERLOADED ||
+                        (o->has_previous && o->previous_storm));
+  }
+  r->storm = storm;
+  r->recovering = storm && !ms_state_storm(r->state);
+  r->shed_load = 0.0;
+  if (storm) {
+    double shed = lambda - ls->recovery_load;
+    const ms_failure_model *m = &ls->params.model;
+    if (o->has_queue_length && m->kind == MS_MODEL_ERLANG &&
+        o->queue_length > ls->saturation_load * m->timeout) {
+      double a_fail = 1.0;
+      ms_amplification(&ls->params.policy, 1.0, &a_fail, NULL);
+      shed = fmax(shed, lambda - ls->saturation_load / a_fail);
+    }
+    r->shed_load = fmax(shed, 0.0);
+  }
+  r->has_drain_time = false;
+  r->drain_time = 0.0;
+  if (o->has_queue_length) {
+    double t;
+    if (ms_drain_time(&ls->params, lambda, o->queue_length, &t, NULL) ==
+            MS_OK &&
+        isfinite(t)) {
+      r->has_drain_time = true;
+      r->drain_time = t;
+    }
+  }
+  r->reporting = 1;
+}
