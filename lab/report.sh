@@ -40,6 +40,8 @@ SETTLE=3             # seconds after a load change left out of a step
 RECOVERY_TOLERANCE=0.10 # model's recovery load vs the lab's
 NORETRY_HEAL=15      # retries off: healed within this many s of the trigger
 AGREE=0.03           # collectd's rates vs the scenario's own socket reads
+DISAGREE=0.05        # storm flag vs goodput-based truth: at most this share of s
+CLEAR=3              # the service's clear_after (the plugin's default)
 
 # ---------------------------------------------------------------------
 # 1. The time series: one row per second, each column the latest value
@@ -122,7 +124,8 @@ awk -F, -v mode="$mode" -v plugin="$use_plugin" \
   -v HG="$HEALTHY_GOODPUT" -v HR="$HEALTHY_RETRIES" -v SG="$STORM_GOODPUT" \
   -v STG="$STEP_GOODPUT" -v RG="$RECOVERED" -v RF="$RECOVERED_FOR" \
   -v FEW="$FEW_INTERVALS" -v SETTLE="$SETTLE" -v RT="$RECOVERY_TOLERANCE" \
-  -v HEAL="$NORETRY_HEAL" -v AGREE="$AGREE" -v direct="$run/direct.txt" '
+  -v HEAL="$NORETRY_HEAL" -v AGREE="$AGREE" -v DISAGREE="$DISAGREE" -v CLEAR="$CLEAR" \
+  -v direct="$run/direct.txt" '
   BEGIN {
     # The per-second reads of HAProxy by the scenario itself: clock offered
     # goodput attempts php-fpm queue.
@@ -189,6 +192,20 @@ awk -F, -v mode="$mode" -v plugin="$use_plugin" \
           mode == "storm" ? "vulnerable" : "stable", mean("ms_offered_load", a, b),
           mean("ms_tipping_load", a, b), mean("ms_recovery_load", a, b)))
     trig = start["trigger"]; trig_t = val(trig, "epoch")
+    if (mode == "storm" && ("near" in start)) {
+      # Just under the tipping load: healthy, and the plugin says so (no
+      # storm, no FAILURE before the trigger; the state may be vulnerable
+      # or, with the offered load a hair over the tipping load, overloaded
+      # without a storm: the next trigger latches).
+      a = start["near"] + SETTLE; b = stop["near"]
+      off = mean("offered", a, b); good = mean("goodput", a, b)
+      check(off > 0 && good >= HG * off,
+        sprintf("lab near the tipping load: offered %.1f req/s, goodput %.1f", off, good))
+      if (plugin)
+        check(all_eq("ms_storm", 0, start["near"], b) && (t_failure == "" || t_failure >= trig_t - 1),
+          sprintf("plugin near the tipping load: storm 0 at %.1f req/s (tipping %.1f req/s), no FAILURE before the trigger",
+            mean("ms_offered_load", a, b), mean("ms_tipping_load", a, b)))
+    }
 
     if (mode == "storm") {
       # The storm after the trigger, at the same offered load.
@@ -244,12 +261,13 @@ awk -F, -v mode="$mode" -v plugin="$use_plugin" \
           sprintf("lab %s: still a storm at %.1f req/s (goodput %.1f, attempts %.1f/s, php-fpm queue %.0f)",
             ph, off, good, mean("attempts", a, b), mean("fpm_queue", a, b)))
         last_storm = off
-        if (plugin) {
-          want = off > rec_load ? 1 : 0
-          check(all_eq("ms_storm", want, a, b),
-            sprintf("plugin %s: storm %d at %.1f req/s (%s the recovery load %.1f req/s)",
-              ph, want, off, want ? "above" : "below", rec_load))
-        }
+        # the storm goes on below the recovery load while the backlog it
+        # left drains: the flag follows the observations, not the model
+        if (plugin)
+          check(all_eq("ms_storm", 1, a, b),
+            sprintf("plugin %s: storm 1 at %.1f req/s (%s the recovery load %.1f req/s; recovering %s)",
+              ph, off, off > rec_load ? "above" : "below", rec_load,
+              all_eq("ms_recovering", 1, a, b) ? "1" : all_eq("ms_recovering", 0, a, b) ? "0" : "0 then 1"))
       }
       check(rec > 0 && rec_phase ~ /^step-/,
         sprintf("lab recovered during the staircase: %s", rec ? rec_phase : "never"))
@@ -258,11 +276,20 @@ awk -F, -v mode="$mode" -v plugin="$use_plugin" \
           sprintf("recovery load: model %.1f req/s, lab %.1f req/s (%+.1f%%; the lab must recover below the model and within %d%%)",
             rec_load, obs_rec, 100 * (rec_load - obs_rec) / obs_rec, RT * 100))
         fb = first_below != "" ? start[first_below] : n
-        check(first_below != "" && all_eq("ms_storm", 0, fb + SETTLE, n),
-          sprintf("plugin storm 0 from %d s into %s (the first step below the recovery load) to the end", SETTLE, first_below))
-        t_fb = val(fb, "epoch")
-        check(n_okay == 1 && t_okay >= t_fb - 1 && t_okay <= t_fb + FEW + 1,
-          sprintf("plugin OKAY notifications: %d (want 1, within %d s of the start of %s)", n_okay, FEW, first_below))
+        # the drain: from the first step below the recovery load until
+        # goodput is back, the storm flag stays 1 and recovering says why
+        check(first_below != "" && all_eq("ms_storm", 1, fb, rec - 1) && all_eq("ms_recovering", 1, fb + SETTLE, rec - 1),
+          sprintf("plugin drain: storm 1 and recovering 1 from %s (below the recovery load) until goodput returned %d s later",
+            first_below, t(rec) - t(fb)))
+        check(all_eq("ms_storm", 0, rec + FEW, n),
+          sprintf("plugin storm 0 from %d s after goodput returned to the end", FEW))
+        t_rec = val(rec, "epoch")
+        check(n_okay == 1 && t_okay >= t_rec - 1 && t_okay <= t_rec + FEW + CLEAR + 1,
+          sprintf("plugin OKAY notifications: %d (want 1, after goodput returned and within %d s of it)", n_okay, FEW + CLEAR))
+        dmax = 0
+        for (r = fb; r < rec; r++) if (has(r, "ms_drain_time") && val(r, "ms_drain_time") > dmax) dmax = val(r, "ms_drain_time")
+        printf "INFO  drain: %d s from %s to goodput; the plugin predicted at most %.0f s (drain_time, php-fpm queue)\n",
+          t(rec) - t(fb), first_below, dmax
       }
 
       # The original load again: healthy now (hysteresis).
@@ -274,6 +301,16 @@ awk -F, -v mode="$mode" -v plugin="$use_plugin" \
         check(all_eq("ms_storm", 0, a, b) && all_eq("ms_state", 1, a, b),
           "plugin final: vulnerable, storm 0")
       if (plugin) {
+        # the storm flag against the truth of the lab (users failing: goodput
+        # under RG of offered), second by second over the whole run
+        for (r = 1; r <= n; r++) {
+          if (val(r, "phase") == "end" || !has(r, "ms_storm") || !has(r, "offered") || val(r, "offered") <= 0) continue
+          truth = val(r, "goodput") < RG * val(r, "offered") ? 1 : 0
+          secs++; if (val(r, "ms_storm") != truth) { disagree++; if (truth) missed++; else extra++ }
+        }
+        check(secs > 0 && disagree <= DISAGREE * secs,
+          sprintf("plugin storm flag vs the lab (goodput < %d%% of offered): disagree %d of %d s (%.1f%%: %d s failing without the flag, %d s the flag without failing; limit %d%%)",
+            RG * 100, disagree, secs, secs ? 100 * disagree / secs : 0, missed, extra, DISAGREE * 100))
         printf "INFO  model: tipping load %.1f req/s, recovery load %.1f req/s\n", mean("ms_tipping_load", 1, n), rec_load
         printf "INFO  lab: storm down to %.1f req/s, recovered at %.1f req/s (php-fpm capacity %.1f req/s)\n",
           last_storm, obs_rec, capacity

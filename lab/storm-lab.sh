@@ -6,7 +6,8 @@
 #   lab/storm-lab.sh [--out DIR] [--build DIR] [--no-plugin] [--skip-install]
 #
 # Two runs, each with its own servers, collectd and report:
-#   storm    HAProxy retries 2: healthy at 150 req/s, a 10x slowdown for 3 s,
+#   storm    HAProxy retries 2: healthy at 150 req/s, 20 s at 185 req/s
+#            (just under the tipping load), 150 again with a 10x slowdown for 3 s,
 #            the slowdown removed, a descending staircase until the lab
 #            recovers, then 150 req/s again;
 #   noretry  HAProxy retries 0: the same trigger at the same load.
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
   --build) build=$2; shift 2 ;;
   --no-plugin) use_plugin=0; shift ;;
   --skip-install) install=0; shift ;;
-  -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "storm-lab: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -58,6 +59,8 @@ lab_init
 # The scenario, in seconds and requests per second.
 RATE=150          # the healthy load, inside the model's bistable band
 HEALTHY=30        # healthy phase before the trigger
+NEAR=185          # then just under the model's tipping load (193.8)...
+NEAR_FOR=20       # ...for this long: healthy, and the plugin must agree
 FACTOR=10         # the trigger: every request 10 times slower...
 TRIGGER=3         # ...for 3 s
 HOLD=25           # the original load after the trigger is gone
@@ -122,9 +125,13 @@ run_storm() {
   local s rate secs pid recovered=0 good
   start_run storm 2
   lab_phase healthy
-  lab_load "$RATE" $((HEALTHY + TRIGGER + HOLD))
+  lab_load "$RATE" "$HEALTHY"
   lab_ticks "$HEALTHY"
   collectd_view
+  lab_phase near
+  lab_load "$NEAR" "$NEAR_FOR"
+  lab_ticks "$NEAR_FOR"
+  lab_load "$RATE" $((TRIGGER + HOLD))
   lab_phase trigger
   lab_trigger "$FACTOR"
   lab_ticks "$TRIGGER"

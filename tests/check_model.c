@@ -10,6 +10,7 @@ int main(void) {
   srunner_add_suite(sr, exact_suite());
   srunner_add_suite(sr, errors_suite());
   srunner_add_suite(sr, tables_suite());
+  srunner_add_suite(sr, verdict_suite());
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);

@@ -10,5 +10,6 @@ Suite *landscape_suite(void);
 Suite *exact_suite(void);
 Suite *errors_suite(void);
 Suite *tables_suite(void);
+Suite *verdict_suite(void);
 
 #endif

@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Verdicts from observations (doc/design.md §1.7): the storm flag, the
+ * recovery tail, the load to shed and the drain time, against closed forms,
+ * a simulation of binomial failure counts, and a numerical integration of
+ * the fluid drain.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "check_suites.h"
+#include "metastable.h"
+
+/* 30 servers at 10/s behind a 1 s timeout, one retry: tipping 293.44,
+ * recovery 150 req/s (= c mu / A(1), the collapsed branch's minimum). */
+static ms_landscape band_service(void) {
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 30, 10.0, 1.0);
+  ms_retry_policy_fixed(&s.policy, 1);
+  ms_landscape ls;
+  ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
+  ck_assert(ls.has_fold);
+  return ls;
+}
+
+static ms_report analyze(const ms_landscape *ls, const ms_observation *o) {
+  ms_report r;
+  ms_error e;
+  ck_assert_msg(ms_analyze(ls, o, &r, &e) == MS_OK, "%s", e.msg);
+  return r;
+}
+
+/* The issue's false page: 2 servers x 200 ms behind a 3 s timeout and 3
+ * retries at 8.85 req/s, past the tipping load, with the attempts equal to
+ * the offered load and nothing failing. */
+START_TEST(test_above_tipping_nothing_failing) {
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 2, 5.0, 3.0);
+  ms_retry_policy_fixed(&s.policy, 3);
+  ms_landscape ls;
+  ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
+  ck_assert_double_lt(ls.tipping_load, 8.85);
+  ck_assert_double_eq_tol(ls.recovery_load, 10.0 / 4, 1e-12);
+  ms_observation o = {.offered_load = 8.85,
+                      .has_observed_attempts = true,
+                      .observed_attempts = 8.85,
+                      .has_observed_failure = true,
+                      .observed_failure = 0.0,
+                      .interval = 10.0};
+  ms_report r = analyze(&ls, &o);
+  ck_assert_int_eq(r.state, MS_STATE_OVERLOADED); /* the model's verdict */
+  ck_assert_int_eq(r.storm, 0);                   /* nothing observed */
+  ck_assert_int_eq(r.recovering, 0);
+  ck_assert_double_eq(r.shed_load, 0.0);
+  /* the same service in a real storm: four attempts a request, 70 % fail */
+  o.observed_attempts = 4 * 8.85;
+  o.observed_failure = 0.7;
+  r = analyze(&ls, &o);
+  ck_assert_int_eq(r.storm, 1);
+  ck_assert_double_eq_tol(r.shed_load, 8.85 - 2.5, 1e-12);
+  /* only the attempts observed: the retries say it (3 x 8.85 of them) */
+  o.has_observed_failure = false;
+  r = analyze(&ls, &o);
+  ck_assert_int_eq(r.storm, 1);
+  o.observed_attempts = 8.85 + 0.5; /* 0.5 retries/s: 5 in 10 s, noise */
+  r = analyze(&ls, &o);
+  ck_assert_int_eq(r.storm, 0);
+}
+END_TEST
+
+/* The bound of §1.7 at its edge: failed attempts per second at the healthy
+ * equilibrium's p plus z sqrt(p x / T) + z^2 / T, z = MS_EVIDENCE_Z. */
+START_TEST(test_noise_bound_edge) {
+  ms_landscape ls = band_service();
+  double lambda = 200.0, tau = 10.0;
+  ms_observation o = {.offered_load = lambda, .interval = tau};
+  ms_report r = analyze(&ls, &o);
+  ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
+  double x = r.eq[0].effective_load, p = r.eq[0].failure_probability;
+  double z = MS_EVIDENCE_Z;
+  double edge = (p * x + z * sqrt(p * x / tau) + z * z / tau) / x;
+  o.has_previous = true;
+  o.previous = MS_STATE_METASTABLE;
+  o.previous_storm = true;
+  o.has_observed_failure = true;
+  o.observed_failure = edge * (1 + 1e-9);
+  ck_assert_int_eq(analyze(&ls, &o).storm, 1);
+  ck_assert_int_eq(analyze(&ls, &o).recovering, 1);
+  o.observed_failure = edge * (1 - 1e-9);
+  ck_assert_int_eq(analyze(&ls, &o).storm, 0);
+  /* an unknown interval counts as one second: a wider bound */
+  o.interval = 0.0;
+  o.observed_failure = edge * (1 + 1e-9);
+  ck_assert_int_eq(analyze(&ls, &o).storm, 0);
+}
+END_TEST
+
+/* Deterministic 64-bit generator (splitmix64) for the simulation. */
+static double uniform(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return (double)(z >> 11) * 0x1.0p-53;
+}
+
+/*
+ * A healthy service whose attempts fail independently with the healthy
+ * equilibrium's p, counted over intervals of 1, 10 and 60 s: a storm that
+ * is over must not be called on again by the noise of the counts.  The
+ * bound promises a false alarm rate below 0.2 %; the simulation draws the
+ * binomial failure counts attempt by attempt.
+ */
+START_TEST(test_noise_false_alarms) {
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 30, 10.0, 1.0);
+  s.model.base_failure = 0.02; /* counts of a few to hundreds of failures */
+  ms_retry_policy_fixed(&s.policy, 1);
+  ms_landscape ls;
+  ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
+  const double loads[] = {60.0, 200.0, 280.0};
+  const double taus[] = {1.0, 10.0, 60.0};
+  uint64_t seed = 12345;
+  for (int i = 0; i < 3; i++) {
+    for (int k = 0; k < 3; k++) {
+      ms_observation o = {.offered_load = loads[i], .interval = taus[k]};
+      ms_report r0 = analyze(&ls, &o);
+      double x = r0.eq[0].effective_load, p = r0.eq[0].failure_probability;
+      long n = lround(x * taus[k]);
+      int draws = 4000, alarms = 0;
+      o.has_previous = true;
+      o.previous = r0.state;
+      o.previous_storm = true;
+      o.has_observed_attempts = true;
+      o.observed_attempts = x;
+      o.has_observed_failure = true;
+      for (int d = 0; d < draws; d++) {
+        long f = 0;
+        for (long a = 0; a < n; a++)
+          f += uniform(&seed) < p;
+        o.observed_failure = n > 0 ? (double)f / (double)n : 0.0;
+        alarms += analyze(&ls, &o).storm;
+      }
+      ck_assert_double_ge(p, 0.02);
+      ck_assert_msg(alarms <= draws / 500,
+                    "load %g, interval %g s (p %.3g, %ld attempts): %d "
+                    "false storms in %d",
+                    loads[i], taus[k], p, n, alarms, draws);
+    }
+  }
+}
+END_TEST
+
+/* The recovery tail: below the recovery load the collapsed equilibrium is
+ * gone, yet a storm that was going on stays on while attempts fail, and a
+ * storm does not start there. */
+START_TEST(test_recovery_tail) {
+  ms_landscape ls = band_service();
+  ms_observation o = {.offered_load = 100.0,
+                      .has_observed_attempts = true,
+                      .observed_attempts = 200.0,
+                      .has_observed_failure = true,
+                      .observed_failure = 0.9,
+                      .interval = 10.0,
+                      .has_previous = true,
+                      .previous = MS_STATE_METASTABLE,
+                      .previous_storm = true};
+  ms_report r = analyze(&ls, &o);
+  ck_assert_int_eq(r.state, MS_STATE_STABLE);
+  ck_assert_int_eq(r.storm, 1);
+  ck_assert_int_eq(r.recovering, 1);
+  ck_assert_double_eq(r.shed_load, 0.0); /* it ends by itself */
+  /* no storm before: failures below the recovery load are not a storm */
+  o.previous_storm = false;
+  o.previous = MS_STATE_STABLE;
+  ck_assert_int_eq(analyze(&ls, &o).storm, 0);
+  /* healthy again: over */
+  o.previous_storm = true;
+  o.observed_attempts = 100.0;
+  o.observed_failure = 0.0;
+  r = analyze(&ls, &o);
+  ck_assert_int_eq(r.storm, 0);
+  ck_assert_int_eq(r.recovering, 0);
+  /* in the band, the healthy basin, still failing: recovering too */
+  o.offered_load = 200.0;
+  o.observed_attempts = 210.0;
+  o.observed_failure = 0.05;
+  r = analyze(&ls, &o);
+  ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
+  ck_assert_int_eq(r.storm, 1);
+  ck_assert_int_eq(r.recovering, 1);
+  ck_assert_double_eq_tol(r.shed_load, 200.0 - 150.0, 1e-9);
+  /* and the collapsed basin is a storm whatever came before */
+  o.previous_storm = false;
+  o.observed_attempts = 390.0;
+  o.observed_failure = 0.95;
+  r = analyze(&ls, &o);
+  ck_assert_int_eq(r.state, MS_STATE_METASTABLE);
+  ck_assert_int_eq(r.storm, 1);
+  ck_assert_int_eq(r.recovering, 0);
+}
+END_TEST
+
+/* Without observations the flag is the model's: states 2 and 3. */
+START_TEST(test_model_only) {
+  ms_landscape ls = band_service();
+  const double loads[] = {100.0, 200.0, 300.0};
+  for (int i = 0; i < 3; i++)
+    for (int prev = 0; prev < 4; prev++) {
+      ms_observation o = {.offered_load = loads[i],
+                          .has_previous = true,
+                          .previous = (ms_state)prev,
+                          .previous_storm = prev >= 2};
+      ms_report r = analyze(&ls, &o);
+      ck_assert_int_eq(r.storm, ms_state_storm(r.state));
+      ck_assert_int_eq(r.recovering, 0);
+      ck_assert(!r.has_drain_time);
+      ck_assert_int_eq(r.reporting, 1);
+    }
+}
+END_TEST
+
+/* The fluid drain of §1.7 integrated step by step: the backlog grows by
+ * lambda A(p) - x_cap, with p = 1 while the backlog is beyond the timeout
+ * horizon x_cap T and the base failure below it. */
+static double integrate_drain(const ms_service_params *s, double lambda,
+                              double q) {
+  double x_cap = (double)s->model.servers * s->model.service_rate;
+  double horizon = x_cap * s->model.timeout, a_fail, a_base, t = 0.0;
+  ms_amplification(&s->policy, 1.0, &a_fail, NULL);
+  ms_amplification(&s->policy, s->model.base_failure, &a_base, NULL);
+  const double dt = 1e-4;
+  while (q > 0.0 && t < 1e4) {
+    q += dt * (lambda * (q > horizon ? a_fail : a_base) - x_cap);
+    t += dt;
+  }
+  return t;
+}
+
+START_TEST(test_drain_time) {
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 10, 20.0, 1.0); /* the storm lab's */
+  s.model.base_failure = 0.01;
+  ms_retry_policy_fixed(&s.policy, 2);
+  const double cases[][2] = {{50, 400}, {60, 450}, {30, 150}, {0, 450}};
+  for (int i = 0; i < 4; i++) {
+    double t;
+    ck_assert_int_eq(ms_drain_time(&s, cases[i][0], cases[i][1], &t, NULL),
+                     MS_OK);
+    double ref = integrate_drain(&s, cases[i][0], cases[i][1]);
+    ck_assert_msg(fabs(t - ref) <= 2e-4 + 1e-4 * ref,
+                  "lambda %g, queue %g: %.9g s, integrated %.9g s", cases[i][0],
+                  cases[i][1], t, ref);
+  }
+  double t;
+  /* 70 req/s x 3 attempts > 200/s: a full backlog never drains */
+  ck_assert_int_eq(ms_drain_time(&s, 70, 450, &t, NULL), MS_OK);
+  ck_assert(isinf(t));
+  /* under the horizon it does: attempts do not time out there */
+  ck_assert_int_eq(ms_drain_time(&s, 70, 100, &t, NULL), MS_OK);
+  ck_assert_double_eq_tol(t, 100 / (200 - 70 * (1 + 0.01 + 0.01 * 0.01)),
+                          1e-12);
+  ck_assert_int_eq(ms_drain_time(&s, 70, 0, &t, NULL), MS_OK);
+  ck_assert_double_eq(t, 0.0);
+  ms_error e;
+  ck_assert_int_eq(ms_drain_time(&s, 70, -1, &t, &e), MS_EINVAL);
+  ck_assert_ptr_nonnull(strstr(e.msg, "queue_length"));
+  ck_assert_int_eq(ms_drain_time(&s, NAN, 1, &t, &e), MS_EINVAL);
+  /* in a report: the queue gives drain_time and, past the horizon, makes
+   * the backlog itself evidence, and the shed load lets it drain */
+  ms_landscape ls;
+  ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
+  ms_observation o = {.offered_load = 70,
+                      .has_queue_length = true,
+                      .queue_length = 450,
+                      .has_previous = true,
+                      .previous = MS_STATE_METASTABLE,
+                      .previous_storm = true};
+  ms_report r = analyze(&ls, &o);
+  ck_assert_int_eq(r.storm, 1);
+  ck_assert(!r.has_drain_time); /* it does not drain */
+  ck_assert_double_eq_tol(r.shed_load, 70 - 200.0 / 3, 1e-9);
+  o.offered_load = 50;
+  r = analyze(&ls, &o);
+  ck_assert_int_eq(r.storm, 1);
+  ck_assert_int_eq(r.recovering, 1);
+  ck_assert(r.has_drain_time);
+  ck_assert_double_eq_tol(r.drain_time, integrate_drain(&s, 50, 450), 1e-3);
+  o.queue_length = 3;
+  ck_assert_int_eq(analyze(&ls, &o).storm, 0);
+}
+END_TEST
+
+Suite *verdict_suite(void) {
+  Suite *s = suite_create("verdict");
+  TCase *tc = tcase_create("storm");
+  tcase_add_test(tc, test_above_tipping_nothing_failing);
+  tcase_add_test(tc, test_noise_bound_edge);
+  tcase_add_test(tc, test_noise_false_alarms);
+  tcase_add_test(tc, test_recovery_tail);
+  tcase_add_test(tc, test_model_only);
+  tcase_add_test(tc, test_drain_time);
+  tcase_set_timeout(tc, 60);
+  suite_add_tcase(s, tc);
+  return s;
+}
