@@ -145,24 +145,19 @@ static void check_inputs(service_check *s) {
     lam[0] = MS_INPUT_ARRIVAL;
     lam[1] = MS_INPUT_ERROR;
   }
-  ms_input_id att[2] = {MS_INPUT_COUNT, MS_INPUT_COUNT};
-  if (arr) {
+  if (arr)
     s->attempts = "arrival_rate";
-    att[0] = MS_INPUT_ARRIVAL;
-  } else if (off && ret) {
+  else if (off && ret)
     s->attempts = "offered_rate + retry_rate";
-    att[0] = MS_INPUT_OFFERED;
-    att[1] = MS_INPUT_RETRY;
-  }
   if (arr && err)
     s->failure = "error_rate / arrival_rate";
-  /* an observation is evidence when it changes: some input of it is read
-   * from collectd */
-  s->evidence = (s->attempts &&
-                 (from_collectd(sp, att[0]) ||
-                  (att[1] != MS_INPUT_COUNT && from_collectd(sp, att[1])))) ||
-                (s->failure && (from_collectd(sp, MS_INPUT_ARRIVAL) ||
-                                from_collectd(sp, MS_INPUT_ERROR)));
+  /* an observation is evidence when what it adds to the offered load is
+   * read from collectd: the attempts (arrival_rate, or the retry_rate
+   * beside offered_rate) or the failures (error_rate) */
+  s->evidence =
+      (s->attempts && (from_collectd(sp, MS_INPUT_ARRIVAL) ||
+                       (!arr && from_collectd(sp, MS_INPUT_RETRY)))) ||
+      (s->failure && from_collectd(sp, MS_INPUT_ERROR));
   if (!s->evidence)
     warn_at(s, sp->line, sp->column,
             "service '%s': %s, so the storm flag comes from the model "
