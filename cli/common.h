@@ -65,6 +65,7 @@ int ms_cmd_sweep(int argc, char **argv);
 int ms_cmd_lab(int argc, char **argv);
 int ms_cmd_replay(int argc, char **argv);
 int ms_cmd_simulate(int argc, char **argv);
+int ms_cmd_check(int argc, char **argv);
 
 /* ------------------------------------------------------------------ */
 /* Diagnostics                                                         */

@@ -23,6 +23,8 @@ static const ms_cli_command commands[] = {
      "run a metrics trace through the plugin's per-interval logic"},
     {"simulate", ms_cmd_simulate,
      "the path of a retry storm: fluid or discrete-event simulation"},
+    {"check", ms_cmd_check,
+     "validate a service file as the plugin does; its services' loads"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

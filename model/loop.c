@@ -26,6 +26,22 @@ void ms_retry_policy_fixed(ms_retry_policy *p, int retries) {
   *p = (ms_retry_policy){.retries = retries, .tiers = 1};
 }
 
+/* The rule across servers, service rate and timeout
+ * (MS_MAX_TIMEOUT_COMPLETIONS): a longer timeout would fire only closer to
+ * c mu than the landscape resolves. */
+static int timeout_span_check(const ms_failure_model *m, ms_error *err) {
+  double cmu = (double)m->servers * m->service_rate;
+  double span = cmu * m->timeout;
+  if (span <= MS_MAX_TIMEOUT_COMPLETIONS)
+    return MS_OK;
+  return ms_fail(err, MS_EINVAL,
+                 "timeout = %g s: timeout x servers x service rate = %g "
+                 "must be at most %g; a longer timeout never fires before "
+                 "the queue is unbounded (no timeout: %g s)",
+                 m->timeout, span, MS_MAX_TIMEOUT_COMPLETIONS,
+                 MS_MAX_TIMEOUT_COMPLETIONS / cmu);
+}
+
 int ms_failure_model_check(const ms_failure_model *m, ms_error *err) {
   if (m == NULL)
     return ms_fail(err, MS_EINVAL, "failure model is NULL");
@@ -37,9 +53,10 @@ int ms_failure_model_check(const ms_failure_model *m, ms_error *err) {
     return MS_PARAM_CHECK(MS_PARAM_CAPACITY, m->capacity, err);
   case MS_MODEL_ERLANG:
     if ((st = MS_PARAM_CHECK(MS_PARAM_SERVERS, (double)m->servers, err)) ||
-        (st = MS_PARAM_CHECK(MS_PARAM_SERVICE_RATE, m->service_rate, err)))
+        (st = MS_PARAM_CHECK(MS_PARAM_SERVICE_RATE, m->service_rate, err)) ||
+        (st = MS_PARAM_CHECK(MS_PARAM_TIMEOUT, m->timeout, err)))
       return st;
-    return MS_PARAM_CHECK(MS_PARAM_TIMEOUT, m->timeout, err);
+    return timeout_span_check(m, err);
   }
   return ms_fail(err, MS_EINVAL, "model kind %d is neither capacity nor erlang",
                  (int)m->kind);

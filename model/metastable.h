@@ -153,7 +153,8 @@ typedef struct {
   double capacity;     /* capacity: C, requests/s, finite, > 0 */
   long servers;        /* erlang: c, 1 <= c <= MS_MAX_SERVERS */
   double service_rate; /* erlang: mu per server, 1/s, finite, > 0 */
-  double timeout;      /* erlang: client timeout T, s, finite, >= 0 */
+  double timeout;      /* erlang: client timeout T, s, finite, >= 0, and
+                          c mu T <= MS_MAX_TIMEOUT_COMPLETIONS */
   double base_failure; /* failure probability when not overloaded, [0, 1) */
 } ms_failure_model;
 
@@ -202,6 +203,31 @@ typedef struct {
 #define MS_MAX_SERVICE_RATE 1e290
 /* Largest duration (a timeout, a service time), seconds. */
 #define MS_MAX_DURATION 1e300
+
+/*
+ * Largest c mu T of the erlang model: servers x service rate (1/s) x
+ * timeout (s), a dimensionless count, the requests the whole pool
+ * completes in one timeout.  The one rule that ties the three together,
+ * checked by ms_failure_model_check (so by the service file loader, the
+ * command line and the plugin alike).  Why: the wait tail
+ * P(W > T) = C(c, a) e^(-(c mu - x) T) makes lambda(x) turn down only
+ * where (c mu - x) T is about ln(c mu T), at a relative distance
+ * ln(c mu T) / (c mu T) below c mu; the landscape's grid (model/
+ * landscape.c) reaches 1e-15 c mu, and a fold closer than that is missed:
+ * the landscape then reports no band and tipping = recovery = c mu /
+ * A(1), so a service at half its capacity reads as overloaded.  Measured
+ * (solve, bisection over T): the fold is still found up to c mu T =
+ * 3.2e16 (base 0.999) to 4.1e16 (100 retries x 10 tiers), for c from 1 to
+ * 1e7 and mu from 0.01 to 1000/s, and lost above.  At 1e15 the grid's
+ * last point lies at (c mu - x) T <= 1.2, where any fold of depth above
+ * 1e-12 still falls (its turning point is at ln(c mu T K) >= 6.9, K >=
+ * 1e-12 its depth), a margin of 30 over the measured loss.  A timeout
+ * at the limit fires only within 7.4e-13 c mu of saturation (below, the
+ * wait tail underflows to 0): the model is already the one without a
+ * timeout (tipping load c mu / A(base)^k, recovery c mu / A(1)^k,
+ * doc/design.md §1.3), so "no timeout" is timeout = 1e15 / (c mu).
+ */
+#define MS_MAX_TIMEOUT_COMPLETIONS 1e15
 
 /* What a row of MS_PARAMS is a parameter of. */
 typedef enum {

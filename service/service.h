@@ -75,7 +75,7 @@ typedef struct {
                               many intervals without a storm; 0 means
                               MS_DEFAULT_CLEAR_AFTER */
   ms_source inputs[MS_INPUT_COUNT];
-  int line; /* where the service starts in the file */
+  int line, column; /* where the service starts in the file (1-based) */
 } ms_service_spec;
 
 typedef struct {

@@ -362,6 +362,7 @@ static int load_service(ms_yaml_loader *ld, const yaml_node_t *map,
                         ms_service_spec *sp) {
   service_reader r = {.ld = ld, .map = map, .sp = sp};
   sp->line = (int)map->start_mark.line + 1;
+  sp->column = (int)map->start_mark.column + 1;
   if (ms_yaml_walk_mapping(ld, map, &service_table, r.val, r.key) != 0 ||
       read_name(&r) != 0 || read_model_kind(&r) != 0 ||
       (r.erlang ? read_erlang(&r) : read_capacity(&r)) != 0 ||

@@ -245,12 +245,87 @@ START_TEST(test_extremes_finite) {
 }
 END_TEST
 
+/* The rule across servers, service rate and timeout
+ * (MS_MAX_TIMEOUT_COMPLETIONS): at the limit the landscape is the
+ * no-timeout one in closed form, tipping load c mu / A(base)^k and
+ * recovery load c mu / A(1)^k (doc/design.md §1.3: without a timeout no
+ * attempt fails below c mu and every one fails at it), and a service at
+ * 55 % of c mu is vulnerable; above the limit every entry point refuses
+ * the parameters with the model's message. */
+START_TEST(test_timeout_span) {
+  static const struct {
+    long c;
+    double mu, base;
+    int r, k;
+  } cases[] = {{10, 10, 0, 3, 1},
+               {1, 0.01, 0, 1, 1},
+               {1, 1, 0.3, 100, 1},
+               {30, 10, 0.1, 3, 3},
+               {10000000, 1000, 0, 2, 1}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    double cmu = (double)cases[i].c * cases[i].mu;
+    /* the largest timeout the rule accepts */
+    double T = MS_MAX_TIMEOUT_COMPLETIONS / cmu;
+    while (cmu * T > MS_MAX_TIMEOUT_COMPLETIONS)
+      T = nextafter(T, 0.0);
+    ms_service_params s;
+    ms_failure_model_erlang(&s.model, cases[i].c, cases[i].mu, T);
+    s.model.base_failure = cases[i].base;
+    ms_retry_policy_fixed(&s.policy, cases[i].r);
+    s.policy.tiers = cases[i].k;
+    ms_error err;
+    ms_landscape ls;
+    ck_assert_int_eq(ms_landscape_build(&s, &ls, &err), MS_OK);
+    double a_base = 0, a_one = cases[i].r + 1.0;
+    for (int j = 0; j <= cases[i].r; j++)
+      a_base += pow(cases[i].base, j);
+    double tip = cmu / pow(a_base, cases[i].k);
+    double rec = cmu / pow(a_one, cases[i].k);
+    ck_assert_msg(ls.has_fold, "case %zu: no fold", i);
+    ck_assert_msg(fabs(ls.tipping_load - tip) <= 1e-12 * tip,
+                  "case %zu: tipping %.17g, no-timeout limit %.17g", i,
+                  ls.tipping_load, tip);
+    ck_assert_msg(fabs(ls.recovery_load - rec) <= 1e-13 * rec,
+                  "case %zu: recovery %.17g, no-timeout limit %.17g", i,
+                  ls.recovery_load, rec);
+    ms_observation o = {.offered_load = 0.55 * tip};
+    ms_report rep;
+    ck_assert_int_eq(ms_analyze(&ls, &o, &rep, NULL), MS_OK);
+    ck_assert_int_eq(rep.state, MS_STATE_VULNERABLE);
+    ck_assert_int_eq(rep.storm, 0);
+
+    /* one ulp of timeout past the limit: refused everywhere */
+    s.model.timeout = nextafter(T, INFINITY);
+    if (!(cmu * s.model.timeout > MS_MAX_TIMEOUT_COMPLETIONS))
+      s.model.timeout *= 1 + 1e-15;
+    err.msg[0] = '\0';
+    ck_assert_int_eq(ms_failure_model_check(&s.model, &err), MS_EINVAL);
+    ck_assert_msg(strstr(err.msg, "timeout x servers x service rate = ") &&
+                      strstr(err.msg, "must be at most 1e+15"),
+                  "%s", err.msg);
+    ck_assert_int_eq(ms_service_params_check(&s, NULL), MS_EINVAL);
+    ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_EINVAL);
+  }
+  /* someone's "no timeout": 1e17 s at c mu = 100 */
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 10, 10, 1e17);
+  ms_retry_policy_fixed(&s.policy, 3);
+  ms_error err;
+  ck_assert_int_eq(ms_service_params_check(&s, &err), MS_EINVAL);
+  ck_assert_str_eq(err.msg, "timeout = 1e+17 s: timeout x servers x service "
+                            "rate = 1e+19 must be at most 1e+15; a longer "
+                            "timeout never fires before the queue is "
+                            "unbounded (no timeout: 1e+13 s)");
+}
+END_TEST
+
 Suite *errors_suite(void) {
   Suite *s = suite_create("errors");
   TCase *tc = tcase_create("invalid");
   tcase_add_loop_test(tc, test_invalid_rejected, 0,
                       (int)(sizeof rows / sizeof rows[0]));
   tcase_add_test(tc, test_extremes_finite);
+  tcase_add_test(tc, test_timeout_span);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * metastable check: a service file validated exactly as the plugin loads
+ * it (ms_service_file_load: the same parser, the same parameter rules of
+ * MS_PARAMS, the same landscape solved once per service), then summarised
+ * per service with the tipping and recovery loads at the configured
+ * values (doc/design.md §1.3), and the warnings of what loads but cannot
+ * work as meant: a service time longer than the timeout, a timeout so
+ * long that the wait tail underflows, inputs that give no observation, an
+ * offered load that only constants give.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "json.h"
+
+static const char help[] =
+    "Usage: metastable check [--strict] [--format text|json] FILE\n"
+    "\n"
+    "Validate a service file as the plugin does, and summarise each service:\n"
+    "its model and parameters, its tipping and recovery loads, and which\n"
+    "inputs give its offered load and its observations.  An invalid file is\n"
+    "an error \"FILE:LINE:COLUMN: what\" (exit 1).  Warnings, printed as\n"
+    "\"FILE:LINE:COLUMN: warning: what\" on stderr, name what loads but\n"
+    "cannot work as meant: a service time longer than the timeout, a timeout\n"
+    "so long that the wait tail underflows, inputs that give no observation\n"
+    "(the storm flag then comes from the model alone), an offered load that\n"
+    "only constants give.\n"
+    "\n"
+    "  --strict             exit 1 when there is a warning\n"
+    "  --format text|json   text (default) or one JSON object with the file,\n"
+    "                       its services and the warnings\n";
+
+enum { OPT_STRICT = 1, OPT_FORMAT };
+
+static const struct option options[] = {
+    {"strict", no_argument, NULL, OPT_STRICT},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* From c mu T on (the requests the pool completes in one timeout) the wait
+ * tail P(W > T) <= e^(-(c mu - x) T) is 0 in double precision (below
+ * e^-744.44, the smallest subnormal) for every effective load x below
+ * (1 - 744.44 / (c mu T)) c mu, above 99.9999999 % of c mu here: the
+ * timeout is invisible but in a sliver at saturation, and the model is, to
+ * 10 digits, the one without a timeout.  A thousandth of the model's limit
+ * MS_MAX_TIMEOUT_COMPLETIONS, past which it refuses the service. */
+#define WARN_TIMEOUT_COMPLETIONS 1e12
+/* -ln of the smallest positive double, 2^-1074. */
+#define LN_SMALLEST_DOUBLE 744.44007192138126
+
+/* One warning, where it points. */
+typedef struct {
+  int line, column;
+  char text[400];
+} warning;
+
+#define MAX_WARNINGS_PER_SERVICE 8
+
+/* What check says of one service. */
+typedef struct {
+  const ms_service_spec *sp;
+  ms_landscape ls;
+  char summary[256];
+  bool pool;            /* servers come from a pool_size input */
+  long max_pool;        /* the largest pool the timeout rule accepts */
+  const char *offered;  /* how the offered load is inferred */
+  const char *attempts; /* how the observed attempts are, or NULL */
+  const char *failure;  /* how the observed failure ratio is, or NULL */
+  bool evidence;        /* an observation read from collectd */
+  int n_warnings;
+  warning warnings[MAX_WARNINGS_PER_SERVICE];
+} service_check;
+
+typedef struct {
+  bool strict;
+  ms_format format;
+  bool help;
+} check_args;
+
+static int take_option(void *args, int c, const char *arg) {
+  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
+  check_args *a = args;
+  switch (c) {
+  case OPT_STRICT:
+    a->strict = true;
+    return 0;
+  case OPT_FORMAT:
+    return ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
+                         &a->format);
+  default:
+    return -1;
+  }
+}
+
+static void warn_at(service_check *s, int line, int column, const char *fmt,
+                    ...) __attribute__((format(printf, 4, 5)));
+
+static void warn_at(service_check *s, int line, int column, const char *fmt,
+                    ...) {
+  if (s->n_warnings >= MAX_WARNINGS_PER_SERVICE)
+    return;
+  warning *w = &s->warnings[s->n_warnings++];
+  w->line = line;
+  w->column = column;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(w->text, sizeof w->text, fmt, ap);
+  va_end(ap);
+}
+
+static bool configured(const ms_service_spec *sp, ms_input_id i) {
+  return sp->inputs[i].kind != MS_SOURCE_NONE;
+}
+
+static bool from_collectd(const ms_service_spec *sp, ms_input_id i) {
+  return configured(sp, i) && sp->inputs[i].kind != MS_SOURCE_NUMBER;
+}
+
+/* Which inputs give the offered load and the observations, by the rules
+ * of ms_infer (service/tracker.c), and the warnings about them. */
+static void check_inputs(service_check *s) {
+  const ms_service_spec *sp = s->sp;
+  bool arr = configured(sp, MS_INPUT_ARRIVAL);
+  bool off = configured(sp, MS_INPUT_OFFERED);
+  bool ret = configured(sp, MS_INPUT_RETRY);
+  bool err = configured(sp, MS_INPUT_ERROR);
+  /* the loader has made sure one of the three applies */
+  ms_input_id lam[2] = {MS_INPUT_OFFERED, MS_INPUT_COUNT};
+  if (off) {
+    s->offered = "offered_rate";
+  } else if (ret) {
+    s->offered = "arrival_rate - retry_rate";
+    lam[0] = MS_INPUT_ARRIVAL;
+    lam[1] = MS_INPUT_RETRY;
+  } else {
+    s->offered = "arrival_rate / A(error_rate / arrival_rate)";
+    lam[0] = MS_INPUT_ARRIVAL;
+    lam[1] = MS_INPUT_ERROR;
+  }
+  if (arr)
+    s->attempts = "arrival_rate";
+  else if (off && ret)
+    s->attempts = "offered_rate + retry_rate";
+  if (arr && err)
+    s->failure = "error_rate / arrival_rate";
+  /* an observation is evidence when what it adds to the offered load is
+   * read from collectd: the attempts (arrival_rate, or the retry_rate
+   * beside offered_rate) or the failures (error_rate) */
+  s->evidence =
+      (s->attempts && (from_collectd(sp, MS_INPUT_ARRIVAL) ||
+                       (!arr && from_collectd(sp, MS_INPUT_RETRY)))) ||
+      (s->failure && from_collectd(sp, MS_INPUT_ERROR));
+  if (!s->evidence)
+    warn_at(s, sp->line, sp->column,
+            "service '%s': %s, so the storm flag comes from the model "
+            "alone (an observation needs arrival_rate, or offered_rate with "
+            "retry_rate, read from collectd)",
+            sp->name,
+            s->attempts || s->failure
+                ? "its observations come from constants only"
+                : "its inputs give no observation");
+  if (err && !arr) {
+    const ms_source *e = &sp->inputs[MS_INPUT_ERROR];
+    warn_at(s, e->line, e->column,
+            "service '%s': error_rate is not used without arrival_rate (the "
+            "failure ratio is error_rate / arrival_rate)",
+            sp->name);
+  }
+  bool constant = true;
+  for (int i = 0; i < 2; i++)
+    if (lam[i] != MS_INPUT_COUNT && from_collectd(sp, lam[i]))
+      constant = false;
+  if (constant) {
+    const ms_source *c = &sp->inputs[lam[0]];
+    warn_at(s, c->line, c->column,
+            "service '%s': the offered load (%s) comes only from constants: "
+            "it never changes, nor does the verdict",
+            sp->name, s->offered);
+  }
+}
+
+/* The erlang model's warnings: service time and timeout. */
+static void check_erlang(service_check *s) {
+  const ms_service_spec *sp = s->sp;
+  const ms_failure_model *m = &sp->params.model;
+  double mu = m->service_rate, T = m->timeout;
+  s->max_pool = MS_MAX_SERVERS;
+  double pool_limit = floor(MS_MAX_TIMEOUT_COMPLETIONS / (mu * T));
+  if (T > 0 && pool_limit < (double)MS_MAX_SERVERS)
+    s->max_pool = (long)pool_limit;
+  if (1.0 / mu > T)
+    warn_at(s, sp->line, sp->column,
+            "service '%s': the service time %.6g s is longer than the "
+            "timeout %.6g s: the model's timeout covers the wait for a "
+            "server only; a client whose timeout covers the whole response "
+            "would fail most attempts even when idle",
+            sp->name, 1.0 / mu, T);
+  double span = (double)m->servers * mu * T;
+  if (span >= WARN_TIMEOUT_COMPLETIONS)
+    warn_at(s, sp->line, sp->column,
+            "service '%s': timeout x servers x service rate = %.6g: the wait "
+            "tail P(W > T) underflows to 0 below %.10g %% of servers x "
+            "service rate%s, so the timeout fires only at saturation and the "
+            "model is the one without a timeout (the model refuses more "
+            "than %g)",
+            sp->name, span, 100.0 * (1.0 - LN_SMALLEST_DOUBLE / span),
+            s->pool && !sp->has_servers ? " (at 1 server)" : "",
+            MS_MAX_TIMEOUT_COMPLETIONS);
+  if (s->pool && s->max_pool < MS_MAX_SERVERS)
+    warn_at(s, sp->inputs[MS_INPUT_POOL].line, sp->inputs[MS_INPUT_POOL].column,
+            "service '%s': a pool_size above %ld servers gives no verdict: "
+            "timeout x servers x service rate must be at most %g",
+            sp->name, s->max_pool, MS_MAX_TIMEOUT_COMPLETIONS);
+}
+
+/* Build the landscape and collect the warnings of one service. */
+static int check_service(const ms_service_spec *sp, service_check *s) {
+  memset(s, 0, sizeof *s);
+  s->sp = sp;
+  bool erlang = sp->params.model.kind == MS_MODEL_ERLANG;
+  s->pool = erlang && configured(sp, MS_INPUT_POOL);
+  ms_error err;
+  /* the loader solved it already: this cannot fail for a loaded file */
+  if (ms_landscape_build(&sp->params, &s->ls, &err) != MS_OK)
+    return ms_cli_fail("service '%s': model: %s", sp->name, err.msg);
+  ms_cli_describe(&sp->params, erlang && (sp->has_servers || !s->pool),
+                  s->summary, sizeof s->summary);
+  if (erlang)
+    check_erlang(s);
+  check_inputs(s);
+  return 0;
+}
+
+static const char *source_kind(ms_source_kind k) {
+  switch (k) {
+  case MS_SOURCE_NUMBER:
+    return "constant";
+  case MS_SOURCE_IDENTIFIER:
+    return "identifier";
+  case MS_SOURCE_GLOB:
+    return "glob";
+  case MS_SOURCE_NONE:
+    break;
+  }
+  return "none";
+}
+
+static void write_text_service(const service_check *s) {
+  const ms_service_spec *sp = s->sp;
+  const ms_landscape *ls = &s->ls;
+  printf("%s (line %d): %s\n", sp->name, sp->line, s->summary);
+  if (s->pool && sp->has_servers)
+    printf("  servers        %ld from the file until pool_size reports; the "
+           "loads are at %ld\n",
+           sp->params.model.servers, sp->params.model.servers);
+  else if (s->pool)
+    printf("  servers        from pool_size: the loads depend on the pool "
+           "size; here at 1\n");
+  if (ls->has_fold && ls->tipping_load > ls->recovery_load) {
+    printf("  tipping load   %.6g req/s\n", ls->tipping_load);
+    printf("  recovery load  %.6g req/s\n", ls->recovery_load);
+  } else {
+    printf("  tipping load   %.6g req/s (no hysteresis band)\n",
+           ls->tipping_load);
+    printf("  recovery load  %.6g req/s\n", ls->recovery_load);
+  }
+  printf("  inputs        ");
+  const char *sep = " ";
+  for (int i = 0; i < MS_INPUT_COUNT; i++) {
+    const ms_source *src = &sp->inputs[i];
+    if (src->kind == MS_SOURCE_NONE)
+      continue;
+    printf("%s%s", sep, ms_input_name((ms_input_id)i));
+    if (src->kind == MS_SOURCE_NUMBER)
+      printf(" = %.6g (constant)", src->number);
+    sep = ", ";
+  }
+  printf("\n  offered load   %s\n", s->offered);
+  if (s->attempts && s->failure)
+    printf("  observations   attempts = %s; failure ratio = %s\n", s->attempts,
+           s->failure);
+  else if (s->attempts)
+    printf("  observations   attempts = %s\n", s->attempts);
+  else
+    printf("  observations   none\n");
+  printf("  storm flag     %s\n",
+         s->evidence ? "from the observations" : "from the model alone");
+  int clear = sp->clear_after ? sp->clear_after : MS_DEFAULT_CLEAR_AFTER;
+  if (sp->has_headroom_warning)
+    printf("  notifications  WARNING below %.4g %% headroom; OKAY after %d "
+           "intervals without a storm\n",
+           100 * sp->headroom_warning, clear);
+  else
+    printf("  notifications  OKAY after %d intervals without a storm\n", clear);
+}
+
+static void write_json_service(ms_json *j, const service_check *s) {
+  const ms_service_spec *sp = s->sp;
+  const ms_landscape *ls = &s->ls;
+  const ms_failure_model *m = &sp->params.model;
+  const ms_retry_policy *pol = &sp->params.policy;
+  bool erlang = m->kind == MS_MODEL_ERLANG;
+  ms_json_begin_object(j, NULL);
+  ms_json_string(j, "name", sp->name);
+  ms_json_int(j, "line", sp->line);
+  ms_json_string(j, "model", erlang ? "erlang" : "capacity");
+  ms_json_string(j, "summary", s->summary);
+  ms_json_begin_object(j, "parameters");
+  if (erlang) {
+    if (sp->has_servers || !s->pool)
+      ms_json_int(j, "servers", m->servers);
+    else
+      ms_json_null(j, "servers");
+    ms_json_number(j, "service_rate", m->service_rate);
+    ms_json_number(j, "timeout", m->timeout);
+  } else {
+    ms_json_number(j, "capacity", m->capacity);
+  }
+  ms_json_number(j, "base_failure", m->base_failure);
+  ms_json_int(j, "retries", pol->retries);
+  ms_json_int(j, "tiers", pol->tiers);
+  if (pol->has_budget)
+    ms_json_number(j, "retry_budget", pol->retry_budget);
+  if (pol->has_token)
+    ms_json_number(j, "token_ratio", pol->token_ratio);
+  ms_json_end_object(j);
+  if (erlang)
+    ms_json_string(j, "servers_from", s->pool ? "pool_size" : "file");
+  if (s->pool)
+    ms_json_int(j, "loads_at_servers", m->servers);
+  if (s->pool)
+    ms_json_int(j, "max_pool_size", s->max_pool);
+  ms_json_number(j, "tipping_load", ls->tipping_load);
+  ms_json_number(j, "recovery_load", ls->recovery_load);
+  ms_json_bool(j, "band", ls->has_fold && ls->tipping_load > ls->recovery_load);
+  ms_json_begin_object(j, "inputs");
+  for (int i = 0; i < MS_INPUT_COUNT; i++) {
+    const ms_source *src = &sp->inputs[i];
+    if (src->kind == MS_SOURCE_NONE)
+      continue;
+    ms_json_begin_object(j, ms_input_name((ms_input_id)i));
+    ms_json_string(j, "kind", source_kind(src->kind));
+    if (src->kind == MS_SOURCE_NUMBER)
+      ms_json_number(j, "value", src->number);
+    else
+      ms_json_string(j, "value", src->pattern);
+    ms_json_end_object(j);
+  }
+  ms_json_end_object(j);
+  ms_json_string(j, "offered_load_from", s->offered);
+  if (s->attempts)
+    ms_json_string(j, "observed_attempts_from", s->attempts);
+  else
+    ms_json_null(j, "observed_attempts_from");
+  if (s->failure)
+    ms_json_string(j, "observed_failure_from", s->failure);
+  else
+    ms_json_null(j, "observed_failure_from");
+  ms_json_string(j, "storm_flag", s->evidence ? "observations" : "model");
+  if (sp->has_headroom_warning)
+    ms_json_number(j, "headroom_warning", sp->headroom_warning);
+  else
+    ms_json_null(j, "headroom_warning");
+  ms_json_int(j, "clear_after",
+              sp->clear_after ? sp->clear_after : MS_DEFAULT_CLEAR_AFTER);
+  ms_json_end_object(j);
+}
+
+static void write_json_warnings(ms_json *j, const char *path,
+                                const service_check *c, size_t n) {
+  ms_json_begin_array(j, "warnings");
+  for (size_t i = 0; i < n; i++)
+    for (int k = 0; k < c[i].n_warnings; k++) {
+      const warning *w = &c[i].warnings[k];
+      ms_json_begin_object(j, NULL);
+      ms_json_string(j, "file", path);
+      ms_json_int(j, "line", w->line);
+      ms_json_int(j, "column", w->column);
+      ms_json_string(j, "service", c[i].sp->name);
+      ms_json_string(j, "message", w->text);
+      ms_json_end_object(j);
+    }
+  ms_json_end_array(j);
+}
+
+static void write_all(const check_args *a, const char *path,
+                      const service_check *c, size_t n) {
+  if (a->format == MS_FORMAT_JSON) {
+    ms_json j;
+    ms_json_init(&j, stdout, 2);
+    ms_json_begin_object(&j, NULL);
+    ms_json_string(&j, "file", path);
+    ms_json_begin_array(&j, "services");
+    for (size_t i = 0; i < n; i++)
+      write_json_service(&j, &c[i]);
+    ms_json_end_array(&j);
+    write_json_warnings(&j, path, c, n);
+    ms_json_end_object(&j);
+    ms_json_finish(&j);
+    return;
+  }
+  printf("%s: %zu service%s, valid\n", path, n, n == 1 ? "" : "s");
+  for (size_t i = 0; i < n; i++) {
+    printf("\n");
+    write_text_service(&c[i]);
+  }
+}
+
+static int run(ms_service_file *f, service_check **checks, int argc,
+               char **argv) {
+  check_args a = {.format = MS_FORMAT_TEXT};
+  int first;
+  int r =
+      ms_cli_parse(argc, argv, options, NULL, take_option, &a, &a.help, &first);
+  if (r != 0)
+    return r;
+  if (a.help)
+    return ms_cli_help(help);
+  if (first >= argc)
+    return ms_cli_usage("give the service file: FILE");
+  if (first + 1 < argc)
+    return ms_cli_usage("unexpected argument '%s' (one file at a time)",
+                        argv[first + 1]);
+  const char *path = argv[first];
+  char err[512];
+  if (ms_service_file_load(path, f, err, sizeof err) != 0)
+    return ms_cli_fail("%s", err);
+  *checks = calloc(f->n_services, sizeof **checks);
+  if (*checks == NULL)
+    return ms_cli_fail("out of memory");
+  int n_warnings = 0;
+  for (size_t i = 0; i < f->n_services; i++) {
+    if ((r = check_service(&f->services[i], &(*checks)[i])) != 0)
+      return r;
+    n_warnings += (*checks)[i].n_warnings;
+  }
+  write_all(&a, path, *checks, f->n_services);
+  fflush(stdout);
+  for (size_t i = 0; i < f->n_services; i++)
+    for (int k = 0; k < (*checks)[i].n_warnings; k++) {
+      const warning *w = &(*checks)[i].warnings[k];
+      fprintf(stderr, "%s:%d:%d: warning: %s\n", path, w->line, w->column,
+              w->text);
+    }
+  return ms_cli_finish_output(a.strict && n_warnings > 0 ? MS_EXIT_RUNTIME
+                                                         : MS_EXIT_OK);
+}
+
+int ms_cmd_check(int argc, char **argv) {
+  ms_service_file f;
+  memset(&f, 0, sizeof f);
+  service_check *checks = NULL;
+  int rc = run(&f, &checks, argc, argv);
+  free(checks);
+  ms_service_file_free(&f);
+  return rc;
+}

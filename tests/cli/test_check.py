@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""metastable check: a service file validated as the plugin loads it; the
+tipping and recovery loads it prints are the ones `metastable solve` gives
+for the same service (the independent reference here); located errors;
+every warning both triggered and not."""
+import os
+import re
+import tempfile
+
+import clitest
+from clitest import DATA, SPEC, CliTest
+
+BASE = {
+    "name": "svc", "model": "erlang", "servers": "10",
+    "service_time": "100ms", "timeout": "1s", "retries": "3",
+}
+COLLECTD = {"offered_rate": "web1/statsd/derive-requests",
+            "retry_rate": "web1/statsd/derive-retries"}
+
+
+def service_file(keys=None, inputs=None, drop=()):
+    """A one-service file: BASE with keys changed, the inputs given."""
+    k = dict(BASE)
+    k.update(keys or {})
+    lines = ["services:", "  - name: %s" % k.pop("name")]
+    lines += ["    %s: %s" % (a, b) for a, b in k.items() if a not in drop]
+    lines.append("    inputs:")
+    for a, b in (COLLECTD if inputs is None else inputs).items():
+        lines.append("      %s: %s" % (a, b))
+    return "\n".join(lines) + "\n"
+
+
+class Check(CliTest):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, text, name="s.yaml"):
+        path = os.path.join(self.dir.name, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def check(self, *args):
+        return clitest.run("check", *args)
+
+    def warnings(self, r):
+        return [l for l in r.err.splitlines() if ": warning: " in l]
+
+    def test_loads_equal_solve(self):
+        r = self.check("--format", "json", SPEC)
+        self.assertEqual(r.code, 0, r)
+        j = r.json()
+        self.assertEqual([s["name"] for s in j["services"]],
+                         ["checkout", "unit-capacity", "pool"])
+        for s in j["services"]:
+            with self.subTest(service=s["name"]):
+                extra = ("--servers", "1") if s["name"] == "pool" else ()
+                ref = self.ok("solve", "--spec", SPEC, "--service", s["name"],
+                              *extra, "--load", "1", "--format",
+                              "json").json()
+                self.assertEqual(s["tipping_load"], ref["tipping_load"])
+                self.assertEqual(s["recovery_load"], ref["recovery_load"])
+        checkout, cap, pool = j["services"]
+        self.assertAlmostEqual(checkout["tipping_load"], 83.2329, delta=1e-4)
+        self.assertEqual(checkout["recovery_load"], 25)  # c mu / (r + 1)
+        self.assertTrue(checkout["band"])
+        self.assertEqual(checkout["parameters"]["servers"], 10)
+        self.assertEqual(checkout["storm_flag"], "observations")
+        self.assertEqual(checkout["observed_attempts_from"],
+                         "offered_rate + retry_rate")
+        self.assertFalse(cap["band"])
+        self.assertEqual(cap["tipping_load"], 1000 / 1111)  # C / A(base)
+        self.assertEqual(cap["observed_failure_from"],
+                         "error_rate / arrival_rate")
+        self.assertEqual(pool["servers_from"], "pool_size")
+        self.assertIsNone(pool["parameters"]["servers"])
+        self.assertEqual(pool["loads_at_servers"], 1)
+        self.assertEqual(pool["recovery_load"], 2.5)  # 1 x 10 / 4
+        self.assertEqual(pool["storm_flag"], "model")
+        # the pool service has no observation: its one warning
+        self.assertEqual([w["service"] for w in j["warnings"]], ["pool"])
+        self.assertEqual(self.warnings(r), [
+            "%s:29:5: warning: %s" % (SPEC, j["warnings"][0]["message"])])
+
+    def test_text(self):
+        r = self.check(SPEC)
+        self.assertEqual(r.code, 0, r)
+        self.assertTrue(r.out.startswith("%s: 3 services, valid\n" % SPEC))
+        self.assertIn("checkout (line 6): erlang model: 10 servers, service "
+                      "time 100 ms, timeout 200 ms, 3 retries\n"
+                      "  tipping load   83.2329 req/s\n"
+                      "  recovery load  25 req/s\n", r.out)
+        self.assertIn("  tipping load   0.90009 req/s (no hysteresis band)",
+                      r.out)
+        self.assertIn("  servers        from pool_size: the loads depend on "
+                      "the pool size; here at 1\n"
+                      "  tipping load   4.45025 req/s\n", r.out)
+        self.assertIn("  storm flag     from the model alone", r.out)
+
+    def test_pool_with_servers(self):
+        p = self.write(service_file(inputs=dict(COLLECTD,
+                                                pool_size="web1/pool/gauge")))
+        j = self.check("--format", "json", p).json()["services"][0]
+        ref = self.ok("solve", "--spec", p, "--load", "1", "--format",
+                      "json").json()
+        self.assertEqual(j["loads_at_servers"], 10)
+        self.assertEqual(j["tipping_load"], ref["tipping_load"])
+        self.assertEqual(j["recovery_load"], 25)
+
+    def test_errors(self):
+        self.fails(1, "bad.yaml:4:14: servers = -3 is outside [1, 10000000] "
+                   "(key 'servers')", "check", os.path.join(DATA, "bad.yaml"))
+        self.fails(1, "no-such.yaml: cannot open: No such file or directory",
+                   "check", "no-such.yaml")
+        p = self.write(service_file({"timeout": "1e17"}))
+        self.fails(1, "s.yaml:2:5: service 'svc': timeout = 1e+17 s: timeout "
+                   "x servers x service rate = 1e+19 must be at most 1e+15",
+                   "check", p)
+        self.fails(2, "give the service file: FILE", "check")
+        self.fails(2, "unexpected argument 'b.yaml'", "check", "a.yaml",
+                   "b.yaml")
+        self.fails(2, "--format: 'csv' is not one of: text, json", "check",
+                   "--format", "csv", SPEC)
+
+    def assertWarns(self, text, pattern, present=True, *args):
+        p = self.write(text)
+        r = self.check(*args, p)
+        self.assertEqual(r.code, 0, r)
+        hits = [w for w in self.warnings(r) if re.search(pattern, w)]
+        if present:
+            self.assertEqual(len(hits), 1, r)
+            self.assertTrue(hits[0].startswith(p + ":"), r)
+        else:
+            self.assertEqual(hits, [], r)
+        return r
+
+    def test_clean_file(self):
+        r = self.assertWarns(service_file(), "warning", False)
+        self.assertEqual(r.err, "")
+        r = self.check("--strict", self.write(service_file()))
+        self.assertEqual(r.code, 0, r)
+
+    def test_service_time_over_timeout(self):
+        pat = r":2:5: warning: service 'svc': the service time 1 s is " \
+              r"longer than the timeout 0.5 s"
+        self.assertWarns(service_file({"service_time": "1s",
+                                       "timeout": "500ms"}), pat)
+        self.assertWarns(service_file({"service_time": "1s",
+                                       "timeout": "1s"}), "service time",
+                         False)
+
+    def test_wait_tail_underflows(self):
+        # c mu T = 10 x 10 x T: warned from 1e12 on, refused above 1e15
+        pat = (r"timeout x servers x service rate = 1e\+12: the wait tail "
+               r"P\(W > T\) underflows to 0 below 99\.99999993 %")
+        self.assertWarns(service_file({"timeout": "1e10"}), pat)
+        self.assertWarns(service_file({"timeout": "1e13"}),
+                         r"service rate = 1e\+15: the wait tail")
+        self.assertWarns(service_file({"timeout": "9.9e9"}), "wait tail",
+                         False)
+        # the percentage is 1 - 744.44 / (c mu T), the smallest double's log
+        r = self.check("--format", "json",
+                       self.write(service_file({"timeout": "1e10"})))
+        msg = r.json()["warnings"][0]["message"]
+        want = 100 * (1 - 744.44007192138126 / 1e12)
+        self.assertIn("%.10g %%" % want, msg)
+
+    def test_pool_refused_above(self):
+        # mu T = 10 x 1e12: a pool above 100 servers breaks the rule
+        text = service_file({"timeout": "1e12"}, drop=("servers",),
+                            inputs=dict(COLLECTD, pool_size="w/p/gauge"))
+        self.assertWarns(text, r"a pool_size above 100 servers gives no "
+                         r"verdict")
+        self.assertWarns(service_file(inputs=dict(COLLECTD,
+                                                  pool_size="w/p/gauge")),
+                         "pool_size above", False)
+
+    def test_no_observation(self):
+        pat = "its inputs give no observation, so the storm flag comes " \
+              "from the model alone"
+        self.assertWarns(service_file(inputs={
+            "offered_rate": COLLECTD["offered_rate"]}), pat)
+        self.assertWarns(service_file(), pat, False)
+        self.assertWarns(service_file(inputs={
+            "arrival_rate": "w/s/derive-attempts",
+            "error_rate": "w/s/derive-errors"}), "storm flag", False)
+        # constants observe nothing
+        self.assertWarns(service_file(inputs={
+            "offered_rate": COLLECTD["offered_rate"], "retry_rate": "2"}),
+            "its observations come from constants only")
+
+    def test_offered_from_constants(self):
+        pat = r":9:21: warning: service 'svc': the offered load " \
+              r"\(offered_rate\) comes only from constants"
+        self.assertWarns(service_file(inputs={
+            "offered_rate": "5", "retry_rate": COLLECTD["retry_rate"]}), pat)
+        self.assertWarns(service_file(), "only from constants", False)
+        self.assertWarns(service_file(inputs={
+            "arrival_rate": "50", "retry_rate": "w/s/derive-retries"}),
+            "only from constants", False)
+
+    def test_error_rate_unused(self):
+        self.assertWarns(service_file(inputs=dict(
+            COLLECTD, error_rate="w/s/derive-errors")),
+            "error_rate is not used without arrival_rate")
+
+    def test_strict(self):
+        p = self.write(service_file({"timeout": "1e10"}))
+        r = self.check("--strict", p)
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("warning: ", r.err)
+        self.assertIn("tipping load", r.out)
+        self.assertEqual(self.check(p).code, 0)
+
+
+if __name__ == "__main__":
+    clitest.main()
