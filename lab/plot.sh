@@ -54,14 +54,17 @@ if [ "$use_plugin" = 1 ]; then
   csv using "time_s":"ms_effective_load" with lines lw 1.5 dt 2 lc rgb "#1f77b4" title "plugin: effective load (model)", \
   csv using "time_s":"ms_tipping_load" with lines lw 1.5 dt 4 lc rgb "#d62728" title "plugin: tipping load", \
   csv using "time_s":"ms_recovery_load" with lines lw 1.5 dt 4 lc rgb "#ff7f0e" title "plugin: recovery load"'
-  band='plot csv using "time_s":(1):(0.5):(0.35):(state_colour(column("ms_state"))) with boxxyerror fs solid 1 noborder lc rgb variable notitle, \
-  NaN with boxes fs solid lc rgb "#2ca02c" title "stable | goodput ≥ 90 %", \
+  band='plot csv using "time_s":(2):(0.5):(0.35):(storm_colour(column("ms_storm"), column("ms_recovering"))) with boxxyerror fs solid 1 noborder lc rgb variable notitle, \
+  csv using "time_s":(1):(0.5):(0.35):(state_colour(column("ms_state"))) with boxxyerror fs solid 1 noborder lc rgb variable notitle, \
+  NaN with boxes fs solid lc rgb "#2ca02c" title "stable, storm 0 | ≥ 90 %", \
   NaN with boxes fs solid lc rgb "#f0b400" title "vulnerable | 10–90 %", \
-  NaN with boxes fs solid lc rgb "#d62728" title "metastable | ≤ 10 %", \
+  NaN with boxes fs solid lc rgb "#d62728" title "metastable, storm 1 | ≤ 10 %", \
   NaN with boxes fs solid lc rgb "#7b2d8e" title "overloaded |", \
+  NaN with boxes fs solid lc rgb "#ff7f0e" title "recovering |", \
   csv using "time_s":(0):(0.5):(0.35):(lab_colour(column("goodput"), column("offered"))) with boxxyerror fs solid 1 noborder lc rgb variable notitle'
-  band_tics='set ytics ("plugin state" 1, "lab (HAProxy)" 0)'
-  band_key="plugin state | lab goodput / offered"
+  band_tics='set ytics ("plugin storm" 2, "plugin state" 1, "lab (HAProxy)" 0)'
+  band_key="plugin | lab goodput/offered"
+  band_range="-0.6:2.6"
 else
   model_lines=""
   band='plot csv using "time_s":(0):(0.5):(0.35):(lab_colour(column("goodput"), column("offered"))) with boxxyerror fs solid 1 noborder lc rgb variable notitle, \
@@ -70,6 +73,7 @@ else
   NaN with boxes fs solid lc rgb "#d62728" title "≤ 10 %"'
   band_tics='set ytics ("lab (HAProxy)" 0)'
   band_key="lab goodput / offered"
+  band_range="-0.6:1.6"
 fi
 
 gnuplot <<EOF
@@ -79,6 +83,7 @@ set output "$png"
 set datafile separator ","
 set datafile columnheaders
 state_colour(s) = s == 0 ? 0x2ca02c : s == 1 ? 0xf0b400 : s == 2 ? 0xd62728 : s == 3 ? 0x7b2d8e : 0xdddddd
+storm_colour(s, r) = s != s ? 0xdddddd : s == 1 ? (r == 1 ? 0xff7f0e : 0xd62728) : 0x2ca02c
 lab_colour(g, o) = o <= 0 ? 0xdddddd : g >= 0.9 * o ? 0x2ca02c : g <= 0.1 * o ? 0xd62728 : 0xf0b400
 $marks
 set multiplot title "$title" font ",12"
@@ -88,7 +93,7 @@ set xrange [0:tmax]
 
 # Loads
 set tmargin at screen 0.90
-set bmargin at screen 0.40
+set bmargin at screen 0.43
 set ylabel "requests or attempts per second"
 set format x ""
 set grid ytics lc rgb "#e0e0e0"
@@ -103,13 +108,13 @@ plot csv using "time_s":"offered" with lines lw 2.5 lc rgb "black" title "offere
 unset object
 unset arrow
 unset label
-set tmargin at screen 0.37
+set tmargin at screen 0.40
 set bmargin at screen 0.27
 unset grid
 unset ylabel
-set yrange [-0.6:1.6]
+set yrange [$band_range]
 $band_tics
-set key at screen 0.99, screen 0.40 top right box opaque font ",9" title "$band_key" noenhanced
+set key at screen 0.99, screen 0.425 top right box opaque font ",9" title "$band_key" noenhanced
 $band
 
 # Queue

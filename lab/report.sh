@@ -286,10 +286,13 @@ awk -F, -v mode="$mode" -v plugin="$use_plugin" \
         t_rec = val(rec, "epoch")
         check(n_okay == 1 && t_okay >= t_rec - 1 && t_okay <= t_rec + FEW + CLEAR + 1,
           sprintf("plugin OKAY notifications: %d (want 1, after goodput returned and within %d s of it)", n_okay, FEW + CLEAR))
-        dmax = 0
-        for (r = fb; r < rec; r++) if (has(r, "ms_drain_time") && val(r, "ms_drain_time") > dmax) dmax = val(r, "ms_drain_time")
-        printf "INFO  drain: %d s from %s to goodput; the plugin predicted at most %.0f s (drain_time, php-fpm queue)\n",
-          t(rec) - t(fb), first_below, dmax
+        # drain_time at the start of the drain (the first value SETTLE s in)
+        # and over it: how far the fluid prediction is from the lab
+        d0 = -1; nd = 0
+        for (r = fb + SETTLE; r < rec; r++) if (has(r, "ms_drain_time")) { if (d0 < 0) d0 = val(r, "ms_drain_time") + SETTLE; dd[++nd] = val(r, "ms_drain_time") }
+        for (i = 2; i <= nd; i++) { v0 = dd[i]; for (j = i - 1; j >= 1 && dd[j] > v0; j--) dd[j + 1] = dd[j]; dd[j + 1] = v0 }
+        printf "INFO  drain: goodput back %d s after %s began; drain_time %d s into it predicted %.0f s in all (median over the drain %.0f s remaining; undrainable in %d s)\n",
+          t(rec) - t(fb), first_below, SETTLE, d0, nd ? dd[int((nd + 1) / 2)] : -1, rec - fb - SETTLE - nd
       }
 
       # The original load again: healthy now (hysteresis).
