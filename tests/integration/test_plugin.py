@@ -9,7 +9,8 @@ for the fleet and the faulty service, as PUTVAL through unixsock.  Outputs
 are read back with `collectdctl getval` and through Prometheus's HTTP API.
 
 Asserted: the storm flag and state over a scripted incident (the storm
-starts at the trigger, persists after it, ends below the recovery load);
+starts at the trigger, persists after it, goes on below the recovery load
+while attempts still fail, and ends when they stop);
 one notification per change; values against the model library's own
 answers (`metastable solve --format json`); a glob summed over hosts; a
 missing and bad input from which the plugin recovers while collectd keeps
@@ -348,6 +349,8 @@ def scenario(cd, prom, feeder):
     # flaky: nothing sent yet -> nothing reported, rate-limited warnings
     check(cd.value("flaky", "state") is None,
           "missing input: nothing reported for flaky")
+    check(cd.value("flaky", "reporting") == 0,
+          "missing input: flaky's heartbeat says reporting 0")
     warn = [l for l in cd.log().splitlines()
             if 'service "flaky"' in l and "[warning]" in l]
     check(1 <= len(warn) <= 5,
@@ -433,12 +436,34 @@ def scenario(cd, prom, feeder):
         time.sleep(0.5)
     check(cd.value("flaky", "state") == 0, "flaky recovers after bad input")
 
-    # ---- load below the recovery load ends the storm
+    # ---- below the recovery load with every attempt still failing once
+    # (the drain): the model says stable, the storm goes on, no OKAY
     feeder.rates = (120.0, 240.0)
     t = wait_state(cd, "checkout", 0, 10)
     check(t is not None, "below the recovery load: stable")
-    time.sleep(2)
-    check(cd.value("checkout", "storm") == 0, "storm 0")
+    drained = True
+    for _ in range(8):
+        time.sleep(0.5)
+        drained &= (cd.value("checkout", "storm") == 1 and
+                    cd.value("checkout", "recovering") == 1)
+    check(drained, "drain: storm 1 and recovering 1 for 4 s below the "
+          "recovery load while half the attempts fail")
+    check(close(cd.value("checkout", "observed_failure_ratio"), 0.5, 0.05),
+          "drain: observed failure ratio 0.5")
+    check(cd.value("checkout", "shed_load") == 0,
+          "drain: nothing to shed below the recovery load")
+    check(not [n for n in cd.notifications()
+               if n[1] == "checkout" and n[0] == "OKAY"],
+          "drain: no OKAY while attempts still fail")
+    check(alert_states(prom, "checkout").get("MetastableRetryStorm") ==
+          "firing", "drain: alert MetastableRetryStorm still firing")
+    # ---- the failures stop: the storm is over
+    feeder.rates = (120.0, 120.0)
+    t0 = time.time()
+    while time.time() - t0 < 10 and cd.value("checkout", "storm") != 0:
+        time.sleep(0.25)
+    check(cd.value("checkout", "storm") == 0, "healthy again: storm 0")
+    check(cd.value("checkout", "recovering") == 0, "recovering 0")
 
     check(wait_alert(prom, "checkout", "MetastableRetryStorm", "inactive",
                      20), "alert MetastableRetryStorm inactive after recovery")
