@@ -73,19 +73,63 @@ typedef struct {
   c_complain_t many_bad;     /* many services without usable inputs */
 } plugin_state;
 
-/* Configuration is read before init; init loads the file. */
+/* Configuration is read before init.  The service file is loaded with it,
+ * so that a broken file fails collectd's configuration (collectd then
+ * refuses to start, as for any rejected option); init takes it over. */
 static char *conf_service_file;
 static char *conf_host;
 static cdtime_t conf_interval;
 static bool conf_values_given;
 static bool conf_wanted[MS_OUT_COUNT];
+static ms_service_file conf_file;
+static bool conf_loaded;
+
+/*
+ * Load the service file during configuration.  collectd 5.12 checks a
+ * configuration only by reading it: a complex config callback that returns
+ * non-zero fails cf_read, and then `collectd` and `collectd -T` exit with
+ * status 1 before any init runs.  An init callback that fails only unloads
+ * the plugin and leaves the daemon running.  (`collectd -t` of 5.12 exits
+ * 0 without reading the file at all; collectd fixed that after 5.12.0,
+ * and then it fails here too.)  A relative path is taken from BaseDir,
+ * where collectd changes directory after reading its configuration.
+ */
+static int load_service_file(void) {
+  const char *base = global_option_get("BaseDir");
+  if (conf_service_file[0] != '/' && base != NULL && base[0] != '\0') {
+    size_t n = strlen(base) + strlen(conf_service_file) + 2;
+    char *abs = malloc(n);
+    if (abs == NULL) {
+      ERROR(PLUGIN_NAME " plugin: out of memory");
+      return -1;
+    }
+    snprintf(abs, n, "%s/%s", base, conf_service_file);
+    sfree(conf_service_file);
+    conf_service_file = abs;
+  }
+  ms_service_file_free(&conf_file);
+  conf_loaded = false;
+  char err[1024];
+  if (ms_service_file_load(conf_service_file, &conf_file, err, sizeof err) !=
+      0) {
+    ERROR(PLUGIN_NAME " plugin: %s; the service file is rejected whole, and "
+                      "with it collectd's configuration: collectd does not "
+                      "start until the file is fixed",
+          err);
+    return -1;
+  }
+  conf_loaded = true;
+  return 0;
+}
 
 static int ms_config(oconfig_item_t *ci) {
+  bool file_given = false;
   for (int i = 0; i < ci->children_num; i++) {
     oconfig_item_t *child = ci->children + i;
     if (strcasecmp("ServiceFile", child->key) == 0) {
       if (cf_util_get_string(child, &conf_service_file) != 0)
         return -1;
+      file_given = true;
     } else if (strcasecmp("Host", child->key) == 0) {
       if (cf_util_get_string(child, &conf_host) != 0)
         return -1;
@@ -133,7 +177,7 @@ static int ms_config(oconfig_item_t *ci) {
               child->key);
     }
   }
-  return 0;
+  return file_given ? load_service_file() : 0;
 }
 
 static void state_free(void *p) {
@@ -359,12 +403,13 @@ static int ms_init(void) {
   st->path = conf_service_file;
   st->host = conf_host;
   conf_service_file = conf_host = NULL;
-  char err[1024];
-  if (ms_service_file_load(st->path, &st->file, err, sizeof err) != 0) {
-    ERROR(PLUGIN_NAME " plugin: %s; the service file is rejected whole", err);
+  if (!conf_loaded) { /* said when it failed; collectd stopped there */
     state_free(st);
     return -1;
   }
+  st->file = conf_file; /* loaded with the configuration */
+  memset(&conf_file, 0, sizeof conf_file);
+  conf_loaded = false;
   st->n_services = st->file.n_services;
   st->services = calloc(st->n_services, sizeof *st->services);
   if (st->services == NULL) {
@@ -415,6 +460,8 @@ static int ms_init(void) {
 static int ms_shutdown(void) {
   sfree(conf_service_file);
   sfree(conf_host);
+  ms_service_file_free(&conf_file);
+  conf_loaded = false;
   return 0;
 }
 

@@ -43,6 +43,12 @@ char *sstrncpy(char *dest, const char *src, size_t n) {
   return dest;
 }
 
+/* The daemon's global options: BaseDir only (the daemon's default), for a
+ * relative ServiceFile. */
+const char *global_option_get(const char *option) {
+  return strcasecmp(option, "BaseDir") == 0 ? "/var/lib/collectd" : NULL;
+}
+
 int cf_util_get_cdtime(const oconfig_item_t *ci, cdtime_t *ret_value) {
   if (ci->values_num != 1 || ci->values[0].type != OCONFIG_TYPE_NUMBER ||
       !(ci->values[0].value.number >= 0))

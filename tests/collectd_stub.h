@@ -25,7 +25,7 @@
  *                 utils_complain does;
  *   utilities     cdtime, sstrncpy, cf_util_get_string, cf_util_get_cdtime,
  *                 plugin_get_interval (10 s, collectd's default Interval),
- *                 hostname_g.
+ *                 global_option_get (BaseDir only), hostname_g.
  *
  * This header is the tests' and the benchmark's side of the stand-in:
  * filling the cache, calling the registered callbacks, reading the

@@ -13,12 +13,13 @@ starts at the trigger, persists after it, ends below the recovery load);
 one notification per change; values against the model library's own
 answers (`metastable solve --format json`); a glob summed over hosts; a
 missing and bad input from which the plugin recovers while collectd keeps
-running; a broken service file that fails the plugin's init whole.
+running; a broken service file that fails collectd's configuration.
 Everything started is stopped.
 """
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -233,6 +234,11 @@ def wait_state(cd, service, want, timeout):
 
 
 def test_bad_file(work):
+    """A broken service file fails collectd's configuration: the plugin
+    loads the file in its config callback, whose failure makes collectd
+    exit 1 before any init (collectd -T, and the daemon itself).
+    collectd 5.12.0's -t exits 0 without reading any file (fixed in
+    collectd after 5.12.0): then only -T and the start can fail."""
     bad = os.path.join(work, "bad.yaml")
     with open(bad, "w") as f:
         f.write("services:\n  - name: x\n    model: erlang\n"
@@ -240,18 +246,43 @@ def test_bad_file(work):
     d = os.path.join(work, "bad")
     os.mkdir(d)
     cd = harness.Collectd(d, PLUGIN_DIR, TYPES_DB, bad)
-    with cd:
-        cd.start()
-        time.sleep(2)
-        log = cd.log()
-        check(bad + ":4:14: servers must be a whole number" in log,
-              "broken service file: error names file:line:column and key")
-        check("rejected whole" in log, "broken service file rejected whole")
-        check("Initialization of plugin `metastable' failed" in log or
-              "initialization of plugin `metastable' failed" in log.lower(),
-              "collectd reports the plugin's init as failed")
-        check(cd.running(), "collectd keeps running without the plugin")
-        check(cd.value("x", "state") is None, "nothing dispatched")
+    says = bad + ":4:14: servers must be a whole number"
+    rc, out = cd.check_config()
+    reads = subprocess.run(["collectd", "-t", "-C",
+                            os.path.join(d, "no-such.conf")],
+                           capture_output=True, text=True).returncode != 0
+    if reads:
+        check(rc != 0 and says in out, "collectd -t fails on the broken "
+              "service file with file:line:column (rc %d)" % rc)
+    else:
+        check(rc == 0, "collectd -t of this collectd reads no file at all "
+              "(5.12.0: it exits 0 even for a missing one)")
+    r = subprocess.run(["collectd", "-T", "-C", cd.conf], capture_output=True,
+                       text=True, timeout=30)
+    out = r.stdout + r.stderr
+    check(r.returncode != 0, "collectd -T exits %d on the broken service "
+          "file" % r.returncode)
+    check(says in out and "(key 'servers')" in out,
+          "collectd -T: error names file:line:column and key")
+    check("rejected whole" in out and "collectd does not start" in out,
+          "the plugin says the file is rejected whole, collectd with it")
+    check("Parsing the config file failed" in out,
+          "collectd -T reports its configuration as failed")
+    with open(cd.logpath, "w") as log:
+        proc = subprocess.Popen(["collectd", "-f", "-C", cd.conf],
+                                stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            rc = proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(10)
+            rc = None
+    log = cd.log()
+    check(rc == 1, "collectd -f does not start with the broken service file "
+          "(exit %s)" % rc)
+    check(says in log, "collectd -f: error names file:line:column and key")
+    check("Initialization complete" not in log, "collectd never initialised")
 
 
 def main():
