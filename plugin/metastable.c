@@ -266,14 +266,38 @@ typedef struct {
   char why[512];
 } problem;
 
+/* The names of a summary line: "a", "b", "c" and 7 more.  At most n_named
+ * names, and no more than fit in about half of collectd's 512-byte
+ * complaint, so that the reason after them is not cut off; the rest are
+ * counted. */
+#define SUMMARY_NAMES_BYTES 240
+static void name_list(char *buf, size_t len, const char *const *names,
+                      size_t n_named, size_t n_total) {
+  size_t used = 0, shown = 0;
+  buf[0] = '\0';
+  for (; shown < n_named; shown++) {
+    size_t need = strlen(names[shown]) + 4; /* ", " and quotes */
+    if (shown > 0 && used + need > SUMMARY_NAMES_BYTES)
+      break;
+    int w = snprintf(buf + used, len - used, "%s\"%s\"", shown ? ", " : "",
+                     names[shown]);
+    if (w < 0 || (size_t)w >= len - used)
+      break;
+    used += (size_t)w;
+  }
+  if (shown < n_total)
+    snprintf(buf + used, len - used, " and %zu more", n_total - shown);
+}
+
 /*
  * Tell the operator which services report nothing, without flooding: when
  * few services have problems each is named through its own rate-limited
- * complaint (c_complain); when many do, one summary line, rate-limited too.
- * Recoveries likewise: one line per service when few, else one line.
+ * complaint (c_complain); when many do, one summary line, rate-limited too,
+ * that names the first of them and counts the others.  Recoveries
+ * likewise: one line per service when few, else one line.
  */
 static void log_problems(plugin_state *st, const problem *named, size_t n_bad,
-                         size_t n_back, const char *first_back) {
+                         size_t n_back, const char *const *back) {
   if (n_bad <= MAX_NAMED_PER_CYCLE) {
     for (size_t i = 0; i < n_bad; i++)
       c_complain(LOG_WARNING, &named[i].ss->complaint,
@@ -289,17 +313,24 @@ static void log_problems(plugin_state *st, const problem *named, size_t n_bad,
                             "inputs now, named one by one",
                 n_bad, n_bad == 1 ? "" : "s");
   } else {
+    const char *names[MAX_NAMED_PER_CYCLE];
+    for (size_t i = 0; i < MAX_NAMED_PER_CYCLE; i++)
+      names[i] = named[i].ss->spec->name;
+    char list[SUMMARY_NAMES_BYTES + 64];
+    name_list(list, sizeof list, names, MAX_NAMED_PER_CYCLE, n_bad);
     c_complain(LOG_WARNING, &st->many_bad,
                PLUGIN_NAME " plugin: %zu of %zu services have no usable "
-                           "inputs and report nothing, e.g. \"%s\": %s",
-               n_bad, st->n_services, named[0].ss->spec->name, named[0].why);
+                           "inputs and report nothing: %s (\"%s\": %s)",
+               n_bad, st->n_services, list, names[0], named[0].why);
   }
   if (n_back == 0)
     return;
-  if (n_back > MAX_NAMED_PER_CYCLE)
-    INFO(PLUGIN_NAME " plugin: %zu services have usable inputs again (e.g. "
-                     "\"%s\")",
-         n_back, first_back);
+  if (n_back > MAX_NAMED_PER_CYCLE) {
+    char list[SUMMARY_NAMES_BYTES + 64];
+    name_list(list, sizeof list, back, MAX_NAMED_PER_CYCLE, n_back);
+    INFO(PLUGIN_NAME " plugin: %zu services have usable inputs again: %s",
+         n_back, list);
+  }
   for (size_t s = 0; s < st->n_services; s++) {
     service_state *ss = &st->services[s];
     if (!ss->just_back)
@@ -325,7 +356,7 @@ static int ms_read(user_data_t *ud) {
    * reasons, so the log names them one by one only when they are few. */
   problem named[MAX_NAMED_PER_CYCLE];
   size_t n_bad = 0, n_back = 0;
-  const char *first_back = NULL;
+  const char *back[MAX_NAMED_PER_CYCLE];
   for (size_t s = 0; s < st->n_services; s++) {
     service_state *ss = &st->services[s];
     ms_inputs in;
@@ -355,13 +386,14 @@ static int ms_read(user_data_t *ud) {
       ss->in_trouble = false;
       ss->ok_streak = 0;
       ss->just_back = true;
-      if (n_back++ == 0)
-        first_back = ss->spec->name;
+      if (n_back < MAX_NAMED_PER_CYCLE)
+        back[n_back] = ss->spec->name;
+      n_back++;
     }
     dispatch_report(host, ss->spec->name, &step.report, st->wanted, started);
     dispatch_notes(host, ss->spec->name, &step);
   }
-  log_problems(st, named, n_bad, n_back, first_back);
+  log_problems(st, named, n_bad, n_back, back);
   /* The cost of a cycle, so an operator can see what the plugin takes from
    * the daemon: once at start, and whenever it exceeds half the interval. */
   cdtime_t took = cdtime() - started;

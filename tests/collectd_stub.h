@@ -2,7 +2,8 @@
 /*
  * A test fixture: a stand-in for the parts of collectd 5.12's daemon that
  * the metastable plugin calls, so that the plugin's tests
- * (tests/check_plugin_globs, tests/check_plugin_inputs) and
+ * (tests/check_plugin_globs, tests/check_plugin_inputs,
+ * tests/check_plugin_log) and
  * bench/bench_plugin run plugin/metastable.c and plugin/inputs.c
  * themselves, the very code the daemon runs, without a daemon.  Declared by
  * collectd's own headers; defined in collectd_stub.c:
@@ -76,5 +77,7 @@ extern void (*stub_on_value)(const struct value_list_s *vl);
 
 /* The last message logged at LOG_WARNING or worse ("" if none). */
 const char *stub_last_warning(void);
+/* The last message logged at any level ("" if none). */
+const char *stub_last_message(void);
 
 #endif
