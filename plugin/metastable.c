@@ -293,7 +293,7 @@ static void name_list(char *buf, size_t len, const char *const *names,
  * Tell the operator which services report nothing, without flooding: when
  * few services have problems each is named through its own rate-limited
  * complaint (c_complain); when many do, one summary line, rate-limited too,
- * that names the first of them and counts the others.  Recoveries
+ * that names the first few of them and counts the others.  Recoveries
  * likewise: one line per service when few, else one line.
  */
 static void log_problems(plugin_state *st, const problem *named, size_t n_bad,

@@ -5,6 +5,8 @@
  * tests/collectd_stub.c): few services are named one line each; many get
  * one summary line that names the services at fault, the first few by
  * name and the rest counted, never one that reports; both rate-limited.
+ * And the start: a broken or missing service file fails the configuration
+ * callback (collectd then does not start), with the file's position.
  */
 #include <check.h>
 #include <stdio.h>
@@ -125,12 +127,43 @@ START_TEST(test_summary_bounded) {
 }
 END_TEST
 
+START_TEST(test_broken_file_fails_configuration) {
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  FILE *y = fdopen(fd, "w");
+  fprintf(y, "services:\n  - name: x\n    model: erlang\n"
+             "    servers: many\n");
+  fclose(y);
+  module_register();
+  ck_assert_int_ne(stub_call_config(path), 0);
+  char want[256];
+  snprintf(want, sizeof want,
+           "metastable plugin: %s:4:14: servers must be a whole number", path);
+  ck_assert_msg(strncmp(stub_last_warning(), want, strlen(want)) == 0, "%s",
+                stub_last_warning());
+  ck_assert_ptr_nonnull(strstr(stub_last_warning(), "collectd does not start"));
+  ck_assert_int_ne(stub_call_init(), 0); /* had collectd gone on */
+  stub_call_shutdown();
+  unlink(path);
+  /* a relative path is taken from BaseDir, where init used to open it */
+  ck_assert_int_ne(stub_call_config("no-such-file.yaml"), 0);
+  static const char where[] =
+      "metastable plugin: /var/lib/collectd/no-such-file.yaml: ";
+  ck_assert_msg(strncmp(stub_last_warning(), where, strlen(where)) == 0, "%s",
+                stub_last_warning());
+  stub_call_shutdown();
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("plugin_log");
   TCase *tc = tcase_create("problems");
   tcase_add_test(tc, test_few_named_one_by_one);
   tcase_add_test(tc, test_many_named_in_the_summary);
   tcase_add_test(tc, test_summary_bounded);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("start");
+  tcase_add_test(tc, test_broken_file_fails_configuration);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
