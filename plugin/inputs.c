@@ -459,6 +459,10 @@ input_result inputs_read_service(inputs_t *in, size_t service,
     } else {
       continue;
     }
+    /* `missing: zero`: absent is has[] false, which the service layer
+     * takes as 0; a value without a rate still fails the service */
+    if (r == INPUT_ABSENT && src->missing == MS_MISSING_ZERO)
+      continue;
     if (r != INPUT_OK)
       return r;
     values->has[i] = true;

@@ -80,7 +80,10 @@ typedef struct {
  * to the service layer: has[] false).  A glob input is the sum of its
  * matches that have a rate; a match absent from the cache or without a
  * rate is left out (glob[i] says how many were summed), a bad one spoils
- * the input.  Returns INPUT_OK, or the result of the first input without a
+ * the input.  An input with `missing: zero` that is INPUT_ABSENT (not in
+ * the cache; a glob without a match, or whose matches all expired) is left
+ * with has[] false and does not fail the service: the service layer counts
+ * it as 0.  Returns INPUT_OK, or the result of the first input without a
  * value, with why saying which input and what ("input arrival_rate: ...");
  * for a glob none of whose matches has a rate, the result of the first
  * match left out.  glob[i] is filled in for every glob input that gave a

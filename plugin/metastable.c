@@ -73,19 +73,63 @@ typedef struct {
   c_complain_t many_bad;     /* many services without usable inputs */
 } plugin_state;
 
-/* Configuration is read before init; init loads the file. */
+/* Configuration is read before init.  The service file is loaded with it,
+ * so that a broken file fails collectd's configuration (collectd then
+ * refuses to start, as for any rejected option); init takes it over. */
 static char *conf_service_file;
 static char *conf_host;
 static cdtime_t conf_interval;
 static bool conf_values_given;
 static bool conf_wanted[MS_OUT_COUNT];
+static ms_service_file conf_file;
+static bool conf_loaded;
+
+/*
+ * Load the service file during configuration.  collectd 5.12 checks a
+ * configuration only by reading it: a complex config callback that returns
+ * non-zero fails cf_read, and then `collectd` and `collectd -T` exit with
+ * status 1 before any init runs.  An init callback that fails only unloads
+ * the plugin and leaves the daemon running.  (`collectd -t` of 5.12 exits
+ * 0 without reading the file at all; collectd fixed that after 5.12.0,
+ * and then it fails here too.)  A relative path is taken from BaseDir,
+ * where collectd changes directory after reading its configuration.
+ */
+static int load_service_file(void) {
+  const char *base = global_option_get("BaseDir");
+  if (conf_service_file[0] != '/' && base != NULL && base[0] != '\0') {
+    size_t n = strlen(base) + strlen(conf_service_file) + 2;
+    char *abs = malloc(n);
+    if (abs == NULL) {
+      ERROR(PLUGIN_NAME " plugin: out of memory");
+      return -1;
+    }
+    snprintf(abs, n, "%s/%s", base, conf_service_file);
+    sfree(conf_service_file);
+    conf_service_file = abs;
+  }
+  ms_service_file_free(&conf_file);
+  conf_loaded = false;
+  char err[1024];
+  if (ms_service_file_load(conf_service_file, &conf_file, err, sizeof err) !=
+      0) {
+    ERROR(PLUGIN_NAME " plugin: %s; the service file is rejected whole, and "
+                      "with it collectd's configuration: collectd does not "
+                      "start until the file is fixed",
+          err);
+    return -1;
+  }
+  conf_loaded = true;
+  return 0;
+}
 
 static int ms_config(oconfig_item_t *ci) {
+  bool file_given = false;
   for (int i = 0; i < ci->children_num; i++) {
     oconfig_item_t *child = ci->children + i;
     if (strcasecmp("ServiceFile", child->key) == 0) {
       if (cf_util_get_string(child, &conf_service_file) != 0)
         return -1;
+      file_given = true;
     } else if (strcasecmp("Host", child->key) == 0) {
       if (cf_util_get_string(child, &conf_host) != 0)
         return -1;
@@ -133,7 +177,7 @@ static int ms_config(oconfig_item_t *ci) {
               child->key);
     }
   }
-  return 0;
+  return file_given ? load_service_file() : 0;
 }
 
 static void state_free(void *p) {
@@ -235,14 +279,38 @@ typedef struct {
   char why[512];
 } problem;
 
+/* The names of a summary line: "a", "b", "c" and 7 more.  At most n_named
+ * names, and no more than fit in about half of collectd's 512-byte
+ * complaint, so that the reason after them is not cut off; the rest are
+ * counted. */
+#define SUMMARY_NAMES_BYTES 240
+static void name_list(char *buf, size_t len, const char *const *names,
+                      size_t n_named, size_t n_total) {
+  size_t used = 0, shown = 0;
+  buf[0] = '\0';
+  for (; shown < n_named; shown++) {
+    size_t need = strlen(names[shown]) + 4; /* ", " and quotes */
+    if (shown > 0 && used + need > SUMMARY_NAMES_BYTES)
+      break;
+    int w = snprintf(buf + used, len - used, "%s\"%s\"", shown ? ", " : "",
+                     names[shown]);
+    if (w < 0 || (size_t)w >= len - used)
+      break;
+    used += (size_t)w;
+  }
+  if (shown < n_total)
+    snprintf(buf + used, len - used, " and %zu more", n_total - shown);
+}
+
 /*
  * Tell the operator which services report nothing, without flooding: when
  * few services have problems each is named through its own rate-limited
- * complaint (c_complain); when many do, one summary line, rate-limited too.
- * Recoveries likewise: one line per service when few, else one line.
+ * complaint (c_complain); when many do, one summary line, rate-limited too,
+ * that names the first few of them and counts the others.  Recoveries
+ * likewise: one line per service when few, else one line.
  */
 static void log_problems(plugin_state *st, const problem *named, size_t n_bad,
-                         size_t n_back, const char *first_back) {
+                         size_t n_back, const char *const *back) {
   if (n_bad <= MAX_NAMED_PER_CYCLE) {
     for (size_t i = 0; i < n_bad; i++)
       c_complain(LOG_WARNING, &named[i].ss->complaint,
@@ -258,17 +326,24 @@ static void log_problems(plugin_state *st, const problem *named, size_t n_bad,
                             "inputs now, named one by one",
                 n_bad, n_bad == 1 ? "" : "s");
   } else {
+    const char *names[MAX_NAMED_PER_CYCLE];
+    for (size_t i = 0; i < MAX_NAMED_PER_CYCLE; i++)
+      names[i] = named[i].ss->spec->name;
+    char list[SUMMARY_NAMES_BYTES + 64];
+    name_list(list, sizeof list, names, MAX_NAMED_PER_CYCLE, n_bad);
     c_complain(LOG_WARNING, &st->many_bad,
                PLUGIN_NAME " plugin: %zu of %zu services have no usable "
-                           "inputs and report nothing, e.g. \"%s\": %s",
-               n_bad, st->n_services, named[0].ss->spec->name, named[0].why);
+                           "inputs and report nothing: %s (\"%s\": %s)",
+               n_bad, st->n_services, list, names[0], named[0].why);
   }
   if (n_back == 0)
     return;
-  if (n_back > MAX_NAMED_PER_CYCLE)
-    INFO(PLUGIN_NAME " plugin: %zu services have usable inputs again (e.g. "
-                     "\"%s\")",
-         n_back, first_back);
+  if (n_back > MAX_NAMED_PER_CYCLE) {
+    char list[SUMMARY_NAMES_BYTES + 64];
+    name_list(list, sizeof list, back, MAX_NAMED_PER_CYCLE, n_back);
+    INFO(PLUGIN_NAME " plugin: %zu services have usable inputs again: %s",
+         n_back, list);
+  }
   for (size_t s = 0; s < st->n_services; s++) {
     service_state *ss = &st->services[s];
     if (!ss->just_back)
@@ -294,7 +369,7 @@ static int ms_read(user_data_t *ud) {
    * reasons, so the log names them one by one only when they are few. */
   problem named[MAX_NAMED_PER_CYCLE];
   size_t n_bad = 0, n_back = 0;
-  const char *first_back = NULL;
+  const char *back[MAX_NAMED_PER_CYCLE];
   for (size_t s = 0; s < st->n_services; s++) {
     service_state *ss = &st->services[s];
     ms_inputs in;
@@ -326,13 +401,14 @@ static int ms_read(user_data_t *ud) {
       ss->in_trouble = false;
       ss->ok_streak = 0;
       ss->just_back = true;
-      if (n_back++ == 0)
-        first_back = ss->spec->name;
+      if (n_back < MAX_NAMED_PER_CYCLE)
+        back[n_back] = ss->spec->name;
+      n_back++;
     }
     dispatch_report(host, ss->spec->name, &step.report, st->wanted, started);
     dispatch_notes(host, ss->spec->name, &step);
   }
-  log_problems(st, named, n_bad, n_back, first_back);
+  log_problems(st, named, n_bad, n_back, back);
   /* The cost of a cycle, so an operator can see what the plugin takes from
    * the daemon: once at start, and whenever it exceeds half the interval. */
   cdtime_t took = cdtime() - started;
@@ -374,12 +450,13 @@ static int ms_init(void) {
   st->path = conf_service_file;
   st->host = conf_host;
   conf_service_file = conf_host = NULL;
-  char err[1024];
-  if (ms_service_file_load(st->path, &st->file, err, sizeof err) != 0) {
-    ERROR(PLUGIN_NAME " plugin: %s; the service file is rejected whole", err);
+  if (!conf_loaded) { /* said when it failed; collectd stopped there */
     state_free(st);
     return -1;
   }
+  st->file = conf_file; /* loaded with the configuration */
+  memset(&conf_file, 0, sizeof conf_file);
+  conf_loaded = false;
   st->n_services = st->file.n_services;
   st->services = calloc(st->n_services, sizeof *st->services);
   if (st->services == NULL) {
@@ -430,6 +507,8 @@ static int ms_init(void) {
 static int ms_shutdown(void) {
   sfree(conf_service_file);
   sfree(conf_host);
+  ms_service_file_free(&conf_file);
+  conf_loaded = false;
   return 0;
 }
 

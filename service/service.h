@@ -48,11 +48,22 @@ typedef enum {
   MS_SOURCE_GLOB,       /* identifiers matching a glob, summed */
 } ms_source_kind;
 
+/* What an identifier or glob input that is absent from collectd's cache
+ * (or an empty cell of a trace) means.  A statsd counter does not exist
+ * until its first event, so a service without retries would report
+ * nothing at all, again after every restart of collectd. */
+typedef enum {
+  MS_MISSING_SKIP = 0, /* `missing: skip`: no value, the service reports
+                          nothing that interval (the default) */
+  MS_MISSING_ZERO,     /* `missing: zero`: nothing counted yet, 0 */
+} ms_missing;
+
 typedef struct {
   ms_source_kind kind;
-  double number;    /* MS_SOURCE_NUMBER */
-  char *pattern;    /* MS_SOURCE_IDENTIFIER or MS_SOURCE_GLOB, else NULL */
-  int line, column; /* where it was written (1-based) */
+  double number;      /* MS_SOURCE_NUMBER */
+  char *pattern;      /* MS_SOURCE_IDENTIFIER or MS_SOURCE_GLOB, else NULL */
+  ms_missing missing; /* identifier or glob; always skip for a number */
+  int line, column;   /* where it was written (1-based) */
 } ms_source;
 
 /* Intervals without a storm before the OKAY notification: by default, and
@@ -113,8 +124,11 @@ const ms_service_spec *ms_service_file_find(const ms_service_file *f,
 /* ------------------------------------------------------------------ */
 
 /* This interval's input values, for inputs read from collectd (identifier
- * or glob) or from a trace; has[i] false when nothing usable was read.
- * Inputs configured as numbers are taken from the service file. */
+ * or glob) or from a trace; has[i] false when the input is absent (not in
+ * collectd's cache, a glob without a match, an empty cell of a trace):
+ * ms_infer then takes 0 for an input with `missing: zero`.  A value present
+ * without a rate (a first sample, a reset) is a NaN, never 0.  Inputs
+ * configured as numbers are taken from the service file. */
 typedef struct {
   bool has[MS_INPUT_COUNT];
   double value[MS_INPUT_COUNT];
@@ -141,6 +155,7 @@ typedef struct {
  * Observed attempts: arrival_rate, else offered_rate + retry_rate.
  * Observed failure: error_rate / arrival_rate (when arrival_rate > 0).
  * Pool: pool_size rounded, else the file's servers.
+ * An absent input (has[] false) with `missing: zero` counts as 0.
  * Returns 0, or -1 with *bad the input at fault (MS_INPUT_COUNT when the
  * inputs cannot give an offered load at all) and problem saying what is
  * wrong (missing, not a number, negative, pool size 0, ...).

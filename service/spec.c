@@ -83,8 +83,8 @@ static int get_source(ms_yaml_loader *ld, const yaml_node_t *v, ms_input_id id,
   if (s == NULL || *s == '\0')
     return ms_yaml_fail(ld, v,
                         "%s must be a number or a collectd identifier "
-                        "host/plugin[-instance]/type[-instance], not %s (key "
-                        "'inputs.%s')",
+                        "host/plugin[-instance]/type[-instance] (or a mapping "
+                        "with source and missing), not %s (key 'inputs.%s')",
                         key, s ? "an empty string" : ms_yaml_kind(v), key);
   out->line = (int)v->start_mark.line + 1;
   out->column = (int)v->start_mark.column + 1;
@@ -135,13 +135,75 @@ static int get_source(ms_yaml_loader *ld, const yaml_node_t *v, ms_input_id id,
 static const ms_yaml_keys input_table = {"inputs", "input", input_names,
                                          MS_INPUT_COUNT};
 
+/* The keys of an input written as a mapping. */
+enum { IK_SOURCE, IK_MISSING, IK_COUNT };
+static const char *const input_keys[] = {"source", "missing"};
+_Static_assert(sizeof input_keys / sizeof *input_keys == IK_COUNT,
+               "one name per key");
+
+/* `missing: skip | zero` of an identifier or glob input. */
+static int get_missing(ms_yaml_loader *ld, const yaml_node_t *key,
+                       const yaml_node_t *v, ms_input_id id, ms_source *out) {
+  const char *name = input_names[id];
+  if (out->kind == MS_SOURCE_NUMBER)
+    return ms_yaml_fail(ld, key,
+                        "input %s is a number: missing applies to a collectd "
+                        "identifier or glob only (key 'inputs.%s.missing')",
+                        name, name);
+  const char *s = ms_yaml_scalar(v);
+  if (s != NULL && strcmp(s, "skip") == 0)
+    out->missing = MS_MISSING_SKIP;
+  else if (s != NULL && strcmp(s, "zero") == 0)
+    out->missing = MS_MISSING_ZERO;
+  else if (s != NULL)
+    return ms_yaml_fail(ld, v,
+                        "missing must be skip or zero, not '%s' (key "
+                        "'inputs.%s.missing')",
+                        s, name);
+  else
+    return ms_yaml_fail(ld, v,
+                        "missing must be skip or zero, not %s (key "
+                        "'inputs.%s.missing')",
+                        ms_yaml_kind(v), name);
+  /* 0 live servers is no pool to analyse: an error, never a default */
+  if (id == MS_INPUT_POOL && out->missing == MS_MISSING_ZERO)
+    return ms_yaml_fail(ld, v,
+                        "missing: zero does not apply to pool_size (0 live "
+                        "servers cannot be analysed) (key "
+                        "'inputs.pool_size.missing')");
+  return 0;
+}
+
+/* An input: a source as get_source reads it, or a mapping
+ * {source: <that>, missing: skip | zero}. */
+static int get_input(ms_yaml_loader *ld, const yaml_node_t *v, ms_input_id id,
+                     ms_source *out) {
+  if (v->type != YAML_MAPPING_NODE)
+    return get_source(ld, v, id, out);
+  char what[64];
+  snprintf(what, sizeof what, "input %s", input_names[id]);
+  const ms_yaml_keys table = {what, "key", input_keys, IK_COUNT};
+  const yaml_node_t *val[IK_COUNT], *key[IK_COUNT];
+  if (ms_yaml_walk_mapping(ld, v, &table, val, key) != 0)
+    return -1;
+  if (val[IK_SOURCE] == NULL)
+    return ms_yaml_fail(ld, v,
+                        "input %s needs a source (key 'inputs.%s.source')",
+                        input_names[id], input_names[id]);
+  if (get_source(ld, val[IK_SOURCE], id, out) != 0)
+    return -1;
+  return val[IK_MISSING] == NULL
+             ? 0
+             : get_missing(ld, key[IK_MISSING], val[IK_MISSING], id, out);
+}
+
 static int load_inputs(ms_yaml_loader *ld, const yaml_node_t *map,
                        ms_service_spec *sp) {
   const yaml_node_t *val[MS_INPUT_COUNT];
   if (ms_yaml_walk_mapping(ld, map, &input_table, val, NULL) != 0)
     return -1;
   for (int i = 0; i < MS_INPUT_COUNT; i++)
-    if (val[i] && get_source(ld, val[i], (ms_input_id)i, &sp->inputs[i]) != 0)
+    if (val[i] && get_input(ld, val[i], (ms_input_id)i, &sp->inputs[i]) != 0)
       return -1;
   return 0;
 }

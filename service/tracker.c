@@ -37,8 +37,16 @@ static int need(const ms_service_spec *spec, const ms_inputs *in,
     *v = spec->inputs[id].number;
     return 0;
   }
-  if (!in->has[id])
+  if (!in->has[id]) {
+    /* `missing: zero`: a counter that does not exist yet (statsd makes it
+     * at its first event) has counted nothing.  Only absence: a NaN below
+     * is a value whose rate is unknown, not 0. */
+    if (spec->inputs[id].missing == MS_MISSING_ZERO) {
+      *v = 0;
+      return 0;
+    }
     return bad_input(id, bad, problem, len, "has no value this interval");
+  }
   double x = in->value[id];
   if (!isfinite(x))
     return bad_input(id, bad, problem, len,

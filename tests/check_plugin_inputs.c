@@ -160,6 +160,55 @@ START_TEST(test_service_identifiers) {
 }
 END_TEST
 
+/* `missing: zero`: an input absent from the cache (an identifier not
+ * there, a glob without a match) does not fail the service and is left to
+ * the service layer (has[] false, counted as 0 there); one there without a
+ * rate still fails it. */
+START_TEST(test_missing_zero) {
+  ms_service_file f;
+  load(&f, "      offered_rate: \"h/statsd/derive-req\"\n"
+           "      retry_rate: {source: \"h/statsd/derive-retries\", "
+           "missing: zero}\n"
+           "      error_rate: {source: \"*/statsd/derive-errors\", "
+           "missing: zero}\n");
+  inputs_t *in = inputs_create(f.services, f.n_services);
+  ms_inputs values;
+  inputs_glob_sum glob[MS_INPUT_COUNT];
+  char why[512];
+  stub_cache_set("h/statsd/derive-req", 10.0);
+  stub_cache_commit();
+  inputs_refresh(in);
+  ck_assert_int_eq(inputs_read_service(in, 0, &values, glob, why, sizeof why),
+                   INPUT_OK);
+  ck_assert(values.has[MS_INPUT_OFFERED]);
+  ck_assert(!values.has[MS_INPUT_RETRY] && !values.has[MS_INPUT_ERROR]);
+  ck_assert_uint_eq(glob[MS_INPUT_ERROR].matched, 0);
+  /* the first event: the counter is there without a rate */
+  stub_cache_set("h/statsd/derive-retries", NAN);
+  stub_cache_commit();
+  ck_assert_int_eq(inputs_read_service(in, 0, &values, glob, why, sizeof why),
+                   INPUT_NO_RATE);
+  ck_assert_str_eq(why, "input retry_rate: 'h/statsd/derive-retries' has no "
+                        "rate this interval (first sample, or a counter "
+                        "reset)");
+  stub_cache_set("h/statsd/derive-retries", 2.5);
+  stub_cache_set("web1/statsd/derive-errors", 1.5);
+  stub_cache_commit();
+  inputs_refresh(in);
+  ck_assert_int_eq(inputs_read_service(in, 0, &values, glob, why, sizeof why),
+                   INPUT_OK);
+  ck_assert(values.has[MS_INPUT_RETRY] && values.has[MS_INPUT_ERROR]);
+  ck_assert(values.value[MS_INPUT_RETRY] == 2.5);
+  ck_assert(values.value[MS_INPUT_ERROR] == 1.5);
+  /* without it (the default), absence fails the service as before */
+  stub_cache_remove("h/statsd/derive-req");
+  ck_assert_int_eq(inputs_read_service(in, 0, &values, glob, why, sizeof why),
+                   INPUT_ABSENT);
+  inputs_destroy(in);
+  ms_service_file_free(&f);
+}
+END_TEST
+
 #define GLOB "web*/statsd/derive-att"
 
 /* One service: offered rate 1 (a number), attempts a glob, and an error
@@ -316,6 +365,7 @@ int main(void) {
   tcase_add_test(tc, test_counter_reset);
   tcase_add_test(tc, test_counter_memory_grows);
   tcase_add_test(tc, test_service_identifiers);
+  tcase_add_test(tc, test_missing_zero);
   suite_add_tcase(s, tc);
   tc = tcase_create("globs");
   tcase_add_checked_fixture(tc, setup, teardown);

@@ -169,6 +169,32 @@ static const struct {
     {SVC "    model: erlang\n    service_time: 1ms\n    timeout: 1\n"
          "    retries: 1\n" IN,
      "2:5", "needs servers, or a pool_size"},
+/* an input as a mapping {source, missing} */
+#define IN_OFF "    inputs:\n      offered_rate: 5\n"
+    {SVC ERL IN_OFF "      retry_rate: {missing: zero}\n", "10:19",
+     "input retry_rate needs a source (key 'inputs.retry_rate.source')"},
+    {SVC ERL IN_OFF "      retry_rate: {source: h/p/t, missing: maybe}\n",
+     "10:44",
+     "missing must be skip or zero, not 'maybe' (key "
+     "'inputs.retry_rate.missing')"},
+    {SVC ERL IN_OFF "      retry_rate: {source: h/p/t, missing: [zero]}\n",
+     "10:44", "missing must be skip or zero, not a list"},
+    {SVC ERL IN_OFF "      retry_rate: {source: h/p/t, colour: red}\n", "10:35",
+     "unknown key 'colour' in input retry_rate (known: source, missing)"},
+    {SVC ERL IN_OFF "      retry_rate: {source: h/p/t, missing: zero, "
+                    "missing: skip}\n",
+     "10:50", "key 'missing' given twice in input retry_rate"},
+    {SVC ERL IN_OFF "      retry_rate: {source: [1]}\n", "10:28",
+     "retry_rate must be a number or a collectd identifier"},
+    {SVC ERL IN_OFF "      retry_rate: {source: h/p, missing: zero}\n", "10:28",
+     "not a collectd identifier"},
+    {SVC ERL "    inputs:\n      offered_rate: {source: 5, missing: zero}\n",
+     "9:33",
+     "input offered_rate is a number: missing applies to a collectd "
+     "identifier or glob only (key 'inputs.offered_rate.missing')"},
+    {SVC ERL IN_OFF "      pool_size: {source: h/p/t, missing: zero}\n",
+     "10:43", "missing: zero does not apply to pool_size"},
+#undef IN_OFF
     {SVC ERL IN "  - name: a\n" ERL IN, "10:5", "used twice"},
     {SVC ERL "    clear_after: 0\n" IN, "8:18", "clear_after = 0"},
     {SVC ERL "    tiers: 0x2\n" IN, "8:12", "whole number"},
@@ -366,6 +392,48 @@ START_TEST(test_constant_rate_inputs) {
                                          err, sizeof err),
                    -1);
   ck_assert_msg(strstr(err, "svc.yaml:10:18: ") == err, "%s", err);
+}
+END_TEST
+
+/* An input written as a mapping {source, missing}: the source read as
+ * when written alone, missing skip (the default) or zero. */
+START_TEST(test_missing_inputs) {
+  static const char text[] =
+      SVC ERL "    inputs:\n"
+              "      arrival_rate: \"h/statsd/derive-att\"\n"
+              "      retry_rate: {source: \"h/statsd/derive-retries\", "
+              "missing: zero}\n"
+              "      error_rate:\n"
+              "        source: \"*/statsd/derive-errors\"\n"
+              "        missing: zero\n"
+              "      offered_rate: {source: 5/s}\n"
+              "      pool_size:\n"
+              "        missing: skip\n"
+              "        source: h/statsd/gauge-workers\n";
+  ms_service_file f;
+  char err[512] = "";
+  ck_assert_msg(ms_service_file_parse(text, strlen(text), "svc.yaml", &f, err,
+                                      sizeof err) == 0,
+                "%s", err);
+  const ms_source *in = f.services[0].inputs;
+  ck_assert_int_eq(in[MS_INPUT_ARRIVAL].kind, MS_SOURCE_IDENTIFIER);
+  ck_assert_int_eq(in[MS_INPUT_ARRIVAL].missing, MS_MISSING_SKIP);
+  ck_assert_int_eq(in[MS_INPUT_RETRY].kind, MS_SOURCE_IDENTIFIER);
+  ck_assert_str_eq(in[MS_INPUT_RETRY].pattern, "h/statsd/derive-retries");
+  ck_assert_int_eq(in[MS_INPUT_RETRY].missing, MS_MISSING_ZERO);
+  /* where the source was written, for messages about it */
+  ck_assert_int_eq(in[MS_INPUT_RETRY].line, 10);
+  ck_assert_int_eq(in[MS_INPUT_RETRY].column, 28);
+  ck_assert_int_eq(in[MS_INPUT_ERROR].kind, MS_SOURCE_GLOB);
+  ck_assert_str_eq(in[MS_INPUT_ERROR].pattern, "*/statsd/derive-errors");
+  ck_assert_int_eq(in[MS_INPUT_ERROR].missing, MS_MISSING_ZERO);
+  ck_assert_int_eq(in[MS_INPUT_ERROR].line, 12);
+  ck_assert_int_eq(in[MS_INPUT_OFFERED].kind, MS_SOURCE_NUMBER);
+  ck_assert_double_eq(in[MS_INPUT_OFFERED].number, 5.0);
+  ck_assert_int_eq(in[MS_INPUT_OFFERED].missing, MS_MISSING_SKIP);
+  ck_assert_int_eq(in[MS_INPUT_POOL].kind, MS_SOURCE_IDENTIFIER);
+  ck_assert_int_eq(in[MS_INPUT_POOL].missing, MS_MISSING_SKIP);
+  ms_service_file_free(&f);
 }
 END_TEST
 
@@ -568,6 +636,64 @@ START_TEST(test_infer) {
 }
 END_TEST
 
+/* `missing: zero`: an absent input (has[] false: not in collectd's cache,
+ * an empty cell of a trace) counts as 0; a value present without a rate
+ * (NaN) is still no value; `missing: skip` keeps the absent input an
+ * error. */
+START_TEST(test_infer_missing_zero) {
+  ms_service_spec s = erlang_spec();
+  ms_inference r;
+  ms_input_id bad;
+  char why[256];
+  use(&s, MS_INPUT_OFFERED);
+  use(&s, MS_INPUT_RETRY);
+  s.inputs[MS_INPUT_RETRY].missing = MS_MISSING_ZERO;
+  ms_inputs in = values(NAN, 100, NAN, NAN, NAN);
+  ck_assert_msg(ms_infer(&s, &in, &r, &bad, why, sizeof why) == 0, "%s", why);
+  ck_assert_double_eq(r.offered_load, 100);
+  ck_assert(r.has_observed_attempts);
+  ck_assert_double_eq(r.observed_attempts, 100); /* 100 + 0 retries */
+  /* once the counter exists, its rate is used */
+  in = values(NAN, 100, 7, NAN, NAN);
+  ck_assert_int_eq(ms_infer(&s, &in, &r, &bad, why, sizeof why), 0);
+  ck_assert_double_eq(r.observed_attempts, 107);
+  /* present without a rate: not 0 */
+  in = values(NAN, 100, NAN, NAN, NAN);
+  in.has[MS_INPUT_RETRY] = true;
+  ck_assert_int_eq(ms_infer(&s, &in, &r, &bad, why, sizeof why), -1);
+  ck_assert_int_eq(bad, MS_INPUT_RETRY);
+  ck_assert_msg(strstr(why, "not a number") != NULL, "%s", why);
+  /* skip, the default: absent is no value */
+  s.inputs[MS_INPUT_RETRY].missing = MS_MISSING_SKIP;
+  in = values(NAN, 100, NAN, NAN, NAN);
+  ck_assert_int_eq(ms_infer(&s, &in, &r, &bad, why, sizeof why), -1);
+  ck_assert_int_eq(bad, MS_INPUT_RETRY);
+  ck_assert_msg(strstr(why, "retry_rate has no value") != NULL, "%s", why);
+  /* attempts with errors that do not exist yet: no failures, the offered
+   * load is the attempt rate (A(0) = 1) */
+  s = erlang_spec();
+  use(&s, MS_INPUT_ARRIVAL);
+  use(&s, MS_INPUT_ERROR);
+  s.inputs[MS_INPUT_ERROR].missing = MS_MISSING_ZERO;
+  in = values(120, NAN, NAN, NAN, NAN);
+  ck_assert_int_eq(ms_infer(&s, &in, &r, &bad, why, sizeof why), 0);
+  ck_assert(r.has_observed_failure);
+  ck_assert_double_eq(r.observed_failure, 0);
+  ck_assert_double_eq(r.offered_load, 120);
+  /* no traffic counted yet at all: offered load 0, and the step reports */
+  s.inputs[MS_INPUT_ARRIVAL].missing = MS_MISSING_ZERO;
+  in = values(NAN, NAN, NAN, NAN, NAN);
+  ck_assert_int_eq(ms_infer(&s, &in, &r, &bad, why, sizeof why), 0);
+  ck_assert_double_eq(r.offered_load, 0);
+  ms_tracker t;
+  ms_step st;
+  ms_tracker_init(&t);
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert_msg(st.ok, "%s", st.problem);
+  ck_assert_int_eq(st.report.state, MS_STATE_STABLE);
+}
+END_TEST
+
 /* ---- the state machine over a scripted incident ---------------------- */
 
 typedef struct {
@@ -730,11 +856,13 @@ int main(void) {
   tcase_add_test(tc, test_missing_file);
   tcase_add_test(tc, test_units);
   tcase_add_test(tc, test_constant_rate_inputs);
+  tcase_add_test(tc, test_missing_inputs);
   tcase_add_test(tc, test_walk_every_key);
   tcase_add_test(tc, test_walk_errors);
   suite_add_tcase(s, tc);
   tc = tcase_create("step");
   tcase_add_test(tc, test_infer);
+  tcase_add_test(tc, test_infer_missing_zero);
   tcase_add_test(tc, test_incident);
   tcase_add_test(tc, test_headroom_warning_and_recovery);
   tcase_add_test(tc, test_cold_start_in_storm);

@@ -43,6 +43,12 @@ char *sstrncpy(char *dest, const char *src, size_t n) {
   return dest;
 }
 
+/* The daemon's global options: BaseDir only (the daemon's default), for a
+ * relative ServiceFile. */
+const char *global_option_get(const char *option) {
+  return strcasecmp(option, "BaseDir") == 0 ? "/var/lib/collectd" : NULL;
+}
+
 int cf_util_get_cdtime(const oconfig_item_t *ci, cdtime_t *ret_value) {
   if (ci->values_num != 1 || ci->values[0].type != OCONFIG_TYPE_NUMBER ||
       !(ci->values[0].value.number >= 0))
@@ -67,6 +73,7 @@ int cf_util_get_string(const oconfig_item_t *ci, char **ret_string) {
 static pthread_mutex_t stub_lock = PTHREAD_MUTEX_INITIALIZER;
 static stub_counters counters;
 static char last_warning[1024];
+static char last_message[1024];
 
 void plugin_log(int level, const char *format, ...) {
   char msg[1024];
@@ -83,10 +90,12 @@ void plugin_log(int level, const char *format, ...) {
     counters.log_info++;
   if (level <= LOG_WARNING)
     memcpy(last_warning, msg, sizeof msg);
+  memcpy(last_message, msg, sizeof msg);
   pthread_mutex_unlock(&stub_lock);
 }
 
 const char *stub_last_warning(void) { return last_warning; }
+const char *stub_last_message(void) { return last_message; }
 
 /* utils_complain: report, then stay quiet for an interval that doubles on
  * every report, up to a day; c_release reports once and resets. */
@@ -433,6 +442,6 @@ void stub_counters_get(stub_counters *out) {
 void stub_counters_reset(void) {
   pthread_mutex_lock(&stub_lock);
   counters = (stub_counters){0};
-  last_warning[0] = '\0';
+  last_warning[0] = last_message[0] = '\0';
   pthread_mutex_unlock(&stub_lock);
 }

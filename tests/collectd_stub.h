@@ -2,7 +2,8 @@
 /*
  * A test fixture: a stand-in for the parts of collectd 5.12's daemon that
  * the metastable plugin calls, so that the plugin's tests
- * (tests/check_plugin_globs, tests/check_plugin_inputs) and
+ * (tests/check_plugin_globs, tests/check_plugin_inputs,
+ * tests/check_plugin_log) and
  * bench/bench_plugin run plugin/metastable.c and plugin/inputs.c
  * themselves, the very code the daemon runs, without a daemon.  Declared by
  * collectd's own headers; defined in collectd_stub.c:
@@ -25,7 +26,7 @@
  *                 utils_complain does;
  *   utilities     cdtime, sstrncpy, cf_util_get_string, cf_util_get_cdtime,
  *                 plugin_get_interval (10 s, collectd's default Interval),
- *                 hostname_g.
+ *                 global_option_get (BaseDir only), hostname_g.
  *
  * This header is the tests' and the benchmark's side of the stand-in:
  * filling the cache, calling the registered callbacks, reading the
@@ -76,5 +77,7 @@ extern void (*stub_on_value)(const struct value_list_s *vl);
 
 /* The last message logged at LOG_WARNING or worse ("" if none). */
 const char *stub_last_warning(void);
+/* The last message logged at any level ("" if none). */
+const char *stub_last_message(void);
 
 #endif

@@ -14,12 +14,13 @@ while attempts still fail, and ends when they stop);
 one notification per change; values against the model library's own
 answers (`metastable solve --format json`); a glob summed over hosts; a
 missing and bad input from which the plugin recovers while collectd keeps
-running; a broken service file that fails the plugin's init whole.
+running; a broken service file that fails collectd's configuration.
 Everything started is stopped.
 """
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -234,6 +235,11 @@ def wait_state(cd, service, want, timeout):
 
 
 def test_bad_file(work):
+    """A broken service file fails collectd's configuration: the plugin
+    loads the file in its config callback, whose failure makes collectd
+    exit 1 before any init (collectd -T, and the daemon itself).
+    collectd 5.12.0's -t exits 0 without reading any file (fixed in
+    collectd after 5.12.0): then only -T and the start can fail."""
     bad = os.path.join(work, "bad.yaml")
     with open(bad, "w") as f:
         f.write("services:\n  - name: x\n    model: erlang\n"
@@ -241,18 +247,182 @@ def test_bad_file(work):
     d = os.path.join(work, "bad")
     os.mkdir(d)
     cd = harness.Collectd(d, PLUGIN_DIR, TYPES_DB, bad)
-    with cd:
+    says = bad + ":4:14: servers must be a whole number"
+    rc, out = cd.check_config()
+    reads = subprocess.run(["collectd", "-t", "-C",
+                            os.path.join(d, "no-such.conf")],
+                           capture_output=True, text=True).returncode != 0
+    if reads:
+        check(rc != 0 and says in out, "collectd -t fails on the broken "
+              "service file with file:line:column (rc %d)" % rc)
+    else:
+        check(rc == 0, "collectd -t of this collectd reads no file at all "
+              "(5.12.0: it exits 0 even for a missing one)")
+    r = subprocess.run(["collectd", "-T", "-C", cd.conf], capture_output=True,
+                       text=True, timeout=30)
+    out = r.stdout + r.stderr
+    check(r.returncode != 0, "collectd -T exits %d on the broken service "
+          "file" % r.returncode)
+    check(says in out and "(key 'servers')" in out,
+          "collectd -T: error names file:line:column and key")
+    check("rejected whole" in out and "collectd does not start" in out,
+          "the plugin says the file is rejected whole, collectd with it")
+    check("Parsing the config file failed" in out,
+          "collectd -T reports its configuration as failed")
+    with open(cd.logpath, "w") as log:
+        proc = subprocess.Popen(["collectd", "-f", "-C", cd.conf],
+                                stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            rc = proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(10)
+            rc = None
+    log = cd.log()
+    check(rc == 1, "collectd -f does not start with the broken service file "
+          "(exit %s)" % rc)
+    check(says in log, "collectd -f: error names file:line:column and key")
+    check("Initialization complete" not in log, "collectd never initialised")
+
+
+QUIET = """\
+services:
+  - name: zeroed
+    model: capacity
+    capacity: 1000
+    retries: 1
+    inputs:
+      arrival_rate: "mshost/statsd/derive-q_attempts"
+      retry_rate: {source: "mshost/statsd/derive-q_retries", missing: zero}
+      error_rate:
+        source: "mshost/statsd/derive-q_errors"
+        missing: zero
+  - name: skipped
+    model: capacity
+    capacity: 1000
+    retries: 1
+    inputs:
+      arrival_rate: "mshost/statsd/derive-q_attempts"
+      retry_rate: "mshost/statsd/derive-q_retries"
+      error_rate: "mshost/statsd/derive-q_errors"
+"""
+
+
+class QuietSender(threading.Thread):
+    """statsd counters at 10 Hz: attempts 100/s from the start; retries and
+    errors 20/s each, only once retries is set."""
+
+    def __init__(self, statsd):
+        super().__init__(daemon=True)
+        self.statsd = statsd
+        self.retries = False
+        self.stop = threading.Event()
+        self.first_retry = None  # time of the first retry event
+
+    def run(self):
+        t0 = time.time()
+        k = 0
+        while not self.stop.is_set():
+            self.statsd.count("q_attempts", 10)
+            if self.retries:
+                if self.first_retry is None:
+                    self.first_retry = time.time()
+                self.statsd.count("q_retries", 2)
+                self.statsd.count("q_errors", 2)
+            k += 1
+            delay = t0 + k * 0.1 - time.time()
+            if delay > 0:
+                time.sleep(delay)
+
+
+def first_sample(prom, metric, service):
+    """Unix time of the first sample Prometheus holds, or None."""
+    samples = raw_samples(prom, metric, service)
+    return samples[0][0] if samples else None
+
+
+def test_missing_counters(work):
+    """statsd counters exist in collectd only from their first event
+    (collectd 5.12's statsd plugin dispatches <host>/statsd/derive-<name>,
+    a DERIVE read as a rate, and with DeleteCounters false, the default,
+    keeps dispatching it once it exists).  With missing: zero a service
+    reports from the first intervals; without it, nothing until the
+    counters' first events and the sample after (a first sample has no
+    rate)."""
+    d = os.path.join(work, "quiet")
+    os.mkdir(d)
+    svc = os.path.join(d, "services.yaml")
+    with open(svc, "w") as f:
+        f.write(QUIET)
+    statsd_port = harness.free_port(harness.socket.SOCK_DGRAM)
+    wp_port = harness.free_port()
+    cd = harness.Collectd(d, PLUGIN_DIR, TYPES_DB, svc,
+                          statsd_port=statsd_port, prometheus_port=wp_port)
+    prom = harness.Prometheus(d, wp_port)
+    statsd = harness.Statsd(statsd_port)
+    sender = QuietSender(statsd)
+    with cd, prom:
         cd.start()
-        time.sleep(2)
-        log = cd.log()
-        check(bad + ":4:14: servers must be a whole number" in log,
-              "broken service file: error names file:line:column and key")
-        check("rejected whole" in log, "broken service file rejected whole")
-        check("Initialization of plugin `metastable' failed" in log or
-              "initialization of plugin `metastable' failed" in log.lower(),
-              "collectd reports the plugin's init as failed")
-        check(cd.running(), "collectd keeps running without the plugin")
-        check(cd.value("x", "state") is None, "nothing dispatched")
+        prom.start()
+        sender.start()
+        try:
+            quiet_scenario(cd, prom, sender)
+        finally:
+            sender.stop.set()
+            sender.join(5)
+            statsd.close()
+
+
+def wait_prom(prom, expr, cond, timeout):
+    """Poll an instant query until cond(value) holds; the last value."""
+    t0 = time.time()
+    v = None
+    while time.time() - t0 < timeout:
+        res = prom.query(expr)
+        v = res[0][1] if len(res) == 1 else None
+        if v is not None and cond(v):
+            return v
+        time.sleep(0.5)
+    return v
+
+
+def quiet_scenario(cd, prom, sender):
+    off = 'collectd_metastable_offered_load{metastable="%s"}'
+    v = wait_prom(prom, off % "zeroed", lambda x: close(x, 100.0, 0.25), 20)
+    check(close(v, 100.0, 0.25), "missing: zero: zeroed reports before any "
+          "retry or error exists, offered load %s = attempts 100/s" % v)
+    time.sleep(3)  # several more intervals: skipped stays silent
+    check(cd.getval("mshost/statsd/derive-q_retries") is None,
+          "no retry yet: collectd has no derive-q_retries at all")
+    fr = prom.query('collectd_metastable_observed_failure_ratio'
+                    '{metastable="zeroed"}')
+    check(len(fr) == 1 and fr[0][1] == 0.0,
+          "zeroed: observed failure ratio 0 from the absent error counter")
+    check(not prom.query(off % "skipped") and
+          cd.value("skipped", "state") is None,
+          "without missing: skipped reports nothing before the first event")
+    check("'mshost/statsd/derive-q_retries' is not in collectd's cache" in
+          cd.log(), "without missing: the log names the absent counter")
+    # the first events: the counters come into being
+    sender.retries = True
+    v = wait_prom(prom, off % "skipped", lambda x: close(x, 80.0, 0.25), 20)
+    check(close(v, 80.0, 0.25), "after the first events skipped reports: "
+          "offered load %s = 100 - 20 retries/s" % v)
+    v = wait_prom(prom, off % "zeroed", lambda x: close(x, 80.0, 0.25), 10)
+    check(close(v, 80.0, 0.25), "zeroed uses the retry rate once it exists: "
+          "offered load %s" % v)
+    fr = prom.query('collectd_metastable_observed_failure_ratio'
+                    '{metastable="zeroed"}')
+    check(len(fr) == 1 and close(fr[0][1], 0.2, 0.3),
+          "zeroed: failure ratio %s = errors 20/s over attempts 100/s" %
+          (fr[0][1] if fr else None))
+    z, k = first_sample(prom, "offered_load", "zeroed"), \
+        first_sample(prom, "offered_load", "skipped")
+    check(z is not None and z < sender.first_retry - 3,
+          "zeroed's first value came at least 3 s before the first retry")
+    check(k is not None and k > sender.first_retry,
+          "skipped's first value came after the first retry")
 
 
 def main():
@@ -263,6 +433,7 @@ def main():
     work = tempfile.mkdtemp(prefix="metastable-it-")
     print("work directory:", work)
     test_bad_file(work)
+    test_missing_counters(work)
 
     svc = os.path.join(work, "services.yaml")
     with open(svc, "w") as f:
