@@ -119,7 +119,7 @@ def main():
                 vals = {k: cd.value("checkout", k) for k in (
                     "offered_load", "effective_load", "self_inflicted_load",
                     "tipping_headroom", "state", "storm", "tipping_load",
-                    "recovery_load")}
+                    "recovery_load", "shed_load", "recovering")}
                 if vals["state"] is None:
                     print("%4.0fs  %-38s (waiting for the first rates)" %
                           (t, row[4][:38]))
@@ -130,14 +130,14 @@ def main():
                                                vals["recovery_load"]))
                     shown_model = True
                 state = STATE.get(int(vals["state"]), "?")
-                mark = " STORM" if vals["storm"] else ""
+                mark = (" STORM (recovering)" if vals["recovering"] else
+                        " STORM") if vals["storm"] else ""
                 changed = "" if state == last else "  <- state change"
                 last = state
                 if vals["storm"]:
                     # in a storm the headroom to the tipping point does not
                     # matter: what must go is the load above the recovery load
-                    room = "shed %.0f" % (vals["offered_load"] -
-                                          vals["recovery_load"])
+                    room = "shed %.0f" % vals["shed_load"]
                 else:
                     room = "%.1f%%" % (100 * vals["tipping_headroom"])
                 print("%4.0fs  %-38s %8.1f %9.1f %9.1f %9s  %s%s%s" % (
