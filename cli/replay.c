@@ -34,7 +34,8 @@ static const char help[] =
     "offered_rate, retry_rate, error_rate, pool_size, queue_length; one row\n"
     "per interval, times increasing (a row's rates cover the time since the\n"
     "row before).  An empty cell is an input without a value that\n"
-    "interval (the row then has no verdict, like the plugin's warning).\n"
+    "interval: the row has no verdict (reporting 0, the plugin's heartbeat)\n"
+    "unless the service file says missing: zero for that input.\n"
     "The service's inputs come from the columns named like them; inputs the\n"
     "service file sets to a number keep that number.\n"
     "\n"
@@ -139,6 +140,7 @@ static void write_json_row(ms_json *j, const ms_trace_row *row,
     if (inf->has_observed_failure)
       ms_json_number(j, "observed_failure", inf->observed_failure);
   } else {
+    ms_json_int(j, "reporting", 0); /* the plugin's heartbeat, alone */
     ms_json_string(j, "problem", st->problem);
     const char *bad = ms_input_name(st->bad);
     if (bad)

@@ -19,7 +19,8 @@
 void ms_report_csv_header(FILE *f);
 
 /* The values as CSV fields matching ms_report_csv_header (no newline);
- * r NULL writes empty fields.  The state is written by name. */
+ * r NULL (no report) writes empty fields but reporting, 0.  The state is
+ * written by name. */
 void ms_report_csv(FILE *f, const ms_report *r);
 
 /* The values as members of the JSON object being written; `equilibria` is

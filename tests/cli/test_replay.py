@@ -70,6 +70,9 @@ class Incident(CliTest):
         self.assertEqual(all_notes.count("OKAY:"), 1)
         self.assertIn("retry_rate", rows[5]["problem"])
         self.assertEqual(rows[5]["offered_load"], "")
+        # no verdict: the plugin would dispatch reporting 0 alone
+        self.assertEqual([r["reporting"] for r in rows],
+                         ["1"] * 5 + ["0"] + ["1"] * 5)
         # inference: offered_rate as given; observed attempts = offered +
         # retries; the metastable rows run at the collapsed equilibrium
         self.assertEqual(float(rows[4]["observed_attempts"]), 240)
@@ -92,6 +95,7 @@ class Incident(CliTest):
         self.assertEqual([r.get("state") for r in rows], STATES)
         self.assertEqual(rows[5]["ok"], False)
         self.assertEqual(rows[5]["input"], "retry_rate")
+        self.assertEqual(rows[5]["reporting"], 0)
         self.assertEqual([n["severity"] for n in rows[2]["notifications"]],
                          ["FAILURE"])
         self.assertEqual([n["severity"] for n in rows[10]["notifications"]],
