@@ -694,6 +694,66 @@ START_TEST(test_infer_missing_zero) {
 }
 END_TEST
 
+/* The three moments of doc/design.md §1.7 through the tracker, with their
+ * notifications: above the tipping load with nothing failing (a WARNING
+ * once, no FAILURE), a storm that goes on below the recovery load while
+ * attempts fail (no OKAY), and the OKAY once they are healthy for
+ * clear_after intervals. */
+typedef struct {
+  double offered, attempts, errors; /* per second */
+  int storm, recovering;
+  const char *note; /* severity of the one notification, or NULL */
+} moment;
+
+START_TEST(test_verdict_moments) {
+  ms_service_spec s = erlang_spec(); /* tipping 293.44, recovery 150 */
+  use(&s, MS_INPUT_OFFERED);
+  use(&s, MS_INPUT_ARRIVAL);
+  use(&s, MS_INPUT_ERROR);
+  const moment script[] = {
+      {200, 200, 0, 0, 0, NULL},
+      {300, 300, 0, 0, 0, "WARNING"},   /* past tipping, nothing fails */
+      {300, 300, 0, 0, 0, NULL},        /* once */
+      {305, 301, 1, 0, 0, NULL},        /* one failure in 10 s: noise */
+      {300, 600, 300, 1, 0, "FAILURE"}, /* the loop engages */
+      {200, 400, 200, 1, 0, NULL},      /* metastable */
+      {120, 240, 120, 1, 1, NULL},      /* stable, half the attempts fail */
+      {120, 240, 120, 1, 1, NULL},
+      {120, 120, 0, 0, 0, NULL},   /* healthy: 1 */
+      {120, 120, 0, 0, 0, NULL},   /* 2 */
+      {120, 120, 0, 0, 0, "OKAY"}, /* 3 = clear_after */
+      {120, 120, 0, 0, 0, NULL},
+  };
+  ms_tracker t;
+  ms_tracker_init(&t);
+  for (size_t i = 0; i < sizeof script / sizeof *script; i++) {
+    const moment *m = &script[i];
+    ms_inputs in = values(m->attempts, m->offered, NAN, m->errors, NAN);
+    in.interval = 10;
+    ms_step st;
+    ms_tracker_step(&t, &s, &in, &st);
+    ck_assert_msg(st.ok, "interval %zu: %s", i, st.problem);
+    ck_assert_msg(
+        st.report.storm == m->storm && st.report.recovering == m->recovering,
+        "interval %zu: storm %d recovering %d (state %s)", i, st.report.storm,
+        st.report.recovering, ms_state_name(st.report.state));
+    ck_assert_msg(st.n_notes == (m->note != NULL), "interval %zu: %d notes", i,
+                  st.n_notes);
+    if (m->note) {
+      ck_assert_str_eq(ms_note_severity_name(st.notes[0].severity), m->note);
+      ck_assert_uint_lt(strlen(st.notes[0].message), 256);
+    }
+    if (i == 1)
+      ck_assert_msg(strstr(st.notes[0].message, "the next trigger latches"),
+                    "%s", st.notes[0].message);
+    if (i == 4)
+      ck_assert_msg(strstr(st.notes[0].message, "50% of attempts failing") &&
+                        strstr(st.notes[0].message, "shed 150 req/s"),
+                    "%s", st.notes[0].message);
+  }
+}
+END_TEST
+
 /* ---- the state machine over a scripted incident ---------------------- */
 
 typedef struct {
@@ -864,6 +924,7 @@ int main(void) {
   tcase_add_test(tc, test_infer);
   tcase_add_test(tc, test_infer_missing_zero);
   tcase_add_test(tc, test_incident);
+  tcase_add_test(tc, test_verdict_moments);
   tcase_add_test(tc, test_headroom_warning_and_recovery);
   tcase_add_test(tc, test_cold_start_in_storm);
   tcase_add_test(tc, test_flapping_storm_pages_once);
