@@ -712,9 +712,9 @@ START_TEST(test_verdict_moments) {
   use(&s, MS_INPUT_ERROR);
   const moment script[] = {
       {200, 200, 0, 0, 0, NULL},
-      {300, 300, 0, 0, 0, "WARNING"},   /* past tipping, nothing fails */
-      {300, 300, 0, 0, 0, NULL},        /* once */
-      {305, 301, 1, 0, 0, NULL},        /* one failure in 10 s: noise */
+      {300, 300, 0, 0, 0, "WARNING"}, /* past tipping, nothing fails */
+      {300, 300, 0, 0, 0, NULL},      /* once */
+      {300, 301, 1, 0, 0, NULL}, /* 1 failure/s: under the tipping point's */
       {300, 600, 300, 1, 0, "FAILURE"}, /* the loop engages */
       {200, 400, 200, 1, 0, NULL},      /* metastable */
       {120, 240, 120, 1, 1, NULL},      /* stable, half the attempts fail */
