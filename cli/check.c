@@ -74,6 +74,8 @@ typedef struct {
   const char *offered;  /* how the offered load is inferred */
   const char *attempts; /* how the observed attempts are, or NULL */
   const char *failure;  /* how the observed failure ratio is, or NULL */
+  bool backlog;         /* queue_length read from collectd (erlang): a
+                           backlog past the timeout horizon is evidence */
   bool evidence;        /* an observation read from collectd */
   int n_warnings;
   warning warnings[MAX_WARNINGS_PER_SERVICE];
@@ -158,11 +160,14 @@ static void check_inputs(service_check *s) {
       (s->attempts && (from_collectd(sp, MS_INPUT_ARRIVAL) ||
                        (!arr && from_collectd(sp, MS_INPUT_RETRY)))) ||
       (s->failure && from_collectd(sp, MS_INPUT_ERROR));
+  s->backlog = sp->params.model.kind == MS_MODEL_ERLANG &&
+               from_collectd(sp, MS_INPUT_QUEUE);
+  s->evidence = s->evidence || s->backlog;
   if (!s->evidence)
     warn_at(s, sp->line, sp->column,
             "service '%s': %s, so the storm flag comes from the model "
             "alone (an observation needs arrival_rate, or offered_rate with "
-            "retry_rate, read from collectd)",
+            "retry_rate, or queue_length, read from collectd)",
             sp->name,
             s->attempts || s->failure
                 ? "its observations come from constants only"
@@ -289,17 +294,20 @@ static void write_text_service(const service_check *s) {
            s->failure);
   else if (s->attempts)
     printf("  observations   attempts = %s\n", s->attempts);
-  else
+  else if (!s->backlog)
     printf("  observations   none\n");
+  if (s->backlog)
+    printf("  observations   backlog = queue_length (past servers x service "
+           "rate x timeout: a storm)\n");
   printf("  storm flag     %s\n",
          s->evidence ? "from the observations" : "from the model alone");
   int clear = sp->clear_after ? sp->clear_after : MS_DEFAULT_CLEAR_AFTER;
   if (sp->has_headroom_warning)
     printf("  notifications  WARNING below %.4g %% headroom; OKAY after %d "
-           "intervals without a storm\n",
+           "healthy intervals\n",
            100 * sp->headroom_warning, clear);
   else
-    printf("  notifications  OKAY after %d intervals without a storm\n", clear);
+    printf("  notifications  OKAY after %d healthy intervals\n", clear);
 }
 
 static void write_json_service(ms_json *j, const service_check *s) {
