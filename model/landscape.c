@@ -370,6 +370,13 @@ int ms_landscape_build(const ms_service_params *s, ms_landscape *out,
     ls.tipping_effective_load = ls.recovery_effective_load = ls.saturation_load;
     ls.tipping_load = ls.recovery_load = pc.lambda;
   }
+  /* the top of the healthy branch (doc/design.md §1.7): p at the tipping
+   * point, or the base failure without a fold */
+  ls.healthy_ceiling = s->model.base_failure;
+  if (ls.has_fold &&
+      ms_failure_probability(&s->model, ls.tipping_effective_load,
+                             &ls.healthy_ceiling, err) != MS_OK)
+    return MS_ENOCONV;
   *out = ls;
   return MS_OK;
 }

@@ -406,6 +406,9 @@ typedef struct {
   double recovery_load;           /* lambda_rec, req/s, <= tipping_load */
   double tipping_effective_load;  /* x at the tipping point, attempts/s */
   double recovery_effective_load; /* x at the recovery point, attempts/s */
+  double healthy_ceiling;         /* the most failing the healthy branch
+                                     gives: p at the tipping point, the base
+                                     failure without a fold (§1.7) */
   /* Breakpoints x_0 = 0 < x_1 < ... < x_n, the local extrema of lambda(x),
    * and lambda at each; lambda(x) is monotone between consecutive
    * breakpoints and increasing beyond x_n (to infinity). */

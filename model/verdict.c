@@ -59,20 +59,6 @@ static bool observed(const ms_landscape *ls, const ms_observation *o) {
          (o->has_queue_length && ls->params.model.kind == MS_MODEL_ERLANG);
 }
 
-/*
- * The failure probability of the healthy branch's top: at the tipping
- * point where there is a fold; the base failure where there is none (the
- * single branch then runs up to saturation, where p reaches 1, and says
- * nothing about health).  *x is the effective load there.
- */
-static double healthy_ceiling(const ms_landscape *ls, double *x) {
-  double p = ls->params.model.base_failure;
-  *x = ls->tipping_effective_load;
-  if (ls->has_fold)
-    ms_failure_probability(&ls->params.model, *x, &p, NULL);
-  return p;
-}
-
 int ms_drain_time(const ms_service_params *s, double lambda, double queue,
                   double *t, ms_error *err) {
   if (s == NULL || t == NULL)
@@ -122,7 +108,7 @@ void ms_verdict(const ms_landscape *ls, const ms_observation *o, ms_report *r) {
   } else if (r->state == MS_STATE_METASTABLE) {
     storm = true; /* the observation lies beyond the unstable equilibrium */
   } else {
-    double x_ref, p_ref = healthy_ceiling(ls, &x_ref);
+    double x_ref = ls->tipping_effective_load, p_ref = ls->healthy_ceiling;
     if (r->state != MS_STATE_OVERLOADED) { /* a healthy equilibrium exists */
       p_ref = r->eq[0].failure_probability;
       x_ref = r->eq[0].effective_load;

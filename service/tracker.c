@@ -185,11 +185,11 @@ static void evidence(const ms_report *r, char *buf, size_t len) {
 static bool storm_notes(ms_tracker *t, const ms_report *r, int clear_after,
                         ms_step *out) {
   char ev[64];
-  evidence(r, ev, sizeof ev);
   if (r->storm) {
     t->calm_streak = 0;
     if (t->storm_announced)
       return false;
+    evidence(r, ev, sizeof ev);
     note(out, MS_NOTE_FAILURE,
          "retry storm (%s, %s): offered %.5g req/s, effective %.5g "
          "attempts/s, %.5g self-inflicted; shed %.5g req/s to end it "
@@ -201,6 +201,7 @@ static bool storm_notes(ms_tracker *t, const ms_report *r, int clear_after,
     return true;
   }
   if (t->storm_announced && ++t->calm_streak >= clear_after) {
+    evidence(r, ev, sizeof ev);
     note(out, MS_NOTE_OKAY,
          "retry storm over: healthy for %d interval%s (%s, %s): offered "
          "%.5g req/s, recovery load %.5g, tipping load %.5g req/s",
