@@ -21,15 +21,16 @@ promtool test rules "$top/tests/alerts/metastable-alerts.test.yml"
 # The Alertmanager example: valid, and every alert reaches the receiver its
 # severity asks for.
 amtool check-config "$top/conf/alertmanager.yml"
-[ "$(grep -c 'severity: page$' "$top/conf/metastable-alerts.yml")" -eq 5 ] &&
+[ "$(grep -c 'severity: page$' "$top/conf/metastable-alerts.yml")" -eq 7 ] &&
   [ "$(grep -c 'severity: ticket$' "$top/conf/metastable-alerts.yml")" -eq 3 ] || {
   echo "alerts: the rules' severities changed: update the routing checks below" >&2
   exit 1
 }
 for route in MetastableRetryStorm:page:pager MetastableFailure:page:pager \
+  MetastableAttemptsFailing:page:pager MetastableAboveTippingLoad:page:pager \
   MetastableTippingPointNear:page:pager MetastableTippingPointNear:ticket:tickets \
-  MetastableRetryPolicyDangerous:ticket:tickets MetastableNoData:page:pager \
-  MetastableNoData:ticket:tickets MetastableNotReporting:page:pager; do
+  MetastableRetryPolicyDangerous:ticket:tickets MetastableNotReporting:page:pager \
+  MetastableNotReporting:ticket:tickets MetastableAbsent:page:pager; do
   alert=${route%%:*}
   receiver=${route##*:}
   severity=${route#*:}
@@ -69,7 +70,7 @@ storm counted over 10 minutes|s/avg_over_time(collectd_metastable_storm\[5m\]) >
 storm as an unbroken run (flapping never pages)|s/avg_over_time(collectd_metastable_storm\[5m\]) > 0.4/min_over_time(collectd_metastable_storm[5m]) > 0.4/
 storm at 30 % of the window|s/avg_over_time(collectd_metastable_storm\[5m\]) > 0.4/avg_over_time(collectd_metastable_storm[5m]) > 0.3/
 storm alert on any storm value|s/avg_over_time(collectd_metastable_storm\[5m\]) > 0.4/avg_over_time(collectd_metastable_storm[5m]) >= 0/
-metastable and no-data alerts after 1m instead of 2m|s/^        for: 2m$/        for: 1m/
+metastable, latch and not-reporting alerts after 1m instead of 2m|s/^        for: 2m$/        for: 1m/
 metastable alert also when overloaded|s/state == 2/state >= 2/
 tipping-point alert also during a storm|/and avg_over_time(collectd_metastable_storm\[5m\]) <= 0.4/d
 tipping-point page at 15 % instead of 10 %|s/tipping_headroom < 0.1$/tipping_headroom < 0.15/
@@ -79,10 +80,24 @@ vulnerable alert also when metastable|s/state == 1$/state >= 1/
 vulnerable alert after 20m|s/for: 30m/for: 20m/
 metastable summary quotes the tipping load, not the recovery load|s/with printf "collectd_metastable_recovery_load/with printf "collectd_metastable_tipping_load/
 page downgraded to ticket|0,/severity: page/s//severity: ticket/
-no data after 5 minutes instead of 3|s/> 180$/> 300/
-no-data page whatever the last storm flag|s/last_over_time(collectd_metastable_storm\[1h\]) == 1$/last_over_time(collectd_metastable_storm[1h]) >= 0/
-no-data alert forgets after 10 minutes|s/\[1h:1m\]/[10m:1m]/
-plugin-not-reporting page after 5m|s/for: 10m/for: 5m/
+storm page resolves while most attempts still fail|s/^\(              avg_over_time(collectd_metastable_observed_failure_ratio\[5m\])\) > 0.5$/\1 > 0.7/
+storm page held by failures only 5 minutes after the flag|0,/storm\[15m\]/s//storm[5m]/
+storm page on failures without any storm flag|s/^              max_over_time(collectd_metastable_storm\[15m\]) == 1$/              max_over_time(collectd_metastable_storm[15m]) >= 0/
+storm summary ignores the drain window|s/collectd_metastable_recovering" \$sel " == 1/collectd_metastable_recovering" $sel " == 2/
+storm summary without the drain time|s/drains in {{ . | first | value | printf "%.0f" }} s/drains in {{ . | first | value | printf "%.1f" }} s/
+storm text without the load to shed|s/collectd_metastable_shed_load" \$sel " > 0"/collectd_metastable_shed_load" $sel " > 100"/
+failing-attempts page at 40 %|s/^\(          avg_over_time(collectd_metastable_observed_failure_ratio\[5m\])\) > 0.5$/\1 > 0.4/
+failing-attempts page also just after a storm|s/^          max_over_time(collectd_metastable_storm\[15m\]) == 1$/          max_over_time(collectd_metastable_storm[5m]) == 1/
+latch page also in a storm|s/collectd_metastable_storm == 0$/collectd_metastable_storm >= 0/
+latch page while the storm page counts a storm|s/^          avg_over_time(collectd_metastable_storm\[5m\]) <= 0.4$/          avg_over_time(collectd_metastable_storm[5m]) <= 1/
+latch page after 3 minutes|/alert: MetastableAboveTippingLoad/,/for:/s/for: 2m/for: 3m/
+not-reporting after 5 minutes of silence instead of 3|s/> 180$/> 300/
+not-reporting ignores reporting = 0|s/max_over_time(collectd_metastable_reporting\[3m\]) == 0$/max_over_time(collectd_metastable_reporting[3m]) == 2/
+not-reporting on a single minute of reporting = 0|s/collectd_metastable_reporting\[3m\]/collectd_metastable_reporting[1m]/
+not-reporting page whatever the last storm flag|s/last_over_time(collectd_metastable_storm\[7d\]) == 1$/last_over_time(collectd_metastable_storm[7d]) >= 0/
+not-reporting forgets after an hour|s/reporting:timestamp\[7d\]/reporting:timestamp[1h]/
+not-reporting severity forgets the storm after an hour|s/last_over_time(collectd_metastable_storm\[7d\])/last_over_time(collectd_metastable_storm[1h])/
+nothing-at-all page after 5m|s/for: 10m/for: 5m/
 MUTANTS
 [ "$survivors" -eq 0 ] || exit 1
 echo "alerts: all $n mutants rejected"

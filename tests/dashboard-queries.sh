@@ -7,6 +7,9 @@
 #   - every panel query, variables substituted as Grafana does, must parse
 #     and return data through /api/v1/query_range; the host and service
 #     variables must list the hosts and services;
+#   - no field coloured by thresholds is green while the storm flag is 1
+#     (queries.py --storm-not-green), and a dashboard showing the plain
+#     tipping headroom in a storm fails that check;
 #   - conf/metastable-alerts.yml must load, evaluate without errors, and put
 #     the storm alerts of the service left metastable at the end of the data
 #     into pending, with the recovery load in their text.
@@ -70,6 +73,40 @@ python3 "$queries" "$dashboard" --check "$url" \
 python3 "$queries" "$dashboard" --check "$url" \
   --var host=web2 --var service=db.main --var service=payments
 
+# A storm is never shown with green headroom: every field coloured by
+# thresholds with a green step (the fleet table's margin, the service's
+# load margin) is evaluated at every point where the storm flag is 1
+# (checkout's overloaded and metastable phases and its drain window,
+# payments' storm) and must not be green.
+python3 "$queries" "$dashboard" --check "$url" --storm-not-green \
+  --var host=web1 --var service=checkout >"$work/storm.out" || {
+  cat "$work/storm.out" >&2
+  echo "dashboard-queries: FAIL: a storm shows green headroom" >&2
+  exit 1
+}
+grep -E '^(ok|FAIL) +panel [0-9]+ [A-Z] .*in a storm' "$work/storm.out"
+python3 "$queries" "$dashboard" --check "$url" --storm-not-green \
+  --var host=web2 --var service=payments | grep -E 'in a storm'
+# ... and the check notices a dashboard that shows the plain tipping
+# headroom in a storm (as this one did up to 0.5).
+python3 - "$dashboard" "$work/plain-headroom.json" <<'PY2'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+for p in d["panels"]:
+    for t in p.get("targets", []):
+        if "collectd_metastable_shed_load" in t["expr"] and "tipping_headroom" in t["expr"]:
+            m = re.search(r"collectd_metastable_tipping_headroom(\{[^}]*\})?", t["expr"])
+            t["expr"] = f"max by (instance, metastable) ({m.group(0)})"
+json.dump(d, open(sys.argv[2], "w"))
+PY2
+if python3 "$queries" "$work/plain-headroom.json" --check "$url" --storm-not-green \
+  --var host=web1 --var service=checkout >"$work/plain.out" 2>&1; then
+  cat "$work/plain.out" >&2
+  echo "dashboard-queries: FAIL: --storm-not-green accepts the plain tipping headroom in a storm" >&2
+  exit 1
+fi
+echo "ok   the plain tipping headroom in a storm is rejected: $(grep -m1 'green in a storm' "$work/plain.out" | cut -c1-120)"
+
 # Alert rules on the real server: evaluated without error, storm alerts for
 # web2/payments pending (their for: has not elapsed), text rendered.
 python3 - "$url" <<'PY'
@@ -91,7 +128,7 @@ for _ in range(150):
 else:
     sys.exit(f"dashboard-queries: storm alerts for payments not pending: {sorted(pending)}")
 bad = [r["name"] for r in rules if r["health"] != "ok"]
-if len(rules) != 8 or bad:
+if len(rules) != 11 or bad:
     sys.exit(f"dashboard-queries: {len(rules)} rules, unhealthy: {bad}")
 texts = [v for a in alerts for v in a["annotations"].values()]
 if any("error expanding template" in t or "<no value>" in t for t in texts):

@@ -15,6 +15,12 @@
         sends every query to /api/v1/query_range over the last --minutes
         and every variable to /api/v1/label/<label>/values; fails when one
         does not parse, or (with --require-data) returns nothing.
+    queries.py ... --check URL --storm-not-green
+        also: every field the dashboard colours by thresholds with a green
+        step (a headroom, a margin), evaluated over the same range, must
+        not be green at any point where the service's storm flag
+        (collectd_metastable_storm) is 1; fails if one is, or if no field
+        was checked at a storm point at all.
 
 Substitution follows Grafana: a variable with multi or includeAll is
 regex-escaped (it sits in =~ matchers) and several values become (a|b);
@@ -163,6 +169,84 @@ def check(dashboard, values, base, minutes, require_data):
     return failures
 
 
+def colour_config(panel, target):
+    """The color, thresholds and mappings Grafana applies to a target's
+    field: the panel's defaults with the overrides that match it by name
+    (its legend, or its column after an organize rename) or by refId."""
+    fc = panel.get("fieldConfig", {})
+    d = fc.get("defaults", {})
+    cfg = {k: d.get(k) for k in ("color", "thresholds", "mappings")}
+    names = {target.get("legendFormat")}
+    for tr in panel.get("transformations", []):
+        if tr.get("id") == "organize":
+            names.add(tr.get("options", {}).get("renameByName", {}).get(f"Value #{target.get('refId')}"))
+    for o in fc.get("overrides", []):
+        m = o.get("matcher", {})
+        if (m.get("id") == "byName" and m.get("options") in names) or \
+                (m.get("id") == "byFrameRefID" and m.get("options") == target.get("refId")):
+            for pr in o.get("properties", []):
+                if pr.get("id") in cfg:
+                    cfg[pr["id"]] = pr.get("value")
+    return cfg
+
+
+def threshold_colour(thresholds, value):
+    colour = None
+    for step in thresholds.get("steps", []):
+        if step.get("value") is None or value >= step["value"]:
+            colour = step.get("color")
+    return colour
+
+
+def range_series(base, expr, start, end, step):
+    params = urllib.parse.urlencode(
+        {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": str(step)})
+    r = get_json(f"{base}/api/v1/query_range?{params}")
+    if r.get("status") != "success":
+        raise SystemExit(f"query failed: {r.get('error')}: {expr}")
+    return r["data"]["result"]
+
+
+def check_storm_colours(dashboard, values, base, minutes):
+    """Fields coloured by thresholds with a green step must not be green
+    while the service's storm flag is 1."""
+    end = time.time()
+    start = end - 60 * minutes
+    key = lambda m: (m.get("instance"), m.get("metastable"))
+    storm = {}
+    for s in range_series(base, "max by (instance, metastable) (collectd_metastable_storm)", start, end, 15):
+        storm[key(s["metric"])] = {float(t): float(v) for t, v in s["values"]}
+    failures = checked = 0
+    for p, t, expr, title in panel_queries(dashboard, values):
+        cfg = colour_config(p, t)
+        steps = (cfg.get("thresholds") or {}).get("steps", [])
+        if (cfg.get("color") or {}).get("mode") != "thresholds" or \
+                not any(st.get("color") == "green" for st in steps):
+            continue
+        green = []
+        n = 0
+        for s in range_series(base, expr, start, end, 15):
+            flags = storm.get(key(s["metric"]), {})
+            for ts, v in s["values"]:
+                if flags.get(float(ts)) != 1:
+                    continue
+                n += 1
+                if threshold_colour(cfg["thresholds"], float(v)) == "green":
+                    green.append((key(s["metric"]), ts, v))
+        checked += n
+        failures += bool(green)
+        field = t.get("legendFormat") if t.get("legendFormat") != "__auto" else t.get("refId")
+        if green:
+            print(f"FAIL panel {p['id']} {t['refId']} ({title}): green in a storm at {len(green)} of {n} points, "
+                  f"e.g. {green[0]}: {expr}")
+        else:
+            print(f"ok   panel {p['id']} {t['refId']} ({title}, {field}): {n} points in a storm, none green")
+    if checked == 0:
+        print("FAIL no thresholds-coloured field was evaluated at a storm point")
+        failures += 1
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dashboard")
@@ -172,6 +256,7 @@ def main():
     ap.add_argument("--check", metavar="PROMETHEUS_URL")
     ap.add_argument("--minutes", type=float, default=60)
     ap.add_argument("--require-data", action="store_true")
+    ap.add_argument("--storm-not-green", action="store_true")
     a = ap.parse_args()
 
     with open(a.dashboard, encoding="utf-8") as f:
@@ -185,6 +270,8 @@ def main():
 
     if a.check:
         failures = check(dashboard, values, a.check.rstrip("/"), a.minutes, a.require_data)
+        if a.storm_not_green:
+            failures += check_storm_colours(dashboard, values, a.check.rstrip("/"), a.minutes)
         if failures:
             print(f"{failures} queries failed", file=sys.stderr)
         return 1 if failures else 0

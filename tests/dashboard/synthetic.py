@@ -14,8 +14,10 @@ shape:
 
   web1/checkout  healthy inside the hysteresis band, a burst tips it into a
                  storm (overloaded), the burst ends and the storm sustains
-                 itself (metastable), load is shed and it recovers; observed
-                 attempt rate and failure ratio present;
+                 itself (metastable), load is shed: the model says stable but
+                 the backlog still fails (the drain window: storm and
+                 recovering 1, drain_time counting down), then it recovers;
+                 observed attempt rate and failure ratio present;
   web1/search    stable throughout, no observations;
   web2/db.main   vulnerable throughout, no observations;
   web2/payments  tips into a storm half-way and is left metastable at the
@@ -29,11 +31,13 @@ import time
 TYPES = ["offered_load", "effective_load", "self_inflicted_load", "amplification",
          "failure_probability", "utilization", "tipping_load", "recovery_load",
          "tipping_distance", "tipping_headroom", "equilibria", "state", "storm",
-         "observed_effective_load", "observed_failure_ratio"]
+         "observed_effective_load", "observed_failure_ratio", "shed_load",
+         "recovering", "drain_time", "reporting"]
 
 
 def sample(service, f):
     """Values at fraction f (0..1) of the window, or None when absent."""
+    drain = False
     if service == "checkout":
         tip, rec, capacity = 80.0, 25.0, 100.0
         if f < 1 / 3:
@@ -44,6 +48,7 @@ def sample(service, f):
             lam, state, amp, p = 60.0, 2, 4.0, 0.97
         else:
             lam, state, amp, p = 20.0, 0, 1.005, 0.005
+        drain = 3 / 4 <= f < 5 / 6
     elif service == "payments":
         tip, rec, capacity = 80.0, 25.0, 100.0
         if f < 1 / 2:
@@ -63,10 +68,20 @@ def sample(service, f):
          "amplification": amp, "failure_probability": p, "utilization": x / capacity,
          "tipping_load": tip, "recovery_load": rec, "tipping_distance": tip - lam,
          "tipping_headroom": (tip - lam) / tip, "equilibria": 3 if rec <= lam <= tip else 1,
-         "state": state, "storm": 1 if state >= 2 else 0}
+         "state": state, "storm": 1 if state >= 2 else 0, "recovering": 0,
+         "reporting": 1}
     if service == "checkout":
         v["observed_effective_load"] = x * 1.03
         v["observed_failure_ratio"] = min(1.0, p * 1.05)
+        if drain:
+            # The drain window: the model says stable, the backlog still
+            # fails; the evidence-based storm flag stays up.
+            v["storm"] = v["recovering"] = 1
+            v["observed_failure_ratio"] = 0.9
+            v["drain_time"] = round(3600 * (5 / 6 - f), 1)
+    # In a storm: offered minus recovery load, and a little more for the
+    # backlog while draining (always > 0); 0 without one.
+    v["shed_load"] = max(lam - rec, 2.0) if v["storm"] else 0.0
     return v
 
 

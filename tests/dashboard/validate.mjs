@@ -20,6 +20,9 @@
 //     name a series or column that exists, byFrameRefID a refId that exists;
 //   - timeseries panels have a unit and an axis label, every panel a
 //     description; panels stay inside the 24-column grid without overlaps;
+//   - a field coloured by thresholds with a green step whose query reads
+//     the tipping headroom must also read the storm flag (a storm is never
+//     shown as green headroom; tests/dashboard-queries.sh checks the values);
 //   - with --provisioning: the provisioning YAML files point at this
 //     dashboard and define the datasource it expects.
 //
@@ -217,6 +220,32 @@ function checkOverrides(p, v, kind, errors) {
   });
 }
 
+// The colour config Grafana applies to one target's field: the defaults
+// with the overrides that match its legend, its renamed table column or its
+// refId.
+function colourConfig(p, t) {
+  const d = p.fieldConfig?.defaults ?? {};
+  const cfg = { color: d.color, thresholds: d.thresholds };
+  const names = new Set([t.legendFormat]);
+  for (const tr of p.transformations ?? [])
+    if (tr.id === 'organize') names.add(tr.options?.renameByName?.[`Value #${t.refId}`]);
+  for (const o of p.fieldConfig?.overrides ?? []) {
+    const { id, options } = o.matcher ?? {};
+    if ((id === 'byName' && names.has(options)) || (id === 'byFrameRefID' && options === t.refId))
+      for (const pr of o.properties ?? []) if (pr.id in cfg) cfg[pr.id] = pr.value;
+  }
+  return cfg;
+}
+
+function checkStormColours(p, errors) {
+  for (const t of p.targets ?? []) {
+    const cfg = colourConfig(p, t);
+    const green = cfg.color?.mode === 'thresholds' && (cfg.thresholds?.steps ?? []).some((s) => s.color === 'green');
+    if (green && /collectd_metastable_tipping_headroom/.test(t.expr ?? '') && !/collectd_metastable_storm\b/.test(t.expr))
+      errors.push(`${label(p)} targets ${t.refId}: tipping headroom coloured green by thresholds without the storm flag: a storm would show green headroom`);
+  }
+}
+
 function checkPanel(p, v, varNames, errors) {
   errors.push(...schemaErrors(v.panel, p, `${label(p)} `));
   const kind = v.kinds[p.type];
@@ -264,6 +293,8 @@ function checkPanel(p, v, varNames, errors) {
     if (!fc.defaults.custom?.axisLabel) errors.push(`${label(p)}: timeseries needs an axis label`);
   }
   checkOverrides(p, v, kind, errors);
+
+  checkStormColours(p, errors);
 
   if (p.type === 'table') {
     const names = seriesNames(p);
@@ -441,6 +472,16 @@ const MUTATIONS = [
     (d) => { const ps = d.panels.filter((p) => !isRow(p)); ps[1].gridPos = { ...ps[0].gridPos }; }],
   ['panel without a description', /needs a description/,
     (d) => { delete firstPanel(d, 'timeseries').description; }],
+  ['plain tipping headroom in green, storms included', /a storm would show green headroom/,
+    (d) => {
+      const p = allPanels(d).find((x) => x.type === 'timeseries' && x.targets.some((t) => /tipping_headroom/.test(t.expr)));
+      p.targets[0].expr = 'collectd_metastable_tipping_headroom{instance="$host", metastable=~"$service"}';
+    }],
+  ['fleet table colours the plain tipping headroom', /a storm would show green headroom/,
+    (d) => {
+      const t = firstPanel(d, 'table').targets.find((x) => /tipping_headroom/.test(x.expr));
+      t.expr = 'max by (instance, metastable) (collectd_metastable_tipping_headroom)';
+    }],
 ];
 
 function selfTest(d, v) {
