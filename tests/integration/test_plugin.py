@@ -71,6 +71,7 @@ services:
       offered_rate: "mshost/statsd/derive-checkout_requests"
       arrival_rate: "mshost/statsd/derive-checkout_attempts"
       error_rate: "mshost/statsd/derive-checkout_errors"
+      queue_length: "mshost/statsd/gauge-checkout_queue"
   - name: fleet
     model: capacity
     capacity: 250
@@ -109,6 +110,7 @@ class Feeder(threading.Thread):
         super().__init__(daemon=True)
         self.cd, self.statsd = cd, statsd
         self.rates = (200.0, 200.0)  # checkout requests, attempts per s
+        self.queue = 0.0  # checkout's backlog, requests waiting
         self.stop = threading.Event()
         self.h3 = False         # a third fleet host joins
         self.reset_counter = False
@@ -128,6 +130,7 @@ class Feeder(threading.Thread):
                 self.statsd.count("checkout_attempts", att / 10)
                 # every retry answers a failed attempt
                 self.statsd.count("checkout_errors", (att - req) / 10)
+                self.statsd.gauge("checkout_queue", self.queue)
                 now = int(time.time())
                 if now > last:  # one sample per host and second
                     last = now
@@ -608,7 +611,9 @@ def scenario(cd, prom, feeder):
     check(cd.value("flaky", "state") == 0, "flaky recovers after bad input")
 
     # ---- below the recovery load with every attempt still failing once
-    # (the drain): the model says stable, the storm goes on, no OKAY
+    # (the drain): the model says stable, the storm goes on, no OKAY; a
+    # backlog of 200 waiting gives the drain time
+    feeder.queue = 200.0
     feeder.rates = (120.0, 240.0)
     t = wait_state(cd, "checkout", 0, 10)
     check(t is not None, "below the recovery load: stable")
@@ -623,12 +628,19 @@ def scenario(cd, prom, feeder):
           "drain: observed failure ratio 0.5")
     check(cd.value("checkout", "shed_load") == 0,
           "drain: nothing to shed below the recovery load")
+    lam = cd.value("checkout", "offered_load")
+    want = model(CHECKOUT + ["--load", repr(lam), "--queue-length", "200"])
+    check(close(cd.value("checkout", "drain_time"), want["drain_time"], 1e-6),
+          "drain: drain_time %s s = the model's %.6f s for 200 waiting at %s "
+          "req/s" % (cd.value("checkout", "drain_time"), want["drain_time"],
+                     lam))
     check(not [n for n in cd.notifications()
                if n[1] == "checkout" and n[0] == "OKAY"],
           "drain: no OKAY while attempts still fail")
     check(alert_states(prom, "checkout").get("MetastableRetryStorm") ==
           "firing", "drain: alert MetastableRetryStorm still firing")
     # ---- the failures stop: the storm is over
+    feeder.queue = 0.0
     feeder.rates = (120.0, 120.0)
     t0 = time.time()
     while time.time() - t0 < 10 and cd.value("checkout", "storm") != 0:
