@@ -650,6 +650,19 @@ bool ms_report_output(const ms_report *r, ms_output id, double *v);
 #define MS_EVIDENCE_Z 3.0
 
 /*
+ * ms_beyond_noise: whether a rate observed over tau seconds exceeds a
+ * reference rate by more than the Poisson noise of counting it
+ * (doc/design.md §1.7): obs > ref + z sqrt(ref / tau) + z^2 / tau, z =
+ * MS_EVIDENCE_Z.
+ *   obs, ref  rates, per second, finite, >= 0 (a negative obs is not beyond)
+ *   tau       seconds; <= 0 or NaN: no time, no evidence (false)
+ * Never overflows (rates, not counts).  Source: the normal bound on a
+ * Poisson count m + z sqrt(m) + z^2 (m = ref tau), the z^2 term as in
+ * Wilson's score interval (Wilson 1927) for small counts.
+ */
+bool ms_beyond_noise(double obs, double ref, double tau);
+
+/*
  * ms_drain_time: seconds until a backlog of `queue` waiting requests is
  * served at offered load lambda (doc/design.md §1.7), fluid approximation.
  * While the backlog holds more than the timeout horizon x_cap T (erlang;

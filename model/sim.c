@@ -680,11 +680,14 @@ static int judge_window(ms_sim_recorder *r, ms_sim_sample *s, ms_error *err) {
     s->collapsed_load = s->nominal_offered * r->collapse_amp;
   } else {
     const ms_landscape *ls = &r->ls[pi];
+    /* the noise bound of doc/design.md §1.7 counts over the window; the
+     * fluid engine's rates are expectations, without counting noise */
     ms_observation obs = {.offered_load = s->offered,
                           .has_observed_attempts = true,
                           .observed_attempts = s->attempts,
                           .has_previous = r->has_prev,
-                          .previous = r->prev};
+                          .previous = r->prev,
+                          .interval = r->counted ? s->width : MS_MAX_DURATION};
     ms_report rep;
     int st = ms_analyze(ls, &obs, &rep, err);
     if (st != MS_OK)

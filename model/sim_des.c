@@ -551,6 +551,7 @@ int ms_sim_des(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
   st = ms_sim_recorder_init(&rec, c, sink, ctx, err);
   if (st != MS_OK)
     return st;
+  rec.counted = true;
 
   des_t d;
   des_init(&d, c);

@@ -49,6 +49,8 @@ typedef struct {
   bool pool_ok[MS_SIM_MAX_TRIGGERS + 1]; /* landscape built (servers > 0) */
   ms_landscape ls[MS_SIM_MAX_TRIGGERS + 1];
   double collapse_amp; /* A(1): amplification when every attempt fails */
+  bool counted; /* rates are counts of events (the DES), with their noise;
+                   the fluid engine's are expectations */
   bool has_prev;
   ms_state prev;
   double off_healthy_at, off_collapsed_at; /* end of last window outside */

@@ -10,20 +10,18 @@
 
 #include "internal.h"
 
-/*
- * Whether an observed rate exceeds what a reference rate gives, beyond the
- * Poisson noise of counting over tau seconds: obs > ref + z sqrt(ref/tau)
- * + z^2/tau, the count-space bound m + z sqrt(m) + z^2 divided by tau
- * (m = ref tau).  With z = 3 a Poisson count passes it with probability
- * below 0.2 % (Chebyshev-free: the z^2 term covers small means, where the
- * normal approximation fails).  Written in rates so that nothing overflows;
- * no time at all (tau = 0) is no evidence.
- */
-static bool beyond_noise(double obs, double ref, double tau) {
+bool ms_beyond_noise(double obs, double ref, double tau) {
   if (!(tau > 0.0))
     return false;
   double z = MS_EVIDENCE_Z;
   return obs > ref + z * sqrt(ref / tau) + z * z / tau;
+}
+
+bool ms_backlog_beyond_horizon(const ms_landscape *ls,
+                               const ms_observation *o) {
+  const ms_failure_model *m = &ls->params.model;
+  return o->has_queue_length && m->kind == MS_MODEL_ERLANG &&
+         o->queue_length > ls->saturation_load * m->timeout;
 }
 
 /*
@@ -37,19 +35,21 @@ static bool beyond_noise(double obs, double ref, double tau) {
 static bool fails_beyond(const ms_landscape *ls, const ms_observation *o,
                          double p_ref, double x_ref) {
   double tau = o->interval > 0.0 ? o->interval : 1.0;
-  const ms_failure_model *m = &ls->params.model;
-  if (o->has_queue_length && m->kind == MS_MODEL_ERLANG &&
-      o->queue_length > ls->saturation_load * m->timeout)
+  if (ms_backlog_beyond_horizon(ls, o))
     return true;
   if (o->has_observed_failure) {
     double x = o->has_observed_attempts ? o->observed_attempts : x_ref;
-    return beyond_noise(o->observed_failure * x, p_ref * x, tau);
+    return ms_beyond_noise(o->observed_failure * x, p_ref * x, tau);
   }
   if (o->has_observed_attempts) {
-    double A = 1.0;
+    double A = 1.0, a_fail = 1.0;
+    ms_amplification(&ls->params.policy, 1.0, &a_fail, NULL);
+    if (!(a_fail > 1.0)) /* no retries possible: attempts show nothing */
+      return false;
     ms_amplification(&ls->params.policy, p_ref, &A, NULL);
     double lambda = o->offered_load;
-    return beyond_noise(o->observed_attempts - lambda, lambda * (A - 1.0), tau);
+    return ms_beyond_noise(o->observed_attempts - lambda, lambda * (A - 1.0),
+                           tau);
   }
   return false;
 }
@@ -74,7 +74,9 @@ int ms_drain_time(const ms_service_params *s, double lambda, double queue,
   double x_cap = m->kind == MS_MODEL_ERLANG
                      ? (double)m->servers * m->service_rate
                      : m->capacity;
-  double horizon = m->kind == MS_MODEL_ERLANG ? x_cap * m->timeout : 0.0;
+  /* the capacity model has no timeout: waiting fails nothing */
+  double horizon =
+      m->kind == MS_MODEL_ERLANG ? x_cap * m->timeout : (double)INFINITY;
   double a_fail = 1.0, a_base = 1.0;
   ms_amplification(&s->policy, 1.0, &a_fail, NULL);
   ms_amplification(&s->policy, m->base_failure, &a_base, NULL);
@@ -106,10 +108,13 @@ void ms_verdict(const ms_landscape *ls, const ms_observation *o, ms_report *r) {
   if (!observed(ls, o)) {
     storm = ms_state_storm(r->state) != 0;
   } else if (r->state == MS_STATE_METASTABLE) {
-    storm = true; /* the observation lies beyond the unstable equilibrium */
+    storm = true; /* an observation beyond the unstable equilibrium */
   } else {
+    /* the most failing a healthy service shows: the top of the healthy
+     * branch, or the healthy equilibrium where that fails more (no fold) */
     double x_ref = ls->tipping_effective_load, p_ref = ls->healthy_ceiling;
-    if (r->state != MS_STATE_OVERLOADED) { /* a healthy equilibrium exists */
+    if (r->state != MS_STATE_OVERLOADED &&
+        r->eq[0].failure_probability > p_ref) {
       p_ref = r->eq[0].failure_probability;
       x_ref = r->eq[0].effective_load;
     }
@@ -122,9 +127,7 @@ void ms_verdict(const ms_landscape *ls, const ms_observation *o, ms_report *r) {
   r->shed_load = 0.0;
   if (storm) {
     double shed = lambda - ls->recovery_load;
-    const ms_failure_model *m = &ls->params.model;
-    if (o->has_queue_length && m->kind == MS_MODEL_ERLANG &&
-        o->queue_length > ls->saturation_load * m->timeout) {
+    if (ms_backlog_beyond_horizon(ls, o)) {
       double a_fail = 1.0;
       ms_amplification(&ls->params.policy, 1.0, &a_fail, NULL);
       shed = fmax(shed, lambda - ls->saturation_load / a_fail);

@@ -67,12 +67,29 @@ int ms_infer(const ms_service_spec *spec, const ms_inputs *in,
   memset(&r, 0, sizeof r);
   double v[MS_INPUT_COUNT] = {0};
   bool have[MS_INPUT_COUNT] = {0};
+  /* read[i]: the value came from collectd (or a trace), not the file: only
+   * such a value observes anything */
+  bool read[MS_INPUT_COUNT] = {0};
+  int n_read = 0, n_absent = 0;
   for (int i = 0; i < MS_INPUT_COUNT; i++) {
     if (src[i].kind == MS_SOURCE_NONE)
       continue;
     if (need(spec, in, (ms_input_id)i, &v[i], bad, problem, problem_len) != 0)
       return -1;
     have[i] = true;
+    read[i] = src[i].kind != MS_SOURCE_NUMBER;
+    n_read += read[i];
+    n_absent += read[i] && !in->has[i];
+  }
+  /* `missing: zero` fills an absent counter while the service is seen
+   * through another input; when every input read is absent, the feed is
+   * gone, which is no evidence of health */
+  if (n_read > 0 && n_absent == n_read) {
+    *bad = MS_INPUT_COUNT;
+    snprintf(problem, problem_len,
+             "no input has a value this interval (missing: zero stands in "
+             "for an absent input only while another one has a value)");
+    return -1;
   }
   /* pool */
   if (spec->params.model.kind == MS_MODEL_ERLANG) {
@@ -93,18 +110,21 @@ int ms_infer(const ms_service_spec *spec, const ms_inputs *in,
     }
   }
   /* observations */
+  /* observations: only what an input read from collectd adds (a constant
+   * retry_rate of 0 observes nothing) */
   if (have[MS_INPUT_ARRIVAL]) {
-    r.has_observed_attempts = true;
+    r.has_observed_attempts = read[MS_INPUT_ARRIVAL];
     r.observed_attempts = v[MS_INPUT_ARRIVAL];
-    if (have[MS_INPUT_ERROR] && v[MS_INPUT_ARRIVAL] > 0) {
+    if (have[MS_INPUT_ERROR] && read[MS_INPUT_ERROR] &&
+        v[MS_INPUT_ARRIVAL] > 0) {
       r.has_observed_failure = true;
       r.observed_failure = fmin(1.0, v[MS_INPUT_ERROR] / v[MS_INPUT_ARRIVAL]);
     }
   } else if (have[MS_INPUT_OFFERED] && have[MS_INPUT_RETRY]) {
-    r.has_observed_attempts = true;
+    r.has_observed_attempts = read[MS_INPUT_RETRY];
     r.observed_attempts = v[MS_INPUT_OFFERED] + v[MS_INPUT_RETRY];
   }
-  if (have[MS_INPUT_QUEUE]) {
+  if (have[MS_INPUT_QUEUE] && read[MS_INPUT_QUEUE]) {
     r.has_queue_length = true;
     r.queue_length = v[MS_INPUT_QUEUE];
   }
@@ -119,9 +139,10 @@ int ms_infer(const ms_service_spec *spec, const ms_inputs *in,
                        "exceeds arrival_rate: retries cannot outnumber "
                        "attempts");
     r.offered_load = fmax(d, 0.0);
-  } else if (have[MS_INPUT_ARRIVAL] && r.has_observed_failure) {
-    double A;
-    ms_amplification(&spec->params.policy, r.observed_failure, &A, NULL);
+  } else if (have[MS_INPUT_ARRIVAL] && have[MS_INPUT_ERROR] &&
+             v[MS_INPUT_ARRIVAL] > 0) {
+    double A, p = fmin(1.0, v[MS_INPUT_ERROR] / v[MS_INPUT_ARRIVAL]);
+    ms_amplification(&spec->params.policy, p, &A, NULL);
     r.offered_load = v[MS_INPUT_ARRIVAL] / A;
   } else if (have[MS_INPUT_ARRIVAL] && v[MS_INPUT_ARRIVAL] == 0) {
     r.offered_load = 0; /* no traffic, no failures to infer from */
@@ -168,14 +189,17 @@ static void note(ms_step *out, ms_note_severity sev, const char *fmt, ...) {
 }
 
 /* The observations behind a storm verdict, for the notification texts:
- * "72.4% of attempts failing", "31.2 attempts/s observed", or "model
- * only" for a service without observation inputs. */
-static void evidence(const ms_report *r, char *buf, size_t len) {
+ * "72.4% of attempts failing", "31.2 attempts/s observed", "450 waiting",
+ * or "model only" for a service without observation inputs. */
+static void evidence(const ms_report *r, const ms_inference *inf, char *buf,
+                     size_t len) {
   if (r->has_observed_failure_ratio)
     snprintf(buf, len, "%.3g%% of attempts failing",
              100 * r->observed_failure_ratio);
   else if (r->has_observed_effective_load)
     snprintf(buf, len, "%.5g attempts/s observed", r->observed_effective_load);
+  else if (inf->has_queue_length)
+    snprintf(buf, len, "%.5g waiting", inf->queue_length);
   else
     snprintf(buf, len, "model only");
 }
@@ -189,7 +213,7 @@ static bool storm_notes(ms_tracker *t, const ms_report *r, int clear_after,
     t->calm_streak = 0;
     if (t->storm_announced)
       return false;
-    evidence(r, ev, sizeof ev);
+    evidence(r, &out->inference, ev, sizeof ev);
     note(out, MS_NOTE_FAILURE,
          "retry storm (%s, %s): offered %.5g req/s, effective %.5g "
          "attempts/s, %.5g self-inflicted; shed %.5g req/s to end it "
@@ -201,7 +225,7 @@ static bool storm_notes(ms_tracker *t, const ms_report *r, int clear_after,
     return true;
   }
   if (t->storm_announced && ++t->calm_streak >= clear_after) {
-    evidence(r, ev, sizeof ev);
+    evidence(r, &out->inference, ev, sizeof ev);
     note(out, MS_NOTE_OKAY,
          "retry storm over: healthy for %d interval%s (%s, %s): offered "
          "%.5g req/s, recovery load %.5g, tipping load %.5g req/s",
@@ -214,20 +238,30 @@ static bool storm_notes(ms_tracker *t, const ms_report *r, int clear_after,
   return false;
 }
 
-/* WARNING once when the offered load is above the tipping load and the
- * observations show nothing failing yet (a prediction, not a storm); armed
+/* WARNING once when the offered load is clearly above the tipping load
+ * (beyond the noise of counting it over the interval: a load that wavers
+ * around the tipping load does not warn every few intervals) and the
+ * observations show nothing failing yet: a prediction, not a storm.  Armed
  * again after clear_after intervals under the tipping load. */
-static bool latch_note(ms_tracker *t, const ms_report *r, int clear_after,
-                       ms_step *out) {
+static bool latch_note(ms_tracker *t, const ms_report *r, double tau,
+                       int clear_after, ms_step *out) {
   if (r->state == MS_STATE_OVERLOADED && !r->storm) {
     t->latch_streak = 0;
-    if (t->latch_warned || t->storm_announced)
+    if (t->latch_warned || t->storm_announced ||
+        !ms_beyond_noise(r->offered_load, r->tipping_load, tau > 0 ? tau : 1.0))
       return false;
-    note(out, MS_NOTE_WARNING,
-         "above the tipping load and nothing failing yet: offered %.5g > "
-         "%.5g req/s; the next trigger latches a retry storm that lasts "
-         "until offered load is under the recovery load %.5g req/s",
-         r->offered_load, r->tipping_load, r->recovery_load);
+    if (t->landscape.has_fold)
+      note(out, MS_NOTE_WARNING,
+           "above the tipping load and nothing failing yet: offered %.5g > "
+           "%.5g req/s; the next trigger latches a retry storm that lasts "
+           "until offered load is under the recovery load %.5g req/s",
+           r->offered_load, r->tipping_load, r->recovery_load);
+    else
+      note(out, MS_NOTE_WARNING,
+           "above the load the service takes and nothing failing yet: "
+           "offered %.5g > %.5g req/s (no hysteresis band: attempts fail "
+           "while it lasts, no storm outlasts it)",
+           r->offered_load, r->tipping_load);
     t->latch_warned = true;
     return true;
   }
@@ -315,7 +349,7 @@ void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
   int clear_after =
       spec->clear_after > 0 ? spec->clear_after : MS_DEFAULT_CLEAR_AFTER;
   bool failure = storm_notes(t, r, clear_after, out);
-  bool latch = latch_note(t, r, clear_after, out);
+  bool latch = latch_note(t, r, obs.interval, clear_after, out);
   headroom_note(t, spec, r, clear_after, failure || latch, out);
   t->state = r->state;
   t->storm = r->storm != 0;

@@ -510,16 +510,25 @@ START_TEST(test_states) {
   o.previous = MS_STATE_VULNERABLE;
   ck_assert_int_eq(ms_analyze(&ls, &o, &r, NULL), MS_OK);
   ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
-  /* an observation beats the previous state */
+  /* an observation beyond the noise of a minute's counts beats the
+   * previous state; within it, the previous basin holds */
   double split = r.eq[1].effective_load;
+  o.interval = 60.0;
   o.has_observed_attempts = true;
-  o.observed_attempts = split * 1.01;
+  o.observed_attempts = split * 1.05;
   ck_assert_int_eq(ms_analyze(&ls, &o, &r, NULL), MS_OK);
   ck_assert_int_eq(r.state, MS_STATE_METASTABLE);
-  o.previous = MS_STATE_METASTABLE;
-  o.observed_attempts = split * 0.99;
+  o.observed_attempts = split * 1.001;
   ck_assert_int_eq(ms_analyze(&ls, &o, &r, NULL), MS_OK);
   ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
+  o.previous = MS_STATE_METASTABLE;
+  o.observed_attempts = split * 0.999;
+  ck_assert_int_eq(ms_analyze(&ls, &o, &r, NULL), MS_OK);
+  ck_assert_int_eq(r.state, MS_STATE_METASTABLE);
+  o.observed_attempts = split * 0.95;
+  ck_assert_int_eq(ms_analyze(&ls, &o, &r, NULL), MS_OK);
+  ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
+  o.previous = MS_STATE_VULNERABLE;
   /* failure ratio when attempts are not observed */
   o.has_observed_attempts = false;
   o.has_observed_failure = true;

@@ -680,17 +680,24 @@ START_TEST(test_infer_missing_zero) {
   ck_assert(r.has_observed_failure);
   ck_assert_double_eq(r.observed_failure, 0);
   ck_assert_double_eq(r.offered_load, 120);
-  /* no traffic counted yet at all: offered load 0, and the step reports */
+  /* every input absent: the feed is gone, which is no evidence of health
+   * (a storm would otherwise be called over on a dead feed) */
   s.inputs[MS_INPUT_ARRIVAL].missing = MS_MISSING_ZERO;
   in = values(NAN, NAN, NAN, NAN, NAN);
-  ck_assert_int_eq(ms_infer(&s, &in, &r, &bad, why, sizeof why), 0);
-  ck_assert_double_eq(r.offered_load, 0);
+  ck_assert_int_eq(ms_infer(&s, &in, &r, &bad, why, sizeof why), -1);
+  ck_assert_int_eq(bad, MS_INPUT_COUNT);
+  ck_assert_msg(strstr(why, "no input has a value") != NULL, "%s", why);
   ms_tracker t;
   ms_step st;
   ms_tracker_init(&t);
   ms_tracker_step(&t, &s, &in, &st);
+  ck_assert(!st.ok);
+  /* one of them counted: the other absent one is 0 */
+  in = values(0, NAN, NAN, NAN, NAN);
+  ms_tracker_step(&t, &s, &in, &st);
   ck_assert_msg(st.ok, "%s", st.problem);
   ck_assert_int_eq(st.report.state, MS_STATE_STABLE);
+  ck_assert_double_eq(st.inference.offered_load, 0);
 }
 END_TEST
 
@@ -712,10 +719,10 @@ START_TEST(test_verdict_moments) {
   use(&s, MS_INPUT_ERROR);
   const moment script[] = {
       {200, 200, 0, 0, 0, NULL},
-      {300, 300, 0, 0, 0, "WARNING"}, /* past tipping, nothing fails */
-      {300, 300, 0, 0, 0, NULL},      /* once */
-      {300, 301, 1, 0, 0, NULL}, /* 1 failure/s: under the tipping point's */
-      {300, 600, 300, 1, 0, "FAILURE"}, /* the loop engages */
+      {320, 320, 0, 0, 0, "WARNING"}, /* past tipping, nothing fails */
+      {320, 320, 0, 0, 0, NULL},      /* once */
+      {320, 321, 1, 0, 0, NULL}, /* 1 failure/s: under the tipping point's */
+      {320, 640, 320, 1, 0, "FAILURE"}, /* the loop engages */
       {200, 400, 200, 1, 0, NULL},      /* metastable */
       {120, 240, 120, 1, 1, NULL},      /* stable, half the attempts fail */
       {120, 240, 120, 1, 1, NULL},
@@ -748,7 +755,7 @@ START_TEST(test_verdict_moments) {
                     "%s", st.notes[0].message);
     if (i == 4)
       ck_assert_msg(strstr(st.notes[0].message, "50% of attempts failing") &&
-                        strstr(st.notes[0].message, "shed 150 req/s"),
+                        strstr(st.notes[0].message, "shed 170 req/s"),
                     "%s", st.notes[0].message);
   }
 }

@@ -71,7 +71,9 @@ START_TEST(test_above_tipping_nothing_failing) {
 END_TEST
 
 /* The bound of §1.7 at its edge: failed attempts per second at the healthy
- * equilibrium's p plus z sqrt(p x / T) + z^2 / T, z = MS_EVIDENCE_Z. */
+ * level p (the top of the healthy branch, or the healthy equilibrium where
+ * that fails more) plus z sqrt(p x / T) + z^2 / T, z = MS_EVIDENCE_Z, with
+ * x the effective load where p holds (no attempts observed). */
 START_TEST(test_noise_bound_edge) {
   ms_landscape ls = band_service();
   double lambda = 200.0, tau = 10.0;
@@ -79,6 +81,16 @@ START_TEST(test_noise_bound_edge) {
   ms_report r = analyze(&ls, &o);
   ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
   double x = r.eq[0].effective_load, p = r.eq[0].failure_probability;
+  if (ls.healthy_ceiling > p) {
+    p = ls.healthy_ceiling;
+    x = ls.tipping_effective_load;
+  }
+  double p_tip; /* the ceiling is p at the tipping point */
+  ck_assert_int_eq(ms_failure_probability(&ls.params.model,
+                                          ls.tipping_effective_load, &p_tip,
+                                          NULL),
+                   MS_OK);
+  ck_assert_double_eq(ls.healthy_ceiling, p_tip);
   double z = MS_EVIDENCE_Z;
   double edge = (p * x + z * sqrt(p * x / tau) + z * z / tau) / x;
   o.has_previous = true;
