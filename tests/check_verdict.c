@@ -305,6 +305,121 @@ START_TEST(test_drain_time) {
 }
 END_TEST
 
+/* A Poisson draw by inversion (means up to a few thousand). */
+static long poisson(uint64_t *s, double mean) {
+  double u = uniform(s), p = exp(-mean), c = p;
+  long k = 0;
+  while (u > c && k < 100000) {
+    k++;
+    p *= mean / (double)k;
+    c += p;
+  }
+  return k;
+}
+
+/*
+ * The adversarial review's flapping case: a service held at 99.99 % of its
+ * tipping load, its retries a Poisson count at the healthy equilibrium's
+ * rate every 10 s interval, for a simulated day.  The split between the
+ * basins is close to the healthy equilibrium there: comparing the observed
+ * attempts with it bare, as the first version did, called 337 storms in
+ * this day; with the noise bound and the hysteresis of §1.4, none.
+ */
+START_TEST(test_no_flapping_near_tipping) {
+  ms_landscape ls = band_service();
+  double lambda = 0.9999 * ls.tipping_load, tau = 10.0;
+  ms_observation o = {.offered_load = lambda, .interval = tau};
+  ms_report r = analyze(&ls, &o);
+  ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
+  double retries = r.eq[0].effective_load - lambda; /* per second */
+  uint64_t seed = 7;
+  int storms = 0;
+  bool prev_storm = false;
+  ms_state prev = MS_STATE_VULNERABLE;
+  for (int i = 0; i < 8640; i++) {
+    o.has_previous = true;
+    o.previous = prev;
+    o.previous_storm = prev_storm;
+    o.has_observed_attempts = true;
+    o.observed_attempts = lambda + (double)poisson(&seed, retries * tau) / tau;
+    r = analyze(&ls, &o);
+    storms += r.storm && !prev_storm;
+    prev = r.state;
+    prev_storm = r.storm;
+  }
+  ck_assert_msg(storms == 0, "%d storms called in a day of healthy noise",
+                storms);
+}
+END_TEST
+
+/* A service that observes only its backlog: the queue decides the basin
+ * (past the timeout horizon, the collapsed one), not the previous state,
+ * and a storm needs the backlog. */
+START_TEST(test_queue_only) {
+  ms_landscape ls = band_service(); /* horizon 30 x 10/s x 1 s = 300 */
+  ms_observation o = {.offered_load = 200.0,
+                      .has_queue_length = true,
+                      .queue_length = 0.0,
+                      .interval = 10.0,
+                      .has_previous = true,
+                      .previous = MS_STATE_OVERLOADED};
+  ms_report r = analyze(&ls, &o);
+  ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
+  ck_assert_int_eq(r.storm, 0);
+  o.queue_length = 301.0;
+  r = analyze(&ls, &o);
+  ck_assert_int_eq(r.state, MS_STATE_METASTABLE);
+  ck_assert_int_eq(r.storm, 1);
+  /* below the recovery load the backlog keeps a storm going */
+  o.offered_load = 100.0;
+  o.previous = MS_STATE_METASTABLE;
+  o.previous_storm = true;
+  r = analyze(&ls, &o);
+  ck_assert_int_eq(r.storm, 1);
+  ck_assert_int_eq(r.recovering, 1);
+  o.queue_length = 299.0;
+  ck_assert_int_eq(analyze(&ls, &o).storm, 0);
+}
+END_TEST
+
+/* Without retries the attempts cannot show a retry storm: two attempts a
+ * second of counter skew are no evidence. */
+START_TEST(test_no_retries_no_attempt_evidence) {
+  ms_service_params s;
+  ms_failure_model_capacity(&s.model, 100.0);
+  ms_retry_policy_fixed(&s.policy, 0);
+  ms_landscape ls;
+  ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
+  ck_assert(!ls.has_fold);
+  ms_observation o = {.offered_load = 150.0,
+                      .has_observed_attempts = true,
+                      .observed_attempts = 152.0,
+                      .interval = 10.0};
+  ms_report r = analyze(&ls, &o);
+  ck_assert_int_eq(r.state, MS_STATE_OVERLOADED);
+  ck_assert_int_eq(r.storm, 0);
+  /* failures beyond the base failure do show it */
+  o.has_observed_failure = true;
+  o.observed_failure = 1.0 / 3;
+  ck_assert_int_eq(analyze(&ls, &o).storm, 1);
+}
+END_TEST
+
+/* The capacity model has no timeout: its backlog drains at A(base)
+ * throughout, Q / (C - lambda A(base)). */
+START_TEST(test_capacity_drain) {
+  ms_service_params s;
+  ms_failure_model_capacity(&s.model, 1000.0);
+  s.model.base_failure = 0.1;
+  ms_retry_policy_fixed(&s.policy, 2);
+  double t;
+  ck_assert_int_eq(ms_drain_time(&s, 500.0, 5.0, &t, NULL), MS_OK);
+  ck_assert_double_eq_tol(t, 5.0 / (1000.0 - 500.0 * 1.11), 1e-15);
+  ck_assert_int_eq(ms_drain_time(&s, 950.0, 5.0, &t, NULL), MS_OK);
+  ck_assert(isinf(t)); /* 950 x 1.11 > 1000: the backlog grows */
+}
+END_TEST
+
 Suite *verdict_suite(void) {
   Suite *s = suite_create("verdict");
   TCase *tc = tcase_create("storm");
@@ -314,6 +429,10 @@ Suite *verdict_suite(void) {
   tcase_add_test(tc, test_recovery_tail);
   tcase_add_test(tc, test_model_only);
   tcase_add_test(tc, test_drain_time);
+  tcase_add_test(tc, test_no_flapping_near_tipping);
+  tcase_add_test(tc, test_queue_only);
+  tcase_add_test(tc, test_no_retries_no_attempt_evidence);
+  tcase_add_test(tc, test_capacity_drain);
   tcase_set_timeout(tc, 60);
   suite_add_tcase(s, tc);
   return s;
