@@ -701,6 +701,29 @@ START_TEST(test_infer_missing_zero) {
 }
 END_TEST
 
+/* A constant observes nothing: retry_rate 0 written in the file beside a
+ * collected offered_rate gives no observed attempts (the storm flag is the
+ * model's, as `metastable check` says), a collected one does. */
+START_TEST(test_constants_observe_nothing) {
+  ms_service_spec s = erlang_spec();
+  ms_inference r;
+  ms_input_id bad;
+  char why[256];
+  use(&s, MS_INPUT_OFFERED);
+  s.inputs[MS_INPUT_RETRY].kind = MS_SOURCE_NUMBER;
+  s.inputs[MS_INPUT_RETRY].number = 0;
+  ms_inputs in = values(NAN, 100, NAN, NAN, NAN);
+  ck_assert_int_eq(ms_infer(&s, &in, &r, &bad, why, sizeof why), 0);
+  ck_assert(!r.has_observed_attempts);
+  ck_assert_double_eq(r.offered_load, 100);
+  use(&s, MS_INPUT_RETRY);
+  in = values(NAN, 100, 0, NAN, NAN);
+  ck_assert_int_eq(ms_infer(&s, &in, &r, &bad, why, sizeof why), 0);
+  ck_assert(r.has_observed_attempts);
+  ck_assert_double_eq(r.observed_attempts, 100);
+}
+END_TEST
+
 /* The three moments of doc/design.md §1.7 through the tracker, with their
  * notifications: above the tipping load with nothing failing (a WARNING
  * once, no FAILURE), a storm that goes on below the recovery load while
@@ -932,6 +955,7 @@ int main(void) {
   tcase_add_test(tc, test_infer_missing_zero);
   tcase_add_test(tc, test_incident);
   tcase_add_test(tc, test_verdict_moments);
+  tcase_add_test(tc, test_constants_observe_nothing);
   tcase_add_test(tc, test_headroom_warning_and_recovery);
   tcase_add_test(tc, test_cold_start_in_storm);
   tcase_add_test(tc, test_flapping_storm_pages_once);
