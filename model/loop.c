@@ -35,7 +35,7 @@ static int timeout_span_check(const ms_failure_model *m, ms_error *err) {
   if (span <= MS_MAX_TIMEOUT_COMPLETIONS)
     return MS_OK;
   return ms_fail(err, MS_EINVAL,
-                 "timeout = %g s: timeout x servers x service rate = %g "
+                 "timeout = %.8g s: timeout x servers x service rate = %.8g "
                  "must be at most %g; a longer timeout never fires before "
                  "the queue is unbounded (no timeout: %g s)",
                  m->timeout, span, MS_MAX_TIMEOUT_COMPLETIONS,
