@@ -188,12 +188,24 @@ static void note(ms_step *out, ms_note_severity sev, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* The observations behind a storm verdict, for the notification texts:
- * "72.4% of attempts failing", "31.2 attempts/s observed", "450 waiting",
- * or "model only" for a service without observation inputs. */
-static void evidence(const ms_report *r, const ms_inference *inf, char *buf,
-                     size_t len) {
-  if (r->has_observed_failure_ratio)
+/* The observations behind a storm verdict, for the notification texts,
+ * the strongest first: "450 queued > 200, 0% failing" (a backlog past the
+ * timeout horizon), "72.4% of attempts failing", "31.2 attempts/s
+ * observed", "450 waiting", or "model only" for a service without
+ * observation inputs.  At most 46 characters, so that the FAILURE text
+ * stays under collectd's 256 bytes whatever the values. */
+static void evidence(const ms_landscape *ls, const ms_report *r,
+                     const ms_inference *inf, char *buf, size_t len) {
+  const ms_failure_model *m = &ls->params.model;
+  double horizon = ls->saturation_load * m->timeout;
+  if (inf->has_queue_length && m->kind == MS_MODEL_ERLANG &&
+      inf->queue_length > horizon && r->has_observed_failure_ratio)
+    snprintf(buf, len, "%.5g queued > %.5g, %.3g%% failing", inf->queue_length,
+             horizon, 100 * r->observed_failure_ratio);
+  else if (inf->has_queue_length && m->kind == MS_MODEL_ERLANG &&
+           inf->queue_length > horizon)
+    snprintf(buf, len, "%.5g queued > %.5g", inf->queue_length, horizon);
+  else if (r->has_observed_failure_ratio)
     snprintf(buf, len, "%.3g%% of attempts failing",
              100 * r->observed_failure_ratio);
   else if (r->has_observed_effective_load)
@@ -208,16 +220,16 @@ static void evidence(const ms_report *r, const ms_inference *inf, char *buf,
  * intervals.  Returns whether a FAILURE went out. */
 static bool storm_notes(ms_tracker *t, const ms_report *r, int clear_after,
                         ms_step *out) {
-  char ev[64];
+  char ev[96];
   if (r->storm) {
     t->calm_streak = 0;
     if (t->storm_announced)
       return false;
-    evidence(r, &out->inference, ev, sizeof ev);
+    evidence(&t->landscape, r, &out->inference, ev, sizeof ev);
     note(out, MS_NOTE_FAILURE,
          "retry storm (%s, %s): offered %.5g req/s, effective %.5g "
-         "attempts/s, %.5g self-inflicted; shed %.5g req/s to end it "
-         "(recovery load %.5g req/s, tipping load %.5g req/s)",
+         "attempts/s, %.5g self-inflicted; shed %.5g req/s (recovery load "
+         "%.5g req/s, tipping %.5g)",
          ms_state_name(r->state), ev, r->offered_load, r->effective_load,
          r->self_inflicted_load, r->shed_load, r->recovery_load,
          r->tipping_load);
@@ -225,7 +237,7 @@ static bool storm_notes(ms_tracker *t, const ms_report *r, int clear_after,
     return true;
   }
   if (t->storm_announced && ++t->calm_streak >= clear_after) {
-    evidence(r, &out->inference, ev, sizeof ev);
+    evidence(&t->landscape, r, &out->inference, ev, sizeof ev);
     note(out, MS_NOTE_OKAY,
          "retry storm over: healthy for %d interval%s (%s, %s): offered "
          "%.5g req/s, recovery load %.5g, tipping load %.5g req/s",
