@@ -153,16 +153,21 @@ static void check_inputs(service_check *s) {
     s->attempts = "offered_rate + retry_rate";
   if (arr && err)
     s->failure = "error_rate / arrival_rate";
-  /* an observation is evidence when what it adds to the offered load is
-   * read from collectd: the attempts (arrival_rate, or the retry_rate
-   * beside offered_rate) or the failures (error_rate) */
-  s->evidence =
-      (s->attempts && (from_collectd(sp, MS_INPUT_ARRIVAL) ||
-                       (!arr && from_collectd(sp, MS_INPUT_RETRY)))) ||
-      (s->failure && from_collectd(sp, MS_INPUT_ERROR));
-  s->backlog = sp->params.model.kind == MS_MODEL_ERLANG &&
-               from_collectd(sp, MS_INPUT_QUEUE);
-  s->evidence = s->evidence || s->backlog;
+  /* the observations the plugin would have: ms_infer on an interval in
+   * which every input read from collectd has a value */
+  ms_inputs probe = {.interval = 1.0};
+  for (int i = 0; i < MS_INPUT_COUNT; i++) {
+    probe.has[i] = from_collectd(sp, (ms_input_id)i);
+    probe.value[i] = 1.0;
+  }
+  ms_inference inf;
+  ms_input_id bad;
+  char why[256];
+  bool inferred = ms_infer(sp, &probe, &inf, &bad, why, sizeof why) == 0;
+  s->backlog = inferred && inf.has_queue_length &&
+               isfinite(ms_timeout_horizon(&sp->params.model));
+  s->evidence = inferred && (inf.has_observed_attempts ||
+                             inf.has_observed_failure || s->backlog);
   if (!s->evidence)
     warn_at(s, sp->line, sp->column,
             "service '%s': %s, so the storm flag comes from the model "

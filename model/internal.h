@@ -35,9 +35,11 @@ static inline bool ms_param_ok(ms_param id, double v) {
  * report whose state and equilibria ms_analyze has set (model/verdict.c,
  * doc/design.md §1.7). */
 void ms_verdict(const ms_landscape *ls, const ms_observation *o, ms_report *r);
-/* Whether o's backlog is past the timeout horizon x_cap T (erlang only):
- * every attempt that joins it waits longer than the timeout. */
-bool ms_backlog_beyond_horizon(const ms_landscape *ls, const ms_observation *o);
+/* Which basin of the band the service is in, from the observations, else
+ * the previous state (model/verdict.c, doc/design.md §1.4).  eq, n: the
+ * equilibria at o->offered_load. */
+bool ms_collapsed_basin(const ms_landscape *ls, const ms_equilibrium *eq, int n,
+                        const ms_observation *o);
 
 extern const size_t ms_number_output_offsets[];
 extern const int ms_number_outputs;

@@ -572,47 +572,6 @@ static int check_observation(const ms_observation *o, ms_error *err) {
   return MS_OK;
 }
 
-/*
- * Which basin of a bistable band the service sits in (doc/design.md §1.4):
- * the unstable middle equilibrium separates them.  The observed attempt
- * rate, else the observed failure ratio, says on which side the service
- * is, beyond the noise of the interval's counts (ms_beyond_noise, on the
- * retries or the failed attempts per second): coming from the healthy
- * basin it must be clearly above the split, coming from the collapsed one
- * clearly below it, and within the noise the previous basin holds.  Else a
- * backlog past the timeout horizon is the collapsed basin; else the
- * previous state holds (hysteresis); a cold start is healthy.
- */
-static bool in_collapsed_basin(const ms_landscape *ls, const ms_equilibrium *eq,
-                               int n, const ms_observation *o) {
-  const ms_equilibrium *split = NULL;
-  for (int i = 0; i < n && split == NULL; i++)
-    if (!eq[i].stable)
-      split = &eq[i];
-  bool before = o->has_previous && ms_state_storm(o->previous) != 0;
-  double tau = o->interval > 0.0 ? o->interval : 1.0;
-  double obs = 0.0, ref = 0.0;
-  bool decided = false;
-  if (split != NULL && o->has_observed_attempts) {
-    obs = fmax(o->observed_attempts - o->offered_load, 0.0);
-    ref = fmax(split->effective_load - o->offered_load, 0.0);
-    decided = true;
-  } else if (split != NULL && o->has_observed_failure) {
-    double x =
-        o->has_observed_attempts ? o->observed_attempts : split->effective_load;
-    obs = o->observed_failure * x;
-    ref = split->failure_probability * x;
-    decided = true;
-  }
-  if (decided)
-    return before ? !ms_beyond_noise(ref, obs, tau)
-                  : ms_beyond_noise(obs, ref, tau);
-  if (split != NULL && o->has_queue_length &&
-      ls->params.model.kind == MS_MODEL_ERLANG)
-    return ms_backlog_beyond_horizon(ls, o);
-  return before;
-}
-
 int ms_analyze(const ms_landscape *ls, const ms_observation *obs,
                ms_report *out, ms_error *err) {
   if (ls == NULL || obs == NULL || out == NULL)
@@ -633,7 +592,7 @@ int ms_analyze(const ms_landscape *ls, const ms_observation *obs,
     r.state = MS_STATE_STABLE;
     r.collapsed_basin = false;
   } else {
-    r.collapsed_basin = in_collapsed_basin(ls, r.eq, r.equilibria, obs);
+    r.collapsed_basin = ms_collapsed_basin(ls, r.eq, r.equilibria, obs);
     r.state = r.collapsed_basin ? MS_STATE_METASTABLE : MS_STATE_VULNERABLE;
   }
   const ms_equilibrium *op =

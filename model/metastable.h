@@ -663,6 +663,14 @@ bool ms_report_output(const ms_report *r, ms_output id, double *v);
 bool ms_beyond_noise(double obs, double ref, double tau);
 
 /*
+ * ms_timeout_horizon: the backlog the pool serves within one timeout, x_cap
+ * T = c mu T requests (erlang): an attempt that joins a longer one waits
+ * longer than T (doc/design.md §1.7).  +infinity for the capacity model,
+ * which has no timeout.  m: a valid model.
+ */
+double ms_timeout_horizon(const ms_failure_model *m);
+
+/*
  * ms_drain_time: seconds until a backlog of `queue` waiting requests is
  * served at offered load lambda (doc/design.md §1.7), fluid approximation.
  * While the backlog holds more than the timeout horizon x_cap T (erlang;

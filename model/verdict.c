@@ -17,46 +17,108 @@ bool ms_beyond_noise(double obs, double ref, double tau) {
   return obs > ref + z * sqrt(ref / tau) + z * z / tau;
 }
 
-bool ms_backlog_beyond_horizon(const ms_landscape *ls,
-                               const ms_observation *o) {
-  const ms_failure_model *m = &ls->params.model;
-  return o->has_queue_length && m->kind == MS_MODEL_ERLANG &&
-         o->queue_length > ls->saturation_load * m->timeout;
+double ms_timeout_horizon(const ms_failure_model *m) {
+  return m->kind == MS_MODEL_ERLANG ? ms_saturation_load(m) * m->timeout
+                                    : (double)INFINITY;
+}
+
+/* A backlog past the timeout horizon: every attempt joining it waits
+ * longer than the timeout. */
+static bool backlog_beyond_horizon(const ms_landscape *ls,
+                                   const ms_observation *o) {
+  return o->has_queue_length &&
+         o->queue_length > ms_timeout_horizon(&ls->params.model);
+}
+
+/*
+ * An observation weighed against failure probability p at the observed
+ * load, as two rates per second for ms_beyond_noise (doc/design.md §1.4,
+ * §1.7).  weigh_failures: the failed attempts, p_obs x against p x, x the
+ * observed attempts (else x_ref), when the failure ratio is observed.
+ * weigh_retries: the retries, x_obs - lambda against lambda (A(p) - 1),
+ * when the attempts are observed and the policy can retry at all
+ * (A(1) > 1).  Each returns false when it has nothing to weigh.
+ */
+static bool weigh_failures(const ms_observation *o, double p, double x_ref,
+                           double *obs, double *ref) {
+  if (!o->has_observed_failure)
+    return false;
+  double x = o->has_observed_attempts ? o->observed_attempts : x_ref;
+  *obs = o->observed_failure * x;
+  *ref = p * x;
+  return true;
+}
+
+static bool weigh_retries(const ms_landscape *ls, const ms_observation *o,
+                          double p, double *obs, double *ref) {
+  double A = 1.0, a_fail = 1.0;
+  if (!o->has_observed_attempts)
+    return false;
+  ms_amplification(&ls->params.policy, 1.0, &a_fail, NULL);
+  if (!(a_fail > 1.0))
+    return false;
+  ms_amplification(&ls->params.policy, p, &A, NULL);
+  *obs = fmax(o->observed_attempts - o->offered_load, 0.0);
+  *ref = o->offered_load * (A - 1.0);
+  return true;
+}
+
+/* The interval the rates cover; an unknown one counts as 1 s. */
+static double interval_of(const ms_observation *o) {
+  return o->interval > 0.0 ? o->interval : 1.0;
 }
 
 /*
  * Whether the observations show more failing than failure probability
- * p_ref does at the observed load: the failed attempts per second when the
- * failure ratio is observed, else the retries per second (observed
- * attempts - offered load against lambda (A(p_ref) - 1)); and, for the
- * erlang model, a backlog longer than the timeout horizon, which every
- * attempt joining it waits out.
+ * p_ref does at the observed load: a backlog past the timeout horizon, else
+ * the failed attempts when the failure ratio is observed, else the retries.
  */
 static bool fails_beyond(const ms_landscape *ls, const ms_observation *o,
                          double p_ref, double x_ref) {
-  double tau = o->interval > 0.0 ? o->interval : 1.0;
-  if (ms_backlog_beyond_horizon(ls, o))
+  double obs, ref;
+  if (backlog_beyond_horizon(ls, o))
     return true;
-  if (o->has_observed_failure) {
-    double x = o->has_observed_attempts ? o->observed_attempts : x_ref;
-    return ms_beyond_noise(o->observed_failure * x, p_ref * x, tau);
-  }
-  if (o->has_observed_attempts) {
-    double A = 1.0, a_fail = 1.0;
-    ms_amplification(&ls->params.policy, 1.0, &a_fail, NULL);
-    if (!(a_fail > 1.0)) /* no retries possible: attempts show nothing */
-      return false;
-    ms_amplification(&ls->params.policy, p_ref, &A, NULL);
-    double lambda = o->offered_load;
-    return ms_beyond_noise(o->observed_attempts - lambda, lambda * (A - 1.0),
-                           tau);
-  }
+  if (weigh_failures(o, p_ref, x_ref, &obs, &ref) ||
+      weigh_retries(ls, o, p_ref, &obs, &ref))
+    return ms_beyond_noise(obs, ref, interval_of(o));
   return false;
 }
 
+/*
+ * Which basin of a bistable band the service sits in (doc/design.md §1.4):
+ * the unstable middle equilibrium separates them.  The observed attempts,
+ * else the observed failure ratio, say on which side the service is,
+ * beyond the noise of the interval's counts: coming from the healthy basin
+ * they must be clearly above the split, coming from the collapsed one
+ * clearly below it, and within the noise the previous basin holds.  Else a
+ * backlog says it (past the timeout horizon: collapsed); else the previous
+ * state holds (hysteresis); a cold start is healthy.
+ */
+bool ms_collapsed_basin(const ms_landscape *ls, const ms_equilibrium *eq, int n,
+                        const ms_observation *o) {
+  const ms_equilibrium *split = NULL;
+  for (int i = 0; i < n && split == NULL; i++)
+    if (!eq[i].stable)
+      split = &eq[i];
+  bool before = o->has_previous && ms_state_storm(o->previous) != 0;
+  if (split == NULL)
+    return before;
+  double obs, ref, p = split->failure_probability;
+  if (weigh_retries(ls, o, p, &obs, &ref) ||
+      weigh_failures(o, p, split->effective_load, &obs, &ref))
+    return before ? !ms_beyond_noise(ref, obs, interval_of(o))
+                  : ms_beyond_noise(obs, ref, interval_of(o));
+  if (o->has_queue_length && isfinite(ms_timeout_horizon(&ls->params.model)))
+    return backlog_beyond_horizon(ls, o);
+  return before;
+}
+
+/* Whether anything observes the service: a failure ratio, attempts, or a
+ * backlog with a timeout horizon to weigh it against. */
 static bool observed(const ms_landscape *ls, const ms_observation *o) {
   return o->has_observed_failure || o->has_observed_attempts ||
-         (o->has_queue_length && ls->params.model.kind == MS_MODEL_ERLANG);
+         (o->has_queue_length &&
+          isfinite(ms_timeout_horizon(&ls->params.model)));
 }
 
 int ms_drain_time(const ms_service_params *s, double lambda, double queue,
@@ -71,12 +133,7 @@ int ms_drain_time(const ms_service_params *s, double lambda, double queue,
   if (st != MS_OK)
     return st;
   const ms_failure_model *m = &s->model;
-  double x_cap = m->kind == MS_MODEL_ERLANG
-                     ? (double)m->servers * m->service_rate
-                     : m->capacity;
-  /* the capacity model has no timeout: waiting fails nothing */
-  double horizon =
-      m->kind == MS_MODEL_ERLANG ? x_cap * m->timeout : (double)INFINITY;
+  double x_cap = ms_saturation_load(m), horizon = ms_timeout_horizon(m);
   double a_fail = 1.0, a_base = 1.0;
   ms_amplification(&s->policy, 1.0, &a_fail, NULL);
   ms_amplification(&s->policy, m->base_failure, &a_base, NULL);
@@ -127,7 +184,7 @@ void ms_verdict(const ms_landscape *ls, const ms_observation *o, ms_report *r) {
   r->shed_load = 0.0;
   if (storm) {
     double shed = lambda - ls->recovery_load;
-    if (ms_backlog_beyond_horizon(ls, o)) {
+    if (backlog_beyond_horizon(ls, o)) {
       double a_fail = 1.0;
       ms_amplification(&ls->params.policy, 1.0, &a_fail, NULL);
       shed = fmax(shed, lambda - ls->saturation_load / a_fail);

@@ -196,14 +196,12 @@ static void note(ms_step *out, ms_note_severity sev, const char *fmt, ...) {
  * stays under collectd's 256 bytes whatever the values. */
 static void evidence(const ms_landscape *ls, const ms_report *r,
                      const ms_inference *inf, char *buf, size_t len) {
-  const ms_failure_model *m = &ls->params.model;
-  double horizon = ls->saturation_load * m->timeout;
-  if (inf->has_queue_length && m->kind == MS_MODEL_ERLANG &&
-      inf->queue_length > horizon && r->has_observed_failure_ratio)
+  double horizon = ms_timeout_horizon(&ls->params.model);
+  bool backlog = inf->has_queue_length && inf->queue_length > horizon;
+  if (backlog && r->has_observed_failure_ratio)
     snprintf(buf, len, "%.5g queued > %.5g, %.3g%% failing", inf->queue_length,
              horizon, 100 * r->observed_failure_ratio);
-  else if (inf->has_queue_length && m->kind == MS_MODEL_ERLANG &&
-           inf->queue_length > horizon)
+  else if (backlog)
     snprintf(buf, len, "%.5g queued > %.5g", inf->queue_length, horizon);
   else if (r->has_observed_failure_ratio)
     snprintf(buf, len, "%.3g%% of attempts failing",
