@@ -31,13 +31,12 @@ static bool backlog_beyond_horizon(const ms_landscape *ls,
 }
 
 /*
- * An observation weighed against failure probability p at the observed
- * load, as two rates per second for ms_beyond_noise (doc/design.md §1.4,
- * §1.7).  weigh_failures: the failed attempts, p_obs x against p x, x the
- * observed attempts (else x_ref), when the failure ratio is observed.
- * weigh_retries: the retries, x_obs - lambda against lambda (A(p) - 1),
- * when the attempts are observed and the policy can retry at all
- * (A(1) > 1).  Each returns false when it has nothing to weigh.
+ * An observation weighed against a reference, as two rates per second for
+ * ms_beyond_noise (doc/design.md §1.4, §1.7).  weigh_failures: the failed
+ * attempts, p_obs x against p x, x the observed attempts (else x_ref),
+ * when the failure ratio is observed.  weigh_retries: the retries,
+ * x_obs - lambda against a reference retry rate, when the attempts are
+ * observed.  Each returns false when it has nothing to weigh.
  */
 static bool weigh_failures(const ms_observation *o, double p, double x_ref,
                            double *obs, double *ref) {
@@ -49,18 +48,25 @@ static bool weigh_failures(const ms_observation *o, double p, double x_ref,
   return true;
 }
 
-static bool weigh_retries(const ms_landscape *ls, const ms_observation *o,
-                          double p, double *obs, double *ref) {
-  double A = 1.0, a_fail = 1.0;
+static bool weigh_retries(const ms_observation *o, double retries, double *obs,
+                          double *ref) {
   if (!o->has_observed_attempts)
     return false;
+  *obs = fmax(o->observed_attempts - o->offered_load, 0.0);
+  *ref = retries;
+  return true;
+}
+
+/* The retries per second that failure probability p gives at the offered
+ * load, lambda (A(p) - 1); NAN when the policy cannot retry at all
+ * (A(1) = 1: the attempts then show nothing). */
+static double retries_at(const ms_landscape *ls, double lambda, double p) {
+  double A = 1.0, a_fail = 1.0;
   ms_amplification(&ls->params.policy, 1.0, &a_fail, NULL);
   if (!(a_fail > 1.0))
-    return false;
+    return NAN;
   ms_amplification(&ls->params.policy, p, &A, NULL);
-  *obs = fmax(o->observed_attempts - o->offered_load, 0.0);
-  *ref = o->offered_load * (A - 1.0);
-  return true;
+  return lambda * (A - 1.0);
 }
 
 /* The interval the rates cover; an unknown one counts as 1 s. */
@@ -78,8 +84,11 @@ static bool fails_beyond(const ms_landscape *ls, const ms_observation *o,
   double obs, ref;
   if (backlog_beyond_horizon(ls, o))
     return true;
-  if (weigh_failures(o, p_ref, x_ref, &obs, &ref) ||
-      weigh_retries(ls, o, p_ref, &obs, &ref))
+  if (weigh_failures(o, p_ref, x_ref, &obs, &ref))
+    return ms_beyond_noise(obs, ref, interval_of(o));
+  double retries =
+      o->has_observed_attempts ? retries_at(ls, o->offered_load, p_ref) : NAN;
+  if (!isnan(retries) && weigh_retries(o, retries, &obs, &ref))
     return ms_beyond_noise(obs, ref, interval_of(o));
   return false;
 }
@@ -103,9 +112,10 @@ bool ms_collapsed_basin(const ms_landscape *ls, const ms_equilibrium *eq, int n,
   bool before = o->has_previous && ms_state_storm(o->previous) != 0;
   if (split == NULL)
     return before;
-  double obs, ref, p = split->failure_probability;
-  if (weigh_retries(ls, o, p, &obs, &ref) ||
-      weigh_failures(o, p, split->effective_load, &obs, &ref))
+  /* the split is an equilibrium at this load: its retries are x - lambda */
+  double obs, ref, x = split->effective_load;
+  if (weigh_retries(o, fmax(x - o->offered_load, 0.0), &obs, &ref) ||
+      weigh_failures(o, split->failure_probability, x, &obs, &ref))
     return before ? !ms_beyond_noise(ref, obs, interval_of(o))
                   : ms_beyond_noise(obs, ref, interval_of(o));
   if (o->has_queue_length && isfinite(ms_timeout_horizon(&ls->params.model)))
