@@ -176,6 +176,9 @@ void ms_verdict(const ms_landscape *ls, const ms_observation *o, ms_report *r) {
     storm = ms_state_storm(r->state) != 0;
   } else if (r->state == MS_STATE_METASTABLE) {
     storm = true; /* an observation beyond the unstable equilibrium */
+  } else if (r->state != MS_STATE_OVERLOADED &&
+             !(o->has_previous && o->previous_storm)) {
+    storm = false; /* no storm starts where the model has no collapse */
   } else {
     /* the most failing a healthy service shows: the top of the healthy
      * branch, or the healthy equilibrium where that fails more (no fold) */
@@ -185,9 +188,7 @@ void ms_verdict(const ms_landscape *ls, const ms_observation *o, ms_report *r) {
       p_ref = r->eq[0].failure_probability;
       x_ref = r->eq[0].effective_load;
     }
-    bool failing = fails_beyond(ls, o, p_ref, x_ref);
-    storm = failing && (r->state == MS_STATE_OVERLOADED ||
-                        (o->has_previous && o->previous_storm));
+    storm = fails_beyond(ls, o, p_ref, x_ref);
   }
   r->storm = storm;
   r->recovering = storm && !ms_state_storm(r->state);
