@@ -353,6 +353,20 @@ def first_sample(prom, metric, service):
     return samples[0][0] if samples else None
 
 
+def new_collectd(d, services):
+    """A private collectd in directory d with the built plugin watching the
+    services of that YAML text, statsd and write_prometheus on free
+    loopback ports: (collectd, statsd port, write_prometheus port)."""
+    svc = os.path.join(d, "services.yaml")
+    with open(svc, "w") as f:
+        f.write(services)
+    statsd_port = harness.free_port(harness.socket.SOCK_DGRAM)
+    wp_port = harness.free_port()
+    cd = harness.Collectd(d, PLUGIN_DIR, TYPES_DB, svc,
+                          statsd_port=statsd_port, prometheus_port=wp_port)
+    return cd, statsd_port, wp_port
+
+
 def test_missing_counters(work):
     """statsd counters exist in collectd only from their first event
     (collectd 5.12's statsd plugin dispatches <host>/statsd/derive-<name>,
@@ -363,13 +377,7 @@ def test_missing_counters(work):
     rate)."""
     d = os.path.join(work, "quiet")
     os.mkdir(d)
-    svc = os.path.join(d, "services.yaml")
-    with open(svc, "w") as f:
-        f.write(QUIET)
-    statsd_port = harness.free_port(harness.socket.SOCK_DGRAM)
-    wp_port = harness.free_port()
-    cd = harness.Collectd(d, PLUGIN_DIR, TYPES_DB, svc,
-                          statsd_port=statsd_port, prometheus_port=wp_port)
+    cd, statsd_port, wp_port = new_collectd(d, QUIET)
     prom = harness.Prometheus(d, wp_port)
     statsd = harness.Statsd(statsd_port)
     sender = QuietSender(statsd)
@@ -446,13 +454,7 @@ def main():
     test_bad_file(work)
     test_missing_counters(work)
 
-    svc = os.path.join(work, "services.yaml")
-    with open(svc, "w") as f:
-        f.write(SERVICES)
-    statsd_port = harness.free_port(harness.socket.SOCK_DGRAM)
-    wp_port = harness.free_port()
-    cd = harness.Collectd(work, PLUGIN_DIR, TYPES_DB, svc,
-                          statsd_port=statsd_port, prometheus_port=wp_port)
+    cd, statsd_port, wp_port = new_collectd(work, SERVICES)
     rc, out = cd.check_config()
     check(rc == 0, "collectd -t accepts the configuration")
     # The project's alert rules, expressions untouched, with every `for:`
