@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "common.h"
 #include "json.h"
 #include "layout.h"
@@ -639,8 +640,5 @@ static Suite *cli_suite(void) {
 
 int main(void) {
   SRunner *sr = srunner_create(cli_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return ms_check_run(sr);
 }

@@ -2,6 +2,7 @@
 /* Runs every suite of the model library's unit tests. */
 #include <stdlib.h>
 
+#include "check_run.h"
 #include "check_suites.h"
 
 int main(void) {
@@ -11,8 +12,5 @@ int main(void) {
   srunner_add_suite(sr, errors_suite());
   srunner_add_suite(sr, tables_suite());
   srunner_add_suite(sr, verdict_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return ms_check_run(sr);
 }

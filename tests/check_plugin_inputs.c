@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "collectd_stub.h"
 #include "inputs.h"
 #include "service.h"
@@ -375,8 +376,5 @@ int main(void) {
   tcase_add_test(tc, test_glob_refresh);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return ms_check_run(sr);
 }

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "service.h"
 #include "yamldoc.h"
 
@@ -961,8 +962,5 @@ int main(void) {
   tcase_add_test(tc, test_flapping_storm_pages_once);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return ms_check_run(sr);
 }

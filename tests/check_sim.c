@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "metastable.h"
 #include "sim.h"
 
@@ -1066,8 +1067,5 @@ static Suite *sim_suite(void) {
 
 int main(void) {
   SRunner *sr = srunner_create(sim_suite());
-  srunner_run_all(sr, CK_ENV);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return ms_check_run(sr);
 }
