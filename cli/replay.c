@@ -96,7 +96,8 @@ static void write_csv_row(const ms_trace_row *row, const ms_step *st) {
   ms_cli_csv_field(stdout, row->time_text);
   printf(",%s,", ms_cli_fmt_double(b, row->unix_time));
   const ms_inference *inf = &st->inference;
-  ms_report_csv(stdout, st->ok ? &st->report : NULL);
+  static const ms_report none; /* no report: reporting 0 alone */
+  ms_report_csv(stdout, st->ok ? &st->report : &none);
   if (st->ok && inf->servers > 0)
     printf(",%ld", inf->servers);
   else
@@ -140,7 +141,8 @@ static void write_json_row(ms_json *j, const ms_trace_row *row,
     if (inf->has_observed_failure)
       ms_json_number(j, "observed_failure", inf->observed_failure);
   } else {
-    ms_json_int(j, "reporting", 0); /* the plugin's heartbeat, alone */
+    static const ms_report none; /* the plugin's heartbeat, alone */
+    ms_report_json(j, &none, true);
     ms_json_string(j, "problem", st->problem);
     const char *bad = ms_input_name(st->bad);
     if (bad)

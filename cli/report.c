@@ -28,11 +28,7 @@ void ms_report_csv(FILE *f, const ms_report *r) {
     fputs(sep, f);
     sep = ",";
     double v;
-    if (r == NULL && i == MS_OUT_REPORTING) {
-      fputc('0', f); /* no report: what the plugin dispatches alone */
-      continue;
-    }
-    if (r == NULL || !ms_report_output(r, (ms_output)i, &v))
+    if (!ms_report_output(r, (ms_output)i, &v))
       continue;
     char buf[32];
     switch (ms_output_get((ms_output)i)->kind) {

@@ -18,9 +18,9 @@
  * MS_OUTPUTS but the observations). */
 void ms_report_csv_header(FILE *f);
 
-/* The values as CSV fields matching ms_report_csv_header (no newline);
- * r NULL (no report) writes empty fields but reporting, 0.  The state is
- * written by name. */
+/* The values as CSV fields matching ms_report_csv_header (no newline); an
+ * output a report does not hold is an empty field (a zeroed report, no
+ * report at all, holds only reporting, 0).  The state is written by name. */
 void ms_report_csv(FILE *f, const ms_report *r);
 
 /* The values as members of the JSON object being written; `equilibria` is

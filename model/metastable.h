@@ -638,9 +638,11 @@ typedef struct {
  * ms_report_output: output id of report r as a double (counts, state codes
  * and flags converted exactly).
  *   v  out: the value, when present
- * Returns true when present: always, except an MS_OUT_OBSERVED output that
- * was not observed; false (v untouched) also for an id that is not an
- * output.
+ * Returns true when present: always, except an MS_OUT_OBSERVED or
+ * MS_OUT_OPTIONAL output without its value, and every output but
+ * reporting in a report whose reporting is 0 (an interval without a
+ * report: ms_report zeroed carries only the heartbeat); false (v
+ * untouched) also for an id that is not an output.
  */
 bool ms_report_output(const ms_report *r, ms_output id, double *v);
 

@@ -35,6 +35,9 @@ int ms_output_find(const char *name) {
 #define PRESENT_MS_OUTPUT_OPTIONAL(r, name) (r)->has_##name
 
 bool ms_report_output(const ms_report *r, ms_output id, double *v) {
+  /* no report this interval: only its heartbeat, reporting = 0 */
+  if (r->reporting == 0 && id != MS_OUT_REPORTING)
+    return false;
   switch (id) {
 #define MS_OUT_CASE(ID, name, kind, unit, ds_min, ds_max, meaning)             \
   case MS_OUT_##ID:                                                            \

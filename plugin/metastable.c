@@ -243,19 +243,6 @@ static void dispatch_report(const char *host, const char *service,
   }
 }
 
-/* The heartbeat of a service that gave no report this cycle: `reporting`
- * = 0 alone (doc/outputs.md), so that a dashboard and an alert see a
- * watched service that is blind, not a service that is gone. */
-static void dispatch_silence(const char *host, const char *service,
-                             const bool *wanted, cdtime_t now) {
-  ms_report r;
-  memset(&r, 0, sizeof r);
-  bool only[MS_OUT_COUNT] = {false};
-  only[MS_OUT_REPORTING] = wanted[MS_OUT_REPORTING];
-  r.reporting = 0;
-  dispatch_report(host, service, &r, only, now);
-}
-
 static void dispatch_notes(const char *host, const char *service,
                            const ms_step *st) {
   for (int i = 0; i < st->n_notes; i++) {
@@ -394,7 +381,10 @@ static int ms_read(user_data_t *ud) {
       n_bad++;
       ss->in_trouble = true;
       ss->ok_streak = 0;
-      dispatch_silence(host, ss->spec->name, st->wanted, started);
+      /* the heartbeat, alone: a zeroed report has reporting = 0 and no
+       * other value (doc/outputs.md) */
+      static const ms_report none;
+      dispatch_report(host, ss->spec->name, &none, st->wanted, started);
       continue;
     }
     if (ss->in_trouble && ++ss->ok_streak >= USABLE_AFTER) {
