@@ -41,11 +41,14 @@ lab_init() {
 
 # lab_new_run NAME: a fresh run directory LAB_RUN=$LAB_BASE/NAME, readable
 # by nobody, who runs the exec plugin's collector and the php-fpm and nginx
-# workers.
+# workers; the two files they run are copied into it, since nobody may not
+# read the checkout (root's home is mode 700 on Debian).
 lab_new_run() {
   LAB_RUN=$LAB_BASE/$1
   mkdir -p "$LAB_RUN"
   chmod 755 "$LAB_RUN"
+  install -m 644 "$LAB_SRC/work.php" "$LAB_RUN/work.php"
+  install -m 755 "$LAB_SRC/haproxy-collector.sh" "$LAB_RUN/haproxy-collector.sh"
   LAB_CLOCK=""
 }
 
@@ -199,7 +202,7 @@ http {
     listen 127.0.0.1:$LAB_PORT_NGINX;
     location = /work {
       include /etc/nginx/fastcgi_params;
-      fastcgi_param SCRIPT_FILENAME $LAB_SRC/work.php;
+      fastcgi_param SCRIPT_FILENAME $LAB_RUN/work.php;
       fastcgi_param LAB_SERVICE_TIME $LAB_SERVICE_TIME;
       fastcgi_param LAB_FACTOR_FILE $LAB_FACTOR_FILE;
       fastcgi_pass 127.0.0.1:$LAB_PORT_FPM;
@@ -372,7 +375,7 @@ LoadPlugin logfile
 
 LoadPlugin exec
 <Plugin exec>
-  Exec "nobody:nogroup" "$LAB_SRC/haproxy-collector.sh" "$LAB_RUN/haproxy.sock" "fe_web" "be_app"
+  Exec "nobody:nogroup" "$LAB_RUN/haproxy-collector.sh" "$LAB_RUN/haproxy.sock" "fe_web" "be_app"
 </Plugin>
 
 LoadPlugin curl_json

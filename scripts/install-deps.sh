@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Install the Debian 12 packages collectd-metastable needs.
 #   scripts/install-deps.sh            build, run and demo
-#   scripts/install-deps.sh --test     also what the test suite needs
+#   scripts/install-deps.sh --lab      also what the storm lab needs
+#   scripts/install-deps.sh --test     also what the test suite needs (the
+#                                      storm lab's packages included)
 # fonts-dejavu-core: the plots name DejaVu Sans (and tests/cli/test_plot.py
 # measures texts with its metrics).
 # libprotobuf-c1 and libmicrohttpd12: collectd-core only recommends them, but
@@ -14,11 +16,16 @@ set -eu
 pkgs="build-essential autoconf automake libtool pkg-config libgmp-dev
 libyaml-dev libjansson-dev check collectd-core collectd-dev collectd-utils
 gnuplot-nox fonts-dejavu-core python3 libprotobuf-c1 libmicrohttpd12"
-if [ "${1:-}" = "--test" ]; then
-  pkgs="$pkgs prometheus prometheus-alertmanager curl python3 jq mandoc
+# the storm lab (doc/storm-lab.md): its servers, its load generator, socat
+# for HAProxy's stats socket, curl; collectd-core only suggests the
+# libraries of its curl_json (libyajl2, libcurl3-gnutls) and nginx plugins
+lab="haproxy nginx-light php8.2-fpm httperf socat curl libyajl2
+libcurl3-gnutls"
+if [ "${1:-}" = "--lab" ]; then
+  pkgs="$pkgs $lab"
+elif [ "${1:-}" = "--test" ]; then
+  pkgs="$pkgs $lab prometheus prometheus-alertmanager python3 jq mandoc
   clang-format"
-  # the storm lab (doc/storm-lab.md)
-  pkgs="$pkgs haproxy nginx-light php8.2-fpm httperf socat libyajl2"
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
     pkgs="$pkgs nodejs npm"
 fi
