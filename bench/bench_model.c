@@ -387,6 +387,17 @@ typedef struct {
 
 static void run_step(void *p, long i) {
   step_ctx *k = p;
+  if (k->spec.calibrate) {
+    /* calibration inputs as a service gives them (doc/design.md §1.8):
+     * busy servers by the utilisation law, with +-5 % of noise, and 1 %
+     * of attempts failing */
+    double f = 1.0 + 0.01 * sin(0.7 * (double)i);
+    double x = k->x_healthy * f;
+    double noise = 1.0 + 0.05 * sin(2.3 * (double)i);
+    k->in.value[MS_INPUT_COMPLETION] = x;
+    k->in.value[MS_INPUT_BUSY] = x / k->spec.params.model.service_rate * noise;
+    k->in.value[MS_INPUT_ERROR] = 0.01 * x;
+  }
   /* the offered load moves by up to +-1 % from one interval to the next,
    * the observed attempt rate with it; nothing else changes */
   double f = 1.0 + 0.01 * sin(0.7 * (double)i);
@@ -419,30 +430,50 @@ static void step_setup(step_ctx *k, long c) {
   ms_tracker_init(&k->tracker);
 }
 
+/* The same service, learning its service time and base failure from
+ * busy_servers, completion_rate and error_rate (doc/design.md §1.8). */
+static void step_setup_calibrating(step_ctx *k, long c) {
+  step_setup(k, c);
+  k->spec.calibrate = MS_CALIBRATE_SERVICE_TIME | MS_CALIBRATE_BASE_FAILURE;
+  k->spec.inputs[MS_INPUT_BUSY].kind = MS_SOURCE_IDENTIFIER;
+  k->spec.inputs[MS_INPUT_COMPLETION].kind = MS_SOURCE_IDENTIFIER;
+  k->spec.inputs[MS_INPUT_ERROR].kind = MS_SOURCE_IDENTIFIER;
+  k->in.has[MS_INPUT_BUSY] = k->in.has[MS_INPUT_COMPLETION] = true;
+  k->in.has[MS_INPUT_ERROR] = true;
+  k->in.interval = 10;
+}
+
 static void bench_step(void) {
   char b1[32], b2[32], b3[32];
   printf("\n3. Per-interval step (ms_tracker_step) when only the offered load "
          "changed (+-1 %%)\n   (same services; the landscape is cached: "
-         "tipping and recovery loads depend only on the parameters)\n\n");
-  printf("%9s | %9s %9s %9s | %s\n", "c", "min", "median", "max",
+         "tipping and recovery loads depend only on the parameters);\n   "
+         "calibrating: the same, learning service time and base failure "
+         "(doc/design.md §1.8)\n\n");
+  printf("%-12s %9s | %9s %9s %9s | %s\n", "", "c", "min", "median", "max",
          "landscape builds");
-  for (int i = 0; i < N_SERVERS; i++) {
-    long c = servers[i];
-    step_ctx k;
-    step_setup(&k, c);
-    bench_stats st;
-    bench_measure(opt.plan, run_step, &k, &st);
-    if (k.not_ok)
-      die("a step failed");
-    printf("%9ld | %9s %9s %9s | %lu\n", c, bench_fmt_time(st.min, b1, 32),
-           bench_fmt_time(st.median, b2, 32), bench_fmt_time(st.max, b3, 32),
-           k.tracker.landscape_builds);
-    char note[64];
-    snprintf(note, sizeof note, "landscape builds %lu",
-             k.tracker.landscape_builds);
-    bench_csv_row(opt.csv, "step_offered_load_changed", c, 0, 0, &st, 0, -1,
-                  note);
-  }
+  for (int cal = 0; cal < 2; cal++)
+    for (int i = 0; i < N_SERVERS; i++) {
+      long c = servers[i];
+      step_ctx k;
+      if (cal)
+        step_setup_calibrating(&k, c);
+      else
+        step_setup(&k, c);
+      bench_stats st;
+      bench_measure(opt.plan, run_step, &k, &st);
+      if (k.not_ok)
+        die("a step failed");
+      printf("%-12s %9ld | %9s %9s %9s | %lu\n", cal ? "calibrating" : "", c,
+             bench_fmt_time(st.min, b1, 32), bench_fmt_time(st.median, b2, 32),
+             bench_fmt_time(st.max, b3, 32), k.tracker.landscape_builds);
+      char note[64];
+      snprintf(note, sizeof note, "landscape builds %lu",
+               k.tracker.landscape_builds);
+      bench_csv_row(opt.csv,
+                    cal ? "step_calibrating" : "step_offered_load_changed", c,
+                    0, 0, &st, 0, -1, note);
+    }
 }
 
 /* ---- 4. the worst allowed configurations, every interval rebuilt ------- */
@@ -573,6 +604,8 @@ static void instructions(void) {
     step_ctx k;
     step_setup(&k, c);
     count_case("step_offered_load_changed", c, run_step, &k, 100);
+    step_setup_calibrating(&k, c);
+    count_case("step_calibrating", c, run_step, &k, 100);
   }
   worst_ctx w;
   for (int n = 0; worst_setup(&w, n); n++) {

@@ -15,7 +15,9 @@
  * The fleet (services 1, 100, 1,000, 10,000): erlang services of 8 to
  * 10,000 servers, timeouts 0.5-2 s, 1-3 retries; every service reads its
  * offered rate and attempt rate (one in ten sums the attempts of four hosts
- * with a glob), half an error rate, one in five its pool size; the offered
+ * with a glob), half an error rate and calibrate their service time and
+ * base failure from busy servers and completions (doc/design.md §1.8),
+ * one in five its pool size; the offered
  * loads move by up to 2 % per interval (so only the offered load changes
  * and the landscapes stay cached), a few services sit past their tipping
  * point or in a storm, one in 200 misses an input and is only logged.
@@ -112,7 +114,8 @@ static void fleet_make(fleet *f, size_t n) {
             "    service_time: 100ms\n    timeout: %s\n    retries: %d\n",
             i, s->servers, timeouts[i % 3], 1 + (int)(i % 3));
     if (i % 2 == 0)
-      fprintf(y, "    headroom_warning: 0.2\n");
+      fprintf(y, "    headroom_warning: 0.2\n"
+                 "    calibrate: [service_time, base_failure]\n");
     fprintf(y, "    inputs:\n");
     fprintf(y, "      offered_rate: \"benchhost/statsd/derive-svc%05zu_req\"\n",
             i);
@@ -131,6 +134,12 @@ static void fleet_make(fleet *f, size_t n) {
     if (s->pool)
       fprintf(y, "      pool_size: \"benchhost/pool-svc%05zu/gauge-size\"\n",
               i);
+    if (i % 2 == 0)
+      fprintf(y,
+              "      busy_servers: \"benchhost/pool-svc%05zu/gauge-busy\"\n"
+              "      completion_rate: "
+              "\"benchhost/pool-svc%05zu/derive-done\"\n",
+              i, i);
   }
   fclose(y);
 }
@@ -165,6 +174,14 @@ static void fleet_feed(const fleet *f, long cycle) {
     if (s->pool) {
       snprintf(name, sizeof name, "benchhost/pool-svc%05zu/gauge-size", i);
       stub_cache_set(name, (double)s->pool_now);
+    }
+    if (i % 2 == 0) {
+      /* the utilisation law with 5 % of noise (doc/design.md §1.8) */
+      double done = fmin(attempts, cap);
+      snprintf(name, sizeof name, "benchhost/pool-svc%05zu/gauge-busy", i);
+      stub_cache_set(name, done / s->mu * (1 + 0.05 * sin(2.3 * cycle + i)));
+      snprintf(name, sizeof name, "benchhost/pool-svc%05zu/derive-done", i);
+      stub_cache_set(name, done);
     }
   }
   stub_cache_commit();

@@ -505,8 +505,9 @@ typedef struct {
  *             command's CSV and JSON (Prometheus: collectd_metastable_<name>)
  *     kind    an ms_output_kind
  *     unit    for people: "req/s", "attempts/s", "attempts per request",
- *             "probability", "ratio", "count", "code", "0 or 1", "s"; the unit
- *             column of the documents' tables (tests/cli/test_docs.py)
+ *             "probability", "ratio", "count", "code", "0 or 1", "s",
+ *             "z-score"; the unit column of the documents' tables
+ *             (tests/cli/test_docs.py)
  *     ds_min, ds_max  the range of its types.db data source ("U": none)
  *     meaning one line for people
  */
@@ -577,6 +578,30 @@ typedef enum {
   X(DRAIN_TIME, drain_time, MS_OUTPUT_OPTIONAL,                               \
     "s", "0", "U",                                                            \
     "seconds to serve the observed queue at this offered load")               \
+  X(SERVICE_TIME_ESTIMATE, service_time_estimate, MS_OUTPUT_OPTIONAL,       \
+    "s", "0", "U",                                                            \
+    "service time learned from busy_servers, completion_rate or latency")     \
+  X(SERVICE_TIME_ERROR, service_time_error, MS_OUTPUT_OPTIONAL,             \
+    "s", "0", "U",                                                            \
+    "standard error of the learned service time")                             \
+  X(SERVICE_TIME_RATIO, service_time_ratio, MS_OUTPUT_OPTIONAL,             \
+    "ratio", "0", "U",                                                        \
+    "learned / configured service time (1: as configured)")                   \
+  X(BASE_FAILURE_ESTIMATE, base_failure_estimate, MS_OUTPUT_OPTIONAL,       \
+    "probability", "0", "1",                                                  \
+    "base failure learned from the failure ratio at low utilisation")         \
+  X(SERVERS_ESTIMATE, servers_estimate, MS_OUTPUT_OPTIONAL,                 \
+    "count", "0", "U",                                                        \
+    "pool size learned from busy_servers while the pool is saturated")        \
+  X(CALIBRATED, calibrated, MS_OUTPUT_OPTIONAL,                             \
+    "count", "0", "3",                                                        \
+    "how many learned values the model uses (calibrate: in the file)")        \
+  X(MODEL_FAILURE_RATIO, model_failure_ratio, MS_OUTPUT_OPTIONAL,           \
+    "probability", "0", "1",                                                  \
+    "the model's failure probability at the observed attempt rate")           \
+  X(MODEL_RESIDUAL, model_residual, MS_OUTPUT_OPTIONAL,                     \
+    "z-score", "U", "U",                                                      \
+    "observed vs model failure ratio, signed likelihood-ratio z (0: fits)")   \
   X(REPORTING, reporting, MS_OUTPUT_FLAG,                                     \
     "0 or 1", "0", "1",                                                       \
     "1 for a report; 0, alone, when this interval's inputs gave none")
@@ -625,12 +650,30 @@ typedef struct {
   int recovering;                   /* 0 or 1: storm in state 0 or 1 */
   bool has_drain_time;              /* queue given and it drains */
   double drain_time;                /* s to serve the queue at lambda */
-  int reporting;                    /* 1 (the plugin sends 0 alone) */
-  bool collapsed_basin;             /* the operating point is the high branch */
-  bool certified;                   /* capacity model: effective_load is the
-                                       midpoint of an exact enclosure
-                                       (ms_report_certify; never by
-                                       ms_analyze) */
+  /* calibration (doc/design.md §1.8): set by ms_tracker_step, never by
+   * ms_analyze, which knows one interval only */
+  bool has_service_time_estimate; /* busy/completion or latency inputs */
+  double service_time_estimate;   /* s */
+  bool has_service_time_error;    /* with the estimate */
+  double service_time_error;      /* s, standard error */
+  bool has_service_time_ratio;    /* with the estimate (erlang) */
+  double service_time_ratio;      /* learned / configured */
+  bool has_base_failure_estimate; /* calibrate: [base_failure] */
+  double base_failure_estimate;   /* probability */
+  bool has_servers_estimate;      /* calibrate: [servers] */
+  double servers_estimate;        /* servers, whole */
+  bool has_calibrated;            /* calibrate: given */
+  double calibrated;              /* learned values in use, 0..3 */
+  bool has_model_failure_ratio;   /* observed attempts known */
+  double model_failure_ratio;     /* p(x_obs) */
+  bool has_model_residual;        /* observed failure ratio known */
+  double model_residual;          /* ms_failure_residual */
+  int reporting;                  /* 1 (the plugin sends 0 alone) */
+  bool collapsed_basin;           /* the operating point is the high branch */
+  bool certified;                 /* capacity model: effective_load is the
+                                     midpoint of an exact enclosure
+                                     (ms_report_certify; never by
+                                     ms_analyze) */
   ms_equilibrium eq[MS_MAX_EQUILIBRIA];
 } ms_report;
 
@@ -691,6 +734,87 @@ double ms_timeout_horizon(const ms_failure_model *m);
  */
 int ms_drain_time(const ms_service_params *s, double lambda, double queue,
                   double *t, ms_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Calibration (doc/design.md §1.8)                                    */
+/* ------------------------------------------------------------------ */
+
+/*
+ * ms_estimator: an exponentially weighted mean of samples x_i with weights
+ * w_i, and the standard error of that mean (doc/design.md §1.8).  Each
+ * sample's weight is its count of events (the completions behind a
+ * service-time sample, the attempts behind a failure ratio), so that the
+ * sample's variance is sigma^2 / w_i; older samples fade by exp(-dt /
+ * time_constant).  With a_i the fading factor of sample i:
+ *   mean      m = sum a_i w_i x_i / sum a_i w_i
+ *   sigma^2     = sum a_i w_i (x_i - m)^2 / sum a_i x k / (k - 1),
+ *                 k = (sum a_i)^2 / sum a_i^2 the effective samples
+ *   std error   = sqrt(sigma^2 sum a_i^2 w_i) / sum a_i w_i
+ * The sums are updated by West's weighted incremental algorithm (D. H. D.
+ * West, "Updating mean and variance estimates: an improved method", CACM
+ * 22(9), 1979), which keeps the scatter without the cancellation of sum
+ * w x^2 - (sum w x)^2 / sum w.  Constant memory, a few flops per sample.
+ * The scatter is measured, not assumed: the error holds whatever the
+ * samples' distribution, as long as intervals are roughly independent.
+ */
+typedef struct {
+  double time_constant;  /* s, > 0; +infinity: nothing fades */
+  double weight;         /* sum a_i w_i */
+  double mean;           /* m, in the samples' unit */
+  double scatter;        /* sum a_i w_i (x_i - m)^2 */
+  double count;          /* sum a_i */
+  double count_sq;       /* sum a_i^2 */
+  double weight_sq;      /* sum a_i^2 w_i */
+  unsigned long samples; /* samples taken since ms_estimator_init */
+} ms_estimator;
+
+/* An empty estimator whose samples fade with time_constant seconds
+ * (finite and > 0, or +infinity; anything else is taken as +infinity). */
+void ms_estimator_init(ms_estimator *e, double time_constant);
+
+/*
+ * ms_estimator_add: fade the estimator by dt seconds, then take sample x
+ * with weight w.
+ *   x   finite
+ *   w   finite, > 0 (events behind the sample)
+ *   dt  seconds since the previous sample, finite, >= 0
+ * Errors: MS_EINVAL (the estimator is then unchanged).
+ */
+int ms_estimator_add(ms_estimator *e, double x, double w, double dt,
+                     ms_error *err);
+
+/*
+ * ms_estimator_get: the mean and its standard error.
+ *   mean, se  out (either may be NULL); se >= 0, 0 when every sample was
+ *             equal
+ * Returns false (outputs untouched) before the estimator has two samples.
+ */
+bool ms_estimator_get(const ms_estimator *e, double *mean, double *se);
+
+/* k = (sum a_i)^2 / sum a_i^2: how many samples the estimate rests on
+ * (the samples taken, at most, once they fade); 0 when empty. */
+double ms_estimator_effective_samples(const ms_estimator *e);
+
+/*
+ * ms_failure_residual: how far a failure ratio observed over n attempts is
+ * from the model's failure probability p, as a signed likelihood-ratio
+ * statistic (doc/design.md §1.8): with Anscombe's half-count correction
+ * (F. J. Anscombe, Biometrika 43, 1956) q~ = (k + 1/2)/(n + 1) and p~ =
+ * (n p + 1/2)/(n + 1), k = q n failures,
+ *   D = 2 (n + 1) [q~ ln(q~/p~) + (1 - q~) ln((1 - q~)/(1 - p~))]
+ *   r = sign(q~ - p~) sqrt(D)
+ * r is about a standard normal when the model is right (|r| > 3 about 3
+ * times in a thousand intervals), 0 when q = p, and finite for every
+ * input, p = 0 included: one failure where none is predicted is not a
+ * misfit, ten in a thousand are (r = 6.6).  The same scale for every
+ * service, whatever its traffic.
+ *   observed   q, failed attempts / attempts, in [0, 1]
+ *   predicted  p, in [0, 1]
+ *   attempts   n, attempts counted over the interval, finite, >= 0
+ * Returns r; 0 for arguments outside their domain (NaN, n = 0: no
+ * attempts, no evidence).
+ */
+double ms_failure_residual(double observed, double predicted, double attempts);
 
 /*
  * ms_analyze: the state and every reported value of one service.

@@ -42,10 +42,11 @@ typedef struct {
   const ms_service_spec *spec;
   ms_tracker tracker;
   c_complain_t complaint;
-  c_complain_t partial; /* a glob summed without some of its matches */
-  bool in_trouble;      /* complained about, not yet declared usable */
-  bool just_back;       /* declared usable again this cycle */
-  unsigned ok_streak;   /* usable intervals in a row while in trouble */
+  c_complain_t partial;     /* a glob summed without some of its matches */
+  c_complain_t calibration; /* a calibration input gave no sample */
+  bool in_trouble;          /* complained about, not yet declared usable */
+  bool just_back;           /* declared usable again this cycle */
+  unsigned ok_streak;       /* usable intervals in a row while in trouble */
 } service_state;
 
 /* A service is declared usable again (and its complaint's back-off reset)
@@ -65,12 +66,13 @@ typedef struct {
   ms_service_file file;
   service_state *services;
   size_t n_services;
-  inputs_t *inputs;          /* globs matched, COUNTER values seen */
-  bool wanted[MS_OUT_COUNT]; /* outputs to dispatch */
-  cdtime_t interval;         /* between read cycles */
-  unsigned long cycles;      /* read cycles run */
-  c_complain_t slow_cycle;   /* a cycle took more than half the interval */
-  c_complain_t many_bad;     /* many services without usable inputs */
+  inputs_t *inputs;              /* globs matched, COUNTER values seen */
+  bool wanted[MS_OUT_COUNT];     /* outputs to dispatch */
+  cdtime_t interval;             /* between read cycles */
+  unsigned long cycles;          /* read cycles run */
+  c_complain_t slow_cycle;       /* a cycle took more than half the interval */
+  c_complain_t many_bad;         /* many services without usable inputs */
+  c_complain_t many_calibration; /* many calibration inputs unusable */
 } plugin_state;
 
 /* Configuration is read before init.  The service file is loaded with it,
@@ -346,6 +348,29 @@ static void log_problems(plugin_state *st, const problem *named, size_t n_bad,
   }
 }
 
+/* Calibration's log lines (doc/design.md §1.8): a learned value taken into
+ * use, at most three times in a service's life; an input that gave no
+ * sample, rate-limited per service, and named only while few services
+ * have one (ms_read then logs one line for all). */
+static void log_calibration(plugin_state *st, service_state *ss,
+                            const ms_step *step, size_t *n_calibration) {
+  if (step->info[0] != '\0')
+    INFO(PLUGIN_NAME " plugin: service \"%s\": %s", ss->spec->name, step->info);
+  const char *why = step->inference.calibration_problem;
+  if (why[0] == '\0') {
+    c_release(LOG_INFO, &ss->calibration,
+              PLUGIN_NAME " plugin: service \"%s\": calibration inputs "
+                          "usable again",
+              ss->spec->name);
+    return;
+  }
+  if (++*n_calibration <= MAX_NAMED_PER_CYCLE)
+    c_complain(LOG_NOTICE, &ss->calibration,
+               PLUGIN_NAME " plugin: service \"%s\": calibration: %s",
+               ss->spec->name, why);
+  (void)st;
+}
+
 static int ms_read(user_data_t *ud) {
   plugin_state *st = ud->data;
   pthread_mutex_lock(&st->lock);
@@ -355,7 +380,7 @@ static int ms_read(user_data_t *ud) {
   /* Count the services without usable inputs, keeping the first few
    * reasons, so the log names them one by one only when they are few. */
   problem named[MAX_NAMED_PER_CYCLE];
-  size_t n_bad = 0, n_back = 0;
+  size_t n_bad = 0, n_back = 0, n_calibration = 0;
   const char *back[MAX_NAMED_PER_CYCLE];
   for (size_t s = 0; s < st->n_services; s++) {
     service_state *ss = &st->services[s];
@@ -397,8 +422,17 @@ static int ms_read(user_data_t *ud) {
     }
     dispatch_report(host, ss->spec->name, &step.report, st->wanted, started);
     dispatch_notes(host, ss->spec->name, &step);
+    log_calibration(st, ss, &step, &n_calibration);
   }
   log_problems(st, named, n_bad, n_back, back);
+  if (n_calibration > MAX_NAMED_PER_CYCLE)
+    c_complain(LOG_NOTICE, &st->many_calibration,
+               PLUGIN_NAME " plugin: %zu services have calibration inputs "
+                           "that gave no sample this interval",
+               n_calibration);
+  else
+    c_release(LOG_INFO, &st->many_calibration,
+              PLUGIN_NAME " plugin: calibration inputs usable again");
   /* The cost of a cycle, so an operator can see what the plugin takes from
    * the daemon: once at start, and whenever it exceeds half the interval. */
   cdtime_t took = cdtime() - started;
@@ -437,6 +471,7 @@ static int ms_init(void) {
   pthread_mutex_init(&st->lock, NULL);
   C_COMPLAIN_INIT(&st->slow_cycle);
   C_COMPLAIN_INIT(&st->many_bad);
+  C_COMPLAIN_INIT(&st->many_calibration);
   st->path = conf_service_file;
   st->host = conf_host;
   conf_service_file = conf_host = NULL;
@@ -461,6 +496,7 @@ static int ms_init(void) {
     ms_tracker_init(&ss->tracker);
     C_COMPLAIN_INIT(&ss->complaint);
     C_COMPLAIN_INIT(&ss->partial);
+    C_COMPLAIN_INIT(&ss->calibration);
   }
   st->inputs = inputs_create(st->file.services, st->n_services);
   if (st->inputs == NULL) {

@@ -35,6 +35,14 @@ typedef enum {
   MS_INPUT_ERROR,       /* error_rate: failed attempts/s */
   MS_INPUT_POOL,        /* pool_size: live servers (erlang model) */
   MS_INPUT_QUEUE,       /* queue_length: requests waiting for a server */
+  /* calibration inputs (doc/design.md §1.8): what the service is seen to
+   * do, for learning its parameters; never needed for a verdict */
+  MS_INPUT_BUSY,       /* busy_servers: servers busy, on average over the
+                          interval (php-fpm's active processes) */
+  MS_INPUT_COMPLETION, /* completion_rate: attempts the service completed
+                          per second, failed ones it served included */
+  MS_INPUT_LATENCY,    /* latency: mean service time of a completed
+                          attempt, s (the time in service, not the wait) */
   MS_INPUT_COUNT
 } ms_input_id;
 
@@ -63,6 +71,9 @@ typedef struct {
   double number;      /* MS_SOURCE_NUMBER */
   char *pattern;      /* MS_SOURCE_IDENTIFIER or MS_SOURCE_GLOB, else NULL */
   ms_missing missing; /* identifier or glob; always skip for a number */
+  double scale;       /* identifier or glob: the value read is multiplied
+                         by it (`scale: 0.001` for a timer in ms); 0 means
+                         1 */
   int line, column;   /* where it was written (1-based) */
 } ms_source;
 
@@ -73,6 +84,39 @@ typedef struct {
 /* A service file's headroom_warning is a share of the tipping load,
  * strictly between 0 and MS_MAX_HEADROOM_WARNING (all of it). */
 #define MS_MAX_HEADROOM_WARNING 1.0
+
+/* What `calibrate:` learns (doc/design.md §1.8), as bits. */
+typedef enum {
+  MS_CALIBRATE_SERVICE_TIME = 1, /* from busy_servers and completion_rate,
+                                    or latency */
+  MS_CALIBRATE_BASE_FAILURE = 2, /* from the failure ratio at low load */
+  MS_CALIBRATE_SERVERS = 4,      /* from busy_servers while saturated,
+                                    when there is no pool_size input */
+} ms_calibrate_flags;
+
+/* The calibration settings of a service file: default, and range.  0 in
+ * ms_service_spec means the default. */
+#define MS_DEFAULT_CALIBRATION_TIME                                            \
+  300.0                                  /* s: the estimators' time            \
+                                            constant */
+#define MS_MAX_CALIBRATION_TIME 604800.0 /* s: a week */
+#define MS_DEFAULT_CALIBRATION_THRESHOLD                                       \
+  0.01 /* relative move of an                                                  \
+          estimate that rebuilds                                               \
+          the landscape */
+#define MS_MAX_CALIBRATION_THRESHOLD 1.0
+#define MS_DEFAULT_CALIBRATION_INTERVALS                                       \
+  10 /* samples before a learned                                               \
+        value replaces the file's */
+#define MS_MAX_CALIBRATION_INTERVALS 100000
+#define MS_DEFAULT_MISFIT_THRESHOLD                                            \
+  4.0 /* |model_residual| beyond it is a                                       \
+         misfit */
+#define MS_MAX_MISFIT_THRESHOLD 1000.0
+#define MS_DEFAULT_MISFIT_INTERVALS                                            \
+  5 /* consecutive misfits before the                                          \
+       WARNING */
+#define MS_MAX_MISFIT_INTERVALS 100000
 
 /* One service of a service file. */
 typedef struct {
@@ -86,6 +130,12 @@ typedef struct {
                               many intervals without a storm; 0 means
                               MS_DEFAULT_CLEAR_AFTER */
   ms_source inputs[MS_INPUT_COUNT];
+  int calibrate;                /* ms_calibrate_flags: what is learned */
+  double calibration_time;      /* s; 0: MS_DEFAULT_CALIBRATION_TIME */
+  double calibration_threshold; /* 0: MS_DEFAULT_CALIBRATION_THRESHOLD */
+  int calibration_intervals;    /* 0: MS_DEFAULT_CALIBRATION_INTERVALS */
+  double misfit_threshold;      /* 0: MS_DEFAULT_MISFIT_THRESHOLD */
+  int misfit_intervals;         /* 0: MS_DEFAULT_MISFIT_INTERVALS */
   int line, column; /* where the service starts in the file (1-based) */
 } ms_service_spec;
 
@@ -146,6 +196,15 @@ typedef struct {
   double observed_failure; /* failed attempts / attempts */
   bool has_queue_length;
   double queue_length; /* requests waiting */
+  /* calibration inputs read this interval (doc/design.md §1.8); a problem
+   * with one of them costs the calibration its sample, never the verdict */
+  bool has_busy_servers;
+  double busy_servers; /* servers busy on average */
+  bool has_completion_rate;
+  double completion_rate; /* attempts completed per second */
+  bool has_latency;
+  double latency;                /* s, mean service time */
+  char calibration_problem[160]; /* "" or why an input gave no sample */
 } ms_inference;
 
 /*
@@ -155,6 +214,9 @@ typedef struct {
  * Observed attempts: arrival_rate, else offered_rate + retry_rate.
  * Observed failure: error_rate / arrival_rate (when arrival_rate > 0).
  * Pool: pool_size rounded, else the file's servers.
+ * Calibration inputs (busy_servers, completion_rate, latency), times
+ * their scale: when one has no usable value it is left out and
+ * calibration_problem says why; the step goes on.
  * An absent input (has[] false) with `missing: zero` counts as 0.
  * Returns 0, or -1 with *bad the input at fault (MS_INPUT_COUNT when the
  * inputs cannot give an offered load at all) and problem saying what is
@@ -178,6 +240,19 @@ typedef struct {
   char message[320];
 } ms_note;
 
+/* What calibration remembers of one service (doc/design.md §1.8). */
+typedef struct {
+  ms_estimator service_time; /* s */
+  ms_estimator base_failure; /* probability */
+  ms_estimator servers;      /* busy servers while saturated */
+  int in_use;                /* ms_calibrate_flags: learned values the
+                                model uses now */
+  int misfit_streak;         /* consecutive intervals beyond the threshold */
+  int fit_streak;            /* consecutive intervals within it */
+  bool misfit_warned;        /* the misfit WARNING went out, not re-armed */
+  bool ready;                /* the estimators were initialised */
+} ms_calibration;
+
 /* The memory of one service between intervals. */
 typedef struct {
   bool has_landscape;
@@ -193,6 +268,7 @@ typedef struct {
   bool headroom_warned;           /* a WARNING went out and has not re-armed */
   int roomy_streak;               /* intervals with enough headroom since */
   unsigned long landscape_builds; /* how many times it was (re)built */
+  ms_calibration calibration;
 } ms_tracker;
 
 /* Result of one step. */
@@ -204,6 +280,8 @@ typedef struct {
   ms_report report; /* when ok */
   int n_notes;
   ms_note notes[2];
+  char info[256]; /* "" or a line for the log: a learned value that the
+                     model starts to use */
 } ms_step;
 
 /* A fresh tracker: cold start, healthy (doc/design.md §1.4). */

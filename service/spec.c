@@ -15,8 +15,9 @@
 #include "yamldoc.h"
 
 static const char *const input_names[MS_INPUT_COUNT] = {
-    "arrival_rate", "offered_rate", "retry_rate",
-    "error_rate",   "pool_size",    "queue_length"};
+    "arrival_rate", "offered_rate",    "retry_rate",
+    "error_rate",   "pool_size",       "queue_length",
+    "busy_servers", "completion_rate", "latency"};
 
 const char *ms_input_name(ms_input_id id) {
   return (unsigned)id < MS_INPUT_COUNT ? input_names[id] : NULL;
@@ -40,6 +41,12 @@ enum {
   K_BASE_FAILURE,
   K_HEADROOM_WARNING,
   K_CLEAR_AFTER,
+  K_CALIBRATE,
+  K_CALIBRATION_TIME,
+  K_CALIBRATION_THRESHOLD,
+  K_CALIBRATION_INTERVALS,
+  K_MISFIT_THRESHOLD,
+  K_MISFIT_INTERVALS,
   K_INPUTS,
   K_COUNT
 };
@@ -57,6 +64,12 @@ static const char *const key_names[] = {"name",
                                         "base_failure",
                                         "headroom_warning",
                                         "clear_after",
+                                        "calibrate",
+                                        "calibration_time",
+                                        "calibration_threshold",
+                                        "calibration_intervals",
+                                        "misfit_threshold",
+                                        "misfit_intervals",
                                         "inputs"};
 _Static_assert(sizeof key_names / sizeof *key_names == K_COUNT,
                "one name per key");
@@ -90,10 +103,14 @@ static int get_source(ms_yaml_loader *ld, const yaml_node_t *v, ms_input_id id,
   out->column = (int)v->start_mark.column + 1;
   double x;
   char why[200];
-  /* a rate may be written per second ("5/s"); pool and queue are counts */
-  bool count = id == MS_INPUT_POOL || id == MS_INPUT_QUEUE;
+  /* a rate may be written per second ("5/s"), a latency as a duration
+   * ("50ms"); pool, queue and busy servers are counts */
+  bool count =
+      id == MS_INPUT_POOL || id == MS_INPUT_QUEUE || id == MS_INPUT_BUSY;
+  bool duration = id == MS_INPUT_LATENCY;
   if (ms_parse_number(s, &x) == 0 ||
-      (!count && ms_parse_rate(s, &x, why, sizeof why) == 0)) {
+      (duration && ms_parse_duration(s, &x, why, sizeof why) == 0) ||
+      (!count && !duration && ms_parse_rate(s, &x, why, sizeof why) == 0)) {
     if (x < 0)
       return ms_yaml_fail(ld, v, "%s = %s must be >= 0 (key 'inputs.%s')", key,
                           s, key);
@@ -136,8 +153,8 @@ static const ms_yaml_keys input_table = {"inputs", "input", input_names,
                                          MS_INPUT_COUNT};
 
 /* The keys of an input written as a mapping. */
-enum { IK_SOURCE, IK_MISSING, IK_COUNT };
-static const char *const input_keys[] = {"source", "missing"};
+enum { IK_SOURCE, IK_MISSING, IK_SCALE, IK_COUNT };
+static const char *const input_keys[] = {"source", "missing", "scale"};
 _Static_assert(sizeof input_keys / sizeof *input_keys == IK_COUNT,
                "one name per key");
 
@@ -174,8 +191,26 @@ static int get_missing(ms_yaml_loader *ld, const yaml_node_t *key,
   return 0;
 }
 
+/* `scale: k` of an identifier or glob input: a finite number > 0. */
+static int get_scale(ms_yaml_loader *ld, const yaml_node_t *key,
+                     const yaml_node_t *v, ms_input_id id, ms_source *out) {
+  const char *name = input_names[id];
+  char what[48];
+  snprintf(what, sizeof what, "inputs.%s.scale", name);
+  if (out->kind == MS_SOURCE_NUMBER)
+    return ms_yaml_fail(ld, key,
+                        "input %s is a number: scale applies to a collectd "
+                        "identifier or glob only (key '%s')",
+                        name, what);
+  if (ms_yaml_get_number(ld, v, what, &out->scale) != 0 ||
+      ms_yaml_check_range(ld, v, what, out->scale, 0.0, MS_MAX_RATE,
+                          MS_BOUND_LO_OPEN) != 0)
+    return -1;
+  return 0;
+}
+
 /* An input: a source as get_source reads it, or a mapping
- * {source: <that>, missing: skip | zero}. */
+ * {source: <that>, missing: skip | zero, scale: k}. */
 static int get_input(ms_yaml_loader *ld, const yaml_node_t *v, ms_input_id id,
                      ms_source *out) {
   if (v->type != YAML_MAPPING_NODE)
@@ -192,9 +227,12 @@ static int get_input(ms_yaml_loader *ld, const yaml_node_t *v, ms_input_id id,
                         input_names[id], input_names[id]);
   if (get_source(ld, val[IK_SOURCE], id, out) != 0)
     return -1;
-  return val[IK_MISSING] == NULL
+  if (val[IK_MISSING] != NULL &&
+      get_missing(ld, key[IK_MISSING], val[IK_MISSING], id, out) != 0)
+    return -1;
+  return val[IK_SCALE] == NULL
              ? 0
-             : get_missing(ld, key[IK_MISSING], val[IK_MISSING], id, out);
+             : get_scale(ld, key[IK_SCALE], val[IK_SCALE], id, out);
 }
 
 static int load_inputs(ms_yaml_loader *ld, const yaml_node_t *map,
@@ -347,6 +385,96 @@ static int read_policy(service_reader *r) {
   return 0;
 }
 
+/* A number setting of the service layer: a duration (unit 1), a whole
+ * number (whole 1) or a plain number, in (lo, hi] (or [lo, hi] for whole
+ * numbers); 0 untouched when the key is absent. */
+static int read_setting(service_reader *r, int k, int unit, int whole,
+                        double lo, double hi, double *out) {
+  const yaml_node_t *v = r->val[k];
+  if (v == NULL)
+    return 0;
+  const char *key = key_names[k];
+  int rc = unit    ? ms_yaml_get_unit(r->ld, v, key, 1, out)
+           : whole ? ms_yaml_get_whole(r->ld, v, key, out)
+                   : ms_yaml_get_number(r->ld, v, key, out);
+  if (rc != 0)
+    return -1;
+  return ms_yaml_check_range(r->ld, v, key, *out, lo, hi,
+                             whole ? MS_BOUND_CLOSED : MS_BOUND_LO_OPEN);
+}
+
+/* `calibrate: [service_time, base_failure, servers]`: a list, or one name. */
+static int read_calibrate(service_reader *r) {
+  const yaml_node_t *v = r->val[K_CALIBRATE];
+  if (v == NULL)
+    return 0;
+  static const char *const names[] = {"service_time", "base_failure",
+                                      "servers"};
+  static const int flags[] = {MS_CALIBRATE_SERVICE_TIME,
+                              MS_CALIBRATE_BASE_FAILURE, MS_CALIBRATE_SERVERS};
+  const yaml_node_t *one[1] = {v};
+  const yaml_node_t *const *items = one;
+  size_t n = 1;
+  const yaml_node_t *list[3];
+  if (v->type == YAML_SEQUENCE_NODE) {
+    size_t count =
+        (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+    if (count == 0 || count > 3)
+      return ms_yaml_fail(r->ld, v,
+                          "calibrate lists 1 to 3 of service_time, "
+                          "base_failure, servers, not %zu items (key "
+                          "'calibrate')",
+                          count);
+    for (size_t i = 0; i < count; i++)
+      list[i] =
+          yaml_document_get_node(r->ld->doc, v->data.sequence.items.start[i]);
+    items = list;
+    n = count;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const char *s = ms_yaml_scalar(items[i]);
+    int f = 0;
+    for (int j = 0; s != NULL && j < 3; j++)
+      if (strcmp(s, names[j]) == 0)
+        f = flags[j];
+    if (f == 0)
+      return ms_yaml_fail(r->ld, items[i],
+                          "calibrate takes service_time, base_failure or "
+                          "servers, not %s%s%s (key 'calibrate')",
+                          s ? "'" : "", s ? s : ms_yaml_kind(items[i]),
+                          s ? "'" : "");
+    if (r->sp->calibrate & f)
+      return ms_yaml_fail(r->ld, items[i],
+                          "calibrate lists %s twice (key 'calibrate')", s);
+    r->sp->calibrate |= f;
+  }
+  return 0;
+}
+
+static int read_calibration_settings(service_reader *r) {
+  ms_service_spec *sp = r->sp;
+  double n = 0;
+  if (read_calibrate(r) != 0 ||
+      read_setting(r, K_CALIBRATION_TIME, 1, 0, 0.0, MS_MAX_CALIBRATION_TIME,
+                   &sp->calibration_time) != 0 ||
+      read_setting(r, K_CALIBRATION_THRESHOLD, 0, 0, 0.0,
+                   MS_MAX_CALIBRATION_THRESHOLD,
+                   &sp->calibration_threshold) != 0 ||
+      read_setting(r, K_MISFIT_THRESHOLD, 0, 0, 0.0, MS_MAX_MISFIT_THRESHOLD,
+                   &sp->misfit_threshold) != 0)
+    return -1;
+  if (read_setting(r, K_CALIBRATION_INTERVALS, 0, 1, 2.0,
+                   MS_MAX_CALIBRATION_INTERVALS, &n) != 0)
+    return -1;
+  sp->calibration_intervals = (int)n;
+  n = 0;
+  if (read_setting(r, K_MISFIT_INTERVALS, 0, 1, 1.0, MS_MAX_MISFIT_INTERVALS,
+                   &n) != 0)
+    return -1;
+  sp->misfit_intervals = (int)n;
+  return 0;
+}
+
 /* The service layer's own settings (service.h's limits). */
 static int read_settings(service_reader *r) {
   ms_service_spec *sp = r->sp;
@@ -369,6 +497,53 @@ static int read_settings(service_reader *r) {
       return -1;
     sp->clear_after = (int)n;
   }
+  return read_calibration_settings(r);
+}
+
+/* Whether what `calibrate:` learns can be learned from the inputs. */
+static int check_calibrate(service_reader *r) {
+  const ms_source *in = r->sp->inputs;
+  int c = r->sp->calibrate;
+  const yaml_node_t *at = r->key[K_CALIBRATE];
+#define HAS(id) (in[id].kind != MS_SOURCE_NONE)
+  if ((c & (MS_CALIBRATE_SERVICE_TIME | MS_CALIBRATE_SERVERS)) && !r->erlang)
+    return ms_yaml_fail(r->ld, at,
+                        "calibrate: service_time and servers apply to the "
+                        "erlang model only (service '%s' uses model "
+                        "capacity)",
+                        r->name);
+  if ((c & MS_CALIBRATE_SERVICE_TIME) &&
+      !(HAS(MS_INPUT_BUSY) && HAS(MS_INPUT_COMPLETION)) &&
+      !HAS(MS_INPUT_LATENCY))
+    return ms_yaml_fail(r->ld, at,
+                        "calibrate: service_time needs the inputs "
+                        "busy_servers and completion_rate, or latency "
+                        "(service '%s')",
+                        r->name);
+  if ((c & MS_CALIBRATE_BASE_FAILURE) &&
+      !(HAS(MS_INPUT_ERROR) && HAS(MS_INPUT_ARRIVAL)))
+    return ms_yaml_fail(r->ld, at,
+                        "calibrate: base_failure needs the inputs "
+                        "arrival_rate and error_rate (service '%s')",
+                        r->name);
+  if ((c & MS_CALIBRATE_SERVERS) && HAS(MS_INPUT_POOL))
+    return ms_yaml_fail(r->ld, at,
+                        "calibrate: servers is for a service without a "
+                        "pool_size input; service '%s' reads its pool size",
+                        r->name);
+  if ((c & MS_CALIBRATE_SERVERS) && !HAS(MS_INPUT_BUSY))
+    return ms_yaml_fail(r->ld, at,
+                        "calibrate: servers needs the input busy_servers "
+                        "(service '%s')",
+                        r->name);
+  if ((HAS(MS_INPUT_BUSY) || HAS(MS_INPUT_COMPLETION) ||
+       HAS(MS_INPUT_LATENCY)) &&
+      !r->erlang)
+    return ms_yaml_fail(r->ld, r->key[K_INPUTS],
+                        "inputs busy_servers, completion_rate and latency "
+                        "apply to the erlang model only (service '%s')",
+                        r->name);
+#undef HAS
   return 0;
 }
 
@@ -401,7 +576,7 @@ static int read_inputs(service_reader *r) {
         "give offered_rate, or arrival_rate with retry_rate or "
         "error_rate",
         r->name);
-  return 0;
+  return check_calibrate(r);
 }
 
 /* The parameters together, and the model solved once now, so that a

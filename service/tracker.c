@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "calibration.h"
 #include "service.h"
 
 const char *ms_note_severity_name(ms_note_severity s) {
@@ -55,8 +56,40 @@ static int need(const ms_service_spec *spec, const ms_inputs *in,
                               : "is infinite");
   if (x < 0)
     return bad_input(id, bad, problem, len, "is negative");
-  *v = x;
+  double k = spec->inputs[id].scale;
+  *v = k > 0 ? x * k : x;
+  if (!isfinite(*v))
+    return bad_input(id, bad, problem, len, "is infinite once scaled");
   return 0;
+}
+
+static bool calibration_input(int id) {
+  return id == MS_INPUT_BUSY || id == MS_INPUT_COMPLETION ||
+         id == MS_INPUT_LATENCY;
+}
+
+/* The calibration inputs read from collectd (or a trace): a value each may
+ * lack costs only its sample (doc/design.md §1.8). */
+static void read_calibration_inputs(const ms_service_spec *spec,
+                                    const ms_inputs *in, ms_inference *r) {
+  bool *has[] = {&r->has_busy_servers, &r->has_completion_rate,
+                 &r->has_latency};
+  double *val[] = {&r->busy_servers, &r->completion_rate, &r->latency};
+  for (int i = 0; i < 3; i++) {
+    ms_input_id id = (ms_input_id)(MS_INPUT_BUSY + i);
+    const ms_source *src = &spec->inputs[id];
+    if (src->kind == MS_SOURCE_NONE || src->kind == MS_SOURCE_NUMBER)
+      continue; /* a constant observes nothing */
+    ms_input_id bad;
+    char why[sizeof r->calibration_problem];
+    if (need(spec, in, id, val[i], &bad, why, sizeof why) != 0) {
+      if (r->calibration_problem[0] == '\0')
+        snprintf(r->calibration_problem, sizeof r->calibration_problem, "%s",
+                 why);
+      continue;
+    }
+    *has[i] = true;
+  }
 }
 
 int ms_infer(const ms_service_spec *spec, const ms_inputs *in,
@@ -72,7 +105,7 @@ int ms_infer(const ms_service_spec *spec, const ms_inputs *in,
   bool read[MS_INPUT_COUNT] = {0};
   int n_read = 0, n_absent = 0;
   for (int i = 0; i < MS_INPUT_COUNT; i++) {
-    if (src[i].kind == MS_SOURCE_NONE)
+    if (src[i].kind == MS_SOURCE_NONE || calibration_input(i))
       continue;
     if (need(spec, in, (ms_input_id)i, &v[i], bad, problem, problem_len) != 0)
       return -1;
@@ -153,6 +186,7 @@ int ms_infer(const ms_service_spec *spec, const ms_inputs *in,
              "arrival_rate with retry_rate or error_rate)");
     return -1;
   }
+  read_calibration_inputs(spec, in, &r);
   *out = r;
   return 0;
 }
@@ -317,8 +351,21 @@ void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
   ms_service_params params = spec->params;
   if (params.model.kind == MS_MODEL_ERLANG)
     params.model.servers = out->inference.servers;
+  double tau = in->interval > 0 && isfinite(in->interval) ? in->interval : 0.0;
+  ms_inference *inf = &out->inference;
+  /* calibration (doc/design.md §1.8): the learned values in use replace the
+   * file's; the landscape is rebuilt only when one moved past the
+   * threshold */
+  char problem[sizeof inf->calibration_problem];
+  ms_calibration_update(&t->calibration, spec,
+                        t->has_landscape ? &t->landscape : NULL, t->storm, inf,
+                        tau > 0 ? tau : 1.0, &params, out->info,
+                        sizeof out->info, problem, sizeof problem);
+  if (inf->calibration_problem[0] == '\0' && problem[0] != '\0')
+    memcpy(inf->calibration_problem, problem, sizeof problem);
   ms_error err;
   if (!t->has_landscape || !same_params(&t->landscape.params, &params)) {
+    double old_tip = t->has_landscape ? t->landscape.tipping_load : NAN;
     if (ms_landscape_build(&params, &t->landscape, &err) != MS_OK) {
       t->has_landscape = false;
       out->bad = MS_INPUT_COUNT;
@@ -327,8 +374,12 @@ void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
     }
     t->has_landscape = true;
     t->landscape_builds++;
+    size_t n = strlen(out->info);
+    if (n > 0 && isfinite(old_tip) && n < sizeof out->info)
+      snprintf(out->info + n, sizeof out->info - n,
+               "; the model uses it now: tipping load %.5g -> %.5g req/s",
+               old_tip, t->landscape.tipping_load);
   }
-  const ms_inference *inf = &out->inference;
   ms_observation obs = {
       .offered_load = inf->offered_load,
       .has_observed_attempts = inf->has_observed_attempts,
@@ -338,8 +389,7 @@ void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
       .has_previous = t->has_state,
       .previous = t->state,
       .previous_storm = t->storm,
-      .interval =
-          in->interval > 0 && isfinite(in->interval) ? in->interval : 0.0,
+      .interval = tau,
       .has_queue_length = inf->has_queue_length,
       .queue_length = inf->queue_length,
   };
@@ -349,6 +399,8 @@ void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
     return;
   }
   out->ok = true;
+  ms_calibration_report(&t->calibration, spec, &t->landscape, inf,
+                        tau > 0 ? tau : 1.0, &out->report);
   const ms_report *r = &out->report;
   /* Notifications have hysteresis in time: a storm is announced at once,
    * but announced over only after clear_after intervals without one, so a
@@ -361,6 +413,10 @@ void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
   bool failure = storm_notes(t, r, clear_after, out);
   bool latch = latch_note(t, r, obs.interval, clear_after, out);
   headroom_note(t, spec, r, clear_after, failure || latch, out);
+  char misfit[256];
+  if (ms_calibration_misfit(&t->calibration, spec, &t->landscape, r, t->storm,
+                            clear_after, misfit, sizeof misfit))
+    note(out, MS_NOTE_WARNING, "%s", misfit);
   t->state = r->state;
   t->storm = r->storm != 0;
   t->has_state = true;

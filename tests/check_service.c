@@ -151,8 +151,8 @@ static const struct {
     {SVC ERL "    headroom_warning: 2\n" IN, "8:23", "headroom_warning = 2"},
     {SVC ERL, "2:5", "needs inputs"},
     {SVC ERL "    inputs: 5\n", "8:13", "must be a mapping"},
-    {SVC ERL "    inputs:\n      latency: h/p/t\n", "9:7",
-     "unknown input 'latency'"},
+    {SVC ERL "    inputs:\n      response_time: h/p/t\n", "9:7",
+     "unknown input 'response_time'"},
     {SVC ERL "    inputs:\n      offered_rate: 5\n      offered_rate: 6\n",
      "10:7", "input 'offered_rate' given twice in inputs"},
     {SVC ERL "    inputs:\n      offered_rate: host/plugin\n", "9:21",
@@ -181,7 +181,8 @@ static const struct {
     {SVC ERL IN_OFF "      retry_rate: {source: h/p/t, missing: [zero]}\n",
      "10:44", "missing must be skip or zero, not a list"},
     {SVC ERL IN_OFF "      retry_rate: {source: h/p/t, colour: red}\n", "10:35",
-     "unknown key 'colour' in input retry_rate (known: source, missing)"},
+     "unknown key 'colour' in input retry_rate (known: source, missing, "
+     "scale)"},
     {SVC ERL IN_OFF "      retry_rate: {source: h/p/t, missing: zero, "
                     "missing: skip}\n",
      "10:50", "key 'missing' given twice in input retry_rate"},

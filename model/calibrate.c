@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Calibration (doc/design.md §1.8): the exponentially weighted estimator
+ * behind every learned parameter, and the residual that says how far the
+ * model's failure probability is from what is observed.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+void ms_estimator_init(ms_estimator *e, double time_constant) {
+  memset(e, 0, sizeof *e);
+  e->time_constant =
+      isfinite(time_constant) && time_constant > 0 ? time_constant : INFINITY;
+}
+
+int ms_estimator_add(ms_estimator *e, double x, double w, double dt,
+                     ms_error *err) {
+  if (!isfinite(x))
+    return ms_fail(err, MS_EINVAL, "estimator sample %g is not finite", x);
+  if (!(isfinite(w) && w > 0))
+    return ms_fail(err, MS_EINVAL, "estimator weight %g must be > 0", w);
+  if (!(isfinite(dt) && dt >= 0))
+    return ms_fail(err, MS_EINVAL, "estimator time step %g s must be >= 0", dt);
+  /* fade: exp(-dt / tc) in (0, 1]; never 0, so an estimate is never lost
+   * altogether (a long gap leaves the old samples as a faint prior) */
+  double a = isinf(e->time_constant) ? 1.0 : exp(-dt / e->time_constant);
+  if (a < 1e-12)
+    a = 1e-12;
+  e->weight *= a;
+  e->scatter *= a;
+  e->count *= a;
+  e->count_sq *= a * a;
+  e->weight_sq *= a * a;
+  /* West (1979): the mean moves by the sample's share of the weight; the
+   * scatter grows by w (x - m_old)(x - m_new) */
+  double total = e->weight + w;
+  double delta = x - e->mean;
+  double mean = e->mean + delta * (w / total);
+  e->scatter += w * delta * (x - mean);
+  if (e->scatter < 0)
+    e->scatter = 0;
+  e->mean = mean;
+  e->weight = total;
+  e->count += 1;
+  e->count_sq += 1;
+  e->weight_sq += w;
+  e->samples++;
+  return MS_OK;
+}
+
+double ms_estimator_effective_samples(const ms_estimator *e) {
+  return e->count_sq > 0 ? e->count * e->count / e->count_sq : 0.0;
+}
+
+bool ms_estimator_get(const ms_estimator *e, double *mean, double *se) {
+  if (e->samples < 2 || !(e->weight > 0))
+    return false;
+  double k = ms_estimator_effective_samples(e);
+  double s = 0;
+  if (k > 1) {
+    double sigma2 = e->scatter / e->count * (k / (k - 1));
+    s = sqrt(sigma2 * e->weight_sq) / e->weight;
+  }
+  if (mean != NULL)
+    *mean = e->mean;
+  if (se != NULL)
+    *se = isfinite(s) ? s : 0.0;
+  return true;
+}
+
+/* q ln(q / p), 0 at q = 0 */
+static double xlogy(double q, double p) { return q > 0 ? q * log(q / p) : 0; }
+
+double ms_failure_residual(double observed, double predicted, double attempts) {
+  if (!(observed >= 0 && observed <= 1 && predicted >= 0 && predicted <= 1 &&
+        attempts > 0 && isfinite(attempts)))
+    return 0.0;
+  double n1 = attempts + 1;
+  double q = (observed * attempts + 0.5) / n1;
+  double p = (predicted * attempts + 0.5) / n1;
+  /* (1 - q) ln((1 - q)/(1 - p)) by log1p: q and p are often tiny */
+  double d = xlogy(q, p) + (1 - q) * (log1p(-q) - log1p(-p));
+  double D = 2 * n1 * d;
+  double r = sqrt(D > 0 ? D : 0);
+  return q < p ? -r : r;
+}

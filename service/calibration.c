@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Calibration in the per-interval step (doc/design.md §1.8; calibration.h).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "calibration.h"
+
+/* The service's settings, defaults filled in. */
+static double time_constant(const ms_service_spec *s) {
+  return s->calibration_time > 0 ? s->calibration_time
+                                 : MS_DEFAULT_CALIBRATION_TIME;
+}
+static double threshold(const ms_service_spec *s) {
+  return s->calibration_threshold > 0 ? s->calibration_threshold
+                                      : MS_DEFAULT_CALIBRATION_THRESHOLD;
+}
+static unsigned long min_samples(const ms_service_spec *s) {
+  return (unsigned long)(s->calibration_intervals > 0
+                             ? s->calibration_intervals
+                             : MS_DEFAULT_CALIBRATION_INTERVALS);
+}
+static double misfit_threshold(const ms_service_spec *s) {
+  return s->misfit_threshold > 0 ? s->misfit_threshold
+                                 : MS_DEFAULT_MISFIT_THRESHOLD;
+}
+static int misfit_intervals(const ms_service_spec *s) {
+  return s->misfit_intervals > 0 ? s->misfit_intervals
+                                 : MS_DEFAULT_MISFIT_INTERVALS;
+}
+
+/* A learned service time is taken into use only once its standard error
+ * is under this share of it. */
+#define SERVICE_TIME_MAX_REL_ERROR 0.1
+/* The base failure is sampled where the overload part of p(x) (the wait
+ * tail, or the excess over the capacity) is under this, and the attempt
+ * rate under BASE_MAX_UTILIZATION of the saturation load. */
+#define BASE_MAX_OVERLOAD 1e-3
+#define BASE_MAX_UTILIZATION 0.9
+/* The largest base failure taken into use (the model needs base < 1). */
+#define BASE_MAX 0.999
+/* A service time misfit is also this far (relatively) from the one used. */
+#define SERVICE_TIME_MISFIT 0.1
+
+/* The overload part of p(x): P(W > T) (erlang) or (x - C)/x (capacity). */
+static double overload_part(const ms_failure_model *m, double x) {
+  if (x <= 0)
+    return 0;
+  if (m->kind == MS_MODEL_CAPACITY)
+    return x > m->capacity ? (x - m->capacity) / x : 0.0;
+  double ln_tail;
+  if (ms_ln_wait_tail(m->servers, m->service_rate, x, m->timeout, &ln_tail,
+                      NULL) != MS_OK)
+    return 1.0;
+  return exp(ln_tail);
+}
+
+/* The service time sample of this interval (utilisation law, else the
+ * latency input); false with problem set when the inputs contradict. */
+static void sample_service_time(ms_calibration *c, const ms_service_spec *spec,
+                                const ms_inference *inf, double tau,
+                                long servers, char *problem, size_t len) {
+  ms_error e;
+  if (inf->has_busy_servers && inf->has_completion_rate) {
+    double busy = inf->busy_servers, done = inf->completion_rate;
+    bool learn_pool = (spec->calibrate & MS_CALIBRATE_SERVERS) != 0;
+    if (!learn_pool && busy > (double)servers * (1 + 1e-9)) {
+      snprintf(problem, len,
+               "busy_servers %.5g exceeds the pool of %ld servers: no "
+               "service time sample",
+               busy, servers);
+      return;
+    }
+    if (inf->has_observed_attempts &&
+        ms_beyond_noise(done, inf->observed_attempts, tau)) {
+      snprintf(problem, len,
+               "completion_rate %.5g/s exceeds the %.5g attempts/s observed: "
+               "no service time sample",
+               done, inf->observed_attempts);
+      return;
+    }
+    /* Denning & Buzen (1978): busy = completions x service time */
+    if (busy > 0 && done > 0)
+      ms_estimator_add(&c->service_time, busy / done, done * tau, tau, &e);
+    return;
+  }
+  if (inf->has_latency && inf->latency > 0) {
+    double w = inf->has_completion_rate && inf->completion_rate > 0
+                   ? inf->completion_rate * tau
+                   : 1.0;
+    ms_estimator_add(&c->service_time, inf->latency, w, tau, &e);
+  }
+}
+
+/* The base failure sample: the failure ratio where the model says nothing
+ * fails from overload, outside storms. */
+static void sample_base_failure(ms_calibration *c, const ms_failure_model *m,
+                                bool storm, const ms_inference *inf,
+                                double tau) {
+  if (storm || !inf->has_observed_failure || !inf->has_observed_attempts)
+    return;
+  double x = inf->observed_attempts;
+  ms_failure_model probe = *m;
+  double cap = probe.kind == MS_MODEL_ERLANG
+                   ? (double)probe.servers * probe.service_rate
+                   : probe.capacity;
+  if (x <= 0 || x > BASE_MAX_UTILIZATION * cap ||
+      overload_part(&probe, x) > BASE_MAX_OVERLOAD)
+    return;
+  ms_error e;
+  ms_estimator_add(&c->base_failure, inf->observed_failure, x * tau, tau, &e);
+}
+
+/* The pool size sample: the busy servers of an interval that shows the
+ * pool saturated (a backlog, attempts beyond completions, or more busy
+ * servers than the pool in use). */
+static void sample_servers(ms_calibration *c, const ms_inference *inf,
+                           double tau, long servers) {
+  if (!inf->has_busy_servers)
+    return;
+  double busy = inf->busy_servers;
+  bool saturated =
+      (inf->has_queue_length && inf->queue_length >= 1) ||
+      (inf->has_completion_rate && inf->has_observed_attempts &&
+       ms_beyond_noise(inf->observed_attempts, inf->completion_rate, tau)) ||
+      busy > (double)servers + 0.5;
+  ms_error e;
+  if (saturated && busy > 0)
+    ms_estimator_add(&c->servers, busy, 1.0, tau, &e);
+}
+
+/* Whether learned value flag may be taken into use now. */
+static bool ready(const ms_calibration *c, const ms_service_spec *spec,
+                  int flag) {
+  const ms_estimator *e = flag == MS_CALIBRATE_SERVICE_TIME   ? &c->service_time
+                          : flag == MS_CALIBRATE_BASE_FAILURE ? &c->base_failure
+                                                              : &c->servers;
+  double m, se;
+  if (e->samples < min_samples(spec) || !ms_estimator_get(e, &m, &se))
+    return false;
+  if (flag == MS_CALIBRATE_SERVICE_TIME)
+    return m > 0 && se <= SERVICE_TIME_MAX_REL_ERROR * m;
+  return true;
+}
+
+/* The learned values in use, into *p; a value within the threshold of
+ * the current landscape's keeps the landscape's. */
+static void substitute(const ms_calibration *c, const ms_service_spec *spec,
+                       const ms_landscape *current, ms_service_params *p) {
+  double m, thr = threshold(spec);
+  ms_failure_model *fm = &p->model;
+  const ms_failure_model *old = current ? &current->params.model : NULL;
+  if ((c->in_use & MS_CALIBRATE_SERVICE_TIME) &&
+      ms_estimator_get(&c->service_time, &m, NULL) &&
+      ms_param_check(MS_PARAM_SERVICE_TIME, m, NULL) == MS_OK) {
+    double mu = 1.0 / m;
+    fm->service_rate =
+        old && fabs(old->service_rate / mu - 1) <= thr ? old->service_rate : mu;
+  }
+  if ((c->in_use & MS_CALIBRATE_BASE_FAILURE) &&
+      ms_estimator_get(&c->base_failure, &m, NULL)) {
+    double b = fmin(fmax(m, 0.0), BASE_MAX);
+    fm->base_failure = old && fabs(old->base_failure - b) <=
+                                   thr * fmax(old->base_failure, 0.01)
+                           ? old->base_failure
+                           : b;
+  }
+  if ((c->in_use & MS_CALIBRATE_SERVERS) &&
+      ms_estimator_get(&c->servers, &m, NULL)) {
+    double n = fmax(1.0, floor(m + 0.5));
+    if (ms_param_check(MS_PARAM_SERVERS, n, NULL) == MS_OK)
+      fm->servers = (long)n;
+  }
+}
+
+/* "learned service time 51.2 ms ± 1.3 ms (configured 80 ms) from 12
+ * intervals", for the log. */
+static int describe(const ms_calibration *c, const ms_service_spec *spec,
+                    int flag, char *buf, size_t len) {
+  double m, se;
+  const ms_failure_model *fm = &spec->params.model;
+  if (flag == MS_CALIBRATE_SERVICE_TIME) {
+    ms_estimator_get(&c->service_time, &m, &se);
+    return snprintf(buf, len,
+                    "service time %.4g ms ± %.2g ms (configured %.4g ms)",
+                    1e3 * m, 1e3 * se, 1e3 / fm->service_rate);
+  }
+  if (flag == MS_CALIBRATE_BASE_FAILURE) {
+    ms_estimator_get(&c->base_failure, &m, &se);
+    return snprintf(buf, len,
+                    "base failure %.3g%% ± %.2g%% (configured %.3g%%)", 100 * m,
+                    100 * se, 100 * fm->base_failure);
+  }
+  ms_estimator_get(&c->servers, &m, &se);
+  return snprintf(buf, len, "pool of %.0f servers (configured %ld)",
+                  fmax(1.0, floor(m + 0.5)), fm->servers);
+}
+
+void ms_calibration_update(ms_calibration *c, const ms_service_spec *spec,
+                           const ms_landscape *current, bool storm,
+                           const ms_inference *inf, double tau,
+                           ms_service_params *params, char *info,
+                           size_t info_len, char *problem, size_t problem_len) {
+  if (info_len > 0)
+    info[0] = '\0';
+  if (problem_len > 0)
+    problem[0] = '\0';
+  if (!c->ready) {
+    double tc = time_constant(spec);
+    ms_estimator_init(&c->service_time, tc);
+    ms_estimator_init(&c->base_failure, tc);
+    ms_estimator_init(&c->servers, tc);
+    c->ready = true;
+  }
+  if (!(tau > 0 && isfinite(tau)))
+    tau = 1.0;
+  bool erlang = params->model.kind == MS_MODEL_ERLANG;
+  /* the pool in use: the file's or pool_size's, or the learned one */
+  ms_service_params in_use = *params;
+  substitute(c, spec, current, &in_use);
+  if (erlang)
+    sample_service_time(c, spec, inf, tau, in_use.model.servers, problem,
+                        problem_len);
+  if (spec->calibrate & MS_CALIBRATE_BASE_FAILURE)
+    sample_base_failure(c, current ? &current->params.model : &in_use.model,
+                        storm, inf, tau);
+  if (erlang && (spec->calibrate & MS_CALIBRATE_SERVERS))
+    sample_servers(c, inf, tau, in_use.model.servers);
+  /* take into use what is known well enough now */
+  size_t used = 0;
+  static const int flags[] = {MS_CALIBRATE_SERVICE_TIME,
+                              MS_CALIBRATE_BASE_FAILURE, MS_CALIBRATE_SERVERS};
+  for (int i = 0; i < 3; i++) {
+    int f = flags[i];
+    if (!(spec->calibrate & f) || (c->in_use & f) || !ready(c, spec, f))
+      continue;
+    c->in_use |= f;
+    if (used < info_len) {
+      int n = snprintf(info + used, info_len - used, "%slearned ",
+                       used == 0 ? "" : "; ");
+      used += n > 0 ? (size_t)n : 0;
+    }
+    if (used < info_len) {
+      int n = describe(c, spec, f, info + used, info_len - used);
+      used += n > 0 ? (size_t)n : 0;
+    }
+  }
+  ms_service_params next = *params;
+  substitute(c, spec, current, &next);
+  /* a learned value the model cannot take keeps the file's */
+  if (ms_service_params_check(&next, NULL) == MS_OK)
+    *params = next;
+}
+
+void ms_calibration_report(const ms_calibration *c, const ms_service_spec *spec,
+                           const ms_landscape *ls, const ms_inference *inf,
+                           double tau, ms_report *r) {
+  if (!(tau > 0 && isfinite(tau)))
+    tau = 1.0;
+  double m, se;
+  if (spec->params.model.kind == MS_MODEL_ERLANG &&
+      ms_estimator_get(&c->service_time, &m, &se)) {
+    r->has_service_time_estimate = r->has_service_time_error = true;
+    r->service_time_estimate = m;
+    r->service_time_error = se;
+    r->has_service_time_ratio = true;
+    r->service_time_ratio = m * spec->params.model.service_rate;
+  }
+  if ((spec->calibrate & MS_CALIBRATE_BASE_FAILURE) &&
+      ms_estimator_get(&c->base_failure, &m, NULL)) {
+    r->has_base_failure_estimate = true;
+    r->base_failure_estimate = fmin(fmax(m, 0.0), 1.0);
+  }
+  if ((spec->calibrate & MS_CALIBRATE_SERVERS) &&
+      ms_estimator_get(&c->servers, &m, NULL)) {
+    r->has_servers_estimate = true;
+    r->servers_estimate = fmax(1.0, floor(m + 0.5));
+  }
+  if (spec->calibrate) {
+    r->has_calibrated = true;
+    r->calibrated = (double)(((c->in_use & 1) != 0) + ((c->in_use & 2) != 0) +
+                             ((c->in_use & 4) != 0));
+  }
+  double p;
+  if (inf->has_observed_attempts &&
+      ms_failure_probability(&ls->params.model, inf->observed_attempts, &p,
+                             NULL) == MS_OK) {
+    r->has_model_failure_ratio = true;
+    r->model_failure_ratio = p;
+    if (inf->has_observed_failure) {
+      r->has_model_residual = true;
+      r->model_residual = ms_failure_residual(inf->observed_failure, p,
+                                              inf->observed_attempts * tau);
+    }
+  }
+}
+
+/* Whether the learned service time is far from the one the model uses:
+ * more than misfit_threshold standard errors and SERVICE_TIME_MISFIT. */
+static bool service_time_off(const ms_service_spec *spec,
+                             const ms_landscape *ls, const ms_report *r) {
+  if (!r->has_service_time_estimate || ls->params.model.kind != MS_MODEL_ERLANG)
+    return false;
+  double used = 1.0 / ls->params.model.service_rate;
+  double d = fabs(r->service_time_estimate - used);
+  return d > SERVICE_TIME_MISFIT * used &&
+         d > misfit_threshold(spec) * r->service_time_error;
+}
+
+bool ms_calibration_misfit(ms_calibration *c, const ms_service_spec *spec,
+                           const ms_landscape *ls, const ms_report *r,
+                           bool previous_storm, int clear_after, char *msg,
+                           size_t len) {
+  /* a storm's transient is not the steady state the model describes:
+   * streaks wait for calm */
+  if (r->storm || previous_storm)
+    return false;
+  bool failures =
+      r->has_model_residual && fabs(r->model_residual) > misfit_threshold(spec);
+  bool slow = service_time_off(spec, ls, r);
+  if (!failures && !slow) {
+    c->misfit_streak = 0;
+    if (c->misfit_warned && ++c->fit_streak >= clear_after) {
+      c->misfit_warned = false;
+      c->fit_streak = 0;
+    }
+    return false;
+  }
+  c->fit_streak = 0;
+  if (++c->misfit_streak < misfit_intervals(spec) || c->misfit_warned)
+    return false;
+  c->misfit_warned = true;
+  size_t used = 0;
+  int n;
+  if (failures)
+    n = snprintf(msg, len,
+                 "the model does not fit %s: observed failures %.3g%% where "
+                 "the model predicts %.3g%% at %.5g attempts/s (z %+.3g)",
+                 spec->name, 100 * r->observed_failure_ratio,
+                 100 * r->model_failure_ratio, r->observed_effective_load,
+                 r->model_residual);
+  else
+    n = snprintf(msg, len, "the model does not fit %s", spec->name);
+  used = n > 0 ? (size_t)n : 0;
+  if (slow && used < len)
+    snprintf(msg + used, len - used,
+             "; the service time seems to be %.3g ms ± %.2g, not %.3g ms",
+             1e3 * r->service_time_estimate, 1e3 * r->service_time_error,
+             1e3 / ls->params.model.service_rate);
+  return true;
+}
