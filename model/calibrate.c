@@ -70,19 +70,16 @@ bool ms_estimator_get(const ms_estimator *e, double *mean, double *se) {
   return true;
 }
 
-/* q ln(q / p), 0 at q = 0 */
-static double xlogy(double q, double p) { return q > 0 ? q * log(q / p) : 0; }
-
 double ms_failure_residual(double observed, double predicted, double attempts) {
   if (!(observed >= 0 && observed <= 1 && predicted >= 0 && predicted <= 1 &&
         attempts > 0 && isfinite(attempts)))
     return 0.0;
+  /* with half a count added to failures and successes (Anscombe), the
+   * deviance 2 n KL(q~ || p~) as the two terms of Loader's bd0, whose
+   * (M - x) parts cancel exactly: no cancellation where q~ is near p~ */
   double n1 = attempts + 1;
-  double q = (observed * attempts + 0.5) / n1;
-  double p = (predicted * attempts + 0.5) / n1;
-  /* (1 - q) ln((1 - q)/(1 - p)) by log1p: q and p are often tiny */
-  double d = xlogy(q, p) + (1 - q) * (log1p(-q) - log1p(-p));
-  double D = 2 * n1 * d;
+  double k = observed * attempts + 0.5, m = predicted * attempts + 0.5;
+  double D = 2 * (ms_bd0(k, m) + ms_bd0(n1 - k, n1 - m));
   double r = sqrt(D > 0 ? D : 0);
-  return q < p ? -r : r;
+  return k < m ? -r : r;
 }

@@ -77,12 +77,12 @@ static double stirlerr(long n) {
 }
 
 /*
- * bd0(x, M) = x ln(x/M) + M - x >= 0, the deviance term of Loader (2000).
+ * ms_bd0(x, M) = x ln(x/M) + M - x >= 0, the deviance term of Loader (2000).
  * Near x = M it is summed as (x - M) v + 2 x sum_{j>=1} v^(2j+1)/(2j+1),
  * v = (x - M)/(x + M), which has no cancellation; |v| < 1/2 keeps the
  * series under 30 terms and the direct form's cancellation under 2 digits.
  */
-static double bd0(double x, double M) {
+double ms_bd0(double x, double M) {
   double d = x - M, sum = x + M;
   if (fabs(d) < 0.5 * sum) {
     double v = d / sum;
@@ -103,7 +103,7 @@ static double bd0(double x, double M) {
 
 /* ln pmf(c; a) of a Poisson variable of mean a > 0, c >= 1; ln_cd = ln c. */
 static double ln_poisson_pmf(long c, double ln_cd, double a) {
-  return -stirlerr(c) - bd0((double)c, a) - 0.5 * (MS_LN_2PI + ln_cd);
+  return -stirlerr(c) - ms_bd0((double)c, a) - 0.5 * (MS_LN_2PI + ln_cd);
 }
 
 /*
@@ -114,7 +114,7 @@ static double ln_poisson_pmf(long c, double ln_cd, double a) {
  * c_k(eta) from its Taylor coefficients (tools/gen_temme_coeffs.py).
  */
 static double temme_lower(double s, double x) {
-  double b = bd0(s, x);
+  double b = ms_bd0(s, x);
   double eta = -sqrt(2.0 * b / s);
   /* The Taylor terms of c_k(eta) from eta^m on sum to at most
    * |eta|^m sum_n |d[k][n]|, for |eta| <= 1.  With m the least degree

@@ -73,6 +73,11 @@ void ms_tier_amplification(const ms_retry_policy *pol, double p, double *A,
 /* x_cap: C for the capacity model, c mu for the erlang model. */
 double ms_saturation_load(const ms_failure_model *m);
 
+/* bd0(x, M) = x ln(x/M) + M - x >= 0 for x, M > 0, without cancellation
+ * near x = M: the deviance term of C. Loader, "Fast and accurate
+ * computation of binomial probabilities" (2000); model/erlang.c. */
+double ms_bd0(double x, double M);
+
 /* The sign of d lambda/dx at x >= 0 as ms_landscape_build's elasticity
  * bounds decide it without evaluating Erlang B: 1 rising, 0 falling, -1
  * undecided (always -1 for the capacity model).  For tests. */
