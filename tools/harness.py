@@ -205,6 +205,12 @@ class Statsd:
         self.sock.sendto(("%s:%s|c" % (name, n)).encode(),
                          ("127.0.0.1", self.port))
 
+    def timer(self, name, ms):
+        # collectd's statsd dispatches a timer's mean as latency-<name>-
+        # average, in seconds
+        self.sock.sendto(("%s:%s|ms" % (name, ms)).encode(),
+                         ("127.0.0.1", self.port))
+
     def close(self):
         self.sock.close()
 

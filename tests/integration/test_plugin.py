@@ -94,6 +94,18 @@ services:
     inputs:
       offered_rate: "mshost/test/gauge-flaky_offered"
       pool_size: "mshost/test/gauge-flaky_pool"
+  - name: learner
+    model: erlang
+    servers: 30
+    service_time: 80ms
+    timeout: 1s
+    retries: 1
+    calibrate: [service_time]
+    calibration_intervals: 5
+    inputs:
+      offered_rate: "mshost/statsd/derive-checkout_requests"
+      arrival_rate: "mshost/statsd/derive-checkout_attempts"
+      latency: "mshost/statsd/latency-checkout_latency-average"
 """
 
 CHECKOUT = ["--model", "erlang", "--servers", "30", "--service-time",
@@ -131,6 +143,9 @@ class Feeder(threading.Thread):
                 # every retry answers a failed attempt
                 self.statsd.count("checkout_errors", (att - req) / 10)
                 self.statsd.gauge("checkout_queue", self.queue)
+                # the service time of checkout's attempts, mean 100 ms
+                for ms in (90, 110):
+                    self.statsd.timer("checkout_latency", ms)
                 now = int(time.time())
                 if now > last:  # one sample per host and second
                     last = now
@@ -490,6 +505,32 @@ def main():
     print("all checks passed")
 
 
+def learner_checks(cd, tip_model):
+    """learner is checkout configured at 80 ms with calibrate:
+    [service_time] from a statsd timer of 100 ms on average: through
+    collectd's statsd plugin (seconds) it learns 100 ms, logs it once, and
+    reports checkout's tipping load (doc/design.md §1.8)."""
+    t0 = time.time()
+    while time.time() - t0 < 30 and cd.value("learner", "calibrated") != 1:
+        time.sleep(0.5)
+    check(cd.value("learner", "calibrated") == 1,
+          "learner: the learned service time is in use")
+    est = cd.value("learner", "service_time_estimate")
+    check(est is not None and close(est, 0.1, 0.01),
+          "learner: service time estimate %s s = the timer's 0.1 s" % est)
+    ratio = cd.value("learner", "service_time_ratio")
+    check(ratio is not None and close(ratio, 0.1 / 0.08, 0.01),
+          "learner: learned / configured %s = 1.25" % ratio)
+    lines = [l for l in cd.log().splitlines()
+             if 'service "learner": learned service time' in l]
+    check(len(lines) == 1 and "configured 80 ms" in lines[0],
+          "learner: one log line says what it learned (%s)" % lines)
+    tip = cd.value("learner", "tipping_load")
+    check(tip is not None and close(tip, tip_model["tipping_load"], 0.02),
+          "learner: tipping load %s = checkout's %.4f within 2 %%" %
+          (tip, tip_model["tipping_load"]))
+
+
 def scenario(cd, prom, feeder):
     # the version of configure.ac, as `metastable --version` says it
     version = subprocess.run([CLI, "--version"], capture_output=True,
@@ -518,6 +559,7 @@ def scenario(cd, prom, feeder):
     check(close(got, want["effective_load"], 1e-6),
           "effective load %.4f = model's %.4f at offered %.4f" % (
               got, want["effective_load"], lam))
+    learner_checks(cd, tip_model)
     # fleet: glob over two hosts, DERIVE via PUTVAL, capacity model
     fl = cd.value("fleet", "offered_load")
     check(close(fl, 260.0, 1e-3),
