@@ -309,13 +309,25 @@ static bool service_time_off(const ms_service_spec *spec,
          d > misfit_threshold(spec) * r->service_time_error;
 }
 
+/* Whether a value calibrate: asks for is still being learned (fewer
+ * samples than calibration_intervals): the file's value is a prior then,
+ * and its misfit is what calibration is about to fix. */
+static bool learning(const ms_calibration *c, const ms_service_spec *spec) {
+  const ms_estimator *e[] = {&c->service_time, &c->base_failure, &c->servers};
+  for (int i = 0; i < 3; i++)
+    if ((spec->calibrate & (1 << i)) && !(c->in_use & (1 << i)) &&
+        e[i]->samples < min_samples(spec))
+      return true;
+  return false;
+}
+
 bool ms_calibration_misfit(ms_calibration *c, const ms_service_spec *spec,
                            const ms_landscape *ls, const ms_report *r,
                            bool previous_storm, int clear_after, char *msg,
                            size_t len) {
   /* a storm's transient is not the steady state the model describes:
    * streaks wait for calm */
-  if (r->storm || previous_storm)
+  if (r->storm || previous_storm || learning(c, spec))
     return false;
   bool failures =
       r->has_model_residual && fabs(r->model_residual) > misfit_threshold(spec);

@@ -51,8 +51,10 @@ void ms_calibration_report(const ms_calibration *c, const ms_service_spec *spec,
  * ms_calibration_misfit: whether the misfit WARNING goes out this interval:
  * |model_residual| beyond misfit_threshold (or a service time estimate more
  * than misfit_threshold standard errors and 10 % from the one in use) for
- * misfit_intervals consecutive intervals outside storms; once, armed again
- * after clear_after intervals that fit.  msg: the text, under 256 bytes.
+ * misfit_intervals consecutive intervals outside storms, and not while a
+ * value calibrate: asks for has fewer than calibration_intervals samples
+ * (the file's value is then a prior about to be replaced); once, armed
+ * again after clear_after intervals that fit.  msg: the text, under 256 bytes.
  */
 bool ms_calibration_misfit(ms_calibration *c, const ms_service_spec *spec,
                            const ms_landscape *ls, const ms_report *r,

@@ -330,6 +330,9 @@ START_TEST(test_learns_service_time) {
                         strstr(st.info, "tipping load") != NULL,
                     "%s", st.info);
     }
+    for (int k = 0; k < st.n_notes; k++)
+      ck_assert_msg(strstr(st.notes[k].message, "does not fit") == NULL,
+                    "interval %d: %s", i, st.notes[k].message);
     ck_assert(st.report.has_calibrated);
     ck_assert_double_eq(st.report.calibrated, switched_at >= 0 ? 1 : 0);
   }
