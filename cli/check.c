@@ -263,6 +263,44 @@ static const char *source_kind(ms_source_kind k) {
   return "none";
 }
 
+/* The names of what calibrate: learns, in the order of the flags. */
+static const char *const calibrated_names[3] = {"service_time", "base_failure",
+                                                "servers"};
+
+/* "calibration    learns service_time (busy_servers / completion_rate),
+ * ...": what is learned, from which inputs, with which settings
+ * (doc/design.md §1.8). */
+static void print_calibration(const ms_service_spec *sp) {
+  bool util =
+      configured(sp, MS_INPUT_BUSY) && configured(sp, MS_INPUT_COMPLETION);
+  bool lat = configured(sp, MS_INPUT_LATENCY);
+  if (sp->calibrate == 0) {
+    if (util || lat)
+      printf("  calibration    none: service_time_estimate reported (from "
+             "%s), the model keeps the file's values\n",
+             util ? "busy_servers / completion_rate" : "latency");
+    return;
+  }
+  printf("  calibration    learns");
+  const char *sep = " ";
+  for (int i = 0; i < 3; i++)
+    if (sp->calibrate & (1 << i)) {
+      printf("%s%s", sep, calibrated_names[i]);
+      if (i == 0)
+        printf(" (%s)", util ? "busy_servers / completion_rate" : "latency");
+      sep = ", ";
+    }
+  double tc = sp->calibration_time > 0 ? sp->calibration_time
+                                       : MS_DEFAULT_CALIBRATION_TIME;
+  int n = sp->calibration_intervals > 0 ? sp->calibration_intervals
+                                        : MS_DEFAULT_CALIBRATION_INTERVALS;
+  double thr = sp->calibration_threshold > 0 ? sp->calibration_threshold
+                                             : MS_DEFAULT_CALIBRATION_THRESHOLD;
+  printf("; time constant %.6g s, in use after %d samples, landscape rebuilt "
+         "past %.4g %%\n",
+         tc, n, 100 * thr);
+}
+
 static void write_text_service(const service_check *s) {
   const ms_service_spec *sp = s->sp;
   const ms_landscape *ls = &s->ls;
@@ -306,6 +344,7 @@ static void write_text_service(const service_check *s) {
            "rate x timeout: a storm)\n");
   printf("  storm flag     %s\n",
          s->evidence ? "from the observations" : "from the model alone");
+  print_calibration(sp);
   int clear = sp->clear_after ? sp->clear_after : MS_DEFAULT_CLEAR_AFTER;
   if (sp->has_headroom_warning)
     printf("  notifications  WARNING below %.4g %% headroom; OKAY after %d "
@@ -378,6 +417,11 @@ static void write_json_service(ms_json *j, const service_check *s) {
   else
     ms_json_null(j, "observed_failure_from");
   ms_json_string(j, "storm_flag", s->evidence ? "observations" : "model");
+  ms_json_begin_array(j, "calibrate");
+  for (int i = 0; i < 3; i++)
+    if (sp->calibrate & (1 << i))
+      ms_json_string(j, NULL, calibrated_names[i]);
+  ms_json_end_array(j);
   if (sp->has_headroom_warning)
     ms_json_number(j, "headroom_warning", sp->headroom_warning);
   else

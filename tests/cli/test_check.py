@@ -101,6 +101,39 @@ class Check(CliTest):
                       "  tipping load   4.45025 req/s\n", r.out)
         self.assertIn("  storm flag     from the model alone", r.out)
 
+    def test_calibration(self):
+        """What calibrate: learns and its settings, as the file says."""
+        inputs = dict(COLLECTD, busy_servers="h/phpfpm-www/gauge-active",
+                      completion_rate="h/phpfpm-www/derive-accepted",
+                      arrival_rate="h/p/derive-attempts",
+                      error_rate="h/p/derive-errors")
+        path = self.write(service_file(
+            {"calibrate": "[base_failure, service_time]",
+             "calibration_time": "600s", "calibration_intervals": "20",
+             "calibration_threshold": "0.05"}, inputs))
+        r = self.check("--format", "json", path)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.json()["services"][0]["calibrate"],
+                         ["service_time", "base_failure"])
+        r = self.check(path)
+        self.assertIn("calibration    learns service_time (busy_servers / "
+                      "completion_rate), base_failure; time constant 600 s, "
+                      "in use after 20 samples, landscape rebuilt past 5 %",
+                      r.out)
+        # without calibrate: the estimate is reported, the model unchanged
+        path = self.write(service_file(None, inputs))
+        r = self.check(path)
+        self.assertIn("calibration    none: service_time_estimate reported",
+                      r.out)
+        self.assertEqual(self.check("--format", "json", path).json()
+                         ["services"][0]["calibrate"], [])
+        # a located error when the inputs cannot give what is learned
+        path = self.write(service_file({"calibrate": "[service_time]"}))
+        r = self.check(path)
+        self.assertEqual(r.code, 1, r)
+        self.assertRegex(r.err, r"s\.yaml:\d+:\d+: calibrate: service_time "
+                         r"needs the inputs busy_servers and completion_rate")
+
     def test_pool_with_servers(self):
         p = self.write(service_file(inputs=dict(COLLECTD,
                                                 pool_size="web1/pool/gauge")))
