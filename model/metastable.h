@@ -664,7 +664,7 @@ typedef struct {
   double servers_estimate;        /* servers, whole */
   bool has_calibrated;            /* calibrate: given */
   double calibrated;              /* learned values in use, 0..3 */
-  bool has_model_failure_ratio;   /* observed attempts known */
+  bool has_model_failure_ratio;   /* observed attempts and failures */
   double model_failure_ratio;     /* p(x_obs) */
   bool has_model_residual;        /* observed failure ratio known */
   double model_residual;          /* ms_failure_residual */

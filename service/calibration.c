@@ -198,6 +198,12 @@ static int describe(const ms_calibration *c, const ms_service_spec *spec,
                   fmax(1.0, floor(m + 0.5)), fm->servers);
 }
 
+/* Whether the service reads input id from collectd (or a trace). */
+static bool spec_reads(const ms_service_spec *spec, ms_input_id id) {
+  ms_source_kind k = spec->inputs[id].kind;
+  return k == MS_SOURCE_IDENTIFIER || k == MS_SOURCE_GLOB;
+}
+
 void ms_calibration_update(ms_calibration *c, const ms_service_spec *spec,
                            const ms_landscape *current, bool storm,
                            const ms_inference *inf, double tau,
@@ -207,6 +213,11 @@ void ms_calibration_update(ms_calibration *c, const ms_service_spec *spec,
     info[0] = '\0';
   if (problem_len > 0)
     problem[0] = '\0';
+  /* nothing to learn from: the file's parameters, at no cost */
+  if (spec->calibrate == 0 && !spec_reads(spec, MS_INPUT_BUSY) &&
+      !spec_reads(spec, MS_INPUT_COMPLETION) &&
+      !spec_reads(spec, MS_INPUT_LATENCY))
+    return;
   if (!c->ready) {
     double tc = time_constant(spec);
     ms_estimator_init(&c->service_time, tc);
@@ -283,17 +294,16 @@ void ms_calibration_report(const ms_calibration *c, const ms_service_spec *spec,
     r->calibrated = (double)(((c->in_use & 1) != 0) + ((c->in_use & 2) != 0) +
                              ((c->in_use & 4) != 0));
   }
+  /* the model against the observed failure ratio, when there is one (an
+   * Erlang C evaluation: paid only where it is compared with something) */
   double p;
-  if (inf->has_observed_attempts &&
+  if (inf->has_observed_attempts && inf->has_observed_failure &&
       ms_failure_probability(&ls->params.model, inf->observed_attempts, &p,
                              NULL) == MS_OK) {
-    r->has_model_failure_ratio = true;
+    r->has_model_failure_ratio = r->has_model_residual = true;
     r->model_failure_ratio = p;
-    if (inf->has_observed_failure) {
-      r->has_model_residual = true;
-      r->model_residual = ms_failure_residual(inf->observed_failure, p,
-                                              inf->observed_attempts * tau);
-    }
+    r->model_residual = ms_failure_residual(inf->observed_failure, p,
+                                            inf->observed_attempts * tau);
   }
 }
 
