@@ -128,7 +128,7 @@ for _ in range(150):
 else:
     sys.exit(f"dashboard-queries: storm alerts for payments not pending: {sorted(pending)}")
 bad = [r["name"] for r in rules if r["health"] != "ok"]
-if len(rules) != 11 or bad:
+if len(rules) != 12 or bad:
     sys.exit(f"dashboard-queries: {len(rules)} rules, unhealthy: {bad}")
 texts = [v for a in alerts for v in a["annotations"].values()]
 if any("error expanding template" in t or "<no value>" in t for t in texts):
