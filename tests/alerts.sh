@@ -22,7 +22,7 @@ promtool test rules "$top/tests/alerts/metastable-alerts.test.yml"
 # severity asks for.
 amtool check-config "$top/conf/alertmanager.yml"
 [ "$(grep -c 'severity: page$' "$top/conf/metastable-alerts.yml")" -eq 7 ] &&
-  [ "$(grep -c 'severity: ticket$' "$top/conf/metastable-alerts.yml")" -eq 3 ] || {
+  [ "$(grep -c 'severity: ticket$' "$top/conf/metastable-alerts.yml")" -eq 4 ] || {
   echo "alerts: the rules' severities changed: update the routing checks below" >&2
   exit 1
 }
@@ -30,7 +30,8 @@ for route in MetastableRetryStorm:page:pager MetastableFailure:page:pager \
   MetastableAttemptsFailing:page:pager MetastableAboveTippingLoad:page:pager \
   MetastableTippingPointNear:page:pager MetastableTippingPointNear:ticket:tickets \
   MetastableRetryPolicyDangerous:ticket:tickets MetastableNotReporting:page:pager \
-  MetastableNotReporting:ticket:tickets MetastableAbsent:page:pager; do
+  MetastableNotReporting:ticket:tickets MetastableModelMisfit:ticket:tickets \
+  MetastableAbsent:page:pager; do
   alert=${route%%:*}
   receiver=${route##*:}
   severity=${route#*:}
@@ -98,6 +99,17 @@ not-reporting page whatever the last storm flag|s/last_over_time(collectd_metast
 not-reporting forgets after an hour|s/reporting:timestamp\[7d\]/reporting:timestamp[1h]/
 not-reporting severity forgets the storm after an hour|s/last_over_time(collectd_metastable_storm\[7d\])/last_over_time(collectd_metastable_storm[1h])/
 nothing-at-all page after 5m|s/for: 10m/for: 5m/
+misfit at 5 instead of 4|s/model_residual\[5m\])) > 4$/model_residual[5m])) > 5/
+misfit at 3 instead of 4|s/model_residual\[5m\])) > 4$/model_residual[5m])) > 3/
+misfit on the residual of one interval|s/abs(avg_over_time(collectd_metastable_model_residual\[5m\]))/abs(collectd_metastable_model_residual)/
+misfit averaged over 1 minute|s/model_residual\[5m\]/model_residual[1m]/g
+misfit only when more fail than predicted|s/abs(avg_over_time(collectd_metastable_model_residual\[5m\])) > 4/avg_over_time(collectd_metastable_model_residual[5m]) > 4/
+misfit also in storms|s/max_over_time(collectd_metastable_storm\[15m\]) > 0$/max_over_time(collectd_metastable_storm[15m]) > 1/
+misfit 5 minutes after a storm|s/max_over_time(collectd_metastable_storm\[15m\]) > 0$/max_over_time(collectd_metastable_storm[5m]) > 0/
+misfit after 10m|/alert: MetastableModelMisfit/,/for:/s/for: 15m/for: 10m/
+misfit as a page|/alert: MetastableModelMisfit/,/severity:/s/severity: ticket/severity: page/
+misfit text with the sign turned|s/{{ if gt $value 0.0 }}more{{ else }}fewer{{ end }}/{{ if lt $value 0.0 }}more{{ else }}fewer{{ end }}/
+misfit text with a wrong configured service time|s# / collectd_metastable_service_time_ratio"# * collectd_metastable_service_time_ratio"#
 MUTANTS
 [ "$survivors" -eq 0 ] || exit 1
 echo "alerts: all $n mutants rejected"

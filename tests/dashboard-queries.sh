@@ -10,6 +10,10 @@
 #   - no field coloured by thresholds is green while the storm flag is 1
 #     (queries.py --storm-not-green), and a dashboard showing the plain
 #     tipping headroom in a storm fails that check;
+#   - a service without observations or calibration inputs gets no data at
+#     all from the model-vs-observed row and the observed_* queries
+#     (queries.py --empty), and a panel that makes a value up fails that
+#     check;
 #   - conf/metastable-alerts.yml must load, evaluate without errors, and put
 #     the storm alerts of the service left metastable at the end of the data
 #     into pending, with the recovery load in their text.
@@ -65,13 +69,36 @@ done
 # data.
 python3 "$queries" "$dashboard" --check "$url" --require-data \
   --var host=web1 --var service=checkout
-# Services without observations: their observed_* queries come back empty
-# (Grafana shows "no data"), every query still parses; regex-escaped names,
-# two services at once for the fleet panels and the repeated row.
+# Services without observations: their observed_* queries, and those of
+# the model-vs-observed row (no calibration inputs, no residual), come back
+# empty (Grafana shows "no data": no query may make a value up), every query
+# still parses; regex-escaped names, two services at once for the fleet
+# panels and the repeated rows.
 python3 "$queries" "$dashboard" --check "$url" \
-  --var host=web1 --var service=search
+  --var host=web1 --var service=search \
+  --empty 'observed_|service_time_|base_failure_estimate|model_failure_ratio|model_residual'
 python3 "$queries" "$dashboard" --check "$url" \
   --var host=web2 --var service=db.main --var service=payments
+
+# ... and the check notices a panel that makes up a value where the
+# service has none (a service time of 0 instead of "no data").
+python3 - "$dashboard" "$work/made-up.json" <<'PY3'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for p in d["panels"]:
+    for t in p.get("targets", []):
+        if t["expr"].startswith("collectd_metastable_service_time_estimate{") and "+" not in t["expr"] \
+                and "-" not in t["expr"] and "/" not in t["expr"]:
+            t["expr"] += " or on () vector(0)"
+json.dump(d, open(sys.argv[2], "w"))
+PY3
+if python3 "$queries" "$work/made-up.json" --check "$url" --var host=web1 --var service=search \
+  --empty 'service_time_' >"$work/made-up.out" 2>&1; then
+  cat "$work/made-up.out" >&2
+  echo "dashboard-queries: FAIL: --empty accepts a made-up service time" >&2
+  exit 1
+fi
+echo "ok   a made-up service time where there is none is rejected: $(grep -m1 '^FAIL' "$work/made-up.out" | cut -c1-100)"
 
 # A storm is never shown with green headroom: every field coloured by
 # thresholds with a green step (the fleet table's margin, the service's
@@ -128,7 +155,7 @@ for _ in range(150):
 else:
     sys.exit(f"dashboard-queries: storm alerts for payments not pending: {sorted(pending)}")
 bad = [r["name"] for r in rules if r["health"] != "ok"]
-if len(rules) != 11 or bad:
+if len(rules) != 12 or bad:
     sys.exit(f"dashboard-queries: {len(rules)} rules, unhealthy: {bad}")
 texts = [v for a in alerts for v in a["annotations"].values()]
 if any("error expanding template" in t or "<no value>" in t for t in texts):

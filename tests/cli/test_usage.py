@@ -212,6 +212,57 @@ class Usage(CliTest):
                                     "(key '%s')" % key in e for e in said),
                                 said)
 
+    def test_every_setting_is_wired(self):
+        """Each setting of the service layer (clear_after and the
+        calibration settings, service/service.h's MS_DEFAULT_ and MS_MAX_
+        constants) is a key of collectd-metastable(5) and a row of
+        doc/configuration.md whose range and default are the code's: the
+        loader refuses a value just outside each end with that range."""
+        with open(os.path.join(SRCDIR, "service", "service.h"),
+                  encoding="utf-8") as f:
+            header = f.read().replace("\\\n", " ")
+        def constant(name):
+            m = re.search(r"#define %s\s+(?:/\*.*?\*/\s*)*([0-9.e+]+)" % name,
+                          header, re.S)
+            self.assertIsNotNone(m, name)
+            return float(m.group(1))
+        # key: (lower end, open at it, a duration)
+        settings = {"clear_after": (1, False, False),
+                    "calibration_time": (0, True, True),
+                    "calibration_threshold": (0, True, False),
+                    "calibration_intervals": (2, False, False),
+                    "misfit_threshold": (0, True, False),
+                    "misfit_intervals": (1, False, False)}
+        with open(os.path.join(SRCDIR, "doc/configuration.md"),
+                  encoding="utf-8") as f:
+            config = f.read()
+        with open(os.path.join(SRCDIR, "doc/collectd-metastable.5"),
+                  encoding="utf-8") as f:
+            man5 = section(f.read(), "Keys of a service", ".SH VALUES")
+        for key, (lo, lo_open, duration) in settings.items():
+            with self.subTest(key=key):
+                hi = constant("MS_MAX_" + key.upper())
+                default = constant("MS_DEFAULT_" + key.upper())
+                rng = "%s%g, %g]" % ("(" if lo_open else "[", lo, hi)
+                row = re.search(r"^\| `%s` \| [^|]+ \| [^|]+ \| ([^|]+) \| "
+                                r"([^|]+) \|" % key, config, re.M)
+                self.assertIsNotNone(row, "no row for %s" % key)
+                self.assertEqual(row.group(1).strip(), "in " + rng)
+                self.assertEqual(row.group(2).strip(),
+                                 "%g%s" % (default, " s" if duration else ""))
+                self.assertRegex(man5, r"\.B %s\n" % key)
+                outside = [lo if lo_open else lo - 1, hi * 2]
+                for v in outside:
+                    lines = BASES[0] + ["    %s: %g" % (key, v)]
+                    with tempfile.TemporaryDirectory() as d:
+                        path = os.path.join(d, "s.yaml")
+                        with open(path, "w") as f:
+                            f.write("\n".join(lines) + "\n")
+                        err = clitest.run("solve", "--spec", path, "--load",
+                                          "1").err
+                    self.assertIn("%s = %g is outside %s (key '%s')"
+                                  % (key, v, rng, key), err)
+
     def test_errors(self):
         for args, code, text in ERRORS:
             with self.subTest(args=args):
@@ -237,7 +288,7 @@ class Usage(CliTest):
 
     def test_man_pages(self):
         pages = [os.path.join(SRCDIR, "doc", "metastable.1"),
-                 os.path.join(SRCDIR, "doc", "collectd-metastable.5")]
+                 os.path.join(SRCDIR, "doc/collectd-metastable.5")]
         dates = set()
         for page in pages:
             with self.subTest(page=page):
@@ -303,7 +354,7 @@ class Usage(CliTest):
     def test_rendered_service_label(self):
         if not shutil.which("groff"):
             self.skipTest("groff")
-        page = os.path.join(SRCDIR, "doc", "collectd-metastable.5")
+        page = os.path.join(SRCDIR, "doc/collectd-metastable.5")
         r = subprocess.run(["groff", "-man", "-Tutf8", "-P-cbou", page],
                            capture_output=True, text=True)
         flat = re.sub(r"\s+|\u2010", "", r.stdout)  # blanks, hyphenation

@@ -15,6 +15,11 @@
         sends every query to /api/v1/query_range over the last --minutes
         and every variable to /api/v1/label/<label>/values; fails when one
         does not parse, or (with --require-data) returns nothing.
+    queries.py ... --check URL --empty REGEX
+        also: every panel query whose expression matches REGEX must return
+        no series at all, so that Grafana shows "no data" for what the
+        service does not have (a query that makes up a value with
+        `or vector(0)` fails).
     queries.py ... --check URL --storm-not-green
         also: every field the dashboard colours by thresholds with a green
         step (a headroom, a margin), evaluated over the same range, must
@@ -139,7 +144,7 @@ def get_json(url):
             return {"status": "error", "error": f"HTTP {e.code}"}
 
 
-def check(dashboard, values, base, minutes, require_data):
+def check(dashboard, values, base, minutes, require_data, empty=None):
     end = time.time()
     start = end - 60 * minutes
     failures = 0
@@ -149,10 +154,14 @@ def check(dashboard, values, base, minutes, require_data):
         r = get_json(f"{base}/api/v1/query_range?{params}")
         series = r.get("data", {}).get("result", []) if r.get("status") == "success" else []
         points = sum(len(s.get("values", [])) for s in series)
-        ok = r.get("status") == "success" and (series or not require_data)
+        must_be_empty = empty is not None and re.search(empty, expr)
+        ok = r.get("status") == "success" and (series or not require_data or must_be_empty) \
+            and not (must_be_empty and series)
         failures += not ok
         status = "ok  " if ok else "FAIL"
         detail = f"{len(series)} series, {points} points" if r.get("status") == "success" else r.get("error")
+        if must_be_empty:
+            detail += " (must be none)"
         print(f"{status} panel {p['id']} {t['refId']} ({title}): {detail}: {expr}")
     for name, lbl, selector in variable_queries(dashboard, values):
         params = urllib.parse.urlencode(
@@ -256,6 +265,7 @@ def main():
     ap.add_argument("--check", metavar="PROMETHEUS_URL")
     ap.add_argument("--minutes", type=float, default=60)
     ap.add_argument("--require-data", action="store_true")
+    ap.add_argument("--empty", metavar="REGEX")
     ap.add_argument("--storm-not-green", action="store_true")
     a = ap.parse_args()
 
@@ -269,7 +279,7 @@ def main():
         values.setdefault(name, []).append(value)
 
     if a.check:
-        failures = check(dashboard, values, a.check.rstrip("/"), a.minutes, a.require_data)
+        failures = check(dashboard, values, a.check.rstrip("/"), a.minutes, a.require_data, a.empty)
         if a.storm_not_green:
             failures += check_storm_colours(dashboard, values, a.check.rstrip("/"), a.minutes)
         if failures:

@@ -17,8 +17,14 @@ shape:
                  itself (metastable), load is shed: the model says stable but
                  the backlog still fails (the drain window: storm and
                  recovering 1, drain_time counting down), then it recovers;
-                 observed attempt rate and failure ratio present;
-  web1/search    stable throughout, no observations;
+                 observed attempt rate and failure ratio present, and
+                 calibration: the service time measured (52 ms against the
+                 file's 100 ms, known better as the samples grow), the
+                 base failure learned, the model's failure ratio at the
+                 observed attempts and the residual (noise outside storms,
+                 large in them);
+  web1/search    stable throughout, no observations (so no calibration and
+                 no residual);
   web2/db.main   vulnerable throughout, no observations;
   web2/payments  tips into a storm half-way and is left metastable at the
                  end, so that a Prometheus loading conf/metastable-alerts.yml
@@ -32,7 +38,9 @@ TYPES = ["offered_load", "effective_load", "self_inflicted_load", "amplification
          "failure_probability", "utilization", "tipping_load", "recovery_load",
          "tipping_distance", "tipping_headroom", "equilibria", "state", "storm",
          "observed_effective_load", "observed_failure_ratio", "shed_load",
-         "recovering", "drain_time", "reporting"]
+         "recovering", "drain_time", "service_time_estimate",
+         "service_time_error", "service_time_ratio", "base_failure_estimate",
+         "calibrated", "model_failure_ratio", "model_residual", "reporting"]
 
 
 def sample(service, f):
@@ -79,6 +87,17 @@ def sample(service, f):
             v["storm"] = v["recovering"] = 1
             v["observed_failure_ratio"] = 0.9
             v["drain_time"] = round(3600 * (5 / 6 - f), 1)
+        # Calibration: busy_servers and completion_rate give the service
+        # time from the second interval on, its error shrinking with the
+        # samples; calibrate: [service_time, base_failure] uses both.
+        if f > 0:
+            v["service_time_estimate"] = 0.052
+            v["service_time_error"] = round(0.01 / (1 + 40 * f), 5)
+            v["service_time_ratio"] = 0.52
+            v["base_failure_estimate"] = 0.0102
+            v["calibrated"] = 2 if f > 0.05 else 0
+        v["model_failure_ratio"] = p
+        v["model_residual"] = 9.0 if v["storm"] else round(0.8 * ((7 * f * 60) % 3 - 1.5), 2)
     # In a storm: offered minus recovery load, and a little more for the
     # backlog while draining (always > 0); 0 without one.
     v["shed_load"] = max(lam - rec, 2.0) if v["storm"] else 0.0
