@@ -333,8 +333,8 @@ static bool learning(const ms_calibration *c, const ms_service_spec *spec) {
 
 bool ms_calibration_misfit(ms_calibration *c, const ms_service_spec *spec,
                            const ms_landscape *ls, const ms_report *r,
-                           bool previous_storm, int clear_after, char *msg,
-                           size_t len) {
+                           bool previous_storm, int clear_after, bool room,
+                           char *msg, size_t len) {
   /* a storm's transient is not the steady state the model describes:
    * streaks wait for calm */
   if (r->storm || previous_storm || learning(c, spec))
@@ -351,8 +351,8 @@ bool ms_calibration_misfit(ms_calibration *c, const ms_service_spec *spec,
     return false;
   }
   c->fit_streak = 0;
-  if (++c->misfit_streak < misfit_intervals(spec) || c->misfit_warned)
-    return false;
+  if (++c->misfit_streak < misfit_intervals(spec) || c->misfit_warned || !room)
+    return false; /* without room this interval, the next one warns */
   c->misfit_warned = true;
   size_t used = 0;
   int n;
@@ -368,7 +368,7 @@ bool ms_calibration_misfit(ms_calibration *c, const ms_service_spec *spec,
   used = n > 0 ? (size_t)n : 0;
   if (slow && used < len)
     snprintf(msg + used, len - used,
-             "; the service time seems to be %.3g ms ± %.2g, not %.3g ms",
+             "; the service time seems to be %.3g ms ± %.2g ms, not %.3g ms",
              1e3 * r->service_time_estimate, 1e3 * r->service_time_error,
              1e3 / ls->params.model.service_rate);
   return true;

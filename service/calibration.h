@@ -54,11 +54,14 @@ void ms_calibration_report(const ms_calibration *c, const ms_service_spec *spec,
  * misfit_intervals consecutive intervals outside storms, and not while a
  * value calibrate: asks for has fewer than calibration_intervals samples
  * (the file's value is then a prior about to be replaced); once, armed
- * again after clear_after intervals that fit.  msg: the text, under 256 bytes.
+ * again after clear_after intervals that fit.  room: whether the step can
+ * still take a notification; without it the WARNING waits for the next
+ * interval that has room (it is never marked sent unsent).  msg: the text,
+ * under 256 bytes.
  */
 bool ms_calibration_misfit(ms_calibration *c, const ms_service_spec *spec,
                            const ms_landscape *ls, const ms_report *r,
-                           bool previous_storm, int clear_after, char *msg,
-                           size_t len);
+                           bool previous_storm, int clear_after, bool room,
+                           char *msg, size_t len);
 
 #endif

@@ -505,7 +505,10 @@ static int check_calibrate(service_reader *r) {
   const ms_source *in = r->sp->inputs;
   int c = r->sp->calibrate;
   const yaml_node_t *at = r->key[K_CALIBRATE];
-#define HAS(id) (in[id].kind != MS_SOURCE_NONE)
+  /* only inputs read from collectd observe anything: a constant latency
+   * or error rate would never teach calibration a thing */
+#define HAS(id)                                                                \
+  (in[id].kind == MS_SOURCE_IDENTIFIER || in[id].kind == MS_SOURCE_GLOB)
   if ((c & (MS_CALIBRATE_SERVICE_TIME | MS_CALIBRATE_SERVERS)) && !r->erlang)
     return ms_yaml_fail(r->ld, at,
                         "calibrate: service_time and servers apply to the "
@@ -517,14 +520,15 @@ static int check_calibrate(service_reader *r) {
       !HAS(MS_INPUT_LATENCY))
     return ms_yaml_fail(r->ld, at,
                         "calibrate: service_time needs the inputs "
-                        "busy_servers and completion_rate, or latency "
-                        "(service '%s')",
+                        "busy_servers and completion_rate, or latency, "
+                        "read from collectd (service '%s')",
                         r->name);
   if ((c & MS_CALIBRATE_BASE_FAILURE) &&
       !(HAS(MS_INPUT_ERROR) && HAS(MS_INPUT_ARRIVAL)))
     return ms_yaml_fail(r->ld, at,
                         "calibrate: base_failure needs the inputs "
-                        "arrival_rate and error_rate (service '%s')",
+                        "arrival_rate and error_rate read from collectd "
+                        "(service '%s')",
                         r->name);
   if ((c & MS_CALIBRATE_SERVERS) && HAS(MS_INPUT_POOL))
     return ms_yaml_fail(r->ld, at,
@@ -534,10 +538,11 @@ static int check_calibrate(service_reader *r) {
   if ((c & MS_CALIBRATE_SERVERS) && !HAS(MS_INPUT_BUSY))
     return ms_yaml_fail(r->ld, at,
                         "calibrate: servers needs the input busy_servers "
-                        "(service '%s')",
+                        "read from collectd (service '%s')",
                         r->name);
-  if ((HAS(MS_INPUT_BUSY) || HAS(MS_INPUT_COMPLETION) ||
-       HAS(MS_INPUT_LATENCY)) &&
+  if ((in[MS_INPUT_BUSY].kind != MS_SOURCE_NONE ||
+       in[MS_INPUT_COMPLETION].kind != MS_SOURCE_NONE ||
+       in[MS_INPUT_LATENCY].kind != MS_SOURCE_NONE) &&
       !r->erlang)
     return ms_yaml_fail(r->ld, r->key[K_INPUTS],
                         "inputs busy_servers, completion_rate and latency "

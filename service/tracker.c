@@ -414,8 +414,9 @@ void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
   bool latch = latch_note(t, r, obs.interval, clear_after, out);
   headroom_note(t, spec, r, clear_after, failure || latch, out);
   char misfit[256];
+  bool room = out->n_notes < (int)(sizeof out->notes / sizeof out->notes[0]);
   if (ms_calibration_misfit(&t->calibration, spec, &t->landscape, r, t->storm,
-                            clear_after, misfit, sizeof misfit))
+                            clear_after, room, misfit, sizeof misfit))
     note(out, MS_NOTE_WARNING, "%s", misfit);
   t->state = r->state;
   t->storm = r->storm != 0;

@@ -617,6 +617,8 @@ START_TEST(test_loader_errors) {
        "inputs.busy_servers.scale = 0"},
       {"", "      latency: {source: 5, scale: 2}\n", "10:28",
        "input latency is a number: scale applies"},
+      {"    calibrate: [service_time]\n", "      latency: 50ms\n", "8:5",
+       "latency, read from collectd"},
   };
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
     char text[1024];
