@@ -4,27 +4,40 @@
 # checks of doc/storm-lab.md, from what collectd recorded (its csv plugin),
 # the phases the scenario wrote, and the notifications in collectd's log.
 #
-#   lab/report.sh [--mode storm|noretry] [--no-plugin] RUN_DIR OUT_DIR
+#   lab/report.sh [--mode storm|noretry] [--no-plugin] [--capacity C]
+#                 RUN_DIR OUT_DIR
 #
+# --capacity C: php-fpm's capacity (req/s) measured in another run (the
+# storm run's, for the noretry run, whose queue never fills): the truth the
+# learned service time is checked against when this run measures none.
 # Writes OUT_DIR/storm-lab.csv, OUT_DIR/storm-lab.png, OUT_DIR/summary.txt;
 # exits 1 when a check fails.
 set -u
 
 mode=storm
 use_plugin=1
+given_capacity=""
 while [ $# -gt 0 ]; do
   case $1 in
   --mode) mode=$2; shift 2 ;;
   --no-plugin) use_plugin=0; shift ;;
+  --capacity) given_capacity=$2; shift 2 ;;
   *) break ;;
   esac
 done
-[ $# -eq 2 ] || { echo "usage: lab/report.sh [--mode storm|noretry] [--no-plugin] RUN_DIR OUT_DIR" >&2; exit 2; }
+[ $# -eq 2 ] || { echo "usage: lab/report.sh [--mode storm|noretry] [--no-plugin] [--capacity C] RUN_DIR OUT_DIR" >&2; exit 2; }
 run=$1
 out=$2
 src=$(cd "$(dirname "$0")" && pwd)
 host=${LAB_HOST:-storm-lab}
 service=storm_lab
+# The service that learns its service time (lab/service.yaml), when the
+# run's service file has it: its outputs are the columns ml_*.
+learned=storm_lab_learned
+has_learned=0
+if [ "$use_plugin" = 1 ] && grep -Eq "^ *- name: $learned *$" "$run/service.yaml" 2>/dev/null; then
+  has_learned=1
+fi
 mkdir -p "$out"
 csv=$out/storm-lab.csv
 
@@ -42,6 +55,12 @@ NORETRY_HEAL=15      # retries off: healed within this many s of the trigger
 AGREE=0.03           # collectd's rates vs the scenario's own socket reads
 DISAGREE=0.05        # storm flag vs goodput-based truth: at most this share of s
 CLEAR=3              # the service's clear_after (the plugin's default)
+LEARNED_TOLERANCE=0.10 # learned service time vs the truth; its tipping and
+                     # recovery loads vs storm_lab's
+LEARNED_SE=2         # ...widened by this many of the plugin's standard errors
+                     # for what it learned from the healthy phase alone
+LAB_SERVICE_TIME=0.050 # lab/work.php's mean sleep: the truth when no run
+                     # measured the capacity
 
 # ---------------------------------------------------------------------
 # 1. The time series: one row per second, each column the latest value
@@ -63,6 +82,8 @@ if [ "$use_plugin" = 1 ]; then
   while read -r t; do
     columns="$columns
 ms_$t:metastable-$service/$t"
+    [ "$has_learned" = 1 ] && columns="$columns
+ml_$t:metastable-$learned/$t"
   done < <(awk '!/^#/ && NF { print $1 }' "$src/../conf/types.db")
 fi
 
@@ -102,10 +123,11 @@ done | sort -n -k1,1 |
 rows=$(($(wc -l <"$csv") - 1))
 [ "$rows" -gt 10 ] || { echo "report: only $rows rows in $csv (collectd recorded nothing?)" >&2; exit 1; }
 
-# Notifications the plugin sent (collectd's logfile plugin logs them).
+# Notifications the plugin sent (collectd's logfile plugin logs them), one
+# file per service ("plugin_instance = storm_lab," is not storm_lab_learned).
 notes=$out/notifications.txt
 grep -h "Notification: severity = " "$run/collectd.log" 2>/dev/null |
-  grep "plugin_instance = $service" >"$notes"
+  grep "plugin_instance = $service," >"$notes"
 n_failure=$(grep -c "severity = FAILURE" "$notes")
 n_okay=$(grep -c "severity = OKAY" "$notes")
 note_time() { # epoch of the first notification of severity $1
@@ -114,6 +136,39 @@ note_time() { # epoch of the first notification of severity $1
 }
 t_failure=$(note_time FAILURE || true)
 t_okay=$(note_time OKAY || true)
+log_epoch() { # epoch of a line of collectd's log ("[2026-12-01 17:27:27] ...")
+  sed -E 's/^\[([^]]*)\].*/\1/' | { read -r d && date -d "$d" +%s; }
+}
+
+# The learned service: its notifications, the plugin's INFO line when the
+# learned service time was taken into use ("learned service time 51.2 ms ±
+# 1.3 ms (configured 80 ms)"), the misfit WARNINGs of both services
+# ("service:epoch ..."), and the log lines saying a calibration input gave
+# no sample (rate-limited by the plugin: lines, not intervals).
+learned_value="" learned_t="" misfits="" calib_lines=0 calib_first="" learned_notes=""
+if [ "$has_learned" = 1 ]; then
+  grep -h "Notification: severity = " "$run/collectd.log" 2>/dev/null |
+    grep "plugin_instance = $learned," >"$out/notifications-$learned.txt"
+  for sev in FAILURE WARNING OKAY; do
+    learned_notes="$learned_notes, $(grep -c "severity = $sev" "$out/notifications-$learned.txt") $sev"
+  done
+  learned_notes=${learned_notes#, }
+  line=$(grep -m1 "service \"$learned\": learned service time" "$run/collectd.log")
+  if [ -n "$line" ]; then
+    learned_value=$(sed -nE 's/.*learned service time ([0-9.eE+-]+) ms ± ([0-9.eE+-]+) ms.*/\1 \2/p' <<<"$line")
+    learned_t=$(log_epoch <<<"$line")
+  fi
+  for s in "$service" "$learned"; do
+    f=$notes
+    [ "$s" = "$learned" ] && f=$out/notifications-$learned.txt
+    while read -r line; do
+      misfits="$misfits $s:$(log_epoch <<<"$line")"
+    done < <(grep "does not fit" "$f")
+  done
+  calib_lines=$(grep -c "service \"$learned\": calibration: " "$run/collectd.log")
+  calib_first=$(grep -m1 "service \"$learned\": calibration: " "$run/collectd.log" |
+    sed -E 's/.*calibration: //; s/,/;/g')
+fi
 
 # ---------------------------------------------------------------------
 # 2. The checks.
@@ -125,7 +180,12 @@ awk -F, -v mode="$mode" -v plugin="$use_plugin" \
   -v STG="$STEP_GOODPUT" -v RG="$RECOVERED" -v RF="$RECOVERED_FOR" \
   -v FEW="$FEW_INTERVALS" -v SETTLE="$SETTLE" -v RT="$RECOVERY_TOLERANCE" \
   -v HEAL="$NORETRY_HEAL" -v AGREE="$AGREE" -v DISAGREE="$DISAGREE" -v CLEAR="$CLEAR" \
-  -v direct="$run/direct.txt" '
+  -v direct="$run/direct.txt" \
+  -v learned="$has_learned" -v LT="$LEARNED_TOLERANCE" -v LSE="$LEARNED_SE" -v LST="$LAB_SERVICE_TIME" \
+  -v given_capacity="$given_capacity" -v learned_value="$learned_value" \
+  -v learned_t="${learned_t:-}" -v misfits="$misfits" \
+  -v calib_lines="$calib_lines" -v calib_first="$calib_first" \
+  -v learned_notes="$learned_notes" '
   BEGIN {
     # The per-second reads of HAProxy by the scenario itself: clock offered
     # goodput attempts php-fpm queue.
@@ -168,6 +228,123 @@ awk -F, -v mode="$mode" -v plugin="$use_plugin" \
     return m > 0
   }
   function t(r) { return val(r, "time_s") }
+  # the first row at or after epoch e (n when none)
+  function row_at(e,   r) { for (r = 1; r <= n; r++) if (val(r, "epoch") >= e - 0.5) return r; return n }
+  # column k (times scale, 1 if not given) over rows a..b: "mean
+  # [least..greatest]"
+  function span(k, a, b, scale,   r, m, s, lo, hi, x) {
+    if (scale == "") scale = 1
+    for (r = a; r <= b; r++) if (has(r, k)) { x = scale * val(r, k); s += x; if (!m || x < lo) lo = x; if (!m || x > hi) hi = x; m++ }
+    return m ? sprintf("%.1f [%.1f..%.1f]", s / m, lo, hi) : "none"
+  }
+  function pct(x, ref) { return ref > 0 ? 100 * (x - ref) / ref : 0 }
+  function within(x, ref, tol) { return x > 0 && ref > 0 && (x - ref) ^ 2 <= (tol * ref) ^ 2 }
+  # The tolerance of a value learned from rows a..b: LT, widened by LSE
+  # relative standard errors as the plugin gives them (their mean over the
+  # rows) when wide is set.  The healthy phase gives 20-30 one-second
+  # snapshots of the active processes of php-fpm, whose mean scatters by
+  # 5-6 % from run to run: LT alone would fail about one run in ten by
+  # chance.
+  function tolerance(a, b, wide,   r, m, s) {
+    if (!wide) return LT
+    for (r = a; r <= b; r++)
+      if (has(r, "ml_service_time_error") && val(r, "ml_service_time_estimate") > 0) { s += val(r, "ml_service_time_error") / val(r, "ml_service_time_estimate"); m++ }
+    return LT + (m ? LSE * s / m : 0)
+  }
+  function tol_text(tol) { return tol > LT + 1e-9 ? sprintf("within %d%% + %d standard errors = %.1f%%", LT * 100, LSE, 100 * tol) : sprintf("within %d%%", LT * 100) }
+  # the tipping and recovery loads of the learned service against
+  # storm_lab, rows a..b
+  function against(what, a, b, wide,   lt, st, lr, sr, tol) {
+    lt = mean("ml_tipping_load", a, b); st = mean("ms_tipping_load", a, b)
+    lr = mean("ml_recovery_load", a, b); sr = mean("ms_recovery_load", a, b)
+    tol = tolerance(a, b, wide)
+    check(b >= a && within(lt, st, tol) && within(lr, sr, tol),
+      sprintf("learned model %s (%d-%d s): tipping load %.1f vs storm_lab %.1f req/s (%+.1f%%), recovery load %.1f vs %.1f req/s (%+.1f%%; %s)",
+        what, t(a), t(b), lt, st, pct(lt, st), lr, sr, pct(lr, sr), tol_text(tol)))
+  }
+  # The service that learns its service time (storm_lab_learned: 80 ms in
+  # the file, calibrate: [service_time]) against the truth, 10 workers over
+  # the capacity php-fpm showed, and against storm_lab.
+  function learned_checks(   cap, pool, truth, how, r, k, inuse, v, st, se, last_r, a, b, lrec, i, j, ph, line, nm, parts, row, svc, m_both, m_diff, u1, u2, tol) {
+    cap = capacity > 0 ? capacity : given_capacity + 0
+    pool = mean("pool_size", 1, n); if (pool <= 0) pool = 10
+    if (cap > 0) {
+      truth = pool / cap
+      how = sprintf("%d workers / %.1f req/s, the capacity php-fpm showed %s", pool, cap, capacity > 0 ? "in this run" : "in the storm run")
+    } else { truth = LST; how = "lab/work.php mean sleep: no capacity measured" }
+    # the intervals it reported until calibrated turned 1
+    k = 0; inuse = 0
+    for (r = 1; r <= n; r++) {
+      if (has(r, "ml_reporting") && val(r, "ml_reporting") == 1) k++
+      if (has(r, "ml_calibrated") && val(r, "ml_calibrated") >= 1) { inuse = r; break }
+    }
+    check(inuse && inuse < trig && all_eq("ml_calibrated", 1, inuse, n),
+      sprintf("learned service time in use after %d intervals: calibrated 1 from %d s (before the trigger at %d s) to the end; the plugin logged it %s",
+        k, inuse ? t(inuse) : -1, t(trig), learned_t != "" ? sprintf("at %d s", learned_t - val(1, "epoch") + 0.5) : "never"))
+    if (!inuse) return
+    # the value taken into use: the INFO line, else the CSV at that row
+    if (split(learned_value, v, " ") == 2) { st = v[1] / 1000; se = v[2] / 1000 }
+    else { st = val(inuse, "ml_service_time_estimate"); se = val(inuse, "ml_service_time_error") }
+    tol = st > 0 ? LT + LSE * se / st : LT
+    check(within(st, truth, tol),
+      sprintf("learned service time taken into use: %.1f ms ± %.1f ms (configured 80 ms), truth %.1f ms (%+.1f%%; %s; %s)",
+        1000 * st, 1000 * se, 1000 * truth, pct(st, truth), how, tol_text(tol)))
+    for (r = n; r >= 1 && !has(r, "ml_service_time_estimate"); r--) ;
+    last_r = r
+    st = val(last_r, "ml_service_time_estimate"); se = val(last_r, "ml_service_time_error")
+    line = sprintf("learned service time at the end: %.1f ms ± %.1f ms, truth %.1f ms (%+.1f%%", 1000 * st, 1000 * se, 1000 * truth, pct(st, truth))
+    if (mode == "storm") check(within(st, truth, LT), line sprintf("; within %d%%)", LT * 100))
+    else printf "INFO  %s; not checked: the estimate still holds the trigger\047s ten times slower requests)\n", line
+    # tipping and recovery loads: before the trigger, and (storm run) from
+    # the lab recovery on, once the trigger has faded from the estimate
+    against("before the trigger", inuse, trig - 1, 1)
+    lrec = mode == "storm" ? rec : 0
+    if (lrec) {
+      against("from the lab recovery to the end", lrec, n, 0)
+      printf "INFO  learned model in the storm (%d-%d s, the trigger in its estimate): tipping load %s, recovery load %s req/s (storm_lab %.1f, %.1f)\n",
+        t(trig), t(lrec - 1), span("ml_tipping_load", trig, lrec - 1), span("ml_recovery_load", trig, lrec - 1),
+        mean("ms_tipping_load", trig, lrec - 1), mean("ms_recovery_load", trig, lrec - 1)
+      printf "INFO  lab recovered at %.1f req/s: learned recovery load %.1f, storm_lab %.1f req/s\n",
+        obs_rec, mean("ml_recovery_load", lrec, n), mean("ms_recovery_load", lrec, n)
+    } else if (mode != "storm")
+      printf "INFO  learned model after the trigger (%d-%d s): tipping load %s req/s (storm_lab %.1f); service time %s ms\n",
+        t(trig), t(n), span("ml_tipping_load", trig, n), mean("ms_tipping_load", trig, n), span("ml_service_time_estimate", trig, n, 1000)
+    # its own verdicts, not checked: the storm flag against storm_lab, the
+    # notifications, and (storm run) drain_time over the drain
+    for (r = inuse; r <= n; r++) if (has(r, "ml_storm") && has(r, "ms_storm")) { m_both++; if (val(r, "ml_storm") != val(r, "ms_storm")) m_diff++ }
+    printf "INFO  learned service verdicts: storm flag differs from storm_lab\047s in %d of %d s once learned; notifications %s\n",
+      m_diff, m_both, learned_notes
+    if (lrec && first_below != "") {
+      a = start[first_below]; b = lrec - 1
+      for (r = a + SETTLE; r <= b; r++) { if (!has(r, "ms_drain_time")) u1++; if (!has(r, "ml_drain_time")) u2++ }
+      printf "INFO  drain_time over the drain (%d-%d s; goodput back at %d s), mean [least..greatest]: storm_lab %s s (undrainable %d s), learned %s s (undrainable %d s)\n",
+        t(a + SETTLE), t(b), t(lrec), span("ms_drain_time", a + SETTLE, b), u1, span("ml_drain_time", a + SETTLE, b), u2
+    }
+    # the residual of both services, phase by phase
+    for (i = 1; i <= 2; i++) {
+      svc = i == 1 ? "ms" : "ml"
+      line = ""
+      for (j = 1; j <= nph; j++) {
+        ph = order[j]
+        if (svc == "ml" && ph == "healthy" && inuse > start[ph] && inuse <= stop[ph]) {
+          line = line sprintf("; healthy at 80 ms %s; healthy learned %s", span("ml_model_residual", start[ph], inuse - 1), span("ml_model_residual", inuse, stop[ph]))
+          continue
+        }
+        line = line sprintf("; %s %s", ph, span(svc "_model_residual", start[ph], stop[ph]))
+      }
+      printf "INFO  model_residual of %s by phase, mean [least..greatest]: %s\n", i == 1 ? "storm_lab" : "storm_lab_learned", substr(line, 3)
+    }
+    # the misfit WARNINGs
+    line = ""
+    nm = split(misfits, parts, " ")
+    for (i = 1; i <= nm; i++) {
+      split(parts[i], v, ":"); row = row_at(v[2])
+      line = line sprintf(", %s at %d s (%s)", v[1], t(row), val(row, "phase"))
+    }
+    printf "INFO  misfit WARNINGs: %s\n", nm ? substr(line, 3) : "none"
+    printf "INFO  calibration inputs without a sample: %d log lines%s\n", calib_lines,
+      calib_lines ? " (first: " calib_first ")" : ""
+  }
   # collectd (the CSV) against the reads of the scenario itself, rows a..b
   function agree(what, a, b,   e1, e2, i, so, sa, m, co, ca) {
     e1 = val(a, "epoch") - 0.5; e2 = val(b, "epoch") + 0.5
@@ -336,6 +513,7 @@ awk -F, -v mode="$mode" -v plugin="$use_plugin" \
             n_failure, mean("ms_tipping_load", 1, n)))
       }
     }
+    if (plugin && learned) learned_checks()
     printf "%s: %d checks, %d failed\n", failed ? "FAIL" : "PASS", checks, failed
     exit failed ? 1 : 0
   }' "$csv" >"$summary"

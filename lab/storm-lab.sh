@@ -91,14 +91,18 @@ start_run() {
   fi
 }
 
-# finish_run NAME MODE: stop the load and collectd, then report.
+# finish_run NAME MODE: stop the load and collectd, then report.  The
+# noretry run's report gets the capacity the storm run measured (its own
+# queue never fills): the truth for the learned service time.
 finish_run() {
-  local name=$1 mode=$2 status=0
+  local name=$1 mode=$2 status=0 capacity
   lab_phase end
   lab_ticks 2 # collectd's last reads
   lab_stop_all
   local flags=(--mode "$mode")
   [ "$use_plugin" = 1 ] || flags+=(--no-plugin)
+  capacity=$(sed -n 's/^INFO  capacity: php-fpm served \([0-9.]*\) req\/s.*/\1/p' "$out/storm/summary.txt" 2>/dev/null)
+  [ "$mode" = noretry ] && [ -n "$capacity" ] && flags+=(--capacity "$capacity")
   "$LAB_SRC/report.sh" "${flags[@]}" "$LAB_RUN" "$out/$name" || status=1
   # Keep the run's configurations, logs and collectd's CSV files with the
   # report.
@@ -115,8 +119,10 @@ collectd_view() {
   for id in haproxy-fe_web/derive-requests haproxy-be_app/derive-attempts \
     haproxy-be_app/derive-retries haproxy-be_app/derive-failed_attempts \
     phpfpm-lab/gauge-total_processes metastable-storm_lab/state \
-    metastable-storm_lab/storm metastable-storm_lab/effective_load; do
-    line="$line ${id##*/}=$(lab_getval "$id" | awk '{ printf "%.1f", $1 }')"
+    metastable-storm_lab/storm metastable-storm_lab/effective_load \
+    metastable-storm_lab_learned/service_time_estimate \
+    metastable-storm_lab_learned/calibrated; do
+    line="$line ${id##*/}=$(lab_getval "$id" | awk '{ printf "%.4g", $1 }')"
   done
   lab_log "collectd holds:$line"
 }
