@@ -211,6 +211,27 @@ static int next_line(ms_trace *t, char *err, size_t len) {
   }
 }
 
+bool ms_trace_simulate_column(const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = MS_TRACE_SIMULATE_COLUMNS; n > 0 && *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && strncmp(p, name, n) == 0)
+      return true;
+    p += len + (e != NULL);
+  }
+  return false;
+}
+
+/* "time, arrival_rate, ..., latency": the columns a trace may have. */
+static const char *known_columns(char *buf, size_t len) {
+  size_t used = (size_t)snprintf(buf, len, "time");
+  for (int i = 0; i < MS_INPUT_COUNT && used < len; i++)
+    used += (size_t)snprintf(buf + used, len - used, ", %s",
+                             ms_input_name((ms_input_id)i));
+  return buf;
+}
+
 int ms_trace_open(ms_trace *t, FILE *f, const char *name, char *err,
                   size_t errlen) {
   memset(t, 0, sizeof *t);
@@ -238,12 +259,14 @@ int ms_trace_open(ms_trace *t, FILE *f, const char *name, char *err,
     for (int i = 0; i < MS_INPUT_COUNT && !slot; i++)
       if (strcmp(h, ms_input_name((ms_input_id)i)) == 0)
         slot = &t->input_col[i];
+    if (slot == NULL && ms_trace_simulate_column(h))
+      continue; /* metastable simulate's own: read past */
+    char known[256];
     if (slot == NULL)
-      return fail(
-          err, errlen, name, t->line, cells[k].column,
-          "unknown column '%s' (known: time, arrival_rate, "
-          "offered_rate, retry_rate, error_rate, pool_size, queue_length)",
-          h);
+      return fail(err, errlen, name, t->line, cells[k].column,
+                  "unknown column '%s' (known: %s, and the other columns "
+                  "of metastable simulate)",
+                  h, known_columns(known, sizeof known));
     if (*slot >= 0)
       return fail(err, errlen, name, t->line, cells[k].column,
                   "column '%s' given twice", h);

@@ -13,6 +13,14 @@
  *   error_rate     failed attempts/s
  *   pool_size      live servers
  *   queue_length   requests waiting for a server
+ *   busy_servers   servers busy, on average over the interval
+ *   completion_rate  attempts/s whose service completed
+ *   latency        mean service time of a completed attempt, s
+ *
+ * (the inputs of service.h, by ms_input_name).  The other columns that
+ * `metastable simulate --format csv` writes (MS_TRACE_SIMULATE_COLUMNS)
+ * are read past, so that a simulated run replays as it is written; any
+ * other column is an error, to catch a misspelt input.
  *
  * `time` is required, the rest are optional and in any order; one row per
  * interval, times strictly increasing.  An empty cell means the input had
@@ -51,6 +59,18 @@ typedef struct {
   double unix_time;   /* seconds since 1970-01-01T00:00:00Z */
   ms_inputs in;       /* has[i] false for an empty cell or absent column */
 } ms_trace_row;
+
+/* The columns of `metastable simulate --format csv` that are not inputs,
+ * in the order it writes them (cli/simulate.c writes its header from
+ * this, then the inputs' columns): a trace holds them without error, and
+ * they are not used. */
+#define MS_TRACE_SIMULATE_COLUMNS                                              \
+  "offered,attempts,retries,failures,goodput,given_up,refused,backlog,"        \
+  "servers,failure_ratio,amplification,state,storm,tipping_load,"              \
+  "recovery_load,healthy_load,collapsed_load"
+
+/* Whether name is one of MS_TRACE_SIMULATE_COLUMNS. */
+bool ms_trace_simulate_column(const char *name);
 
 /* Times of a trace lie in [0, MS_TRACE_TIME_END): from 1970-01-01T00:00:00Z
  * to the end of 9999-12-31 (Unix seconds of 10000-01-01T00:00:00Z). */

@@ -186,8 +186,11 @@ class Incident(CliTest):
              ":2:1: time: '2024-02-30T00:00:00Z' is not a time"),
             ("time,offered_rate,retry_rate\n5,60,1\n5,60,1\n",
              ":3:1: time: '5' is not after the previous row's"),
-            ("time,offered_rate,retries\n",
-             ":1:19: unknown column 'retries'"),
+            ("time,offered_rate,retry_count\n",
+             ":1:19: unknown column 'retry_count' (known: time, "
+             "arrival_rate, offered_rate, retry_rate, error_rate, pool_size, "
+             "queue_length, busy_servers, completion_rate, latency, and the "
+             "other columns of metastable simulate)"),
             ("time,offered_rate,offered_rate\n",
              ":1:19: column 'offered_rate' given twice"),
             ("offered_rate,retry_rate\n", ":1:1: the header has no 'time'"),
