@@ -125,7 +125,7 @@ static void text_param(const char *name, const ms_fit_param *p, unit u,
   else
     printf("%-14s %-12s %-30s %-12s not identified by this trace (%s): %s\n",
            name, v, ci, cf, isinf(p->hi) ? "no upper bound" : "no lower bound",
-           p->why[0] ? p->why : "the configured value is kept");
+           p->note[0] ? p->note : "the configured value is kept");
 }
 
 static void write_text(const ms_cli_model *m, const char *trace,
@@ -194,6 +194,8 @@ static void json_param(ms_json *j, const char *key, const ms_fit_param *p) {
     ms_json_number(j, "dispersion", p->dispersion);
   ms_json_number(j, "configured", p->configured);
   ms_json_string(j, "method", p->why);
+  if (p->note[0])
+    ms_json_string(j, "note", p->note);
   ms_json_end_object(j);
 }
 

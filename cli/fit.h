@@ -124,7 +124,8 @@ typedef struct {
   double samples;    /* intervals behind the estimate */
   double events;     /* completions or attempts behind it */
   double dispersion; /* phi, >= 1 (binomial estimates), else 0 */
-  char why[160];     /* when not fitted or not identified: why */
+  char why[160];     /* how it was estimated, or why it was not */
+  char note[160];    /* "" or, when not identified, what was done */
 } ms_fit_param;
 
 /* The whole fit. */

@@ -530,11 +530,15 @@ static void fit_failure_model(lik *L, ms_fit_param *base, ms_fit_param *shape,
     profile_u(L, log(used), &base->value);
   tails_at(L, used);
   set_shape(&L->m, used);
-  snprintf(shape->why, sizeof shape->why, "%s",
-           shape->identified ? ""
-           : used == theta0  ? "the configured value is kept"
-                             : "the configured value is outside the interval: "
-                               "the estimate is taken");
+  snprintf(shape->why, sizeof shape->why,
+           "maximum likelihood of the failures (binomial)");
+  if (!shape->identified)
+    snprintf(shape->note, sizeof shape->note, "%s",
+             used == theta0 ? "the configured value is kept"
+                            : "the configured value is outside the interval: "
+                              "the estimate is taken");
+  if (!base->identified)
+    snprintf(base->note, sizeof base->note, "the configured value is kept");
 }
 
 /* ---- step 3: the retries ----------------------------------------------- */
@@ -633,10 +637,12 @@ static void fit_retries(const lik *L, int rmax, ms_fit_param *p) {
   p->hi = hi < rmax ? hi : INFINITY;
   p->dispersion = phi;
   p->identified = L->amp && hi < rmax;
-  if (!L->amp)
-    snprintf(p->why, sizeof p->why,
-             "the offered load is not observed apart from the attempts "
-             "(offered_rate or retry_rate)");
+  snprintf(p->why, sizeof p->why, "%s",
+           L->amp ? "maximum likelihood of the retries (binomial)"
+                  : "the offered load is not observed apart from the "
+                    "attempts (offered_rate or retry_rate)");
+  if (L->amp && !p->identified)
+    snprintf(p->note, sizeof p->note, "the configured value is kept");
 }
 
 /* ---- the whole fit ----------------------------------------------------- */

@@ -213,7 +213,8 @@ class Fit(CliTest):
         self.assertFalse(t["identified"])
         self.assertIsNone(t["high"])  # no upper bound
         self.assertLess(t["low"], 1.0)
-        self.assertIn("configured value is kept", t["method"])
+        self.assertEqual(t["note"], "the configured value is kept")
+        self.assertNotIn("note", j["parameters"]["retries"])
         r = j["parameters"]["retries"]
         self.assertTrue(r["identified"])
         self.assertLessEqual(r["low"], 3)
