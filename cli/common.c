@@ -734,3 +734,13 @@ void ms_cli_progress_end(ms_cli_progress *p) {
     fputs("\r\033[K", stderr);
   p->on = false;
 }
+
+void ms_cli_model_service(const ms_cli_model *m, ms_service_spec *spec) {
+  *spec = *m->spec;
+  spec->params = m->params;
+  if (m->given[MS_OPT_SERVERS - MS_OPT_MODEL] &&
+      spec->inputs[MS_INPUT_POOL].kind != MS_SOURCE_NONE) {
+    spec->inputs[MS_INPUT_POOL].kind = MS_SOURCE_NONE;
+    spec->has_servers = true;
+  }
+}

@@ -66,6 +66,7 @@ int ms_cmd_lab(int argc, char **argv);
 int ms_cmd_replay(int argc, char **argv);
 int ms_cmd_simulate(int argc, char **argv);
 int ms_cmd_check(int argc, char **argv);
+int ms_cmd_fit(int argc, char **argv);
 
 /* ------------------------------------------------------------------ */
 /* Diagnostics                                                         */
@@ -262,6 +263,15 @@ int ms_cli_model_option(ms_cli_model *m, int opt, const char *arg);
  * missing, contradictory or belong to the other model.
  */
 int ms_cli_model_resolve(ms_cli_model *m, bool need_servers);
+
+/*
+ * ms_cli_model_service: the service of --spec as the plugin would run it,
+ * with the command line's overrides (m->params, after
+ * ms_cli_model_resolve found a service): --servers wins over a pool size
+ * read from collectd, whose input is then not read.  *spec shares its
+ * strings with m->spec (valid until ms_cli_model_free).
+ */
+void ms_cli_model_service(const ms_cli_model *m, ms_service_spec *spec);
 
 /* The service parameters in one line, e.g. "erlang model: 30 servers,
  * service time 100 ms, timeout 1 s, 3 retries"; into buf, returned. */

@@ -20,6 +20,7 @@
 #include "plot.h"
 #include "scenario.h"
 #include "sim.h"
+#include "trace.h"
 
 static const char help[] =
     "Usage: metastable simulate [MODEL OPTIONS] [--engine fluid|des]\n"
@@ -78,7 +79,14 @@ static const char help[] =
     "                      goodput,given_up,refused,backlog,servers,\n"
     "                      failure_ratio,amplification,state,storm,\n"
     "                      tipping_load,recovery_load,healthy_load,\n"
-    "                      collapsed_load; json: the summary and the series\n"
+    "                      collapsed_load, then the window as a trace that\n"
+    "                      replay and fit read: offered_rate,arrival_rate,\n"
+    "                      retry_rate,error_rate,queue_length,pool_size\n"
+    "                      (erlang) and, des only, busy_servers,\n"
+    "                      completion_rate,latency (time-average busy\n"
+    "                      servers, completed attempts/s, their mean service\n"
+    "                      time; the fluid engine does not measure them);\n"
+    "                      json: the summary and the series\n"
     "  --plot FILE         draw the time series into FILE (SVG or PNG by its\n"
     "                      extension) with gnuplot: offered load, attempts,\n"
     "                      goodput, the triggers and storm windows shaded,\n"
@@ -294,15 +302,28 @@ static int parse_backoff(const char *text, ms_backoff *b) {
 
 /* ---- collecting the run ------------------------------------------------- */
 
-static const char *const csv_header =
-    "time,offered,attempts,retries,failures,goodput,given_up,refused,"
-    "backlog,servers,failure_ratio,amplification,state,storm,tipping_load,"
-    "recovery_load,healthy_load,collapsed_load";
+/* The CSV header: simulate's own columns, then the same window as a
+ * trace that `metastable replay` and `metastable fit` read (cli/trace.h):
+ * the inputs by their names, pool_size with the erlang model, and with
+ * the DES what the servers did (the calibration inputs busy_servers,
+ * completion_rate and latency), which the fluid engine does not measure:
+ * its busy servers would be the model's own c mu rho. */
+static void csv_header(FILE *f, bool erlang, bool served) {
+  fprintf(f,
+          "time,%s,offered_rate,arrival_rate,retry_rate,error_rate,"
+          "queue_length",
+          MS_TRACE_SIMULATE_COLUMNS);
+  if (erlang)
+    fputs(",pool_size", f);
+  if (served)
+    fputs(",busy_servers,completion_rate,latency", f);
+  fputc('\n', f);
+}
 
-static void csv_row(FILE *f, const ms_sim_sample *s) {
+static void csv_row(FILE *f, const ms_sim_sample *s, bool erlang) {
   char b[16][32];
   fprintf(
-      f, "%s,%s,%s,%s,%s,%s,%s,%s,%s,%ld,%s,%s,%s,%d,%s,%s,%s,%s\n",
+      f, "%s,%s,%s,%s,%s,%s,%s,%s,%s,%ld,%s,%s,%s,%d,%s,%s,%s,%s",
       ms_cli_fmt_double(b[0], s->time), ms_cli_fmt_double(b[1], s->offered),
       ms_cli_fmt_double(b[2], s->attempts), ms_cli_fmt_double(b[3], s->retries),
       ms_cli_fmt_double(b[4], s->failures), ms_cli_fmt_double(b[5], s->goodput),
@@ -314,10 +335,20 @@ static void csv_row(FILE *f, const ms_sim_sample *s) {
       ms_cli_fmt_double(b[12], s->recovery_load),
       s->has_healthy ? ms_cli_fmt_double(b[13], s->healthy_load) : "",
       s->has_collapsed ? ms_cli_fmt_double(b[14], s->collapsed_load) : "");
+  /* the trace: the same numbers under the inputs' names */
+  fprintf(f, ",%s,%s,%s,%s,%s", b[1], b[2], b[3], b[4], b[8]);
+  if (erlang)
+    fprintf(f, ",%ld", s->servers);
+  if (s->has_service)
+    fprintf(f, ",%s,%s,%s", ms_cli_fmt_double(b[0], s->busy_servers),
+            ms_cli_fmt_double(b[1], s->completion_rate),
+            s->has_latency ? ms_cli_fmt_double(b[2], s->latency) : "");
+  fputc('\n', f);
 }
 
 typedef struct {
   bool stream_csv; /* write rows as they come */
+  bool erlang;     /* the CSV has pool_size */
   bool keep;       /* keep them for the plot or JSON */
   ms_sim_sample *s;
   size_t n, cap;
@@ -336,7 +367,7 @@ static int collect(void *ctx, const ms_sim_sample *s) {
     c->failing_calm_until = s->time;
   }
   if (c->stream_csv)
-    csv_row(stdout, s);
+    csv_row(stdout, s, c->erlang);
   if (c->keep) {
     if (c->n == c->cap) {
       size_t nc = c->cap ? 2 * c->cap : 1024;
@@ -564,6 +595,14 @@ static void write_json(const ms_cli_model *m, const ms_sim_config *c,
       ms_json_number(&j, "collapsed_load", x->collapsed_load);
     else
       ms_json_null(&j, "collapsed_load");
+    if (x->has_service) {
+      ms_json_number(&j, "busy_servers", x->busy_servers);
+      ms_json_number(&j, "completion_rate", x->completion_rate);
+      if (x->has_latency)
+        ms_json_number(&j, "latency", x->latency);
+      else
+        ms_json_null(&j, "latency");
+    }
     ms_json_end_object(&j);
   }
   ms_json_end_array(&j);
@@ -1002,8 +1041,9 @@ static int simulate(const sim_args *a, const ms_cli_model *m,
   collector col = {0};
   col.stream_csv = results && a->format == MS_FORMAT_CSV;
   col.keep = a->plot_path != NULL || (results && a->format == MS_FORMAT_JSON);
+  col.erlang = cfg->service.model.kind == MS_MODEL_ERLANG;
   if (col.stream_csv)
-    puts(csv_header);
+    csv_header(stdout, col.erlang, a->engine == MS_ENGINE_DES);
   ms_cli_progress_start(&col.prog, "simulate",
                         (size_t)(cfg->scenario.duration + 0.5));
   ms_sim_summary sum;

@@ -13,6 +13,14 @@
  *   error_rate     failed attempts/s
  *   pool_size      live servers
  *   queue_length   requests waiting for a server
+ *   busy_servers   servers busy, on average over the interval
+ *   completion_rate  attempts/s whose service completed
+ *   latency        mean service time of a completed attempt, s
+ *
+ * (the inputs of service.h, by ms_input_name).  The other columns that
+ * `metastable simulate --format csv` writes (MS_TRACE_SIMULATE_COLUMNS)
+ * are read past, so that a simulated run replays as it is written; any
+ * other column is an error, to catch a misspelt input.
  *
  * `time` is required, the rest are optional and in any order; one row per
  * interval, times strictly increasing.  An empty cell means the input had
@@ -51,6 +59,18 @@ typedef struct {
   double unix_time;   /* seconds since 1970-01-01T00:00:00Z */
   ms_inputs in;       /* has[i] false for an empty cell or absent column */
 } ms_trace_row;
+
+/* The columns of `metastable simulate --format csv` that are not inputs,
+ * in the order it writes them (cli/simulate.c writes its header from
+ * this, then the inputs' columns): a trace holds them without error, and
+ * they are not used. */
+#define MS_TRACE_SIMULATE_COLUMNS                                              \
+  "offered,attempts,retries,failures,goodput,given_up,refused,backlog,"        \
+  "servers,failure_ratio,amplification,state,storm,tipping_load,"              \
+  "recovery_load,healthy_load,collapsed_load"
+
+/* Whether name is one of MS_TRACE_SIMULATE_COLUMNS. */
+bool ms_trace_simulate_column(const char *name);
 
 /* Times of a trace lie in [0, MS_TRACE_TIME_END): from 1970-01-01T00:00:00Z
  * to the end of 9999-12-31 (Unix seconds of 10000-01-01T00:00:00Z). */
@@ -93,5 +113,66 @@ void ms_trace_close(ms_trace *t);
  */
 int ms_trace_from_prometheus(const char *const files[MS_INPUT_COUNT], FILE *out,
                              char *err, size_t errlen);
+
+/* ------------------------------------------------------------------ */
+/* A command's trace: replay and fit read it the same way               */
+/* ------------------------------------------------------------------ */
+
+/* Where the trace comes from: a CSV file, or Prometheus responses. */
+typedef struct {
+  const char *path;                 /* TRACE.csv, "-" for stdin, or NULL */
+  const char *prom[MS_INPUT_COUNT]; /* --prometheus-json files, by input */
+  bool any_prom;                    /* some prom[] given */
+  const char *write_trace;          /* --write-trace OUT.csv, or NULL */
+} ms_trace_source;
+
+/* The rows of a whole trace, read and checked before anything is done
+ * with them. */
+typedef struct {
+  ms_trace_row *rows; /* malloc'd */
+  size_t n;
+  char name[256]; /* the trace in messages: its path, "(stdin)", or the
+                     --write-trace file or "(Prometheus trace)" */
+} ms_trace_rows;
+
+/*
+ * ms_trace_source_prometheus: take `--prometheus-json INPUT=FILE` (arg is
+ * INPUT=FILE, INPUT an input's name, each input at most once).  Returns 0,
+ * or MS_EXIT_USAGE with the message printed (ms_cli_usage).
+ */
+int ms_trace_source_prometheus(ms_trace_source *s, const char *arg);
+
+/*
+ * ms_trace_source_check: one source of the trace: a file or Prometheus
+ * responses, not both, and --write-trace only with the responses.
+ * Returns 0, or MS_EXIT_USAGE with the message printed.
+ */
+int ms_trace_source_check(const ms_trace_source *s);
+
+/*
+ * ms_trace_load: read the whole trace for service spec: the columns are
+ * checked against the service's inputs (a column for every input read
+ * from collectd: else "name:1:1: no column 'x'"; a warning on stderr for
+ * each column the service does not use), then every row (ms_trace_next).
+ * From Prometheus responses the merged trace is built in memory (and
+ * saved to write_trace when given).  Progress on stderr when it is a
+ * terminal.
+ *   out  the rows (release with ms_trace_rows_free, also on failure)
+ * Returns 0, or MS_EXIT_RUNTIME with the message printed (ms_cli_fail):
+ * a file that cannot be read, a bad header or row as name:line:column,
+ * out of memory.  A trace with a header and no rows is not an error here.
+ */
+int ms_trace_load(const ms_trace_source *s, const ms_service_spec *spec,
+                  ms_trace_rows *out);
+
+void ms_trace_rows_free(ms_trace_rows *r);
+
+/*
+ * ms_trace_inputs: the inputs of row i as the plugin would see them: the
+ * row's values, and the interval its rates cover, the time since the row
+ * before (the first row: the time to the next one; 0, unknown, for a
+ * trace of one row), as the plugin's cover its interval.
+ */
+void ms_trace_inputs(const ms_trace_rows *r, size_t i, ms_inputs *in);
 
 #endif

@@ -659,6 +659,13 @@ static void window_rates(ms_sim_sample *s, const ms_sim_config *c, double t_end,
   double outcomes = cnt->failures + cnt->successes;
   s->failure_ratio = outcomes > 0.0 ? cnt->failures / outcomes : 0.0;
   s->amplification = cnt->first > 0.0 ? s->attempts / s->offered : 1.0;
+  s->has_service = cnt->served;
+  if (cnt->served) {
+    s->busy_servers = cnt->busy_time / w;
+    s->completion_rate = cnt->completions / w;
+    s->has_latency = cnt->completions > 0.0;
+    s->latency = s->has_latency ? cnt->service_time / cnt->completions : 0.0;
+  }
 }
 
 /* The plugin's verdict on the window, as ms_analyze gives it from the

@@ -310,6 +310,18 @@ typedef struct {
                              fluid 0 (it has no queue) */
   long servers;           /* pool at the end of the window (erlang), else 0 */
   double capacity;        /* saturation load then: c mu or C, /s */
+  /* What the servers did, as collectd would read it from the service
+   * (the calibration inputs busy_servers, completion_rate and latency of
+   * service.h), measured by the DES only: has_service is false for the
+   * fluid engine, whose busy servers and completions would be the
+   * model's own c mu rho and so say nothing the parameters do not. */
+  bool has_service;
+  double busy_servers;    /* time-average of the busy servers over the
+                             window, servers, >= 0 */
+  double completion_rate; /* attempts whose service completed, /s
+                             (abandoned and failed ones included) */
+  bool has_latency;       /* some service completed in the window */
+  double latency;         /* mean service time of those attempts, s */
   double failure_ratio;   /* failures / (failures + goodput), 0 if none */
   double amplification;   /* attempts / offered, 1 if no offered load */
   /* The plugin's verdict on this window (ms_analyze with the window's

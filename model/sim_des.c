@@ -75,6 +75,7 @@ enum { EV_DONE_OK, EV_DONE_FAIL, EV_DONE_ABANDONED, EV_RETRY };
 
 typedef struct {
   double t;
+  double dur; /* a completion: the service time it ends, s */
   uint32_t id;
   uint32_t kind;
 } event;
@@ -99,11 +100,12 @@ static int grow(void **p, size_t *cap, size_t need, size_t size) {
   return MS_OK;
 }
 
-static int heap_push(heap_t *h, double t, uint32_t id, uint32_t kind) {
+static int heap_push(heap_t *h, double t, double dur, uint32_t id,
+                     uint32_t kind) {
   if (grow((void **)&h->a, &h->cap, h->n + 1, sizeof *h->a) != MS_OK)
     return MS_ENOMEM;
   size_t i = h->n++;
-  event e = {t, id, kind};
+  event e = {t, dur, id, kind};
   while (i > 0) {
     size_t up = (i - 1) / 2;
     if (!(h->a[up].t > t))
@@ -183,6 +185,7 @@ typedef struct {
   ring_t live;         /* waiting attempts whose client still waits */
   long long abandoned; /* waiting attempts whose client gave up */
   long busy, servers;
+  double busy_since; /* when d->busy last changed or was last integrated */
   /* requests in flight */
   uint8_t *retries_done;
   double *sleep; /* decorrelated jitter: previous sleep */
@@ -263,11 +266,20 @@ static double backoff_delay(des_t *d, uint32_t id, int k) {
   return 0.0;
 }
 
+/* Add the busy servers' time since the last change up to t to the
+ * window's integral (busy_servers is its time-average). */
+static void integrate_busy(des_t *d, double t) {
+  d->win.busy_time += (double)d->busy * (t - d->busy_since);
+  d->busy_since = t;
+}
+
 /* A server takes attempt id (client waiting) at time t. */
 static int start_service(des_t *d, uint32_t id, double t) {
+  integrate_busy(d, t);
   d->busy++;
   bool fail = d->base > 0.0 && rng_uniform(&d->rng) < d->base;
-  return heap_push(&d->heap, t + rng_exp(&d->rng, d->mu), id,
+  double dur = rng_exp(&d->rng, d->mu);
+  return heap_push(&d->heap, t + dur, dur, id,
                    fail ? EV_DONE_FAIL : EV_DONE_OK);
 }
 
@@ -276,9 +288,10 @@ static int dispatch(des_t *d, double t) {
   while (d->busy < d->servers) {
     if (d->abandoned > 0) {
       d->abandoned--;
+      integrate_busy(d, t);
       d->busy++;
-      if (heap_push(&d->heap, t + rng_exp(&d->rng, d->mu), 0,
-                    EV_DONE_ABANDONED) != MS_OK)
+      double dur = rng_exp(&d->rng, d->mu);
+      if (heap_push(&d->heap, t + dur, dur, 0, EV_DONE_ABANDONED) != MS_OK)
         return MS_ENOMEM;
     } else if (d->live.len > 0) {
       uint32_t id = ring_front(&d->live)->id;
@@ -304,7 +317,7 @@ static int attempt_failed(des_t *d, uint32_t id, double t) {
   d->win.failures += 1.0;
   int done = d->retries_done[id];
   if (done < d->r)
-    return heap_push(&d->heap, t + backoff_delay(d, id, done + 1), id,
+    return heap_push(&d->heap, t + backoff_delay(d, id, done + 1), 0.0, id,
                      EV_RETRY);
   d->win.given_up += 1.0;
   return request_free(d, id);
@@ -344,7 +357,10 @@ static int retry_due(des_t *d, uint32_t id, double t) {
 
 /* A completion at t. */
 static int completion(des_t *d, const event *e, double t) {
+  integrate_busy(d, t);
   d->busy--;
+  d->win.completions += 1.0;
+  d->win.service_time += e->dur;
   int st = MS_OK;
   if (e->kind == EV_DONE_OK) {
     d->win.successes += 1.0;
@@ -517,6 +533,8 @@ static int des_run(des_t *d, des_sources *src, ms_sim_recorder *rec,
 
     if (win_end <= t_ev) {
       double backlog = (double)d->abandoned + (double)d->live.len;
+      integrate_busy(d, win_end);
+      d->win.served = true;
       int st = ms_sim_recorder_window(rec, win_end, win_end - win_start,
                                       &d->win, backlog, err);
       if (st != MS_OK)

@@ -29,9 +29,16 @@ int ms_delay_dists_build(const ms_backoff *b, int r, ms_delay_dist *dist,
                          ms_error *err);
 void ms_delay_dists_free(ms_delay_dist *dist, int r);
 
-/* What happened in one output window, in counts (not rates). */
+/* What happened in one output window, in counts (not rates).  The last
+ * three are the service's own view, measured by the DES only (the fluid
+ * engine leaves them 0 and `served` false): the integral of the busy
+ * servers over the window (server-seconds), the attempts whose service
+ * completed in it (abandoned ones and failed ones included), and the sum
+ * of those attempts' service times (s). */
 typedef struct {
   double first, retries, failures, successes, given_up, refused;
+  bool served; /* the three below were measured */
+  double busy_time, completions, service_time;
 } ms_sim_counts;
 
 /*

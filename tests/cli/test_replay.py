@@ -172,6 +172,70 @@ class Incident(CliTest):
         rows = list(csv.DictReader(io.StringIO(r.out)))
         self.assertEqual({r["servers"] for r in rows}, {"40"})
 
+    def test_calibration_from_a_simulated_trace(self):
+        # a DES run (10 servers, 100 ms, timeout 1 s, 3 retries: the storm
+        # of doc/simulation.md) replayed by a service file that has the
+        # service time wrong (150 ms) and learns it from busy_servers and
+        # completion_rate: the CSV of simulate is the trace as it is
+        trace = self.write("storm.csv", self.ok(
+            "simulate", "--servers", "10", "--service-time", "100ms",
+            "--timeout", "1", "--retries", "3", "--base-failure", "0.01",
+            "--engine", "des", "--scenario",
+            os.path.join(EXAMPLES, "storm.yaml"), "--format", "csv").out)
+        inputs = ["offered_rate", "arrival_rate", "retry_rate", "error_rate",
+                  "queue_length", "pool_size", "busy_servers",
+                  "completion_rate", "latency"]
+        spec = self.write("wrong.yaml", "services:\n  - name: svc\n"
+                          "    model: erlang\n    servers: 10\n"
+                          "    service_time: 150ms\n    timeout: 1s\n"
+                          "    retries: 3\n    base_failure: 0.01\n"
+                          "    calibrate: [service_time]\n    inputs:\n" +
+                          "".join("      %s: h/p/gauge-%s\n" % (i, i)
+                                  for i in inputs))
+        rows = list(csv.DictReader(io.StringIO(self.ok(
+            "replay", "--spec", spec, trace).out)))
+        self.assertEqual(len(rows), 150)
+
+        def tipping(service_time):
+            return self.ok("solve", "--servers", "10", "--service-time",
+                           repr(service_time), "--timeout", "1",
+                           "--retries", "3", "--base-failure", "0.01",
+                           "--load", "60", "--format",
+                           "json").json()["tipping_load"]
+        configured = tipping(0.15)
+        self.assertAlmostEqual(float(rows[0]["tipping_load"]), configured,
+                               delta=1e-9 * configured)
+        # the first window offers 62.5/s, past the configured tipping load
+        self.assertEqual(rows[0]["state"], "overloaded")
+        last = rows[-1]
+        m = float(last["service_time_estimate"])
+        se = float(last["service_time_error"])
+        # the truth within three of its standard errors, which is small
+        self.assertLess(abs(m - 0.1), 3 * se, (m, se))
+        self.assertLess(se, 0.005)
+        self.assertAlmostEqual(float(last["service_time_ratio"]), m / 0.15,
+                               delta=1e-9)
+        self.assertEqual(last["calibrated"], "1")
+        # the learned value went into use once, and said so
+        info = [(i, r["info"]) for i, r in enumerate(rows) if r["info"]]
+        self.assertEqual(len(info), 1, info)
+        i, text = info[0]
+        self.assertGreaterEqual(i, 9)  # calibration_intervals: 10 samples
+        self.assertIn("learned service time", text)
+        self.assertIn("(configured 150 ms)", text)
+        self.assertIn("tipping load 61.139 -> ", text)
+        # the landscape moved with it: the tipping load is the one of the
+        # learned service time (within its error and the 1 % threshold
+        # that keeps a landscape), far from the configured one
+        tip = float(last["tipping_load"])
+        self.assertLess(tip, tipping((m - 3 * se) / 1.011))
+        self.assertGreater(tip, tipping((m + 3 * se) * 1.011))
+        self.assertGreater(tip, 1.4 * configured)
+        # back at 60/s after the storm: healthy in the bistable band, where
+        # the configured service (capacity 66.7/s) was overloaded
+        self.assertEqual(last["state"], "vulnerable")
+        self.assertLess(abs(float(last["model_residual"])), 4)
+
     def test_bad_rows(self):
         cases = [
             ("time,offered_rate,retry_rate\n1,60,0.5\n2,60,abc\n",
@@ -186,8 +250,11 @@ class Incident(CliTest):
              ":2:1: time: '2024-02-30T00:00:00Z' is not a time"),
             ("time,offered_rate,retry_rate\n5,60,1\n5,60,1\n",
              ":3:1: time: '5' is not after the previous row's"),
-            ("time,offered_rate,retries\n",
-             ":1:19: unknown column 'retries'"),
+            ("time,offered_rate,retry_count\n",
+             ":1:19: unknown column 'retry_count' (known: time, "
+             "arrival_rate, offered_rate, retry_rate, error_rate, pool_size, "
+             "queue_length, busy_servers, completion_rate, latency, and the "
+             "other columns of metastable simulate)"),
             ("time,offered_rate,offered_rate\n",
              ":1:19: column 'offered_rate' given twice"),
             ("offered_rate,retry_rate\n", ":1:1: the header has no 'time'"),

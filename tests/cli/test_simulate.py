@@ -22,6 +22,10 @@ HEADER = ["time", "offered", "attempts", "retries", "failures", "goodput",
           "given_up", "refused", "backlog", "servers", "failure_ratio",
           "amplification", "state", "storm", "tipping_load", "recovery_load",
           "healthy_load", "collapsed_load"]
+# the same window as a trace (replay and fit read it): the inputs' names
+TRACE = ["offered_rate", "arrival_rate", "retry_rate", "error_rate",
+         "queue_length", "pool_size"]
+SERVED = ["busy_servers", "completion_rate", "latency"]
 STATES = {"stable": 0, "vulnerable": 0, "metastable": 1, "overloaded": 1}
 
 
@@ -82,8 +86,17 @@ class Simulate(CliTest):
                       "10,20,60", "--drop", "60,150,50", "--duration", "240",
                       "--sample-interval", "2", "--format", "csv").out
         rows = list(csv.DictReader(io.StringIO(out)))
-        self.assertEqual(list(rows[0]), HEADER)
+        # the fluid engine measures no busy servers: no such columns
+        self.assertEqual(list(rows[0]), HEADER + TRACE)
         self.assertEqual(len(rows), 120)
+        for r in rows:
+            for mine, trace in (("offered", "offered_rate"),
+                                ("attempts", "arrival_rate"),
+                                ("retries", "retry_rate"),
+                                ("failures", "error_rate"),
+                                ("backlog", "queue_length"),
+                                ("servers", "pool_size")):
+                self.assertEqual(r[mine], r[trace])
         self.assertEqual([float(r["time"]) for r in rows],
                          [2.0 * (i + 1) for i in range(120)])
         for r in rows:
@@ -101,6 +114,48 @@ class Simulate(CliTest):
         self.assertEqual(float(by_time[100]["goodput"]) > 1, False)
         self.assertEqual(by_time[240]["state"], "vulnerable")
         self.assertLess(float(by_time[240]["failure_ratio"]), 0.02)
+
+    def test_des_measures_the_servers(self):
+        # healthy at 60/s: the DES's busy servers, completions and service
+        # times against the service time given (100 ms) and the model's
+        # healthy equilibrium (solve), by their own scatter
+        healthy, _, _ = self.equilibria(60)
+        out = self.ok("simulate", *SVC, "--engine", "des", "--load", "60",
+                      "--duration", "600", "--sample-interval", "5",
+                      "--format", "csv").out
+        rows = list(csv.DictReader(io.StringIO(out)))
+        self.assertEqual(list(rows[0]), HEADER + TRACE + SERVED)
+        rows = rows[4:]  # the first windows start from an empty system
+        busy = [float(r["busy_servers"]) for r in rows]
+        done = [float(r["completion_rate"]) for r in rows]
+        lat = [float(r["latency"]) for r in rows]
+        n = len(rows)
+
+        def mean_se(xs, ws):
+            w = sum(ws)
+            m = sum(x * v for x, v in zip(xs, ws)) / w
+            se = math.sqrt(sum((v * (x - m)) ** 2 for x, v in zip(xs, ws))
+                           * n / (n - 1)) / w
+            return m, se
+        # the utilisation law (Denning and Buzen 1978): busy = completions
+        # x service time, window by window
+        s, se = mean_se([b / d for b, d in zip(busy, done)], done)
+        self.assertLess(se, 0.003)
+        self.assertLess(abs(s - 0.1), 4 * se, (s, se))
+        m, se = mean_se(lat, done)
+        self.assertLess(abs(m - 0.1), 4 * se, (m, se))
+        # busy servers: the healthy attempt rate times the service time;
+        # completions: the attempt rate
+        m, se = mean_se(busy, [1] * n)
+        self.assertLess(abs(m - healthy * 0.1), 4 * se, (m, se, healthy))
+        m, se = mean_se(done, [1] * n)
+        self.assertLess(abs(m - healthy), 4 * se, (m, se, healthy))
+        self.assertTrue(all(0 <= b <= 10 for b in busy))
+        # JSON: the same numbers; the fluid engine has none
+        j = self.sim("--engine", "des", "--load", "60", "--duration", "20")
+        self.assertIn("busy_servers", j["series"][-1])
+        j = self.sim("--load", "60", "--duration", "20")
+        self.assertNotIn("busy_servers", j["series"][-1])
 
     def test_scenario_file(self):
         with tempfile.TemporaryDirectory() as d:

@@ -14,7 +14,8 @@ from clitest import DATA, SPEC, SRCDIR, CliTest
 
 CAP = ("--capacity", "1", "--retries", "3")
 ERL = ("--servers", "10", "--service-time", "100ms", "--timeout", "1")
-COMMANDS = ("solve", "erlang", "sweep", "lab", "replay", "simulate", "check")
+COMMANDS = ("solve", "erlang", "sweep", "lab", "replay", "simulate", "check",
+            "fit")
 
 # (arguments, exit code, text the message must contain)
 ERRORS = [
