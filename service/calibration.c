@@ -61,7 +61,8 @@ static double overload_part(const ms_failure_model *m, double x) {
  * latency input); false with problem set when the inputs contradict. */
 static void sample_service_time(ms_calibration *c, const ms_service_spec *spec,
                                 const ms_inference *inf, double tau,
-                                long servers, char *problem, size_t len) {
+                                long servers, bool storm, char *problem,
+                                size_t len) {
   ms_error e;
   if (inf->has_busy_servers && inf->has_completion_rate) {
     double busy = inf->busy_servers, done = inf->completion_rate;
@@ -73,7 +74,10 @@ static void sample_service_time(ms_calibration *c, const ms_service_spec *spec,
                busy, servers);
       return;
     }
-    if (inf->has_observed_attempts &&
+    /* more completions than attempts: a contradiction, unless a backlog
+     * is being served (a queue, or the storm that left one) */
+    bool backlog = (inf->has_queue_length && inf->queue_length >= 1) || storm;
+    if (inf->has_observed_attempts && !backlog &&
         ms_beyond_noise(done, inf->observed_attempts, tau)) {
       snprintf(problem, len,
                "completion_rate %.5g/s exceeds the %.5g attempts/s observed: "
@@ -232,7 +236,7 @@ void ms_calibration_update(ms_calibration *c, const ms_service_spec *spec,
   ms_service_params in_use = *params;
   substitute(c, spec, current, &in_use);
   if (erlang)
-    sample_service_time(c, spec, inf, tau, in_use.model.servers, problem,
+    sample_service_time(c, spec, inf, tau, in_use.model.servers, storm, problem,
                         problem_len);
   if (spec->calibrate & MS_CALIBRATE_BASE_FAILURE)
     sample_base_failure(c, current ? &current->params.model : &in_use.model,

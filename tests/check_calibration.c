@@ -549,6 +549,50 @@ START_TEST(test_bad_calibration_inputs) {
 }
 END_TEST
 
+/* A backlog drained: more completions than attempts is a good sample
+ * while a queue is served (queue_length >= 1), a contradiction without. */
+START_TEST(test_drain_is_a_sample) {
+  const char *text = "services:\n"
+                     "  - name: s\n"
+                     "    model: erlang\n"
+                     "    servers: 10\n"
+                     "    service_time: 80ms\n"
+                     "    timeout: 1s\n"
+                     "    retries: 2\n"
+                     "    calibrate: [service_time]\n"
+                     "    inputs:\n"
+                     "      offered_rate: h/p/offered\n"
+                     "      arrival_rate: h/p/attempts\n"
+                     "      busy_servers: h/p/busy\n"
+                     "      completion_rate: h/p/done\n"
+                     "      queue_length: h/p/queue\n";
+  ms_service_file f = load(text);
+  for (int queued = 0; queued < 2; queued++) {
+    ms_tracker tr;
+    ms_tracker_init(&tr);
+    ms_step st;
+    ms_inputs in = {.interval = 1};
+    for (int i = 0; i < MS_INPUT_COUNT; i++)
+      in.has[i] = true;
+    in.value[MS_INPUT_OFFERED] = in.value[MS_INPUT_ARRIVAL] = 60;
+    in.value[MS_INPUT_BUSY] = 10;        /* every worker busy */
+    in.value[MS_INPUT_COMPLETION] = 200; /* serving the backlog */
+    in.value[MS_INPUT_QUEUE] = queued ? 300 : 0;
+    ms_tracker_step(&tr, &f.services[0], &in, &st);
+    ck_assert(st.ok);
+    if (queued) {
+      ck_assert_str_eq(st.inference.calibration_problem, "");
+      ck_assert_uint_eq(tr.calibration.service_time.samples, 1);
+      ck_assert_double_eq(tr.calibration.service_time.mean, 0.05);
+    } else {
+      ck_assert(strstr(st.inference.calibration_problem, "exceeds") != NULL);
+      ck_assert_uint_eq(tr.calibration.service_time.samples, 0);
+    }
+  }
+  ms_service_file_free(&f);
+}
+END_TEST
+
 /* A latency input in milliseconds with scale 0.001, without completions:
  * one sample per interval. */
 START_TEST(test_latency_input_scaled) {
@@ -666,6 +710,7 @@ static Suite *calibration_suite(void) {
   tcase_add_test(t, test_learns_servers);
   tcase_add_test(t, test_bad_calibration_inputs);
   tcase_add_test(t, test_latency_input_scaled);
+  tcase_add_test(t, test_drain_is_a_sample);
   tcase_add_test(t, test_loader_errors);
   suite_add_tcase(s, t);
   return s;
