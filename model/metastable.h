@@ -747,7 +747,7 @@ int ms_drain_time(const ms_service_params *s, double lambda, double queue,
  * sample's variance is sigma^2 / w_i; older samples fade by exp(-dt /
  * time_constant).  With a_i the fading factor of sample i:
  *   mean      m = sum a_i w_i x_i / sum a_i w_i
- *   sigma^2     = sum a_i w_i (x_i - m)^2 / sum a_i x k / (k - 1),
+ *   sigma^2     = [sum a_i w_i (x_i - m)^2 / sum a_i] * k / (k - 1),
  *                 k = (sum a_i)^2 / sum a_i^2 the effective samples
  *   std error   = sqrt(sigma^2 sum a_i^2 w_i) / sum a_i w_i
  * The sums are updated by West's weighted incremental algorithm (D. H. D.
