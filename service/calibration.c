@@ -61,8 +61,8 @@ static double overload_part(const ms_failure_model *m, double x) {
  * latency input); false with problem set when the inputs contradict. */
 static void sample_service_time(ms_calibration *c, const ms_service_spec *spec,
                                 const ms_inference *inf, double tau,
-                                long servers, bool storm, char *problem,
-                                size_t len) {
+                                double span, long servers, bool storm,
+                                char *problem, size_t len) {
   ms_error e;
   if (inf->has_busy_servers && inf->has_completion_rate) {
     double busy = inf->busy_servers, done = inf->completion_rate;
@@ -87,12 +87,29 @@ static void sample_service_time(ms_calibration *c, const ms_service_spec *spec,
     }
     /* Denning & Buzen (1978): busy = completions x service time */
     if (busy > 0 && done > 0)
-      ms_estimator_add(&c->service_time, busy / done, done * tau, tau, &e);
+      ms_estimator_add(&c->service_time, busy / done, done * span, tau, &e);
     return;
   }
   if (inf->has_latency && inf->latency > 0) {
+    double rate = inf->has_completion_rate     ? inf->completion_rate
+                  : inf->has_observed_attempts ? inf->observed_attempts
+                                               : 0.0;
+    /* Little's law: the servers that latency keeps busy at this rate; more
+     * than the pool (or than the busy servers seen, when the pool is being
+     * learned) is a latency in the wrong unit (ms for s) */
+    double pool = (double)servers;
+    if (inf->has_busy_servers && inf->busy_servers > pool)
+      pool = inf->busy_servers;
+    if (rate * inf->latency > pool * 1.05 + 1) {
+      snprintf(problem, len,
+               "latency %.5g s at %.5g completions/s keeps %.5g servers busy, "
+               "more than the pool of %.5g: is it in seconds (scale:)? no "
+               "service time sample",
+               inf->latency, rate, rate * inf->latency, pool);
+      return;
+    }
     double w = inf->has_completion_rate && inf->completion_rate > 0
-                   ? inf->completion_rate * tau
+                   ? inf->completion_rate * span
                    : 1.0;
     ms_estimator_add(&c->service_time, inf->latency, w, tau, &e);
   }
@@ -101,8 +118,8 @@ static void sample_service_time(ms_calibration *c, const ms_service_spec *spec,
 /* The base failure sample: the failure ratio where the model says nothing
  * fails from overload, outside storms. */
 static void sample_base_failure(ms_calibration *c, const ms_failure_model *m,
-                                bool storm, const ms_inference *inf,
-                                double tau) {
+                                bool storm, const ms_inference *inf, double tau,
+                                double span) {
   if (storm || !inf->has_observed_failure || !inf->has_observed_attempts)
     return;
   double x = inf->observed_attempts;
@@ -114,22 +131,22 @@ static void sample_base_failure(ms_calibration *c, const ms_failure_model *m,
       overload_part(&probe, x) > BASE_MAX_OVERLOAD)
     return;
   ms_error e;
-  ms_estimator_add(&c->base_failure, inf->observed_failure, x * tau, tau, &e);
+  ms_estimator_add(&c->base_failure, inf->observed_failure, x * span, tau, &e);
 }
 
 /* The pool size sample: the busy servers of an interval that shows the
- * pool saturated (a backlog, attempts beyond completions, or more busy
- * servers than the pool in use). */
+ * pool saturated (a backlog, or attempts beyond completions).  More busy
+ * servers than the pool in use proves only that the pool is larger, not
+ * that it is full: no sample. */
 static void sample_servers(ms_calibration *c, const ms_inference *inf,
-                           double tau, long servers) {
+                           double tau) {
   if (!inf->has_busy_servers)
     return;
   double busy = inf->busy_servers;
   bool saturated =
       (inf->has_queue_length && inf->queue_length >= 1) ||
       (inf->has_completion_rate && inf->has_observed_attempts &&
-       ms_beyond_noise(inf->observed_attempts, inf->completion_rate, tau)) ||
-      busy > (double)servers + 0.5;
+       ms_beyond_noise(inf->observed_attempts, inf->completion_rate, tau));
   ms_error e;
   if (saturated && busy > 0)
     ms_estimator_add(&c->servers, busy, 1.0, tau, &e);
@@ -231,18 +248,23 @@ void ms_calibration_update(ms_calibration *c, const ms_service_spec *spec,
   }
   if (!(tau > 0 && isfinite(tau)))
     tau = 1.0;
+  c->intervals++;
+  /* a sample counts for at most one time constant of the estimator: a
+   * trace's row after a gap of a day must not outweigh everything after
+   * it */
+  double span = fmin(tau, time_constant(spec));
   bool erlang = params->model.kind == MS_MODEL_ERLANG;
   /* the pool in use: the file's or pool_size's, or the learned one */
   ms_service_params in_use = *params;
   substitute(c, spec, current, &in_use);
   if (erlang)
-    sample_service_time(c, spec, inf, tau, in_use.model.servers, storm, problem,
-                        problem_len);
+    sample_service_time(c, spec, inf, tau, span, in_use.model.servers, storm,
+                        problem, problem_len);
   if (spec->calibrate & MS_CALIBRATE_BASE_FAILURE)
     sample_base_failure(c, current ? &current->params.model : &in_use.model,
-                        storm, inf, tau);
+                        storm, inf, tau, span);
   if (erlang && (spec->calibrate & MS_CALIBRATE_SERVERS))
-    sample_servers(c, inf, tau, in_use.model.servers);
+    sample_servers(c, inf, tau);
   /* take into use what is known well enough now */
   size_t used = 0;
   static const int flags[] = {MS_CALIBRATE_SERVICE_TIME,
@@ -323,14 +345,17 @@ static bool service_time_off(const ms_service_spec *spec,
          d > misfit_threshold(spec) * r->service_time_error;
 }
 
-/* Whether a value calibrate: asks for is still being learned (fewer
- * samples than calibration_intervals): the file's value is a prior then,
- * and its misfit is what calibration is about to fix. */
+/* Whether a value calibrate: asks for is still being learned: in the
+ * first calibration_intervals intervals, before it can have been taken
+ * into use, the file's value is a prior and its misfit what calibration
+ * is about to fix.  Bounded in time: a value that never gets its samples
+ * (a pool never saturated, a load never low) does not silence the misfit
+ * for ever. */
 static bool learning(const ms_calibration *c, const ms_service_spec *spec) {
   const ms_estimator *e[] = {&c->service_time, &c->base_failure, &c->servers};
   for (int i = 0; i < 3; i++)
     if ((spec->calibrate & (1 << i)) && !(c->in_use & (1 << i)) &&
-        e[i]->samples < min_samples(spec))
+        e[i]->samples < min_samples(spec) && c->intervals <= min_samples(spec))
       return true;
   return false;
 }

@@ -247,6 +247,7 @@ typedef struct {
   ms_estimator servers;      /* busy servers while saturated */
   int in_use;                /* ms_calibrate_flags: learned values the
                                 model uses now */
+  unsigned long intervals;   /* intervals stepped since the start */
   int misfit_streak;         /* consecutive intervals beyond the threshold */
   int fit_streak;            /* consecutive intervals within it */
   bool misfit_warned;        /* the misfit WARNING went out, not re-armed */

@@ -549,6 +549,64 @@ START_TEST(test_bad_calibration_inputs) {
 }
 END_TEST
 
+/* A latency read in ms without scale: (100 for 0.1 s) keeps 20,000
+ * servers busy at 200/s, in a pool of 30: refused by Little's law; and a
+ * value that calibrate: asks for but never learns (a pool never
+ * saturated) silences the misfit WARNING only for calibration_intervals
+ * intervals. */
+START_TEST(test_implausible_and_never_learned) {
+  const char *text = "services:\n"
+                     "  - name: s\n"
+                     "    model: erlang\n"
+                     "    servers: 30\n"
+                     "    service_time: 80ms\n"
+                     "    timeout: 1s\n"
+                     "    retries: 1\n"
+                     "    base_failure: 0.001\n"
+                     "    calibrate: [service_time, servers]\n"
+                     "    inputs:\n"
+                     "      offered_rate: h/p/offered\n"
+                     "      arrival_rate: h/p/attempts\n"
+                     "      error_rate: h/p/errors\n"
+                     "      latency: h/p/latency\n"
+                     "      busy_servers: h/p/busy\n";
+  ms_service_file f = load(text);
+  ms_tracker tr;
+  ms_tracker_init(&tr);
+  int warnings = 0, first = -1;
+  for (int i = 0; i < 40; i++) {
+    ms_inputs in = {.interval = 10};
+    for (int k = 0; k < MS_INPUT_COUNT; k++)
+      in.has[k] = true;
+    in.has[MS_INPUT_COMPLETION] = in.has[MS_INPUT_POOL] = false;
+    in.has[MS_INPUT_RETRY] = in.has[MS_INPUT_QUEUE] = false;
+    in.value[MS_INPUT_OFFERED] = in.value[MS_INPUT_ARRIVAL] = 200;
+    in.value[MS_INPUT_ERROR] = 4;     /* 2 %: twenty times the file's base */
+    in.value[MS_INPUT_LATENCY] = 100; /* ms, read as s */
+    in.value[MS_INPUT_BUSY] = 35;     /* above the file's 30, no backlog */
+    ms_step st;
+    ms_tracker_step(&tr, &f.services[0], &in, &st);
+    ck_assert(st.ok);
+    ck_assert_msg(strstr(st.inference.calibration_problem,
+                         "more than the pool of 35: is it in seconds") != NULL,
+                  "%s", st.inference.calibration_problem);
+    for (int k = 0; k < st.n_notes; k++)
+      if (strstr(st.notes[k].message, "does not fit") != NULL) {
+        warnings++;
+        first = first < 0 ? i : first;
+      }
+  }
+  ck_assert_uint_eq(tr.calibration.service_time.samples, 0);
+  ck_assert_uint_eq(tr.calibration.servers.samples, 0);
+  ck_assert_int_eq(tr.landscape.params.model.servers, 30);
+  ck_assert_int_eq(warnings, 1);
+  /* counted from the first interval after the learning window */
+  ck_assert_int_eq(first, MS_DEFAULT_CALIBRATION_INTERVALS +
+                              MS_DEFAULT_MISFIT_INTERVALS - 1);
+  ms_service_file_free(&f);
+}
+END_TEST
+
 /* A backlog drained: more completions than attempts is a good sample
  * while a queue is served (queue_length >= 1), a contradiction without. */
 START_TEST(test_drain_is_a_sample) {
@@ -711,6 +769,7 @@ static Suite *calibration_suite(void) {
   tcase_add_test(t, test_bad_calibration_inputs);
   tcase_add_test(t, test_latency_input_scaled);
   tcase_add_test(t, test_drain_is_a_sample);
+  tcase_add_test(t, test_implausible_and_never_learned);
   tcase_add_test(t, test_loader_errors);
   suite_add_tcase(s, t);
   return s;

@@ -100,11 +100,12 @@ services:
     service_time: 80ms
     timeout: 1s
     retries: 1
-    calibrate: [service_time]
+    calibrate: [service_time, base_failure]
     calibration_intervals: 5
     inputs:
       offered_rate: "mshost/statsd/derive-checkout_requests"
       arrival_rate: "mshost/statsd/derive-checkout_attempts"
+      error_rate: "mshost/statsd/derive-checkout_errors"
       latency: "mshost/statsd/latency-checkout_latency-average"
 """
 
@@ -511,9 +512,9 @@ def learner_checks(cd, tip_model):
     collectd's statsd plugin (seconds) it learns 100 ms, logs it once, and
     reports checkout's tipping load (doc/design.md §1.8)."""
     t0 = time.time()
-    while time.time() - t0 < 30 and cd.value("learner", "calibrated") != 1:
+    while time.time() - t0 < 30 and cd.value("learner", "calibrated") != 2:
         time.sleep(0.5)
-    check(cd.value("learner", "calibrated") == 1,
+    check(cd.value("learner", "calibrated") == 2,
           "learner: the learned service time is in use")
     est = cd.value("learner", "service_time_estimate")
     check(est is not None and close(est, 0.1, 0.01),
@@ -739,16 +740,23 @@ def scenario(cd, prom, feeder):
     # this Prometheus fed by the real plugin
     dash = os.path.join(SRC, "grafana", "dashboards", "collectd-metastable",
                         "collectd-metastable.json")
-    r = subprocess.run(
-        [sys.executable, os.path.join(SRC, "tests", "dashboard",
-                                      "queries.py"), dash,
-         "--check", "http://127.0.0.1:%d" % prom.port, "--minutes", "5",
-         "--require-data", "--var", "host=" + harness.HOSTNAME,
-         "--var", "service=checkout"],
-        capture_output=True, text=True, timeout=120)
-    check(r.returncode == 0, "every dashboard query parses and returns data "
-          "from the live pipeline%s" % ("" if r.returncode == 0 else
-                                        ":\n" + r.stdout + r.stderr))
+    # checkout has no calibration inputs: those panels must show no data;
+    # learner has them, and no queue_length: no drain time
+    for service, empty in (
+            ("checkout", "service_time_estimate|base_failure_estimate"),
+            ("learner", "drain_time")):
+        r = subprocess.run(
+            [sys.executable, os.path.join(SRC, "tests", "dashboard",
+                                          "queries.py"), dash,
+             "--check", "http://127.0.0.1:%d" % prom.port, "--minutes", "5",
+             "--require-data", "--empty", empty,
+             "--var", "host=" + harness.HOSTNAME,
+             "--var", "service=" + service],
+            capture_output=True, text=True, timeout=120)
+        check(r.returncode == 0, "every dashboard query parses and returns "
+              "data for %s from the live pipeline (none where it has no "
+              "input: %s)%s" % (service, empty, "" if r.returncode == 0 else
+                                ":\n" + r.stdout + r.stderr))
     ok, what = replay_agrees(prom, os.path.dirname(prom.conf))
     check(ok, "metastable replay of the plugin's own inputs gives its states "
           "(%s)" % what)
