@@ -123,7 +123,7 @@ static bool configured(const ms_service_spec *sp, ms_input_id i) {
 }
 
 static bool from_collectd(const ms_service_spec *sp, ms_input_id i) {
-  return configured(sp, i) && sp->inputs[i].kind != MS_SOURCE_NUMBER;
+  return ms_input_observed(sp, i);
 }
 
 /* Which inputs give the offered load and the observations, by the rules
@@ -271,9 +271,9 @@ static const char *const calibrated_names[3] = {"service_time", "base_failure",
  * ...": what is learned, from which inputs, with which settings
  * (doc/design.md §1.8). */
 static void print_calibration(const ms_service_spec *sp) {
-  bool util =
-      configured(sp, MS_INPUT_BUSY) && configured(sp, MS_INPUT_COMPLETION);
-  bool lat = configured(sp, MS_INPUT_LATENCY);
+  bool util = from_collectd(sp, MS_INPUT_BUSY) &&
+              from_collectd(sp, MS_INPUT_COMPLETION);
+  bool lat = from_collectd(sp, MS_INPUT_LATENCY);
   if (sp->calibrate == 0) {
     if (util || lat)
       printf("  calibration    none: service_time_estimate reported (from "
@@ -290,15 +290,11 @@ static void print_calibration(const ms_service_spec *sp) {
         printf(" (%s)", util ? "busy_servers / completion_rate" : "latency");
       sep = ", ";
     }
-  double tc = sp->calibration_time > 0 ? sp->calibration_time
-                                       : MS_DEFAULT_CALIBRATION_TIME;
-  int n = sp->calibration_intervals > 0 ? sp->calibration_intervals
-                                        : MS_DEFAULT_CALIBRATION_INTERVALS;
-  double thr = sp->calibration_threshold > 0 ? sp->calibration_threshold
-                                             : MS_DEFAULT_CALIBRATION_THRESHOLD;
+  ms_service_settings set = ms_service_settings_of(sp);
   printf("; time constant %.6g s, in use after %d samples, landscape rebuilt "
          "past %.4g %%\n",
-         tc, n, 100 * thr);
+         set.calibration_time, set.calibration_intervals,
+         100 * set.calibration_threshold);
 }
 
 static void write_text_service(const service_check *s) {
@@ -345,7 +341,7 @@ static void write_text_service(const service_check *s) {
   printf("  storm flag     %s\n",
          s->evidence ? "from the observations" : "from the model alone");
   print_calibration(sp);
-  int clear = sp->clear_after ? sp->clear_after : MS_DEFAULT_CLEAR_AFTER;
+  int clear = ms_service_settings_of(sp).clear_after;
   if (sp->has_headroom_warning)
     printf("  notifications  WARNING below %.4g %% headroom; OKAY after %d "
            "healthy intervals\n",
@@ -426,8 +422,7 @@ static void write_json_service(ms_json *j, const service_check *s) {
     ms_json_number(j, "headroom_warning", sp->headroom_warning);
   else
     ms_json_null(j, "headroom_warning");
-  ms_json_int(j, "clear_after",
-              sp->clear_after ? sp->clear_after : MS_DEFAULT_CLEAR_AFTER);
+  ms_json_int(j, "clear_after", ms_service_settings_of(sp).clear_after);
   ms_json_end_object(j);
 }
 

@@ -535,8 +535,7 @@ static int check_columns(const ms_trace *t, const ms_service_spec *spec) {
   for (int i = 0; i < MS_INPUT_COUNT; i++) {
     const ms_source *src = &spec->inputs[i];
     const char *name = ms_input_name((ms_input_id)i);
-    bool reads =
-        src->kind == MS_SOURCE_IDENTIFIER || src->kind == MS_SOURCE_GLOB;
+    bool reads = ms_input_observed(spec, (ms_input_id)i);
     if (reads && t->input_col[i] < 0)
       return ms_cli_fail("%s:1:1: no column '%s': service '%s' reads that "
                          "input (from %s)",

@@ -8,27 +8,18 @@
 
 #include "calibration.h"
 
-/* The service's settings, defaults filled in. */
+/* The service's settings, defaults filled in (ms_service_settings_of). */
 static double time_constant(const ms_service_spec *s) {
-  return s->calibration_time > 0 ? s->calibration_time
-                                 : MS_DEFAULT_CALIBRATION_TIME;
+  return ms_service_settings_of(s).calibration_time;
 }
 static double threshold(const ms_service_spec *s) {
-  return s->calibration_threshold > 0 ? s->calibration_threshold
-                                      : MS_DEFAULT_CALIBRATION_THRESHOLD;
+  return ms_service_settings_of(s).calibration_threshold;
 }
 static unsigned long min_samples(const ms_service_spec *s) {
-  return (unsigned long)(s->calibration_intervals > 0
-                             ? s->calibration_intervals
-                             : MS_DEFAULT_CALIBRATION_INTERVALS);
+  return (unsigned long)ms_service_settings_of(s).calibration_intervals;
 }
 static double misfit_threshold(const ms_service_spec *s) {
-  return s->misfit_threshold > 0 ? s->misfit_threshold
-                                 : MS_DEFAULT_MISFIT_THRESHOLD;
-}
-static int misfit_intervals(const ms_service_spec *s) {
-  return s->misfit_intervals > 0 ? s->misfit_intervals
-                                 : MS_DEFAULT_MISFIT_INTERVALS;
+  return ms_service_settings_of(s).misfit_threshold;
 }
 
 /* A learned service time is taken into use only once its standard error
@@ -219,12 +210,6 @@ static int describe(const ms_calibration *c, const ms_service_spec *spec,
                   fmax(1.0, floor(m + 0.5)), fm->servers);
 }
 
-/* Whether the service reads input id from collectd (or a trace). */
-static bool spec_reads(const ms_service_spec *spec, ms_input_id id) {
-  ms_source_kind k = spec->inputs[id].kind;
-  return k == MS_SOURCE_IDENTIFIER || k == MS_SOURCE_GLOB;
-}
-
 void ms_calibration_update(ms_calibration *c, const ms_service_spec *spec,
                            const ms_landscape *current, bool storm,
                            const ms_inference *inf, double tau,
@@ -235,9 +220,9 @@ void ms_calibration_update(ms_calibration *c, const ms_service_spec *spec,
   if (problem_len > 0)
     problem[0] = '\0';
   /* nothing to learn from: the file's parameters, at no cost */
-  if (spec->calibrate == 0 && !spec_reads(spec, MS_INPUT_BUSY) &&
-      !spec_reads(spec, MS_INPUT_COMPLETION) &&
-      !spec_reads(spec, MS_INPUT_LATENCY))
+  if (spec->calibrate == 0 && !ms_input_observed(spec, MS_INPUT_BUSY) &&
+      !ms_input_observed(spec, MS_INPUT_COMPLETION) &&
+      !ms_input_observed(spec, MS_INPUT_LATENCY))
     return;
   if (!c->ready) {
     double tc = time_constant(spec);
@@ -380,7 +365,8 @@ bool ms_calibration_misfit(ms_calibration *c, const ms_service_spec *spec,
     return false;
   }
   c->fit_streak = 0;
-  if (++c->misfit_streak < misfit_intervals(spec) || c->misfit_warned || !room)
+  if (++c->misfit_streak < ms_service_settings_of(spec).misfit_intervals ||
+      c->misfit_warned || !room)
     return false; /* without room this interval, the next one warns */
   c->misfit_warned = true;
   size_t used = 0;

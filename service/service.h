@@ -165,6 +165,24 @@ int ms_service_file_parse(const char *text, size_t len, const char *name,
 /* Release everything ms_service_file_load allocated; *f becomes empty. */
 void ms_service_file_free(ms_service_file *f);
 
+/* Whether the service reads input id from collectd (or a trace): an
+ * identifier or a glob.  An input set to a number observes nothing. */
+bool ms_input_observed(const ms_service_spec *sp, ms_input_id id);
+
+/* A service's settings with their defaults filled in: the one place where
+ * a 0 of ms_service_spec becomes its default. */
+typedef struct {
+  int clear_after;              /* intervals, >= 1 */
+  double calibration_time;      /* s, > 0 */
+  double calibration_threshold; /* relative, > 0 */
+  int calibration_intervals;    /* samples, >= 2 */
+  double misfit_threshold;      /* |z|, > 0 */
+  int misfit_intervals;         /* intervals, >= 1 */
+} ms_service_settings;
+
+/* The settings of sp, defaults filled in. */
+ms_service_settings ms_service_settings_of(const ms_service_spec *sp);
+
 /* The service called name, or NULL. */
 const ms_service_spec *ms_service_file_find(const ms_service_file *f,
                                             const char *name);

@@ -507,8 +507,7 @@ static int check_calibrate(service_reader *r) {
   const yaml_node_t *at = r->key[K_CALIBRATE];
   /* only inputs read from collectd observe anything: a constant latency
    * or error rate would never teach calibration a thing */
-#define HAS(id)                                                                \
-  (in[id].kind == MS_SOURCE_IDENTIFIER || in[id].kind == MS_SOURCE_GLOB)
+#define HAS(id) ms_input_observed(r->sp, id)
   if ((c & (MS_CALIBRATE_SERVICE_TIME | MS_CALIBRATE_SERVERS)) && !r->erlang)
     return ms_yaml_fail(r->ld, at,
                         "calibrate: service_time and servers apply to the "
@@ -530,7 +529,7 @@ static int check_calibrate(service_reader *r) {
                         "arrival_rate and error_rate read from collectd "
                         "(service '%s')",
                         r->name);
-  if ((c & MS_CALIBRATE_SERVERS) && HAS(MS_INPUT_POOL))
+  if ((c & MS_CALIBRATE_SERVERS) && in[MS_INPUT_POOL].kind != MS_SOURCE_NONE)
     return ms_yaml_fail(r->ld, at,
                         "calibrate: servers is for a service without a "
                         "pool_size input; service '%s' reads its pool size",
@@ -747,6 +746,30 @@ void ms_service_file_free(ms_service_file *f) {
   free_services(f->services, f->n_services);
   free(f->path);
   memset(f, 0, sizeof *f);
+}
+
+bool ms_input_observed(const ms_service_spec *sp, ms_input_id id) {
+  ms_source_kind k = sp->inputs[id].kind;
+  return k == MS_SOURCE_IDENTIFIER || k == MS_SOURCE_GLOB;
+}
+
+ms_service_settings ms_service_settings_of(const ms_service_spec *sp) {
+#define OR_DEFAULT(v, d) ((v) > 0 ? (v) : (d))
+  ms_service_settings s = {
+      .clear_after = OR_DEFAULT(sp->clear_after, MS_DEFAULT_CLEAR_AFTER),
+      .calibration_time =
+          OR_DEFAULT(sp->calibration_time, MS_DEFAULT_CALIBRATION_TIME),
+      .calibration_threshold = OR_DEFAULT(sp->calibration_threshold,
+                                          MS_DEFAULT_CALIBRATION_THRESHOLD),
+      .calibration_intervals = OR_DEFAULT(sp->calibration_intervals,
+                                          MS_DEFAULT_CALIBRATION_INTERVALS),
+      .misfit_threshold =
+          OR_DEFAULT(sp->misfit_threshold, MS_DEFAULT_MISFIT_THRESHOLD),
+      .misfit_intervals =
+          OR_DEFAULT(sp->misfit_intervals, MS_DEFAULT_MISFIT_INTERVALS),
+  };
+#undef OR_DEFAULT
+  return s;
 }
 
 const ms_service_spec *ms_service_file_find(const ms_service_file *f,

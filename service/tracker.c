@@ -77,8 +77,7 @@ static void read_calibration_inputs(const ms_service_spec *spec,
   double *val[] = {&r->busy_servers, &r->completion_rate, &r->latency};
   for (int i = 0; i < 3; i++) {
     ms_input_id id = (ms_input_id)(MS_INPUT_BUSY + i);
-    const ms_source *src = &spec->inputs[id];
-    if (src->kind == MS_SOURCE_NONE || src->kind == MS_SOURCE_NUMBER)
+    if (!ms_input_observed(spec, id))
       continue; /* a constant observes nothing */
     ms_input_id bad;
     char why[sizeof r->calibration_problem];
@@ -110,7 +109,7 @@ int ms_infer(const ms_service_spec *spec, const ms_inputs *in,
     if (need(spec, in, (ms_input_id)i, &v[i], bad, problem, problem_len) != 0)
       return -1;
     have[i] = true;
-    read[i] = src[i].kind != MS_SOURCE_NUMBER;
+    read[i] = ms_input_observed(spec, (ms_input_id)i);
     n_read += read[i];
     n_absent += read[i] && !in->has[i];
   }
@@ -408,8 +407,7 @@ void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
    * The same holds for the warnings.  Messages stay under collectd's
    * 256-byte notification limit; the service is the plugin instance of
    * the notification. */
-  int clear_after =
-      spec->clear_after > 0 ? spec->clear_after : MS_DEFAULT_CLEAR_AFTER;
+  int clear_after = ms_service_settings_of(spec).clear_after;
   bool failure = storm_notes(t, r, clear_after, out);
   bool latch = latch_note(t, r, obs.interval, clear_after, out);
   headroom_note(t, spec, r, clear_after, failure || latch, out);
