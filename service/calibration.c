@@ -35,17 +35,19 @@ static double misfit_threshold(const ms_service_spec *s) {
 /* A service time misfit is also this far (relatively) from the one used. */
 #define SERVICE_TIME_MISFIT 0.1
 
-/* The overload part of p(x): P(W > T) (erlang) or (x - C)/x (capacity). */
+/* The overload part of p(x) (doc/design.md §1.1): p(x) of the model
+ * without its base failure, P(W > T) or (x - C)/x. */
 static double overload_part(const ms_failure_model *m, double x) {
-  if (x <= 0)
-    return 0;
-  if (m->kind == MS_MODEL_CAPACITY)
-    return x > m->capacity ? (x - m->capacity) / x : 0.0;
-  double ln_tail;
-  if (ms_ln_wait_tail(m->servers, m->service_rate, x, m->timeout, &ln_tail,
-                      NULL) != MS_OK)
-    return 1.0;
-  return exp(ln_tail);
+  ms_failure_model bare = *m;
+  bare.base_failure = 0;
+  double q;
+  return ms_failure_probability(&bare, x, &q, NULL) == MS_OK ? q : 1.0;
+}
+
+/* The estimator of what calibrate: bit i (1 << i, ms_calibrate_flags)
+ * learns. */
+static const ms_estimator *estimator(const ms_calibration *c, int i) {
+  return i == 0 ? &c->service_time : i == 1 ? &c->base_failure : &c->servers;
 }
 
 /* The service time sample of this interval (utilisation law, else the
@@ -114,12 +116,10 @@ static void sample_base_failure(ms_calibration *c, const ms_failure_model *m,
   if (storm || !inf->has_observed_failure || !inf->has_observed_attempts)
     return;
   double x = inf->observed_attempts;
-  ms_failure_model probe = *m;
-  double cap = probe.kind == MS_MODEL_ERLANG
-                   ? (double)probe.servers * probe.service_rate
-                   : probe.capacity;
+  double cap = m->kind == MS_MODEL_ERLANG ? (double)m->servers * m->service_rate
+                                          : m->capacity;
   if (x <= 0 || x > BASE_MAX_UTILIZATION * cap ||
-      overload_part(&probe, x) > BASE_MAX_OVERLOAD)
+      overload_part(m, x) > BASE_MAX_OVERLOAD)
     return;
   ms_error e;
   ms_estimator_add(&c->base_failure, inf->observed_failure, x * span, tau, &e);
@@ -143,16 +143,13 @@ static void sample_servers(ms_calibration *c, const ms_inference *inf,
     ms_estimator_add(&c->servers, busy, 1.0, tau, &e);
 }
 
-/* Whether learned value flag may be taken into use now. */
-static bool ready(const ms_calibration *c, const ms_service_spec *spec,
-                  int flag) {
-  const ms_estimator *e = flag == MS_CALIBRATE_SERVICE_TIME   ? &c->service_time
-                          : flag == MS_CALIBRATE_BASE_FAILURE ? &c->base_failure
-                                                              : &c->servers;
+/* Whether the value of calibrate: bit i may be taken into use now. */
+static bool ready(const ms_calibration *c, const ms_service_spec *spec, int i) {
+  const ms_estimator *e = estimator(c, i);
   double m, se;
   if (e->samples < min_samples(spec) || !ms_estimator_get(e, &m, &se))
     return false;
-  if (flag == MS_CALIBRATE_SERVICE_TIME)
+  if (1 << i == MS_CALIBRATE_SERVICE_TIME)
     return m > 0 && se <= SERVICE_TIME_MAX_REL_ERROR * m;
   return true;
 }
@@ -187,8 +184,7 @@ static void substitute(const ms_calibration *c, const ms_service_spec *spec,
   }
 }
 
-/* "learned service time 51.2 ms ± 1.3 ms (configured 80 ms) from 12
- * intervals", for the log. */
+/* "service time 51.2 ms ± 1.3 ms (configured 80 ms)", for the log. */
 static int describe(const ms_calibration *c, const ms_service_spec *spec,
                     int flag, char *buf, size_t len) {
   double m, se;
@@ -252,11 +248,9 @@ void ms_calibration_update(ms_calibration *c, const ms_service_spec *spec,
     sample_servers(c, inf, tau);
   /* take into use what is known well enough now */
   size_t used = 0;
-  static const int flags[] = {MS_CALIBRATE_SERVICE_TIME,
-                              MS_CALIBRATE_BASE_FAILURE, MS_CALIBRATE_SERVERS};
   for (int i = 0; i < 3; i++) {
-    int f = flags[i];
-    if (!(spec->calibrate & f) || (c->in_use & f) || !ready(c, spec, f))
+    int f = 1 << i;
+    if (!(spec->calibrate & f) || (c->in_use & f) || !ready(c, spec, i))
       continue;
     c->in_use |= f;
     if (used < info_len) {
@@ -302,8 +296,7 @@ void ms_calibration_report(const ms_calibration *c, const ms_service_spec *spec,
   }
   if (spec->calibrate) {
     r->has_calibrated = true;
-    r->calibrated = (double)(((c->in_use & 1) != 0) + ((c->in_use & 2) != 0) +
-                             ((c->in_use & 4) != 0));
+    r->calibrated = (double)__builtin_popcount((unsigned)c->in_use);
   }
   /* the model against the observed failure ratio, when there is one (an
    * Erlang C evaluation: paid only where it is compared with something) */
@@ -337,10 +330,11 @@ static bool service_time_off(const ms_service_spec *spec,
  * (a pool never saturated, a load never low) does not silence the misfit
  * for ever. */
 static bool learning(const ms_calibration *c, const ms_service_spec *spec) {
-  const ms_estimator *e[] = {&c->service_time, &c->base_failure, &c->servers};
+  if (c->intervals > min_samples(spec))
+    return false;
   for (int i = 0; i < 3; i++)
     if ((spec->calibrate & (1 << i)) && !(c->in_use & (1 << i)) &&
-        e[i]->samples < min_samples(spec) && c->intervals <= min_samples(spec))
+        estimator(c, i)->samples < min_samples(spec))
       return true;
   return false;
 }

@@ -85,7 +85,8 @@ typedef struct {
  * strictly between 0 and MS_MAX_HEADROOM_WARNING (all of it). */
 #define MS_MAX_HEADROOM_WARNING 1.0
 
-/* What `calibrate:` learns (doc/design.md §1.8), as bits. */
+/* What `calibrate:` learns (doc/design.md §1.8), as bits; bit i is the
+ * i-th estimator of ms_calibration (service_time, base_failure, servers). */
 typedef enum {
   MS_CALIBRATE_SERVICE_TIME = 1, /* from busy_servers and completion_rate,
                                     or latency */
