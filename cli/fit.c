@@ -71,8 +71,6 @@ enum {
   OPT_WRITE_SPEC,
   OPT_PLOT,
   OPT_TITLE,
-  OPT_PROMETHEUS,
-  OPT_WRITE_TRACE,
 };
 
 static const struct option options[] = {
@@ -81,8 +79,7 @@ static const struct option options[] = {
     {"write-spec", required_argument, NULL, OPT_WRITE_SPEC},
     {"plot", required_argument, NULL, OPT_PLOT},
     {"title", required_argument, NULL, OPT_TITLE},
-    {"prometheus-json", required_argument, NULL, OPT_PROMETHEUS},
-    {"write-trace", required_argument, NULL, OPT_WRITE_TRACE},
+    MS_TRACE_SOURCE_LONG_OPTIONS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -445,13 +442,8 @@ static int take_option(void *args, int c, const char *arg) {
   case OPT_TITLE:
     a->title = arg;
     return 0;
-  case OPT_PROMETHEUS:
-    return ms_trace_source_prometheus(&a->source, arg);
-  case OPT_WRITE_TRACE:
-    a->source.write_trace = arg;
-    return 0;
   default:
-    return -1;
+    return ms_trace_source_option(&a->source, c, arg);
   }
 }
 
@@ -461,15 +453,7 @@ static int parse_options(fit_args *a, ms_cli_model *m, int argc, char **argv) {
       ms_cli_parse(argc, argv, options, m, take_option, a, &a->help, &first);
   if (r != 0 || a->help)
     return r;
-  if (first < argc)
-    a->source.path = argv[first++];
-  if (first < argc)
-    return ms_cli_usage("unexpected argument '%s' (one trace at a time)",
-                        argv[first]);
-  if (m->spec_path == NULL)
-    return ms_cli_usage("give the service file with --spec FILE (and "
-                        "--service NAME when it has several)");
-  return ms_trace_source_check(&a->source);
+  return ms_trace_source_args(&a->source, m->spec_path, argc, argv, first);
 }
 
 /* The rows as the fit sees them.  Returns 0 or MS_EXIT_RUNTIME. */

@@ -55,15 +55,12 @@ static const char help[] =
 
 enum {
   OPT_FORMAT = MS_OPT_MODEL_END,
-  OPT_PROMETHEUS,
-  OPT_WRITE_TRACE,
 };
 
 static const struct option options[] = {
     MS_CLI_MODEL_LONG_OPTIONS,
     {"format", required_argument, NULL, OPT_FORMAT},
-    {"prometheus-json", required_argument, NULL, OPT_PROMETHEUS},
-    {"write-trace", required_argument, NULL, OPT_WRITE_TRACE},
+    MS_TRACE_SOURCE_LONG_OPTIONS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -270,14 +267,8 @@ static int take_option(void *args, int c, const char *arg) {
     r = ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
                       &a->format);
     break;
-  case OPT_PROMETHEUS:
-    r = ms_trace_source_prometheus(&a->source, arg);
-    break;
-  case OPT_WRITE_TRACE:
-    a->source.write_trace = arg;
-    break;
   default:
-    return -1;
+    return ms_trace_source_option(&a->source, c, arg);
   }
   return r;
 }
@@ -293,12 +284,7 @@ static int parse_options(replay_args *a, ms_cli_model *m, int argc,
       ms_cli_parse(argc, argv, options, m, take_option, a, &a->help, &first);
   if (r != 0 || a->help)
     return r;
-  if (first < argc)
-    a->source.path = argv[first++];
-  if (first < argc)
-    return ms_cli_usage("unexpected argument '%s' (one trace at a time)",
-                        argv[first]);
-  return 0;
+  return ms_trace_source_args(&a->source, m->spec_path, argc, argv, first);
 }
 
 static int run(ms_cli_model *m, int argc, char **argv) {
@@ -308,11 +294,6 @@ static int run(ms_cli_model *m, int argc, char **argv) {
     return r;
   if (a.help)
     return ms_cli_help_model(help);
-  if (m->spec_path == NULL)
-    return ms_cli_usage("give the service file with --spec FILE (and "
-                        "--service NAME when it has several)");
-  if ((r = ms_trace_source_check(&a.source)) != 0)
-    return r;
   if ((r = ms_cli_model_resolve(m, false)) != 0)
     return r;
   ms_service_spec spec;

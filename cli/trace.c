@@ -516,6 +516,31 @@ int ms_trace_source_prometheus(ms_trace_source *s, const char *arg) {
   return 0;
 }
 
+int ms_trace_source_option(ms_trace_source *s, int id, const char *arg) {
+  switch (id) {
+  case MS_OPT_TRACE_PROMETHEUS:
+    return ms_trace_source_prometheus(s, arg);
+  case MS_OPT_TRACE_WRITE:
+    s->write_trace = arg;
+    return 0;
+  default:
+    return -1;
+  }
+}
+
+int ms_trace_source_args(ms_trace_source *s, const char *spec_path, int argc,
+                         char **argv, int first) {
+  if (first < argc)
+    s->path = argv[first++];
+  if (first < argc)
+    return ms_cli_usage("unexpected argument '%s' (one trace at a time)",
+                        argv[first]);
+  if (spec_path == NULL)
+    return ms_cli_usage("give the service file with --spec FILE (and "
+                        "--service NAME when it has several)");
+  return ms_trace_source_check(s);
+}
+
 int ms_trace_source_check(const ms_trace_source *s) {
   if (s->path && s->any_prom)
     return ms_cli_usage("give a trace file or --prometheus-json, not both");

@@ -135,6 +135,35 @@ typedef struct {
                      --write-trace file or "(Prometheus trace)" */
 } ms_trace_rows;
 
+/* The options of a trace source, for a command's option table (after its
+ * own, whose ids stay below MS_OPT_TRACE_PROMETHEUS). */
+enum {
+  MS_OPT_TRACE_PROMETHEUS = 0x1000, /* --prometheus-json INPUT=FILE */
+  MS_OPT_TRACE_WRITE,               /* --write-trace OUT.csv */
+};
+#define MS_TRACE_SOURCE_LONG_OPTIONS                                           \
+  {"prometheus-json", required_argument, NULL, MS_OPT_TRACE_PROMETHEUS}, {     \
+    "write-trace", required_argument, NULL, MS_OPT_TRACE_WRITE                 \
+  }
+
+/*
+ * ms_trace_source_option: take a trace source option (an MS_OPT_TRACE_*
+ * id) with its argument, for a command's take callback (ms_cli_parse).
+ * Returns 0, MS_EXIT_USAGE with the message printed, or -1 when id is
+ * not a trace source option.
+ */
+int ms_trace_source_option(ms_trace_source *s, int id, const char *arg);
+
+/*
+ * ms_trace_source_args: what follows the options of a command that reads
+ * one trace: argv[first], when there, is TRACE.csv; nothing may follow
+ * it; the service file must be given (spec_path); then
+ * ms_trace_source_check.  Returns 0, or MS_EXIT_USAGE with the message
+ * printed.
+ */
+int ms_trace_source_args(ms_trace_source *s, const char *spec_path, int argc,
+                         char **argv, int first);
+
 /*
  * ms_trace_source_prometheus: take `--prometheus-json INPUT=FILE` (arg is
  * INPUT=FILE, INPUT an input's name, each input at most once).  Returns 0,
