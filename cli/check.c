@@ -263,10 +263,6 @@ static const char *source_kind(ms_source_kind k) {
   return "none";
 }
 
-/* The names of what calibrate: learns, in the order of the flags. */
-static const char *const calibrated_names[3] = {"service_time", "base_failure",
-                                                "servers"};
-
 /* "calibration    learns service_time (busy_servers / completion_rate),
  * ...": what is learned, from which inputs, with which settings
  * (doc/design.md §1.8). */
@@ -285,7 +281,7 @@ static void print_calibration(const ms_service_spec *sp) {
   const char *sep = " ";
   for (int i = 0; i < 3; i++)
     if (sp->calibrate & (1 << i)) {
-      printf("%s%s", sep, calibrated_names[i]);
+      printf("%s%s", sep, ms_calibrate_name(i));
       if (i == 0)
         printf(" (%s)", util ? "busy_servers / completion_rate" : "latency");
       sep = ", ";
@@ -416,7 +412,7 @@ static void write_json_service(ms_json *j, const service_check *s) {
   ms_json_begin_array(j, "calibrate");
   for (int i = 0; i < 3; i++)
     if (sp->calibrate & (1 << i))
-      ms_json_string(j, NULL, calibrated_names[i]);
+      ms_json_string(j, NULL, ms_calibrate_name(i));
   ms_json_end_array(j);
   if (sp->has_headroom_warning)
     ms_json_number(j, "headroom_warning", sp->headroom_warning);

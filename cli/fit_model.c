@@ -79,11 +79,6 @@ static ms_failure_model obs_model(const ms_fit_obs *o,
   return r;
 }
 
-static double saturation(const ms_failure_model *m) {
-  return m->kind == MS_MODEL_ERLANG ? (double)m->servers * m->service_rate
-                                    : m->capacity;
-}
-
 /* Roles under model m: draining where most attempts fail below
  * saturation, filling where most succeed above it; recovering for the
  * interval right after a mostly failing one (its backlog emptied within
@@ -97,9 +92,9 @@ static void assign_roles(ms_fit_obs *o, size_t n, const ms_failure_model *m) {
     }
     ms_failure_model mm = obs_model(&o[i], m);
     bool failing = o[i].q > MOSTLY_FAILING;
-    if (failing && o[i].x < saturation(&mm))
+    if (failing && o[i].x < ms_saturation_load(&mm))
       o[i].role = MS_FIT_DRAINING;
-    else if (!failing && o[i].x >= saturation(&mm))
+    else if (!failing && o[i].x >= ms_saturation_load(&mm))
       o[i].role = MS_FIT_FILLING;
     else if (!failing && after_failing)
       o[i].role = MS_FIT_RECOVERING;
@@ -230,7 +225,7 @@ static int lik_init(lik *L, const ms_fit_obs *o, size_t n,
     L->nn[j] = o[i].x * o[i].tau;
     L->k[j] = o[i].q * L->nn[j];
     L->x[j] = o[i].x;
-    L->room[j] = saturation(&m) - o[i].x;
+    L->room[j] = ms_saturation_load(&m) - o[i].x;
     L->lnc[j] = NAN;
     double a = o[i].x / m.service_rate;
     if (m.kind == MS_MODEL_ERLANG && a < (double)m.servers)
@@ -477,7 +472,7 @@ static void mark_low_load(ms_fit_obs *o, size_t n, const lik *L) {
     ms_fit_obs *oi = &o[L->idx[j]];
     ms_failure_model mm = obs_model(oi, &L->m);
     oi->low_load = oi->q <= MOSTLY_FAILING &&
-                   oi->x <= LOW_UTILIZATION * saturation(&mm) &&
+                   oi->x <= LOW_UTILIZATION * ms_saturation_load(&mm) &&
                    L->tail[j] <= LOW_OVERLOAD;
   }
 }
@@ -846,12 +841,10 @@ static void write_settings(FILE *f, const ms_service_spec *spec) {
   if (spec->clear_after > 0)
     fprintf(f, "    clear_after: %d\n", spec->clear_after);
   if (spec->calibrate) {
-    static const char *const names[] = {"service_time", "base_failure",
-                                        "servers"};
     fputs("    calibrate: [", f);
     for (int k = 0, n = 0; k < 3; k++)
       if (spec->calibrate & (1 << k))
-        fprintf(f, "%s%s", n++ ? ", " : "", names[k]);
+        fprintf(f, "%s%s", n++ ? ", " : "", ms_calibrate_name(k));
     fputs("]\n", f);
   }
   if (spec->calibration_time > 0)

@@ -70,9 +70,6 @@ void ms_point_eval(const ms_service_params *s, double x, ms_point *pt);
 void ms_tier_amplification(const ms_retry_policy *pol, double p, double *A,
                            double *dA);
 
-/* x_cap: C for the capacity model, c mu for the erlang model. */
-double ms_saturation_load(const ms_failure_model *m);
-
 /* bd0(x, M) = x ln(x/M) + M - x >= 0 for x, M > 0, without cancellation
  * near x = M: the deviance term of C. Loader, "Fast and accurate
  * computation of binomial probabilities" (2000); model/erlang.c. */

@@ -357,6 +357,11 @@ int ms_failure_model_check(const ms_failure_model *m, ms_error *err);
 int ms_retry_policy_check(const ms_retry_policy *p, ms_error *err);
 int ms_service_params_check(const ms_service_params *s, ms_error *err);
 
+/* ms_saturation_load: x_cap, the attempts/s the dependency can serve: C
+ * for the capacity model, c mu for the erlang model (doc/design.md §1.1).
+ * m: a valid model; the result is finite and > 0. */
+double ms_saturation_load(const ms_failure_model *m);
+
 /*
  * ms_failure_probability: p(x), the probability that one attempt fails when
  * the dependency receives x attempts/s (doc/design.md §1.1).

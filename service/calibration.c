@@ -116,9 +116,7 @@ static void sample_base_failure(ms_calibration *c, const ms_failure_model *m,
   if (storm || !inf->has_observed_failure || !inf->has_observed_attempts)
     return;
   double x = inf->observed_attempts;
-  double cap = m->kind == MS_MODEL_ERLANG ? (double)m->servers * m->service_rate
-                                          : m->capacity;
-  if (x <= 0 || x > BASE_MAX_UTILIZATION * cap ||
+  if (x <= 0 || x > BASE_MAX_UTILIZATION * ms_saturation_load(m) ||
       overload_part(m, x) > BASE_MAX_OVERLOAD)
     return;
   ms_error e;

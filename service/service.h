@@ -95,6 +95,10 @@ typedef enum {
                                     when there is no pool_size input */
 } ms_calibrate_flags;
 
+/* "service_time", "base_failure", "servers": the name in `calibrate:` of
+ * bit i (1 << i); NULL for any other i. */
+const char *ms_calibrate_name(int i);
+
 /* The calibration settings of a service file: default, and range.  0 in
  * ms_service_spec means the default. */
 #define MS_DEFAULT_CALIBRATION_TIME                                            \

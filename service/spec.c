@@ -403,15 +403,17 @@ static int read_setting(service_reader *r, int k, int unit, int whole,
                              whole ? MS_BOUND_CLOSED : MS_BOUND_LO_OPEN);
 }
 
+const char *ms_calibrate_name(int i) {
+  static const char *const names[] = {"service_time", "base_failure",
+                                      "servers"};
+  return i >= 0 && i < 3 ? names[i] : NULL;
+}
+
 /* `calibrate: [service_time, base_failure, servers]`: a list, or one name. */
 static int read_calibrate(service_reader *r) {
   const yaml_node_t *v = r->val[K_CALIBRATE];
   if (v == NULL)
     return 0;
-  static const char *const names[] = {"service_time", "base_failure",
-                                      "servers"};
-  static const int flags[] = {MS_CALIBRATE_SERVICE_TIME,
-                              MS_CALIBRATE_BASE_FAILURE, MS_CALIBRATE_SERVERS};
   const yaml_node_t *one[1] = {v};
   const yaml_node_t *const *items = one;
   size_t n = 1;
@@ -435,8 +437,8 @@ static int read_calibrate(service_reader *r) {
     const char *s = ms_yaml_scalar(items[i]);
     int f = 0;
     for (int j = 0; s != NULL && j < 3; j++)
-      if (strcmp(s, names[j]) == 0)
-        f = flags[j];
+      if (strcmp(s, ms_calibrate_name(j)) == 0)
+        f = 1 << j;
     if (f == 0)
       return ms_yaml_fail(r->ld, items[i],
                           "calibrate takes service_time, base_failure or "
