@@ -106,8 +106,11 @@ typedef struct {
                     the window before that timed out in it */
   /* has_amp: the offered load was observed (offered_rate, or arrival_rate
    * less retry_rate), not inferred through A(p_obs) */
-  bool has_busy, has_done, has_latency;
-  double busy, done, latency; /* servers, completions/s, s */
+  /* the interval's service time sample (ms_service_time_sample): its
+   * kind (none, or a contradiction of the inputs), value (s) and weight
+   * (completions) */
+  ms_sample_kind sample;
+  double sample_x, sample_w;
   ms_fit_role role;
   bool low_load; /* in the base failure's sample */
 } ms_fit_obs;

@@ -61,12 +61,13 @@ bool ms_fit_observe(const ms_service_spec *spec, const ms_inputs *in, int line,
            isfinite(in->value[MS_INPUT_ERROR]))
     o->errors = fmax(o->errors, in->value[MS_INPUT_ERROR] *
                                     (e->scale > 0 ? e->scale : 1.0));
-  o->has_busy = inf.has_busy_servers;
-  o->busy = inf.busy_servers;
-  o->has_done = inf.has_completion_rate;
-  o->done = inf.completion_rate;
-  o->has_latency = inf.has_latency;
-  o->latency = inf.latency;
+  /* the plugin's own sample rule; a row of a trace has no storm flag to
+   * tell a backlog's drain, so more completions than attempts is taken as
+   * one (storm true), as the plugin takes it in a storm */
+  char why[160];
+  o->sample = ms_service_time_sample(
+      &inf, inf.servers, (spec->calibrate & MS_CALIBRATE_SERVERS) != 0, true,
+      o->tau, o->tau, &o->sample_x, &o->sample_w, why, sizeof why);
   return true;
 }
 
@@ -116,19 +117,14 @@ static void fit_service_time(const ms_fit_obs *o, size_t n,
   ms_estimator e;
   ms_estimator_init(&e, INFINITY);
   bool law = false;
+  /* the utilisation law where the trace has it, else the latency */
+  for (size_t i = 0; i < n && !law; i++)
+    law = o[i].ok && o[i].sample == MS_SAMPLE_UTILIZATION;
+  ms_sample_kind want = law ? MS_SAMPLE_UTILIZATION : MS_SAMPLE_LATENCY;
   for (size_t i = 0; i < n; i++)
-    if (o[i].has_busy && o[i].has_done && o[i].busy > 0 && o[i].done > 0) {
-      /* Denning & Buzen (1978): busy = completions x service time */
-      ms_estimator_add(&e, o[i].busy / o[i].done, o[i].done * o[i].tau,
-                       o[i].tau, NULL);
-      p->events += o[i].done * o[i].tau;
-      law = true;
-    }
-  for (size_t i = 0; !law && i < n; i++)
-    if (o[i].has_latency && o[i].latency > 0) {
-      double w = o[i].has_done && o[i].done > 0 ? o[i].done * o[i].tau : 1.0;
-      ms_estimator_add(&e, o[i].latency, w, o[i].tau, NULL);
-      p->events += w;
+    if (o[i].ok && o[i].sample == want) {
+      ms_estimator_add(&e, o[i].sample_x, o[i].sample_w, o[i].tau, NULL);
+      p->events += o[i].sample_w;
     }
   double mean, se;
   p->samples = (double)e.samples;

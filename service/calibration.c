@@ -50,22 +50,18 @@ static const ms_estimator *estimator(const ms_calibration *c, int i) {
   return i == 0 ? &c->service_time : i == 1 ? &c->base_failure : &c->servers;
 }
 
-/* The service time sample of this interval (utilisation law, else the
- * latency input); false with problem set when the inputs contradict. */
-static void sample_service_time(ms_calibration *c, const ms_service_spec *spec,
-                                const ms_inference *inf, double tau,
-                                double span, long servers, bool storm,
-                                char *problem, size_t len) {
-  ms_error e;
+ms_sample_kind ms_service_time_sample(const ms_inference *inf, long servers,
+                                      bool learn_pool, bool storm, double tau,
+                                      double span, double *x, double *w,
+                                      char *problem, size_t len) {
   if (inf->has_busy_servers && inf->has_completion_rate) {
     double busy = inf->busy_servers, done = inf->completion_rate;
-    bool learn_pool = (spec->calibrate & MS_CALIBRATE_SERVERS) != 0;
     if (!learn_pool && busy > (double)servers * (1 + 1e-9)) {
       snprintf(problem, len,
                "busy_servers %.5g exceeds the pool of %ld servers: no "
                "service time sample",
                busy, servers);
-      return;
+      return MS_SAMPLE_CONTRADICTION;
     }
     /* more completions than attempts: a contradiction, unless a backlog
      * is being served (a queue, or the storm that left one) */
@@ -76,36 +72,39 @@ static void sample_service_time(ms_calibration *c, const ms_service_spec *spec,
                "completion_rate %.5g/s exceeds the %.5g attempts/s observed: "
                "no service time sample",
                done, inf->observed_attempts);
-      return;
+      return MS_SAMPLE_CONTRADICTION;
     }
+    if (!(busy > 0 && done > 0))
+      return MS_SAMPLE_NONE;
     /* Denning & Buzen (1978): busy = completions x service time */
-    if (busy > 0 && done > 0)
-      ms_estimator_add(&c->service_time, busy / done, done * span, tau, &e);
-    return;
+    *x = busy / done;
+    *w = done * span;
+    return MS_SAMPLE_UTILIZATION;
   }
-  if (inf->has_latency && inf->latency > 0) {
-    double rate = inf->has_completion_rate     ? inf->completion_rate
-                  : inf->has_observed_attempts ? inf->observed_attempts
-                                               : 0.0;
-    /* Little's law: the servers that latency keeps busy at this rate; more
-     * than the pool (or than the busy servers seen, when the pool is being
-     * learned) is a latency in the wrong unit (ms for s) */
-    double pool = (double)servers;
-    if (inf->has_busy_servers && inf->busy_servers > pool)
-      pool = inf->busy_servers;
-    if (rate * inf->latency > pool * 1.05 + 1) {
-      snprintf(problem, len,
-               "latency %.5g s at %.5g completions/s keeps %.5g servers busy, "
-               "more than the pool of %.5g: is it in seconds (scale:)? no "
-               "service time sample",
-               inf->latency, rate, rate * inf->latency, pool);
-      return;
-    }
-    double w = inf->has_completion_rate && inf->completion_rate > 0
-                   ? inf->completion_rate * span
-                   : 1.0;
-    ms_estimator_add(&c->service_time, inf->latency, w, tau, &e);
+  if (!(inf->has_latency && inf->latency > 0))
+    return MS_SAMPLE_NONE;
+  double rate = inf->has_completion_rate     ? inf->completion_rate
+                : inf->has_observed_attempts ? inf->observed_attempts
+                                             : 0.0;
+  /* Little's law: the servers that latency keeps busy at this rate; more
+   * than the pool (or than the busy servers seen, when the pool is being
+   * learned) is a latency in the wrong unit (ms for s) */
+  double pool = (double)servers;
+  if (inf->has_busy_servers && inf->busy_servers > pool)
+    pool = inf->busy_servers;
+  if (rate * inf->latency > pool * 1.05 + 1) {
+    snprintf(problem, len,
+             "latency %.5g s at %.5g completions/s keeps %.5g servers busy, "
+             "more than the pool of %.5g: is it in seconds (scale:)? no "
+             "service time sample",
+             inf->latency, rate, rate * inf->latency, pool);
+    return MS_SAMPLE_CONTRADICTION;
   }
+  *x = inf->latency;
+  *w = inf->has_completion_rate && inf->completion_rate > 0
+           ? inf->completion_rate * span
+           : 1.0;
+  return MS_SAMPLE_LATENCY;
 }
 
 /* The base failure sample: the failure ratio where the model says nothing
@@ -236,9 +235,12 @@ void ms_calibration_update(ms_calibration *c, const ms_service_spec *spec,
   /* the pool in use: the file's or pool_size's, or the learned one */
   ms_service_params in_use = *params;
   substitute(c, spec, current, &in_use);
-  if (erlang)
-    sample_service_time(c, spec, inf, tau, span, in_use.model.servers, storm,
-                        problem, problem_len);
+  double x, w;
+  if (erlang && ms_service_time_sample(
+                    inf, in_use.model.servers,
+                    (spec->calibrate & MS_CALIBRATE_SERVERS) != 0, storm, tau,
+                    span, &x, &w, problem, problem_len) > MS_SAMPLE_NONE)
+    ms_estimator_add(&c->service_time, x, w, tau, NULL);
   if (spec->calibrate & MS_CALIBRATE_BASE_FAILURE)
     sample_base_failure(c, current ? &current->params.model : &in_use.model,
                         storm, inf, tau, span);

@@ -263,6 +263,39 @@ typedef struct {
   char message[320];
 } ms_note;
 
+/* Where a service time sample came from (ms_service_time_sample). */
+typedef enum {
+  MS_SAMPLE_CONTRADICTION = -1, /* the inputs contradict each other */
+  MS_SAMPLE_NONE = 0,           /* nothing to sample this interval */
+  MS_SAMPLE_UTILIZATION = 1,    /* busy_servers / completion_rate */
+  MS_SAMPLE_LATENCY = 2,        /* the latency input */
+} ms_sample_kind;
+
+/*
+ * ms_service_time_sample: one interval's service time sample (doc/design.md
+ * §1.8), the one rule of the plugin's calibration and of `metastable fit`:
+ * busy_servers / completion_rate by the utilisation law (Denning & Buzen
+ * 1978), weight the completions over span seconds; else the latency,
+ * weight its completions over span (1 without completion_rate).
+ *   inf         the interval's inference (its calibration inputs)
+ *   servers     the pool in use; learn_pool: the pool is being learned, so
+ *               more busy servers than it is no contradiction
+ *   storm       a storm was on: more completions than attempts is then a
+ *               backlog draining, as with a queue_length of 1 or more
+ *   tau         s the rates cover, > 0 (the noise of the counts, §1.7)
+ *   span        s a sample may weigh: min(tau, the estimator's time
+ *               constant)
+ *   x, w        out: the sample, s, and its weight, events (with a sample)
+ * Returns the sample's kind; MS_SAMPLE_CONTRADICTION with problem saying
+ * why: busy servers above the pool, completions above the attempts with
+ * no backlog, or a latency that keeps more servers busy than the pool (or
+ * the busy servers) by Little's law, a latency in ms read as seconds.
+ */
+ms_sample_kind ms_service_time_sample(const ms_inference *inf, long servers,
+                                      bool learn_pool, bool storm, double tau,
+                                      double span, double *x, double *w,
+                                      char *problem, size_t len);
+
 /* What calibration remembers of one service (doc/design.md §1.8). */
 typedef struct {
   ms_estimator service_time; /* s */
