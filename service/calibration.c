@@ -247,6 +247,7 @@ void ms_calibration_update(ms_calibration *c, const ms_service_spec *spec,
   if (erlang && (spec->calibrate & MS_CALIBRATE_SERVERS))
     sample_servers(c, inf, tau);
   /* take into use what is known well enough now */
+  int before = c->in_use;
   size_t used = 0;
   for (int i = 0; i < 3; i++) {
     int f = 1 << i;
@@ -263,11 +264,14 @@ void ms_calibration_update(ms_calibration *c, const ms_service_spec *spec,
       used += n > 0 ? (size_t)n : 0;
     }
   }
-  ms_service_params next = *params;
-  substitute(c, spec, current, &next);
+  /* the values in use, again only when one was taken into use just now */
+  if (c->in_use != before) {
+    in_use = *params;
+    substitute(c, spec, current, &in_use);
+  }
   /* a learned value the model cannot take keeps the file's */
-  if (ms_service_params_check(&next, NULL) == MS_OK)
-    *params = next;
+  if (ms_service_params_check(&in_use, NULL) == MS_OK)
+    *params = in_use;
 }
 
 void ms_calibration_report(const ms_calibration *c, const ms_service_spec *spec,
