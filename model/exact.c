@@ -55,6 +55,11 @@ int ms_exact_capacity_set(ms_exact_capacity *e, const ms_service_params *s,
     return st;
   if (s->model.kind != MS_MODEL_CAPACITY)
     return ms_fail(err, MS_EINVAL, "exact arithmetic needs the capacity model");
+  if (s->policy.kind != MS_POLICY_COUNT || s->policy.nested != 0 ||
+      s->policy.has_tier_retries)
+    return ms_fail(err, MS_EINVAL,
+                   "exact arithmetic covers a fixed retry count (with a "
+                   "budget or a token bucket) in independent tiers");
   if (!isfinite(lambda) || lambda < 0.0)
     return ms_fail(err, MS_EINVAL, "offered load %g/s must be finite and >= 0",
                    lambda);

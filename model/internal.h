@@ -66,9 +66,16 @@ typedef struct {
 /* Evaluate the loop at x >= 0 for valid parameters. */
 void ms_point_eval(const ms_service_params *s, double x, ms_point *pt);
 
-/* A_tier(p) and d A_tier/dp for a valid policy, p in [0, 1]. */
-void ms_tier_amplification(const ms_retry_policy *pol, double p, double *A,
-                           double *dA);
+/* A_tier(p) and d A_tier/dp of one tier of r retries under a valid
+ * policy that does not depend on the load, p in [0, 1]; timeout_share: the
+ * share of failures that are timeouts, [0, 1] (the AWS quota's cost; its
+ * change with p is left out of dA). */
+void ms_tier_amplification(const ms_retry_policy *pol, int r, double p,
+                           double timeout_share, double *A, double *dA);
+
+/* E[min(R, T)], s: the time an attempt holds its client's slot at effective
+ * load x >= 0 in a valid erlang model (loop.c). */
+double ms_hold_time(const ms_failure_model *m, double x);
 
 /* bd0(x, M) = x ln(x/M) + M - x >= 0 for x, M > 0, without cancellation
  * near x = M: the deviance term of C. Loader, "Fast and accurate

@@ -113,6 +113,10 @@ static void elasticity_bounds_init(const ms_service_params *s,
   memset(b, 0, sizeof *b);
   if (m->kind != MS_MODEL_ERLANG)
     return;
+  /* the bounds below are proved for one retry count r at k independent
+   * tiers with the share budget or the token bucket */
+  if (pol->kind != MS_POLICY_COUNT || pol->nested != 0 || pol->has_tier_retries)
+    return;
   b->upper = true;
   b->lower = pol->retries >= 1 && !pol->has_budget && !pol->has_token;
   b->c = (double)m->servers;
@@ -453,10 +457,13 @@ int ms_equilibria(const ms_landscape *ls, double lambda, ms_equilibrium *eq,
    * amplification the policy allows, (min(r + 1, 1/(1 - b)))^k (a token
    * bucket only lowers it).  Beyond a double's range nothing can be
    * reported. */
-  double amax = s->policy.retries + 1.0;
-  if (s->policy.has_budget)
-    amax = fmin(amax, 1.0 / (1.0 - s->policy.retry_budget));
-  amax = pow(amax, (double)s->policy.tiers);
+  double amax = 1.0;
+  for (int i = 0; i < s->policy.tiers; i++) {
+    double a = ms_policy_tier_retries(&s->policy, i) + 1.0;
+    if (s->policy.has_budget)
+      a = fmin(a, 1.0 / (1.0 - s->policy.retry_budget));
+    amax *= a;
+  }
   if (!(lambda * amax <= 0x1p1000))
     return ms_fail(err, MS_EINVAL,
                    "offered load %g/s is too large for this service: the "
@@ -509,8 +516,9 @@ int ms_equilibria(const ms_landscape *ls, double lambda, ms_equilibrium *eq,
     if (increasing) {
       if (i == 0) {
         double A0;
-        ms_amplification(&s->policy, s->model.base_failure, &A0, NULL);
-        x0 = lambda * A0;
+        if (ms_amplification(&s->policy, s->model.base_failure, &A0, NULL) ==
+            MS_OK)
+          x0 = lambda * A0; /* else load-dependent: from the middle */
       } else {
         x0 = xa * (lambda / la);
       }

@@ -26,6 +26,55 @@ void ms_retry_policy_fixed(ms_retry_policy *p, int retries) {
   *p = (ms_retry_policy){.retries = retries, .tiers = 1};
 }
 
+int ms_policy_tier_retries(const ms_retry_policy *p, int i) {
+  return i > 0 && p->has_tier_retries ? p->tier_retries[i] : p->retries;
+}
+
+bool ms_policy_load_dependent(const ms_retry_policy *p) {
+  return p->kind == MS_POLICY_ENVOY ||
+         (p->kind == MS_POLICY_FINAGLE && p->finagle_min_per_second > 0.0);
+}
+
+const char *ms_policy_name(ms_policy_kind kind) {
+  switch (kind) {
+  case MS_POLICY_COUNT:
+    return "count";
+  case MS_POLICY_GRPC:
+    return "grpc_throttling";
+  case MS_POLICY_ENVOY:
+    return "envoy_retry_budget";
+  case MS_POLICY_FINAGLE:
+    return "retry_budget";
+  case MS_POLICY_AWS:
+    return "aws_retry_quota";
+  }
+  return "unknown";
+}
+
+void ms_policy_defaults(ms_retry_policy *p, ms_policy_kind kind) {
+  p->kind = kind;
+  switch (kind) {
+  case MS_POLICY_ENVOY:
+    p->envoy_budget = MS_ENVOY_BUDGET_DEFAULT;
+    p->envoy_min_concurrency = MS_ENVOY_MIN_CONCURRENCY_DEFAULT;
+    break;
+  case MS_POLICY_FINAGLE:
+    p->finagle_percent = MS_FINAGLE_PERCENT_DEFAULT;
+    p->finagle_min_per_second = MS_FINAGLE_MIN_PER_SECOND_DEFAULT;
+    p->finagle_ttl = MS_FINAGLE_TTL_DEFAULT;
+    break;
+  case MS_POLICY_AWS:
+    p->aws_capacity = MS_AWS_CAPACITY_DEFAULT;
+    p->aws_retry_cost = MS_AWS_RETRY_COST_DEFAULT;
+    p->aws_timeout_cost = MS_AWS_TIMEOUT_COST_DEFAULT;
+    p->aws_refund = MS_AWS_REFUND_DEFAULT;
+    break;
+  case MS_POLICY_COUNT:
+  case MS_POLICY_GRPC:
+    break;
+  }
+}
+
 /* The rule across servers, service rate and timeout
  * (MS_MAX_TIMEOUT_COMPLETIONS): a longer timeout would fire only closer to
  * c mu than the landscape resolves. */
@@ -62,12 +111,73 @@ int ms_failure_model_check(const ms_failure_model *m, ms_error *err) {
                  (int)m->kind);
 }
 
+/* The fields of the named policy p->kind. */
+static int named_policy_check(const ms_retry_policy *p, ms_error *err) {
+  int st = MS_OK;
+  switch (p->kind) {
+  case MS_POLICY_COUNT:
+    return MS_OK;
+  case MS_POLICY_GRPC:
+    (void)((st = MS_PARAM_CHECK(MS_PARAM_GRPC_MAX_TOKENS, p->grpc_max_tokens,
+                                err)) ||
+           (st = MS_PARAM_CHECK(MS_PARAM_GRPC_TOKEN_RATIO, p->grpc_token_ratio,
+                                err)));
+    break;
+  case MS_POLICY_ENVOY:
+    (void)((st = MS_PARAM_CHECK(MS_PARAM_ENVOY_BUDGET, p->envoy_budget, err)) ||
+           (st = MS_PARAM_CHECK(MS_PARAM_ENVOY_MIN_CONCURRENCY,
+                                p->envoy_min_concurrency, err)));
+    break;
+  case MS_POLICY_FINAGLE:
+    (void)((st = MS_PARAM_CHECK(MS_PARAM_FINAGLE_PERCENT, p->finagle_percent,
+                                err)) ||
+           (st = MS_PARAM_CHECK(MS_PARAM_FINAGLE_MIN_PER_SECOND,
+                                p->finagle_min_per_second, err)) ||
+           (st = MS_PARAM_CHECK(MS_PARAM_FINAGLE_TTL, p->finagle_ttl, err)));
+    break;
+  case MS_POLICY_AWS:
+    (void)((st = MS_PARAM_CHECK(MS_PARAM_AWS_CAPACITY, p->aws_capacity, err)) ||
+           (st = MS_PARAM_CHECK(MS_PARAM_AWS_RETRY_COST, p->aws_retry_cost,
+                                err)) ||
+           (st = MS_PARAM_CHECK(MS_PARAM_AWS_TIMEOUT_COST, p->aws_timeout_cost,
+                                err)) ||
+           (st = MS_PARAM_CHECK(MS_PARAM_AWS_REFUND, p->aws_refund, err)));
+    break;
+  default:
+    return ms_fail(err, MS_EINVAL, "retry policy kind %d is not a policy",
+                   (int)p->kind);
+  }
+  if (st != MS_OK)
+    return st;
+  if (p->has_budget || p->has_token)
+    return ms_fail(err, MS_EINVAL,
+                   "%s replaces retry_budget and token_ratio: give one "
+                   "policy",
+                   ms_policy_name(p->kind));
+  if (ms_policy_load_dependent(p) && p->tiers > 1)
+    return ms_fail(err, MS_EINVAL,
+                   "%s depends on the load of the tier it guards: it applies "
+                   "to one tier (tiers = %d)",
+                   ms_policy_name(p->kind), p->tiers);
+  return MS_OK;
+}
+
 int ms_retry_policy_check(const ms_retry_policy *p, ms_error *err) {
   if (p == NULL)
     return ms_fail(err, MS_EINVAL, "retry policy is NULL");
   int st;
   if ((st = MS_PARAM_CHECK(MS_PARAM_RETRIES, p->retries, err)) ||
       (st = MS_PARAM_CHECK(MS_PARAM_TIERS, p->tiers, err)))
+    return st;
+  for (int i = 1; p->has_tier_retries && i < p->tiers; i++)
+    if ((st = MS_PARAM_CHECK(MS_PARAM_RETRIES, p->tier_retries[i], err)))
+      return st;
+  if (p->tiers < 32 && (p->nested >> p->tiers) != 0)
+    return ms_fail(err, MS_EINVAL,
+                   "nested layering names a tier above the %d tiers", p->tiers);
+  if ((p->nested & 1u) != 0)
+    return ms_fail(err, MS_EINVAL, "tier 0 has no tier below it to nest over");
+  if ((st = named_policy_check(p, err)) != MS_OK)
     return st;
   if (p->has_budget &&
       (st = MS_PARAM_CHECK(MS_PARAM_RETRY_BUDGET, p->retry_budget, err)))
@@ -82,9 +192,14 @@ int ms_service_params_check(const ms_service_params *s, ms_error *err) {
   if (s == NULL)
     return ms_fail(err, MS_EINVAL, "service parameters are NULL");
   int st = ms_failure_model_check(&s->model, err);
-  if (st != MS_OK)
+  if (st != MS_OK || (st = ms_retry_policy_check(&s->policy, err)) != MS_OK)
     return st;
-  return ms_retry_policy_check(&s->policy, err);
+  if (s->policy.kind == MS_POLICY_ENVOY && s->model.kind != MS_MODEL_ERLANG)
+    return ms_fail(err, MS_EINVAL,
+                   "envoy_retry_budget counts concurrent attempts: it needs "
+                   "the erlang model, whose wait gives the time an attempt "
+                   "holds its slot");
+  return MS_OK;
 }
 
 double ms_saturation_load(const ms_failure_model *m) {
@@ -141,41 +256,248 @@ static void failure_and_slope(const ms_failure_model *m, double x, double *p,
   *xdp = ok * q * dlnq;
 }
 
-void ms_tier_amplification(const ms_retry_policy *pol, double p, double *A,
-                           double *dA) {
-  /* Horner for sum_{i<=r} p^i and its derivative. */
-  double s = 1.0, ds = 0.0;
-  for (int i = 0; i < pol->retries; i++) {
-    ds = ds * p + s;
-    s = s * p + 1.0;
+/* 1 + p + ... + p^r and its derivative (Horner). */
+static void fixed_amplification(int r, double p, double *A, double *dA) {
+  double a = 1.0, da = 0.0;
+  for (int i = 0; i < r; i++) {
+    da = da * p + a;
+    a = a * p + 1.0;
   }
-  if (pol->has_budget) {
-    double cap = 1.0 / (1.0 - pol->retry_budget);
-    if (cap < s) {
-      s = cap;
+  *A = a;
+  *dA = da;
+}
+
+/*
+ * gRFC A6's throttle: the share f of retry decisions that find more than
+ * max_tokens/2 tokens, and df/dp.  Each attempt moves the token count by
+ * +t (success, 1 - p) or -1 (failure, p), reflected at 0 and M: a walk of
+ * drift d = t - p (1 + t) and variance v = (1 + t)^2 p (1 - p) per attempt.
+ * Its diffusion limit, reflected Brownian motion on [0, M], has the
+ * stationary density proportional to exp(2 d y / v), so
+ *   f = P(y > M/2) = 1 / (1 + exp(-z)),  z = d M / v
+ * (doc/design.md §1.2): f -> 1 when successes refill faster than failures
+ * drain (p < t/(1 + t)), f -> 0 above, and the switch sharpens with M.
+ */
+static void grpc_share(double M, double t, double p, double *f, double *df) {
+  double w = p * (1.0 - p);
+  if (!(w > 0.0)) {
+    *f = p < 0.5 ? 1.0 : 0.0;
+    *df = 0.0;
+    return;
+  }
+  double u = t - p * (1.0 + t), k = M / ((1.0 + t) * (1.0 + t));
+  double z = k * u / w;
+  double e = exp(-fabs(z));
+  double lo = e / (1.0 + e); /* the smaller of f and 1 - f */
+  *f = z >= 0.0 ? 1.0 - lo : lo;
+  double ff = lo * (1.0 - lo); /* f (1 - f) */
+  double dz = k * (-(1.0 + t) * w - u * (1.0 - 2.0 * p)) / (w * w);
+  *df = ff > 0.0 && isfinite(dz) ? ff * dz : 0.0;
+}
+
+void ms_tier_amplification(const ms_retry_policy *pol, int r, double p,
+                           double timeout_share, double *A, double *dA) {
+  double s, ds;
+  switch (pol->kind) {
+  case MS_POLICY_GRPC: {
+    double f, df;
+    grpc_share(pol->grpc_max_tokens, pol->grpc_token_ratio, p, &f, &df);
+    fixed_amplification(r, p * f, &s, &ds);
+    ds *= f + p * df;
+    break;
+  }
+  case MS_POLICY_AWS: {
+    /* Per request, a first-attempt success returns `refund` tokens, a
+     * retry that succeeds gets its cost back and one that fails loses it:
+     * the bucket holds while retries R <= refund (1 - p) / (cost p), and
+     * drains to empty (where retries are let through only as refunds
+     * arrive) when the fixed count would send more. */
+    fixed_amplification(r, p, &s, &ds);
+    double cost = pol->aws_retry_cost +
+                  (pol->aws_timeout_cost - pol->aws_retry_cost) * timeout_share;
+    if (p > 0.0) {
+      double rq = pol->aws_refund * (1.0 - p) / (cost * p);
+      if (rq < s - 1.0) {
+        s = 1.0 + rq;
+        ds = -pol->aws_refund / (cost * p * p);
+      }
+    }
+    break;
+  }
+  case MS_POLICY_FINAGLE:
+  case MS_POLICY_ENVOY:
+    /* the share part of Finagle's budget caps A at 1 + percent; its
+     * min_per_second and Envoy's budget depend on the load (ms_point_eval) */
+    fixed_amplification(r, p, &s, &ds);
+    if (pol->kind == MS_POLICY_FINAGLE && pol->finagle_min_per_second == 0.0 &&
+        1.0 + pol->finagle_percent < s) {
+      s = 1.0 + pol->finagle_percent;
       ds = 0.0;
     }
-  }
-  if (pol->has_token) {
-    double cap = 1.0 / (1.0 - pol->token_ratio * (1.0 - p));
-    if (cap < s) {
-      s = cap;
-      ds = -pol->token_ratio * cap * cap;
+    break;
+  default:
+    fixed_amplification(r, p, &s, &ds);
+    if (pol->has_budget) {
+      double cap = 1.0 / (1.0 - pol->retry_budget);
+      if (cap < s) {
+        s = cap;
+        ds = 0.0;
+      }
     }
+    if (pol->has_token) {
+      double cap = 1.0 / (1.0 - pol->token_ratio * (1.0 - p));
+      if (cap < s) {
+        s = cap;
+        ds = -pol->token_ratio * cap * cap;
+      }
+    }
+    break;
   }
   *A = s;
   *dA = ds;
 }
 
+/* g(k) = (1 - e^(-k T)) / k = integral_0^T e^(-k s) ds, and g'(k). */
+static double hold_g(double k, double T) {
+  return k * T > 1e-300 ? -expm1(-k * T) / k : T;
+}
+
+static double hold_dg(double k, double T) {
+  double kT = k * T;
+  if (kT < 1e-4) /* -T^2/2 + k T^3/3 - ... */
+    return T * T * (-0.5 + kT / 3.0);
+  return (kT * exp(-kT) + expm1(-kT)) / (k * k);
+}
+
+/*
+ * The mean time an attempt holds its client's slot at effective load x:
+ * h = E[min(R, T)] with R = W + S the M/M/c response time, for the erlang
+ * model without a queue limit.  With q = C(c, a), gamma = c mu - x:
+ *   P(R > s) = (1 - C) e^(-mu s) + C (mu e^(-gamma s) - gamma e^(-mu s))
+ *              / (mu - gamma)   (W | W > 0 ~ Exp(gamma), S ~ Exp(mu))
+ *   h = g(mu) + C mu (g(gamma) - g(mu)) / (mu - gamma)
+ * (Kleinrock 1975, sec. 3.4: the response time of M/M/c); h = T when
+ * x >= c mu, where every attempt waits its whole timeout.
+ */
+double ms_hold_time(const ms_failure_model *m, double x) {
+  double mu = m->service_rate, T = m->timeout;
+  double cmu = (double)m->servers * mu;
+  if (!(x < cmu))
+    return T;
+  double a = x / mu;
+  double gm = hold_g(mu, T);
+  if (!(a >= DBL_MIN))
+    return gm;
+  ms_erlang_terms t;
+  ms_erlang_terms_unchecked(m->servers, a, &t);
+  double C = exp(t.ln_c), gamma = cmu - x;
+  double diff = mu - gamma, dd;
+  if (fabs(diff) > 1e-4 * mu)
+    dd = (hold_g(gamma, T) - gm) / diff;
+  else
+    dd = -hold_dg(0.5 * (mu + gamma), T);
+  return gm + C * mu * dd;
+}
+
+/* The failure split at x: p, x dp/dx, and the share of failures that are
+ * timeouts (the AWS quota's timeout_cost).  The erlang model's overload is
+ * its wait tail q, 1 - p = (1 - base)(1 - q); the capacity model's overload
+ * is a rejection. */
+static double timeout_share(const ms_failure_model *m, double p) {
+  if (m->kind != MS_MODEL_ERLANG || !(p > 0.0))
+    return 0.0;
+  double q = (p - m->base_failure) / (1.0 - m->base_failure);
+  return q > 0.0 ? fmin(1.0, q / p) : 0.0;
+}
+
+/* The load-dependent policies of one tier: lambda(x) = x - R(x), R the
+ * retries/s the policy lets through (doc/design.md §1.2). */
+static void load_dependent_eval(const ms_service_params *s, double x, double p,
+                                double xdp, ms_point *pt) {
+  const ms_retry_policy *pol = &s->policy;
+  double A, dA;
+  fixed_amplification(pol->retries, p, &A, &dA);
+  double lam_f = x / A, e_f = xdp * dA / A;
+  double lam = lam_f, e = e_f;
+  if (pol->kind == MS_POLICY_FINAGLE) {
+    /* retries/s <= percent lambda + min: x <= lambda (1 + percent) + min */
+    double lam_b =
+        (x - pol->finagle_min_per_second) / (1.0 + pol->finagle_percent);
+    if (lam_b > lam_f) {
+      lam = lam_b;
+      e = -pol->finagle_min_per_second / (x - pol->finagle_min_per_second);
+    }
+  } else {
+    /* concurrent retries R h <= max(m, budget x h): R <= max(m/h, budget x) */
+    double h = ms_hold_time(&s->model, x);
+    double m = pol->envoy_min_concurrency;
+    double cap_m = h > 0.0 ? m / h : (m > 0.0 ? INFINITY : 0.0);
+    double cap_b = pol->envoy_budget * x;
+    double cap = fmax(cap_m, cap_b);
+    if (x - lam_f > cap) {
+      lam = x - cap;
+      double dlam; /* d lambda / dx */
+      if (cap_b >= cap_m) {
+        dlam = 1.0 - pol->envoy_budget;
+      } else {
+        /* d(m/h)/dx = -m h'/h^2, h' by central differences (h is smooth
+         * below c mu and constant above) */
+        double dx = 1e-6 * x;
+        double h1 = ms_hold_time(&s->model, x + dx);
+        double h0 = ms_hold_time(&s->model, x - dx);
+        dlam = 1.0 + m * ((h1 - h0) / (2.0 * dx)) / (h * h);
+      }
+      e = lam > 0.0 ? 1.0 - dlam * x / lam : 0.0;
+    }
+  }
+  pt->lambda = lam;
+  pt->ln_amp = lam > 0.0 ? log(x / lam) : 0.0;
+  pt->elast = e;
+}
+
 void ms_point_eval(const ms_service_params *s, double x, ms_point *pt) {
-  double p, xdp, A, dA;
+  double p, xdp;
   failure_and_slope(&s->model, x, &p, &xdp);
-  ms_tier_amplification(&s->policy, p, &A, &dA);
-  double k = (double)s->policy.tiers;
+  const ms_retry_policy *pol = &s->policy;
   pt->p = p;
-  pt->ln_amp = k * log(A);
-  pt->lambda = x / exp(pt->ln_amp);
-  pt->elast = xdp * k * dA / A;
+  if (pol->kind == MS_POLICY_COUNT && pol->nested == 0 &&
+      !pol->has_tier_retries) {
+    /* the same policy at each of k independent tiers: A_total = A^k */
+    double A, dA;
+    ms_tier_amplification(pol, pol->retries, p, 0.0, &A, &dA);
+    double k = (double)pol->tiers;
+    pt->ln_amp = k * log(A);
+    pt->lambda = x / exp(pt->ln_amp);
+    pt->elast = xdp * k * dA / A;
+    return;
+  }
+  if (ms_policy_load_dependent(pol)) {
+    load_dependent_eval(s, x, p, xdp, pt);
+    return;
+  }
+  /* tier by tier from the dependency up: tier i sees failure probability
+   * p_i, x dp_i/dx = xd_i; nested: p_i = 1 - (1 - p_(i-1)) A_(i-1) */
+  double w = timeout_share(&s->model, p);
+  double pi = p, xdi = xdp, ln_amp = 0.0, e = 0.0;
+  for (int i = 0; i < pol->tiers; i++) {
+    if (i > 0 && !(pol->nested & (1u << i))) {
+      pi = p;
+      xdi = xdp;
+    }
+    double A, dA;
+    ms_tier_amplification(pol, ms_policy_tier_retries(pol, i), pi, w, &A, &dA);
+    ln_amp += log(A);
+    e += xdi * dA / A;
+    if (i + 1 < pol->tiers && (pol->nested & (1u << (i + 1)))) {
+      double next = 1.0 - (1.0 - pi) * A;
+      double xdnext = xdi * A - (1.0 - pi) * dA * xdi;
+      pi = fmin(1.0, fmax(0.0, next));
+      xdi = xdnext;
+    }
+  }
+  pt->ln_amp = ln_amp;
+  pt->lambda = x / exp(ln_amp);
+  pt->elast = e;
 }
 
 int ms_failure_probability(const ms_failure_model *m, double x, double *p,
@@ -201,9 +523,30 @@ int ms_amplification(const ms_retry_policy *pol, double p, double *A,
                    "failure probability p = %g is outside "
                    "[0, 1]",
                    p);
+  if (ms_policy_load_dependent(pol))
+    return ms_fail(err, MS_EINVAL,
+                   "%s depends on the load, not only on p: use "
+                   "ms_offered_load_at",
+                   ms_policy_name(pol->kind));
+  /* the tiers of ms_point_eval over a model whose p(x) is p everywhere */
   double a, da;
-  ms_tier_amplification(pol, p, &a, &da);
-  *A = pow(a, (double)pol->tiers);
+  if (pol->kind == MS_POLICY_COUNT && pol->nested == 0 &&
+      !pol->has_tier_retries) {
+    ms_tier_amplification(pol, pol->retries, p, 0.0, &a, &da);
+    *A = pow(a, (double)pol->tiers);
+    return MS_OK;
+  }
+  double pi = p, total = 1.0;
+  for (int i = 0; i < pol->tiers; i++) {
+    if (i > 0 && !(pol->nested & (1u << i)))
+      pi = p;
+    ms_tier_amplification(pol, ms_policy_tier_retries(pol, i), pi, 0.0, &a,
+                          &da);
+    total *= a;
+    if (i + 1 < pol->tiers && (pol->nested & (1u << (i + 1))))
+      pi = fmin(1.0, fmax(0.0, 1.0 - (1.0 - pi) * a));
+  }
+  *A = total;
   return MS_OK;
 }
 

@@ -158,31 +158,114 @@ typedef struct {
   double base_failure; /* failure probability when not overloaded, [0, 1) */
 } ms_failure_model;
 
+/* Largest retries per request per tier, and largest number of tiers. */
+#define MS_MAX_RETRIES 100
+#define MS_MAX_TIERS 10
+
+/* The named retry policies of real stacks (doc/design.md §1.2). */
+typedef enum {
+  MS_POLICY_COUNT = 0,   /* a fixed retry count, with the optional share
+                            budget and token bucket below */
+  MS_POLICY_GRPC = 1,    /* gRPC retry throttling (gRFC A6) */
+  MS_POLICY_ENVOY = 2,   /* Envoy's retry_budget (concurrent retries) */
+  MS_POLICY_FINAGLE = 3, /* Finagle's / Linkerd's RetryBudget */
+  MS_POLICY_AWS = 4,     /* the AWS SDKs' standard-mode retry quota */
+} ms_policy_kind;
+
+/* How a tier's retries compose with the tier below it (doc/design.md §1.2):
+ * independent when the upper tier gives up on an attempt before the chain
+ * below has finished (each tier's attempt then fails with the dependency's
+ * p: A^k), nested when the upper tier's timeout covers the whole chain below
+ * (an upper attempt fails only when that chain failed). */
+typedef enum {
+  MS_LAYERING_INDEPENDENT = 0,
+  MS_LAYERING_NESTED = 1,
+} ms_layering;
+
 /*
- * The retry policy of one tier, applied at each of `tiers` layers
- * (doc/design.md §1.2).  Per tier:
+ * The retry policy (doc/design.md §1.2).  Per tier, with p the probability
+ * that one attempt fails in a way the tier retries:
  *   A(p)  = 1 + p + ... + p^r                       fixed retry count r
  *   A_b   = min(A, 1/(1 - b))                       retry budget b
  *           (Beyer et al., Site Reliability Engineering, O'Reilly 2016,
  *            ch. 21 "Handling Overload", the per-client retry budget)
  *   A_t   = min(A, 1/(1 - t (1 - p)))               token bucket, ratio t
- *           (a retry quota refilled by successes, as the AWS SDKs' retry
- *            quota; not gRPC's retry throttling of gRFC A6, which stops
- *            retrying altogether once p > t / (1 + t): doc/design.md §1.2)
- * and the layers compound: A_total = A_tier^tiers.
+ *           (a quota refilled by successes; doc/design.md §1.2)
+ *   gRPC  A = sum_{i<=r} (p f)^i, f the share of retry decisions that find
+ *         more than max_tokens/2 tokens (gRFC A6, "Retry Throttling")
+ *   AWS   A = 1 + min(A - 1, refund (1 - p) / (cost p))   (the SDKs'
+ *         standard retry quota, whose bucket drains to empty when retries
+ *         cost more than first successes refund)
+ *   Finagle  retries/s <= percent x requests/s + min_per_second
+ *   Envoy    concurrent retries <= max(min_retry_concurrency,
+ *            budget_percent x active attempts), active = rate x hold time
+ *            (Little's law)
+ * and the tiers compose independently (A_total = prod A_i(p)) or nested
+ * (A_total = prod A_i(p_i), p_(i+1) = 1 - (1 - p_i) A_i(p_i): a chain
+ * fails unless one of its attempts succeeds).
  */
 typedef struct {
-  int retries;         /* r, retries per request per tier, 0..MS_MAX_RETRIES */
+  int retries;         /* r, retries per request of the tier next to the
+                          dependency (tier 0), 0..MS_MAX_RETRIES */
   int tiers;           /* k, layers that each retry, 1..MS_MAX_TIERS */
-  bool has_budget;     /* whether retry_budget applies */
+  bool has_budget;     /* whether retry_budget applies (MS_POLICY_COUNT) */
   double retry_budget; /* b, retries at most this share of requests, [0, 1) */
-  bool has_token;      /* whether token_ratio applies */
+  bool has_token;      /* whether token_ratio applies (MS_POLICY_COUNT) */
   double token_ratio;  /* t, tokens per success, (0, 1] */
+  /* tiers above tier 0: their own retry counts when has_tier_retries, else
+   * `retries` each; tier_retries[0] is ignored (it is `retries`) */
+  bool has_tier_retries;
+  int tier_retries[MS_MAX_TIERS];
+  /* bit i (1 <= i < tiers): tier i's timeout covers the chain of tier i-1
+   * (nested); clear: independent.  0 is today's A^k. */
+  unsigned nested;
+  ms_policy_kind kind; /* the named policy of every tier (COUNT: none) */
+  /* MS_POLICY_GRPC: gRFC A6's retryThrottling */
+  double grpc_max_tokens;  /* max_tokens, whole, [1, 1000] */
+  double grpc_token_ratio; /* token_ratio, (0, 1] */
+  /* MS_POLICY_ENVOY: the cluster's retry_budget */
+  double envoy_budget;          /* budget_percent as a share, [0, 1] */
+  double envoy_min_concurrency; /* min_retry_concurrency, whole, >= 0 */
+  /* MS_POLICY_FINAGLE: RetryBudget(ttl, minRetriesPerSec, percentCanRetry) */
+  double finagle_percent;        /* percentCanRetry as a share, [0, 10] */
+  double finagle_min_per_second; /* minRetriesPerSec, retries/s, >= 0 */
+  double finagle_ttl;            /* ttl, s, [1, 60] (transients only) */
+  /* MS_POLICY_AWS: the standard retry quota */
+  double aws_capacity;     /* tokens, > 0 (transients only) */
+  double aws_retry_cost;   /* tokens a retry takes, > 0 */
+  double aws_timeout_cost; /* ... a retry after a timeout, > 0 */
+  double aws_refund;       /* tokens a first-attempt success returns, >= 0 */
 } ms_retry_policy;
 
-/* Largest retries per request per tier, and largest number of tiers. */
-#define MS_MAX_RETRIES 100
-#define MS_MAX_TIERS 10
+/* The defaults of the named policies, as their stacks ship them: gRFC A6
+ * has none (the service config must give both); Envoy's retry_budget
+ * 20 % and 3; Finagle's RetryBudget() 20 %, 10/s, 10 s; the AWS SDKs'
+ * standard mode 500, 5, 10, 1. */
+#define MS_ENVOY_BUDGET_DEFAULT 0.2
+#define MS_ENVOY_MIN_CONCURRENCY_DEFAULT 3.0
+#define MS_FINAGLE_PERCENT_DEFAULT 0.2
+#define MS_FINAGLE_MIN_PER_SECOND_DEFAULT 10.0
+#define MS_FINAGLE_TTL_DEFAULT 10.0
+#define MS_AWS_CAPACITY_DEFAULT 500.0
+#define MS_AWS_RETRY_COST_DEFAULT 5.0
+#define MS_AWS_TIMEOUT_COST_DEFAULT 10.0
+#define MS_AWS_REFUND_DEFAULT 1.0
+
+/* The retries of tier i (0 = next to the dependency), for a valid policy. */
+int ms_policy_tier_retries(const ms_retry_policy *p, int i);
+
+/* Whether the policy's amplification depends on the load and not only on
+ * p (Envoy; Finagle with min_per_second > 0): such a policy applies to a
+ * single tier. */
+bool ms_policy_load_dependent(const ms_retry_policy *p);
+
+/* "count", "grpc_throttling", "envoy_retry_budget", "retry_budget",
+ * "aws_retry_quota": the policy's key in service files. */
+const char *ms_policy_name(ms_policy_kind kind);
+
+/* Set *p to kind's defaults (above) on top of its retry count and tiers;
+ * gRPC's fields are left for the caller (they have no default). */
+void ms_policy_defaults(ms_retry_policy *p, ms_policy_kind kind);
 
 /* A service: its failure model and its retry policy. */
 typedef struct {
@@ -233,6 +316,9 @@ typedef struct {
 typedef enum {
   MS_SCOPE_SERVICE,  /* the service: ms_service_params */
   MS_SCOPE_INTERVAL, /* one interval: ms_observation */
+  MS_SCOPE_POLICY,   /* a field of a named retry policy: a key of its map
+                        in service files ("grpc_throttling.max_tokens"),
+                        a field of its command-line option */
 } ms_param_scope;
 
 /* Bounds of a range: closed unless a flag opens an end. */
@@ -287,6 +373,28 @@ enum {
     MS_BOUND_HI_OPEN, 0, MS_SCOPE_SERVICE)                                    \
   X(TOKEN_RATIO, "token_ratio", "", 0.0, 1.0,                                 \
     MS_BOUND_LO_OPEN, 0, MS_SCOPE_SERVICE)                                    \
+  X(GRPC_MAX_TOKENS, "grpc_throttling.max_tokens", "", 1.0, 1000.0,          \
+    MS_BOUND_CLOSED, 1, MS_SCOPE_POLICY)                                      \
+  X(GRPC_TOKEN_RATIO, "grpc_throttling.token_ratio", "", 0.0, 1.0,            \
+    MS_BOUND_LO_OPEN, 0, MS_SCOPE_POLICY)                                     \
+  X(ENVOY_BUDGET, "envoy_retry_budget.budget_percent", "", 0.0, 1.0,          \
+    MS_BOUND_CLOSED, 0, MS_SCOPE_POLICY)                                      \
+  X(ENVOY_MIN_CONCURRENCY, "envoy_retry_budget.min_retry_concurrency", "",    \
+    0.0, 1e9, MS_BOUND_CLOSED, 1, MS_SCOPE_POLICY)                            \
+  X(FINAGLE_PERCENT, "retry_budget.percent", "", 0.0, 10.0,                   \
+    MS_BOUND_CLOSED, 0, MS_SCOPE_POLICY)                                      \
+  X(FINAGLE_MIN_PER_SECOND, "retry_budget.min_per_second", "1/s", 0.0,        \
+    MS_MAX_RATE, MS_BOUND_CLOSED | MS_BOUND_LIMIT, 0, MS_SCOPE_POLICY)        \
+  X(FINAGLE_TTL, "retry_budget.ttl", "s", 1.0, 60.0,                          \
+    MS_BOUND_CLOSED, 0, MS_SCOPE_POLICY)                                      \
+  X(AWS_CAPACITY, "aws_retry_quota.capacity", "", 0.0, 1e12,                  \
+    MS_BOUND_LO_OPEN, 0, MS_SCOPE_POLICY)                                     \
+  X(AWS_RETRY_COST, "aws_retry_quota.retry_cost", "", 0.0, 1e12,              \
+    MS_BOUND_LO_OPEN, 0, MS_SCOPE_POLICY)                                     \
+  X(AWS_TIMEOUT_COST, "aws_retry_quota.timeout_cost", "", 0.0, 1e12,          \
+    MS_BOUND_LO_OPEN, 0, MS_SCOPE_POLICY)                                     \
+  X(AWS_REFUND, "aws_retry_quota.refund", "", 0.0, 1e12,                      \
+    MS_BOUND_CLOSED, 0, MS_SCOPE_POLICY)                                      \
   X(OFFERED_LOAD, "offered_load", "req/s", 0.0, MS_MAX_RATE,                  \
     MS_BOUND_CLOSED | MS_BOUND_LIMIT, 0, MS_SCOPE_INTERVAL)                   \
   X(OBSERVED_ATTEMPTS, "observed_attempts", "attempts/s", 0.0, MS_MAX_RATE,   \
