@@ -340,6 +340,101 @@ static const model_option model_options[] = {
 
 #define N_MODEL_OPTIONS (sizeof model_options / sizeof model_options[0])
 
+/* The named policies' options: NAME A:B:..., the fields in order, an empty
+ * field or the word "default" for the stack's default. */
+typedef struct {
+  int opt;
+  const char *name, *arg, *what;
+  ms_policy_kind kind;
+  int n, required; /* fields, and how many must be given */
+  ms_param field[4];
+} policy_option;
+
+static const policy_option policy_options[] = {
+    {MS_OPT_GRPC_THROTTLING,
+     "--grpc-throttling",
+     "MAX:RATIO",
+     "gRPC retry throttling (gRFC A6): max_tokens, token_ratio",
+     MS_POLICY_GRPC,
+     2,
+     2,
+     {MS_PARAM_GRPC_MAX_TOKENS, MS_PARAM_GRPC_TOKEN_RATIO}},
+    {MS_OPT_ENVOY_RETRY_BUDGET,
+     "--envoy-retry-budget",
+     "PCT:MIN",
+     "Envoy retry_budget: budget_percent, min_retry_concurrency "
+     "(default 20%:3)",
+     MS_POLICY_ENVOY,
+     2,
+     0,
+     {MS_PARAM_ENVOY_BUDGET, MS_PARAM_ENVOY_MIN_CONCURRENCY}},
+    {MS_OPT_FINAGLE_RETRY_BUDGET,
+     "--finagle-retry-budget",
+     "PCT:MIN:TTL",
+     "Finagle/Linkerd RetryBudget: percent, min_per_second, ttl "
+     "(default 20%:10:10s)",
+     MS_POLICY_FINAGLE,
+     3,
+     0,
+     {MS_PARAM_FINAGLE_PERCENT, MS_PARAM_FINAGLE_MIN_PER_SECOND,
+      MS_PARAM_FINAGLE_TTL}},
+    {MS_OPT_AWS_RETRY_QUOTA,
+     "--aws-retry-quota",
+     "CAP:COST:TCOST:REFUND",
+     "AWS SDK standard retry quota: capacity, retry_cost, timeout_cost, "
+     "refund (default 500:5:10:1)",
+     MS_POLICY_AWS,
+     4,
+     0,
+     {MS_PARAM_AWS_CAPACITY, MS_PARAM_AWS_RETRY_COST, MS_PARAM_AWS_TIMEOUT_COST,
+      MS_PARAM_AWS_REFUND}},
+};
+
+#define N_POLICY_OPTIONS (sizeof policy_options / sizeof policy_options[0])
+
+/* NAME A:B:...: each field by its parameter's rule; "default" or an empty
+ * field leaves the default. */
+static int policy_option_parse(ms_cli_model *m, const policy_option *o,
+                               const char *arg) {
+  if (m->policy != MS_POLICY_COUNT && m->policy != o->kind)
+    return ms_cli_usage("%s: give one retry policy (%s was given)", o->name,
+                        ms_policy_name(m->policy));
+  for (int i = 0; i < o->n; i++)
+    m->field_given[o->field[i]] = false;
+  bool all_default = strcmp(arg, "default") == 0;
+  const char *s = arg;
+  int i = 0;
+  while (!all_default && i < o->n) {
+    size_t len = strcspn(s, ":");
+    char part[64], name[96];
+    if (len >= sizeof part)
+      return ms_cli_usage("%s: '%s' is too long", o->name, arg);
+    memcpy(part, s, len);
+    part[len] = '\0';
+    if (len > 0) {
+      snprintf(name, sizeof name, "%s (%s)", o->name,
+               ms_param_get(o->field[i])->key);
+      int r = ms_cli_param(name, part, o->field[i], &m->value[o->field[i]]);
+      if (r != 0)
+        return r;
+      m->field_given[o->field[i]] = true;
+    }
+    i++;
+    if (s[len] == '\0')
+      break;
+    s += len + 1;
+    if (i == o->n)
+      return ms_cli_usage("%s takes %s: '%s' has more fields", o->name, o->arg,
+                          arg);
+  }
+  for (int j = 0; j < o->required; j++)
+    if (!m->field_given[o->field[j]])
+      return ms_cli_usage("%s needs %s (no default: gRFC A6 has none)", o->name,
+                          o->arg);
+  m->policy = o->kind;
+  return 0;
+}
+
 /* The model option of a getopt value, or NULL. */
 static const model_option *model_option_of(int opt) {
   for (size_t i = 0; i < N_MODEL_OPTIONS; i++)
@@ -365,6 +460,32 @@ int ms_cli_help_model(const char *command_help) {
       printf("  %-24s %s, %s\n", left, o->what, range);
     else
       printf("  %-24s %s,\n  %-24s %s\n", left, o->what, "", range);
+  }
+  fputs("  --layering nested|independent\n"
+        "                           how the tiers' retries compose: nested "
+        "when each\n"
+        "                           tier's timeout covers the chain below, "
+        "else\n"
+        "                           independent (default; A^k, the worst "
+        "case)\n",
+        stdout);
+  for (size_t i = 0; i < N_POLICY_OPTIONS; i++) {
+    const policy_option *o = &policy_options[i];
+    printf("  %s %s\n", o->name, o->arg);
+    /* the description wrapped at 80 columns under the option */
+    const char *w = o->what;
+    while (*w) {
+      size_t len = strlen(w);
+      if (len > 53) {
+        len = 53;
+        while (len > 0 && w[len] != ' ')
+          len--;
+      }
+      printf("%27s%.*s\n", "", (int)len, w);
+      w += len;
+      while (*w == ' ')
+        w++;
+    }
   }
   fputs("  --spec FILE              take the service from a service file "
         "(YAML);\n"
@@ -397,6 +518,14 @@ int ms_cli_model_option(ms_cli_model *m, int opt, const char *arg) {
   } else if (opt == MS_OPT_MODEL) {
     r = ms_cli_choice("--model", arg, models, &choice);
     m->kind = choice == 1 ? MS_MODEL_ERLANG : MS_MODEL_CAPACITY;
+  } else if (opt == MS_OPT_LAYERING) {
+    static const char *const layerings[] = {"independent", "nested", NULL};
+    r = ms_cli_choice("--layering", arg, layerings, &choice);
+    m->layering = choice == 1 ? MS_LAYERING_NESTED : MS_LAYERING_INDEPENDENT;
+  } else if (opt >= MS_OPT_GRPC_THROTTLING && opt <= MS_OPT_AWS_RETRY_QUOTA) {
+    for (size_t i = 0; i < N_POLICY_OPTIONS; i++)
+      if (policy_options[i].opt == opt)
+        r = policy_option_parse(m, &policy_options[i], arg);
   } else if (opt == MS_OPT_SPEC) {
     m->spec_path = arg;
   } else if (opt == MS_OPT_SERVICE) {
@@ -553,6 +682,67 @@ static int resolve_policy(const ms_cli_model *m, ms_service_params *p) {
     pol->has_token = true;
     pol->token_ratio = m->value[MS_PARAM_TOKEN_RATIO];
   }
+  if (m->policy != MS_POLICY_COUNT) {
+    /* the option's policy replaces the file's named policy */
+    const policy_option *o = NULL;
+    for (size_t i = 0; i < N_POLICY_OPTIONS; i++)
+      if (policy_options[i].kind == m->policy)
+        o = &policy_options[i];
+    if (pol->kind != m->policy)
+      ms_policy_defaults(pol, m->policy);
+    for (int i = 0; o != NULL && i < o->n; i++) {
+      if (!m->field_given[o->field[i]])
+        continue;
+      double v = m->value[o->field[i]];
+      switch (o->field[i]) {
+      case MS_PARAM_GRPC_MAX_TOKENS:
+        pol->grpc_max_tokens = v;
+        break;
+      case MS_PARAM_GRPC_TOKEN_RATIO:
+        pol->grpc_token_ratio = v;
+        break;
+      case MS_PARAM_ENVOY_BUDGET:
+        pol->envoy_budget = v;
+        break;
+      case MS_PARAM_ENVOY_MIN_CONCURRENCY:
+        pol->envoy_min_concurrency = v;
+        break;
+      case MS_PARAM_FINAGLE_PERCENT:
+        pol->finagle_percent = v;
+        break;
+      case MS_PARAM_FINAGLE_MIN_PER_SECOND:
+        pol->finagle_min_per_second = v;
+        break;
+      case MS_PARAM_FINAGLE_TTL:
+        pol->finagle_ttl = v;
+        break;
+      case MS_PARAM_AWS_CAPACITY:
+        pol->aws_capacity = v;
+        break;
+      case MS_PARAM_AWS_RETRY_COST:
+        pol->aws_retry_cost = v;
+        break;
+      case MS_PARAM_AWS_TIMEOUT_COST:
+        pol->aws_timeout_cost = v;
+        break;
+      case MS_PARAM_AWS_REFUND:
+        pol->aws_refund = v;
+        break;
+      default:
+        break;
+      }
+    }
+  }
+  if (GIVEN(m, MS_OPT_LAYERING)) {
+    pol->nested = m->layering == MS_LAYERING_NESTED
+                      ? ((1u << pol->tiers) - 1u) & ~1u
+                      : 0u;
+  } else if (GIVEN(m, MS_OPT_TIERS) && pol->nested != 0) {
+    /* a new tier count keeps the file's layering, uniformly */
+    pol->nested = ((1u << pol->tiers) - 1u) & ~1u;
+  }
+  if (GIVEN(m, MS_OPT_TIERS) || GIVEN(m, MS_OPT_RETRIES))
+    pol->has_tier_retries = false; /* the options describe uniform tiers */
   return 0;
 }
 
@@ -652,8 +842,40 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
   if (m->base_failure > 0)
     ADD(", base failure %.4g %%", 100 * m->base_failure);
   ADD(", %d retr%s", q->retries, q->retries == 1 ? "y" : "ies");
-  if (q->tiers > 1)
+  if (q->has_tier_retries) {
+    ADD(" at the dependency, then");
+    for (int i = 1; i < q->tiers; i++)
+      ADD("%s %d", i > 1 ? "," : "", ms_policy_tier_retries(q, i));
+    ADD(" in the tiers above");
+  } else if (q->tiers > 1) {
     ADD(" x %d tiers", q->tiers);
+  }
+  if (q->tiers > 1) {
+    unsigned all = ((1u << q->tiers) - 1u) & ~1u;
+    ADD(q->nested == 0     ? ", independent"
+        : q->nested == all ? ", nested"
+                           : ", partly nested");
+  }
+  switch (q->kind) {
+  case MS_POLICY_GRPC:
+    ADD(", gRPC throttling %g tokens, ratio %g", q->grpc_max_tokens,
+        q->grpc_token_ratio);
+    break;
+  case MS_POLICY_ENVOY:
+    ADD(", Envoy retry budget %.4g %%, min %g concurrent",
+        100 * q->envoy_budget, q->envoy_min_concurrency);
+    break;
+  case MS_POLICY_FINAGLE:
+    ADD(", Finagle retry budget %.4g %% + %g/s, ttl %g s",
+        100 * q->finagle_percent, q->finagle_min_per_second, q->finagle_ttl);
+    break;
+  case MS_POLICY_AWS:
+    ADD(", AWS retry quota %g tokens, cost %g/%g, refund %g", q->aws_capacity,
+        q->aws_retry_cost, q->aws_timeout_cost, q->aws_refund);
+    break;
+  case MS_POLICY_COUNT:
+    break;
+  }
   if (q->has_budget)
     ADD(", retry budget %.4g %%", 100 * q->retry_budget);
   if (q->has_token)

@@ -197,6 +197,11 @@ enum {
   MS_OPT_TIERS,
   MS_OPT_RETRY_BUDGET,
   MS_OPT_TOKEN_RATIO,
+  MS_OPT_LAYERING,
+  MS_OPT_GRPC_THROTTLING,
+  MS_OPT_ENVOY_RETRY_BUDGET,
+  MS_OPT_FINAGLE_RETRY_BUDGET,
+  MS_OPT_AWS_RETRY_QUOTA,
   MS_OPT_SPEC,
   MS_OPT_SERVICE,
   MS_OPT_MODEL_END, /* sub-commands number their own options from here */
@@ -217,6 +222,13 @@ enum {
   {"tiers", required_argument, NULL, MS_OPT_TIERS},                    \
   {"retry-budget", required_argument, NULL, MS_OPT_RETRY_BUDGET},      \
   {"token-ratio", required_argument, NULL, MS_OPT_TOKEN_RATIO},        \
+  {"layering", required_argument, NULL, MS_OPT_LAYERING},              \
+  {"grpc-throttling", required_argument, NULL, MS_OPT_GRPC_THROTTLING},\
+  {"envoy-retry-budget", required_argument, NULL,                      \
+   MS_OPT_ENVOY_RETRY_BUDGET},                                         \
+  {"finagle-retry-budget", required_argument, NULL,                    \
+   MS_OPT_FINAGLE_RETRY_BUDGET},                                       \
+  {"aws-retry-quota", required_argument, NULL, MS_OPT_AWS_RETRY_QUOTA},\
   {"spec", required_argument, NULL, MS_OPT_SPEC},                      \
   {"service", required_argument, NULL, MS_OPT_SERVICE}
 /* clang-format on */
@@ -231,7 +243,10 @@ struct ms_cli_model {
   /* as given */
   bool given[MS_OPT_MODEL_END - MS_OPT_MODEL];
   ms_model_kind kind;
-  double value[MS_PARAM_COUNT]; /* by parameter: the numeric options */
+  double value[MS_PARAM_COUNT];     /* by parameter: the numeric options */
+  bool field_given[MS_PARAM_COUNT]; /* a named policy's fields given */
+  ms_policy_kind policy;            /* the named policy's option, if given */
+  ms_layering layering;             /* --layering, if given */
   const char *spec_path, *service_name;
   /* resolved by ms_cli_model_resolve */
   ms_service_file file;        /* the --spec file, if any */

@@ -333,6 +333,12 @@ int ms_landscape_build(const ms_service_params *s, ms_landscape *out,
       ls.break_x[ls.n_breaks] = xe;
       ls.break_lambda[ls.n_breaks] = le;
       ls.n_breaks++;
+      /* a flat pair (below) is dropped as soon as it is found, so that
+       * rounding on a long flat stretch cannot exhaust MS_MAX_EXTREMA */
+      int j = ls.n_breaks - 2;
+      if (j >= 1 && fabs(ls.break_lambda[j] - le) <=
+                        1e-12 * fmax(fabs(ls.break_lambda[j]), fabs(le)))
+        ls.n_breaks -= 2;
     }
     prev = cur;
   }

@@ -26,6 +26,39 @@ void ms_retry_policy_fixed(ms_retry_policy *p, int retries) {
   *p = (ms_retry_policy){.retries = retries, .tiers = 1};
 }
 
+bool ms_retry_policy_same(const ms_retry_policy *p, const ms_retry_policy *q) {
+  if (p->retries != q->retries || p->tiers != q->tiers ||
+      p->has_budget != q->has_budget ||
+      (p->has_budget && p->retry_budget != q->retry_budget) ||
+      p->has_token != q->has_token ||
+      (p->has_token && p->token_ratio != q->token_ratio) ||
+      p->nested != q->nested || p->kind != q->kind)
+    return false;
+  for (int i = 1; i < p->tiers; i++)
+    if (ms_policy_tier_retries(p, i) != ms_policy_tier_retries(q, i))
+      return false;
+  switch (p->kind) {
+  case MS_POLICY_GRPC:
+    return p->grpc_max_tokens == q->grpc_max_tokens &&
+           p->grpc_token_ratio == q->grpc_token_ratio;
+  case MS_POLICY_ENVOY:
+    return p->envoy_budget == q->envoy_budget &&
+           p->envoy_min_concurrency == q->envoy_min_concurrency;
+  case MS_POLICY_FINAGLE:
+    return p->finagle_percent == q->finagle_percent &&
+           p->finagle_min_per_second == q->finagle_min_per_second &&
+           p->finagle_ttl == q->finagle_ttl;
+  case MS_POLICY_AWS:
+    return p->aws_capacity == q->aws_capacity &&
+           p->aws_retry_cost == q->aws_retry_cost &&
+           p->aws_timeout_cost == q->aws_timeout_cost &&
+           p->aws_refund == q->aws_refund;
+  case MS_POLICY_COUNT:
+    break;
+  }
+  return true;
+}
+
 int ms_policy_tier_retries(const ms_retry_policy *p, int i) {
   return i > 0 && p->has_tier_retries ? p->tier_retries[i] : p->retries;
 }

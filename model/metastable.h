@@ -251,6 +251,10 @@ typedef struct {
 #define MS_AWS_TIMEOUT_COST_DEFAULT 10.0
 #define MS_AWS_REFUND_DEFAULT 1.0
 
+/* Whether two policies are the same policy (every field that applies to
+ * their kind and tiers equal). */
+bool ms_retry_policy_same(const ms_retry_policy *a, const ms_retry_policy *b);
+
 /* The retries of tier i (0 = next to the dependency), for a valid policy. */
 int ms_policy_tier_retries(const ms_retry_policy *p, int i);
 

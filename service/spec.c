@@ -6,6 +6,7 @@
  * file, with "file:line:column: what (key 'k')".
  */
 #include <ctype.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,10 @@ enum {
   K_TIERS,
   K_RETRY_BUDGET,
   K_TOKEN_RATIO,
+  K_GRPC_THROTTLING,
+  K_ENVOY_RETRY_BUDGET,
+  K_AWS_RETRY_QUOTA,
+  K_LAYERING,
   K_BASE_FAILURE,
   K_HEADROOM_WARNING,
   K_CLEAR_AFTER,
@@ -61,6 +66,10 @@ static const char *const key_names[] = {"name",
                                         "tiers",
                                         "retry_budget",
                                         "token_ratio",
+                                        "grpc_throttling",
+                                        "envoy_retry_budget",
+                                        "aws_retry_quota",
+                                        "layering",
                                         "base_failure",
                                         "headroom_warning",
                                         "clear_after",
@@ -365,24 +374,213 @@ static int read_capacity(service_reader *r) {
   return read_optional(r, K_CAPACITY, MS_PARAM_CAPACITY, &m->capacity, NULL);
 }
 
+/* ---- the retry policy ------------------------------------------------ */
+
+/* A field of a named policy: its parameter (whose key is "map.field") and
+ * where it goes. */
+typedef struct {
+  ms_param id;
+  size_t offset; /* of the double in ms_retry_policy */
+} policy_field;
+
+#define PF(id, f)                                                              \
+  { MS_PARAM_##id, offsetof(ms_retry_policy, f) }
+static const policy_field grpc_fields[] = {
+    PF(GRPC_MAX_TOKENS, grpc_max_tokens),
+    PF(GRPC_TOKEN_RATIO, grpc_token_ratio)};
+static const policy_field envoy_fields[] = {
+    PF(ENVOY_BUDGET, envoy_budget),
+    PF(ENVOY_MIN_CONCURRENCY, envoy_min_concurrency)};
+static const policy_field finagle_fields[] = {
+    PF(FINAGLE_PERCENT, finagle_percent),
+    PF(FINAGLE_MIN_PER_SECOND, finagle_min_per_second),
+    PF(FINAGLE_TTL, finagle_ttl)};
+static const policy_field aws_fields[] = {
+    PF(AWS_CAPACITY, aws_capacity), PF(AWS_RETRY_COST, aws_retry_cost),
+    PF(AWS_TIMEOUT_COST, aws_timeout_cost), PF(AWS_REFUND, aws_refund)};
+#undef PF
+
+/* The part of a policy field's key after the map's name. */
+static const char *field_name(ms_param id) {
+  const char *key = ms_param_get(id)->key;
+  const char *dot = strchr(key, '.');
+  return dot ? dot + 1 : key;
+}
+
+/* A named policy's map under key k: its kind's defaults, then the fields
+ * given; every field is needed when `all` (gRPC has no defaults). */
+static int read_named_policy(service_reader *r, int k, ms_policy_kind kind,
+                             const policy_field *f, size_t n, bool all) {
+  ms_retry_policy *pol = &r->sp->params.policy;
+  const char *names[4];
+  const yaml_node_t *val[4], *keys[4];
+  for (size_t i = 0; i < n; i++)
+    names[i] = field_name(f[i].id);
+  const ms_yaml_keys table = {key_names[k], "key", names, n};
+  if (pol->kind != MS_POLICY_COUNT)
+    return ms_yaml_fail(r->ld, r->key[k],
+                        "service '%s' gives %s and %s: give one retry policy",
+                        r->name, ms_policy_name(pol->kind), key_names[k]);
+  if (ms_yaml_walk_mapping(r->ld, r->val[k], &table, val, keys) != 0)
+    return -1;
+  ms_policy_defaults(pol, kind);
+  for (size_t i = 0; i < n; i++) {
+    if (val[i] == NULL && all)
+      return ms_yaml_fail(r->ld, r->val[k], "%s needs %s (key '%s')",
+                          key_names[k], names[i], ms_param_get(f[i].id)->key);
+    double *out = (double *)((char *)pol + f[i].offset);
+    if (val[i] != NULL && ms_yaml_get_param(r->ld, val[i], f[i].id, out) != 0)
+      return -1;
+  }
+  return 0;
+}
+
+/* One entry of a tiers list: {retries: R, timeout: T}. */
+enum { TK_RETRIES, TK_TIMEOUT, TK_COUNT };
+static const char *const tier_keys[] = {"retries", "timeout"};
+static const ms_yaml_keys tier_table = {"a tier", "key", tier_keys, TK_COUNT};
+
+/* `tiers:` as a count, or as a list of {retries, timeout} from the edge
+ * down to the tier next to the dependency.  Each boundary is nested when
+ * the upper tier's timeout covers the whole chain below it ((r + 1)
+ * attempts of the lower tier's timeout), independent when it does not;
+ * `layering` decides where a timeout is missing, and must agree with the
+ * timeouts where they are given (doc/design.md §1.2). */
+static int read_tiers(service_reader *r, double *retries) {
+  ms_retry_policy *pol = &r->sp->params.policy;
+  const yaml_node_t *v = r->val[K_TIERS];
+  int layering = -1;
+  if (r->val[K_LAYERING]) {
+    const char *s = ms_yaml_scalar(r->val[K_LAYERING]);
+    if (s && strcmp(s, "nested") == 0)
+      layering = MS_LAYERING_NESTED;
+    else if (s && strcmp(s, "independent") == 0)
+      layering = MS_LAYERING_INDEPENDENT;
+    else
+      return ms_yaml_fail(
+          r->ld, r->val[K_LAYERING],
+          "layering must be nested or independent, not "
+          "%s%s%s (key 'layering')",
+          s ? "'" : "", s ? s : ms_yaml_kind(r->val[K_LAYERING]), s ? "'" : "");
+  }
+  if (v == NULL || v->type != YAML_SEQUENCE_NODE) {
+    double tiers = 1;
+    if (read_optional(r, K_TIERS, MS_PARAM_TIERS, &tiers, NULL) != 0)
+      return -1;
+    if (r->val[K_RETRIES] == NULL)
+      return ms_yaml_fail(r->ld, r->map,
+                          "service '%s' needs retries, the retries per "
+                          "request (0 for none) (key 'retries')",
+                          r->name);
+    if (read_optional(r, K_RETRIES, MS_PARAM_RETRIES, retries, NULL) != 0)
+      return -1;
+    pol->tiers = (int)tiers;
+    if (layering == MS_LAYERING_NESTED)
+      pol->nested = ((1u << pol->tiers) - 1u) & ~1u;
+    return 0;
+  }
+  size_t n =
+      (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+  if (n < 1 || n > MS_MAX_TIERS)
+    return ms_yaml_fail(r->ld, v,
+                        "tiers lists 1 to %d tiers, not %zu (key 'tiers')",
+                        MS_MAX_TIERS, n);
+  if (r->val[K_RETRIES] != NULL)
+    return ms_yaml_fail(r->ld, r->key[K_RETRIES],
+                        "service '%s' lists its tiers: give retries in each "
+                        "tier, not beside them",
+                        r->name);
+  /* tier i counts from the dependency up: the list's last entry is 0 */
+  double timeouts[MS_MAX_TIERS];
+  bool has_timeout[MS_MAX_TIERS];
+  const yaml_node_t *nodes[MS_MAX_TIERS];
+  for (size_t j = 0; j < n; j++) {
+    int i = (int)(n - 1 - j);
+    const yaml_node_t *item =
+        yaml_document_get_node(r->ld->doc, v->data.sequence.items.start[j]);
+    const yaml_node_t *val[TK_COUNT];
+    if (ms_yaml_walk_mapping(r->ld, item, &tier_table, val, NULL) != 0)
+      return -1;
+    if (val[TK_RETRIES] == NULL)
+      return ms_yaml_fail(r->ld, item,
+                          "a tier needs retries (key 'tiers[%zu].retries')", j);
+    double rr;
+    if (ms_yaml_get_param(r->ld, val[TK_RETRIES], MS_PARAM_RETRIES, &rr) != 0)
+      return -1;
+    pol->tier_retries[i] = (int)rr;
+    has_timeout[i] = val[TK_TIMEOUT] != NULL;
+    if (has_timeout[i] &&
+        ms_yaml_get_param(r->ld, val[TK_TIMEOUT], MS_PARAM_TIMEOUT,
+                          &timeouts[i]) != 0)
+      return -1;
+    nodes[i] = item;
+  }
+  const ms_failure_model *m = &r->sp->params.model;
+  if (m->kind == MS_MODEL_ERLANG) {
+    if (has_timeout[0] && timeouts[0] != m->timeout)
+      return ms_yaml_fail(r->ld, nodes[0],
+                          "the last tier is the client of the dependency: its "
+                          "timeout %g s is the model's timeout %g s (key "
+                          "'timeout'); give it once",
+                          timeouts[0], m->timeout);
+    has_timeout[0] = true;
+    timeouts[0] = m->timeout;
+  }
+  *retries = pol->tier_retries[0];
+  pol->tiers = (int)n;
+  pol->has_tier_retries = n > 1;
+  for (int i = 1; i < (int)n; i++) {
+    int by_timeout = -1;
+    if (has_timeout[i] && has_timeout[i - 1])
+      by_timeout =
+          timeouts[i] >= (pol->tier_retries[i - 1] + 1.0) * timeouts[i - 1]
+              ? MS_LAYERING_NESTED
+              : MS_LAYERING_INDEPENDENT;
+    if (by_timeout >= 0 && layering >= 0 && by_timeout != layering)
+      return ms_yaml_fail(
+          r->ld, nodes[i],
+          "layering is %s, but this tier's timeout %g s %s the %d attempts "
+          "x %g s of the tier below (key 'layering')",
+          layering == MS_LAYERING_NESTED ? "nested" : "independent",
+          timeouts[i],
+          by_timeout == MS_LAYERING_NESTED ? "covers" : "does not cover",
+          pol->tier_retries[i - 1] + 1, timeouts[i - 1]);
+    int l = by_timeout >= 0 ? by_timeout : layering;
+    if (l == MS_LAYERING_NESTED)
+      pol->nested |= 1u << i;
+  }
+  return 0;
+}
+
 static int read_policy(service_reader *r) {
   ms_retry_policy *pol = &r->sp->params.policy;
-  if (r->val[K_RETRIES] == NULL)
-    return ms_yaml_fail(r->ld, r->map,
-                        "service '%s' needs retries, the retries per "
-                        "request (0 for none) (key 'retries')",
-                        r->name);
-  double retries, tiers = 1;
-  if (read_optional(r, K_RETRIES, MS_PARAM_RETRIES, &retries, NULL) != 0 ||
-      read_optional(r, K_TIERS, MS_PARAM_TIERS, &tiers, NULL) != 0 ||
-      read_optional(r, K_RETRY_BUDGET, MS_PARAM_RETRY_BUDGET,
-                    &pol->retry_budget, &pol->has_budget) != 0 ||
-      read_optional(r, K_TOKEN_RATIO, MS_PARAM_TOKEN_RATIO, &pol->token_ratio,
-                    &pol->has_token) != 0)
+  double retries = 0;
+  if (read_tiers(r, &retries) != 0)
     return -1;
   pol->retries = (int)retries;
-  pol->tiers = (int)tiers;
-  return 0;
+  const yaml_node_t *budget = r->val[K_RETRY_BUDGET];
+  if (budget != NULL && budget->type == YAML_MAPPING_NODE) {
+    if (read_named_policy(r, K_RETRY_BUDGET, MS_POLICY_FINAGLE, finagle_fields,
+                          3, false) != 0)
+      return -1;
+  } else if (read_optional(r, K_RETRY_BUDGET, MS_PARAM_RETRY_BUDGET,
+                           &pol->retry_budget, &pol->has_budget) != 0) {
+    return -1;
+  }
+  if (read_optional(r, K_TOKEN_RATIO, MS_PARAM_TOKEN_RATIO, &pol->token_ratio,
+                    &pol->has_token) != 0)
+    return -1;
+  if ((r->val[K_GRPC_THROTTLING] &&
+       read_named_policy(r, K_GRPC_THROTTLING, MS_POLICY_GRPC, grpc_fields, 2,
+                         true) != 0) ||
+      (r->val[K_ENVOY_RETRY_BUDGET] &&
+       read_named_policy(r, K_ENVOY_RETRY_BUDGET, MS_POLICY_ENVOY, envoy_fields,
+                         2, false) != 0) ||
+      (r->val[K_AWS_RETRY_QUOTA] &&
+       read_named_policy(r, K_AWS_RETRY_QUOTA, MS_POLICY_AWS, aws_fields, 4,
+                         false) != 0))
+    return -1;
+  return 0; /* the policy as a whole: check_service */
 }
 
 /* A number setting of the service layer: a duration (unit 1), a whole

@@ -195,15 +195,10 @@ void ms_tracker_init(ms_tracker *t) { memset(t, 0, sizeof *t); }
 static bool same_params(const ms_service_params *a,
                         const ms_service_params *b) {
   const ms_failure_model *x = &a->model, *y = &b->model;
-  const ms_retry_policy *p = &a->policy, *q = &b->policy;
   return x->kind == y->kind && x->capacity == y->capacity &&
          x->servers == y->servers && x->service_rate == y->service_rate &&
          x->timeout == y->timeout && x->base_failure == y->base_failure &&
-         p->retries == q->retries && p->tiers == q->tiers &&
-         p->has_budget == q->has_budget &&
-         (!p->has_budget || p->retry_budget == q->retry_budget) &&
-         p->has_token == q->has_token &&
-         (!p->has_token || p->token_ratio == q->token_ratio);
+         ms_retry_policy_same(&a->policy, &b->policy);
 }
 
 static void note(ms_step *out, ms_note_severity sev, const char *fmt, ...)

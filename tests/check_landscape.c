@@ -104,7 +104,7 @@ static service_case capacity_case(const char *name, double C, double base,
   return k;
 }
 
-#define N_CASES 21
+#define N_CASES 35
 static service_case cases[N_CASES];
 
 static void make_cases(void) {
@@ -156,6 +156,53 @@ static void make_cases(void) {
   /* base 0: lambda = C/(1 - p^4) is flat to second order above C, and
    * rounding must not invent a fold there */
   cases[i++] = capacity_case("capacity base 0", 1, 0, 3);
+  /* the named policies, per-tier retries and nested tiers (issue 14) */
+  cases[i] = erlang_case("erlang grpc 10:0.1", 30, 10, 1, 4, 0);
+  ms_policy_defaults(&cases[i].s.policy, MS_POLICY_GRPC);
+  cases[i].s.policy.grpc_max_tokens = 10;
+  cases[i++].s.policy.grpc_token_ratio = 0.1;
+  cases[i] = erlang_case("erlang grpc 1000:0.5", 30, 10, 1, 3, 0.01);
+  ms_policy_defaults(&cases[i].s.policy, MS_POLICY_GRPC);
+  cases[i].s.policy.grpc_max_tokens = 1000;
+  cases[i++].s.policy.grpc_token_ratio = 0.5;
+  cases[i] = erlang_case("erlang envoy default", 30, 10, 1, 3, 0);
+  ms_policy_defaults(&cases[i++].s.policy, MS_POLICY_ENVOY);
+  cases[i] = erlang_case("erlang envoy 10% min 0", 50, 5, 2, 3, 0.01);
+  ms_policy_defaults(&cases[i].s.policy, MS_POLICY_ENVOY);
+  cases[i].s.policy.envoy_budget = 0.1;
+  cases[i++].s.policy.envoy_min_concurrency = 0;
+  cases[i] = erlang_case("erlang envoy min 40", 50, 5, 2, 3, 0);
+  ms_policy_defaults(&cases[i].s.policy, MS_POLICY_ENVOY);
+  cases[i].s.policy.envoy_budget = 0.05;
+  cases[i++].s.policy.envoy_min_concurrency = 40;
+  cases[i] = erlang_case("erlang finagle default", 30, 10, 1, 3, 0);
+  ms_policy_defaults(&cases[i++].s.policy, MS_POLICY_FINAGLE);
+  cases[i] = erlang_case("erlang finagle 50% min 0", 30, 10, 1, 3, 0);
+  ms_policy_defaults(&cases[i].s.policy, MS_POLICY_FINAGLE);
+  cases[i].s.policy.finagle_percent = 0.5;
+  cases[i++].s.policy.finagle_min_per_second = 0;
+  cases[i] = erlang_case("erlang aws default", 30, 10, 1, 2, 0.01);
+  ms_policy_defaults(&cases[i++].s.policy, MS_POLICY_AWS);
+  cases[i] = erlang_case("erlang nested 3 tiers", 30, 10, 0.5, 2, 0);
+  cases[i].s.policy.tiers = 3;
+  cases[i++].s.policy.nested = 6u;
+  cases[i] = erlang_case("erlang tiers 1,3,2 half nested", 30, 10, 0.5, 1, 0);
+  cases[i].s.policy.tiers = 3;
+  cases[i].s.policy.has_tier_retries = true;
+  cases[i].s.policy.tier_retries[1] = 3;
+  cases[i].s.policy.tier_retries[2] = 2;
+  cases[i++].s.policy.nested = 2u;
+  cases[i] = capacity_case("capacity aws", 100, 0.01, 2);
+  ms_policy_defaults(&cases[i++].s.policy, MS_POLICY_AWS);
+  cases[i] = capacity_case("capacity finagle", 100, 0.01, 3);
+  ms_policy_defaults(&cases[i++].s.policy, MS_POLICY_FINAGLE);
+  cases[i] = capacity_case("capacity grpc", 100, 0.02, 4);
+  ms_policy_defaults(&cases[i].s.policy, MS_POLICY_GRPC);
+  cases[i].s.policy.grpc_max_tokens = 100;
+  cases[i++].s.policy.grpc_token_ratio = 0.2;
+  cases[i] = capacity_case("capacity nested 4x3", 1, 0.1, 3);
+  cases[i].s.policy.tiers = 4;
+  cases[i++].s.policy.nested = 14u;
   ck_assert_int_eq(i, N_CASES);
 }
 
