@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The retry policies' closed forms (doc/design.md §1.2) against what each
+ * must be independently of the code: the telescoping identity of nested
+ * tiers, their limits, gRPC throttling's sharp-switch limit and its
+ * midpoint, the AWS quota's balance, the caps of Finagle's and Envoy's
+ * budgets where the failure probability is 1, the hold time's limits, and
+ * the elasticity against a numerical derivative of lambda(x).
+ */
+#include <check.h>
+#include <math.h>
+#include <string.h>
+
+#include "../model/internal.h"
+#include "check_suites.h"
+
+/* 1 + p + ... + p^n, summed directly (n may be large). */
+static double geometric(double p, long n) {
+  double s = 0.0, t = 1.0;
+  for (long i = 0; i <= n; i++, t *= p)
+    s += t;
+  return s;
+}
+
+static ms_retry_policy uniform(int r, int k, bool nested) {
+  ms_retry_policy p;
+  ms_retry_policy_fixed(&p, r);
+  p.tiers = k;
+  p.nested = nested ? ((1u << k) - 1u) & ~1u : 0u;
+  return p;
+}
+
+/* k nested tiers of r retries are one tier of (r + 1)^k - 1 retries; k
+ * independent tiers are A^k; both reach (r + 1)^k at p = 1 and 1 at 0. */
+START_TEST(test_nested_telescopes) {
+  const int rs[] = {1, 2, 3, 5};
+  const double ps[] = {0.0, 1e-6, 0.05, 0.3, 0.5, 0.9, 0.999, 1.0};
+  for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++)
+    for (int k = 1; k <= 4; k++)
+      for (size_t j = 0; j < sizeof ps / sizeof ps[0]; j++) {
+        int r = rs[i];
+        double p = ps[j], A, B;
+        ms_retry_policy nested = uniform(r, k, true);
+        ms_retry_policy indep = uniform(r, k, false);
+        ck_assert_int_eq(ms_amplification(&nested, p, &A, NULL), MS_OK);
+        ck_assert_int_eq(ms_amplification(&indep, p, &B, NULL), MS_OK);
+        long n = lround(pow(r + 1.0, k)) - 1;
+        double want = geometric(p, n);
+        ck_assert_msg(fabs(A - want) <= 1e-13 * want,
+                      "r=%d k=%d p=%g: nested %.17g, one tier of %ld %.17g", r,
+                      k, p, A, n, want);
+        double wi = pow(geometric(p, r), k);
+        ck_assert_msg(fabs(B - wi) <= 1e-13 * wi, "independent %.17g %.17g", B,
+                      wi);
+        if (p == 1.0)
+          ck_assert(A == (double)(n + 1) && B == (double)(n + 1));
+      }
+  /* the issue's example: at p = 0.5, 4 tiers of 3 nested are 2.0 attempts,
+   * not 12.4 */
+  double A;
+  ms_retry_policy p4 = uniform(3, 4, true);
+  ms_amplification(&p4, 0.5, &A, NULL);
+  ck_assert(fabs(A - 2.0) < 1e-4);
+  p4 = uniform(3, 4, false);
+  ms_amplification(&p4, 0.5, &A, NULL);
+  ck_assert(fabs(A - pow(1.875, 4)) < 1e-12 && A > 12.3);
+}
+END_TEST
+
+/* Mixed tiers: tier 0 (2 retries) under tier 1 (3 retries, nested) under
+ * tier 2 (1 retry, independent): A = A_2(p) A_3(p^3) A_1(p). */
+START_TEST(test_mixed_tiers) {
+  ms_retry_policy pol = uniform(2, 3, false);
+  pol.has_tier_retries = true;
+  pol.tier_retries[1] = 3;
+  pol.tier_retries[2] = 1;
+  pol.nested = 2u;
+  for (double p = 0.0; p <= 1.0; p += 0.125) {
+    double A;
+    ck_assert_int_eq(ms_amplification(&pol, p, &A, NULL), MS_OK);
+    double want = geometric(p, 2) * geometric(p * p * p, 3) * geometric(p, 1);
+    ck_assert_msg(fabs(A - want) <= 1e-14 * want, "p=%g %.17g %.17g", p, A,
+                  want);
+  }
+}
+END_TEST
+
+static ms_retry_policy grpc(int r, double M, double t) {
+  ms_retry_policy p;
+  ms_retry_policy_fixed(&p, r);
+  ms_policy_defaults(&p, MS_POLICY_GRPC);
+  p.grpc_max_tokens = M;
+  p.grpc_token_ratio = t;
+  return p;
+}
+
+/* gRFC A6: retries are on while successes refill faster than failures
+ * drain (p < t / (1 + t)) and off above; the switch is sharp for a large
+ * bucket, and at the balance point half the decisions find the bucket above
+ * half. */
+START_TEST(test_grpc_switch) {
+  double A, t = 0.1, pstar = t / (1 + t);
+  ms_retry_policy g = grpc(4, 1000, t);
+  ms_amplification(&g, 0.05, &A, NULL);
+  ck_assert_msg(fabs(A - geometric(0.05, 4)) < 1e-12, "%.17g", A);
+  ms_amplification(&g, 0.2, &A, NULL);
+  ck_assert_msg(fabs(A - 1.0) < 1e-12, "%.17g", A);
+  ms_amplification(&g, pstar, &A, NULL);
+  ck_assert_msg(fabs(A - geometric(pstar / 2, 4)) < 1e-12, "%.17g", A);
+  /* the issue's example, 10 tokens: 1.000 where the share formula of the
+   * token bucket says 1.087 */
+  g = grpc(4, 10, t);
+  ms_amplification(&g, 0.2, &A, NULL);
+  ck_assert_msg(A > 1.0 && A < 1.001, "%.17g", A);
+  ms_retry_policy tb;
+  ms_retry_policy_fixed(&tb, 4);
+  tb.has_token = true;
+  tb.token_ratio = t;
+  ms_amplification(&tb, 0.2, &A, NULL);
+  ck_assert(fabs(A - 1.0 / (1 - 0.1 * 0.8)) < 1e-12 && A > 1.086);
+  /* monotone in the bucket size on each side of the switch */
+  double prev_lo = 0, prev_hi = 1e9;
+  for (double M = 2; M <= 1000; M *= 2) {
+    double lo, hi;
+    g = grpc(4, M, t);
+    ms_amplification(&g, 0.07, &lo, NULL);
+    ms_amplification(&g, 0.12, &hi, NULL);
+    ck_assert(lo >= prev_lo && hi <= prev_hi);
+    prev_lo = lo;
+    prev_hi = hi;
+  }
+}
+END_TEST
+
+/* The AWS quota: below the balance the count rules; above, retries are let
+ * through as refunds arrive, R = refund (1 - p) / (cost p), with the
+ * capacity model's failures costing retry_cost. */
+START_TEST(test_aws_balance) {
+  ms_retry_policy a;
+  ms_retry_policy_fixed(&a, 2);
+  ms_policy_defaults(&a, MS_POLICY_AWS);
+  const double ps[] = {0.01, 0.1, 0.15, 0.2, 0.3, 0.6, 0.9, 1.0};
+  for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
+    double p = ps[i], A;
+    ck_assert_int_eq(ms_amplification(&a, p, &A, NULL), MS_OK);
+    double fixed = geometric(p, 2) - 1.0, quota = (1 - p) / (5.0 * p);
+    double want = 1.0 + fmin(fixed, quota);
+    ck_assert_msg(fabs(A - want) < 1e-14, "p=%g %.17g %.17g", p, A, want);
+  }
+}
+END_TEST
+
+static ms_service_params erlang(long c, double mu, double T, int r) {
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, c, mu, T);
+  ms_retry_policy_fixed(&s.policy, r);
+  return s;
+}
+
+/* Where every attempt fails (x >= c mu), Finagle lets through percent of
+ * the requests plus min_per_second, and Envoy budget_percent of the
+ * attempts in flight (or min_retry_concurrency of them, each holding its
+ * slot for the whole timeout). */
+START_TEST(test_budget_caps_at_saturation) {
+  ms_service_params s = erlang(20, 10, 0.5, 3);
+  ms_policy_defaults(&s.policy, MS_POLICY_FINAGLE);
+  for (double x = 200; x < 1e5; x *= 3) {
+    double lam;
+    ck_assert_int_eq(ms_offered_load_at(&s, x, &lam, NULL), MS_OK);
+    double want = fmax(x / 4.0, (x - 10.0) / 1.2);
+    ck_assert_msg(fabs(lam - want) <= 1e-13 * want, "finagle x=%g %.17g %.17g",
+                  x, lam, want);
+  }
+  s = erlang(20, 10, 0.5, 3);
+  ms_policy_defaults(&s.policy, MS_POLICY_ENVOY);
+  for (double x = 200; x < 1e5; x *= 3) {
+    double lam;
+    ck_assert_int_eq(ms_offered_load_at(&s, x, &lam, NULL), MS_OK);
+    double cap = fmax(3.0 / 0.5, 0.2 * x);
+    double want = x - fmin(0.75 * x, cap);
+    ck_assert_msg(fabs(lam - want) <= 1e-13 * want, "envoy x=%g %.17g %.17g", x,
+                  lam, want);
+  }
+}
+END_TEST
+
+/* The hold time E[min(R, T)] against a quadrature of the M/M/c response
+ * time's tail, P(R > s) = (1 - C) e^(-mu s) + C P(W + S > s | W > 0),
+ * the latter integrated numerically from its two exponential densities
+ * (not the closed form's divided difference). */
+START_TEST(test_hold_time) {
+  const long cs[] = {1, 5, 50};
+  const double rhos[] = {0.1, 0.5, 0.9, 0.99};
+  for (size_t i = 0; i < 3; i++)
+    for (size_t j = 0; j < 4; j++) {
+      long c = cs[i];
+      double mu = 4.0, T = 0.7, x = rhos[j] * c * mu, gam = c * mu - x;
+      ms_failure_model m;
+      ms_failure_model_erlang(&m, c, mu, T);
+      double lnc;
+      ms_erlang_ln_c(c, x / mu, &lnc, NULL);
+      double C = exp(lnc);
+      /* P(W + S > s | W > 0) = int_0^s gam e^(-gam w) e^(-mu (s - w)) dw
+       * + e^(-gam s); h = int_0^T P(R > s) ds, both by Simpson */
+      int n = 2000;
+      double h = 0;
+      for (int k = 0; k <= n; k++) {
+        double s = T * k / n, inner = 0;
+        for (int q = 0; q <= 200; q++) {
+          double w = s * q / 200;
+          double f = gam * exp(-gam * w) * exp(-mu * (s - w));
+          inner += f * (q == 0 || q == 200 ? 1 : (q % 2 ? 4 : 2));
+        }
+        inner *= s / 600.0;
+        double tail = (1 - C) * exp(-mu * s) + C * (inner + exp(-gam * s));
+        h += tail * (k == 0 || k == n ? 1 : (k % 2 ? 4 : 2));
+      }
+      h *= T / (3.0 * n);
+      double got = ms_hold_time(&m, x);
+      ck_assert_msg(fabs(got - h) <= 1e-7 * h, "c=%ld rho=%g %.12g %.12g", c,
+                    rhos[j], got, h);
+    }
+  ms_failure_model m;
+  ms_failure_model_erlang(&m, 3, 2.0, 0.5);
+  ck_assert(fabs(ms_hold_time(&m, 1e-300) - (1 - exp(-1.0)) / 2.0) < 1e-15);
+  ck_assert(ms_hold_time(&m, 6.0) == 0.5 && ms_hold_time(&m, 60.0) == 0.5);
+  /* gamma = mu: the two branches of the divided difference meet */
+  double a = ms_hold_time(&m, 6.0 - 2.0 * (1 + 1.00001e-4));
+  double b = ms_hold_time(&m, 6.0 - 2.0 * (1 + 0.99999e-4));
+  ck_assert_msg(fabs(a - b) < 1e-9 * b, "%.17g %.17g", a, b);
+}
+END_TEST
+
+/* The elasticity E = 1 - d ln lambda / d ln x that the landscape follows,
+ * against central differences of ln lambda(x), for every policy, away from
+ * the kinks where a cap starts to bind. */
+START_TEST(test_elasticity_matches_lambda) {
+  ms_service_params cases[7];
+  for (int i = 0; i < 7; i++)
+    cases[i] = erlang(30, 10, 1, 3);
+  cases[0].policy = grpc(3, 10, 0.2);
+  ms_policy_defaults(&cases[1].policy, MS_POLICY_AWS);
+  ms_policy_defaults(&cases[2].policy, MS_POLICY_FINAGLE);
+  ms_policy_defaults(&cases[3].policy, MS_POLICY_ENVOY);
+  cases[4].policy = uniform(2, 3, true);
+  cases[5].policy = uniform(2, 3, false);
+  cases[5].policy.has_tier_retries = true;
+  cases[5].policy.tier_retries[1] = 4;
+  cases[5].policy.tier_retries[2] = 1;
+  cases[5].policy.nested = 4u;
+  ms_policy_defaults(&cases[6].policy, MS_POLICY_ENVOY);
+  cases[6].policy.envoy_min_concurrency = 100;
+  int checked = 0;
+  for (int i = 0; i < 7; i++)
+    for (double rho = 0.80; rho < 0.9999; rho += 0.0037) {
+      double x = rho * 300.0, h = 1e-5 * x, l1, l0;
+      ms_point pt;
+      ms_point_eval(&cases[i], x, &pt);
+      ms_offered_load_at(&cases[i], x + h, &l1, NULL);
+      ms_offered_load_at(&cases[i], x - h, &l0, NULL);
+      double num = 1.0 - (log(l1) - log(l0)) / (log(x + h) - log(x - h));
+      ms_point p1, p0;
+      ms_point_eval(&cases[i], x + h, &p1);
+      ms_point_eval(&cases[i], x - h, &p0);
+      if (fabs(p1.elast - p0.elast) > 1e-3 * (1 + fabs(pt.elast)))
+        continue; /* a cap starts to bind between the two points */
+      ck_assert_msg(fabs(pt.elast - num) <= 1e-5 * (1 + fabs(num)),
+                    "case %d x=%g E=%.12g numerical %.12g", i, x, pt.elast,
+                    num);
+      checked++;
+    }
+  ck_assert_int_gt(checked, 7 * 40);
+}
+END_TEST
+
+/* Policies that cannot hold are refused with the field and the reason. */
+START_TEST(test_policy_checks) {
+  ms_error e;
+  ms_retry_policy p = grpc(3, 0, 0.1);
+  ck_assert_int_eq(ms_retry_policy_check(&p, &e), MS_EINVAL);
+  ck_assert_str_eq(e.msg,
+                   "grpc_throttling.max_tokens = 0 is outside [1, 1000]");
+  ms_retry_policy_fixed(&p, 3);
+  ms_policy_defaults(&p, MS_POLICY_ENVOY);
+  p.tiers = 2;
+  ck_assert_int_eq(ms_retry_policy_check(&p, &e), MS_EINVAL);
+  ck_assert_ptr_nonnull(strstr(e.msg, "applies to one tier"));
+  ms_retry_policy_fixed(&p, 3);
+  ms_policy_defaults(&p, MS_POLICY_AWS);
+  p.has_budget = true;
+  p.retry_budget = 0.1;
+  ck_assert_int_eq(ms_retry_policy_check(&p, &e), MS_EINVAL);
+  ck_assert_ptr_nonnull(strstr(e.msg, "give one policy"));
+  ms_service_params s;
+  ms_failure_model_capacity(&s.model, 10);
+  ms_retry_policy_fixed(&s.policy, 2);
+  ms_policy_defaults(&s.policy, MS_POLICY_ENVOY);
+  ck_assert_int_eq(ms_service_params_check(&s, &e), MS_EINVAL);
+  ck_assert_ptr_nonnull(strstr(e.msg, "needs the erlang model"));
+  ms_retry_policy q = uniform(2, 3, true);
+  q.nested |= 1u;
+  ck_assert_int_eq(ms_retry_policy_check(&q, &e), MS_EINVAL);
+}
+END_TEST
+
+Suite *policy_suite(void) {
+  Suite *s = suite_create("policy");
+  TCase *tc = tcase_create("closed forms");
+  tcase_add_test(tc, test_nested_telescopes);
+  tcase_add_test(tc, test_mixed_tiers);
+  tcase_add_test(tc, test_grpc_switch);
+  tcase_add_test(tc, test_aws_balance);
+  tcase_add_test(tc, test_budget_caps_at_saturation);
+  tcase_add_test(tc, test_hold_time);
+  tcase_add_test(tc, test_elasticity_matches_lambda);
+  tcase_add_test(tc, test_policy_checks);
+  suite_add_tcase(s, tc);
+  return s;
+}
