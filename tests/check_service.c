@@ -200,6 +200,43 @@ static const struct {
     {SVC ERL IN "  - name: a\n" ERL IN, "10:5", "used twice"},
     {SVC ERL "    clear_after: 0\n" IN, "8:18", "clear_after = 0"},
     {SVC ERL "    tiers: 0x2\n" IN, "8:12", "whole number"},
+/* the named policies and the tiers list (doc/configuration.md) */
+#define ERL0                                                                   \
+  "    model: erlang\n    servers: 30\n    service_time: 100ms\n"              \
+  "    timeout: 1s\n"
+    {SVC ERL "    grpc_throttling: {max_tokens: 10}\n" IN, "8:22",
+     "grpc_throttling needs token_ratio (key 'grpc_throttling.token_ratio')"},
+    {SVC ERL "    grpc_throttling: {max_tokens: 0, token_ratio: 0.1}\n" IN,
+     "8:35",
+     "grpc_throttling.max_tokens = 0 is outside [1, 1000] (key "
+     "'grpc_throttling.max_tokens')"},
+    {SVC ERL "    envoy_retry_budget: {budget: 0.2}\n" IN, "8:26",
+     "unknown key 'budget' in envoy_retry_budget (known: budget_percent, "
+     "min_retry_concurrency)"},
+    {SVC ERL "    aws_retry_quota: {}\n    grpc_throttling: {max_tokens: 10, "
+             "token_ratio: 0.1}\n" IN,
+     "8:5", "gives grpc_throttling and aws_retry_quota: give one retry policy"},
+    {SVC ERL "    aws_retry_quota: standard\n" IN, "8:22", "must be a mapping"},
+    {SVC ERL "    retry_budget: {percent: 0.2, ttl: 90}\n" IN, "8:39",
+     "retry_budget.ttl = 90 is outside [1, 60]"},
+    {SVC ERL "    retry_budget: 0.1\n    aws_retry_quota: {}\n" IN, "2:5",
+     "aws_retry_quota replaces retry_budget and token_ratio"},
+    {SVC ERL "    tiers: 2\n    envoy_retry_budget: {}\n" IN, "2:5",
+     "applies to one tier (tiers = 2)"},
+    {SVC ERL "    tiers: [{retries: 3}]\n" IN, "7:5",
+     "give retries in each tier, not beside them"},
+    {SVC ERL0 "    tiers: [{retries: 3}, {timeout: 1s}]\n" IN, "7:27",
+     "a tier needs retries (key 'tiers[1].retries')"},
+    {SVC ERL0 "    tiers: [{retries: 3}, {retries: 2, timeout: 2s}]\n" IN,
+     "7:27", "its timeout 2 s is the model's timeout 1 s"},
+    {SVC ERL0 "    tiers: [{retries: 3, timeout: 1.5s}, {retries: 2}]\n"
+              "    layering: nested\n" IN,
+     "7:13",
+     "layering is nested, but this tier's timeout 1.5 s does not cover the "
+     "3 attempts x 1 s of the tier below"},
+    {SVC ERL "    layering: sideways\n" IN, "8:15",
+     "layering must be nested or independent, not 'sideways'"},
+#undef ERL0
     {"services: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]"
      "]]]]]]]]]]]]]]]]]]\n",
      "1:42", "nested deeper than 32 levels"},
@@ -300,6 +337,65 @@ START_TEST(test_range_from_model) {
                      -1);
     ck_assert_str_eq(err, whole[i].want);
   }
+}
+END_TEST
+
+/* The named policies and a tiers list as users write them. */
+START_TEST(test_policies_and_tiers) {
+  const char *text =
+      "services:\n"
+      "  - {name: g, model: erlang, servers: 5, service_time: 10ms, "
+      "timeout: 50ms, retries: 4,\n"
+      "     grpc_throttling: {max_tokens: 10, token_ratio: 0.1}, "
+      "inputs: {offered_rate: 1}}\n"
+      "  - {name: e, model: erlang, servers: 5, service_time: 10ms, "
+      "timeout: 50ms, retries: 2,\n"
+      "     envoy_retry_budget: {min_retry_concurrency: 7}, "
+      "inputs: {offered_rate: 1}}\n"
+      "  - {name: f, model: capacity, capacity: 9, retries: 3,\n"
+      "     retry_budget: {percent: 0.5}, inputs: {offered_rate: 1}}\n"
+      "  - {name: a, model: capacity, capacity: 9, retries: 2,\n"
+      "     aws_retry_quota: {refund: 2}, inputs: {offered_rate: 1}}\n"
+      "  - {name: t, model: erlang, servers: 5, service_time: 10ms, "
+      "timeout: 50ms,\n"
+      "     tiers: [{retries: 1, timeout: 2s}, {retries: 2, timeout: 0.1s},"
+      " {retries: 3}],\n"
+      "     inputs: {offered_rate: 1}}\n"
+      "  - {name: u, model: capacity, capacity: 9, retries: 3, tiers: 3,"
+      " layering: nested,\n"
+      "     inputs: {offered_rate: 1}}\n";
+  ms_service_file f;
+  char err[512] = "";
+  ck_assert_msg(ms_service_file_parse(text, strlen(text), "p.yaml", &f, err,
+                                      sizeof err) == 0,
+                "%s", err);
+  ck_assert_uint_eq(f.n_services, 6);
+  const ms_retry_policy *g = &f.services[0].params.policy;
+  ck_assert(g->kind == MS_POLICY_GRPC && g->grpc_max_tokens == 10 &&
+            g->grpc_token_ratio == 0.1 && g->retries == 4);
+  const ms_retry_policy *e = &f.services[1].params.policy;
+  ck_assert(e->kind == MS_POLICY_ENVOY && e->envoy_budget == 0.2 &&
+            e->envoy_min_concurrency == 7);
+  const ms_retry_policy *fi = &f.services[2].params.policy;
+  ck_assert(fi->kind == MS_POLICY_FINAGLE && fi->finagle_percent == 0.5 &&
+            fi->finagle_min_per_second == 10 && fi->finagle_ttl == 10 &&
+            !fi->has_budget);
+  const ms_retry_policy *a = &f.services[3].params.policy;
+  ck_assert(a->kind == MS_POLICY_AWS && a->aws_capacity == 500 &&
+            a->aws_retry_cost == 5 && a->aws_timeout_cost == 10 &&
+            a->aws_refund == 2);
+  /* edge first: 1 retry (2 s) over 2 retries (0.1 s) over 3 retries at the
+   * dependency (the model's 50 ms): 0.1 s < 4 x 50 ms, independent; 2 s >=
+   * 3 x 0.1 s, nested */
+  const ms_retry_policy *t = &f.services[4].params.policy;
+  ck_assert_int_eq(t->tiers, 3);
+  ck_assert_int_eq(t->retries, 3);
+  ck_assert(t->has_tier_retries && t->tier_retries[1] == 2 &&
+            t->tier_retries[2] == 1);
+  ck_assert_uint_eq(t->nested, 4u);
+  const ms_retry_policy *u = &f.services[5].params.policy;
+  ck_assert(u->tiers == 3 && u->nested == 6u && !u->has_tier_retries);
+  ms_service_file_free(&f);
 }
 END_TEST
 
@@ -947,6 +1043,7 @@ int main(void) {
   tcase_add_test(tc, test_range_from_model);
   tcase_add_test(tc, test_missing_file);
   tcase_add_test(tc, test_units);
+  tcase_add_test(tc, test_policies_and_tiers);
   tcase_add_test(tc, test_constant_rate_inputs);
   tcase_add_test(tc, test_missing_inputs);
   tcase_add_test(tc, test_walk_every_key);
