@@ -852,9 +852,8 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
   }
   if (q->tiers > 1) {
     unsigned all = ((1u << q->tiers) - 1u) & ~1u;
-    ADD(q->nested == 0     ? ", independent"
-        : q->nested == all ? ", nested"
-                           : ", partly nested");
+    if (q->nested != 0) /* independent, A^k, says nothing: the default */
+      ADD(q->nested == all ? ", nested" : ", partly nested");
   }
   switch (q->kind) {
   case MS_POLICY_GRPC:

@@ -147,6 +147,89 @@ class ErlangService(CliTest):
         self.assertIn("state          vulnerable", out)
 
 
+def geometric(p, n):
+    return sum(p ** i for i in range(n + 1))
+
+
+class Policies(CliTest):
+    """The named policies and layered tiers from the command line; each
+    collapsed equilibrium checked against the policy's own cap, computed
+    here (doc/design.md §1.2)."""
+    ERL = ("--servers", "50", "--service-time", "200ms", "--timeout", "2s")
+
+    def solve(self, *a):
+        return self.ok("solve", *self.ERL, *a, "--format", "json").json()
+
+    def collapsed(self, j):
+        return max(j["equilibria"], key=lambda e: e["effective_load"])
+
+    def test_nested_tiers_telescope(self):
+        # 4 nested tiers of 3 retries: at p = 1 as many attempts as 4
+        # independent ones, (r + 1)^k = 256, so the recovery load is c mu/256
+        for layering in ("nested", "independent"):
+            j = self.solve("--retries", "3", "--tiers", "4", "--layering",
+                           layering, "--load", "1")
+            self.assertAlmostEqual(j["recovery_load"], 250 / 256, delta=1e-12)
+        # at the operating point of a storm the nested chain sends fewer
+        n = self.solve("--retries", "3", "--tiers", "2", "--layering",
+                       "nested", "--load", "240", "--previous", "overloaded")
+        i = self.solve("--retries", "3", "--tiers", "2", "--load", "240",
+                       "--previous", "overloaded")
+        for j, amp in ((n, lambda p: geometric(p, 15)),
+                       (i, lambda p: geometric(p, 3) ** 2)):
+            e = self.collapsed(j)
+            self.assertAlmostEqual(e["amplification"],
+                                   amp(e["failure_probability"]), delta=1e-9)
+
+    def test_caps_at_the_collapsed_equilibrium(self):
+        # Envoy: at p = 1 the retries are budget_percent of the attempts
+        e = self.collapsed(self.solve("--retries", "3", "--envoy-retry-budget",
+                                      "0.2:3", "--load", "240", "--previous",
+                                      "overloaded"))
+        self.assertAlmostEqual(e["amplification"], 1.25, delta=1e-12)
+        # Finagle: x = lambda (1 + percent) + min_per_second
+        j = self.solve("--retries", "3", "--finagle-retry-budget", "0.1:5",
+                       "--load", "240", "--previous", "overloaded")
+        e = self.collapsed(j)
+        self.assertAlmostEqual(e["effective_load"], 240 * 1.1 + 5, delta=1e-9)
+        # AWS: the bucket is empty, R = refund (1 - p)/(cost p) per request
+        e = self.collapsed(self.solve("--retries", "2", "--aws-retry-quota",
+                                      "default", "--load", "240",
+                                      "--previous", "overloaded"))
+        p = e["failure_probability"]
+        self.assertGreater(p, 0.05)
+        self.assertLess(p, 1)
+        self.assertAlmostEqual(e["amplification"],
+                               1 + min(p + p * p, (1 - p) / (10 * p)),
+                               delta=1e-9)
+
+    def test_policy_option_errors(self):
+        for args, code, says in (
+                (("--grpc-throttling", "10"), 2,
+                 "--grpc-throttling needs MAX:RATIO"),
+                (("--grpc-throttling", "0:0.1"), 2,
+                 "--grpc-throttling (grpc_throttling.max_tokens): '0' is out of "
+                 "range: it must be in [1, 1000]"),
+                (("--aws-retry-quota", "1:2:3:4:5"), 2, "has more fields"),
+                (("--grpc-throttling", "10:0.1", "--aws-retry-quota",
+                  "default"), 2, "give one retry policy"),
+                (("--envoy-retry-budget", "default", "--tiers", "2"), 2,
+                 "applies to one tier"),
+                (("--layering", "sideways"), 2, "'sideways' is not one of")):
+            r = clitest.run("solve", *self.ERL, "--retries", "3", *args,
+                            "--load", "1")
+            self.assertEqual(r.code, code, r)
+            self.assertIn(says, r.err)
+
+    def test_describe(self):
+        out = self.ok("solve", *self.ERL, "--retries", "4",
+                      "--grpc-throttling", "10:0.1", "--load", "1").out
+        self.assertIn("4 retries, gRPC throttling 10 tokens, ratio 0.1", out)
+        out = self.ok("solve", *self.ERL, "--retries", "3", "--tiers", "3",
+                      "--layering", "nested", "--load", "1").out
+        self.assertIn("3 retries x 3 tiers, nested", out)
+
+
 class BeyondDoubles(CliTest):
     """A storm whose effective load does not fit a double: an error (exit
     1, the model's message), never inf, nan or null with exit 0."""

@@ -146,6 +146,16 @@ def service_parameters():
             if scope == "MS_SCOPE_SERVICE"]
 
 
+def policy_fields():
+    """The MS_SCOPE_POLICY rows of MS_PARAMS: (map, field)."""
+    with open(os.path.join(SRCDIR, "model", "metastable.h"),
+              encoding="utf-8") as f:
+        text = f.read()
+    body = text[text.index("#define MS_PARAMS(X)"):]
+    body = body[:body.index("/* clang-format on */")].replace("\\\n", " ")
+    return re.findall(r'X\(\w+, "(\w+)\.(\w+)", .*?MS_SCOPE_POLICY\)', body)
+
+
 BASES = (
     ["services:", "  - name: svc", "    model: erlang", "    servers: 3",
      "    service_time: 100ms", "    timeout: 1s", "    retries: 1",
@@ -162,6 +172,25 @@ def section(text, start, end):
 
 
 class Usage(CliTest):
+    def test_every_policy_field_is_documented(self):
+        """Each field of a named policy has its row in doc/configuration.md's
+        table of retry policies and is named in collectd-metastable(5)."""
+        fields = policy_fields()
+        self.assertGreaterEqual(len(fields), 11)
+        with open(os.path.join(SRCDIR, "doc/configuration.md"),
+                  encoding="utf-8") as f:
+            config = f.read()
+        with open(os.path.join(SRCDIR, "doc/collectd-metastable.5"),
+                  encoding="utf-8") as f:
+            man5 = f.read()
+        for table, field in fields:
+            with self.subTest(field="%s.%s" % (table, field)):
+                self.assertTrue(re.search(
+                    r"^\| `%s`( \(a map\))? \| `%s` \|" % (table, field),
+                    config, re.M), "no row for %s.%s" % (table, field))
+                self.assertIn(".B %s" % table, man5)
+                self.assertIn(".B %s" % field, man5)
+
     def test_every_parameter_is_wired(self):
         """Each parameter row of the model's table is a model option in
         --help and metastable(1), a key the service file loader reads and
