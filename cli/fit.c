@@ -519,6 +519,14 @@ static int run(ms_cli_model *m, int argc, char **argv) {
     return ms_cli_help_model(help);
   if ((r = ms_cli_model_resolve(m, false)) != 0)
     return r;
+  const ms_retry_policy *pol = &m->params.policy;
+  if (pol->kind != MS_POLICY_COUNT || pol->nested != 0 || pol->has_tier_retries)
+    return ms_cli_usage("fit estimates a retry count in independent tiers; "
+                        "it does not fit %s (give the service with "
+                        "--retries R instead)",
+                        pol->kind != MS_POLICY_COUNT
+                            ? ms_policy_name(pol->kind)
+                            : "nested or per-tier retries");
   ms_service_spec spec;
   ms_cli_model_service(m, &spec);
   ms_trace_rows rows;

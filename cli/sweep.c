@@ -280,7 +280,7 @@ static void cut_pieces(picture *pc) {
   const ms_landscape *ls = pc->ls;
   double to = pc->to;
   double A1;
-  ms_amplification(&ls->params.policy, 1.0, &A1, NULL);
+  ms_amplification_at(&ls->params, 1.0, to, &A1, NULL);
   double x_end = fmax(ls->break_x[ls->n_breaks - 1], to);
   while (lambda_at(ls, x_end) < to * 1.02 && x_end < 4 * to * A1 + 1)
     x_end *= 1.25;

@@ -443,8 +443,33 @@ static double timeout_share(const ms_failure_model *m, double p) {
   return q > 0.0 ? fmin(1.0, q / p) : 0.0;
 }
 
+/* A_total(p) of a valid policy that depends on p alone: the tiers of
+ * ms_point_eval over a model whose p(x) is p everywhere; w the share of
+ * failures that are timeouts (the AWS quota's cost). */
+static double tiers_amplification(const ms_retry_policy *pol, double p,
+                                  double w) {
+  double a, da;
+  if (pol->kind == MS_POLICY_COUNT && pol->nested == 0 &&
+      !pol->has_tier_retries) {
+    ms_tier_amplification(pol, pol->retries, p, w, &a, &da);
+    return pow(a, (double)pol->tiers);
+  }
+  double pi = p, total = 1.0;
+  for (int i = 0; i < pol->tiers; i++) {
+    if (i > 0 && !(pol->nested & (1u << i)))
+      pi = p;
+    ms_tier_amplification(pol, ms_policy_tier_retries(pol, i), pi, w, &a, &da);
+    total *= a;
+    if (i + 1 < pol->tiers && (pol->nested & (1u << (i + 1))))
+      pi = fmin(1.0, fmax(0.0, 1.0 - (1.0 - pi) * a));
+  }
+  return total;
+}
+
 /* The load-dependent policies of one tier: lambda(x) = x - R(x), R the
- * retries/s the policy lets through (doc/design.md §1.2). */
+ * retries/s the policy lets through at x attempts/s failing with p
+ * (doc/design.md §1.2).  xdp: x dp/dx along p(x), for the elasticity
+ * (0 when p is held fixed). */
 static void load_dependent_eval(const ms_service_params *s, double x, double p,
                                 double xdp, ms_point *pt) {
   const ms_retry_policy *pol = &s->policy;
@@ -483,9 +508,80 @@ static void load_dependent_eval(const ms_service_params *s, double x, double p,
       e = lam > 0.0 ? 1.0 - dlam * x / lam : 0.0;
     }
   }
+  pt->p = p;
   pt->lambda = lam;
   pt->ln_amp = lam > 0.0 ? log(x / lam) : 0.0;
   pt->elast = e;
+}
+
+/* lambda for x attempts/s failing with probability p (held fixed), for a
+ * valid service: the tiers of ms_point_eval, or the load-dependent cap. */
+static double lambda_given(const ms_service_params *s, double x, double p) {
+  if (x <= 0.0)
+    return 0.0;
+  ms_point pt;
+  if (ms_policy_load_dependent(&s->policy)) {
+    load_dependent_eval(s, x, p, 0.0, &pt);
+    return pt.lambda;
+  }
+  return x / tiers_amplification(&s->policy, p, timeout_share(&s->model, p));
+}
+
+int ms_offered_load_given(const ms_service_params *s, double x, double p,
+                          double *lambda, ms_error *err) {
+  int st = ms_service_params_check(s, err);
+  if (st != MS_OK)
+    return st;
+  if (!isfinite(x) || x < 0.0 || x > MS_MAX_RATE)
+    return ms_fail(err, MS_EINVAL,
+                   "effective load x = %g/s must be finite and >= 0", x);
+  if (!(p >= 0.0 && p <= 1.0))
+    return ms_fail(err, MS_EINVAL,
+                   "failure probability p = %g is outside [0, 1]", p);
+  *lambda = lambda_given(s, x, p);
+  return MS_OK;
+}
+
+int ms_amplification_at(const ms_service_params *s, double p, double lambda,
+                        double *A, ms_error *err) {
+  int st = ms_service_params_check(s, err);
+  if (st != MS_OK)
+    return st;
+  if (!isfinite(lambda) || lambda < 0.0 || lambda > MS_MAX_RATE)
+    return ms_fail(err, MS_EINVAL, "offered load %g/s must be finite and >= 0",
+                   lambda);
+  if (!(p >= 0.0 && p <= 1.0))
+    return ms_fail(err, MS_EINVAL,
+                   "failure probability p = %g is outside [0, 1]", p);
+  if (!ms_policy_load_dependent(&s->policy) || lambda == 0.0) {
+    /* a load-dependent policy lets every retry through at no load */
+    if (ms_policy_load_dependent(&s->policy)) {
+      double a, da;
+      fixed_amplification(s->policy.retries, p, &a, &da);
+      *A = a;
+      return MS_OK;
+    }
+    *A = tiers_amplification(&s->policy, p, timeout_share(&s->model, p));
+    return MS_OK;
+  }
+  /* x in [lambda, lambda A_fixed(p)] with lambda_given(x) = lambda, which
+   * rises with x: bisection to a relative 1e-15 (at most 64 halvings) */
+  double a, da;
+  fixed_amplification(s->policy.retries, p, &a, &da);
+  double lo = lambda, hi = lambda * a;
+  if (lambda_given(s, hi, p) <= lambda) {
+    *A = a;
+    return MS_OK;
+  }
+  for (int i = 0; i < 64 && hi - lo > 1e-15 * hi; i++) {
+    double mid = 0.5 * (lo + hi);
+    if (lambda_given(s, mid, p) < lambda)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  *A = 0.5 * (lo + hi) / lambda;
+  return MS_OK;
 }
 
 void ms_point_eval(const ms_service_params *s, double x, ms_point *pt) {
@@ -561,25 +657,7 @@ int ms_amplification(const ms_retry_policy *pol, double p, double *A,
                    "%s depends on the load, not only on p: use "
                    "ms_offered_load_at",
                    ms_policy_name(pol->kind));
-  /* the tiers of ms_point_eval over a model whose p(x) is p everywhere */
-  double a, da;
-  if (pol->kind == MS_POLICY_COUNT && pol->nested == 0 &&
-      !pol->has_tier_retries) {
-    ms_tier_amplification(pol, pol->retries, p, 0.0, &a, &da);
-    *A = pow(a, (double)pol->tiers);
-    return MS_OK;
-  }
-  double pi = p, total = 1.0;
-  for (int i = 0; i < pol->tiers; i++) {
-    if (i > 0 && !(pol->nested & (1u << i)))
-      pi = p;
-    ms_tier_amplification(pol, ms_policy_tier_retries(pol, i), pi, 0.0, &a,
-                          &da);
-    total *= a;
-    if (i + 1 < pol->tiers && (pol->nested & (1u << (i + 1))))
-      pi = fmin(1.0, fmax(0.0, 1.0 - (1.0 - pi) * a));
-  }
-  *A = total;
+  *A = tiers_amplification(pol, p, 0.0);
   return MS_OK;
 }
 

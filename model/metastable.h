@@ -487,12 +487,39 @@ int ms_failure_probability(const ms_failure_model *m, double x, double *p,
 
 /*
  * ms_amplification: A_total(p), expected attempts per request when each
- * attempt fails with probability p, under policy pol (doc/design.md §1.2).
- *   p  in [0, 1];  A  out: >= 1, <= (r + 1)^k, and <= 1/(1-b)^k with a
- *   budget.  Errors: MS_EINVAL for an invalid policy or p.
+ * attempt fails with probability p, under policy pol (doc/design.md §1.2),
+ * its tiers composed independently or nested.
+ *   p  in [0, 1];  A  out: >= 1, <= prod (r_i + 1), and <= 1/(1-b)^k with
+ *   a budget.  Errors: MS_EINVAL for an invalid policy or p, and for a
+ *   policy that depends on the load (Envoy's budget, Finagle's
+ *   min_per_second: ms_amplification_at).
  */
 int ms_amplification(const ms_retry_policy *pol, double p, double *A,
                      ms_error *err);
+
+/*
+ * ms_amplification_at: attempts per request at failure probability p and
+ * offered load lambda, for every policy: ms_amplification's A_total(p)
+ * when the policy depends on p alone; for Envoy's budget and Finagle's
+ * min_per_second, the x / lambda that their caps give at that load
+ * (doc/design.md §1.2; solved by bisection, to 1e-15).
+ *   p in [0, 1]; lambda req/s, finite, >= 0 (at 0: the uncapped count)
+ *   A  out: >= 1, at most ms_amplification's fixed-count bound
+ * Errors: MS_EINVAL for an invalid service, p or lambda.
+ */
+int ms_amplification_at(const ms_service_params *s, double p, double lambda,
+                        double *A, ms_error *err);
+
+/*
+ * ms_offered_load_given: the offered load lambda, req/s, whose requests
+ * send x attempts/s when each attempt fails with probability p (held
+ * fixed, not p(x)): x / A_total(p), or the load-dependent cap's
+ * lambda = x - R(x) (doc/design.md §1.2).  Inverts ms_amplification_at.
+ *   x attempts/s, finite, >= 0; p in [0, 1]
+ * Errors: MS_EINVAL for an invalid service, x or p.
+ */
+int ms_offered_load_given(const ms_service_params *s, double x, double p,
+                          double *lambda, ms_error *err);
 
 /*
  * ms_offered_load_at: lambda(x) = x / A_total(p(x)), the offered load for

@@ -62,10 +62,10 @@ static bool weigh_retries(const ms_observation *o, double retries, double *obs,
  * (A(1) = 1: the attempts then show nothing). */
 static double retries_at(const ms_landscape *ls, double lambda, double p) {
   double A = 1.0, a_fail = 1.0;
-  ms_amplification(&ls->params.policy, 1.0, &a_fail, NULL);
+  ms_amplification_at(&ls->params, 1.0, lambda, &a_fail, NULL);
   if (!(a_fail > 1.0))
     return NAN;
-  ms_amplification(&ls->params.policy, p, &A, NULL);
+  ms_amplification_at(&ls->params, p, lambda, &A, NULL);
   return lambda * (A - 1.0);
 }
 
@@ -145,8 +145,8 @@ int ms_drain_time(const ms_service_params *s, double lambda, double queue,
   const ms_failure_model *m = &s->model;
   double x_cap = ms_saturation_load(m), horizon = ms_timeout_horizon(m);
   double a_fail = 1.0, a_base = 1.0;
-  ms_amplification(&s->policy, 1.0, &a_fail, NULL);
-  ms_amplification(&s->policy, m->base_failure, &a_base, NULL);
+  ms_amplification_at(s, 1.0, lambda, &a_fail, NULL);
+  ms_amplification_at(s, m->base_failure, lambda, &a_base, NULL);
   double total = 0.0;
   if (queue > horizon) {
     double rate = x_cap - lambda * a_fail;
@@ -197,7 +197,7 @@ void ms_verdict(const ms_landscape *ls, const ms_observation *o, ms_report *r) {
     double shed = lambda - ls->recovery_load;
     if (backlog_beyond_horizon(ls, o)) {
       double a_fail = 1.0;
-      ms_amplification(&ls->params.policy, 1.0, &a_fail, NULL);
+      ms_amplification_at(&ls->params, 1.0, lambda, &a_fail, NULL);
       shed = fmax(shed, lambda - ls->saturation_load / a_fail);
     }
     r->shed_load = fmax(shed, 0.0);

@@ -173,9 +173,10 @@ int ms_infer(const ms_service_spec *spec, const ms_inputs *in,
     r.offered_load = fmax(d, 0.0);
   } else if (have[MS_INPUT_ARRIVAL] && have[MS_INPUT_ERROR] &&
              v[MS_INPUT_ARRIVAL] > 0) {
-    double A, p = fmin(1.0, v[MS_INPUT_ERROR] / v[MS_INPUT_ARRIVAL]);
-    ms_amplification(&spec->params.policy, p, &A, NULL);
-    r.offered_load = v[MS_INPUT_ARRIVAL] / A;
+    double p = fmin(1.0, v[MS_INPUT_ERROR] / v[MS_INPUT_ARRIVAL]);
+    double lambda = v[MS_INPUT_ARRIVAL];
+    ms_offered_load_given(&spec->params, v[MS_INPUT_ARRIVAL], p, &lambda, NULL);
+    r.offered_load = lambda;
   } else if (have[MS_INPUT_ARRIVAL] && v[MS_INPUT_ARRIVAL] == 0) {
     r.offered_load = 0; /* no traffic, no failures to infer from */
   } else {

@@ -273,6 +273,44 @@ START_TEST(test_elasticity_matches_lambda) {
 }
 END_TEST
 
+/* Attempts per request at a given offered load: Finagle's closed form
+ * A = 1 + min(A(p) - 1, percent + min_per_second / lambda), and for every
+ * policy the inverse of ms_offered_load_given. */
+START_TEST(test_amplification_at_load) {
+  ms_service_params s = erlang(20, 10, 0.5, 3);
+  ms_policy_defaults(&s.policy, MS_POLICY_FINAGLE);
+  const double ps[] = {0.0, 0.05, 0.3, 0.7, 1.0};
+  const double lams[] = {1.0, 20.0, 150.0, 1e4};
+  for (size_t i = 0; i < 5; i++)
+    for (size_t j = 0; j < 4; j++) {
+      double A, p = ps[i], lam = lams[j];
+      ck_assert_int_eq(ms_amplification_at(&s, p, lam, &A, NULL), MS_OK);
+      double want = 1.0 + fmin(geometric(p, 3) - 1.0, 0.2 + 10.0 / lam);
+      ck_assert_msg(fabs(A - want) <= 1e-13 * want,
+                    "p=%g lambda=%g %.17g %.17g", p, lam, A, want);
+    }
+  ms_service_params all[4];
+  for (int i = 0; i < 4; i++)
+    all[i] = erlang(20, 10, 0.5, 3);
+  ms_policy_defaults(&all[0].policy, MS_POLICY_ENVOY);
+  ms_policy_defaults(&all[1].policy, MS_POLICY_FINAGLE);
+  ms_policy_defaults(&all[2].policy, MS_POLICY_AWS);
+  all[3].policy = uniform(2, 3, true);
+  for (int i = 0; i < 4; i++)
+    for (size_t j = 0; j < 5; j++)
+      for (size_t k = 0; k < 4; k++) {
+        double A, lam, p = ps[j];
+        ck_assert_int_eq(ms_amplification_at(&all[i], p, lams[k], &A, NULL),
+                         MS_OK);
+        ck_assert_int_eq(
+            ms_offered_load_given(&all[i], lams[k] * A, p, &lam, NULL), MS_OK);
+        ck_assert_msg(fabs(lam - lams[k]) <= 1e-12 * lams[k],
+                      "policy %d p=%g: %.17g back to %.17g", i, p, lams[k],
+                      lam);
+      }
+}
+END_TEST
+
 /* Policies that cannot hold are refused with the field and the reason. */
 START_TEST(test_policy_checks) {
   ms_error e;
@@ -313,6 +351,7 @@ Suite *policy_suite(void) {
   tcase_add_test(tc, test_budget_caps_at_saturation);
   tcase_add_test(tc, test_hold_time);
   tcase_add_test(tc, test_elasticity_matches_lambda);
+  tcase_add_test(tc, test_amplification_at_load);
   tcase_add_test(tc, test_policy_checks);
   suite_add_tcase(s, tc);
   return s;
