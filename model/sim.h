@@ -303,7 +303,7 @@ typedef struct {
   double goodput;         /* successful attempts, /s */
   double given_up;        /* requests that failed for good, /s (last retry
                              failed, or a retry was refused) */
-  double refused;         /* retries refused by budget or token bucket, /s */
+  double refused;         /* retries refused by budget, bucket or policy, /s */
   double backlog;         /* attempts waiting for a server at the end of the
                              window, abandoned ones included: DES the
                              count, queue-memory fluid the mean, memoryless

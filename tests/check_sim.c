@@ -1336,6 +1336,19 @@ START_TEST(test_errors) {
   c.queue_memory = true;
   ck_assert_int_eq(ms_sim_fluid(&c, NULL, NULL, &sum, &err), MS_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.msg, "queue memory"));
+  /* every named policy runs on one tier; on more, the check says why */
+  const ms_policy_kind kinds[] = {MS_POLICY_GRPC, MS_POLICY_ENVOY,
+                                  MS_POLICY_FINAGLE, MS_POLICY_AWS};
+  for (int k = 0; k < 4; k++) {
+    c = config(60.0, 100.0);
+    c.service = with_grpc(c.service, 10); /* gRPC's fields, no default */
+    ms_policy_defaults(&c.service.policy, kinds[k]);
+    ck_assert_msg(ms_sim_config_check(&c, &err) == MS_OK, "%s: %s",
+                  ms_policy_name(kinds[k]), err.msg);
+    c.service.policy.tiers = 2;
+    ck_assert_int_eq(ms_sim_config_check(&c, &err), MS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "tier"));
+  }
   c = config(60.0, 100.0);
   double tau;
   ck_assert_int_eq(
