@@ -620,8 +620,18 @@ int ms_sim_recorder_init(ms_sim_recorder *r, const ms_sim_config *c,
   }
   if (st != MS_OK)
     return st;
-  st = ms_amplification(&c->service.policy, 1.0, &r->collapse_amp, err);
-  if (st != MS_OK)
+  /* A policy that depends on the load has no amplification of p alone:
+   * its share part (Envoy's budget_percent, Finagle's percent) caps the
+   * collapse of a pool without servers, its minimum left out. */
+  const ms_retry_policy *pol = &c->service.policy;
+  if (pol->kind == MS_POLICY_ENVOY)
+    r->collapse_amp =
+        pol->envoy_budget < 1.0
+            ? fmin(pol->retries + 1.0, 1.0 / (1.0 - pol->envoy_budget))
+            : pol->retries + 1.0;
+  else if (ms_policy_load_dependent(pol))
+    r->collapse_amp = fmin(pol->retries + 1.0, 1.0 + pol->finagle_percent);
+  else if ((st = ms_amplification(pol, 1.0, &r->collapse_amp, err)) != MS_OK)
     return st;
   r->sum.first_storm_at = -1.0;
   r->sum.storm_ended_at = -1.0;

@@ -303,7 +303,7 @@ typedef struct {
   double goodput;         /* successful attempts, /s */
   double given_up;        /* requests that failed for good, /s (last retry
                              failed, or a retry was refused) */
-  double refused;         /* retries refused by budget or token bucket, /s */
+  double refused;         /* retries refused by budget, bucket or policy, /s */
   double backlog;         /* attempts waiting for a server at the end of the
                              window, abandoned ones included: DES the
                              count, queue-memory fluid the mean, memoryless
@@ -392,7 +392,12 @@ const char *ms_sim_engine_name(ms_sim_engine e);
  *
  * Bin i covers [i dt, (i + 1) dt).  Its first attempts are lambda dt
  * (lambda at the middle of the bin); its retries are those the schedule
- * holds for it, less what the budget or token bucket refuses; x is their
+ * holds for it, less what the budget, the token bucket or the named policy
+ * refuses (its fluid: gRPC's token_count as a mean, the share of decisions
+ * above max_tokens/2 spread over one token; Envoy's concurrency by Little's
+ * law with the model's hold time E[min(R, T)] at the last bin's x;
+ * Finagle's windows as rings of bins over ttl; the AWS quota paying what
+ * the retries ask, by the cause of the failure each follows); x is their
  * sum per second.  The bin's attempts fail with probability
  *   memoryless:   p(x) of the pool in force (metastable.h), the doc/design.md
  * §6 engine: no backlog survives a bin; queue memory: 1 - (1 - base)(1 - C(c, c
@@ -441,8 +446,20 @@ int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
  * service completes.  After a failure the client waits the backoff delay
  * (sampled per request: decorrelated jitter keeps each request's previous
  * sleep) and retries, at most r times, subject to the budget or token
- * bucket as in ms_sim_config.  When a SERVERS trigger shrinks the pool,
- * servers finish their current attempt and take no new one.
+ * bucket as in ms_sim_config, or to the named policy (service.policy.kind)
+ * as its stack runs it, decided when the client learns of the failure:
+ * gRFC A6's token_count (max_tokens to start; -1 per failed attempt, +ratio
+ * per success; a retry while it is above max_tokens/2), Envoy's
+ * retry_budget (retries in flight, from the decision to their outcome,
+ * below max(min_retry_concurrency, budget_percent x attempts in flight)),
+ * Finagle's RetryBudget (percent x the requests of the last ttl seconds +
+ * min_per_second x ttl - the retries of the last ttl seconds >= 1), the
+ * AWS quota (capacity to start; a retry takes timeout_cost after a
+ * timeout, retry_cost after another failure, and is refused when the
+ * quota holds less; a successful retry returns its cost, a successful
+ * first attempt adds refund).  A refused retry fails its request.  When a
+ * SERVERS trigger shrinks the pool, servers finish their current attempt
+ * and take no new one.
  *
  * Randomness: xoshiro256** seeded through splitmix64 (D. Blackman and
  * S. Vigna, "Scrambled linear pseudorandom number generators", ACM TOMS

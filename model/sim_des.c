@@ -189,13 +189,17 @@ typedef struct {
   /* requests in flight */
   uint8_t *retries_done;
   double *sleep; /* decorrelated jitter: previous sleep */
+  double *cost;  /* AWS quota: what the request's pending retry took */
   size_t req_cap, req_top;
   uint32_t *free_ids;
   size_t free_n, free_cap;
   /* retry budget: send times in the last budget window */
   ring_t bud_first, bud_retry;
   double budget_ratio;
-  double tokens;
+  double tokens; /* the token bucket; gRPC's token_count; the AWS quota */
+  /* Envoy: attempts in flight (sent, outcome not yet known to the client)
+   * and retries in flight (admitted, until their outcome is known) */
+  long active, retries_active;
   ms_sim_counts win;
   double events;
 } des_t;
@@ -205,6 +209,7 @@ static void des_free(des_t *d) {
   free(d->live.a);
   free(d->retries_done);
   free(d->sleep);
+  free(d->cost);
   free(d->free_ids);
   free(d->bud_first.a);
   free(d->bud_retry.a);
@@ -224,11 +229,15 @@ static int request_new(des_t *d, uint32_t *id) {
     if (grow((void **)&d->sleep, &cap, d->req_top + 1, sizeof *d->sleep) !=
         MS_OK)
       return MS_ENOMEM;
+    cap = d->req_cap;
+    if (grow((void **)&d->cost, &cap, d->req_top + 1, sizeof *d->cost) != MS_OK)
+      return MS_ENOMEM;
     d->req_cap = cap;
     *id = (uint32_t)d->req_top++;
   }
   d->retries_done[*id] = 0;
   d->sleep[*id] = d->cfg->backoff.base;
+  d->cost[*id] = 0.0;
   return MS_OK;
 }
 
@@ -307,25 +316,107 @@ static int dispatch(des_t *d, double t) {
 
 /* Attempt of request id sent at t. */
 static int send_attempt(des_t *d, uint32_t id, double t) {
+  d->active++;
   if (d->abandoned == 0 && d->live.len == 0 && d->busy < d->servers)
     return start_service(d, id, t);
   return ring_push(&d->live, t, id);
 }
 
-/* The client of request id learned at t that its attempt failed. */
-static int attempt_failed(des_t *d, uint32_t id, double t) {
-  d->win.failures += 1.0;
-  int done = d->retries_done[id];
-  if (done < d->r)
-    return heap_push(&d->heap, t + backoff_delay(d, id, done + 1), 0.0, id,
-                     EV_RETRY);
-  d->win.given_up += 1.0;
-  return request_free(d, id);
+/*
+ * The bookkeeping of the named policies when the client of request id
+ * learns the outcome of its attempt (ok: it succeeded): the attempt leaves
+ * flight (and, a retry, Envoy's retries in flight); gRFC A6's token_count
+ * gains token_ratio on a success and loses 1 on a failure, within
+ * [0, max_tokens]; the AWS quota gets a retry's cost back when the retry
+ * succeeds, `refund` when a first attempt does, up to its capacity.
+ */
+static void attempt_outcome(des_t *d, uint32_t id, bool ok) {
+  const ms_retry_policy *pol = &d->cfg->service.policy;
+  d->active--;
+  if (d->retries_done[id] > 0 && d->retries_active > 0)
+    d->retries_active--;
+  if (pol->kind == MS_POLICY_GRPC)
+    d->tokens =
+        ok ? fmin(pol->grpc_max_tokens, d->tokens + pol->grpc_token_ratio)
+           : fmax(0.0, d->tokens - 1.0);
+  else if (pol->kind == MS_POLICY_AWS && ok)
+    d->tokens = fmin(
+        pol->aws_capacity,
+        d->tokens + (d->retries_done[id] > 0 ? d->cost[id] : pol->aws_refund));
 }
 
 static void evict_before(ring_t *q, double t) {
   while (q->len > 0 && ring_front(q)->t <= t)
     ring_pop(q);
+}
+
+/*
+ * Whether a named policy lets request id retry, decided at t when the
+ * client learns that its attempt failed (timeout: by its own timeout), as
+ * the stacks decide before their backoff: gRFC A6 while token_count >
+ * max_tokens / 2 (after this failure's decrement); Envoy while the retries
+ * in flight are fewer than max(min_retry_concurrency, budget_percent x the
+ * attempts in flight) (the admitted retry counts from now, through its
+ * backoff); Finagle while percent x the requests of the last ttl seconds +
+ * min_per_second x ttl - the retries of the last ttl seconds >= 1 (and
+ * withdraws one); AWS while the quota holds the retry's cost (timeout_cost
+ * after a timeout, retry_cost after another failure), which it takes.
+ */
+static int policy_admits(des_t *d, uint32_t id, double t, bool timeout,
+                         bool *ok) {
+  const ms_retry_policy *pol = &d->cfg->service.policy;
+  switch (pol->kind) {
+  case MS_POLICY_GRPC:
+    *ok = d->tokens > 0.5 * pol->grpc_max_tokens;
+    return MS_OK;
+  case MS_POLICY_ENVOY:
+    *ok =
+        (double)d->retries_active <
+        fmax(pol->envoy_min_concurrency, pol->envoy_budget * (double)d->active);
+    if (*ok)
+      d->retries_active++;
+    return MS_OK;
+  case MS_POLICY_FINAGLE:
+    evict_before(&d->bud_first, t - pol->finagle_ttl);
+    evict_before(&d->bud_retry, t - pol->finagle_ttl);
+    *ok = (double)d->bud_first.len * pol->finagle_percent +
+              pol->finagle_min_per_second * pol->finagle_ttl -
+              (double)d->bud_retry.len >=
+          1.0;
+    return *ok ? ring_push(&d->bud_retry, t, id) : MS_OK;
+  case MS_POLICY_AWS: {
+    double cost = timeout ? pol->aws_timeout_cost : pol->aws_retry_cost;
+    *ok = d->tokens >= cost;
+    if (*ok) {
+      d->tokens -= cost;
+      d->cost[id] = cost;
+    }
+    return MS_OK;
+  }
+  default:
+    *ok = true; /* the budget and the bucket decide when the retry is due */
+    return MS_OK;
+  }
+}
+
+/* The client of request id learned at t that its attempt failed (timeout:
+ * its timeout fired). */
+static int attempt_failed(des_t *d, uint32_t id, double t, bool timeout) {
+  d->win.failures += 1.0;
+  attempt_outcome(d, id, false);
+  int done = d->retries_done[id];
+  if (done < d->r) {
+    bool ok;
+    int st = policy_admits(d, id, t, timeout, &ok);
+    if (st != MS_OK)
+      return st;
+    if (ok)
+      return heap_push(&d->heap, t + backoff_delay(d, id, done + 1), 0.0, id,
+                       EV_RETRY);
+    d->win.refused += 1.0;
+  }
+  d->win.given_up += 1.0;
+  return request_free(d, id);
 }
 
 /* Request id wants to send retry k at t: budget and bucket decide. */
@@ -364,12 +455,13 @@ static int completion(des_t *d, const event *e, double t) {
   int st = MS_OK;
   if (e->kind == EV_DONE_OK) {
     d->win.successes += 1.0;
+    attempt_outcome(d, e->id, true);
     if (d->cfg->service.policy.has_token)
       d->tokens = fmin(d->cfg->token_capacity,
                        d->tokens + d->cfg->service.policy.token_ratio);
     st = request_free(d, e->id);
   } else if (e->kind == EV_DONE_FAIL) {
-    st = attempt_failed(d, e->id, t);
+    st = attempt_failed(d, e->id, t, false);
   }
   if (st != MS_OK)
     return st;
@@ -426,7 +518,11 @@ static void des_init(des_t *d, const ms_sim_config *c) {
   d->T = m0->timeout;
   d->base = m0->base_failure;
   d->r = c->service.policy.retries;
-  d->tokens = c->token_capacity;
+  d->tokens = c->service.policy.kind == MS_POLICY_GRPC
+                  ? c->service.policy.grpc_max_tokens
+              : c->service.policy.kind == MS_POLICY_AWS
+                  ? c->service.policy.aws_capacity
+                  : c->token_capacity;
   d->budget_ratio = c->service.policy.has_budget
                         ? c->service.policy.retry_budget /
                               (1.0 - c->service.policy.retry_budget)
@@ -481,7 +577,10 @@ static int arrival(des_t *d, des_sources *src, double t) {
   int st = request_new(d, &id);
   if (st == MS_OK) {
     d->win.first += 1.0;
-    if (d->cfg->service.policy.has_budget)
+    const ms_retry_policy *pol = &d->cfg->service.policy;
+    if (pol->kind == MS_POLICY_FINAGLE) /* deposits older than ttl expire */
+      evict_before(&d->bud_first, t - pol->finagle_ttl);
+    if (pol->has_budget || pol->kind == MS_POLICY_FINAGLE)
       st = ring_push(&d->bud_first, t, id);
   }
   if (st == MS_OK)
@@ -502,7 +601,7 @@ static int des_event(des_t *d, des_sources *src, double t, double t_heap,
     uint32_t id = ring_front(&d->live)->id;
     ring_pop(&d->live);
     d->abandoned++;
-    return attempt_failed(d, id, t);
+    return attempt_failed(d, id, t, true);
   }
   if (t_heap == t) {
     event e = heap_pop(&d->heap);

@@ -209,14 +209,18 @@ typedef struct {
   int r;
   long J; /* ring length of the retry schedule */
   kernel ker[MS_MAX_RETRIES][CAUSES];
-  double *pend;                  /* r x J: retry k+1 attempts due in each bin */
+  double *pend;      /* r x J: retry k+1 attempts due in each bin */
+  double *pend_cost; /* J: AWS quota, the cost those retries ask, summed */
+  double cause_cost[CAUSES];     /* AWS quota: a retry's cost by its cause */
   long nb;                       /* budget window, bins */
   double *bud_first, *bud_retry; /* rings of nb */
   ms_delay_dist dist[MS_MAX_RETRIES];
   /* carried from bin to bin */
   double budget_ratio;                 /* retries allowed per first attempt */
   double bud_first_sum, bud_retry_sum; /* over the budget window */
-  double tokens;
+  double tokens;        /* token bucket; gRPC's token_count; the AWS quota */
+  double x_prev;        /* Envoy: the last bin's attempt rate, /s */
+  double paid;          /* AWS quota: the cost of the bin's retries */
   double N, v, backlog; /* queue memory: number in system, psffa_step's
                            guess, waiting */
 } fluid_state;
@@ -227,6 +231,7 @@ static void fluid_free(fluid_state *f) {
       free(f->ker[k][c].w);
   ms_delay_dists_free(f->dist, f->r);
   free(f->pend);
+  free(f->pend_cost);
   free(f->bud_first);
   free(f->bud_retry);
 }
@@ -327,10 +332,16 @@ static int fluid_setup(fluid_state *f, const ms_sim_config *c, double dt,
       st = ms_fail(err, MS_ENOMEM, "no memory for %d x %ld schedule bins", r,
                    f->J);
   }
+  bool finagle = pol->kind == MS_POLICY_FINAGLE;
+  if (st == MS_OK && r > 0 && pol->kind == MS_POLICY_AWS) {
+    f->pend_cost = calloc((size_t)f->J, sizeof *f->pend_cost);
+    if (f->pend_cost == NULL)
+      st = ms_fail(err, MS_ENOMEM, "no memory for the retry quota's costs");
+  }
   if (st == MS_OK) {
-    double nb = round(c->budget_window / dt);
+    double nb = round((finagle ? pol->finagle_ttl : c->budget_window) / dt);
     f->nb = nb < 1.0 ? 1 : (long)fmin(nb, (double)MS_SIM_MAX_BINS);
-    if (pol->has_budget) {
+    if (pol->has_budget || finagle) {
       f->bud_first = calloc((size_t)f->nb, sizeof *f->bud_first);
       f->bud_retry = calloc((size_t)f->nb, sizeof *f->bud_retry);
       if (f->bud_first == NULL || f->bud_retry == NULL)
@@ -341,17 +352,70 @@ static int fluid_setup(fluid_state *f, const ms_sim_config *c, double dt,
     return st;
   f->budget_ratio =
       pol->has_budget ? pol->retry_budget / (1.0 - pol->retry_budget) : 0.0;
-  f->tokens = c->token_capacity;
+  f->tokens = pol->kind == MS_POLICY_GRPC  ? pol->grpc_max_tokens
+              : pol->kind == MS_POLICY_AWS ? pol->aws_capacity
+                                           : c->token_capacity;
+  /* the erlang model's timeouts cost timeout_cost; the capacity model's
+   * overload is a rejection, another failure */
+  f->cause_cost[CAUSE_TIMEOUT] = c->service.model.kind == MS_MODEL_ERLANG
+                                     ? pol->aws_timeout_cost
+                                     : pol->aws_retry_cost;
+  f->cause_cost[CAUSE_FAST] = pol->aws_retry_cost;
   return MS_OK;
 }
 
+/*
+ * The retries a named policy lets through of cand due in bin i (first: the
+ * bin's first attempts; hold: the time an attempt holds its slot, s), as
+ * fluids of its algorithm: gRFC A6's token_count as a mean, the share of
+ * decisions above max_tokens/2 spread over one token (the step of a mean
+ * would chatter); Envoy's concurrency by Little's law, retries x hold <=
+ * max(min_retry_concurrency, budget_percent x attempts x hold); Finagle's
+ * windows as the budget's rings over ttl; the AWS quota pays the cost the
+ * retries ask (pend_cost) while it lasts.
+ */
+static double named_allowed(fluid_state *f, const ms_retry_policy *pol, long i,
+                            long slot, double first, double cand, double dt,
+                            double hold) {
+  switch (pol->kind) {
+  case MS_POLICY_GRPC:
+    return cand * fmin(1.0, fmax(0.0, f->tokens - 0.5 * pol->grpc_max_tokens));
+  case MS_POLICY_ENVOY: {
+    double cap_m = hold > 0.0 ? pol->envoy_min_concurrency * dt / hold : cand;
+    double b = pol->envoy_budget;
+    double cap_b = b < 1.0 ? b * first / (1.0 - b) : cand;
+    return fmin(cand, fmax(cap_m, cap_b));
+  }
+  case MS_POLICY_FINAGLE: {
+    long bs = i % f->nb;
+    f->bud_first_sum -= f->bud_first[bs];
+    f->bud_retry_sum -= f->bud_retry[bs];
+    double room = pol->finagle_percent * (f->bud_first_sum + first) +
+                  pol->finagle_min_per_second * (double)f->nb * dt -
+                  f->bud_retry_sum;
+    return fmin(cand, fmax(0.0, room));
+  }
+  case MS_POLICY_AWS: {
+    double ask = f->pend_cost[slot];
+    f->pend_cost[slot] = 0.0;
+    double share = ask > f->tokens ? f->tokens / ask : 1.0;
+    f->tokens -= share * ask;
+    f->paid = share * ask;
+    return cand * share;
+  }
+  default:
+    return cand;
+  }
+}
+
 /* The retries due in bin i, taken off the schedule, and how many of them
- * the retry budget and the token bucket let through; those refused are
- * taken alike from every retry number.  Sets att[k] to what is sent of
- * attempt k (0 the first) and *refused; returns the retries sent. */
+ * the retry budget, the token bucket or the named policy let through;
+ * those refused are taken alike from every retry number.  Sets att[k] to
+ * what is sent of attempt k (0 the first) and *refused; returns the
+ * retries sent. */
 static double admit_retries(fluid_state *f, const ms_retry_policy *pol, long i,
-                            long slot, double first, double *att,
-                            double *refused) {
+                            long slot, double first, double dt, double hold,
+                            double *att, double *refused) {
   int r = f->r;
   double cand = 0.0;
   for (int k = 0; k < r; k++) {
@@ -359,7 +423,8 @@ static double admit_retries(fluid_state *f, const ms_retry_policy *pol, long i,
     f->pend[(size_t)k * f->J + slot] = 0.0;
     cand += att[k + 1];
   }
-  double allowed = cand;
+  double allowed =
+      r > 0 ? named_allowed(f, pol, i, slot, first, cand, dt, hold) : cand;
   if (pol->has_budget) {
     long bs = i % f->nb;
     f->bud_first_sum -= f->bud_first[bs];
@@ -434,6 +499,8 @@ static void schedule_failures(fluid_state *f, const double *att, double p,
         if (dst >= f->J)
           dst -= f->J;
         row[dst] += mass * ke->w[j - ke->first];
+        if (f->pend_cost != NULL)
+          f->pend_cost[dst] += f->cause_cost[cs] * mass * ke->w[j - ke->first];
       }
     }
   }
@@ -452,8 +519,12 @@ static void fluid_bin(fluid_state *f, const ms_sim_config *c, long i, double dt,
   ms_scenario_pool(&c->scenario, &c->service.model, t0 + 0.5 * dt, &pm);
   long slot = i % f->J;
 
+  double hold = 0.0;
+  if (pol->kind == MS_POLICY_ENVOY)
+    hold = pm.servers > 0 ? ms_hold_time(&pm, f->x_prev) : pm.timeout;
   double att[MS_MAX_RETRIES + 1], refused;
-  double allowed = admit_retries(f, pol, i, slot, first, att, &refused);
+  double allowed =
+      admit_retries(f, pol, i, slot, first, dt, hold, att, &refused);
   double sent = first + allowed;
   double p, q;
   bin_failure(f, c, &pm, sent, dt, &p, &q);
@@ -462,7 +533,16 @@ static void fluid_bin(fluid_state *f, const ms_sim_config *c, long i, double dt,
                     &given_up);
 
   double good = sent * (1.0 - p);
-  if (pol->has_budget) {
+  f->x_prev = sent / dt;
+  if (pol->kind == MS_POLICY_GRPC)
+    f->tokens =
+        fmin(pol->grpc_max_tokens,
+             fmax(0.0, f->tokens + pol->grpc_token_ratio * good - sent * p));
+  else if (pol->kind == MS_POLICY_AWS) /* a success refunds or returns */
+    f->tokens =
+        fmin(pol->aws_capacity,
+             f->tokens + (1.0 - p) * (pol->aws_refund * first + f->paid));
+  if (pol->has_budget || pol->kind == MS_POLICY_FINAGLE) {
     long bs = i % f->nb;
     f->bud_first[bs] = first;
     f->bud_retry[bs] = allowed;

@@ -967,6 +967,347 @@ START_TEST(test_des_conservation) {
 }
 END_TEST
 
+/* ================================================================== */
+/* Named retry policies                                                */
+/* ================================================================== */
+
+/*
+ * Each named policy of model/metastable.h runs as its stack's algorithm in
+ * the DES (and as a fluid of it in the fluid engine); its closed form in
+ * model/loop.c is checked against both at loads that put p in each regime
+ * of the policy: its cap not binding, binding, and for gRPC's throttle
+ * below, near and above its switch at p = t/(1 + t).
+ *
+ * DES: 20 batches of 500 s after a warm-up of 500 s (which holds a
+ * +60/s spike from 10 s for 30 s when the case starts from the collapsed
+ * equilibrium), at a constant offered load; attempts per request and the
+ * failure ratio by batch means.  The closed form is taken at the model's
+ * stable equilibrium for that load (ms_equilibria), and, for the policies
+ * whose amplification depends on p alone, also at the DES's own failure
+ * ratio (A(p_measured)), which isolates the policy's formula from the
+ * queueing model.  Agreement: within 3 SE plus the case's documented
+ * tolerance `tol` (a share of A): 0 where the closed form is exact in the
+ * limit, the measured gap with a margin where it is an approximation
+ * (doc/simulation.md, "Named retry policies", has the numbers).  Where
+ * the policy binds, the unlimited retry count at the measured p must miss
+ * the DES by more than twice that allowance: the test fails if the engine
+ * ignored the policy.
+ */
+typedef struct {
+  const char *name;
+  ms_service_params s;
+  double lambda;    /* offered load, req/s */
+  bool collapsed;   /* start from the collapsed equilibrium (a spike) */
+  double tol;       /* DES: allowed gap beyond 3 SE, share of A */
+  bool binding;     /* the policy changes A clearly */
+  double fluid_tol; /* fluid: allowed gap, share of A; < 0: not checked */
+} policy_case;
+
+/* 10 servers of 100 ms, timeout 1 s, 3 retries, base failure `base`: at
+ * low load the failures are the base ones and p is close to base. */
+static ms_service_params policy_service(double base) {
+  ms_service_params s = service();
+  s.model.base_failure = base;
+  return s;
+}
+
+/* 100 servers of 1 s, timeout 2 s, 3 retries: an attempt holds its slot
+ * about 1 s, so Envoy's budget counts tens of attempts in flight. */
+static ms_service_params long_service(double base) {
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 100, 1.0, 2.0);
+  s.model.base_failure = base;
+  ms_retry_policy_fixed(&s.policy, 3);
+  return s;
+}
+
+static ms_service_params with_policy(ms_service_params s, ms_policy_kind k) {
+  ms_policy_defaults(&s.policy, k);
+  return s;
+}
+
+static ms_service_params with_grpc(ms_service_params s, double max_tokens) {
+  s.policy.kind = MS_POLICY_GRPC;
+  s.policy.grpc_max_tokens = max_tokens;
+  s.policy.grpc_token_ratio = 0.1; /* switch at p = 1/11 = 0.0909 */
+  return s;
+}
+
+static double f_amplification(const ms_sim_sample *s) {
+  return s->amplification;
+}
+
+static ms_sim_config policy_config(const policy_case *pc, double window) {
+  ms_sim_config c;
+  ms_sim_config_init(&c, &pc->s);
+  c.scenario.offered_load = pc->lambda;
+  c.scenario.duration = 21 * window;
+  c.sample_interval = window;
+  if (pc->collapsed)
+    add_spike(&c, 60.0, 10.0, 30.0);
+  return c;
+}
+
+/* The closed form at the model's stable equilibrium: A and p there. */
+static void policy_model(const policy_case *pc, double *A, double *p) {
+  double xh, xc;
+  equilibria(&pc->s, pc->lambda, &xh, &xc);
+  double x = pc->collapsed ? xc : xh;
+  *A = x / pc->lambda;
+  ck_assert_int_eq(ms_failure_probability(&pc->s.model, x, p, NULL), MS_OK);
+}
+
+static bool verbose(void) {
+  return getenv("CK_VERBOSITY") && !strcmp(getenv("CK_VERBOSITY"), "verbose");
+}
+
+static void des_policy_case(const policy_case *pc) {
+  ms_sim_config c = policy_config(pc, 500.0);
+  series v = {0};
+  ms_sim_summary sum = run(MS_ENGINE_DES, &c, &v);
+  double to = c.scenario.duration;
+  estimate a = batch_estimate(&v, 500.0, to, f_amplification, false);
+  estimate p = batch_estimate(&v, 500.0, to, f_failure, false);
+  series_free(&v);
+  double A_cf, p_cf;
+  policy_model(pc, &A_cf, &p_cf);
+  const ms_retry_policy *pol = &pc->s.policy;
+  ms_retry_policy fixed = *pol;
+  fixed.kind = MS_POLICY_COUNT;
+  double A_fixed, A_p = NAN;
+  ck_assert_int_eq(ms_amplification(&fixed, p.mean, &A_fixed, NULL), MS_OK);
+  bool by_p = !ms_policy_load_dependent(pol);
+  if (by_p)
+    ck_assert_int_eq(ms_amplification(pol, p.mean, &A_p, NULL), MS_OK);
+  double allow = 3.0 * a.se + pc->tol * A_cf + 1e-6; /* solver */
+  if (verbose())
+    printf("DES %-30s A %.5f+-%.5f closed form %.5f (%+.3f %%, %.1f SE) "
+           "A(p_des) %.5f  unlimited %.4f  p %.5f+-%.5f model %.5f  "
+           "refused %.3f/s\n",
+           pc->name, a.mean, a.se, A_cf, 100 * (a.mean / A_cf - 1),
+           a.se > 0 ? (a.mean - A_cf) / a.se : 0.0, A_p, A_fixed, p.mean, p.se,
+           p_cf, sum.refused / sum.duration);
+  ck_assert_msg(fabs(a.mean - A_cf) <= allow,
+                "%s: attempts/request %.5f +- %.5f, closed form %.5f (allowed "
+                "%.5f)",
+                pc->name, a.mean, a.se, A_cf, allow);
+  if (by_p)
+    ck_assert_msg(fabs(a.mean - A_p) <= 3.0 * a.se + pc->tol * A_p + 1e-6,
+                  "%s: attempts/request %.5f +- %.5f, A(p = %.5f) %.5f",
+                  pc->name, a.mean, a.se, p.mean, A_p);
+  ck_assert_msg(fabs(p.mean - p_cf) <= 4.0 * p.se + 1e-9,
+                "%s: failure ratio %.5f +- %.5f, model %.5f", pc->name, p.mean,
+                p.se, p_cf);
+  if (pc->binding)
+    ck_assert_msg(fabs(A_fixed - a.mean) > 2.0 * allow,
+                  "%s: the unlimited count's %.5f is too close to %.5f",
+                  pc->name, A_fixed, a.mean);
+  /* every request ends once: retries refused are requests given up */
+  ck_assert(sum.refused <= sum.given_up);
+  ck_assert_double_eq(sum.attempts, sum.requests + sum.retries);
+}
+
+/* The fluid engine, both variants, settles at the closed form. */
+static void fluid_policy_case(const policy_case *pc) {
+  if (pc->fluid_tol < 0.0)
+    return;
+  double A_cf, p_cf;
+  policy_model(pc, &A_cf, &p_cf);
+  for (int qm = 0; qm <= 1; qm++) {
+    ms_sim_config c = policy_config(pc, 100.0);
+    c.queue_memory = qm;
+    ms_sim_summary sum = run(MS_ENGINE_FLUID, &c, NULL);
+    double A = sum.final_attempts / sum.final_offered;
+    if (verbose())
+      printf("fluid (queue memory %d) %-30s A %.7f closed form %.7f "
+             "(%+.5f %%)\n",
+             qm, pc->name, A, A_cf, 100 * (A / A_cf - 1));
+    ck_assert_msg(fabs(A - A_cf) <= pc->fluid_tol * A_cf + 1e-9,
+                  "fluid (queue memory %d) %s: attempts/request %.7f, closed "
+                  "form %.7f",
+                  qm, pc->name, A, A_cf);
+  }
+}
+
+/* The cases of each policy, appended at pc[n]; the new count
+ * (tolerances: doc/simulation.md).  gRPC: max_tokens 10 and 100,
+ * token_ratio 0.1. */
+static int grpc_cases(policy_case *pc, int n) {
+  pc[n++] = (policy_case){"grpc below switch (p 0.03)",
+                          with_grpc(policy_service(0.03), 10),
+                          20,
+                          false,
+                          0,
+                          false,
+                          1e-6};
+  pc[n++] = (policy_case){"grpc near switch (p 0.09)",
+                          with_grpc(policy_service(0.09), 10),
+                          20,
+                          false,
+                          0.015,
+                          true,
+                          -1};
+  pc[n++] = (policy_case){"grpc above switch (p 0.2)",
+                          with_grpc(policy_service(0.20), 10),
+                          20,
+                          false,
+                          1e-3,
+                          true,
+                          1e-3};
+  pc[n++] = (policy_case){"grpc overloaded (110/s)",
+                          with_grpc(policy_service(0.01), 10),
+                          110,
+                          false,
+                          0,
+                          true,
+                          1e-9};
+  pc[n++] = (policy_case){"grpc M=100 below switch (p 0.08)",
+                          with_grpc(policy_service(0.08), 100),
+                          20,
+                          false,
+                          0,
+                          false,
+                          1e-6};
+  return n;
+}
+
+/* AWS standard retry quota, the SDKs' defaults. */
+static int aws_cases(policy_case *pc, int n) {
+  pc[n++] = (policy_case){"aws not binding (p 0.1)",
+                          with_policy(policy_service(0.1), MS_POLICY_AWS),
+                          20,
+                          false,
+                          0,
+                          false,
+                          1e-6};
+  pc[n++] = (policy_case){"aws binding (p 0.4)",
+                          with_policy(policy_service(0.4), MS_POLICY_AWS),
+                          20,
+                          false,
+                          0,
+                          true,
+                          1e-6};
+  pc[n++] = (policy_case){"aws overloaded (110/s)",
+                          with_policy(policy_service(0.01), MS_POLICY_AWS),
+                          110,
+                          false,
+                          0,
+                          true,
+                          1e-3};
+  return n;
+}
+
+/* Finagle RetryBudget(), its defaults; and without its reserve. */
+static int finagle_cases(policy_case *pc, int n) {
+  pc[n++] = (policy_case){"finagle not binding (60/s)",
+                          with_policy(policy_service(0.01), MS_POLICY_FINAGLE),
+                          60,
+                          false,
+                          0,
+                          false,
+                          1e-6};
+  pc[n++] = (policy_case){"finagle binding (p 0.7)",
+                          with_policy(policy_service(0.7), MS_POLICY_FINAGLE),
+                          20,
+                          false,
+                          0.01,
+                          true,
+                          1e-6};
+  pc[n++] = (policy_case){"finagle knee (p 0.5)",
+                          with_policy(policy_service(0.5), MS_POLICY_FINAGLE),
+                          20,
+                          false,
+                          0.03,
+                          true,
+                          1e-6};
+  pc[n++] = (policy_case){"finagle overloaded (110/s)",
+                          with_policy(policy_service(0.01), MS_POLICY_FINAGLE),
+                          110,
+                          false,
+                          0.001,
+                          true,
+                          1e-6};
+  policy_case share = {"finagle share only (p 0.5)",
+                       with_policy(policy_service(0.5), MS_POLICY_FINAGLE),
+                       20,
+                       false,
+                       0.005,
+                       true,
+                       1e-6};
+  share.s.policy.finagle_min_per_second = 0.0;
+  pc[n++] = share;
+  return n;
+}
+
+/* Envoy retry_budget, its defaults. */
+static int envoy_cases(policy_case *pc, int n) {
+  pc[n++] = (policy_case){"envoy not binding (60/s)",
+                          with_policy(policy_service(0.01), MS_POLICY_ENVOY),
+                          60,
+                          false,
+                          0,
+                          false,
+                          1e-6};
+  pc[n++] = (policy_case){"envoy overloaded (110/s)",
+                          with_policy(policy_service(0.01), MS_POLICY_ENVOY),
+                          110,
+                          false,
+                          0.005,
+                          true,
+                          1e-6};
+  pc[n++] = (policy_case){"envoy collapsed (90/s)",
+                          with_policy(policy_service(0.01), MS_POLICY_ENVOY),
+                          90,
+                          true,
+                          0.005,
+                          true,
+                          1e-6};
+  pc[n++] = (policy_case){"envoy 1-s service binding (p 0.5)",
+                          with_policy(long_service(0.5), MS_POLICY_ENVOY),
+                          50,
+                          false,
+                          0.003,
+                          true,
+                          1e-6};
+  pc[n++] = (policy_case){"envoy 1-s service knee (p 0.3)",
+                          with_policy(long_service(0.3), MS_POLICY_ENVOY),
+                          50,
+                          false,
+                          0.03,
+                          true,
+                          1e-6};
+  pc[n++] = (policy_case){"envoy few in flight (p 0.5)",
+                          with_policy(policy_service(0.5), MS_POLICY_ENVOY),
+                          20,
+                          false,
+                          0.1,
+                          false,
+                          1e-6};
+  return n;
+}
+
+static int policy_cases(policy_case *pc) {
+  return envoy_cases(pc, finagle_cases(pc, aws_cases(pc, grpc_cases(pc, 0))));
+}
+
+#define MAX_POLICY_CASES 32
+
+START_TEST(test_des_named_policies) {
+  policy_case pc[MAX_POLICY_CASES];
+  int n = policy_cases(pc);
+  for (int i = 0; i < n; i++)
+    des_policy_case(&pc[i]);
+}
+END_TEST
+
+START_TEST(test_fluid_named_policies) {
+  policy_case pc[MAX_POLICY_CASES];
+  int n = policy_cases(pc);
+  for (int i = 0; i < n; i++)
+    fluid_policy_case(&pc[i]);
+}
+END_TEST
+
 START_TEST(test_errors) {
   ms_sim_config c = config(60.0, 100.0);
   ms_error err;
@@ -995,6 +1336,19 @@ START_TEST(test_errors) {
   c.queue_memory = true;
   ck_assert_int_eq(ms_sim_fluid(&c, NULL, NULL, &sum, &err), MS_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.msg, "queue memory"));
+  /* every named policy runs on one tier; on more, the check says why */
+  const ms_policy_kind kinds[] = {MS_POLICY_GRPC, MS_POLICY_ENVOY,
+                                  MS_POLICY_FINAGLE, MS_POLICY_AWS};
+  for (int k = 0; k < 4; k++) {
+    c = config(60.0, 100.0);
+    c.service = with_grpc(c.service, 10); /* gRPC's fields, no default */
+    ms_policy_defaults(&c.service.policy, kinds[k]);
+    ck_assert_msg(ms_sim_config_check(&c, &err) == MS_OK, "%s: %s",
+                  ms_policy_name(kinds[k]), err.msg);
+    c.service.policy.tiers = 2;
+    ck_assert_int_eq(ms_sim_config_check(&c, &err), MS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "tier"));
+  }
   c = config(60.0, 100.0);
   double tau;
   ck_assert_int_eq(
@@ -1049,6 +1403,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(fluid, test_fluid_caps);
   tcase_add_test(fluid, test_fluid_conservation);
   tcase_add_test(fluid, test_stall);
+  tcase_add_test(fluid, test_fluid_named_policies);
   suite_add_tcase(s, fluid);
 
   TCase *des = tcase_create("des");
@@ -1061,6 +1416,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(des, test_des_seeds);
   tcase_add_test(des, test_des_conservation);
   tcase_add_test(des, test_des_noise_escapes_healthy_basin);
+  tcase_add_test(des, test_des_named_policies);
   suite_add_tcase(s, des);
   return s;
 }
