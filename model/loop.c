@@ -289,8 +289,23 @@ static void failure_and_slope(const ms_failure_model *m, double x, double *p,
   *xdp = ok * q * dlnq;
 }
 
-/* 1 + p + ... + p^r and its derivative (Horner). */
+/* 1 + p + ... + p^r and its derivative: by Horner's rule up to 64 retries
+ * and within 0.1/(r + 1) of p = 1 (where the closed form's derivative
+ * cancels), else in closed form with n = r + 1, q = 1 - p:
+ *   A = (1 - p^n) / q = -expm1(n log1p(-q)) / q,
+ *   dA = ((1 - p^n) - n p^(n-1) q) / q^2
+ * (at n q >= 0.1 the subtraction loses at most 20x, under 2 digits), so
+ * the cost stays bounded at any retry count. */
 static void fixed_amplification(int r, double p, double *A, double *dA) {
+  double n = r + 1.0, q = 1.0 - p;
+  if (r > 64 && n * q >= 0.1) {
+    double L = n * log1p(-q);
+    double one_minus_pn = -expm1(L);
+    *A = one_minus_pn / q;
+    *dA = p > 0.0 ? (one_minus_pn - n * exp(L - log1p(-q)) * q) / (q * q)
+                  : 1.0;
+    return;
+  }
   double a = 1.0, da = 0.0;
   for (int i = 0; i < r; i++) {
     da = da * p + a;

@@ -22,6 +22,13 @@ static double geometric(double p, long n) {
   return s;
 }
 
+static ms_service_params erlang(long c, double mu, double T, int r) {
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, c, mu, T);
+  ms_retry_policy_fixed(&s.policy, r);
+  return s;
+}
+
 static ms_retry_policy uniform(int r, int k, bool nested) {
   ms_retry_policy p;
   ms_retry_policy_fixed(&p, r);
@@ -64,6 +71,36 @@ START_TEST(test_nested_telescopes) {
   p4 = uniform(3, 4, false);
   ms_amplification(&p4, 0.5, &A, NULL);
   ck_assert(fabs(A - pow(1.875, 4)) < 1e-12 && A > 12.3);
+}
+END_TEST
+
+/* Past 64 retries the fixed count is summed in closed form: against the
+ * direct sum in long double, and its slope against the lambda(x) it gives
+ * (test_elasticity_matches_lambda covers the slope for small counts). */
+START_TEST(test_many_retries) {
+  ms_retry_policy pol;
+  ms_retry_policy_fixed(&pol, MS_MAX_RETRIES);
+  double worst = 0;
+  for (int i = 0; i <= 4096; i++) {
+    double p = i / 4096.0, A;
+    ck_assert_int_eq(ms_amplification(&pol, p, &A, NULL), MS_OK);
+    long double sum = 0, t = 1;
+    for (int k = 0; k <= MS_MAX_RETRIES; k++, t *= p)
+      sum += t;
+    worst = fmax(worst, fabs(A - (double)sum) / (double)sum);
+  }
+  ck_assert_msg(worst < 2e-15, "worst relative error %.3g", worst);
+  ms_service_params s = erlang(30, 10, 1, MS_MAX_RETRIES);
+  for (double rho = 0.9; rho < 0.99999; rho += 0.00731) {
+    double x = rho * 300.0, h = 1e-6 * x, l1, l0;
+    ms_point pt;
+    ms_point_eval(&s, x, &pt);
+    ms_offered_load_at(&s, x + h, &l1, NULL);
+    ms_offered_load_at(&s, x - h, &l0, NULL);
+    double num = 1.0 - (log(l1) - log(l0)) / (log(x + h) - log(x - h));
+    ck_assert_msg(fabs(pt.elast - num) <= 1e-4 * (1 + fabs(num)),
+                  "x=%g E=%.12g numerical %.12g", x, pt.elast, num);
+  }
 }
 END_TEST
 
@@ -149,13 +186,6 @@ START_TEST(test_aws_balance) {
   }
 }
 END_TEST
-
-static ms_service_params erlang(long c, double mu, double T, int r) {
-  ms_service_params s;
-  ms_failure_model_erlang(&s.model, c, mu, T);
-  ms_retry_policy_fixed(&s.policy, r);
-  return s;
-}
 
 /* Where every attempt fails (x >= c mu), Finagle lets through percent of
  * the requests plus min_per_second, and Envoy budget_percent of the
@@ -346,6 +376,7 @@ Suite *policy_suite(void) {
   TCase *tc = tcase_create("closed forms");
   tcase_add_test(tc, test_nested_telescopes);
   tcase_add_test(tc, test_mixed_tiers);
+  tcase_add_test(tc, test_many_retries);
   tcase_add_test(tc, test_grpc_switch);
   tcase_add_test(tc, test_aws_balance);
   tcase_add_test(tc, test_budget_caps_at_saturation);
