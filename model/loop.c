@@ -302,8 +302,7 @@ static void fixed_amplification(int r, double p, double *A, double *dA) {
     double L = n * log1p(-q);
     double one_minus_pn = -expm1(L);
     *A = one_minus_pn / q;
-    *dA = p > 0.0 ? (one_minus_pn - n * exp(L - log1p(-q)) * q) / (q * q)
-                  : 1.0;
+    *dA = p > 0.0 ? (one_minus_pn - n * exp(L - log1p(-q)) * q) / (q * q) : 1.0;
     return;
   }
   double a = 1.0, da = 0.0;
@@ -315,32 +314,54 @@ static void fixed_amplification(int r, double p, double *A, double *dA) {
   *dA = da;
 }
 
+/* P(y > tau) for the stationary density proportional to exp(theta y) on
+ * [0, M] (0 <= tau <= M):
+ *   (e^(theta M) - e^(theta tau)) / (e^(theta M) - 1), (M - tau)/M at 0,
+ * written with expm1 so that neither sign of theta overflows. */
+static double reflected_tail(double theta, double M, double tau) {
+  double a = M - tau;
+  if (theta == 0.0)
+    return a / M;
+  if (theta > 0.0)
+    return expm1(-theta * a) / expm1(-theta * M);
+  return exp(theta * tau) * (expm1(theta * a) / expm1(theta * M));
+}
+
 /*
  * gRFC A6's throttle: the share f of retry decisions that find more than
  * max_tokens/2 tokens, and df/dp.  Each attempt moves the token count by
  * +t (success, 1 - p) or -1 (failure, p), reflected at 0 and M: a walk of
  * drift d = t - p (1 + t) and variance v = (1 + t)^2 p (1 - p) per attempt.
  * Its diffusion limit, reflected Brownian motion on [0, M], has the
- * stationary density proportional to exp(2 d y / v), so
- *   f = P(y > M/2) = 1 / (1 + exp(-z)),  z = d M / v
+ * stationary density proportional to exp(theta y), theta = 2 d / v.  A
+ * retry is decided after the failure that calls for it has taken its token
+ * (the count must then still exceed M/2), so f = P(y > M/2 + 1)
  * (doc/design.md §1.2): f -> 1 when successes refill faster than failures
  * drain (p < t/(1 + t)), f -> 0 above, and the switch sharpens with M.
  */
 static void grpc_share(double M, double t, double p, double *f, double *df) {
+  double tau = 0.5 * M + 1.0;
   double w = p * (1.0 - p);
+  if (tau >= M) { /* at most 2 tokens: no retry ever passes */
+    *f = 0.0;
+    *df = 0.0;
+    return;
+  }
   if (!(w > 0.0)) {
     *f = p < 0.5 ? 1.0 : 0.0;
     *df = 0.0;
     return;
   }
-  double u = t - p * (1.0 + t), k = M / ((1.0 + t) * (1.0 + t));
-  double z = k * u / w;
-  double e = exp(-fabs(z));
-  double lo = e / (1.0 + e); /* the smaller of f and 1 - f */
-  *f = z >= 0.0 ? 1.0 - lo : lo;
-  double ff = lo * (1.0 - lo); /* f (1 - f) */
-  double dz = k * (-(1.0 + t) * w - u * (1.0 - 2.0 * p)) / (w * w);
-  *df = ff > 0.0 && isfinite(dz) ? ff * dz : 0.0;
+  double u = t - p * (1.0 + t), k = 2.0 / ((1.0 + t) * (1.0 + t));
+  double theta = k * u / w;
+  double dtheta = k * (-(1.0 + t) * w - u * (1.0 - 2.0 * p)) / (w * w);
+  *f = reflected_tail(theta, M, tau);
+  /* df/dtheta by central differences: f is smooth in theta */
+  double h = 1e-5 * fmax(1.0, fabs(theta)) / M;
+  double dfdt =
+      (reflected_tail(theta + h, M, tau) - reflected_tail(theta - h, M, tau)) /
+      (2.0 * h);
+  *df = isfinite(dtheta) && isfinite(dfdt) ? dfdt * dtheta : 0.0;
 }
 
 void ms_tier_amplification(const ms_retry_policy *pol, int r, double p,

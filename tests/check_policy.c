@@ -142,8 +142,14 @@ START_TEST(test_grpc_switch) {
   ck_assert_msg(fabs(A - geometric(0.05, 4)) < 1e-12, "%.17g", A);
   ms_amplification(&g, 0.2, &A, NULL);
   ck_assert_msg(fabs(A - 1.0) < 1e-12, "%.17g", A);
+  /* at the balance the count is uniform on [0, M]: the share above
+   * M/2 + 1 (a decision follows its failure's decrement) is 1/2 - 1/M */
   ms_amplification(&g, pstar, &A, NULL);
-  ck_assert_msg(fabs(A - geometric(pstar / 2, 4)) < 1e-12, "%.17g", A);
+  ck_assert_msg(fabs(A - geometric(pstar * (0.5 - 1.0 / 1000), 4)) < 1e-12,
+                "%.17g", A);
+  g = grpc(4, 2, t); /* 2 tokens: after its decrement never above 1 */
+  ms_amplification(&g, 0.001, &A, NULL);
+  ck_assert(A == 1.0);
   /* the issue's example, 10 tokens: 1.000 where the share formula of the
    * token bucket says 1.087 */
   g = grpc(4, 10, t);
@@ -157,7 +163,7 @@ START_TEST(test_grpc_switch) {
   ck_assert(fabs(A - 1.0 / (1 - 0.1 * 0.8)) < 1e-12 && A > 1.086);
   /* monotone in the bucket size on each side of the switch */
   double prev_lo = 0, prev_hi = 1e9;
-  for (double M = 2; M <= 1000; M *= 2) {
+  for (double M = 4; M <= 1000; M *= 2) {
     double lo, hi;
     g = grpc(4, M, t);
     ms_amplification(&g, 0.07, &lo, NULL);

@@ -1144,7 +1144,7 @@ static int grpc_cases(policy_case *pc, int n) {
                           with_grpc(policy_service(0.09), 10),
                           20,
                           false,
-                          0.015,
+                          0.003,
                           true,
                           -1};
   pc[n++] = (policy_case){"grpc above switch (p 0.2)",
