@@ -925,8 +925,8 @@ static int take_option(void *args, int c, const char *arg) {
     a->has_sample = true;
     break;
   case OPT_SETTLE_TOLERANCE:
-    st = ms_cli_real("--settle-tolerance", arg, 0, 1,
-                     MS_RANGE_LO_OPEN | MS_RANGE_HI_OPEN, &a->settle);
+    st = ms_cli_share("--settle-tolerance", arg, 0, 1,
+                      MS_RANGE_LO_OPEN | MS_RANGE_HI_OPEN, &a->settle);
     a->has_settle = true;
     break;
   case OPT_FORMAT:

@@ -13,7 +13,8 @@
 #include "scenario.h"
 
 START_TEST(test_full_file) {
-  const char *text = "duration: 300s\n"
+  /* durations in minutes too: 5m is 300 s, 1m 60 s, 2m 120 s */
+  const char *text = "duration: 5m\n"
                      "offered_load: 60/s\n"
                      "sample_interval: 500ms\n"
                      "dt: 50ms\n"
@@ -35,8 +36,8 @@ START_TEST(test_full_file) {
                      "    load: 60\n"
                      "  - kind: ramp\n"
                      "    start: 100s\n"
-                     "    rise: 60s\n"
-                     "    fall: 120s\n"
+                     "    rise: 1m\n"
+                     "    fall: 2m\n"
                      "    load: 80/s\n"
                      "  - kind: drop\n"
                      "    start: 250s\n"
@@ -90,7 +91,10 @@ END_TEST
 static const struct {
   const char *text, *where, *words;
 } bad[] = {
-    {"duration: 5m\noffered_load: 60/s\n", ":1:11:", "unknown time unit"},
+    {"duration: 5min\noffered_load: 60/s\n",
+     ":1:11:", "unknown time unit 'min' (use us, ms, s, m or h)"},
+    {"duration: 200h\noffered_load: 60/s\n",
+     ":1:11:", "duration = 720000 s is outside"},
     {"offered_load: 60/s\n", ":1:1:", "'duration'"},
     {"duration: 10s\noffered_load: 60/s\nspeed: 3\n",
      ":3:1:", "unknown key 'speed'"},

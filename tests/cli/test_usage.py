@@ -46,7 +46,7 @@ ERRORS = [
     (("solve", *CAP, "--token-ratio", "0", "--load", "1"), 2,
      "--token-ratio: '0' is out of range: it must be in (0, 1]"),
     (("solve", *ERL[:4], "--timeout", "5min", "--retries", "3", "--load",
-      "1"), 2, "--timeout: '5min': unknown time unit 'min' (use s, ms or us)"),
+      "1"), 2, "--timeout: '5min': unknown time unit 'min' (use us, ms, s, m or h)"),
     (("solve", "--model", "queue", "--load", "1"), 2,
      "--model: 'queue' is not one of: capacity, erlang"),
     (("solve", "--retries", "3", "--load", "1"), 2, "no model: give --model"),
