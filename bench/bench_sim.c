@@ -76,7 +76,7 @@ int main(int argc, char **argv) {
   ms_sim_config_init(&c, &s);
   c.scenario.offered_load = 60.0;
   c.scenario.duration = scale * 3600.0;
-  c.backoff = (ms_backoff){MS_BACKOFF_DECORRELATED, 0.1, 10.0};
+  c.backoff = (ms_backoff){MS_BACKOFF_DECORRELATED, 0.1, 10.0, 0};
   bench("fluid memoryless, 1 h, decorrelated jitter", MS_ENGINE_FLUID, &c);
   c.queue_memory = true;
   bench("fluid queue memory, 1 h, decorrelated jitter", MS_ENGINE_FLUID, &c);

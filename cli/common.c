@@ -200,6 +200,16 @@ int ms_cli_check_duration(const char *opt, const char *text, double lo,
   return check_range(opt, text, x, lo, hi, bounds, out, msg, len);
 }
 
+int ms_cli_check_share(const char *opt, const char *text, double lo, double hi,
+                       int bounds, double *out, char *msg, size_t len) {
+  double x;
+  if (ms_parse_share(text, &x) != 0) {
+    snprintf(msg, len, "%s: '%s' is not a number or a percentage", opt, text);
+    return -1;
+  }
+  return check_range(opt, text, x, lo, hi, bounds, out, msg, len);
+}
+
 int ms_cli_check_param(const char *opt, const char *text, ms_param id,
                        double *out, char *msg, size_t len) {
   double x;
@@ -211,7 +221,8 @@ int ms_cli_check_param(const char *opt, const char *text, ms_param id,
     snprintf(msg, len, "%s: '%s' is not a whole number", opt, text);
     return -1;
   case MS_PARSE_NOT_NUMBER:
-    snprintf(msg, len, "%s: '%s' is not a number", opt, text);
+    snprintf(msg, len, "%s: '%s' is not a %s", opt, text,
+             ms_param_is_share(id) ? "number or a percentage" : "number");
     return -1;
   case MS_PARSE_NOT_UNIT:
     snprintf(msg, len, "%s: %s", opt, why);
@@ -262,6 +273,14 @@ int ms_cli_duration(const char *opt, const char *text, double lo, double hi,
                     int bounds, double *out) {
   char msg[400];
   if (ms_cli_check_duration(opt, text, lo, hi, bounds, out, msg, sizeof msg))
+    return ms_cli_usage("%s", msg);
+  return 0;
+}
+
+int ms_cli_share(const char *opt, const char *text, double lo, double hi,
+                 int bounds, double *out) {
+  char msg[400];
+  if (ms_cli_check_share(opt, text, lo, hi, bounds, out, msg, sizeof msg))
     return ms_cli_usage("%s", msg);
   return 0;
 }
@@ -445,8 +464,8 @@ static const model_option *model_option_of(int opt) {
 
 int ms_cli_help_model(const char *command_help) {
   fputs(command_help, stdout);
-  fputs("Model: numbers are seconds and per second, durations also as 100ms "
-        "or\n250us, rates also as 10/s:\n"
+  fputs("Model: numbers are seconds and per second, durations also as 100ms, "
+        "250us,\n2m or 1.5h, rates also as 10/s, shares also as 10%:\n"
         "  --model erlang|capacity  failure model (default: implied by the "
         "options)\n",
         stdout);

@@ -137,8 +137,10 @@ enum {
  *   ms_cli_check_real     a plain finite number (strtod, whole text)
  *   ms_cli_check_long     a whole number in [lo, hi]
  *   ms_cli_check_rate     a rate per second ("10", "10/s"), ms_parse_rate
- *   ms_cli_check_duration a duration ("0.1", "100ms", "250us"),
- *                         ms_parse_duration
+ *   ms_cli_check_duration a duration ("0.1", "100ms", "250us", "2m",
+ *                         "1.5h"), ms_parse_duration
+ *   ms_cli_check_share    a share of 1, also as a percentage ("0.02",
+ *                         "2%"), ms_parse_share
  * bounds is MS_RANGE_* flags; hi may be INFINITY.
  */
 int ms_cli_check_real(const char *opt, const char *text, double lo, double hi,
@@ -150,13 +152,16 @@ int ms_cli_check_rate(const char *opt, const char *text, double lo, double hi,
 int ms_cli_check_duration(const char *opt, const char *text, double lo,
                           double hi, int bounds, double *out, char *msg,
                           size_t len);
+int ms_cli_check_share(const char *opt, const char *text, double lo, double hi,
+                       int bounds, double *out, char *msg, size_t len);
 
 /*
  * ms_cli_check_param: the value of a model parameter (MS_PARAMS) given as
  * option opt: parsed by the parameter's unit (a duration for "s", a rate
- * for a unit per second, a whole number for whole parameters, else a
- * plain number), then checked by ms_param_check.  Returns 0 and sets *out,
- * or -1 with msg "--opt: 'text' is out of range: it must be in [1, 10]".
+ * for a unit per second, a whole number for whole parameters, a number or
+ * a percentage for a share, else a plain number: ms_parse_param), then checked
+ * by ms_param_check.  Returns 0 and sets *out, or -1 with msg "--opt: 'text' is
+ * out of range: it must be in [1, 10]".
  */
 int ms_cli_check_param(const char *opt, const char *text, ms_param id,
                        double *out, char *msg, size_t len);
@@ -174,6 +179,8 @@ int ms_cli_rate(const char *opt, const char *text, double lo, double hi,
                 int bounds, double *out);
 int ms_cli_duration(const char *opt, const char *text, double lo, double hi,
                     int bounds, double *out);
+int ms_cli_share(const char *opt, const char *text, double lo, double hi,
+                 int bounds, double *out);
 
 /* text must be one of choices (a NULL-terminated list); *out its index.
  * Returns 0 or MS_EXIT_USAGE naming the choices. */

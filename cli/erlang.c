@@ -23,20 +23,24 @@ static const char help[] =
     "and\n"
     "their natural logs; with a service rate and a timeout also P(W > T), "
     "the\n"
-    "probability that an arrival waits longer than T.\n"
+    "probability that an arrival waits longer than T.  At A >= N the loss\n"
+    "system still has its B; the queue has no steady state, and C and "
+    "P(W > T)\n"
+    "are 1 (every arrival waits, ever longer).\n"
     "\n"
     "  --servers N         servers c, %s\n"
     "  --offered A         offered traffic in erlangs (arrival rate / "
     "service\n"
-    "                      rate of one server), 0 < A < N\n"
+    "                      rate of one server), A > 0\n"
     "  --service-rate MU   service rate of one server, 1/s,\n"
     "                      %s\n"
     "  --service-time S    or its mean service time 1/MU (100ms works),\n"
     "                      %s\n"
     "  --timeout T         client timeout, s, %s\n"
     "  --format text|json  JSON keys: erlang_b, erlang_c, ln_erlang_b,\n"
-    "                      ln_erlang_c, and wait_tail, ln_wait_tail; every\n"
-    "                      number to full double precision\n";
+    "                      ln_erlang_c, steady_state (A < N), and wait_tail,\n"
+    "                      ln_wait_tail; every number to full double "
+    "precision\n";
 
 enum {
   OPT_SERVERS = 0x100,
@@ -79,7 +83,6 @@ static void print_probability(const char *name, double v, double ln_v) {
 typedef struct {
   long servers; /* 0 until given */
   double offered, mu, timeout;
-  const char *offered_text; /* --offered as written, for its range message */
   ms_format format;
   bool help; /* --help: print it and do nothing else */
 } erlang_args;
@@ -99,7 +102,6 @@ static int take_option(void *args, int c, const char *arg) {
   case OPT_OFFERED:
     r = ms_cli_real("--offered", arg, 0, INFINITY, MS_RANGE_LO_OPEN,
                     &a->offered);
-    a->offered_text = arg;
     break;
   case OPT_SERVICE_RATE:
     if (!isnan(a->mu))
@@ -138,8 +140,7 @@ static int parse_options(erlang_args *a, int argc, char **argv) {
 }
 
 /* The options that only make sense together: the servers and the traffic
- * always, the offered traffic below the servers (there is no steady state
- * at A >= N), and the service rate with the timeout.  Returns 0 or
+ * always, and the service rate with the timeout.  Returns 0 or
  * MS_EXIT_USAGE. */
 static int check_args(const erlang_args *a) {
   if (a->servers == 0)
@@ -147,11 +148,6 @@ static int check_args(const erlang_args *a) {
   if (isnan(a->offered))
     return ms_cli_usage("give the offered traffic with --offered A "
                         "(erlangs)");
-  if (!(a->offered < (double)a->servers))
-    return ms_cli_usage("--offered: '%s' is out of range: it must be in "
-                        "(0, %ld), below --servers (at A >= N the queue has "
-                        "no steady state)",
-                        a->offered_text, a->servers);
   if (isnan(a->mu) != isnan(a->timeout))
     return ms_cli_usage("P(W > T) needs both %s",
                         isnan(a->mu) ? "--service-rate (or --service-time)"
@@ -172,6 +168,7 @@ static void write_json(const erlang_args *a, const ms_erlang_values *v,
   ms_json_number(&j, "erlang_c", v->erlang_c);
   ms_json_number(&j, "ln_erlang_b", v->ln_erlang_b);
   ms_json_number(&j, "ln_erlang_c", v->ln_erlang_c);
+  ms_json_bool(&j, "steady_state", v->steady_state);
   if (tail) {
     ms_json_number(&j, "service_rate", a->mu);
     ms_json_number(&j, "timeout", a->timeout);
@@ -193,7 +190,12 @@ static void write_text(const erlang_args *a, const ms_erlang_values *v,
          ms_cli_fmt_double(b1, a->offered),
          100 * a->offered / (double)a->servers);
   print_probability("erlang_b", v->erlang_b, v->ln_erlang_b);
-  print_probability("erlang_c", v->erlang_c, v->ln_erlang_c);
+  if (v->steady_state)
+    print_probability("erlang_c", v->erlang_c, v->ln_erlang_c);
+  else
+    printf("%-13s 1 (offered >= servers: the queue has no steady state, "
+           "every arrival waits)\n%-13s 0\n",
+           "erlang_c", "ln_erlang_c");
   if (tail) {
     printf("%-13s service rate %s/s per server, arrival rate %s/s, "
            "timeout %s s\n",

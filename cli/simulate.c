@@ -25,7 +25,8 @@
 static const char help[] =
     "Usage: metastable simulate [MODEL OPTIONS] [--engine fluid|des]\n"
     "                           [--scenario FILE] [--load L] [--duration D]\n"
-    "                           [TRIGGERS] [--backoff KIND[,BASE[,CAP]]]\n"
+    "                           [TRIGGERS] "
+    "[--backoff KIND[,BASE[,CAP[,MULT]]]]\n"
     "                           [--format text|csv|json] [--plot FILE]\n"
     "\n"
     "Run a scenario through a simulation of the retry loop and report the\n"
@@ -58,11 +59,13 @@ static const char help[] =
     "  --stall S,H,N       the pool has N servers (0: a full stall) from S\n"
     "                      for H seconds; capacity model: N is a capacity,\n"
     "                      requests/s\n"
-    "  --backoff K[,B[,C]] none (default), constant,B, exponential,B,C,\n"
-    "                      full-jitter,B,C, equal-jitter,B,C or\n"
-    "                      decorrelated-jitter,B,C: base B and cap C, s\n"
-    "                      (AWS Architecture Blog, Exponential Backoff And\n"
-    "                      Jitter, 2015)\n"
+    "  --backoff K[,B[,C[,M]]] none (default), constant,B, "
+    "exponential,B,C[,M],\n"
+    "                      full-jitter,B,C[,M], equal-jitter,B,C[,M] or\n"
+    "                      decorrelated-jitter,B,C: base B and cap C, s;\n"
+    "                      retry k waits up to min(C, B M^(k-1)), M in\n"
+    "                      [1, 1000] (default 2) (AWS Architecture Blog,\n"
+    "                      Exponential Backoff And Jitter, 2015)\n"
     "  --budget-window D   retry budget window, s (default 10)\n"
     "  --token-capacity N  token bucket size, tokens (default 100)\n"
     "\n"
@@ -269,9 +272,9 @@ static int parse_backoff(const char *text, ms_backoff *b) {
   if (strlen(text) >= sizeof buf)
     return ms_cli_usage("--backoff: '%.40s...' is too long", text);
   strcpy(buf, text);
-  char *f[4] = {buf, NULL, NULL, NULL};
+  char *f[5] = {buf, NULL, NULL, NULL, NULL};
   int n = 1;
-  for (char *p = buf; *p && n < 4; p++)
+  for (char *p = buf; *p && n < 5; p++)
     if (*p == ',') {
       *p = '\0';
       f[n++] = p + 1;
@@ -283,17 +286,25 @@ static int parse_backoff(const char *text, ms_backoff *b) {
   int want = b->kind == MS_BACKOFF_NONE       ? 1
              : b->kind == MS_BACKOFF_CONSTANT ? 2
                                               : 3;
-  if (n != want)
-    return ms_cli_usage("--backoff: %s takes %s, not '%s'", f[0],
-                        want == 1   ? "no base or cap"
-                        : want == 2 ? "a base (constant,BASE)"
-                                    : "a base and a cap (KIND,BASE,CAP)",
-                        text);
+  /* exponential and the two jitters may add a multiplier */
+  bool mult = ms_backoff_multiplies(b->kind) && n == 4;
+  if (n != want && !mult)
+    return ms_cli_usage(
+        "--backoff: %s takes %s, not '%s'", f[0],
+        want == 1   ? "no base or cap"
+        : want == 2 ? "a base (constant,BASE)"
+        : ms_backoff_multiplies(b->kind)
+            ? "a base, a cap and optionally a multiplier (KIND,BASE,CAP[,MULT])"
+            : "a base and a cap (KIND,BASE,CAP)",
+        text);
   if (want >= 2 && ms_cli_duration("--backoff BASE", f[1], 0, MS_BACKOFF_MAX,
                                    MS_RANGE_CLOSED, &b->base) != 0)
     return MS_EXIT_USAGE;
   if (want == 3 && ms_cli_duration("--backoff CAP", f[2], 0, MS_BACKOFF_MAX,
                                    MS_RANGE_CLOSED, &b->cap) != 0)
+    return MS_EXIT_USAGE;
+  if (mult && ms_cli_real("--backoff MULT", f[3], 1, MS_BACKOFF_MAX_MULTIPLIER,
+                          MS_RANGE_CLOSED, &b->multiplier) != 0)
     return MS_EXIT_USAGE;
   if (ms_backoff_check(b, &err) != MS_OK)
     return ms_cli_usage("--backoff: %s", err.msg);
@@ -424,6 +435,10 @@ static const char *backoff_text(char *buf, size_t len, const ms_backoff *b) {
     snprintf(buf, len, "none");
   else if (b->kind == MS_BACKOFF_CONSTANT)
     snprintf(buf, len, "constant %.6g s", b->base);
+  else if (ms_backoff_multiplies(b->kind) && b->multiplier != 0.0 &&
+           b->multiplier != MS_BACKOFF_DEFAULT_MULTIPLIER)
+    snprintf(buf, len, "%s, base %.6g s, cap %.6g s, multiplier %.6g",
+             ms_backoff_name(b->kind), b->base, b->cap, b->multiplier);
   else
     snprintf(buf, len, "%s, base %.6g s, cap %.6g s", ms_backoff_name(b->kind),
              b->base, b->cap);
@@ -925,8 +940,8 @@ static int take_option(void *args, int c, const char *arg) {
     a->has_sample = true;
     break;
   case OPT_SETTLE_TOLERANCE:
-    st = ms_cli_real("--settle-tolerance", arg, 0, 1,
-                     MS_RANGE_LO_OPEN | MS_RANGE_HI_OPEN, &a->settle);
+    st = ms_cli_share("--settle-tolerance", arg, 0, 1,
+                      MS_RANGE_LO_OPEN | MS_RANGE_HI_OPEN, &a->settle);
     a->has_settle = true;
     break;
   case OPT_FORMAT:
@@ -1079,7 +1094,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
                 .sample = 1,
                 .settle = 0.02,
                 .seed = 1,
-                .backoff = {MS_BACKOFF_NONE, 0, 0},
+                .backoff = {MS_BACKOFF_NONE, 0, 0, 0},
                 .format = MS_FORMAT_TEXT};
   int st = parse_options(&a, m, argc, argv);
   if (st != 0)

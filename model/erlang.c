@@ -19,6 +19,7 @@
  */
 #include <float.h>
 #include <math.h>
+#include <stdbool.h>
 
 #include "internal.h"
 #include "temme_coeffs.h"
@@ -180,29 +181,68 @@ void ms_erlang_terms_unchecked(long c, double a, ms_erlang_terms *t) {
     t->ln_c = 0.0;
 }
 
-static int check_erlang_args(long c, double a, ms_error *err) {
+/*
+ * ln B(c, a) for a >= c, the overloaded loss system.  Dividing the sum of
+ * B's definition by its last term,
+ *   1/B = sum_{j=0}^{c} t_j,  t_0 = 1,  t_j = t_(j-1) (c - j + 1) / a,
+ * a sum of positive terms that shrink by at least c/a <= 1 each: no
+ * cancellation, and ln B = -log1p(sum_{j>=1} t_j) keeps the digits of B
+ * near 1 (a >> c).  The terms fall below 1e-19 of the sum after about
+ * 9 sqrt(c) of them at a = c (26,000 at c = 1e7), after at most 100 once
+ * c/a <= 0.65; they are carried in long double, whose rounding (1e-19 a
+ * step) keeps the error of the longest sum under 1e-14.  B >= 1/(c + 1)
+ * here, so it never underflows.
+ */
+static double overload_ln_b(long c, double a) {
+  long double al = (long double)a, term = 1.0L, tail = 0.0L;
+  for (long j = 0; j < c; j++) {
+    term *= (long double)(c - j) / al;
+    tail += term;
+    if (term <= 1e-19L * tail)
+      break;
+  }
+  return -(double)log1pl(tail);
+}
+
+/* c in [1, MS_MAX_SERVERS], a finite and > 0; below_c: a < c too. */
+static int check_erlang_args(long c, double a, bool below_c, ms_error *err) {
   if (c < 1 || c > MS_MAX_SERVERS)
     return ms_fail(err, MS_EINVAL, "servers = %ld is outside [1, %ld]", c,
                    MS_MAX_SERVERS);
-  if (!isfinite(a) || !(a > 0.0) || !(a < (double)c))
+  if (!isfinite(a) || !(a > 0.0))
     return ms_fail(err, MS_EINVAL,
-                   "offered traffic a = %g erlangs is outside (0, c = %ld)", a,
-                   c);
+                   "offered traffic a = %g erlangs must be finite and > 0", a);
+  if (below_c && !(a < (double)c))
+    return ms_fail(err, MS_EINVAL,
+                   "offered traffic a = %g erlangs is outside (0, c = %ld): "
+                   "at a >= c the queue has no steady state",
+                   a, c);
   return MS_OK;
 }
 
+/* Both values for valid arguments: C = 1 for a >= c (metastable.h). */
+static void erlang_terms(long c, double a, ms_erlang_terms *t) {
+  if (a < (double)c) {
+    ms_erlang_terms_unchecked(c, a, t);
+    return;
+  }
+  t->ln_b = overload_ln_b(c, a);
+  t->b = exp(t->ln_b);
+  t->ln_c = 0.0;
+}
+
 int ms_erlang_ln_b(long c, double a, double *ln_b, ms_error *err) {
-  int st = check_erlang_args(c, a, err);
+  int st = check_erlang_args(c, a, false, err);
   if (st != MS_OK)
     return st;
   ms_erlang_terms t;
-  ms_erlang_terms_unchecked(c, a, &t);
+  erlang_terms(c, a, &t);
   *ln_b = t.ln_b;
   return MS_OK;
 }
 
 int ms_erlang_ln_c(long c, double a, double *ln_c, ms_error *err) {
-  int st = check_erlang_args(c, a, err);
+  int st = check_erlang_args(c, a, true, err);
   if (st != MS_OK)
     return st;
   ms_erlang_terms t;
@@ -212,15 +252,16 @@ int ms_erlang_ln_c(long c, double a, double *ln_c, ms_error *err) {
 }
 
 int ms_erlang(long c, double a, ms_erlang_values *out, ms_error *err) {
-  int st = check_erlang_args(c, a, err);
+  int st = check_erlang_args(c, a, false, err);
   if (st != MS_OK)
     return st;
   ms_erlang_terms t;
-  ms_erlang_terms_unchecked(c, a, &t);
+  erlang_terms(c, a, &t);
   out->ln_erlang_b = t.ln_b;
   out->ln_erlang_c = t.ln_c;
   out->erlang_b = t.b;
   out->erlang_c = exp(t.ln_c);
+  out->steady_state = a < (double)c;
   return MS_OK;
 }
 

@@ -69,22 +69,31 @@ const char *ms_status_name(int status);
  *
  *   c   servers, integer, 1 <= c <= MS_MAX_SERVERS
  *   a   offered traffic in erlangs (arrival rate / per-server service rate),
- *       finite, 0 < a < c
+ *       finite, a > 0 (a >= c too: a loss system has a steady state at any
+ *       load; B(10, 20) = 0.537963...)
  *   ln_b  out: ln B(c, a), <= 0, finite even where B underflows a double
  *
- * Method: B = Poisson pmf(c; a) / Poisson cdf(c; a).  The pmf in log space
- * by Loader's saddle-point form (C. Loader, "Fast and accurate computation of
- * binomial probabilities", 2000: stirlerr and bd0); the cdf through the
- * regularized incomplete gamma function Q(c+1, a) (DLMF 8.4.10), by its power
- * series when it converges fast and otherwise by Temme's uniform asymptotic
- * expansion (N. M. Temme, SIAM J. Math. Anal. 10, 1979; DLMF 8.12).  Cost is
- * bounded independently of c (at most a few hundred flops).
- * Accuracy: relative error of B (absolute error of ln B) of at most
- * 1.7e-13 for c <= 1000 and 5.1e-13 up to 1e7, measured against 60-digit
- * references where B is a normal double and, where it underflows, as the
- * relative error of ln B (tests/check_erlang.c, doc/design.md §5; the tests
- * allow 1e-12 and 1e-10).
- * Errors: MS_EINVAL when c or a is outside the domain.
+ * Method for a >= c: 1/B = sum_{j=0}^{c} prod_{i<j} (c - i)/a, positive
+ * terms shrinking by c/a each, summed in long double until they fall
+ * below 1e-19 of the sum (at most about 9 sqrt(c) terms, 26,000 at
+ * c = 1e7 and a = c; under 100 once c/a <= 0.65); B >= 1/(c + 1) there.
+ * Accuracy for a >= c: relative error of B at most 2.7e-16 for c <= 1000
+ * and 6.7e-16 up to 1e7 (the rounding of the result), measured against
+ * 50-digit references at 423 points, c from 1 to 1e7 and a/c from 1 to
+ * 1e6 (tests/data/erlang_overload.csv, tools/gen_erlang_dense.py
+ * --overload; the tests allow 1e-12 and 1e-10).
+ * Method for a < c: B = Poisson pmf(c; a) / Poisson cdf(c; a).  The pmf in log
+ * space by Loader's saddle-point form (C. Loader, "Fast and accurate
+ * computation of binomial probabilities", 2000: stirlerr and bd0); the cdf
+ * through the regularized incomplete gamma function Q(c+1, a) (DLMF 8.4.10), by
+ * its power series when it converges fast and otherwise by Temme's uniform
+ * asymptotic expansion (N. M. Temme, SIAM J. Math. Anal. 10, 1979; DLMF 8.12).
+ * Cost is bounded independently of c (at most a few hundred flops). Accuracy:
+ * relative error of B (absolute error of ln B) of at most 1.7e-13 for c <= 1000
+ * and 5.1e-13 up to 1e7, measured against 60-digit references where B is a
+ * normal double and, where it underflows, as the relative error of ln B
+ * (tests/check_erlang.c, doc/design.md §5; the tests allow 1e-12 and 1e-10),
+ * for a < c. Errors: MS_EINVAL when c or a is outside the domain.
  */
 int ms_erlang_ln_b(long c, double a, double *ln_b, ms_error *err);
 
@@ -92,8 +101,10 @@ int ms_erlang_ln_b(long c, double a, double *ln_b, ms_error *err);
  * ms_erlang_ln_c: natural log of the Erlang C probability of waiting
  * C(c, a) = c B / (c - a (1 - B)) in an M/M/c queue (Kleinrock, Queueing
  * Systems vol. 1, 1975, eq. 3.40; Gross & Harris, Fundamentals of Queueing
- * Theory, sec. 2.3).  Same arguments, domain, method and accuracy as
- * ms_erlang_ln_b; ln_c <= 0.
+ * Theory, sec. 2.3).  Same arguments, method and accuracy as
+ * ms_erlang_ln_b for 0 < a < c; ln_c <= 0.  At a >= c the M/M/c queue has
+ * no steady state and C is undefined: MS_EINVAL (ms_erlang gives C = 1
+ * there, by convention).
  */
 int ms_erlang_ln_c(long c, double a, double *ln_c, ms_error *err);
 
@@ -101,9 +112,14 @@ int ms_erlang_ln_c(long c, double a, double *ln_c, ms_error *err);
 typedef struct {
   double erlang_b, erlang_c;       /* probabilities in [0, 1] */
   double ln_erlang_b, ln_erlang_c; /* natural logs, finite, <= 0 */
+  bool steady_state;               /* a < c: C is the M/M/c queue's */
 } ms_erlang_values;
 
-/* Both Erlang values for (c, a); domain and errors as ms_erlang_ln_b. */
+/* Both Erlang values for (c, a); domain and errors as ms_erlang_ln_b.
+ * For a >= c, where the M/M/c queue has no steady state (its queue grows
+ * without bound, so every arrival waits), C is 1 by convention (its limit
+ * as a rises to c, and the wait tail's value, ms_ln_wait_tail), ln C = 0
+ * and steady_state is false. */
 int ms_erlang(long c, double a, ms_erlang_values *out, ms_error *err);
 
 /*

@@ -30,6 +30,7 @@ static const struct {
                             "/s"},
     [MS_SIM_POOL] = {0.0, (double)MS_MAX_SERVERS, false, true, ""},
     [MS_SIM_TOKENS] = {1.0, MS_SIM_MAX_TOKENS, false, false, ""},
+    [MS_SIM_MULTIPLIER] = {1.0, MS_BACKOFF_MAX_MULTIPLIER, false, false, ""},
 };
 
 int ms_sim_value_check(ms_sim_value kind, const char *name, double v,
@@ -86,6 +87,11 @@ static bool backoff_uses_cap(ms_backoff_kind k) {
   return k != MS_BACKOFF_NONE && k != MS_BACKOFF_CONSTANT;
 }
 
+bool ms_backoff_multiplies(ms_backoff_kind kind) {
+  return kind == MS_BACKOFF_EXPONENTIAL || kind == MS_BACKOFF_FULL_JITTER ||
+         kind == MS_BACKOFF_EQUAL_JITTER;
+}
+
 int ms_backoff_check(const ms_backoff *b, ms_error *err) {
   if (b == NULL)
     return ms_fail(err, MS_EINVAL, "backoff is NULL");
@@ -107,12 +113,21 @@ int ms_backoff_check(const ms_backoff *b, ms_error *err) {
     return ms_fail(err, MS_EINVAL,
                    "backoff cap = %g s is outside [base = %g, %g]", b->cap,
                    b->base, MS_BACKOFF_MAX);
+  if (b->multiplier != 0.0)
+    return ms_sim_value_check(MS_SIM_MULTIPLIER, "backoff multiplier",
+                              b->multiplier, err);
   return MS_OK;
 }
 
-/* v_k = min(cap, base 2^(k-1)) */
-static double exp_ceiling(const ms_backoff *b, int k) {
-  return fmin(b->cap, ldexp(b->base, k - 1));
+double ms_backoff_ceiling(const ms_backoff *b, int k) {
+  double m =
+      b->multiplier == 0.0 ? MS_BACKOFF_DEFAULT_MULTIPLIER : b->multiplier;
+  if (!(b->base > 0.0))
+    return 0.0;
+  /* doubling exactly, as before multipliers; pow overflows to inf, which
+   * the cap takes */
+  double grown = m == 2.0 ? ldexp(b->base, k - 1) : b->base * pow(m, k - 1);
+  return fmin(b->cap, grown);
 }
 
 static int dist_alloc(ms_delay_dist *d, int n) {
@@ -262,7 +277,7 @@ int ms_delay_dists_build(const ms_backoff *b, int r, ms_delay_dist *dist,
       ms_delay_dists_free(dist, r);
       return ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
     }
-    double v = backoff_uses_cap(b->kind) ? exp_ceiling(b, k) : 0.0;
+    double v = backoff_uses_cap(b->kind) ? ms_backoff_ceiling(b, k) : 0.0;
     switch (b->kind) {
     case MS_BACKOFF_NONE:
       dist_add(d, 0.0, 0.0, 1.0);
@@ -298,7 +313,7 @@ int ms_backoff_mean_delay(const ms_backoff *b, int k, double *mean,
                    MS_MAX_RETRIES);
   if (mean == NULL)
     return ms_fail(err, MS_EINVAL, "NULL result for ms_backoff_mean_delay");
-  double v = backoff_uses_cap(b->kind) ? exp_ceiling(b, k) : 0.0;
+  double v = backoff_uses_cap(b->kind) ? ms_backoff_ceiling(b, k) : 0.0;
   switch (b->kind) {
   case MS_BACKOFF_NONE:
     *mean = 0.0;

@@ -49,7 +49,8 @@ extern "C" {
 
 /*
  * How long a client waits, after it learns that attempt k failed
- * (k = 1 .. r), before it sends retry k.  With v_k = min(cap, base 2^(k-1)):
+ * (k = 1 .. r), before it sends retry k.  With v_k = min(cap, base m^(k-1)),
+ * m the multiplier (2 unless set: 1.5 and 3 are common too):
  *   none           0
  *   constant       base
  *   exponential    v_k                         (capped exponential)
@@ -58,9 +59,11 @@ extern "C" {
  *   decorrelated   s_0 = base, s_k = min(cap, uniform on [base, 3 s_(k-1)])
  * Source: Marc Brooker, "Exponential Backoff And Jitter", AWS Architecture
  * Blog, 4 March 2015 (the four jittered and unjittered formulas, with the
- * retry counter starting at 0 for the first retry); Google SRE book ch. 22
- * ("Addressing Cascading Failures", Retries: always use randomized
- * exponential backoff).
+ * retry counter starting at 0 for the first retry; m = 2 there); the
+ * multiplier is gRPC's backoff_multiplier (gRFC A6, retry policy: the
+ * n-th retry's ceiling min(initial_backoff multiplier^(n-1),
+ * max_backoff)); Google SRE book ch. 22 ("Addressing Cascading Failures",
+ * Retries: always use randomized exponential backoff).
  */
 typedef enum {
   MS_BACKOFF_NONE = 0,
@@ -75,12 +78,21 @@ typedef enum {
 
 typedef struct {
   ms_backoff_kind kind;
-  double base; /* s, finite, >= 0; > 0 for decorrelated jitter */
-  double cap;  /* s, finite, >= base (ignored by none and constant) */
+  double base;       /* s, finite, >= 0; > 0 for decorrelated jitter */
+  double cap;        /* s, finite, >= base (ignored by none and constant) */
+  double multiplier; /* m of exponential, full and equal jitter: finite, in
+                        [1, MS_BACKOFF_MAX_MULTIPLIER], or 0 for the
+                        default 2 (so that initialisers without it keep
+                        the doubling); ignored by the other kinds */
 } ms_backoff;
 
 /* Largest backoff base or cap accepted, s (one day). */
 #define MS_BACKOFF_MAX 86400.0
+/* Largest backoff multiplier accepted (a wait that grows a thousandfold a
+ * retry reaches any cap at the second one). */
+#define MS_BACKOFF_MAX_MULTIPLIER 1000.0
+/* The multiplier of a backoff that does not set one. */
+#define MS_BACKOFF_DEFAULT_MULTIPLIER 2.0
 
 /* "none", "constant", "exponential", "full-jitter", "equal-jitter",
  * "decorrelated-jitter"; "unknown" otherwise. */
@@ -91,8 +103,21 @@ const char *ms_backoff_name(ms_backoff_kind kind);
 int ms_backoff_from_name(const char *name, ms_backoff_kind *kind,
                          ms_error *err);
 
+/* Whether the kind grows by the multiplier: exponential, full and equal
+ * jitter. */
+bool ms_backoff_multiplies(ms_backoff_kind kind);
+
 /* Validate a backoff: MS_OK or MS_EINVAL naming the field and its range. */
 int ms_backoff_check(const ms_backoff *b, ms_error *err);
+
+/*
+ * ms_backoff_ceiling: v_k = min(cap, base m^(k-1)), s, the wait before
+ * retry k of exponential backoff and the top of full and equal jitter's
+ * ranges (m the multiplier, 2 when it is 0).  b a valid backoff of one of
+ * those kinds, k >= 1 (any size: m^(k-1) may overflow, v_k is then the
+ * cap; base 0 gives 0).  Finite, in [0, cap].  Source: as above.
+ */
+double ms_backoff_ceiling(const ms_backoff *b, int k);
 
 /*
  * ms_backoff_mean_delay: the mean wait before retry k, s.
@@ -181,6 +206,7 @@ typedef enum {
                          [-MS_SIM_MAX_RATE, MS_SIM_MAX_RATE] */
   MS_SIM_POOL,        /* a stalled pool's servers: whole, [0, MS_MAX_SERVERS] */
   MS_SIM_TOKENS,      /* a token bucket: tokens, [1, MS_SIM_MAX_TOKENS] */
+  MS_SIM_MULTIPLIER,  /* a backoff multiplier: [1, MS_BACKOFF_MAX_MULTIPLIER] */
   MS_SIM_VALUE_KINDS
 } ms_sim_value;
 

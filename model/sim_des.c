@@ -259,12 +259,12 @@ static double backoff_delay(des_t *d, uint32_t id, int k) {
   case MS_BACKOFF_CONSTANT:
     return b->base;
   case MS_BACKOFF_EXPONENTIAL:
-    return fmin(b->cap, ldexp(b->base, k - 1));
+    return ms_backoff_ceiling(b, k);
   case MS_BACKOFF_FULL_JITTER:
-    v = fmin(b->cap, ldexp(b->base, k - 1));
+    v = ms_backoff_ceiling(b, k);
     return rng_uniform(&d->rng) * v;
   case MS_BACKOFF_EQUAL_JITTER:
-    v = fmin(b->cap, ldexp(b->base, k - 1));
+    v = ms_backoff_ceiling(b, k);
     return 0.5 * v + rng_uniform(&d->rng) * 0.5 * v;
   case MS_BACKOFF_DECORRELATED:
     v = b->base + rng_uniform(&d->rng) * (3.0 * d->sleep[id] - b->base);

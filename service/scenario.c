@@ -22,7 +22,8 @@
 
 /*
  * A value of the simulation from v: read as its kind is written (a
- * duration, a rate, or a whole number for servers and tokens), its range
+ * duration, a rate, a whole number for servers and tokens, a plain number
+ * for a backoff multiplier), its range
  * decided by the model (ms_sim_value_check), whose message is reported at
  * v with the key.
  */
@@ -38,6 +39,9 @@ static int get_value(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
   case MS_SIM_TOKENS:
     r = ms_yaml_get_whole(ld, v, key, out);
     break;
+  case MS_SIM_MULTIPLIER:
+    r = ms_yaml_get_number(ld, v, key, out);
+    break;
   default:
     r = ms_yaml_get_unit(ld, v, key, 1, out);
   }
@@ -49,8 +53,9 @@ static int get_value(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
 
 /* ---- backoff ---------------------------------------------------------- */
 
-enum { B_KIND, B_BASE, B_CAP, B_COUNT };
-static const char *const backoff_keys[B_COUNT] = {"kind", "base", "cap"};
+enum { B_KIND, B_BASE, B_CAP, B_MULTIPLIER, B_COUNT };
+static const char *const backoff_keys[B_COUNT] = {"kind", "base", "cap",
+                                                  "multiplier"};
 static const ms_yaml_keys backoff_table = {"backoff", "key", backoff_keys,
                                            B_COUNT};
 
@@ -69,7 +74,7 @@ static int load_backoff(ms_yaml_loader *ld, const yaml_node_t *map,
   if (kind == NULL || ms_backoff_from_name(kind, &b->kind, &err) != MS_OK)
     return ms_yaml_fail(ld, val[B_KIND], "%s (key 'backoff.kind')",
                         kind ? err.msg : "backoff kind must be a name");
-  b->base = b->cap = 0.0;
+  b->base = b->cap = b->multiplier = 0.0;
   if (val[B_BASE] &&
       get_value(ld, val[B_BASE], "base", MS_SIM_DELAY, &b->base) != 0)
     return -1;
@@ -88,6 +93,15 @@ static int load_backoff(ms_yaml_loader *ld, const yaml_node_t *map,
                         "backoff %s takes no cap (key "
                         "'backoff.cap')",
                         kind);
+  if (val[B_MULTIPLIER] != NULL && !ms_backoff_multiplies(b->kind))
+    return ms_yaml_fail(ld, key[B_MULTIPLIER],
+                        "backoff %s takes no multiplier (exponential, "
+                        "full-jitter and equal-jitter do) (key "
+                        "'backoff.multiplier')",
+                        kind);
+  if (val[B_MULTIPLIER] && get_value(ld, val[B_MULTIPLIER], "multiplier",
+                                     MS_SIM_MULTIPLIER, &b->multiplier) != 0)
+    return -1;
   if (ms_backoff_check(b, &err) != MS_OK)
     return ms_yaml_fail(ld, map, "%s (key 'backoff')", err.msg);
   return 0;

@@ -583,18 +583,20 @@ static int read_policy(service_reader *r) {
   return 0; /* the policy as a whole: check_service */
 }
 
-/* A number setting of the service layer: a duration (unit 1), a whole
- * number (whole 1) or a plain number, in (lo, hi] (or [lo, hi] for whole
- * numbers); 0 untouched when the key is absent. */
+/* A number setting of the service layer: a duration (unit 1), a share
+ * (unit 2: a number or a percentage), a whole number (whole 1) or a plain
+ * number, in (lo, hi] (or [lo, hi] for whole numbers); 0 untouched when
+ * the key is absent. */
 static int read_setting(service_reader *r, int k, int unit, int whole,
                         double lo, double hi, double *out) {
   const yaml_node_t *v = r->val[k];
   if (v == NULL)
     return 0;
   const char *key = key_names[k];
-  int rc = unit    ? ms_yaml_get_unit(r->ld, v, key, 1, out)
-           : whole ? ms_yaml_get_whole(r->ld, v, key, out)
-                   : ms_yaml_get_number(r->ld, v, key, out);
+  int rc = unit == 2 ? ms_yaml_get_share(r->ld, v, key, out)
+           : unit    ? ms_yaml_get_unit(r->ld, v, key, 1, out)
+           : whole   ? ms_yaml_get_whole(r->ld, v, key, out)
+                     : ms_yaml_get_number(r->ld, v, key, out);
   if (rc != 0)
     return -1;
   return ms_yaml_check_range(r->ld, v, key, *out, lo, hi,
@@ -657,7 +659,7 @@ static int read_calibration_settings(service_reader *r) {
   if (read_calibrate(r) != 0 ||
       read_setting(r, K_CALIBRATION_TIME, 1, 0, 0.0, MS_MAX_CALIBRATION_TIME,
                    &sp->calibration_time) != 0 ||
-      read_setting(r, K_CALIBRATION_THRESHOLD, 0, 0, 0.0,
+      read_setting(r, K_CALIBRATION_THRESHOLD, 2, 0, 0.0,
                    MS_MAX_CALIBRATION_THRESHOLD,
                    &sp->calibration_threshold) != 0 ||
       read_setting(r, K_MISFIT_THRESHOLD, 0, 0, 0.0, MS_MAX_MISFIT_THRESHOLD,
@@ -680,8 +682,8 @@ static int read_settings(service_reader *r) {
   ms_service_spec *sp = r->sp;
   const yaml_node_t *hw = r->val[K_HEADROOM_WARNING];
   if (hw) {
-    if (ms_yaml_get_number(r->ld, hw, "headroom_warning",
-                           &sp->headroom_warning) != 0 ||
+    if (ms_yaml_get_share(r->ld, hw, "headroom_warning",
+                          &sp->headroom_warning) != 0 ||
         ms_yaml_check_range(r->ld, hw, "headroom_warning", sp->headroom_warning,
                             0.0, MS_MAX_HEADROOM_WARNING,
                             MS_BOUND_LO_OPEN | MS_BOUND_HI_OPEN) != 0)

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,28 +46,63 @@ int ms_parse_whole(const char *text, double *out) {
 
 int ms_parse_duration(const char *text, double *seconds, char *errbuf,
                       size_t errlen) {
+  /* "m" is minutes and "ms" milliseconds: the units are whole words
+   * compared in full, never prefixes */
+  static const struct {
+    const char *name;
+    double scale;
+  } units[] = {{"", 1.0},           {"s", 1.0},  {"ms", 1e-3}, {"us", 1e-6},
+               {"\xc2\xb5s", 1e-6}, {"m", 60.0}, {"h", 3600.0}};
   double v;
   const char *unit;
   if (text == NULL || leading_number(text, &v, &unit) != 0 || v < 0) {
     snprintf(errbuf, errlen,
-             "'%s' is not a duration (seconds, or a number with s, ms, us)",
+             "'%s' is not a duration (seconds, or a number with us, ms, s, "
+             "m or h)",
              text ? text : "");
     return -1;
   }
-  double scale;
-  if (*unit == '\0' || strcmp(unit, "s") == 0)
-    scale = 1.0;
-  else if (strcmp(unit, "ms") == 0)
-    scale = 1e-3;
-  else if (strcmp(unit, "us") == 0 || strcmp(unit, "\xc2\xb5s") == 0)
-    scale = 1e-6;
-  else {
-    snprintf(errbuf, errlen, "'%s': unknown time unit '%s' (use s, ms or us)",
-             text, unit);
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+    if (strcmp(unit, units[i].name) == 0) {
+      double x = v * units[i].scale;
+      if (!isfinite(x))
+        break;
+      *seconds = x;
+      return 0;
+    }
+  if (unit[0] == '\0' || strcmp(unit, "m") == 0 || strcmp(unit, "h") == 0) {
+    snprintf(errbuf, errlen, "'%s' is not a duration: too long", text);
     return -1;
   }
-  *seconds = v * scale;
+  snprintf(errbuf, errlen,
+           "'%s': unknown time unit '%s' (use us, ms, s, m or h)", text, unit);
+  return -1;
+}
+
+int ms_parse_share(const char *text, double *share) {
+  double v;
+  const char *rest;
+  if (text == NULL || leading_number(text, &v, &rest) != 0)
+    return -1;
+  if (*rest == '%' && rest[1] == '\0')
+    v /= 100.0;
+  else if (*rest != '\0')
+    return -1;
+  *share = v;
   return 0;
+}
+
+/* Whether text is a number written as a percentage ("10%", "2.5 %"). */
+static bool is_percentage(const char *text) {
+  double v;
+  const char *rest;
+  return text != NULL && leading_number(text, &v, &rest) == 0 &&
+         strcmp(rest, "%") == 0;
+}
+
+bool ms_param_is_share(ms_param id) {
+  const ms_param_info *p = ms_param_get(id);
+  return p != NULL && p->unit[0] == '\0' && !p->whole && p->hi <= 1.0;
 }
 
 int ms_parse_rate(const char *text, double *per_second, char *errbuf,
@@ -93,7 +129,15 @@ ms_parse_result ms_parse_param(ms_param id, const char *text, double *out,
     why[0] = '\0';
   if (p == NULL || text == NULL)
     return MS_PARSE_NOT_NUMBER;
-  if (p->whole) {
+  if (is_percentage(text) && !ms_param_is_share(id)) {
+    snprintf(why, len, "'%s' is a percentage, but %s is %s", text, p->key,
+             p->whole ? "a count, not a share" : "not a share");
+    return MS_PARSE_NOT_UNIT;
+  }
+  if (ms_param_is_share(id)) {
+    if (ms_parse_share(text, &x) != 0)
+      return MS_PARSE_NOT_NUMBER;
+  } else if (p->whole) {
     if (ms_parse_whole(text, &x) != 0)
       return MS_PARSE_NOT_WHOLE;
   } else if (strcmp(p->unit, "s") == 0) {

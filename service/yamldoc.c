@@ -121,6 +121,18 @@ int ms_yaml_get_number(ms_yaml_loader *ld, const yaml_node_t *v,
   return 0;
 }
 
+int ms_yaml_get_share(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
+                      double *out) {
+  const char *s = ms_yaml_scalar(v);
+  char buf[256];
+  if (s == NULL || ms_parse_share(s, out) != 0)
+    return ms_yaml_fail(ld, v,
+                        "%s must be a number or a percentage, not %s (key "
+                        "'%s')",
+                        key, shown(v, buf, sizeof buf), key);
+  return 0;
+}
+
 int ms_yaml_get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                      int duration, double *out) {
   const char *s = ms_yaml_scalar(v);
@@ -160,7 +172,9 @@ int ms_yaml_get_param(ms_yaml_loader *ld, const yaml_node_t *v, ms_param id,
     return ms_yaml_fail(ld, v, "%s must be a whole number, not %s (key '%s')",
                         p->key, shown(v, buf, sizeof buf), p->key);
   case MS_PARSE_NOT_NUMBER:
-    return ms_yaml_fail(ld, v, "%s must be a number, not %s (key '%s')", p->key,
+    return ms_yaml_fail(ld, v, "%s must be a %s, not %s (key '%s')", p->key,
+                        ms_param_is_share(id) ? "number or a percentage"
+                                              : "number",
                         shown(v, buf, sizeof buf), p->key);
   case MS_PARSE_NOT_UNIT:
     if (s == NULL) /* a list or a mapping */

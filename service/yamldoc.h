@@ -74,6 +74,11 @@ int ms_yaml_walk_mapping(ms_yaml_loader *ld, const yaml_node_t *node,
 int ms_yaml_get_number(ms_yaml_loader *ld, const yaml_node_t *v,
                        const char *key, double *out);
 
+/* ms_yaml_get_share: a share of 1 as a number or a percentage ("0.1",
+ * "10%"; ms_parse_share). */
+int ms_yaml_get_share(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
+                      double *out);
+
 /*
  * ms_yaml_get_unit: a duration (seconds, or with s, ms, us) or a rate (per
  * second, optionally "/s") from a scalar node, through ms_parse_duration or

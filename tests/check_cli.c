@@ -328,7 +328,38 @@ START_TEST(test_param_options) {
                                       MS_PARAM_TOKEN_RATIO, &x, msg,
                                       sizeof msg),
                    -1);
-  ck_assert_str_eq(msg, "--token-ratio: 'x' is not a number");
+  ck_assert_str_eq(msg, "--token-ratio: 'x' is not a number or a percentage");
+  ck_assert_int_eq(ms_cli_check_param("--token-ratio", "50%",
+                                      MS_PARAM_TOKEN_RATIO, &x, msg,
+                                      sizeof msg),
+                   0);
+  ck_assert_double_eq(x, 0.5);
+  ck_assert_int_eq(ms_cli_check_param("--base-failure", "100%",
+                                      MS_PARAM_BASE_FAILURE, &x, msg,
+                                      sizeof msg),
+                   -1);
+  ck_assert_str_eq(msg, "--base-failure: '100%' is out of range: it must be "
+                        "in [0, 1)");
+  ck_assert_int_eq(ms_cli_check_param("--servers", "10%", MS_PARAM_SERVERS, &x,
+                                      msg, sizeof msg),
+                   -1);
+  ck_assert_str_eq(msg, "--servers: '10%' is a percentage, but servers is a "
+                        "count, not a share");
+  ck_assert_int_eq(ms_cli_check_param("--timeout", "1.5h", MS_PARAM_TIMEOUT, &x,
+                                      msg, sizeof msg),
+                   0);
+  ck_assert_double_eq(x, 5400.0);
+  ck_assert_int_eq(ms_cli_check_share("--settle-tolerance", "2%", 0, 1,
+                                      MS_RANGE_LO_OPEN | MS_RANGE_HI_OPEN, &x,
+                                      msg, sizeof msg),
+                   0);
+  ck_assert_double_eq(x, 0.02);
+  ck_assert_int_eq(ms_cli_check_share("--settle-tolerance", "200%", 0, 1,
+                                      MS_RANGE_LO_OPEN | MS_RANGE_HI_OPEN, &x,
+                                      msg, sizeof msg),
+                   -1);
+  ck_assert_str_eq(msg, "--settle-tolerance: '200%' is out of range: it must "
+                        "be in (0, 1)");
   /* a value that fails leaves *out as it was */
   x = -1;
   ck_assert_int_eq(ms_cli_check_param("--base-failure", "1",

@@ -64,12 +64,41 @@ END_TEST
 START_TEST(test_dense_grid) { check_file("erlang_dense.csv"); }
 END_TEST
 
+/* Erlang B of the overloaded loss system, a >= c (C = 1 by convention);
+ * B(10, 20) = 0.5379631..., exp of the reference's ln B. */
+START_TEST(test_overload_grid) {
+  check_file("erlang_overload.csv");
+  ms_erlang_values v;
+  ck_assert_int_eq(ms_erlang(10, 20.0, &v, NULL), MS_OK);
+  ck_assert_double_eq_tol(v.erlang_b, exp(-0.6199651809555171787898), 1e-15);
+  ck_assert_double_eq(v.erlang_c, 1.0);
+  ck_assert_double_eq(v.ln_erlang_c, 0.0);
+  ck_assert(!v.steady_state);
+  ck_assert_int_eq(ms_erlang(10, 9.5, &v, NULL), MS_OK);
+  ck_assert(v.steady_state);
+  /* B(1, a) = a/(1 + a) and B(2, a) = a^2 / (2 + 2a + a^2) at any load */
+  for (double a = 1.0; a < 1e6; a *= 3.7) {
+    ck_assert_int_eq(ms_erlang(1, a, &v, NULL), MS_OK);
+    ck_assert_double_eq_tol(v.erlang_b, a / (1 + a), 1e-15 * a / (1 + a));
+    double b2 = a * a / (2 + 2 * a + a * a);
+    if (a >= 2) {
+      ck_assert_int_eq(ms_erlang(2, a, &v, NULL), MS_OK);
+      ck_assert_double_eq_tol(v.erlang_b, b2, 1e-15 * b2);
+    }
+  }
+  /* C stays the M/M/c queue's, defined only below c */
+  double lc;
+  ck_assert_int_eq(ms_erlang_ln_c(10, 20.0, &lc, NULL), MS_EINVAL);
+}
+END_TEST
+
 /* The O(c) recursion is itself checked against the references, then the
  * fast path against it (an independent path: no incomplete gamma, no
  * Temme, no bd0). */
 START_TEST(test_recursion_agrees) {
-  const char *files[] = {"erlang_reference.csv", "erlang_dense.csv"};
-  for (int f = 0; f < 2; f++) {
+  const char *files[] = {"erlang_reference.csv", "erlang_dense.csv",
+                         "erlang_overload.csv"};
+  for (int f = 0; f < 3; f++) {
     erlang_row *rows;
     size_t n = read_erlang_csv(files[f], &rows);
     int checked = 0;
@@ -167,6 +196,7 @@ Suite *erlang_suite(void) {
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_shared_fixture);
   tcase_add_test(tc, test_dense_grid);
+  tcase_add_test(tc, test_overload_grid);
   tcase_add_test(tc, test_recursion_agrees);
   tcase_add_test(tc, test_closed_forms);
   tcase_add_test(tc, test_wait_tail);

@@ -38,12 +38,11 @@ ROW(b_cneg, return ms_erlang_ln_b(-3, 0.5, out, err);)
 ROW(b_cbig, return ms_erlang_ln_b(MS_MAX_SERVERS + 1, 0.5, out, err);)
 ROW(b_a0, return ms_erlang_ln_b(10, 0.0, out, err);)
 ROW(b_aneg, return ms_erlang_ln_b(10, -1.0, out, err);)
-ROW(b_aeqc, return ms_erlang_ln_b(10, 10.0, out, err);)
-ROW(b_agtc, return ms_erlang_ln_b(10, 11.0, out, err);)
 ROW(b_anan, return ms_erlang_ln_b(10, NAN, out, err);)
 ROW(b_ainf, return ms_erlang_ln_b(10, INFINITY, out, err);)
 ROW(c_c0, return ms_erlang_ln_c(0, 0.5, out, err);)
 ROW(c_aeqc, return ms_erlang_ln_c(5, 5.0, out, err);)
+ROW(c_agtc, return ms_erlang_ln_c(5, 7.0, out, err);)
 ROW(c_anan, return ms_erlang_ln_c(5, NAN, out, err);)
 ROW(v_c0, ms_erlang_values v; v.erlang_b = SENTINEL;
     int st = ms_erlang(0, 0.5, &v, err); *out = v.erlang_b; return st;)
@@ -191,21 +190,20 @@ static const struct {
 } rows[] = {
 #define R(x)                                                                   \
   { #x, x }
-    R(b_c0),      R(b_cneg),     R(b_cbig),    R(b_a0),        R(b_aneg),
-    R(b_aeqc),    R(b_agtc),     R(b_anan),    R(b_ainf),      R(c_c0),
-    R(c_aeqc),    R(c_anan),     R(v_c0),      R(v_anan),      R(r_c0),
-    R(r_a0),      R(r_anan),     R(w_c0),      R(w_mu0),       R(w_muneg),
-    R(w_munan),   R(w_x0),       R(w_xneg),    R(w_xinf),      R(w_tneg),
-    R(w_tnan),    R(w_cmuinf),   R(m_baseneg), R(m_base1),     R(m_basenan),
-    R(m_cap0),    R(m_capneg),   R(m_capinf),  R(m_servers0),  R(m_serversbig),
-    R(m_mu0),     R(m_munan),    R(m_tneg),    R(m_tinf),      R(m_kind),
-    R(p_xneg),    R(p_xnan),     R(p_null),    R(a_rneg),      R(a_rbig),
-    R(a_tiers0),  R(a_tiersbig), R(a_budget1), R(a_budgetneg), R(a_budgetnan),
-    R(a_token0),  R(a_tokenbig), R(a_pneg),    R(a_pbig),      R(a_pnan),
-    R(o_xneg),    R(o_bad),      R(l_bad),     R(e_neg),       R(e_nan),
-    R(e_inf),     R(z_lamnan),   R(z_lamneg),  R(z_obsneg),    R(z_failbig),
-    R(z_prev),    R(x_erlang),   R(x_lamneg),  R(x_certify0),  R(x_nobracket),
-    R(x_badbase),
+    R(b_c0),       R(b_cneg),    R(b_cbig),      R(b_a0),         R(b_aneg),
+    R(b_anan),     R(b_ainf),    R(c_c0),        R(c_aeqc),       R(c_agtc),
+    R(c_anan),     R(v_c0),      R(v_anan),      R(r_c0),         R(r_a0),
+    R(r_anan),     R(w_c0),      R(w_mu0),       R(w_muneg),      R(w_munan),
+    R(w_x0),       R(w_xneg),    R(w_xinf),      R(w_tneg),       R(w_tnan),
+    R(w_cmuinf),   R(m_baseneg), R(m_base1),     R(m_basenan),    R(m_cap0),
+    R(m_capneg),   R(m_capinf),  R(m_servers0),  R(m_serversbig), R(m_mu0),
+    R(m_munan),    R(m_tneg),    R(m_tinf),      R(m_kind),       R(p_xneg),
+    R(p_xnan),     R(p_null),    R(a_rneg),      R(a_rbig),       R(a_tiers0),
+    R(a_tiersbig), R(a_budget1), R(a_budgetneg), R(a_budgetnan),  R(a_token0),
+    R(a_tokenbig), R(a_pneg),    R(a_pbig),      R(a_pnan),       R(o_xneg),
+    R(o_bad),      R(l_bad),     R(e_neg),       R(e_nan),        R(e_inf),
+    R(z_lamnan),   R(z_lamneg),  R(z_obsneg),    R(z_failbig),    R(z_prev),
+    R(x_erlang),   R(x_lamneg),  R(x_certify0),  R(x_nobracket),  R(x_badbase),
 #undef R
 };
 

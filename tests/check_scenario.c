@@ -13,7 +13,8 @@
 #include "scenario.h"
 
 START_TEST(test_full_file) {
-  const char *text = "duration: 300s\n"
+  /* durations in minutes too: 5m is 300 s, 1m 60 s, 2m 120 s */
+  const char *text = "duration: 5m\n"
                      "offered_load: 60/s\n"
                      "sample_interval: 500ms\n"
                      "dt: 50ms\n"
@@ -35,8 +36,8 @@ START_TEST(test_full_file) {
                      "    load: 60\n"
                      "  - kind: ramp\n"
                      "    start: 100s\n"
-                     "    rise: 60s\n"
-                     "    fall: 120s\n"
+                     "    rise: 1m\n"
+                     "    fall: 2m\n"
                      "    load: 80/s\n"
                      "  - kind: drop\n"
                      "    start: 250s\n"
@@ -86,11 +87,39 @@ START_TEST(test_full_file) {
 }
 END_TEST
 
+/* A backoff multiplier, read as a number; absent, it is 0 (the default 2). */
+START_TEST(test_backoff_multiplier) {
+  const char *text = "duration: 1h\n"
+                     "offered_load: 60/s\n"
+                     "backoff: {kind: equal-jitter, base: 100ms, cap: 2m, "
+                     "multiplier: 1.5}\n";
+  ms_scenario_file f;
+  char err[256];
+  ck_assert_msg(ms_scenario_file_parse(text, strlen(text), "t.yaml", &f, err,
+                                       sizeof err) == 0,
+                "%s", err);
+  ck_assert_double_eq(f.scenario.duration, 3600);
+  ck_assert_int_eq(f.backoff.kind, MS_BACKOFF_EQUAL_JITTER);
+  ck_assert_double_eq(f.backoff.cap, 120);
+  ck_assert_double_eq(f.backoff.multiplier, 1.5);
+  text = "duration: 10s\noffered_load: 6\n"
+         "backoff: {kind: exponential, base: 1s, cap: 8s}\n";
+  ck_assert_msg(ms_scenario_file_parse(text, strlen(text), "t.yaml", &f, err,
+                                       sizeof err) == 0,
+                "%s", err);
+  ck_assert_double_eq(f.backoff.multiplier, 0);
+  ck_assert_double_eq(ms_backoff_ceiling(&f.backoff, 3), 4.0);
+}
+END_TEST
+
 /* Each bad file, and the position and words its message must carry. */
 static const struct {
   const char *text, *where, *words;
 } bad[] = {
-    {"duration: 5m\noffered_load: 60/s\n", ":1:11:", "unknown time unit"},
+    {"duration: 5min\noffered_load: 60/s\n",
+     ":1:11:", "unknown time unit 'min' (use us, ms, s, m or h)"},
+    {"duration: 200h\noffered_load: 60/s\n",
+     ":1:11:", "duration = 720000 s is outside"},
     {"offered_load: 60/s\n", ":1:1:", "'duration'"},
     {"duration: 10s\noffered_load: 60/s\nspeed: 3\n",
      ":3:1:", "unknown key 'speed'"},
@@ -123,6 +152,15 @@ static const struct {
     {"duration: 10s\noffered_load: 6\ntriggers:\n  - kind: spike\n"
      "    size: 5\n",
      ":5:5:", "unknown key 'size' in trigger 1 (known: kind, start,"},
+    {"duration: 10s\noffered_load: 6\nbackoff:\n  kind: exponential\n"
+     "  base: 1s\n  cap: 8s\n  multiplier: 0.5\n",
+     ":7:15:", "multiplier = 0.5 is outside [1, 1000] (key 'multiplier')"},
+    {"duration: 10s\noffered_load: 6\nbackoff:\n  kind: constant\n"
+     "  base: 1s\n  multiplier: 3\n",
+     ":6:3:", "backoff constant takes no multiplier"},
+    {"duration: 10s\noffered_load: 6\nbackoff:\n  kind: full-jitter\n"
+     "  base: 1s\n  cap: 8s\n  multiplier: 3x\n",
+     ":7:15:", "multiplier must be a number, not '3x'"},
     {"duration: 10s\noffered_load: 6\nbackoff:\n  kind: bounce\n",
      ":4:9:", "full-jitter"},
     {"duration: 10s\noffered_load: 6\ntriggers: 3\n",
@@ -278,7 +316,7 @@ START_TEST(test_sim_value_check) {
   ck_assert_int_eq(ms_scenario_check(&sc, &m, &e), MS_EINVAL);
   ck_assert_str_eq(e.msg,
                    "trigger 1: servers = 20000000 is outside [0, 10000000]");
-  ms_backoff b = {MS_BACKOFF_CONSTANT, 1e5, 0};
+  ms_backoff b = {MS_BACKOFF_CONSTANT, 1e5, 0, 0};
   ck_assert_int_eq(ms_backoff_check(&b, &e), MS_EINVAL);
   ck_assert_str_eq(e.msg, "backoff base = 100000 s is outside [0, 86400]");
   ms_service_params s;
@@ -305,6 +343,7 @@ int main(void) {
   Suite *s = suite_create("scenario files");
   TCase *tc = tcase_create("parse");
   tcase_add_test(tc, test_full_file);
+  tcase_add_test(tc, test_backoff_multiplier);
   tcase_add_loop_test(tc, test_bad_files, 0, (int)(sizeof bad / sizeof *bad));
   tcase_add_test(tc, test_range_from_model);
   tcase_add_test(tc, test_sim_value_check);

@@ -149,6 +149,20 @@ static const struct {
     {SVC ERL "    base_failure: 1.2\n" IN, "8:19", "base_failure = 1.2"},
     {SVC ERL "    base_failure: [1]\n" IN, "8:19", "must be a number"},
     {SVC ERL "    headroom_warning: 2\n" IN, "8:23", "headroom_warning = 2"},
+    {SVC ERL "    headroom_warning: 150%\n" IN, "8:23",
+     "headroom_warning = 150% is outside (0, 1)"},
+    {SVC ERL "    headroom_warning: ten%\n" IN, "8:23",
+     "headroom_warning must be a number or a percentage, not 'ten%'"},
+    {SVC ERL "    tiers: 2%\n" IN, "8:12",
+     "'2%' is a percentage, but tiers is a count, not a share (key 'tiers')"},
+    {SVC "    model: erlang\n    servers: 10%\n", "4:14",
+     "'10%' is a percentage, but servers is a count, not a share"},
+    {SVC ERL "    base_failure: 1%%\n" IN, "8:19",
+     "base_failure must be a number or a percentage, not '1%%'"},
+    {SVC ERL "    base_failure: 100%\n" IN, "8:19",
+     "base_failure = 1 is outside [0, 1)"},
+    {SVC ERL "    calibration_time: 5min\n" IN, "8:23",
+     "unknown time unit 'min'"},
     {SVC ERL, "2:5", "needs inputs"},
     {SVC ERL "    inputs: 5\n", "8:13", "must be a mapping"},
     {SVC ERL "    inputs:\n      response_time: h/p/t\n", "9:7",
@@ -434,7 +448,33 @@ START_TEST(test_units) {
   ck_assert_double_eq(v, 1.5);
   ck_assert_int_eq(ms_parse_duration("2 s", &v, e, sizeof e), 0);
   ck_assert_double_eq(v, 2.0);
-  ck_assert_int_eq(ms_parse_duration("2h", &v, e, sizeof e), -1);
+  /* minutes and hours; "m" is minutes, "ms" milliseconds, "min" unknown */
+  ck_assert_int_eq(ms_parse_duration("2m", &v, e, sizeof e), 0);
+  ck_assert_double_eq(v, 120.0);
+  ck_assert_int_eq(ms_parse_duration("1.5h", &v, e, sizeof e), 0);
+  ck_assert_double_eq(v, 5400.0);
+  ck_assert_int_eq(ms_parse_duration("8 h", &v, e, sizeof e), 0);
+  ck_assert_double_eq(v, 28800.0);
+  ck_assert_int_eq(ms_parse_duration("0.5m", &v, e, sizeof e), 0);
+  ck_assert_double_eq(v, 30.0);
+  ck_assert_int_eq(ms_parse_duration("2ms", &v, e, sizeof e), 0);
+  ck_assert_double_eq(v, 0.002);
+  ck_assert_int_eq(ms_parse_duration("2min", &v, e, sizeof e), -1);
+  ck_assert_msg(strstr(e, "(use us, ms, s, m or h)") != NULL, "%s", e);
+  ck_assert_int_eq(ms_parse_duration("2hr", &v, e, sizeof e), -1);
+  ck_assert_int_eq(ms_parse_duration("2d", &v, e, sizeof e), -1);
+  ck_assert_int_eq(ms_parse_duration("1e306h", &v, e, sizeof e), -1);
+  ck_assert_msg(strstr(e, "too long") != NULL, "%s", e);
+  /* shares: a number, or a percentage of one */
+  ck_assert_int_eq(ms_parse_share("10%", &v), 0);
+  ck_assert_double_eq(v, 0.1);
+  ck_assert_int_eq(ms_parse_share("0.5 %", &v), 0);
+  ck_assert_double_eq(v, 0.005);
+  ck_assert_int_eq(ms_parse_share("0.25", &v), 0);
+  ck_assert_double_eq(v, 0.25);
+  ck_assert_int_eq(ms_parse_share("10%%", &v), -1);
+  ck_assert_int_eq(ms_parse_share("%", &v), -1);
+  ck_assert_int_eq(ms_parse_share("10 percent", &v), -1);
   ck_assert_int_eq(ms_parse_duration("nan", &v, e, sizeof e), -1);
   ck_assert_int_eq(ms_parse_duration("", &v, e, sizeof e), -1);
   ck_assert_int_eq(ms_parse_rate("10/s", &v, e, sizeof e), 0);
@@ -466,6 +506,79 @@ START_TEST(test_units) {
   ck_assert_int_eq(
       ms_parse_param(MS_PARAM_BASE_FAILURE, "lots", &v, e, sizeof e),
       MS_PARSE_NOT_NUMBER);
+  ck_assert_int_eq(ms_parse_param(MS_PARAM_TIMEOUT, "2m", &v, e, sizeof e),
+                   MS_PARSE_OK);
+  ck_assert_double_eq(v, 120.0);
+  /* the shares take a percentage, and only they */
+  ck_assert_int_eq(ms_parse_param(MS_PARAM_BASE_FAILURE, "1%", &v, e, sizeof e),
+                   MS_PARSE_OK);
+  ck_assert_double_eq(v, 0.01);
+  ck_assert_int_eq(
+      ms_parse_param(MS_PARAM_RETRY_BUDGET, "10%", &v, e, sizeof e),
+      MS_PARSE_OK);
+  ck_assert_double_eq(v, 0.1);
+  ck_assert_int_eq(
+      ms_parse_param(MS_PARAM_TOKEN_RATIO, "100 %", &v, e, sizeof e),
+      MS_PARSE_OK);
+  ck_assert_double_eq(v, 1.0);
+  ck_assert_int_eq(
+      ms_parse_param(MS_PARAM_OBSERVED_FAILURE, "2.5%", &v, e, sizeof e),
+      MS_PARSE_OK);
+  ck_assert_double_eq(v, 0.025);
+  ck_assert(ms_param_is_share(MS_PARAM_BASE_FAILURE));
+  ck_assert(!ms_param_is_share(MS_PARAM_RETRIES));
+  ck_assert(!ms_param_is_share(MS_PARAM_QUEUE_LENGTH));
+  ck_assert(!ms_param_is_share(MS_PARAM_CAPACITY));
+  static const ms_param counts[] = {MS_PARAM_SERVERS, MS_PARAM_RETRIES,
+                                    MS_PARAM_TIERS, MS_PARAM_QUEUE_LENGTH};
+  for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+    ck_assert_int_eq(ms_parse_param(counts[i], "10%", &v, e, sizeof e),
+                     MS_PARSE_NOT_UNIT);
+    ck_assert_msg(strstr(e, "'10%' is a percentage, but ") != NULL, "%s", e);
+  }
+  ck_assert_int_eq(ms_parse_param(MS_PARAM_RETRIES, "3%", &v, e, sizeof e),
+                   MS_PARSE_NOT_UNIT);
+  ck_assert_str_eq(e, "'3%' is a percentage, but retries is a count, not a "
+                      "share");
+  ck_assert_int_eq(ms_parse_param(MS_PARAM_CAPACITY, "10%", &v, e, sizeof e),
+                   MS_PARSE_NOT_UNIT);
+}
+END_TEST
+
+/* Shares as percentages and durations in minutes or hours, in a file:
+ * the same values as written in plain numbers and seconds. */
+START_TEST(test_percent_and_minutes) {
+  static const char text[] = "services:\n"
+                             "  - name: a\n"
+                             "    model: erlang\n"
+                             "    servers: 30\n"
+                             "    service_time: 100ms\n"
+                             "    timeout: 2m\n"
+                             "    retries: 3\n"
+                             "    base_failure: 1%\n"
+                             "    retry_budget: 10 %\n"
+                             "    token_ratio: 50%\n"
+                             "    headroom_warning: 10%\n"
+                             "    calibrate: base_failure\n"
+                             "    calibration_time: 0.5h\n"
+                             "    calibration_threshold: 2%\n"
+                             "    inputs:\n"
+                             "      arrival_rate: h/p/arrivals\n"
+                             "      error_rate: h/p/errors\n";
+  ms_service_file f;
+  char err[512];
+  ck_assert_msg(ms_service_file_parse(text, strlen(text), "x.yaml", &f, err,
+                                      sizeof err) == 0,
+                "%s", err);
+  const ms_service_spec *s = ms_service_file_find(&f, "a");
+  ck_assert_double_eq(s->params.model.timeout, 120.0);
+  ck_assert_double_eq(s->params.model.base_failure, 0.01);
+  ck_assert_double_eq(s->params.policy.retry_budget, 0.1);
+  ck_assert_double_eq(s->params.policy.token_ratio, 0.5);
+  ck_assert_double_eq(s->headroom_warning, 0.1);
+  ck_assert_double_eq(s->calibration_time, 1800.0);
+  ck_assert_double_eq(s->calibration_threshold, 0.02);
+  ms_service_file_free(&f);
 }
 END_TEST
 
@@ -1044,6 +1157,7 @@ int main(void) {
   tcase_add_test(tc, test_missing_file);
   tcase_add_test(tc, test_units);
   tcase_add_test(tc, test_policies_and_tiers);
+  tcase_add_test(tc, test_percent_and_minutes);
   tcase_add_test(tc, test_constant_rate_inputs);
   tcase_add_test(tc, test_missing_inputs);
   tcase_add_test(tc, test_walk_every_key);

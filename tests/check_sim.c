@@ -253,10 +253,10 @@ START_TEST(test_backoff_names) {
   ms_error err;
   ck_assert_int_eq(ms_backoff_from_name("fibonacci", &got, &err), MS_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.msg, "full-jitter"));
-  ms_backoff b = {MS_BACKOFF_EXPONENTIAL, 1.0, 0.5};
+  ms_backoff b = {MS_BACKOFF_EXPONENTIAL, 1.0, 0.5, 0};
   ck_assert_int_eq(ms_backoff_check(&b, &err), MS_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.msg, "cap"));
-  b = (ms_backoff){MS_BACKOFF_DECORRELATED, 0.0, 1.0};
+  b = (ms_backoff){MS_BACKOFF_DECORRELATED, 0.0, 1.0, 0};
   ck_assert_int_eq(ms_backoff_check(&b, &err), MS_EINVAL);
 }
 END_TEST
@@ -266,7 +266,7 @@ START_TEST(test_backoff_means_closed_form) {
   const double v[] = {0.1, 0.2, 0.4, 0.8, 1.0, 1.0};
   for (int k = 1; k <= 6; k++) {
     double m;
-    ms_backoff b = {MS_BACKOFF_EXPONENTIAL, 0.1, 1.0};
+    ms_backoff b = {MS_BACKOFF_EXPONENTIAL, 0.1, 1.0, 0};
     ck_assert_int_eq(ms_backoff_mean_delay(&b, k, &m, NULL), MS_OK);
     ck_assert_double_eq_tol(m, v[k - 1], 1e-15);
     b.kind = MS_BACKOFF_FULL_JITTER;
@@ -282,9 +282,67 @@ START_TEST(test_backoff_means_closed_form) {
 }
 END_TEST
 
+/* v_k = min(cap, base m^(k-1)) for a multiplier m: exponential, and the
+ * tops of full and equal jitter; 0 is the default 2. */
+START_TEST(test_backoff_multiplier) {
+  /* m = 3, cap 10: 0.1 0.3 0.9 2.7 8.1 10 */
+  const double v3[] = {0.1, 0.3, 0.9, 2.7, 8.1, 10.0};
+  /* m = 1.5, cap 10: 0.1 0.15 0.225 0.3375 0.50625 0.759375 */
+  const double v15[] = {0.1, 0.15, 0.225, 0.3375, 0.50625, 0.759375};
+  for (int k = 1; k <= 6; k++) {
+    double m;
+    ms_backoff b = {MS_BACKOFF_EXPONENTIAL, 0.1, 10.0, 3.0};
+    ck_assert_int_eq(ms_backoff_mean_delay(&b, k, &m, NULL), MS_OK);
+    ck_assert_double_eq_tol(m, v3[k - 1], 1e-15 * v3[k - 1]);
+    ck_assert_double_eq_tol(ms_backoff_ceiling(&b, k), v3[k - 1],
+                            1e-15 * v3[k - 1]);
+    b.kind = MS_BACKOFF_FULL_JITTER;
+    ck_assert_int_eq(ms_backoff_mean_delay(&b, k, &m, NULL), MS_OK);
+    ck_assert_double_eq_tol(m, v3[k - 1] / 2, 1e-15 * v3[k - 1]);
+    b.kind = MS_BACKOFF_EQUAL_JITTER;
+    ck_assert_int_eq(ms_backoff_mean_delay(&b, k, &m, NULL), MS_OK);
+    ck_assert_double_eq_tol(m, 0.75 * v3[k - 1], 1e-15 * v3[k - 1]);
+    b = (ms_backoff){MS_BACKOFF_EXPONENTIAL, 0.1, 10.0, 1.5};
+    ck_assert_int_eq(ms_backoff_mean_delay(&b, k, &m, NULL), MS_OK);
+    ck_assert_double_eq_tol(m, v15[k - 1], 1e-15 * v15[k - 1]);
+  }
+  /* 0 is 2, exactly; 1 is constant; any k, also where m^(k-1) overflows */
+  ms_backoff two = {MS_BACKOFF_EXPONENTIAL, 0.1, 1e4, 2.0};
+  ms_backoff dflt = {MS_BACKOFF_EXPONENTIAL, 0.1, 1e4, 0};
+  for (int k = 1; k <= MS_MAX_RETRIES; k++)
+    ck_assert_double_eq(ms_backoff_ceiling(&two, k),
+                        ms_backoff_ceiling(&dflt, k));
+  ck_assert_double_eq(ms_backoff_ceiling(&dflt, 3), 0.4);
+  ms_backoff one = {MS_BACKOFF_EXPONENTIAL, 0.25, 1.0, 1.0};
+  ms_backoff big = {MS_BACKOFF_FULL_JITTER, 0.25, 60.0, 1000.0};
+  ms_backoff zero = {MS_BACKOFF_EQUAL_JITTER, 0.0, 60.0, 1000.0};
+  for (int k = 1; k <= MS_MAX_RETRIES; k *= 3) {
+    ck_assert_double_eq(ms_backoff_ceiling(&one, k), 0.25);
+    ck_assert_double_eq(ms_backoff_ceiling(&big, k), k == 1 ? 0.25 : 60.0);
+    ck_assert_double_eq(ms_backoff_ceiling(&zero, k), 0.0);
+  }
+  ck_assert_double_eq(ms_backoff_ceiling(&big, MS_MAX_RETRIES), 60.0);
+  /* the range: [1, 1000], or 0 */
+  ms_error err;
+  const double bad[] = {0.5, -2, 1001, NAN, INFINITY};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ms_backoff b = {MS_BACKOFF_EXPONENTIAL, 0.1, 1.0, bad[i]};
+    ck_assert_int_eq(ms_backoff_check(&b, &err), MS_EINVAL);
+    ck_assert_msg(strstr(err.msg, "backoff multiplier = ") != NULL &&
+                      strstr(err.msg, "is outside [1, 1000]") != NULL,
+                  "%s", err.msg);
+  }
+  ms_backoff b = {MS_BACKOFF_EQUAL_JITTER, 0.1, 1.0, 1.0};
+  ck_assert_int_eq(ms_backoff_check(&b, &err), MS_OK);
+  ck_assert(ms_backoff_multiplies(MS_BACKOFF_FULL_JITTER));
+  ck_assert(!ms_backoff_multiplies(MS_BACKOFF_DECORRELATED));
+  ck_assert(!ms_backoff_multiplies(MS_BACKOFF_CONSTANT));
+}
+END_TEST
+
 START_TEST(test_backoff_decorrelated) {
   /* cap never binds (3^6 < 1000): E[s_k] = (base + 3 E[s_(k-1)]) / 2 */
-  ms_backoff b = {MS_BACKOFF_DECORRELATED, 1.0, 1000.0};
+  ms_backoff b = {MS_BACKOFF_DECORRELATED, 1.0, 1000.0, 0};
   double e = 1.0;
   for (int k = 1; k <= 6; k++) {
     e = (1.0 + 3.0 * e) / 2.0;
@@ -293,7 +351,7 @@ START_TEST(test_backoff_decorrelated) {
     ck_assert_msg(fabs(m / e - 1) < 1e-5, "k=%d: %.9g, exact %.9g", k, m, e);
   }
   /* cap binds: Monte Carlo of the AWS formula, 10^6 paths */
-  b = (ms_backoff){MS_BACKOFF_DECORRELATED, 0.1, 2.0};
+  b = (ms_backoff){MS_BACKOFF_DECORRELATED, 0.1, 2.0, 0};
   double sum[7] = {0}, sum2[7] = {0};
   unsigned short xs[3] = {7, 11, 13};
   const int N = 1000000;
@@ -470,12 +528,12 @@ START_TEST(test_fluid_latch_threshold) {
 END_TEST
 
 static const ms_backoff policies[MS_BACKOFF_KINDS] = {
-    {MS_BACKOFF_NONE, 0, 0},
-    {MS_BACKOFF_CONSTANT, 0.5, 0},
-    {MS_BACKOFF_EXPONENTIAL, 0.2, 4.0},
-    {MS_BACKOFF_FULL_JITTER, 0.2, 4.0},
-    {MS_BACKOFF_EQUAL_JITTER, 0.2, 4.0},
-    {MS_BACKOFF_DECORRELATED, 0.2, 4.0},
+    {MS_BACKOFF_NONE, 0, 0, 0},
+    {MS_BACKOFF_CONSTANT, 0.5, 0, 0},
+    {MS_BACKOFF_EXPONENTIAL, 0.2, 4.0, 0},
+    {MS_BACKOFF_FULL_JITTER, 0.2, 4.0, 0},
+    {MS_BACKOFF_EQUAL_JITTER, 0.2, 4.0, 0},
+    {MS_BACKOFF_DECORRELATED, 0.2, 4.0, 0},
 };
 
 /*
@@ -552,7 +610,7 @@ static void check_caps(ms_sim_engine e) {
   const double b = 0.1, ratio = b / (1.0 - b), cap = 1.0 / (1.0 - b);
   ms_sim_config c = config(60.0, 150.0);
   add_spike(&c, 60.0, 20.0, 60.0);
-  c.backoff = (ms_backoff){MS_BACKOFF_FULL_JITTER, 0.1, 1.0};
+  c.backoff = (ms_backoff){MS_BACKOFF_FULL_JITTER, 0.1, 1.0, 0};
   series v = {0};
   run(e, &c, &v);
   double bare = window_count(&v, 20, 80, f_attempts) /
@@ -623,7 +681,7 @@ START_TEST(test_fluid_conservation) {
   for (int qm = 0; qm <= 1; qm++) {
     ms_sim_config c = config(60.0, 200.0);
     c.queue_memory = qm;
-    c.backoff = (ms_backoff){MS_BACKOFF_DECORRELATED, 0.2, 4.0};
+    c.backoff = (ms_backoff){MS_BACKOFF_DECORRELATED, 0.2, 4.0, 0};
     add_spike(&c, 10.0, 10.0, 20.0);
     add_spike(&c, -60.0, 100.0, 100.0); /* drain: nothing in flight at end */
     ms_sim_summary sum = run(MS_ENGINE_FLUID, &c, NULL);
@@ -957,7 +1015,7 @@ END_TEST
 
 START_TEST(test_des_conservation) {
   ms_sim_config c = config(60.0, 200.0);
-  c.backoff = (ms_backoff){MS_BACKOFF_DECORRELATED, 0.2, 4.0};
+  c.backoff = (ms_backoff){MS_BACKOFF_DECORRELATED, 0.2, 4.0, 0};
   add_spike(&c, 10.0, 10.0, 20.0);
   add_spike(&c, -60.0, 100.0, 100.0);
   ms_sim_summary sum = run(MS_ENGINE_DES, &c, NULL);
@@ -1321,7 +1379,7 @@ START_TEST(test_errors) {
   ck_assert_ptr_nonnull(strstr(err.msg, "divide"));
   ck_assert_int_eq(ms_sim_fluid(&c, NULL, NULL, &sum, &err), MS_EINVAL);
   c = config(60.0, 100.0);
-  c.backoff = (ms_backoff){MS_BACKOFF_FULL_JITTER, 2.0, 1.0};
+  c.backoff = (ms_backoff){MS_BACKOFF_FULL_JITTER, 2.0, 1.0, 0};
   ck_assert_int_eq(ms_sim_des(&c, NULL, NULL, &sum, &err), MS_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.msg, "cap"));
   c = config(60.0, 0.0);
@@ -1386,6 +1444,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(parts, test_scenario_pool);
   tcase_add_test(parts, test_backoff_names);
   tcase_add_test(parts, test_backoff_means_closed_form);
+  tcase_add_test(parts, test_backoff_multiplier);
   tcase_add_test(parts, test_backoff_decorrelated);
   tcase_add_test(parts, test_errors);
   tcase_add_test(parts, test_sink_stops);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Dense Erlang B/C reference grid for tests/check_erlang.c, written to
-tests/data/erlang_dense.csv.
+tests/data/erlang_dense.csv; with --overload, Erlang B at a >= c (the
+overloaded loss system) for tests/data/erlang_overload.csv.
 
 The grid covers what the shared fixture only samples: the switch between the
 series and Temme's expansion (c from 40 to 1000, a/c around 0.6), and the
@@ -54,13 +55,38 @@ def points():
     return sorted(p for p in pts if 0 < p[1] < p[0])
 
 
+def overload_points():
+    """a >= c: from saturation (a = c, and within a few sqrt(c) of it,
+    where the sum of ms_erlang_ln_b is longest) to a million times c."""
+    pts = {(10, 20.0)}
+    cs = [1, 2, 3, 5, 7, 10, 20, 39, 40, 41, 50, 100, 300, 1000, 3162, 10 ** 4,
+          10 ** 5, 10 ** 6, 10 ** 7]
+    for c in cs:
+        for r in [1, 1 + 1e-12, 1 + 1e-6, 1.001, 1.01, 1.1, 1.3, 1.5, 1 / 0.6,
+                  2, 3, 10, 100, 1e4, 1e6]:
+            pts.add((c, c * r))
+        for k in [0.1, 0.5, 1, 2, 3, 5, 10]:
+            pts.add((c, c + k * math.sqrt(c)))
+        pts.add((c, c + 0.5))
+    return sorted(p for p in pts if p[1] >= p[0])
+
+
 def main():
     out = sys.stdout
-    out.write("# Erlang B/C reference grid, mpmath 50-digit arithmetic "
-              "(tools/gen_erlang_dense.py); ln_* natural logs\n")
+    overload = sys.argv[1:] == ["--overload"]
+    if overload:
+        # ln Q(c + 1, a) is the same formula; C is 1 by convention
+        out.write("# Erlang B at a >= c, mpmath 50-digit arithmetic "
+                  "(tools/gen_erlang_dense.py --overload); ln_* natural "
+                  "logs; ln_erlang_c is 0, C = 1 by convention\n")
+    else:
+        out.write("# Erlang B/C reference grid, mpmath 50-digit arithmetic "
+                  "(tools/gen_erlang_dense.py); ln_* natural logs\n")
     out.write("servers,offered_erlangs,ln_erlang_b,ln_erlang_c\n")
-    for c, a in points():
+    for c, a in overload_points() if overload else points():
         lb, lc = ref(c, a)
+        if overload:
+            lc = mp.mpf(0)
         out.write("%d,%s,%s,%s\n" % (c, repr(float(a)), mp.nstr(lb, 22),
                                      mp.nstr(lc, 22)))
         out.flush()

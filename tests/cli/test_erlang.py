@@ -59,6 +59,45 @@ class Fixture(CliTest):
             n, ", ".join("%s %.2g" % kv for kv in sorted(worst.items()))),
             file=sys.stderr)
 
+    def test_overload(self):
+        # Erlang B at A >= N against the 50-digit grid of
+        # tools/gen_erlang_dense.py --overload: B has a value at any load,
+        # C is 1 there (no steady state); B(10, 20) = 0.53796...
+        with open(os.path.join(FIXTURES, "erlang_overload.csv")) as f:
+            grid = list(csv.DictReader(
+                l for l in f if l.strip() and not l.startswith("#")))
+        self.assertGreater(len(grid), 400)
+        worst = 0
+        for row in grid[::3]:
+            c = int(row["servers"])
+            j = self.ok("erlang", "--servers", str(c), "--offered",
+                        row["offered_erlangs"], "--format", "json").json()
+            ref_ln = float(row["ln_erlang_b"])
+            e = abs(math.expm1(j["ln_erlang_b"] - ref_ln))
+            e = max(e, abs(j["erlang_b"] / math.exp(ref_ln) - 1))
+            self.assertLessEqual(e, 1e-12 if c <= 1000 else 1e-10, row)
+            self.assertEqual((j["erlang_c"], j["ln_erlang_c"]), (1, 0))
+            self.assertIs(j["steady_state"], False)
+            worst = max(worst, e)
+        print("\noverload: worst relative error of B %.2g" % worst,
+              file=sys.stderr)
+        j = self.ok("erlang", "--servers", "10", "--offered", "20",
+                    "--service-rate", "2", "--timeout", "1",
+                    "--format", "json").json()
+        self.assertAlmostEqual(j["erlang_b"], 0.5379631686320728, delta=1e-15)
+        self.assertEqual((j["wait_tail"], j["ln_wait_tail"]), (1, 0))
+        out = self.ok("erlang", "--servers", "10", "--offered", "10").out
+        self.assertIn("erlang_c      1 (offered >= servers: the queue has "
+                      "no steady state", out)
+        j = self.ok("erlang", "--servers", "10", "--offered", "9.99",
+                    "--format", "json").json()
+        self.assertIs(j["steady_state"], True)
+        self.assertLess(j["erlang_c"], 1)
+        # what stays refused: no traffic, or none that is finite
+        for bad in ("0", "-1", "inf", "nan"):
+            self.fails(2, "--offered: '%s'" % bad, "erlang", "--servers",
+                       "10", "--offered", bad)
+
     def test_wait_tail(self):
         # P(W > T) = C(c, a) exp(-(c mu - x) T): ln_wait_tail against the
         # fixture's ln C for a few rows, with mu = 2/s and T = 0.5 s

@@ -72,6 +72,29 @@ class Simulate(CliTest):
         self.assertRel(s["final_attempts"], healthy, 1e-9)
         self.assertEqual(s["settled"], "healthy")
 
+    def test_backoff_multiplier(self):
+        # v_k = min(C, B M^(k-1)): M = 2 is the default; M = 1 waits B
+        # every time, as constant,B does; both engines
+        run = ("--load", "60", "--spike", "10,20,60", "--duration", "120",
+               "--sample-interval", "5")
+        for engine in ("fluid", "des"):
+            def series(backoff):
+                j = self.sim("--engine", engine, *run, "--backoff", backoff)
+                return j["series"], j["summary"]
+            self.assertEqual(series("exponential,100ms,5s,2"),
+                             series("exponential,100ms,5s"))
+            self.assertEqual(series("full-jitter,0.5,100,1"),
+                             series("full-jitter,0.5,0.5"))
+            self.assertEqual(series("exponential,0.5,1m,1")[0],
+                             series("constant,0.5")[0])
+            # a steeper growth spreads the retries further: different path
+            self.assertNotEqual(series("exponential,100ms,5s,3")[0],
+                                series("exponential,100ms,5s")[0])
+        out = self.ok("simulate", *SVC, "--load", "60", "--duration", "10",
+                      "--backoff", "equal-jitter,100ms,2m,1.5").out
+        self.assertIn("backoff:   equal-jitter, base 0.1 s, cap 120 s, "
+                      "multiplier 1.5\n", out)
+
     def test_seed000_capacity_model(self):
         # doc/design.md §2: lambda 0.95, C 1, base 0.1, r 3 settles at 1.72736
         j = self.ok("simulate", "--capacity", "1", "--base-failure", "0.1",
@@ -252,7 +275,17 @@ class Simulate(CliTest):
              "--spike LOAD: 'x' is not a rate"),
             (("--load", "60", "--stall", "1,2,3.5"), 2, "--stall SERVERS"),
             (("--load", "60", "--backoff", "exponential,1s"), 2,
-             "--backoff: exponential takes a base and a cap"),
+             "--backoff: exponential takes a base, a cap and optionally a "
+             "multiplier (KIND,BASE,CAP[,MULT])"),
+            (("--load", "60", "--backoff", "exponential,1s,2s,0.5"), 2,
+             "--backoff MULT: '0.5' is out of range: it must be in "
+             "[1, 1000]"),
+            (("--load", "60", "--backoff", "decorrelated-jitter,1s,2s,3"), 2,
+             "--backoff: decorrelated-jitter takes a base and a cap "
+             "(KIND,BASE,CAP)"),
+            (("--load", "60", "--backoff", "full-jitter,1s,2s,3,4"), 2,
+             "--backoff: full-jitter takes a base, a cap and optionally a "
+             "multiplier"),
             (("--load", "60", "--backoff", "bounce"), 2,
              "backoff 'bounce' is not one of"),
             (("--load", "60", "--tiers", "2"), 2, "one retrying tier"),

@@ -137,6 +137,40 @@ class ErlangService(CliTest):
         for key in REPORT_KEYS - {"equilibria"}:
             self.assertEqual(k[key], j[key], key)
 
+    def test_units_written_as_people_write_them(self):
+        # minutes, hours and percentages are the same numbers as seconds
+        # and shares; counts refuse a percentage
+        def solve(*a):
+            return self.ok("solve", "--servers", "10", "--load", "60",
+                           "--format", "json", *a).json()
+        plain = solve("--service-time", "0.1", "--timeout", "120",
+                      "--retries", "3", "--base-failure", "0.01",
+                      "--retry-budget", "0.1", "--token-ratio", "0.5")
+        units = solve("--service-time", "100ms", "--timeout", "2m",
+                      "--retries", "3", "--base-failure", "1%",
+                      "--retry-budget", "10%", "--token-ratio", "50 %")
+        self.assertEqual(plain, units)
+        hours = solve("--service-time", "0.5m", "--timeout", "1.5h",
+                      "--retries", "3")
+        seconds = solve("--service-time", "30", "--timeout", "5400",
+                        "--retries", "3")
+        self.assertEqual(hours, seconds)
+        for opt, text, says in (
+                ("--retries", "3%", "--retries: '3%' is a percentage, but "
+                 "retries is a count, not a share"),
+                ("--servers", "10%", "--servers: '10%' is a percentage, but "
+                 "servers is a count, not a share"),
+                ("--tiers", "1%", "--tiers: '1%' is a percentage"),
+                ("--base-failure", "150%", "--base-failure: '150%' is out of "
+                 "range: it must be in [0, 1)"),
+                ("--timeout", "2min", "unknown time unit 'min' (use us, ms, "
+                 "s, m or h)")):
+            args = {"--servers": "10", "--service-time": "0.1",
+                    "--timeout": "1", "--retries": "3"}
+            args[opt] = text
+            flat = [x for kv in args.items() for x in kv]
+            self.fails(2, says, "solve", *flat, "--load", "5")
+
     def test_text(self):
         out = self.ok("solve", "--spec", SPEC, "--service", "checkout",
                       "--load", "60").out
