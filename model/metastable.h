@@ -349,6 +349,8 @@ enum {
   MS_BOUND_LIMIT = 4,   /* lo or hi (the one that is not 0) is a limit of
                            the arithmetic rather than of the quantity:
                            messages say "> 0 and at most 1e+300" */
+  MS_BOUND_SHARE = 8,   /* a share whose range passes 1 (Finagle's percent
+                           of up to 1000 %): written as a percentage too */
 };
 
 /*
@@ -402,7 +404,7 @@ enum {
   X(ENVOY_MIN_CONCURRENCY, "envoy_retry_budget.min_retry_concurrency", "",    \
     0.0, 1e9, MS_BOUND_CLOSED, 1, MS_SCOPE_POLICY)                            \
   X(FINAGLE_PERCENT, "retry_budget.percent", "", 0.0, 10.0,                   \
-    MS_BOUND_CLOSED, 0, MS_SCOPE_POLICY)                                      \
+    MS_BOUND_CLOSED | MS_BOUND_SHARE, 0, MS_SCOPE_POLICY)                     \
   X(FINAGLE_MIN_PER_SECOND, "retry_budget.min_per_second", "1/s", 0.0,        \
     MS_MAX_RATE, MS_BOUND_CLOSED | MS_BOUND_LIMIT, 0, MS_SCOPE_POLICY)        \
   X(FINAGLE_TTL, "retry_budget.ttl", "s", 1.0, 60.0,                          \

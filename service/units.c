@@ -102,7 +102,8 @@ static bool is_percentage(const char *text) {
 
 bool ms_param_is_share(ms_param id) {
   const ms_param_info *p = ms_param_get(id);
-  return p != NULL && p->unit[0] == '\0' && !p->whole && p->hi <= 1.0;
+  return p != NULL && p->unit[0] == '\0' && !p->whole &&
+         (p->hi <= 1.0 || (p->bounds & MS_BOUND_SHARE));
 }
 
 int ms_parse_rate(const char *text, double *per_second, char *errbuf,

@@ -367,7 +367,7 @@ START_TEST(test_policies_and_tiers) {
       "     envoy_retry_budget: {min_retry_concurrency: 7}, "
       "inputs: {offered_rate: 1}}\n"
       "  - {name: f, model: capacity, capacity: 9, retries: 3,\n"
-      "     retry_budget: {percent: 0.5}, inputs: {offered_rate: 1}}\n"
+      "     retry_budget: {percent: 50%}, inputs: {offered_rate: 1}}\n"
       "  - {name: a, model: capacity, capacity: 9, retries: 2,\n"
       "     aws_retry_quota: {refund: 2}, inputs: {offered_rate: 1}}\n"
       "  - {name: t, model: erlang, servers: 5, service_time: 10ms, "
