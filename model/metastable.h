@@ -197,7 +197,7 @@ typedef struct {
 } ms_retry_policy;
 
 /* Largest retries per request per tier, and largest number of tiers. */
-#define MS_MAX_RETRIES 100
+#define MS_MAX_RETRIES 10000
 #define MS_MAX_TIERS 10
 
 /* A service: its failure model and its retry policy. */

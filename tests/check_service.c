@@ -249,7 +249,7 @@ START_TEST(test_range_from_model) {
   } cases[] = {
       {"    tiers: 0\n", 12, MS_PARAM_TIERS, 0},
       {"    tiers: 11\n", 12, MS_PARAM_TIERS, 11},
-      {"    retries: 101\n", 14, MS_PARAM_RETRIES, 101},
+      {"    retries: 10001\n", 14, MS_PARAM_RETRIES, 10001},
       {"    base_failure: 1\n", 19, MS_PARAM_BASE_FAILURE, 1},
       {"    retry_budget: 1.5\n", 19, MS_PARAM_RETRY_BUDGET, 1.5},
       {"    token_ratio: 0\n", 18, MS_PARAM_TOKEN_RATIO, 0},
