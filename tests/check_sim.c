@@ -334,6 +334,15 @@ START_TEST(test_backoff_multiplier) {
   }
   ms_backoff b = {MS_BACKOFF_EQUAL_JITTER, 0.1, 1.0, 1.0};
   ck_assert_int_eq(ms_backoff_check(&b, &err), MS_OK);
+  /* decorrelated jitter reaches its stationary distribution: the last
+   * retry's mean is the 500th's, inside (base, cap) */
+  ms_backoff dj = {MS_BACKOFF_DECORRELATED, 0.1, 5.0, 0};
+  double m500, mmax;
+  ck_assert_int_eq(ms_backoff_mean_delay(&dj, 500, &m500, NULL), MS_OK);
+  ck_assert_int_eq(ms_backoff_mean_delay(&dj, MS_MAX_RETRIES, &mmax, NULL),
+                   MS_OK);
+  ck_assert_double_eq(m500, mmax);
+  ck_assert(mmax > 0.1 && mmax < 5.0);
   ck_assert(ms_backoff_multiplies(MS_BACKOFF_FULL_JITTER));
   ck_assert(!ms_backoff_multiplies(MS_BACKOFF_DECORRELATED));
   ck_assert(!ms_backoff_multiplies(MS_BACKOFF_CONSTANT));
