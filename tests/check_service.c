@@ -458,7 +458,7 @@ START_TEST(test_percent_and_minutes) {
                              "    servers: 30\n"
                              "    service_time: 100ms\n"
                              "    timeout: 2m\n"
-                             "    retries: 3\n"
+                             "    retries: 10000\n"
                              "    base_failure: 1%\n"
                              "    retry_budget: 10 %\n"
                              "    token_ratio: 50%\n"
@@ -476,6 +476,7 @@ START_TEST(test_percent_and_minutes) {
                 "%s", err);
   const ms_service_spec *s = ms_service_file_find(&f, "a");
   ck_assert_double_eq(s->params.model.timeout, 120.0);
+  ck_assert_int_eq(s->params.policy.retries, MS_MAX_RETRIES);
   ck_assert_double_eq(s->params.model.base_failure, 0.01);
   ck_assert_double_eq(s->params.policy.retry_budget, 0.1);
   ck_assert_double_eq(s->params.policy.token_ratio, 0.5);
