@@ -537,12 +537,26 @@ static void fit_failure_model(lik *L, ms_fit_param *base, ms_fit_param *shape,
 /* The share of failed attempts that the policy retries when attempts fail
  * with probability p: retries per request A(p) - 1 over failures per
  * request p A(p); for the plain policy in closed form, 1 - p^r / (1 + p
- * + ... + p^r), exact for small p where A - 1 would cancel. */
+ * + ... + p^r), exact for small p where A - 1 would cancel.  The sum is
+ * the loop for up to 100 retries and (1 - p^(r+1)) / (1 - p), through
+ * expm1 and log so that p near 1 keeps its digits, beyond: the fit tries
+ * every r up to twice the configured one, and 10,000 retries would make
+ * the loop quadratic. */
 static double retried_share(const ms_retry_policy *pol, double p) {
   if (pol->retries == 0)
     return 0.0;
   if (pol->tiers == 1 && !pol->has_budget && !pol->has_token) {
     double pr = 1, sum = 1;
+    if (pol->retries > 100 && !(p > 0))
+      return 1.0; /* p^r = 0, the sum 1 */
+    if (pol->retries > 100 && p >= 1)
+      return 1 - 1.0 / (pol->retries + 1);
+    if (pol->retries > 100) {
+      double lp = log(p);
+      pr = exp(pol->retries * lp);
+      sum = expm1((pol->retries + 1) * lp) / expm1(lp);
+      return 1 - pr / sum;
+    }
     for (int k = 1; k <= pol->retries; k++) {
       pr *= p;
       sum += pr;

@@ -17,7 +17,8 @@
 #include "common.h"
 #include "exact.h"
 
-/* The --help text; the %s is the model's range (MS_PARAMS) of --retries. */
+/* The --help text; the %d is the exact arithmetic's most retries
+ * (MS_EXACT_MAX_RETRIES, below the model's). */
 static const char help[] =
     "Usage: metastable lab --load L --base-failure P --retries R "
     "[--capacity C]\n"
@@ -34,7 +35,8 @@ static const char help[] =
     "\n"
     "  --load L          offered load, requests/s, > 0\n"
     "  --base-failure P  failure probability below capacity, [0, 1)\n"
-    "  --retries R       retries per request, %s\n"
+    "  --retries R       retries per request, in [0, %d] (exact "
+    "arithmetic)\n"
     "  --capacity C      capacity, requests/s, > 0 (default 1: loads in "
     "units\n"
     "                    of capacity)\n"
@@ -289,6 +291,10 @@ static int take_option(void *args, int c, const char *arg) {
     break;
   case OPT_RETRIES:
     r = take_whole("--retries", arg, MS_PARAM_RETRIES, &a->retries);
+    if (r == 0 && a->retries > MS_EXACT_MAX_RETRIES)
+      r = ms_cli_usage("--retries: '%s' is out of range: it must be in "
+                       "[0, %d] (exact arithmetic)",
+                       arg, MS_EXACT_MAX_RETRIES);
     break;
   case OPT_TIERS:
     r = take_whole("--tiers", arg, MS_PARAM_TIERS, &a->tiers);
@@ -555,8 +561,7 @@ static int run(ms_exact_capacity *e, int argc, char **argv) {
   if (r != 0)
     return r;
   if (a.help) {
-    char range[96];
-    printf(help, ms_param_range(MS_PARAM_RETRIES, range, sizeof range));
+    printf(help, MS_EXACT_MAX_RETRIES);
     return ms_cli_finish_output(MS_EXIT_OK);
   }
   if ((r = read_exact(e, &a)) != 0)

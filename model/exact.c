@@ -33,9 +33,10 @@ int ms_exact_check(const ms_exact_capacity *e, ms_error *err) {
     return ms_fail(err, MS_EINVAL, "capacity must be > 0");
   if (mpq_sgn(e->base_failure) < 0 || mpq_cmp_ui(e->base_failure, 1, 1) >= 0)
     return ms_fail(err, MS_EINVAL, "base failure must be in [0, 1)");
-  if (e->retries < 0 || e->retries > MS_MAX_RETRIES)
-    return ms_fail(err, MS_EINVAL, "retries = %d is outside [0, %d]",
-                   e->retries, MS_MAX_RETRIES);
+  if (e->retries < 0 || e->retries > MS_EXACT_MAX_RETRIES)
+    return ms_fail(err, MS_EINVAL,
+                   "retries = %d is outside [0, %d] (exact arithmetic)",
+                   e->retries, MS_EXACT_MAX_RETRIES);
   if (e->tiers < 1 || e->tiers > MS_MAX_TIERS)
     return ms_fail(err, MS_EINVAL, "tiers = %d is outside [1, %d]", e->tiers,
                    MS_MAX_TIERS);
@@ -361,7 +362,8 @@ int ms_report_certify(const ms_landscape *ls, ms_report *r, ms_error *err) {
   if (ls == NULL || r == NULL)
     return ms_fail(err, MS_EINVAL, "NULL argument to ms_report_certify");
   double lambda = r->offered_load;
-  if (ls->params.model.kind != MS_MODEL_CAPACITY || !(lambda > 0.0))
+  if (ls->params.model.kind != MS_MODEL_CAPACITY || !(lambda > 0.0) ||
+      ls->params.policy.retries > MS_EXACT_MAX_RETRIES)
     return MS_OK;
   double lo, hi;
   int st =

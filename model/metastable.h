@@ -175,7 +175,7 @@ typedef struct {
 } ms_failure_model;
 
 /* Largest retries per request per tier, and largest number of tiers. */
-#define MS_MAX_RETRIES 100
+#define MS_MAX_RETRIES 10000
 #define MS_MAX_TIERS 10
 
 /* The named retry policies of real stacks (doc/design.md §1.2). */

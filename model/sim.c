@@ -192,15 +192,27 @@ static void decorr_spread(decorr_grid *g, double s, double om) {
   g->atom += om * (top - u) / (top - g->base);
 }
 
+/* Whether two distributions of decorrelated jitter's grid are the same to
+ * within 2^-53 in every weight (weights sum to 1): the recursion has
+ * reached its stationary distribution, as far as a double sees. */
+static bool dist_converged(const ms_delay_dist *a, const ms_delay_dist *b) {
+  if (a->n != b->n)
+    return false;
+  for (int i = 0; i < a->n; i++)
+    if (a->lo[i] != b->lo[i] || !(fabs(a->w[i] - b->w[i]) <= 0x1p-53))
+      return false;
+  return true;
+}
+
 static int decorrelated_dists(const ms_backoff *b, int r, ms_delay_dist *dist,
-                              ms_error *err) {
+                              int *n_built, ms_error *err) {
   int M = MS_DECORR_CELLS;
+  *n_built = 0;
   if (!(b->cap > b->base)) {
-    for (int k = 0; k < r; k++) {
-      if (dist_alloc(&dist[k], 1) != MS_OK)
-        return ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
-      dist_add(&dist[k], b->base, b->base, 1.0);
-    }
+    if (dist_alloc(&dist[0], 1) != MS_OK)
+      return ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
+    dist_add(&dist[0], b->base, b->base, 1.0);
+    *n_built = 1;
     return MS_OK;
   }
   decorr_grid g = {
@@ -234,6 +246,13 @@ static int decorrelated_dists(const ms_backoff *b, int r, ms_delay_dist *dist,
     for (int i = 0; i < M; i++)
       dist_add(&dist[k], g.edge[i], g.edge[i + 1], w[i]);
     dist_add(&dist[k], b->cap, b->cap, atom);
+    *n_built = k + 1;
+    /* stationary: every later retry has this distribution */
+    if (k > 0 && dist_converged(&dist[k], &dist[k - 1])) {
+      ms_delay_dists_free(&dist[k], 1);
+      *n_built = k;
+      break;
+    }
     /* and spread it once more */
     memset(g.dens, 0, ((size_t)M + 1) * sizeof *g.dens);
     memset(g.part, 0, (size_t)M * sizeof *g.part);
@@ -262,22 +281,34 @@ void ms_delay_dists_free(ms_delay_dist *dist, int r) {
 }
 
 int ms_delay_dists_build(const ms_backoff *b, int r, ms_delay_dist *dist,
-                         ms_error *err) {
+                         int *n_built, ms_error *err) {
   for (int k = 0; k < r; k++)
     dist[k] = (ms_delay_dist){0};
+  *n_built = 0;
+  if (r < 1)
+    return MS_OK;
   if (b->kind == MS_BACKOFF_DECORRELATED) {
-    int st = decorrelated_dists(b, r, dist, err);
-    if (st != MS_OK)
+    int st = decorrelated_dists(b, r, dist, n_built, err);
+    if (st != MS_OK) {
       ms_delay_dists_free(dist, r);
+      *n_built = 0;
+    }
     return st;
   }
   for (int k = 1; k <= r; k++) {
+    /* none and constant wait alike before every retry, the others once
+     * their ceiling v_k has reached the cap (or stopped growing) */
+    double v = backoff_uses_cap(b->kind) ? ms_backoff_ceiling(b, k) : 0.0;
+    if (k > 1 &&
+        (!backoff_uses_cap(b->kind) || v == ms_backoff_ceiling(b, k - 1)))
+      break;
     ms_delay_dist *d = &dist[k - 1];
     if (dist_alloc(d, 1) != MS_OK) {
       ms_delay_dists_free(dist, r);
+      *n_built = 0;
       return ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
     }
-    double v = backoff_uses_cap(b->kind) ? ms_backoff_ceiling(b, k) : 0.0;
+    *n_built = k;
     switch (b->kind) {
     case MS_BACKOFF_NONE:
       dist_add(d, 0.0, 0.0, 1.0);
@@ -336,11 +367,13 @@ int ms_backoff_mean_delay(const ms_backoff *b, int k, double *mean,
   ms_delay_dist *d = calloc((size_t)k, sizeof *d);
   if (d == NULL)
     return ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
-  st = ms_delay_dists_build(b, k, d, err);
+  int n = 0;
+  st = ms_delay_dists_build(b, k, d, &n, err);
   if (st == MS_OK) {
+    const ms_delay_dist *dk = &d[(k < n ? k : n) - 1];
     double m = 0.0;
-    for (int i = 0; i < d[k - 1].n; i++)
-      m += d[k - 1].w[i] * 0.5 * (d[k - 1].lo[i] + d[k - 1].hi[i]);
+    for (int i = 0; i < dk->n; i++)
+      m += dk->w[i] * 0.5 * (dk->lo[i] + dk->hi[i]);
     *mean = m;
   }
   ms_delay_dists_free(d, k);

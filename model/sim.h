@@ -122,7 +122,9 @@ double ms_backoff_ceiling(const ms_backoff *b, int k);
 /*
  * ms_backoff_mean_delay: the mean wait before retry k, s.
  *   b  a valid backoff;  k  retry number, 1 .. MS_MAX_RETRIES
- *   mean  out: E[delay_k], s, >= 0
+ *   mean  out: E[delay_k], s, >= 0: v_k for exponential, v_k / 2 for full
+ *         jitter, 3 v_k / 4 for equal jitter (v_k = ms_backoff_ceiling,
+ *         with the multiplier), base for constant, 0 for none
  * Exact for every kind but decorrelated jitter, whose distribution has no
  * closed form: its recursion is run on 4096 geometrically spaced cells
  * between base and cap plus a point mass at cap (the grid the fluid engine
@@ -130,7 +132,9 @@ double ms_backoff_ceiling(const ms_backoff *b, int k);
  * cell ratio (cap/base)^(1/4096): relative error 1.4e-6 at k = 6 and
  * cap/base = 1000 against the exact uncapped recursion
  * E[s_k] = (base + 3 E[s_(k-1)]) / 2, and within Monte Carlo error with a
- * binding cap (tests/check_sim.c).  Errors: MS_EINVAL, MS_ENOMEM.
+ * binding cap (tests/check_sim.c).  The recursion stops once stationary
+ * (every cell within 2^-53 of the previous retry's), so a k of thousands
+ * costs what a few dozen do.  Errors: MS_EINVAL, MS_ENOMEM.
  */
 int ms_backoff_mean_delay(const ms_backoff *b, int k, double *mean,
                           ms_error *err);

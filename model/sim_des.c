@@ -20,6 +20,9 @@
 
 #include "sim_internal.h"
 
+/* a request's retries so far fit its counter */
+_Static_assert(MS_MAX_RETRIES <= UINT16_MAX, "retries_done is 16 bits");
+
 /* ---- random numbers ------------------------------------------------- */
 
 /*
@@ -187,9 +190,9 @@ typedef struct {
   long busy, servers;
   double busy_since; /* when d->busy last changed or was last integrated */
   /* requests in flight */
-  uint8_t *retries_done;
-  double *sleep; /* decorrelated jitter: previous sleep */
-  double *cost;  /* AWS quota: what the request's pending retry took */
+  uint16_t *retries_done; /* 0 .. MS_MAX_RETRIES */
+  double *sleep;          /* decorrelated jitter: previous sleep */
+  double *cost;           /* AWS quota: what the request's pending retry took */
   size_t req_cap, req_top;
   uint32_t *free_ids;
   size_t free_n, free_cap;

@@ -18,6 +18,10 @@ enum { CAUSE_TIMEOUT = 0, CAUSE_FAST = 1, CAUSES = 2 };
 /* Farthest bin a retry may land in, relative to its attempt's (the
  * schedule holds r times this many bins). */
 #define MAX_REACH (1L << 22)
+/* Most cells of the retry schedule, retries x ring bins: the most that
+ * 100 retries could ask for when 100 was the limit (100 x MAX_REACH
+ * doubles, 3.4 GB), so 10,000 retries need a ring 100 times shorter. */
+#define MAX_SCHEDULE (100.0 * (double)MAX_REACH)
 
 /* Where the retries of attempts sent in bin i land: bin i + j, j >= 1. */
 typedef struct {
@@ -208,13 +212,17 @@ static void psffa_step(long c, double kappa, double M, double *v, mmc_mean *out,
 typedef struct {
   int r;
   long J; /* ring length of the retry schedule */
-  kernel ker[MS_MAX_RETRIES][CAUSES];
-  double *pend;      /* r x J: retry k+1 attempts due in each bin */
+  /* retry k+1 lands by ker[min(k, nk - 1)]: the retries from the nk-th on
+   * share one delay, so one kernel (ms_delay_dists_build) */
+  int nk;
+  kernel (*ker)[CAUSES];         /* nk */
+  double *pend;                  /* r x J: retry k+1 attempts due in each bin */
   double *pend_cost; /* J: AWS quota, the cost those retries ask, summed */
   double cause_cost[CAUSES];     /* AWS quota: a retry's cost by its cause */
+  double *att;                   /* r + 1: what a bin sends of each attempt */
   long nb;                       /* budget window, bins */
   double *bud_first, *bud_retry; /* rings of nb */
-  ms_delay_dist dist[MS_MAX_RETRIES];
+  ms_delay_dist *dist;           /* r, the first nk built */
   /* carried from bin to bin */
   double budget_ratio;                 /* retries allowed per first attempt */
   double bud_first_sum, bud_retry_sum; /* over the budget window */
@@ -226,10 +234,14 @@ typedef struct {
 } fluid_state;
 
 static void fluid_free(fluid_state *f) {
-  for (int k = 0; k < f->r; k++)
+  for (int k = 0; f->ker != NULL && k < f->nk; k++)
     for (int c = 0; c < CAUSES; c++)
       free(f->ker[k][c].w);
-  ms_delay_dists_free(f->dist, f->r);
+  free(f->ker);
+  if (f->dist != NULL)
+    ms_delay_dists_free(f->dist, f->r);
+  free(f->dist);
+  free(f->att);
   free(f->pend);
   free(f->pend_cost);
   free(f->bud_first);
@@ -296,7 +308,7 @@ static int build_kernels(fluid_state *f, const ms_failure_model *m0, double dt,
   }
   f->J = 2;
   int st = MS_OK;
-  for (int k = 0; k < f->r && st == MS_OK; k++)
+  for (int k = 0; k < f->nk && st == MS_OK; k++)
     for (int cs = 0; cs < CAUSES && st == MS_OK; cs++) {
       int kb = kernel_build(&f->dist[k], detect[cs], dt, &f->ker[k][cs]);
       if (kb == MS_ELIMIT)
@@ -322,10 +334,24 @@ static int fluid_setup(fluid_state *f, const ms_sim_config *c, double dt,
   memset(f, 0, sizeof *f);
   f->r = pol->retries;
   int r = f->r;
-  int st = ms_delay_dists_build(&c->backoff, r, f->dist, err);
+  f->dist = calloc((size_t)r + 1, sizeof *f->dist);
+  f->att = calloc((size_t)r + 1, sizeof *f->att);
+  if (f->dist == NULL || f->att == NULL)
+    return ms_fail(err, MS_ENOMEM, "no memory for %d retries", r);
+  int st = ms_delay_dists_build(&c->backoff, r, f->dist, &f->nk, err);
   if (st != MS_OK)
     return st;
+  f->ker = calloc((size_t)f->nk + 1, sizeof *f->ker);
+  if (f->ker == NULL)
+    return ms_fail(err, MS_ENOMEM, "no memory for the retry schedule");
   st = build_kernels(f, &c->service.model, dt, err);
+  /* r rows of the ring: a bound on memory as on the time of a bin */
+  if (st == MS_OK && r > 0 && (double)r * (double)f->J > MAX_SCHEDULE)
+    st = ms_fail(err, MS_ELIMIT,
+                 "the retry schedule would hold %d retries x %ld bins, more "
+                 "than %.0f: raise dt, or lower the timeout, the backoff cap "
+                 "or the retries",
+                 r, f->J, MAX_SCHEDULE);
   if (st == MS_OK && r > 0) {
     f->pend = calloc((size_t)r * (size_t)f->J, sizeof *f->pend);
     if (f->pend == NULL)
@@ -493,7 +519,7 @@ static void schedule_failures(fluid_state *f, const double *att, double p,
       double mass = fk * share[cs];
       if (!(mass > 0.0))
         continue;
-      const kernel *ke = &f->ker[k][cs];
+      const kernel *ke = &f->ker[k < f->nk ? k : f->nk - 1][cs];
       for (long j = ke->first; j <= ke->last; j++) {
         long dst = slot + j;
         if (dst >= f->J)
@@ -522,7 +548,7 @@ static void fluid_bin(fluid_state *f, const ms_sim_config *c, long i, double dt,
   double hold = 0.0;
   if (pol->kind == MS_POLICY_ENVOY)
     hold = pm.servers > 0 ? ms_hold_time(&pm, f->x_prev) : pm.timeout;
-  double att[MS_MAX_RETRIES + 1], refused;
+  double *att = f->att, refused;
   double allowed =
       admit_retries(f, pol, i, slot, first, dt, hold, att, &refused);
   double sent = first + allowed;

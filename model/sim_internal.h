@@ -21,12 +21,18 @@ typedef struct {
 } ms_delay_dist;
 
 /*
- * The delay distributions of retries 1 .. r for a valid backoff: dist[k-1]
- * for retry k.  Allocates; release with ms_delay_dists_free.  Returns MS_OK
- * or MS_ENOMEM.
+ * The delay distributions of retries 1 .. r for a valid backoff, r >= 0,
+ * dist room for r: dist[min(k, n) - 1] for retry k, where *n_built = n
+ * <= r is the number built.  Later retries share the last one, which is
+ * where the delay stops changing: from the first for none and constant,
+ * from the first capped ceiling for exponential and the two jitters, and
+ * for decorrelated jitter once its recursion is stationary (every weight
+ * within 2^-53 of the previous retry's; a few dozen retries).  So memory
+ * and time stay bounded however many retries there are.  Allocates;
+ * release with ms_delay_dists_free(dist, r).  Returns MS_OK or MS_ENOMEM.
  */
 int ms_delay_dists_build(const ms_backoff *b, int r, ms_delay_dist *dist,
-                         ms_error *err);
+                         int *n_built, ms_error *err);
 void ms_delay_dists_free(ms_delay_dist *dist, int r);
 
 /* What happened in one output window, in counts (not rates).  The last

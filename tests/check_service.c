@@ -286,7 +286,7 @@ START_TEST(test_range_from_model) {
   } cases[] = {
       {"    tiers: 0\n", 12, MS_PARAM_TIERS, 0},
       {"    tiers: 11\n", 12, MS_PARAM_TIERS, 11},
-      {"    retries: 101\n", 14, MS_PARAM_RETRIES, 101},
+      {"    retries: 10001\n", 14, MS_PARAM_RETRIES, 10001},
       {"    base_failure: 1\n", 19, MS_PARAM_BASE_FAILURE, 1},
       {"    retry_budget: 1.5\n", 19, MS_PARAM_RETRY_BUDGET, 1.5},
       {"    token_ratio: 0\n", 18, MS_PARAM_TOKEN_RATIO, 0},
@@ -554,7 +554,7 @@ START_TEST(test_percent_and_minutes) {
                              "    servers: 30\n"
                              "    service_time: 100ms\n"
                              "    timeout: 2m\n"
-                             "    retries: 3\n"
+                             "    retries: 10000\n"
                              "    base_failure: 1%\n"
                              "    retry_budget: 10 %\n"
                              "    token_ratio: 50%\n"
@@ -572,6 +572,7 @@ START_TEST(test_percent_and_minutes) {
                 "%s", err);
   const ms_service_spec *s = ms_service_file_find(&f, "a");
   ck_assert_double_eq(s->params.model.timeout, 120.0);
+  ck_assert_int_eq(s->params.policy.retries, MS_MAX_RETRIES);
   ck_assert_double_eq(s->params.model.base_failure, 0.01);
   ck_assert_double_eq(s->params.policy.retry_budget, 0.1);
   ck_assert_double_eq(s->params.policy.token_ratio, 0.5);

@@ -334,6 +334,15 @@ START_TEST(test_backoff_multiplier) {
   }
   ms_backoff b = {MS_BACKOFF_EQUAL_JITTER, 0.1, 1.0, 1.0};
   ck_assert_int_eq(ms_backoff_check(&b, &err), MS_OK);
+  /* decorrelated jitter reaches its stationary distribution: the last
+   * retry's mean is the 500th's, inside (base, cap) */
+  ms_backoff dj = {MS_BACKOFF_DECORRELATED, 0.1, 5.0, 0};
+  double m500, mmax;
+  ck_assert_int_eq(ms_backoff_mean_delay(&dj, 500, &m500, NULL), MS_OK);
+  ck_assert_int_eq(ms_backoff_mean_delay(&dj, MS_MAX_RETRIES, &mmax, NULL),
+                   MS_OK);
+  ck_assert_double_eq(m500, mmax);
+  ck_assert(mmax > 0.1 && mmax < 5.0);
   ck_assert(ms_backoff_multiplies(MS_BACKOFF_FULL_JITTER));
   ck_assert(!ms_backoff_multiplies(MS_BACKOFF_DECORRELATED));
   ck_assert(!ms_backoff_multiplies(MS_BACKOFF_CONSTANT));
@@ -978,6 +987,56 @@ static int stop_at_collapse(void *ctx, const ms_sim_sample *s) {
  * within 20,000 s; at 12/s none does.  With c mu T = 100 (the service
  * above) the healthy branch holds for 20,000 s up to 85/s (91 %).
  */
+/*
+ * Many retries: a request's count of retries runs past 255 (the DES's
+ * counter was a byte) and both engines give up after the last one.  A
+ * full stall of 400 s, 1 request/s, timeout 1 s, no backoff, r = 300: a
+ * request that arrives at t0 times out every second and gives up at about
+ * t0 + 301 s, after 301 attempts; the abandoned attempts left in the queue
+ * (hundreds per second of stall) keep every wait past the timeout to the
+ * end of the run at 420 s, so the ~120 requests that arrive in its first
+ * 119 s give up; none would without the cap.  Then a healthy run at r =
+ * MS_MAX_RETRIES: the fluid engine's amplification is the model's, 1 / (1 - p)
+ * for p = 0.1 and r that large.
+ */
+START_TEST(test_many_retries) {
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 4, 10.0, 1.0);
+  ms_retry_policy_fixed(&s.policy, 300);
+  ms_sim_config c;
+  ms_sim_config_init(&c, &s);
+  c.scenario.offered_load = 1.0;
+  c.scenario.duration = 420.0;
+  c.scenario.n_triggers = 1;
+  c.scenario.triggers[0] = (ms_trigger){
+      .kind = MS_TRIGGER_SERVERS, .start = 0.0, .hold = 400.0, .servers = 0};
+  c.sample_interval = 10.0;
+  c.seed = 14;
+  ms_sim_summary sum;
+  ms_error err;
+  ck_assert_msg(ms_sim_des(&c, NULL, NULL, &sum, &err) == MS_OK, "%s", err.msg);
+  /* Poisson(119) arrivals in [0, 119): within 5 standard deviations */
+  ck_assert_msg(sum.given_up >= 119 - 55 && sum.given_up <= 119 + 55, "%g",
+                sum.given_up);
+  ck_assert_msg(sum.retries >= 300 * (sum.given_up - 1), "%g retries",
+                sum.retries);
+  ck_assert_int_eq(ms_sim_fluid(&c, NULL, NULL, &sum, &err), MS_OK);
+  ck_assert_msg(fabs(sum.given_up - 119.5) <= 1.0, "fluid %g", sum.given_up);
+
+  ms_failure_model_capacity(&s.model, 100.0);
+  s.model.base_failure = 0.1;
+  ms_retry_policy_fixed(&s.policy, MS_MAX_RETRIES);
+  ms_sim_config_init(&c, &s);
+  c.scenario.offered_load = 50.0;
+  c.scenario.duration = 100.0;
+  c.backoff = (ms_backoff){MS_BACKOFF_EXPONENTIAL, 0.1, 2.0, 0};
+  ck_assert_msg(ms_sim_fluid(&c, NULL, NULL, &sum, &err) == MS_OK, "%s",
+                err.msg);
+  /* after the first few seconds' retries have arrived */
+  ck_assert_double_eq_tol(sum.attempts / sum.requests, 1.0 / 0.9, 0.01);
+}
+END_TEST
+
 START_TEST(test_des_noise_escapes_healthy_basin) {
   ms_service_params s;
   ms_failure_model_erlang(&s.model, 4, 10.0, 0.3);
@@ -1445,6 +1504,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(parts, test_backoff_names);
   tcase_add_test(parts, test_backoff_means_closed_form);
   tcase_add_test(parts, test_backoff_multiplier);
+  tcase_add_test(parts, test_many_retries);
   tcase_add_test(parts, test_backoff_decorrelated);
   tcase_add_test(parts, test_errors);
   tcase_add_test(parts, test_sink_stops);
