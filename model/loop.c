@@ -299,10 +299,12 @@ static void failure_and_slope(const ms_failure_model *m, double x, double *p,
 static void fixed_amplification(int r, double p, double *A, double *dA) {
   double n = r + 1.0, q = 1.0 - p;
   if (r > 64 && n * q >= 0.1) {
-    double L = n * log1p(-q);
-    double one_minus_pn = -expm1(L);
+    /* ln p directly where 1 - p would round p away (p below 1e-17) */
+    double lp = p < 0.5 ? log(p) : log1p(-q);
+    double one_minus_pn = -expm1(n * lp);
+    double pn1 = exp((n - 1.0) * lp); /* p^(n-1); 0 at p = 0 */
     *A = one_minus_pn / q;
-    *dA = p > 0.0 ? (one_minus_pn - n * exp(L - log1p(-q)) * q) / (q * q) : 1.0;
+    *dA = (one_minus_pn - n * pn1 * q) / (q * q);
     return;
   }
   double a = 1.0, da = 0.0;

@@ -104,7 +104,7 @@ static service_case capacity_case(const char *name, double C, double base,
   return k;
 }
 
-#define N_CASES 35
+#define N_CASES 37
 static service_case cases[N_CASES];
 
 static void make_cases(void) {
@@ -203,6 +203,16 @@ static void make_cases(void) {
   cases[i] = capacity_case("capacity nested 4x3", 1, 0.1, 3);
   cases[i].s.policy.tiers = 4;
   cases[i++].s.policy.nested = 14u;
+  /* found by a reviewer: past 64 retries (the closed form of the count)
+   * gRPC's throttle makes p f round to 0, and p^(n-1) must not be NaN */
+  cases[i] = capacity_case("capacity grpc r=100", 100, 0, 100);
+  ms_policy_defaults(&cases[i].s.policy, MS_POLICY_GRPC);
+  cases[i].s.policy.grpc_max_tokens = 1000;
+  cases[i++].s.policy.grpc_token_ratio = 1;
+  cases[i] = erlang_case("erlang grpc r=65", 7, 1, 3, 65, 0);
+  ms_policy_defaults(&cases[i].s.policy, MS_POLICY_GRPC);
+  cases[i].s.policy.grpc_max_tokens = 10;
+  cases[i++].s.policy.grpc_token_ratio = 1e-10;
   ck_assert_int_eq(i, N_CASES);
 }
 
