@@ -778,10 +778,13 @@ START_TEST(test_des_service_moments) {
 END_TEST
 
 /*
- * Rows of doc/design.md §1.1's accuracy table at reduced size: the DES's
- * share of attempts that wait longer than T, without retries, against the
- * model's M/G/c approximation, within the error the table documents for
- * the row (rel) plus four batch-means standard errors.  Each row would
+ * Rows of doc/design.md §1.1's accuracy table at reduced size (c = 10,
+ * T = 2 service times, 4,000 s instead of 20,000): the DES's share of
+ * attempts that wait longer than T, without retries, against the model's
+ * M/G/c approximation, within the error the table documents for the row
+ * rounded up to 5 % (rel: |DES - model| <= rel x model; the table's
+ * model/DES of 0.98, 1.02, 1.17, 1.15 and 1.13) plus four batch-means
+ * standard errors.  Each row would
  * fail if the cv were ignored, by the model or by the DES: the M/M/c tail
  * lies outside the same band.
  */
@@ -790,10 +793,10 @@ START_TEST(test_des_general_service_tail) {
     ms_service_dist dist;
     double cv, rho, rel;
   } rows[] = {
-      {MS_SERVICE_DETERMINISTIC, 0.0, 0.95, 0.10},
-      {MS_SERVICE_LOGNORMAL, 0.5, 0.9, 0.15},
+      {MS_SERVICE_DETERMINISTIC, 0.0, 0.95, 0.05},
+      {MS_SERVICE_LOGNORMAL, 0.5, 0.9, 0.05},
       {MS_SERVICE_LOGNORMAL, 2.0, 0.9, 0.20},
-      {MS_SERVICE_HYPEREXPONENTIAL, 2.0, 0.9, 0.10},
+      {MS_SERVICE_HYPEREXPONENTIAL, 2.0, 0.9, 0.15},
       {MS_SERVICE_HYPEREXPONENTIAL, 4.0, 0.95, 0.15},
   };
   for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
