@@ -238,8 +238,9 @@ typedef struct {
 
 /* Largest coefficient of variation of the service time (erlang model).  At
  * cv = 10 the effective timeout of the M/G/c wait tail is 2/101 of the
- * timeout (ms_effective_timeout); the approximation's error, measured up to
- * cv = 4 (doc/design.md §1.1), only grows beyond. */
+ * timeout (ms_effective_timeout).  The approximation's error is measured
+ * up to cv = 4 (doc/design.md §1.1), where it is larger than at cv = 2;
+ * beyond, it is not known. */
 #define MS_MAX_SERVICE_TIME_CV 10.0
 
 /* What a row of MS_PARAMS is a parameter of. */

@@ -15,9 +15,9 @@
  *    system is carried between bins, drained by the busy servers, and the
  *    wait tail follows it (pointwise stationary fluid flow approximation).
  *  - the discrete-event engine (ms_sim_des): an M/M/c FIFO queue with
- *    exponential service, Poisson first attempts, clients that time out and
- *    retry while the server still serves what they abandoned, seeded and
- *    reproducible.
+ *    exponential service (or M/G/c: ms_service_dist), Poisson first
+ *    attempts, clients that time out and retry while the server still
+ *    serves what they abandoned, seeded and reproducible.
  *
  * Conventions are those of metastable.h (rates per second, times in
  * seconds, MS_OK or a negative ms_status with a message in *err, no NaN or
