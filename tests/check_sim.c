@@ -395,6 +395,37 @@ START_TEST(test_fluid_queue_memory_stationary) {
 END_TEST
 
 /* A long trigger latches: the collapsed equilibrium, and it persists. */
+/* With a service_time_cv the fluid engines take the model's M/G/c wait
+ * tail: a steady state fails with the model's p at its healthy
+ * equilibrium, with or without the queue, and the tail is not the M/M/c
+ * one. */
+START_TEST(test_fluid_general_service) {
+  ms_service_params s = service();
+  s.model.has_service_time_cv = true;
+  s.model.service_time_cv = 2.0;
+  double xh, xc, p, p_mmc;
+  equilibria(&s, 80.0, &xh, &xc);
+  ck_assert_int_eq(ms_failure_probability(&s.model, xh, &p, NULL), MS_OK);
+  ms_service_params e = service();
+  ck_assert_int_eq(ms_failure_probability(&e.model, xh, &p_mmc, NULL), MS_OK);
+  ck_assert(p - 0.01 > 1000 * (p_mmc - 0.01)); /* beyond the base */
+  for (int memory = 0; memory < 2; memory++) {
+    ms_sim_config c;
+    ms_sim_config_init(&c, &s);
+    c.scenario.offered_load = 80.0;
+    c.scenario.duration = 200.0;
+    c.queue_memory = memory;
+    series v = {0};
+    run(MS_ENGINE_FLUID, &c, &v);
+    const ms_sim_sample *last = &v.s[v.n - 1];
+    ck_assert_msg(fabs(last->failure_ratio / p - 1) < 1e-6,
+                  "queue memory %d: failure %.9g, p(x) %.9g", memory,
+                  last->failure_ratio, p);
+    series_free(&v);
+  }
+}
+END_TEST
+
 START_TEST(test_fluid_settles_collapsed) {
   ms_service_params s = service();
   double xh, xc;
@@ -1178,6 +1209,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(fluid, test_fluid_capacity_reference);
   tcase_add_test(fluid, test_fluid_settles_healthy);
   tcase_add_test(fluid, test_fluid_queue_memory_stationary);
+  tcase_add_test(fluid, test_fluid_general_service);
   tcase_add_test(fluid, test_fluid_settles_collapsed);
   tcase_add_test(fluid, test_fluid_overloaded);
   tcase_add_test(fluid, test_fluid_latch_threshold);
