@@ -365,6 +365,8 @@ static void write_json_service(ms_json *j, const service_check *s) {
       ms_json_null(j, "servers");
     ms_json_number(j, "service_rate", m->service_rate);
     ms_json_number(j, "timeout", m->timeout);
+    if (m->has_service_time_cv)
+      ms_json_number(j, "service_time_cv", m->service_time_cv);
   } else {
     ms_json_number(j, "capacity", m->capacity);
   }

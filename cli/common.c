@@ -342,6 +342,9 @@ static const model_option model_options[] = {
      "erlang: service rate of one server", MS_PARAM_SERVICE_RATE},
     {MS_OPT_TIMEOUT, "--timeout", "T", "erlang: client timeout",
      MS_PARAM_TIMEOUT},
+    {MS_OPT_SERVICE_TIME_CV, "--service-time-cv", "CV",
+     "erlang: service time's coefficient of variation (default 1)",
+     MS_PARAM_SERVICE_TIME_CV},
     {MS_OPT_CAPACITY, "--capacity", "C", "capacity: requests/s served",
      MS_PARAM_CAPACITY},
     {MS_OPT_BASE_FAILURE, "--base-failure", "P",
@@ -560,7 +563,8 @@ int ms_cli_model_option(ms_cli_model *m, int opt, const char *arg) {
 /* The first erlang-only option given, or NULL. */
 static const char *erlang_option_given(const ms_cli_model *m) {
   static const int erlang_ids[] = {MS_OPT_SERVERS, MS_OPT_SERVICE_TIME,
-                                   MS_OPT_SERVICE_RATE, MS_OPT_TIMEOUT};
+                                   MS_OPT_SERVICE_RATE, MS_OPT_TIMEOUT,
+                                   MS_OPT_SERVICE_TIME_CV};
   for (size_t i = 0; i < sizeof erlang_ids / sizeof erlang_ids[0]; i++)
     if (GIVEN(m, erlang_ids[i]))
       return model_option_of(erlang_ids[i])->name;
@@ -677,6 +681,10 @@ static int resolve_erlang(const ms_cli_model *m, ms_failure_model *fm,
   else if (!from_file)
     return ms_cli_usage("the erlang model needs --timeout T (the client "
                         "timeout, seconds)");
+  if (GIVEN(m, MS_OPT_SERVICE_TIME_CV)) {
+    fm->has_service_time_cv = true;
+    fm->service_time_cv = m->value[MS_PARAM_SERVICE_TIME_CV];
+  }
   return 0;
 }
 
@@ -852,7 +860,10 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
       ADD("%s server%s, ", sv, m->servers == 1 ? "" : "s");
     else
       ADD("servers from pool_size, ");
-    ADD("service time %s, timeout %s", st, to);
+    ADD("service time %s", st);
+    if (m->has_service_time_cv)
+      ADD(" (cv %.4g)", m->service_time_cv);
+    ADD(", timeout %s", to);
   } else {
     char cap[32];
     fmt_quantity(cap, sizeof cap, m->capacity);

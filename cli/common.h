@@ -198,6 +198,7 @@ enum {
   MS_OPT_SERVICE_TIME,
   MS_OPT_SERVICE_RATE,
   MS_OPT_TIMEOUT,
+  MS_OPT_SERVICE_TIME_CV,
   MS_OPT_CAPACITY,
   MS_OPT_BASE_FAILURE,
   MS_OPT_RETRIES,
@@ -223,6 +224,7 @@ enum {
   {"service-time", required_argument, NULL, MS_OPT_SERVICE_TIME},      \
   {"service-rate", required_argument, NULL, MS_OPT_SERVICE_RATE},      \
   {"timeout", required_argument, NULL, MS_OPT_TIMEOUT},                \
+  {"service-time-cv", required_argument, NULL, MS_OPT_SERVICE_TIME_CV}, \
   {"capacity", required_argument, NULL, MS_OPT_CAPACITY},              \
   {"base-failure", required_argument, NULL, MS_OPT_BASE_FAILURE},      \
   {"retries", required_argument, NULL, MS_OPT_RETRIES},                \

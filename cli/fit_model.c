@@ -882,6 +882,8 @@ int ms_fit_write_spec(FILE *f, const ms_service_spec *spec,
       fprintf(f, "    servers: %ld\n", spec->params.model.servers);
     fprintf(f, "    service_time: %s\n", num(b, 1.0 / m->service_rate));
     fprintf(f, "    timeout: %s\n", num(b, m->timeout));
+    if (m->has_service_time_cv)
+      fprintf(f, "    service_time_cv: %s\n", num(b, m->service_time_cv));
   } else {
     fprintf(f, "    model: capacity\n    capacity: %s\n", num(b, m->capacity));
   }

@@ -46,6 +46,10 @@ static const char help[] =
     "                      sample interval)\n"
     "  --seed N            des: random seed, 0..2^53 (default 1); the same\n"
     "                      seed gives the same run\n"
+    "  --service-dist D    des: service times exponential, deterministic,\n"
+    "                      lognormal, hyperexponential or gamma, with the\n"
+    "                      model's --service-time-cv (default: exponential\n"
+    "                      for cv 1, deterministic for 0, else lognormal)\n"
     "\n"
     "Scenario (a --scenario file first, then the options below on top;\n"
     "triggers from both are kept):\n"
@@ -103,6 +107,7 @@ enum {
   OPT_MEMORYLESS,
   OPT_DT,
   OPT_SEED,
+  OPT_SERVICE_DIST,
   OPT_SCENARIO,
   OPT_LOAD,
   OPT_DURATION,
@@ -126,6 +131,7 @@ static const struct option options[] = {
     {"memoryless", no_argument, NULL, OPT_MEMORYLESS},
     {"dt", required_argument, NULL, OPT_DT},
     {"seed", required_argument, NULL, OPT_SEED},
+    {"service-dist", required_argument, NULL, OPT_SERVICE_DIST},
     {"scenario", required_argument, NULL, OPT_SCENARIO},
     {"load", required_argument, NULL, OPT_LOAD},
     {"duration", required_argument, NULL, OPT_DURATION},
@@ -420,7 +426,13 @@ static void describe_trigger(char *buf, size_t len, const ms_trigger *t,
 
 static const char *engine_text(char *buf, size_t len, const ms_sim_config *c,
                                ms_sim_engine e) {
-  if (e == MS_ENGINE_DES)
+  const ms_failure_model *m = &c->service.model;
+  if (e == MS_ENGINE_DES && c->service_dist != MS_SERVICE_EXPONENTIAL)
+    snprintf(buf, len, "discrete-event (M/G/c, %s service, cv %.4g), seed %llu",
+             ms_service_dist_name(c->service_dist),
+             m->has_service_time_cv ? m->service_time_cv : 1.0,
+             (unsigned long long)c->seed);
+  else if (e == MS_ENGINE_DES)
     snprintf(buf, len, "discrete-event (M/M/c), seed %llu",
              (unsigned long long)c->seed);
   else
@@ -574,6 +586,8 @@ static void write_json(const ms_cli_model *m, const ms_sim_config *c,
   ms_json_bool(&j, "queue_memory", e == MS_ENGINE_FLUID && c->queue_memory);
   if (e == MS_ENGINE_DES)
     ms_json_number(&j, "seed", (double)c->seed);
+  if (e == MS_ENGINE_DES && c->service_dist != MS_SERVICE_EXPONENTIAL)
+    ms_json_string(&j, "service_dist", ms_service_dist_name(c->service_dist));
   char b[128];
   ms_json_string(&j, "backoff", backoff_text(b, sizeof b, &c->backoff));
   ms_json_number(&j, "tipping_load", ls->tipping_load);
@@ -858,7 +872,8 @@ static int write_plot(const char *path, const char *title,
 typedef struct {
   ms_sim_engine engine;
   bool memoryless;
-  bool has_load, has_duration, has_dt, has_seed, has_backoff;
+  bool has_load, has_duration, has_dt, has_seed, has_backoff, has_dist;
+  ms_service_dist service_dist;
   bool has_budget_window, has_token_capacity, has_sample, has_settle;
   double load, duration, dt, budget_window, token_capacity, sample, settle;
   long seed;
@@ -877,6 +892,10 @@ typedef struct {
 static int take_option(void *args, int c, const char *arg) {
   static const char *const engines[] = {"fluid", "des", NULL};
   static const ms_sim_engine engine_of[] = {MS_ENGINE_FLUID, MS_ENGINE_DES};
+  /* in the order of ms_service_dist */
+  static const char *const dists[] = {"exponential", "deterministic",
+                                      "lognormal",   "hyperexponential",
+                                      "gamma",       NULL};
   static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_CSV,
                                       MS_FORMAT_JSON};
   sim_args *a = args;
@@ -897,6 +916,11 @@ static int take_option(void *args, int c, const char *arg) {
   case OPT_SEED:
     st = ms_cli_long("--seed", arg, 0, 9007199254740992L, &a->seed);
     a->has_seed = true;
+    break;
+  case OPT_SERVICE_DIST:
+    if ((st = ms_cli_choice("--service-dist", arg, dists, &k)) == 0)
+      a->service_dist = (ms_service_dist)k;
+    a->has_dist = true;
     break;
   case OPT_SCENARIO:
     a->scenario_path = arg;
@@ -1026,6 +1050,14 @@ static void apply_settings(const sim_args *a, const ms_cli_model *m,
       cfg->settle_tolerance = fmin(0.5, fmax(0.02, 4.0 / sqrt(count)));
   }
   cfg->queue_memory = m->params.model.kind == MS_MODEL_ERLANG && !a->memoryless;
+  /* the service times: as asked, else the one distribution a cv of 1 or 0
+   * names, else lognormal (any cv > 0) */
+  const ms_failure_model *fm = &m->params.model;
+  double cv = fm->has_service_time_cv ? fm->service_time_cv : 1.0;
+  cfg->service_dist = a->has_dist ? a->service_dist
+                      : cv == 1.0 ? MS_SERVICE_EXPONENTIAL
+                      : cv == 0.0 ? MS_SERVICE_DETERMINISTIC
+                                  : MS_SERVICE_LOGNORMAL;
 }
 
 /* What the engines cannot simulate: the DES is an M/M/c queue, the
@@ -1039,6 +1071,18 @@ static int check_engine(const sim_args *a, const ms_cli_model *m) {
                         "--timeout)");
   if (a->engine == MS_ENGINE_DES && a->memoryless)
     return ms_cli_usage("--memoryless applies to the fluid engine only");
+  if (a->engine != MS_ENGINE_DES && a->has_dist)
+    return ms_cli_usage("--service-dist applies to the discrete-event engine "
+                        "only (--engine des): the fluid engine takes the "
+                        "model's wait tail");
+  ms_error err;
+  if (a->engine == MS_ENGINE_DES && a->has_dist &&
+      ms_service_dist_check(a->service_dist,
+                            m->params.model.has_service_time_cv
+                                ? m->params.model.service_time_cv
+                                : 1.0,
+                            &err) != MS_OK)
+    return ms_cli_usage("--service-dist: %s", err.msg);
   if (m->params.policy.tiers != 1)
     return ms_cli_usage("--tiers %d: the simulation models one retrying "
                         "tier; layered retries (A^k) have no single queue "

@@ -81,7 +81,8 @@ static int rising(const ms_point *pt) { return pt->elast < 1.0; }
  * Bounds on the elasticity E(x) of the erlang model that decide the sign of
  * d lambda/dx at most grid points without evaluating Erlang B.  With
  * a = x/mu < c, u = c mu - x, q = P(W > T) = C(c, a) e^(-u T) and
- * E = (1 - base) q (a dlnC/da + x T) k A'(p)/A(p)   (loop.c):
+ * E = (1 - base) q (a dlnC/da + x T) k A'(p)/A(p)   (loop.c), T the
+ * effective timeout (ms_effective_timeout: the same E for any T >= 0):
  *
  *   upper: C <= 1;  a dlnC/da = (c - a) + a (1 - B)/(c - a + a B)
  *          <= (c - a) + a/(c - a);  A'/A <= r (A' = sum i p^(i-1)
@@ -121,7 +122,8 @@ static void elasticity_bounds_init(const ms_service_params *s,
   b->lower = pol->retries >= 1 && !pol->has_budget && !pol->has_token;
   b->c = (double)m->servers;
   b->mu = m->service_rate;
-  b->T = m->timeout;
+  /* the T of failure_and_slope */
+  b->T = ms_effective_timeout(m);
   b->cmu = b->c * b->mu; /* as failure_and_slope computes it */
   b->ok = 1.0 - m->base_failure;
   b->kr = (double)pol->tiers * pol->retries;

@@ -132,11 +132,20 @@ int ms_failure_model_check(const ms_failure_model *m, ms_error *err) {
     return st;
   switch (m->kind) {
   case MS_MODEL_CAPACITY:
+    if (m->has_service_time_cv)
+      return ms_fail(err, MS_EINVAL,
+                     "service_time_cv = %g: the capacity model has no queue "
+                     "and no service time; it needs the erlang model",
+                     m->service_time_cv);
     return MS_PARAM_CHECK(MS_PARAM_CAPACITY, m->capacity, err);
   case MS_MODEL_ERLANG:
     if ((st = MS_PARAM_CHECK(MS_PARAM_SERVERS, (double)m->servers, err)) ||
         (st = MS_PARAM_CHECK(MS_PARAM_SERVICE_RATE, m->service_rate, err)) ||
         (st = MS_PARAM_CHECK(MS_PARAM_TIMEOUT, m->timeout, err)))
+      return st;
+    if (m->has_service_time_cv &&
+        (st =
+             MS_PARAM_CHECK(MS_PARAM_SERVICE_TIME_CV, m->service_time_cv, err)))
       return st;
     return timeout_span_check(m, err);
   }
@@ -240,7 +249,18 @@ double ms_saturation_load(const ms_failure_model *m) {
                                       : (double)m->servers * m->service_rate;
 }
 
-/* p(x) and x p'(x) for a valid model and x >= 0. */
+double ms_effective_timeout(const ms_failure_model *m) {
+  if (!m->has_service_time_cv)
+    return m->timeout;
+  /* 2 T / (1 + 1) is T exactly: cv = 1 is the M/M/c model bit for bit */
+  double cv = m->service_time_cv;
+  return 2.0 * m->timeout / (1.0 + cv * cv);
+}
+
+/* p(x) and x p'(x) for a valid model and x >= 0.  With general service the
+ * tail's exponent is -(c mu - x) T' with T' = ms_effective_timeout, a
+ * constant in x: ln q and x d ln q / dx are the M/M/c ones with T' for T
+ * (doc/design.md §1.1). */
 static void failure_and_slope(const ms_failure_model *m, double x, double *p,
                               double *xdp) {
   double ok = 1.0 - m->base_failure;
@@ -257,7 +277,8 @@ static void failure_and_slope(const ms_failure_model *m, double x, double *p,
     }
     return;
   }
-  double c = (double)m->servers, mu = m->service_rate, T = m->timeout;
+  double c = (double)m->servers, mu = m->service_rate;
+  double T = ms_effective_timeout(m);
   double cmu = c * mu;
   if (x >= cmu) {
     *p = 1.0;

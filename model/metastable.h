@@ -172,6 +172,13 @@ typedef struct {
   double timeout;      /* erlang: client timeout T, s, finite, >= 0, and
                           c mu T <= MS_MAX_TIMEOUT_COMPLETIONS */
   double base_failure; /* failure probability when not overloaded, [0, 1) */
+  /* erlang: coefficient of variation of the service time (standard
+   * deviation / mean), [0, MS_MAX_SERVICE_TIME_CV]; absent: 1, exponential
+   * service (M/M/c).  Given, the wait tail is the M/G/c approximation of
+   * ms_effective_timeout (doc/design.md §1.1); the capacity model refuses
+   * it. */
+  bool has_service_time_cv;
+  double service_time_cv;
 } ms_failure_model;
 
 /* Largest retries per request per tier, and largest number of tiers. */
@@ -332,6 +339,13 @@ typedef struct {
  */
 #define MS_MAX_TIMEOUT_COMPLETIONS 1e15
 
+/* Largest coefficient of variation of the service time (erlang model).  At
+ * cv = 10 the effective timeout of the M/G/c wait tail is 2/101 of the
+ * timeout (ms_effective_timeout).  The approximation's error is measured
+ * up to cv = 4 (doc/design.md §1.1), where it is larger than at cv = 2;
+ * beyond, it is not known. */
+#define MS_MAX_SERVICE_TIME_CV 10.0
+
 /* What a row of MS_PARAMS is a parameter of. */
 typedef enum {
   MS_SCOPE_SERVICE,  /* the service: ms_service_params */
@@ -387,6 +401,8 @@ enum {
     MS_BOUND_CLOSED | MS_BOUND_LIMIT, 0, MS_SCOPE_SERVICE)                    \
   X(BASE_FAILURE, "base_failure", "", 0.0, 1.0,                               \
     MS_BOUND_HI_OPEN, 0, MS_SCOPE_SERVICE)                                    \
+  X(SERVICE_TIME_CV, "service_time_cv", "", 0.0, MS_MAX_SERVICE_TIME_CV,      \
+    MS_BOUND_CLOSED, 0, MS_SCOPE_SERVICE)                                     \
   X(RETRIES, "retries", "", 0.0, (double)MS_MAX_RETRIES,                      \
     MS_BOUND_CLOSED, 1, MS_SCOPE_SERVICE)                                     \
   X(TIERS, "tiers", "", 1.0, (double)MS_MAX_TIERS,                            \
@@ -486,6 +502,26 @@ void ms_retry_policy_fixed(ms_retry_policy *p, int retries);
 int ms_failure_model_check(const ms_failure_model *m, ms_error *err);
 int ms_retry_policy_check(const ms_retry_policy *p, ms_error *err);
 int ms_service_params_check(const ms_service_params *s, ms_error *err);
+
+/*
+ * ms_effective_timeout: the timeout T' for which the M/M/c wait tail
+ * C(c, a) e^(-(c mu - x) T') stands for the wait tail of the model's queue
+ * (doc/design.md §1.1): T itself for exponential service (no
+ * service_time_cv, or cv = 1, bit for bit), and with a service time of
+ * coefficient of variation cv (M/G/c)
+ *   T' = T 2 / (1 + cv^2)
+ * the Allen-Cunneen approximation: the probability of waiting stays
+ * Erlang's C(c, a) and the mean wait of those who wait is the M/M/c one,
+ * 1/(c mu - x), times (1 + cv^2)/2 (A. O. Allen, Probability, Statistics
+ * and Queueing Theory, 2nd ed., Academic Press 1990, sec. 6.4; the same
+ * factor as Kingman's heavy-traffic limit, J. F. C. Kingman, Proc.
+ * Cambridge Philos. Soc. 57, 1961), with the wait kept exponential.  Its
+ * error against simulation: doc/design.md §1.1.
+ *   m  a valid erlang model (the capacity model has no timeout: its T is
+ *      returned, unused)
+ * Returns seconds, finite, >= 0, at most 2 T.
+ */
+double ms_effective_timeout(const ms_failure_model *m);
 
 /* ms_saturation_load: x_cap, the attempts/s the dependency can serve: C
  * for the capacity model, c mu for the erlang model (doc/design.md §1.1).

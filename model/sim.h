@@ -15,9 +15,9 @@
  *    system is carried between bins, drained by the busy servers, and the
  *    wait tail follows it (pointwise stationary fluid flow approximation).
  *  - the discrete-event engine (ms_sim_des): an M/M/c FIFO queue with
- *    exponential service, Poisson first attempts, clients that time out and
- *    retry while the server still serves what they abandoned, seeded and
- *    reproducible.
+ *    exponential service (or M/G/c: ms_service_dist), Poisson first
+ *    attempts, clients that time out and retry while the server still
+ *    serves what they abandoned, seeded and reproducible.
  *
  * Conventions are those of metastable.h (rates per second, times in
  * seconds, MS_OK or a negative ms_status with a message in *err, no NaN or
@@ -138,6 +138,58 @@ double ms_backoff_ceiling(const ms_backoff *b, int k);
  */
 int ms_backoff_mean_delay(const ms_backoff *b, int k, double *mean,
                           ms_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Service time distributions (discrete-event engine)                  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The distribution of one service time in the discrete-event engine, with
+ * mean 1/mu and coefficient of variation cv (the model's service_time_cv,
+ * 1 when absent):
+ *   exponential       rate mu; cv must be 1 (M/M/c, the default)
+ *   deterministic     1/mu exactly; cv must be 0 (M/D/c)
+ *   lognormal         exp(m + s Z), Z standard normal, s^2 = ln(1 + cv^2),
+ *                     m = -ln mu - s^2/2; cv > 0
+ *   hyperexponential  H2 with balanced means: rate 2 p mu with probability
+ *                     p, else rate 2 (1 - p) mu, p = (1 + sqrt((cv^2 - 1) /
+ *                     (cv^2 + 1))) / 2; cv >= 1 (W. Whitt, "Approximating
+ *                     a point process by a renewal process", Oper. Res.
+ *                     30(1), 1982: the balanced-means H2 fit of two
+ *                     moments)
+ *   gamma             shape k = 1/cv^2, scale cv^2/mu (Erlang-k for whole
+ *                     k); cv > 0; Marsaglia and Tsang's method (ACM TOMS
+ *                     26(3), 2000)
+ * Normal variates by Marsaglia's polar method (Marsaglia and Bray, SIAM
+ * Review 6(3), 1964).
+ */
+typedef enum {
+  MS_SERVICE_EXPONENTIAL = 0,
+  MS_SERVICE_DETERMINISTIC = 1,
+  MS_SERVICE_LOGNORMAL = 2,
+  MS_SERVICE_HYPEREXPONENTIAL = 3,
+  MS_SERVICE_GAMMA = 4,
+} ms_service_dist;
+
+#define MS_SERVICE_DISTS 5
+
+/* "exponential", "deterministic", "lognormal", "hyperexponential",
+ * "gamma"; "unknown" otherwise. */
+const char *ms_service_dist_name(ms_service_dist d);
+
+/* The distribution called name (as ms_service_dist_name spells it;
+ * case-insensitive), MS_OK; MS_EINVAL with a message listing the names
+ * otherwise. */
+int ms_service_dist_from_name(const char *name, ms_service_dist *d,
+                              ms_error *err);
+
+/*
+ * ms_service_dist_check: whether distribution d can have coefficient of
+ * variation cv (above: exponential 1, deterministic 0, lognormal and gamma
+ * > 0, hyperexponential >= 1).  cv finite, >= 0.  MS_OK or MS_EINVAL naming
+ * both and what the distribution needs.
+ */
+int ms_service_dist_check(ms_service_dist d, double cv, ms_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Scenarios                                                           */
@@ -295,6 +347,12 @@ typedef struct {
   double dt;
   bool queue_memory; /* fluid: carry the queue between bins */
   uint64_t seed;     /* DES: random seed; equal seeds give equal runs */
+  /* DES: the service time distribution (default exponential), with the
+   * mean 1/mu and the cv of service.model (service_time_cv, 1 when absent);
+   * ms_sim_des refuses a distribution that cannot have that cv
+   * (ms_service_dist_check).  The fluid engine has no service times: it
+   * takes the model's wait tail, the M/G/c approximation for a cv. */
+  ms_service_dist service_dist;
   /* Relative band around an equilibrium inside which the run counts as
    * settled there (summary), finite, in (0, 1); default 0.02. */
   double settle_tolerance;
@@ -468,8 +526,10 @@ int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
  * Requests arrive as a Poisson process of rate lambda(t) (thinning, P. A. W.
  * Lewis and G. S. Shedler, Naval Res. Logist. Q. 26, 1979).  Every attempt
  * joins one FIFO queue in front of c servers with exponential service of
- * rate mu (M/M/c).  The client gives up on an attempt whose service has not
- * started T seconds after it was sent, which is the event the model's
+ * rate mu (M/M/c), or service times of c->service_dist (M/G/c; the
+ * exponential default draws the same numbers as before it existed).  The
+ * client gives up on an attempt whose service has not started T seconds
+ * after it was sent, which is the event the model's
  * P(W > T) counts; the abandoned attempt stays in the queue and is served
  * anyway, as a server that cannot see the client's timeout does.  An attempt
  * whose service starts in time fails with probability base, known when its
@@ -506,8 +566,9 @@ int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
  * (the per-window verdict dominates), 0.9 s in a storm (4 x 10^6
  * attempts).
  *
- * Arguments, output and errors as ms_sim_fluid (erlang model only; MS_ELIMIT
- * when more than 2^31 requests are in flight at once).
+ * Arguments, output and errors as ms_sim_fluid (erlang model only; MS_EINVAL
+ * also for a service_dist that cannot have the model's cv; MS_ELIMIT when
+ * more than 2^31 requests are in flight at once).
  */
 int ms_sim_des(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
                ms_sim_summary *summary, ms_error *err);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The discrete-event engine: an M/M/c FIFO queue, Poisson first attempts,
- * clients that time out after T and retry with backoff while the servers
- * still serve what they abandoned.  See ms_sim_des in sim.h.
+ * The discrete-event engine: an M/M/c (or M/G/c) FIFO queue, Poisson first
+ * attempts, clients that time out after T and retry with backoff while the
+ * servers still serve what they abandoned.  See ms_sim_des in sim.h.
  *
  * Events: service completions and retries live in one binary heap.  The
  * other event kinds need none: the next arrival is one number (thinning),
@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "sim_internal.h"
 
@@ -70,6 +71,136 @@ static double rng_uniform(rng_t *g) {
 /* exponential of the given rate, by inversion */
 static double rng_exp(rng_t *g, double rate) {
   return -log1p(-rng_uniform(g)) / rate;
+}
+
+/* a standard normal, by Marsaglia's polar method (one of the pair kept
+ * unused: a stateless draw keeps the stream simple) */
+static double rng_normal(rng_t *g) {
+  for (;;) {
+    double u = 2.0 * rng_uniform(g) - 1.0, v = 2.0 * rng_uniform(g) - 1.0;
+    double s = u * u + v * v;
+    if (s > 0.0 && s < 1.0)
+      return u * sqrt(-2.0 * log(s) / s);
+  }
+}
+
+/* gamma of shape k > 0 and scale 1: Marsaglia and Tsang (ACM TOMS 26(3),
+ * 2000), with their boost U^(1/k) for k < 1 */
+static double rng_gamma(rng_t *g, double k) {
+  double boost = 1.0;
+  if (k < 1.0) {
+    boost = pow(rng_uniform(g), 1.0 / k);
+    k += 1.0;
+  }
+  double dd = k - 1.0 / 3.0, cc = 1.0 / sqrt(9.0 * dd);
+  for (;;) {
+    double z = rng_normal(g), v = 1.0 + cc * z;
+    if (v <= 0.0)
+      continue;
+    v = v * v * v;
+    double u = rng_uniform(g);
+    if (log(u) < 0.5 * z * z + dd - dd * v + dd * log(v))
+      return boost * dd * v;
+  }
+}
+
+/* ---- service times (ms_service_dist, sim.h) ------------------------- */
+
+static const char *const service_dist_names[MS_SERVICE_DISTS] = {
+    "exponential", "deterministic", "lognormal", "hyperexponential", "gamma"};
+
+const char *ms_service_dist_name(ms_service_dist d) {
+  return (int)d >= 0 && d < MS_SERVICE_DISTS ? service_dist_names[d]
+                                             : "unknown";
+}
+
+int ms_service_dist_from_name(const char *name, ms_service_dist *d,
+                              ms_error *err) {
+  if (name == NULL || d == NULL)
+    return ms_fail(err, MS_EINVAL,
+                   "NULL argument to ms_service_dist_from_name");
+  for (int i = 0; i < MS_SERVICE_DISTS; i++)
+    if (strcasecmp(name, service_dist_names[i]) == 0) {
+      *d = (ms_service_dist)i;
+      return MS_OK;
+    }
+  return ms_fail(err, MS_EINVAL,
+                 "service distribution '%s' is not one of exponential, "
+                 "deterministic, lognormal, hyperexponential, gamma",
+                 name);
+}
+
+int ms_service_dist_check(ms_service_dist d, double cv, ms_error *err) {
+  if (!(isfinite(cv) && cv >= 0.0))
+    return ms_fail(err, MS_EINVAL,
+                   "service time cv = %g must be finite and >= 0", cv);
+  bool ok = false;
+  const char *need = "";
+  switch (d) {
+  case MS_SERVICE_EXPONENTIAL:
+    ok = cv == 1.0, need = "cv 1";
+    break;
+  case MS_SERVICE_DETERMINISTIC:
+    ok = cv == 0.0, need = "cv 0";
+    break;
+  case MS_SERVICE_LOGNORMAL:
+  case MS_SERVICE_GAMMA:
+    ok = cv > 0.0, need = "a cv > 0";
+    break;
+  case MS_SERVICE_HYPEREXPONENTIAL:
+    ok = cv >= 1.0, need = "a cv >= 1";
+    break;
+  default:
+    return ms_fail(err, MS_EINVAL,
+                   "service distribution %d is not a distribution", (int)d);
+  }
+  if (ok)
+    return MS_OK;
+  return ms_fail(err, MS_EINVAL,
+                 "service_time_cv = %g: %s service times have %s (exponential "
+                 "1, deterministic 0, lognormal and gamma > 0, "
+                 "hyperexponential >= 1)",
+                 cv, service_dist_names[d], need);
+}
+
+/* One service time's distribution, its parameters worked out once. */
+typedef struct {
+  ms_service_dist dist;
+  double mu;        /* 1 / mean */
+  double m, s;      /* lognormal: ln-mean and ln-sd */
+  double p, r1, r2; /* H2: branch probability and the two rates */
+  double k, scale;  /* gamma: shape and scale */
+} service_sampler;
+
+static void service_sampler_init(service_sampler *v, ms_service_dist dist,
+                                 double mu, double cv) {
+  double c2 = cv * cv;
+  *v = (service_sampler){.dist = dist, .mu = mu};
+  v->s = sqrt(log1p(c2));
+  v->m = -log(mu) - 0.5 * v->s * v->s;
+  v->p = 0.5 * (1.0 + sqrt((c2 - 1.0) / (c2 + 1.0)));
+  v->r1 = 2.0 * v->p * mu;
+  v->r2 = 2.0 * (1.0 - v->p) * mu;
+  v->k = c2 > 0.0 ? 1.0 / c2 : 1.0;
+  v->scale = c2 / mu;
+}
+
+/* A service time, s.  The exponential draws exactly what rng_exp drew
+ * before the other distributions existed: same seed, same run. */
+static double service_sample(const service_sampler *v, rng_t *g) {
+  switch (v->dist) {
+  case MS_SERVICE_DETERMINISTIC:
+    return 1.0 / v->mu;
+  case MS_SERVICE_LOGNORMAL:
+    return exp(v->m + v->s * rng_normal(g));
+  case MS_SERVICE_HYPEREXPONENTIAL:
+    return rng_uniform(g) < v->p ? rng_exp(g, v->r1) : rng_exp(g, v->r2);
+  case MS_SERVICE_GAMMA:
+    return v->scale * rng_gamma(g, v->k);
+  case MS_SERVICE_EXPONENTIAL:
+  default:
+    return rng_exp(g, v->mu);
+  }
 }
 
 /* ---- containers ----------------------------------------------------- */
@@ -182,6 +313,7 @@ static void ring_pop(ring_t *q) {
 typedef struct {
   const ms_sim_config *cfg;
   rng_t rng;
+  service_sampler service;
   double mu, T, base;
   int r;
   heap_t heap;
@@ -290,7 +422,7 @@ static int start_service(des_t *d, uint32_t id, double t) {
   integrate_busy(d, t);
   d->busy++;
   bool fail = d->base > 0.0 && rng_uniform(&d->rng) < d->base;
-  double dur = rng_exp(&d->rng, d->mu);
+  double dur = service_sample(&d->service, &d->rng);
   return heap_push(&d->heap, t + dur, dur, id,
                    fail ? EV_DONE_FAIL : EV_DONE_OK);
 }
@@ -302,7 +434,7 @@ static int dispatch(des_t *d, double t) {
       d->abandoned--;
       integrate_busy(d, t);
       d->busy++;
-      double dur = rng_exp(&d->rng, d->mu);
+      double dur = service_sample(&d->service, &d->rng);
       if (heap_push(&d->heap, t + dur, dur, 0, EV_DONE_ABANDONED) != MS_OK)
         return MS_ENOMEM;
     } else if (d->live.len > 0) {
@@ -518,6 +650,8 @@ static void des_init(des_t *d, const ms_sim_config *c) {
   d->cfg = c;
   rng_seed(&d->rng, c->seed);
   d->mu = m0->service_rate;
+  service_sampler_init(&d->service, c->service_dist, d->mu,
+                       m0->has_service_time_cv ? m0->service_time_cv : 1.0);
   d->T = m0->timeout;
   d->base = m0->base_failure;
   d->r = c->service.policy.retries;
@@ -666,6 +800,10 @@ int ms_sim_des(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
     return ms_fail(err, MS_EINVAL,
                    "the discrete-event engine simulates an M/M/c queue: it "
                    "needs the erlang model (servers, service time, timeout)");
+  if ((st = ms_service_dist_check(
+           c->service_dist, m0->has_service_time_cv ? m0->service_time_cv : 1.0,
+           err)) != MS_OK)
+    return st;
   const ms_scenario *sc = &c->scenario;
   ms_sim_recorder rec;
   st = ms_sim_recorder_init(&rec, c, sink, ctx, err);

@@ -118,7 +118,7 @@ static void memoryless_failure(const ms_failure_model *m, double x, double *p,
     } else {
       ms_erlang_terms t;
       ms_erlang_terms_unchecked(m->servers, a, &t);
-      *q = exp(t.ln_c - (cmu - x) * m->timeout);
+      *q = exp(t.ln_c - (cmu - x) * ms_effective_timeout(m));
     }
   }
   *p = *q + base * (1.0 - *q);
@@ -491,7 +491,7 @@ static void bin_failure(fluid_state *f, const ms_sim_config *c,
     psffa_step(pm->servers, cmu * dt, f->N + sent, &f->v, &g, &s);
     f->N = g.G;
     f->backlog = fmax(0.0, f->N - (double)pm->servers * (1.0 - s));
-    *q = exp(g.ln_c - cmu * s * pm->timeout);
+    *q = exp(g.ln_c - cmu * s * ms_effective_timeout(pm));
     *p = *q + base * (1.0 - *q);
   }
 }

@@ -34,6 +34,7 @@ enum {
   K_SERVICE_TIME,
   K_SERVICE_RATE,
   K_TIMEOUT,
+  K_SERVICE_TIME_CV,
   K_CAPACITY,
   K_RETRIES,
   K_TIERS,
@@ -61,6 +62,7 @@ static const char *const key_names[] = {"name",
                                         "service_time",
                                         "service_rate",
                                         "timeout",
+                                        "service_time_cv",
                                         "capacity",
                                         "retries",
                                         "tiers",
@@ -314,7 +316,7 @@ static int read_model_kind(service_reader *r) {
         "model '%s' is neither erlang nor capacity (key 'model')",
         model ? model : ms_yaml_kind(r->val[K_MODEL]));
   static const int erlang_only[] = {K_SERVERS, K_SERVICE_TIME, K_SERVICE_RATE,
-                                    K_TIMEOUT};
+                                    K_TIMEOUT, K_SERVICE_TIME_CV};
   for (size_t i = 0; i < sizeof erlang_only / sizeof *erlang_only; i++)
     if (!r->erlang && r->val[erlang_only[i]])
       return ms_yaml_fail(r->ld, r->key[erlang_only[i]],
@@ -360,7 +362,10 @@ static int read_erlang(service_reader *r) {
     return ms_yaml_fail(r->ld, r->map,
                         "service '%s' needs a client timeout (key 'timeout')",
                         r->name);
-  return read_optional(r, K_TIMEOUT, MS_PARAM_TIMEOUT, &m->timeout, NULL);
+  if (read_optional(r, K_TIMEOUT, MS_PARAM_TIMEOUT, &m->timeout, NULL) != 0)
+    return -1;
+  return read_optional(r, K_SERVICE_TIME_CV, MS_PARAM_SERVICE_TIME_CV,
+                       &m->service_time_cv, &m->has_service_time_cv);
 }
 
 static int read_capacity(service_reader *r) {

@@ -199,6 +199,9 @@ static bool same_params(const ms_service_params *a,
   return x->kind == y->kind && x->capacity == y->capacity &&
          x->servers == y->servers && x->service_rate == y->service_rate &&
          x->timeout == y->timeout && x->base_failure == y->base_failure &&
+         x->has_service_time_cv == y->has_service_time_cv &&
+         (!x->has_service_time_cv ||
+          x->service_time_cv == y->service_time_cv) &&
          ms_retry_policy_same(&a->policy, &b->policy);
 }
 

@@ -538,6 +538,83 @@ START_TEST(test_sign_bounds_agree) {
 }
 END_TEST
 
+/* ---- general service times (doc/design.md §1.1) -------------------- */
+
+/* The M/G/c tail is the M/M/c one with the effective timeout 2T/(1 + cv^2)
+ * in place of T, in p, in x p'(x) and in the sign bounds; cv = 1 is the
+ * M/M/c model bit for bit, and a larger cv tips earlier. */
+START_TEST(test_service_time_cv) {
+  const double cvs[] = {0, 0.5, 1, 2, 4, 10};
+  double last_tip = HUGE_VAL;
+  for (int i = 0; i < 6; i++) {
+    ms_service_params g, e;
+    ms_failure_model_erlang(&g.model, 10, 10, 0.3);
+    g.model.base_failure = 0.01;
+    g.model.has_service_time_cv = true;
+    g.model.service_time_cv = cvs[i];
+    ms_retry_policy_fixed(&g.policy, 3);
+    e = g;
+    e.model.has_service_time_cv = false;
+    double Te = 0.3 * 2.0 / (1.0 + cvs[i] * cvs[i]);
+    ck_assert(ms_effective_timeout(&g.model) == Te);
+    if (cvs[i] != 1.0)
+      e.model.timeout = Te;
+    ck_assert_int_eq(ms_service_params_check(&g, NULL), MS_OK);
+    for (int k = 1; k < 200; k++) {
+      double x = 100.0 * k / 200.0;
+      ms_point pg, pe;
+      ms_point_eval(&g, x, &pg);
+      ms_point_eval(&e, x, &pe);
+      ck_assert(pg.p == pe.p && pg.elast == pe.elast && pg.lambda == pe.lambda);
+      int sign = ms_landscape_sign_bound(&g, x);
+      ck_assert(sign == -1 || sign == (pg.elast < 1.0));
+      /* x p'(x) against a central difference of p */
+      double h = 1e-6 * x, pp, pm;
+      ck_assert_int_eq(ms_failure_probability(&g.model, x + h, &pp, NULL),
+                       MS_OK);
+      ck_assert_int_eq(ms_failure_probability(&g.model, x - h, &pm, NULL),
+                       MS_OK);
+      double A, dA;
+      ms_tier_amplification(&g.policy, g.policy.retries, pg.p, 0.0, &A, &dA);
+      double xdp = pg.elast * A / dA, fd = x * (pp - pm) / (2 * h);
+      ck_assert_msg(fabs(xdp - fd) <= 1e-5 * fabs(fd) + 1e-8,
+                    "cv %g x %g: x p' = %.10g, difference %.10g", cvs[i], x,
+                    xdp, fd);
+    }
+    ms_landscape ls;
+    ck_assert_int_eq(ms_landscape_build(&g, &ls, NULL), MS_OK);
+    ck_assert_msg(ls.tipping_load < last_tip, "cv %g: tipping %.10g", cvs[i],
+                  ls.tipping_load);
+    last_tip = ls.tipping_load;
+  }
+  /* cv = 1 given is the model without it, landscape and all */
+  ms_service_params a, b;
+  ms_failure_model_erlang(&a.model, 30, 10, 1);
+  ms_retry_policy_fixed(&a.policy, 1);
+  b = a;
+  b.model.has_service_time_cv = true;
+  b.model.service_time_cv = 1.0;
+  ms_landscape la, lb;
+  ck_assert_int_eq(ms_landscape_build(&a, &la, NULL), MS_OK);
+  ck_assert_int_eq(ms_landscape_build(&b, &lb, NULL), MS_OK);
+  ck_assert(la.tipping_load == lb.tipping_load &&
+            la.recovery_load == lb.recovery_load &&
+            la.tipping_effective_load == lb.tipping_effective_load);
+  /* the range, and the capacity model has no service time */
+  ms_error err;
+  b.model.service_time_cv = 10.5;
+  ck_assert_int_eq(ms_service_params_check(&b, &err), MS_EINVAL);
+  ck_assert_str_eq(err.msg, "service_time_cv = 10.5 is outside [0, 10]");
+  b.model.service_time_cv = -0.1;
+  ck_assert_int_eq(ms_service_params_check(&b, NULL), MS_EINVAL);
+  ms_failure_model_capacity(&b.model, 100);
+  b.model.has_service_time_cv = true;
+  b.model.service_time_cv = 1;
+  ck_assert_int_eq(ms_service_params_check(&b, &err), MS_EINVAL);
+  ck_assert(strstr(err.msg, "erlang model") != NULL);
+}
+END_TEST
+
 /* ---- states (doc/design.md §1.4) ---------------------------------- */
 
 START_TEST(test_states) {
@@ -668,6 +745,7 @@ Suite *landscape_suite(void) {
   tcase_add_test(tc, test_erlang_recovery_load);
   tcase_add_test(tc, test_caps_hold);
   tcase_add_test(tc, test_sign_bounds_agree);
+  tcase_add_test(tc, test_service_time_cv);
   tcase_add_test(tc, test_states);
   tcase_add_test(tc, test_extreme_loads);
   suite_add_tcase(s, tc);

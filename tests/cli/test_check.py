@@ -78,6 +78,7 @@ class Check(CliTest):
                          "error_rate / arrival_rate")
         self.assertEqual(pool["servers_from"], "pool_size")
         self.assertIsNone(pool["parameters"]["servers"])
+        self.assertNotIn("service_time_cv", checkout["parameters"])
         self.assertEqual(pool["loads_at_servers"], 1)
         self.assertEqual(pool["recovery_load"], 2.5)  # 1 x 10 / 4
         self.assertEqual(pool["storm_flag"], "model")
@@ -85,6 +86,22 @@ class Check(CliTest):
         self.assertEqual([w["service"] for w in j["warnings"]], ["pool"])
         self.assertEqual(self.warnings(r), [
             "%s:29:5: warning: %s" % (SPEC, j["warnings"][0]["message"])])
+
+    def test_service_time_cv(self):
+        """A service's service_time_cv is among its parameters."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "s.yaml")
+            with open(path, "w") as f:
+                f.write("services:\n  - name: api\n    model: erlang\n"
+                        "    servers: 10\n    service_time: 100ms\n"
+                        "    timeout: 1s\n    service_time_cv: 2\n"
+                        "    retries: 3\n    inputs:\n"
+                        "      offered_rate: 60\n")
+            r = self.check(path, "--format", "json")
+            self.assertEqual(r.code, 0, r)
+            (svc,) = r.json()["services"]
+            self.assertEqual(svc["parameters"]["service_time_cv"], 2)
+            self.assertIn("(cv 2)", svc["summary"])
 
     def test_text(self):
         r = self.check(SPEC)

@@ -312,5 +312,44 @@ class Simulate(CliTest):
             self.assertIn(opt, out)
 
 
+class GeneralService(CliTest):
+    """--service-dist: the DES's service times, with the model's
+    --service-time-cv (doc/simulation.md)."""
+    POOL = ("simulate", "--engine", "des", "--servers", "10",
+            "--service-time", "100ms", "--timeout", "0.2", "--retries", "0",
+            "--load", "90", "--duration", "400", "--sample-interval", "100",
+            "--format", "json")
+
+    def test_runs(self):
+        j = self.ok(*(self.POOL + ("--service-time-cv", "2",
+                                   "--service-dist", "hyperexponential"))
+                    ).json()
+        self.assertEqual(j["service_dist"], "hyperexponential")
+        fails = sum(w["failures"] for w in j["series"])
+        attempts = sum(w["attempts"] for w in j["series"])
+        # the M/M/c tail at rho 0.9 is 0.09, the H2 queue's about 0.26
+        self.assertGreater(fails / attempts, 0.15)
+        text = self.ok(*(self.POOL[:-2] + ("--service-time-cv", "0"))).out
+        self.assertIn("engine:    discrete-event (M/G/c, deterministic "
+                      "service, cv 0), seed 1", text)
+        # exponential service is the M/M/c engine, the same run as ever
+        plain = self.ok(*self.POOL).json()
+        self.assertNotIn("service_dist", plain)
+        self.assertEqual(self.ok(*(self.POOL + ("--service-dist",
+                                                "exponential"))).json(),
+                         plain)
+
+    def test_usage(self):
+        self.fails(2, "deterministic service times have cv 0",
+                   *(self.POOL + ("--service-time-cv", "2",
+                                  "--service-dist", "deterministic")))
+        self.fails(2, "--service-dist applies to the discrete-event engine",
+                   "simulate", "--servers", "10", "--service-time", "100ms",
+                   "--timeout", "1", "--retries", "3", "--load", "10",
+                   "--service-dist", "lognormal")
+        self.fails(2, "--service-dist", *(self.POOL + ("--service-dist",
+                                                       "pareto")))
+
+
 if __name__ == "__main__":
     clitest.main()

@@ -6,6 +6,8 @@ equilibria, states and JSON keys.
 Every fixed point is also checked against the fixed-point equation
 x = lambda * A(p(x)) evaluated here, independently of the C code."""
 import math
+import os
+import tempfile
 
 import clitest
 from clitest import SPEC, CliTest
@@ -292,6 +294,61 @@ class BeyondDoubles(CliTest):
                     "9999999.9", "--service-rate", "1", "--timeout", "1e9")
         self.assertIn("(below the smallest double; from its log)", r.out)
         self.assertNotRegex(r.out, r"\b(inf|nan)\b")
+
+
+class ServiceTimeCv(CliTest):
+    """--service-time-cv and service_time_cv: the M/G/c wait tail is the
+    M/M/c one with the timeout 2T/(1 + cv^2) (doc/design.md §1.1)."""
+    ERLANG = ("--servers", "10", "--service-time", "100ms", "--retries", "3",
+              "--base-failure", "0.01", "--load", "60", "--format", "json")
+
+    def solve(self, *a):
+        return self.ok("solve", *(self.ERLANG + a)).json()
+
+    def test_effective_timeout(self):
+        plain = self.solve("--timeout", "1")
+        self.assertEqual(self.solve("--timeout", "1", "--service-time-cv",
+                                    "1"), plain)
+        # cv 2: 2 x 1 s / 5 = 0.4 s; cv 0: 2 s
+        self.assertEqual(self.solve("--timeout", "1", "--service-time-cv",
+                                    "2"), self.solve("--timeout", "0.4"))
+        self.assertEqual(self.solve("--timeout", "1", "--service-time-cv",
+                                    "0"), self.solve("--timeout", "2"))
+        # a more variable service tips earlier
+        self.assertLess(self.solve("--timeout", "1", "--service-time-cv",
+                                   "2")["tipping_load"],
+                        plain["tipping_load"])
+
+    def test_refused(self):
+        self.fails(2, "--service-time-cv: '11' is out of range: it must be "
+                   "in [0, 10]", "solve",
+                   *(self.ERLANG + ("--timeout", "1", "--service-time-cv",
+                                    "11")))
+        self.fails(2, "--service-time-cv applies to the erlang model",
+                   "solve", "--model", "capacity", "--capacity", "100",
+                   "--retries", "3", "--load", "1", "--service-time-cv", "2")
+
+    def test_service_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "s.yaml")
+            with open(path, "w") as f:
+                f.write("services:\n  - name: api\n    model: erlang\n"
+                        "    servers: 10\n    service_time: 100ms\n"
+                        "    timeout: 1s\n    service_time_cv: 2\n"
+                        "    retries: 3\n    base_failure: 0.01\n"
+                        "    inputs:\n      offered_rate: 60\n")
+            j = self.ok("solve", "--spec", path, "--load", "60",
+                        "--format", "json").json()
+            self.assertEqual(j["tipping_load"],
+                             self.solve("--timeout", "0.4")["tipping_load"])
+            text = self.ok("solve", "--spec", path, "--load", "60").out
+            self.assertIn("service time 100 ms (cv 2), timeout 1 s", text)
+            with open(path, "w") as f:
+                f.write("services:\n  - name: api\n    model: capacity\n"
+                        "    capacity: 100\n    service_time_cv: 2\n"
+                        "    retries: 3\n    inputs:\n      offered_rate: 1\n")
+            self.fails(1, "key 'service_time_cv' applies to the erlang "
+                       "model only", "solve", "--spec", path, "--load", "1")
 
 
 if __name__ == "__main__":
