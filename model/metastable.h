@@ -217,7 +217,10 @@ typedef enum {
  * The failure probability of one attempt as a function of the effective
  * load x (doc/design.md §1.1):
  *   capacity: p(x) = base + (1 - base) max(0, (x - C) / x)
- *   erlang:   p(x) = 1 - (1 - base)(1 - P(W > T)), x an M/M/c arrival rate.
+ *   erlang:   p(x) = 1 - (1 - base)(1 - P(W > T)), x an M/M/c arrival rate;
+ *             with a queue limit K (M/M/c/K, doc/design.md §1.9)
+ *             p(x) = 1 - (1 - P_block)(1 - base)(1 - P(W > T | admitted)),
+ *             and the retried part p - P_block when rejections are final.
  */
 typedef struct {
   ms_model_kind kind;
