@@ -210,6 +210,10 @@ enum {
   MS_OPT_ENVOY_RETRY_BUDGET,
   MS_OPT_FINAGLE_RETRY_BUDGET,
   MS_OPT_AWS_RETRY_QUOTA,
+  MS_OPT_QUEUE_LIMIT,
+  MS_OPT_LATENCY_OBJECTIVE,
+  MS_OPT_RETRY_REJECTIONS,
+  MS_OPT_NO_RETRY_REJECTIONS,
   MS_OPT_SPEC,
   MS_OPT_SERVICE,
   MS_OPT_MODEL_END, /* sub-commands number their own options from here */
@@ -238,6 +242,13 @@ enum {
   {"finagle-retry-budget", required_argument, NULL,                    \
    MS_OPT_FINAGLE_RETRY_BUDGET},                                       \
   {"aws-retry-quota", required_argument, NULL, MS_OPT_AWS_RETRY_QUOTA},\
+  {"queue-limit", required_argument, NULL, MS_OPT_QUEUE_LIMIT},        \
+  {"latency-objective", required_argument, NULL,                       \
+   MS_OPT_LATENCY_OBJECTIVE},                                          \
+  {"retry-rejections", required_argument, NULL,                        \
+   MS_OPT_RETRY_REJECTIONS},                                           \
+  {"no-retry-rejections", no_argument, NULL,                           \
+   MS_OPT_NO_RETRY_REJECTIONS},                                        \
   {"spec", required_argument, NULL, MS_OPT_SPEC},                      \
   {"service", required_argument, NULL, MS_OPT_SERVICE}
 /* clang-format on */
@@ -256,6 +267,8 @@ struct ms_cli_model {
   bool field_given[MS_PARAM_COUNT]; /* a named policy's fields given */
   ms_policy_kind policy;            /* the named policy's option, if given */
   ms_layering layering;             /* --layering, if given */
+  double latency_objective;         /* --latency-objective, s */
+  bool retry_rejections;            /* --retry-rejections, --no-retry-... */
   const char *spec_path, *service_name;
   /* resolved by ms_cli_model_resolve */
   ms_service_file file;        /* the --spec file, if any */

@@ -130,6 +130,13 @@ int ms_failure_model_check(const ms_failure_model *m, ms_error *err) {
   int st = MS_PARAM_CHECK(MS_PARAM_BASE_FAILURE, m->base_failure, err);
   if (st != MS_OK)
     return st;
+  if (m->has_queue_limit && m->kind != MS_MODEL_ERLANG)
+    return ms_fail(err, MS_EINVAL,
+                   "queue_limit needs the erlang model: the capacity model "
+                   "has no queue");
+  if (m->has_queue_limit &&
+      (st = MS_PARAM_CHECK(MS_PARAM_QUEUE_LIMIT, (double)m->queue_limit, err)))
+    return st;
   switch (m->kind) {
   case MS_MODEL_CAPACITY:
     if (m->has_service_time_cv)
@@ -241,6 +248,11 @@ int ms_service_params_check(const ms_service_params *s, ms_error *err) {
                    "envoy_retry_budget counts concurrent attempts: it needs "
                    "the erlang model, whose wait gives the time an attempt "
                    "holds its slot");
+  if (s->policy.kind == MS_POLICY_ENVOY && s->model.has_queue_limit)
+    return ms_fail(err, MS_EINVAL,
+                   "envoy_retry_budget with a queue_limit: the time an "
+                   "attempt holds its slot is modelled for an unbounded "
+                   "queue only");
   return MS_OK;
 }
 
@@ -308,6 +320,101 @@ static void failure_and_slope(const ms_failure_model *m, double x, double *p,
   /* 1 - p = (1 - base)(1 - q), with 1 - q = -expm1(ln q) accurate */
   *p = 1.0 - ok * -expm1(ln_q);
   *xdp = ok * q * dlnq;
+}
+
+/* ln P_block, ln(1 - P_block), ln W and ln(1 - W) of the M/M/c/K queue at
+ * x (W = P(W > T | admitted)), and p, p_retry from them:
+ *   1 - p = (1 - P_block)(1 - base)(1 - W),  p_retry = p - P_block. */
+typedef struct {
+  double ln_block, ln_admit, ln_wait, ln_wait_c;
+} queue_logs;
+
+static void queue_logs_at(const ms_failure_model *m, double x, queue_logs *q) {
+  ms_mmck_terms t;
+  ms_mmck_terms_unchecked(m->servers, m->queue_limit, m->service_rate, x,
+                          m->timeout, &t);
+  q->ln_block = t.ln_block;
+  q->ln_admit = t.ln_admit;
+  q->ln_wait = t.ln_wait;
+  q->ln_wait_c =
+      t.ln_wait < -M_LN2 ? log1p(-exp(t.ln_wait)) : log(-expm1(t.ln_wait));
+}
+
+/*
+ * The queue-limited erlang model (doc/design.md §1.9).  p and p_retry
+ * come from the logs without cancellation: 1 - p = exp(ln(1 - P_block) +
+ * ln(1 - base) + ln(1 - W)), p_retry = (1 - P_block) (1 - (1 - base)(1 -
+ * W)).  The slopes are central differences of ln P_block and ln W in ln x
+ * (below), from which x d(1 - P)/dx = -P d ln P / d ln x and likewise for
+ * W: within 1.1e-7 of a Richardson-extrapolated difference of p itself in
+ * tests/check_mmck.c (test_failure_slope).  The landscape uses x p' for
+ * the sign of 1 - E and for Newton steps; an error in it moves a sign
+ * change of 1 - E, and lambda being flat there, the tipping or recovery
+ * load only by its square.  An analytic slope is left to do.
+ */
+static void queue_limited_eval(const ms_failure_model *m, double x,
+                               ms_failure_eval *f) {
+  double a = x / m->service_rate;
+  if (!(a >= MS_MMCK_MIN_TRAFFIC)) {
+    *f = (ms_failure_eval){m->base_failure, 0.0, m->base_failure, 0.0};
+    return;
+  }
+  if (!(x <= MS_MAX_RATE)) {
+    /* beyond any load: every attempt is rejected */
+    double retried = m->rejections_final ? 0.0 : 1.0;
+    *f = (ms_failure_eval){1.0, 0.0, retried, 0.0};
+    return;
+  }
+  /* ln P and ln W are cumulant generating functions of the queue seen by
+   * an arrival (in ln x), whose third cumulant grows like K^3: a step of
+   * 2^-10 / (K + 1) keeps the truncation of the central difference below
+   * about 1e-6 of the slope for every K, and 2^-17 (near the cube root of
+   * the rounding) is the step where K is small */
+  const double h = fmin(0x1p-17, 0x1p-10 / ((double)m->queue_limit + 1.0));
+  queue_logs q, lo, hi;
+  queue_logs_at(m, x, &q);
+  queue_logs_at(m, x * exp(-h), &lo);
+  queue_logs_at(m, x * exp(h), &hi);
+  double ln_ok = log1p(-m->base_failure);
+  double block = exp(q.ln_block), wait = exp(q.ln_wait);
+  double dlnb = (hi.ln_block - lo.ln_block) / (2.0 * h);
+  double dlnw = (hi.ln_wait - lo.ln_wait) / (2.0 * h);
+  if (q.ln_wait <= -DBL_MAX)
+    dlnw = 0.0; /* K = 0: no admitted arrival waits */
+  /* x d ln(1 - P)/dx = -P/(1 - P) x d ln P/dx, and the same for W while
+   * W <= 1/2; above, the difference of ln(1 - W) itself (0 where 1 - W
+   * rounds to 0: then 1 - p is 0 and so is its slope) */
+  double dadmit = -block * dlnb / exp(q.ln_admit);
+  double dwait_c = wait <= 0.5 ? -wait * dlnw / exp(q.ln_wait_c)
+                               : (hi.ln_wait_c - lo.ln_wait_c) / (2.0 * h);
+  if (!isfinite(dwait_c))
+    dwait_c = 0.0;
+  double ln_survive = q.ln_admit + ln_ok + q.ln_wait_c;
+  double survive = exp(ln_survive);
+  f->p = -expm1(ln_survive);
+  f->xdp = survive > 0.0 ? -survive * (dadmit + dwait_c) : 0.0;
+  if (!m->rejections_final) {
+    f->p_retry = f->p;
+    f->xdp_retry = f->xdp;
+    return;
+  }
+  /* p_retry = (1 - P) g with g = 1 - (1 - base)(1 - W) */
+  double admit = exp(q.ln_admit);
+  double g = -expm1(ln_ok + q.ln_wait_c);
+  double xdg = -exp(ln_ok + q.ln_wait_c) * dwait_c;
+  f->p_retry = admit * g;
+  f->xdp_retry = admit * (dadmit * g + xdg);
+}
+
+void ms_failure_eval_at(const ms_failure_model *m, double x,
+                        ms_failure_eval *f) {
+  if (m->has_queue_limit) {
+    queue_limited_eval(m, x, f);
+    return;
+  }
+  failure_and_slope(m, x, &f->p, &f->xdp);
+  f->p_retry = f->p;
+  f->xdp_retry = f->xdp;
 }
 
 /* 1 + p + ... + p^r and its derivative: by Horner's rule up to 64 retries
@@ -496,8 +603,8 @@ double ms_hold_time(const ms_failure_model *m, double x) {
  * its wait tail q, 1 - p = (1 - base)(1 - q); the capacity model's overload
  * is a rejection. */
 static double timeout_share(const ms_failure_model *m, double p) {
-  if (m->kind != MS_MODEL_ERLANG || !(p > 0.0))
-    return 0.0;
+  if (m->kind != MS_MODEL_ERLANG || m->has_queue_limit || !(p > 0.0))
+    return 0.0; /* with a queue limit: every retry at retry_cost */
   double q = (p - m->base_failure) / (1.0 - m->base_failure);
   return q > 0.0 ? fmin(1.0, q / p) : 0.0;
 }
@@ -644,45 +751,55 @@ int ms_amplification_at(const ms_service_params *s, double p, double lambda,
 }
 
 void ms_point_eval(const ms_service_params *s, double x, ms_point *pt) {
-  double p, xdp;
-  failure_and_slope(&s->model, x, &p, &xdp);
+  /* p: any failure; pr: a failure the client retries (a rejection that ends
+   * its request is a failure it does not retry: doc/design.md §1.9) */
+  ms_failure_eval f;
+  ms_failure_eval_at(&s->model, x, &f);
+  double p = f.p, xdp = f.xdp, pr = f.p_retry, xdpr = f.xdp_retry;
   const ms_retry_policy *pol = &s->policy;
-  pt->p = p;
   if (pol->kind == MS_POLICY_COUNT && pol->nested == 0 &&
       !pol->has_tier_retries) {
     /* the same policy at each of k independent tiers: A_total = A^k */
     double A, dA;
-    ms_tier_amplification(pol, pol->retries, p, 0.0, &A, &dA);
+    ms_tier_amplification(pol, pol->retries, pr, 0.0, &A, &dA);
     double k = (double)pol->tiers;
+    pt->p = p;
     pt->ln_amp = k * log(A);
     pt->lambda = x / exp(pt->ln_amp);
-    pt->elast = xdp * k * dA / A;
+    pt->elast = xdpr * k * dA / A;
     return;
   }
   if (ms_policy_load_dependent(pol)) {
-    load_dependent_eval(s, x, p, xdp, pt);
+    load_dependent_eval(s, x, pr, xdpr, pt);
+    pt->p = p;
     return;
   }
   /* tier by tier from the dependency up: tier i sees failure probability
-   * p_i, x dp_i/dx = xd_i; nested: p_i = 1 - (1 - p_(i-1)) A_(i-1) */
+   * p_i, x dp_i/dx = xd_i.  Tier 0 retries pr; a chain fails unless one of
+   * its attempts succeeds, each with 1 - p, so the tier above a nested
+   * boundary sees p_(i+1) = 1 - (1 - p_i) A_i, every failure of which it
+   * retries */
   double w = timeout_share(&s->model, p);
-  double pi = p, xdi = xdp, ln_amp = 0.0, e = 0.0;
+  double pi = pr, xdi = xdpr, pall = p, xdall = xdp, ln_amp = 0.0, e = 0.0;
   for (int i = 0; i < pol->tiers; i++) {
     if (i > 0 && !(pol->nested & (1u << i))) {
-      pi = p;
-      xdi = xdp;
+      pi = pr;
+      xdi = xdpr;
+      pall = p;
+      xdall = xdp;
     }
     double A, dA;
     ms_tier_amplification(pol, ms_policy_tier_retries(pol, i), pi, w, &A, &dA);
     ln_amp += log(A);
     e += xdi * dA / A;
     if (i + 1 < pol->tiers && (pol->nested & (1u << (i + 1)))) {
-      double next = 1.0 - (1.0 - pi) * A;
-      double xdnext = xdi * A - (1.0 - pi) * dA * xdi;
-      pi = fmin(1.0, fmax(0.0, next));
-      xdi = xdnext;
+      double next = 1.0 - (1.0 - pall) * A;
+      double xdnext = xdall * A - (1.0 - pall) * dA * xdi;
+      pi = pall = fmin(1.0, fmax(0.0, next));
+      xdi = xdall = xdnext;
     }
   }
+  pt->p = p;
   pt->ln_amp = ln_amp;
   pt->lambda = x / exp(ln_amp);
   pt->elast = e;
@@ -696,8 +813,9 @@ int ms_failure_probability(const ms_failure_model *m, double x, double *p,
   if (!isfinite(x) || x < 0.0)
     return ms_fail(err, MS_EINVAL,
                    "effective load x = %g/s must be finite and >= 0", x);
-  double xdp;
-  failure_and_slope(m, x, p, &xdp);
+  ms_failure_eval f;
+  ms_failure_eval_at(m, x, &f);
+  *p = f.p;
   return MS_OK;
 }
 

@@ -215,9 +215,9 @@ typedef struct {
   /* retry k+1 lands by ker[min(k, nk - 1)]: the retries from the nk-th on
    * share one delay, so one kernel (ms_delay_dists_build) */
   int nk;
-  kernel (*ker)[CAUSES];         /* nk */
-  double *pend;                  /* r x J: retry k+1 attempts due in each bin */
-  double *pend_cost; /* J: AWS quota, the cost those retries ask, summed */
+  kernel (*ker)[CAUSES]; /* nk */
+  double *pend;          /* r x J: retry k+1 attempts due in each bin */
+  double *pend_cost;     /* J: AWS quota, the cost those retries ask, summed */
   double cause_cost[CAUSES];     /* AWS quota: a retry's cost by its cause */
   double *att;                   /* r + 1: what a bin sends of each attempt */
   long nb;                       /* budget window, bins */
@@ -619,6 +619,10 @@ int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
     return ms_fail(err, MS_EINVAL,
                    "queue memory needs the erlang model (servers, service "
                    "time, timeout); the capacity model has no queue");
+  if (c->service.model.has_queue_limit)
+    return ms_fail(err, MS_EINVAL,
+                   "the fluid engine has no queue limit: simulate a "
+                   "queue_limit with the discrete-event engine");
   double dt = 0.0;
   long spb = 1, nbins = 0;
   st = pick_bins(c, &dt, &spb, &nbins, err);

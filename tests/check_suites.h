@@ -12,5 +12,6 @@ Suite *errors_suite(void);
 Suite *tables_suite(void);
 Suite *verdict_suite(void);
 Suite *policy_suite(void);
+Suite *mmck_suite(void);
 
 #endif
