@@ -202,6 +202,10 @@ static bool same_params(const ms_service_params *a,
          x->has_service_time_cv == y->has_service_time_cv &&
          (!x->has_service_time_cv ||
           x->service_time_cv == y->service_time_cv) &&
+         x->has_queue_limit == y->has_queue_limit &&
+         (!x->has_queue_limit ||
+          (x->queue_limit == y->queue_limit &&
+           x->rejections_final == y->rejections_final)) &&
          ms_retry_policy_same(&a->policy, &b->policy);
 }
 
