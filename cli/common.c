@@ -336,6 +336,9 @@ static const model_option model_options[] = {
      "retries at most this share of requests", MS_PARAM_RETRY_BUDGET},
     {MS_OPT_TOKEN_RATIO, "--token-ratio", "T",
      "token-bucket retry quota, tokens per success", MS_PARAM_TOKEN_RATIO},
+    {MS_OPT_QUEUE_LIMIT, "--queue-limit", "K",
+     "erlang: waiting places; arrivals beyond are rejected",
+     MS_PARAM_QUEUE_LIMIT},
 };
 
 #define N_MODEL_OPTIONS (sizeof model_options / sizeof model_options[0])
@@ -366,6 +369,14 @@ int ms_cli_help_model(const char *command_help) {
     else
       printf("  %-24s %s,\n  %-24s %s\n", left, o->what, "", range);
   }
+  fputs("  --latency-objective S    erlang, without --queue-limit: "
+        "queue limit\n"
+        "                           round(servers x service rate x S)\n"
+        "  --retry-rejections true|false  whether a rejected attempt is "
+        "retried\n"
+        "                           (default true)\n"
+        "  --no-retry-rejections    a rejection ends its request\n",
+        stdout);
   fputs("  --spec FILE              take the service from a service file "
         "(YAML);\n"
         "                           options given as well override its "
@@ -397,6 +408,17 @@ int ms_cli_model_option(ms_cli_model *m, int opt, const char *arg) {
   } else if (opt == MS_OPT_MODEL) {
     r = ms_cli_choice("--model", arg, models, &choice);
     m->kind = choice == 1 ? MS_MODEL_ERLANG : MS_MODEL_CAPACITY;
+  } else if (opt == MS_OPT_LATENCY_OBJECTIVE) {
+    r = ms_cli_duration("--latency-objective", arg, 0.0, MS_MAX_DURATION,
+                        MS_BOUND_LO_OPEN | MS_BOUND_LIMIT,
+                        &m->latency_objective);
+  } else if (opt == MS_OPT_RETRY_REJECTIONS) {
+    static const char *const flags[] = {"false", "true", NULL};
+    r = ms_cli_choice("--retry-rejections", arg, flags, &choice);
+    m->retry_rejections = choice == 1;
+  } else if (opt == MS_OPT_NO_RETRY_REJECTIONS) {
+    m->retry_rejections = false;
+    GIVEN(m, MS_OPT_RETRY_REJECTIONS) = true;
   } else if (opt == MS_OPT_SPEC) {
     m->spec_path = arg;
   } else if (opt == MS_OPT_SERVICE) {
@@ -411,11 +433,20 @@ int ms_cli_model_option(ms_cli_model *m, int opt, const char *arg) {
 
 /* The first erlang-only option given, or NULL. */
 static const char *erlang_option_given(const ms_cli_model *m) {
-  static const int erlang_ids[] = {MS_OPT_SERVERS, MS_OPT_SERVICE_TIME,
-                                   MS_OPT_SERVICE_RATE, MS_OPT_TIMEOUT};
+  static const int erlang_ids[] = {
+      MS_OPT_SERVERS,         MS_OPT_SERVICE_TIME, MS_OPT_SERVICE_RATE,
+      MS_OPT_TIMEOUT,         MS_OPT_QUEUE_LIMIT,  MS_OPT_LATENCY_OBJECTIVE,
+      MS_OPT_RETRY_REJECTIONS};
+  static const char *const names[] = {NULL,
+                                      NULL,
+                                      NULL,
+                                      NULL,
+                                      NULL,
+                                      "--latency-objective",
+                                      "--retry-rejections"};
   for (size_t i = 0; i < sizeof erlang_ids / sizeof erlang_ids[0]; i++)
     if (GIVEN(m, erlang_ids[i]))
-      return model_option_of(erlang_ids[i])->name;
+      return names[i] ? names[i] : model_option_of(erlang_ids[i])->name;
   return NULL;
 }
 
@@ -500,6 +531,28 @@ static int resolve_kind(const ms_cli_model *m, ms_service_params *p,
   return 0;
 }
 
+/* The queue limit: --queue-limit K, else --latency-objective S as K =
+ * round(c mu S) (the queue a pool empties within S), else the file's; and
+ * whether rejections are retried.  Returns 0 or an exit code. */
+static int resolve_queue_limit(const ms_cli_model *m, ms_failure_model *fm) {
+  if (GIVEN(m, MS_OPT_QUEUE_LIMIT)) {
+    fm->has_queue_limit = true;
+    fm->queue_limit = (long)m->value[MS_PARAM_QUEUE_LIMIT];
+  } else if (GIVEN(m, MS_OPT_LATENCY_OBJECTIVE)) {
+    double k =
+        round((double)fm->servers * fm->service_rate * m->latency_objective);
+    if (!(k <= (double)MS_MAX_QUEUE_LIMIT))
+      return ms_cli_usage("--latency-objective %g s gives a queue limit of "
+                          "%.4g, above %ld: give --queue-limit K",
+                          m->latency_objective, k, MS_MAX_QUEUE_LIMIT);
+    fm->has_queue_limit = true;
+    fm->queue_limit = (long)k;
+  }
+  if (GIVEN(m, MS_OPT_RETRY_REJECTIONS))
+    fm->rejections_final = !m->retry_rejections;
+  return 0;
+}
+
 /* The erlang model's pool, service rate and timeout from the options, else
  * the file.  Returns 0 or an exit code. */
 static int resolve_erlang(const ms_cli_model *m, ms_failure_model *fm,
@@ -529,7 +582,7 @@ static int resolve_erlang(const ms_cli_model *m, ms_failure_model *fm,
   else if (!from_file)
     return ms_cli_usage("the erlang model needs --timeout T (the client "
                         "timeout, seconds)");
-  return 0;
+  return resolve_queue_limit(m, fm);
 }
 
 /* The base failure and the retry policy from the options, over the file's.
@@ -644,6 +697,9 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
     else
       ADD("servers from pool_size, ");
     ADD("service time %s, timeout %s", st, to);
+    if (m->has_queue_limit)
+      ADD(", queue limit %ld%s", m->queue_limit,
+          m->rejections_final ? " (rejections final)" : "");
   } else {
     char cap[32];
     fmt_quantity(cap, sizeof cap, m->capacity);

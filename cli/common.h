@@ -197,6 +197,10 @@ enum {
   MS_OPT_TIERS,
   MS_OPT_RETRY_BUDGET,
   MS_OPT_TOKEN_RATIO,
+  MS_OPT_QUEUE_LIMIT,
+  MS_OPT_LATENCY_OBJECTIVE,
+  MS_OPT_RETRY_REJECTIONS,
+  MS_OPT_NO_RETRY_REJECTIONS,
   MS_OPT_SPEC,
   MS_OPT_SERVICE,
   MS_OPT_MODEL_END, /* sub-commands number their own options from here */
@@ -217,6 +221,13 @@ enum {
   {"tiers", required_argument, NULL, MS_OPT_TIERS},                    \
   {"retry-budget", required_argument, NULL, MS_OPT_RETRY_BUDGET},      \
   {"token-ratio", required_argument, NULL, MS_OPT_TOKEN_RATIO},        \
+  {"queue-limit", required_argument, NULL, MS_OPT_QUEUE_LIMIT},        \
+  {"latency-objective", required_argument, NULL,                       \
+   MS_OPT_LATENCY_OBJECTIVE},                                          \
+  {"retry-rejections", required_argument, NULL,                        \
+   MS_OPT_RETRY_REJECTIONS},                                           \
+  {"no-retry-rejections", no_argument, NULL,                           \
+   MS_OPT_NO_RETRY_REJECTIONS},                                        \
   {"spec", required_argument, NULL, MS_OPT_SPEC},                      \
   {"service", required_argument, NULL, MS_OPT_SERVICE}
 /* clang-format on */
@@ -232,6 +243,8 @@ struct ms_cli_model {
   bool given[MS_OPT_MODEL_END - MS_OPT_MODEL];
   ms_model_kind kind;
   double value[MS_PARAM_COUNT]; /* by parameter: the numeric options */
+  double latency_objective;     /* --latency-objective, s */
+  bool retry_rejections;        /* --retry-rejections, --no-retry-... */
   const char *spec_path, *service_name;
   /* resolved by ms_cli_model_resolve */
   ms_service_file file;        /* the --spec file, if any */

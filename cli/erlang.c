@@ -17,7 +17,7 @@ static const char help[] =
     "Usage: metastable erlang --servers N --offered A\n"
     "                         [--service-rate MU | --service-time S "
     "--timeout T]\n"
-    "                         [--format text|json]\n"
+    "                         [--queue-limit K] [--format text|json]\n"
     "\n"
     "Erlang B (M/M/c/c blocking), Erlang C (M/M/c probability of waiting) "
     "and\n"
@@ -34,9 +34,15 @@ static const char help[] =
     "  --service-time S    or its mean service time 1/MU (100ms works),\n"
     "                      %s\n"
     "  --timeout T         client timeout, s, %s\n"
+    "  --queue-limit K     the M/M/c/K queue instead: K waiting places, %s;\n"
+    "                      arrivals that find them taken are rejected, any\n"
+    "                      A > 0; gives blocking_probability and the wait\n"
+    "                      tail of the admitted arrivals\n"
     "  --format text|json  JSON keys: erlang_b, erlang_c, ln_erlang_b,\n"
-    "                      ln_erlang_c, and wait_tail, ln_wait_tail; every\n"
-    "                      number to full double precision\n";
+    "                      ln_erlang_c (with --queue-limit:\n"
+    "                      blocking_probability, ln_blocking_probability),\n"
+    "                      and wait_tail, ln_wait_tail; every number to\n"
+    "                      full double precision\n";
 
 enum {
   OPT_SERVERS = 0x100,
@@ -45,6 +51,7 @@ enum {
   OPT_SERVICE_TIME,
   OPT_TIMEOUT,
   OPT_FORMAT,
+  OPT_QUEUE_LIMIT,
 };
 
 static const struct option options[] = {
@@ -54,6 +61,7 @@ static const struct option options[] = {
     {"service-time", required_argument, NULL, OPT_SERVICE_TIME},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"format", required_argument, NULL, OPT_FORMAT},
+    {"queue-limit", required_argument, NULL, OPT_QUEUE_LIMIT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -81,7 +89,8 @@ typedef struct {
   double offered, mu, timeout;
   const char *offered_text; /* --offered as written, for its range message */
   ms_format format;
-  bool help; /* --help: print it and do nothing else */
+  long queue_limit; /* -1 until given: M/M/c/K with K waiting places */
+  bool help;        /* --help: print it and do nothing else */
 } erlang_args;
 
 /* One option of the command (ms_cli_take). */
@@ -123,6 +132,12 @@ static int take_option(void *args, int c, const char *arg) {
     r = ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
                       &a->format);
     break;
+  case OPT_QUEUE_LIMIT: {
+    double v;
+    r = ms_cli_param("--queue-limit", arg, MS_PARAM_QUEUE_LIMIT, &v);
+    a->queue_limit = (long)v;
+    break;
+  }
   default:
     return -1;
   }
@@ -147,7 +162,7 @@ static int check_args(const erlang_args *a) {
   if (isnan(a->offered))
     return ms_cli_usage("give the offered traffic with --offered A "
                         "(erlangs)");
-  if (!(a->offered < (double)a->servers))
+  if (a->queue_limit < 0 && !(a->offered < (double)a->servers))
     return ms_cli_usage("--offered: '%s' is out of range: it must be in "
                         "(0, %ld), below --servers (at A >= N the queue has "
                         "no steady state)",
@@ -204,20 +219,80 @@ static void write_text(const erlang_args *a, const ms_erlang_values *v,
   }
 }
 
+/* The M/M/c/K queue (--queue-limit): its blocking probability and, with a
+ * service rate and a timeout, the wait tail of the admitted arrivals. */
+static int run_queue_limited(const erlang_args *a) {
+  ms_error err;
+  double ln_block, ln_tail = 0;
+  if (ms_mmck_ln_block(a->servers, a->queue_limit, a->offered, &ln_block,
+                       &err) != MS_OK)
+    return ms_cli_fail("%s", err.msg);
+  bool tail = !isnan(a->mu);
+  if (tail && ms_mmck_ln_wait_tail(a->servers, a->queue_limit, a->mu,
+                                   a->offered * a->mu, a->timeout, &ln_tail,
+                                   &err) != MS_OK)
+    return ms_cli_fail("%s", err.msg);
+  /* K = 0: no admitted arrival waits, the tail is 0 */
+  double wait = a->queue_limit > 0 ? exp(ln_tail) : 0.0;
+  if (a->format == MS_FORMAT_JSON) {
+    ms_json j;
+    ms_json_init(&j, stdout, 1);
+    ms_json_begin_object(&j, NULL);
+    ms_json_int(&j, "servers", a->servers);
+    ms_json_int(&j, "queue_limit", a->queue_limit);
+    ms_json_number(&j, "offered", a->offered);
+    ms_json_number(&j, "blocking_probability", exp(ln_block));
+    ms_json_number(&j, "ln_blocking_probability", ln_block);
+    if (tail) {
+      ms_json_number(&j, "service_rate", a->mu);
+      ms_json_number(&j, "timeout", a->timeout);
+      ms_json_number(&j, "arrival_rate", a->offered * a->mu);
+      ms_json_number(&j, "wait_tail", wait);
+      if (a->queue_limit > 0)
+        ms_json_number(&j, "ln_wait_tail", ln_tail);
+    }
+    ms_json_end_object(&j);
+    ms_json_finish(&j);
+    return ms_cli_finish_output(MS_EXIT_OK);
+  }
+  char b1[32], b2[32], b3[32];
+  printf("%-13s %ld, queue limit %ld (M/M/c/K)\n", "servers", a->servers,
+         a->queue_limit);
+  printf("%-13s %s erlangs (utilization %.4g %%)\n", "offered",
+         ms_cli_fmt_double(b1, a->offered),
+         100 * a->offered / (double)a->servers);
+  print_probability("blocking_probability", exp(ln_block), ln_block);
+  if (tail) {
+    printf("%-13s service rate %s/s per server, arrival rate %s/s, "
+           "timeout %s s\n",
+           "queue", ms_cli_fmt_double(b1, a->mu),
+           ms_cli_fmt_double(b2, a->offered * a->mu),
+           ms_cli_fmt_double(b3, a->timeout));
+    if (a->queue_limit > 0)
+      print_probability("wait_tail", wait, ln_tail);
+    else
+      printf("%-13s 0 (no waiting places)\n", "wait_tail");
+  }
+  return ms_cli_finish_output(MS_EXIT_OK);
+}
+
 static int run(erlang_args *a, int argc, char **argv) {
   int r = parse_options(a, argc, argv);
   if (r != 0)
     return r;
   if (a->help) {
-    char c[96], mu[96], t[96], to[96];
+    char c[96], mu[96], t[96], to[96], k[96];
     printf(help, ms_param_range(MS_PARAM_SERVERS, c, sizeof c),
            ms_param_range(MS_PARAM_SERVICE_RATE, mu, sizeof mu),
            ms_param_range(MS_PARAM_SERVICE_TIME, t, sizeof t),
-           ms_param_range(MS_PARAM_TIMEOUT, to, sizeof to));
+           ms_param_range(MS_PARAM_TIMEOUT, to, sizeof to),
+           ms_param_range(MS_PARAM_QUEUE_LIMIT, k, sizeof k));
     return ms_cli_finish_output(MS_EXIT_OK);
   }
   if ((r = check_args(a)) != 0)
     return r;
+  if (a->queue_limit >= 0)
+    return run_queue_limited(a);
 
   ms_erlang_values v;
   ms_error err;
@@ -240,6 +315,7 @@ int ms_cmd_erlang(int argc, char **argv) {
                    .offered = NAN,
                    .mu = NAN,
                    .timeout = NAN,
-                   .format = MS_FORMAT_TEXT};
+                   .format = MS_FORMAT_TEXT,
+                   .queue_limit = -1};
   return run(&a, argc, argv);
 }

@@ -54,6 +54,42 @@ typedef struct {
 /* No argument checks: c in [1, MS_MAX_SERVERS], 0 < a < c. */
 void ms_erlang_terms_unchecked(long c, double a, ms_erlang_terms *t);
 
+/* ln pmf(n; y) of a Poisson variable of mean y > 0, n >= 0 (Loader's
+ * saddle-point form; model/erlang.c). */
+double ms_ln_poisson_pmf(long n, double y);
+
+/* The Poisson cdf F(n; y) = P(N <= n) = Q(n + 1, y), N of mean y > 0 finite,
+ * n >= 0: *ln_cdf = ln F and *ln_ratio = ln(F / pmf(n; y)) >= 0, both with
+ * their digits in either tail (model/erlang.c). */
+void ms_poisson_cdf(long n, double y, double *ln_cdf, double *ln_ratio);
+
+/* The M/M/c/K queue at arrival rate x (model/mmck.c, doc/design.md §1.9). */
+typedef struct {
+  double ln_block; /* ln P_{c+K}, the blocking probability */
+  double ln_admit; /* ln(1 - P_{c+K}) */
+  double ln_wait;  /* ln P(W > T | admitted); -DBL_MAX for K = 0 */
+  long wait_terms; /* terms summed for the wait tail (0: closed form) */
+} ms_mmck_terms;
+
+/* No argument checks: c in [1, MS_MAX_SERVERS], K in [0,
+ * MS_MAX_QUEUE_LIMIT], mu > 0, x / mu >= MS_MMCK_MIN_TRAFFIC, T >= 0 with
+ * c mu T <= MS_MAX_TIMEOUT_COMPLETIONS, all finite. */
+void ms_mmck_terms_unchecked(long c, long K, double mu, double x, double T,
+                             ms_mmck_terms *t);
+
+/* The failure probability of one attempt and its slope, and the part of it
+ * that is retried (doc/design.md §1.1, §1.9): p_retry = p and xdp_retry =
+ * xdp unless the model's rejections are final, then p_retry = p - P_block
+ * (a rejection ends the request). */
+typedef struct {
+  double p, xdp;             /* p(x) and x p'(x) */
+  double p_retry, xdp_retry; /* the retried failures and x d/dx of them */
+} ms_failure_eval;
+
+/* Evaluate the failure model at x >= 0 (no checks: a valid model). */
+void ms_failure_eval_at(const ms_failure_model *m, double x,
+                        ms_failure_eval *f);
+
 /* The retry feedback loop evaluated at one effective load x (no checks). */
 typedef struct {
   double p;      /* failure probability p(x) */

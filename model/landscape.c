@@ -20,7 +20,7 @@
 /* Grid: log-spaced distances to saturation plus a coarse uniform part. */
 #define GRID_LOG 96
 #define GRID_LIN 16
-#define GRID_MAX (GRID_LOG + GRID_LIN + 4)
+#define GRID_MAX (2 * GRID_LOG + GRID_LIN + 4)
 
 /* Decimal orders of magnitude covered by the log-spaced part. */
 #define ERLANG_GAP_DECADES 15.0  /* c mu - x from c mu down to 1e-15 c mu */
@@ -59,10 +59,16 @@ static int build_grid(const ms_failure_model *m, double *grid) {
     }
     if (xcap > grid[n - 1])
       grid[n++] = xcap;
+    /* a queue limit gives the queue a steady state beyond c mu, where
+     * blocking takes the excess load: that part as the capacity model's */
+    if (!m->has_queue_limit)
+      return n;
   } else {
     /* below C, lambda(x) = x / A(base) rises: one point suffices */
     grid[n++] = 0.5 * xcap;
     grid[n++] = xcap;
+  }
+  {
     const double ratio =
         pow(10.0, (CAPACITY_LO_DECADES + CAPACITY_HI_DECADES) / (GRID_LOG - 1));
     double over = pow(10.0, -CAPACITY_LO_DECADES);
@@ -111,7 +117,8 @@ static void elasticity_bounds_init(const ms_service_params *s,
   const ms_failure_model *m = &s->model;
   const ms_retry_policy *pol = &s->policy;
   memset(b, 0, sizeof *b);
-  if (m->kind != MS_MODEL_ERLANG)
+  /* the bounds are proven for the unbounded queue only */
+  if (m->kind != MS_MODEL_ERLANG || m->has_queue_limit)
     return;
   b->upper = true;
   b->lower = pol->retries >= 1 && !pol->has_budget && !pol->has_token;

@@ -48,6 +48,13 @@ int ms_failure_model_check(const ms_failure_model *m, ms_error *err) {
   int st = MS_PARAM_CHECK(MS_PARAM_BASE_FAILURE, m->base_failure, err);
   if (st != MS_OK)
     return st;
+  if (m->has_queue_limit && m->kind != MS_MODEL_ERLANG)
+    return ms_fail(err, MS_EINVAL,
+                   "queue_limit needs the erlang model: the capacity model "
+                   "has no queue");
+  if (m->has_queue_limit &&
+      (st = MS_PARAM_CHECK(MS_PARAM_QUEUE_LIMIT, (double)m->queue_limit, err)))
+    return st;
   switch (m->kind) {
   case MS_MODEL_CAPACITY:
     return MS_PARAM_CHECK(MS_PARAM_CAPACITY, m->capacity, err);
@@ -141,6 +148,96 @@ static void failure_and_slope(const ms_failure_model *m, double x, double *p,
   *xdp = ok * q * dlnq;
 }
 
+/* ln P_block, ln(1 - P_block), ln W and ln(1 - W) of the M/M/c/K queue at
+ * x (W = P(W > T | admitted)), and p, p_retry from them:
+ *   1 - p = (1 - P_block)(1 - base)(1 - W),  p_retry = p - P_block. */
+typedef struct {
+  double ln_block, ln_admit, ln_wait, ln_wait_c;
+} queue_logs;
+
+static void queue_logs_at(const ms_failure_model *m, double x, queue_logs *q) {
+  ms_mmck_terms t;
+  ms_mmck_terms_unchecked(m->servers, m->queue_limit, m->service_rate, x,
+                          m->timeout, &t);
+  q->ln_block = t.ln_block;
+  q->ln_admit = t.ln_admit;
+  q->ln_wait = t.ln_wait;
+  q->ln_wait_c =
+      t.ln_wait < -M_LN2 ? log1p(-exp(t.ln_wait)) : log(-expm1(t.ln_wait));
+}
+
+/*
+ * The queue-limited erlang model (doc/design.md §1.9).  p and p_retry
+ * come from the logs without cancellation: 1 - p = exp(ln(1 - P_block) +
+ * ln(1 - base) + ln(1 - W)), p_retry = (1 - P_block) (1 - (1 - base)(1 -
+ * W)).  The slopes are central differences of ln P_block and ln W in ln x
+ * (step h = 2^-17, near the cube root of the rounding: relative error about
+ * 1e-10, measured against a step of 2^-14 in tests/check_mmck.c), from
+ * which x d(1 - P)/dx = -P d ln P / d ln x and likewise for W.  The
+ * landscape uses x p' for the sign of 1 - E and for Newton steps, which
+ * that error cannot move by more than it does the extremum: lambda is flat
+ * there.
+ */
+static void queue_limited_eval(const ms_failure_model *m, double x,
+                               ms_failure_eval *f) {
+  double a = x / m->service_rate;
+  if (!(a >= MS_MMCK_MIN_TRAFFIC)) {
+    *f = (ms_failure_eval){m->base_failure, 0.0, m->base_failure, 0.0};
+    return;
+  }
+  if (!(x <= MS_MAX_RATE)) {
+    /* beyond any load: every attempt is rejected */
+    double retried = m->rejections_final ? 0.0 : 1.0;
+    *f = (ms_failure_eval){1.0, 0.0, retried, 0.0};
+    return;
+  }
+  const double h = 0x1p-17;
+  queue_logs q, lo, hi;
+  queue_logs_at(m, x, &q);
+  queue_logs_at(m, x * exp(-h), &lo);
+  queue_logs_at(m, x * exp(h), &hi);
+  double ln_ok = log1p(-m->base_failure);
+  double block = exp(q.ln_block), wait = exp(q.ln_wait);
+  double dlnb = (hi.ln_block - lo.ln_block) / (2.0 * h);
+  double dlnw = (hi.ln_wait - lo.ln_wait) / (2.0 * h);
+  if (q.ln_wait <= -DBL_MAX)
+    dlnw = 0.0; /* K = 0: no admitted arrival waits */
+  /* x d ln(1 - P)/dx = -P/(1 - P) x d ln P/dx, and the same for W while
+   * W <= 1/2; above, the difference of ln(1 - W) itself (0 where 1 - W
+   * rounds to 0: then 1 - p is 0 and so is its slope) */
+  double dadmit = -block * dlnb / exp(q.ln_admit);
+  double dwait_c = wait <= 0.5 ? -wait * dlnw / exp(q.ln_wait_c)
+                               : (hi.ln_wait_c - lo.ln_wait_c) / (2.0 * h);
+  if (!isfinite(dwait_c))
+    dwait_c = 0.0;
+  double ln_survive = q.ln_admit + ln_ok + q.ln_wait_c;
+  double survive = exp(ln_survive);
+  f->p = -expm1(ln_survive);
+  f->xdp = survive > 0.0 ? -survive * (dadmit + dwait_c) : 0.0;
+  if (!m->rejections_final) {
+    f->p_retry = f->p;
+    f->xdp_retry = f->xdp;
+    return;
+  }
+  /* p_retry = (1 - P) g with g = 1 - (1 - base)(1 - W) */
+  double admit = exp(q.ln_admit);
+  double g = -expm1(ln_ok + q.ln_wait_c);
+  double xdg = -exp(ln_ok + q.ln_wait_c) * dwait_c;
+  f->p_retry = admit * g;
+  f->xdp_retry = admit * (dadmit * g + xdg);
+}
+
+void ms_failure_eval_at(const ms_failure_model *m, double x,
+                        ms_failure_eval *f) {
+  if (m->has_queue_limit) {
+    queue_limited_eval(m, x, f);
+    return;
+  }
+  failure_and_slope(m, x, &f->p, &f->xdp);
+  f->p_retry = f->p;
+  f->xdp_retry = f->xdp;
+}
+
 void ms_tier_amplification(const ms_retry_policy *pol, double p, double *A,
                            double *dA) {
   /* Horner for sum_{i<=r} p^i and its derivative. */
@@ -168,14 +265,16 @@ void ms_tier_amplification(const ms_retry_policy *pol, double p, double *A,
 }
 
 void ms_point_eval(const ms_service_params *s, double x, ms_point *pt) {
-  double p, xdp, A, dA;
-  failure_and_slope(&s->model, x, &p, &xdp);
-  ms_tier_amplification(&s->policy, p, &A, &dA);
+  double A, dA;
+  ms_failure_eval f;
+  ms_failure_eval_at(&s->model, x, &f);
+  /* a chain whose rejections end it retries only p_retry: A(p_retry) */
+  ms_tier_amplification(&s->policy, f.p_retry, &A, &dA);
   double k = (double)s->policy.tiers;
-  pt->p = p;
+  pt->p = f.p;
   pt->ln_amp = k * log(A);
   pt->lambda = x / exp(pt->ln_amp);
-  pt->elast = xdp * k * dA / A;
+  pt->elast = f.xdp_retry * k * dA / A;
 }
 
 int ms_failure_probability(const ms_failure_model *m, double x, double *p,
@@ -186,8 +285,9 @@ int ms_failure_probability(const ms_failure_model *m, double x, double *p,
   if (!isfinite(x) || x < 0.0)
     return ms_fail(err, MS_EINVAL,
                    "effective load x = %g/s must be finite and >= 0", x);
-  double xdp;
-  failure_and_slope(m, x, p, &xdp);
+  ms_failure_eval f;
+  ms_failure_eval_at(m, x, &f);
+  *p = f.p;
   return MS_OK;
 }
 

@@ -134,6 +134,77 @@ int ms_ln_wait_tail(long c, double mu, double x, double T, double *ln_tail,
                     ms_error *err);
 
 /* ------------------------------------------------------------------ */
+/* The M/M/c/K queue: a bounded queue that rejects (doc/design.md §1.9) */
+/* ------------------------------------------------------------------ */
+
+/* Largest queue limit K (waiting places) of the M/M/c/K model. */
+#define MS_MAX_QUEUE_LIMIT 10000000L
+/* Smallest offered traffic a = x / mu, erlangs, of the M/M/c/K functions:
+ * below it every probability they give is below e^-690. */
+#define MS_MMCK_MIN_TRAFFIC 1e-300
+
+/*
+ * ms_mmck_ln_block: ln P_{c+K}, the blocking probability of an M/M/c/K
+ * queue: the stationary probability that all c servers are busy and all K
+ * waiting places taken, which by PASTA is the share of arrivals rejected.
+ * With rho = a / c and B = B(c, a) Erlang B:
+ *   P_{c+K} = B rho^K / (1 + B sum_{j=1}^{K} rho^j)
+ * (Gross & Harris, Fundamentals of Queueing Theory, ch. 2, M/M/c/K; K = 0
+ * is the loss system M/M/c/c and gives Erlang B itself).
+ *
+ *   c   servers, 1 <= c <= MS_MAX_SERVERS
+ *   K   waiting places, 0 <= K <= MS_MAX_QUEUE_LIMIT
+ *   a   offered traffic, erlangs (arrival rate / per-server service rate),
+ *       MS_MMCK_MIN_TRAFFIC <= a <= MS_MAX_RATE; a >= c is allowed (the
+ *       system is finite and has a steady state at any load)
+ *   ln_block  out: finite, <= 0, also where P underflows a double
+ * Method and cost: doc/design.md §1.9; a bounded number of operations for
+ * any c and K (Erlang B by model/erlang.c's methods, or for a >= c the
+ * Poisson cdf ratio; geometric sums in closed form, scaled by rho^-K for
+ * rho > 1).  Accuracy: relative error of P (of ln P where P underflows),
+ * measured over the 4,346 rows of tests/data/mmck_reference.csv (50-digit
+ * sums over states; c from 1 to 10^5, K from 0 to 10^6, rho from 0.01 to
+ * 100): at most 1.1e-13 for c + K <= 10^4 and 2.3e-13 beyond
+ * (tests/check_mmck.c, which allows 1e-12 and 1e-10); K = 0 agrees with
+ * Erlang B to 8.4e-15.
+ * Errors: MS_EINVAL outside the domain.
+ */
+int ms_mmck_ln_block(long c, long K, double a, double *ln_block, ms_error *err);
+
+/*
+ * ms_mmck_ln_wait_tail: ln P(W > T | admitted) in an M/M/c/K queue, the
+ * probability that an admitted arrival waits longer than T for a server.
+ * An arrival that finds n >= c in the system (n < c + K) waits for n - c + 1
+ * service completions at rate c mu, an Erlang (gamma) time, so with
+ * tau = c mu T, pi_n the stationary probabilities and Q the regularized
+ * upper incomplete gamma function (P(Poisson(tau) <= n - c)):
+ *   P(W > T | admitted) = sum_{n=c}^{c+K-1} pi_n Q(n - c + 1, tau)
+ *                         / (1 - P_{c+K})
+ * (Gross & Harris, ch. 2, M/M/c/K waiting times).  As K grows it tends to
+ * the M/M/c tail C(c, a) e^(-(c mu - x) T) of ms_ln_wait_tail for x < c mu.
+ *
+ *   c, K  as ms_mmck_ln_block
+ *   mu    service rate of one server, 1/s, > 0, c mu <= MS_MAX_RATE
+ *   x     arrival rate, 1/s, finite, x <= MS_MAX_RATE and x / mu >=
+ *         MS_MMCK_MIN_TRAFFIC; x >= c mu allowed
+ *   T     timeout, s, >= 0, c mu T <= MS_MAX_TIMEOUT_COMPLETIONS
+ *   ln_tail  out: finite, <= 0; -DBL_MAX (the log of 0) for K = 0, where
+ *            no admitted arrival waits
+ * Method: the sum over states in closed form through two Poisson cdfs
+ * (doc/design.md §1.9), bounded cost; within a band around x = c mu where
+ * the closed form would cancel, a sum over the Poisson terms from their
+ * mode outwards, stopped by a proven bound at 1e-17 of the sum: at most
+ * about 40 sqrt(min(K, c mu T)) + 40 terms (measured at most 28,522 for c
+ * and K up to 10^7).  Accuracy: relative error of P (of ln P where P
+ * underflows) at most 1.1e-13 for c + K <= 10^4 and 3.8e-13 beyond, over
+ * tests/data/mmck_reference.csv, tau = c mu T from 0 to 3K
+ * (tests/check_mmck.c, which allows 1e-12 and 1e-10).
+ * Errors: MS_EINVAL outside the domain.
+ */
+int ms_mmck_ln_wait_tail(long c, long K, double mu, double x, double T,
+                         double *ln_tail, ms_error *err);
+
+/* ------------------------------------------------------------------ */
 /* Failure model p(x) and retry policy A(p)                            */
 /* ------------------------------------------------------------------ */
 
@@ -150,12 +221,19 @@ typedef enum {
  */
 typedef struct {
   ms_model_kind kind;
-  double capacity;     /* capacity: C, requests/s, finite, > 0 */
-  long servers;        /* erlang: c, 1 <= c <= MS_MAX_SERVERS */
-  double service_rate; /* erlang: mu per server, 1/s, finite, > 0 */
-  double timeout;      /* erlang: client timeout T, s, finite, >= 0, and
-                          c mu T <= MS_MAX_TIMEOUT_COMPLETIONS */
-  double base_failure; /* failure probability when not overloaded, [0, 1) */
+  double capacity;       /* capacity: C, requests/s, finite, > 0 */
+  long servers;          /* erlang: c, 1 <= c <= MS_MAX_SERVERS */
+  double service_rate;   /* erlang: mu per server, 1/s, finite, > 0 */
+  double timeout;        /* erlang: client timeout T, s, finite, >= 0, and
+                            c mu T <= MS_MAX_TIMEOUT_COMPLETIONS */
+  double base_failure;   /* failure probability when not overloaded, [0, 1) */
+  bool has_queue_limit;  /* erlang: the queue holds at most queue_limit
+                            waiting attempts and rejects the rest (M/M/c/K,
+                            doc/design.md §1.9) */
+  long queue_limit;      /* K, waiting places, 0..MS_MAX_QUEUE_LIMIT */
+  bool rejections_final; /* with a queue limit: a rejected attempt ends its
+                            request instead of being retried (false, the
+                            default: retried as any failure) */
 } ms_failure_model;
 
 /*
@@ -287,6 +365,8 @@ enum {
     MS_BOUND_HI_OPEN, 0, MS_SCOPE_SERVICE)                                    \
   X(TOKEN_RATIO, "token_ratio", "", 0.0, 1.0,                                 \
     MS_BOUND_LO_OPEN, 0, MS_SCOPE_SERVICE)                                    \
+  X(QUEUE_LIMIT, "queue_limit", "", 0.0, (double)MS_MAX_QUEUE_LIMIT,         \
+    MS_BOUND_CLOSED, 1, MS_SCOPE_SERVICE)                                     \
   X(OFFERED_LOAD, "offered_load", "req/s", 0.0, MS_MAX_RATE,                  \
     MS_BOUND_CLOSED | MS_BOUND_LIMIT, 0, MS_SCOPE_INTERVAL)                   \
   X(OBSERVED_ATTEMPTS, "observed_attempts", "attempts/s", 0.0, MS_MAX_RATE,   \

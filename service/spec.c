@@ -6,6 +6,7 @@
  * file, with "file:line:column: what (key 'k')".
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,9 @@ enum {
   K_TIERS,
   K_RETRY_BUDGET,
   K_TOKEN_RATIO,
+  K_QUEUE_LIMIT,
+  K_LATENCY_OBJECTIVE,
+  K_RETRY_REJECTIONS,
   K_BASE_FAILURE,
   K_HEADROOM_WARNING,
   K_CLEAR_AFTER,
@@ -61,6 +65,9 @@ static const char *const key_names[] = {"name",
                                         "tiers",
                                         "retry_budget",
                                         "token_ratio",
+                                        "queue_limit",
+                                        "latency_objective",
+                                        "retry_rejections",
                                         "base_failure",
                                         "headroom_warning",
                                         "clear_after",
@@ -304,8 +311,9 @@ static int read_model_kind(service_reader *r) {
         r->ld, r->val[K_MODEL],
         "model '%s' is neither erlang nor capacity (key 'model')",
         model ? model : ms_yaml_kind(r->val[K_MODEL]));
-  static const int erlang_only[] = {K_SERVERS, K_SERVICE_TIME, K_SERVICE_RATE,
-                                    K_TIMEOUT};
+  static const int erlang_only[] = {
+      K_SERVERS,     K_SERVICE_TIME,      K_SERVICE_RATE,    K_TIMEOUT,
+      K_QUEUE_LIMIT, K_LATENCY_OBJECTIVE, K_RETRY_REJECTIONS};
   for (size_t i = 0; i < sizeof erlang_only / sizeof *erlang_only; i++)
     if (!r->erlang && r->val[erlang_only[i]])
       return ms_yaml_fail(r->ld, r->key[erlang_only[i]],
@@ -317,6 +325,55 @@ static int read_model_kind(service_reader *r) {
                         "key 'capacity' applies to the capacity model only "
                         "(service '%s' uses model erlang)",
                         r->name);
+  return 0;
+}
+
+/*
+ * queue_limit: K waiting places (M/M/c/K, doc/design.md §1.9); without it,
+ * latency_objective: S sets K = round(servers x service rate x S), the
+ * queue the pool empties within the objective (Little's law, L = throughput
+ * x latency, at the pool's throughput c mu); retry_rejections: true (the
+ * default) or false, whether a rejected attempt is retried.
+ */
+static int read_queue_limit(service_reader *r) {
+  ms_failure_model *m = &r->sp->params.model;
+  double k;
+  if (r->val[K_QUEUE_LIMIT]) {
+    if (read_optional(r, K_QUEUE_LIMIT, MS_PARAM_QUEUE_LIMIT, &k, NULL) != 0)
+      return -1;
+    m->has_queue_limit = true;
+    m->queue_limit = (long)k;
+  } else if (r->val[K_LATENCY_OBJECTIVE]) {
+    double s;
+    const yaml_node_t *v = r->val[K_LATENCY_OBJECTIVE];
+    if (ms_yaml_get_unit(r->ld, v, "latency_objective", 1, &s) != 0 ||
+        ms_yaml_check_range(r->ld, v, "latency_objective", s, 0.0,
+                            MS_MAX_DURATION, MS_BOUND_LO_OPEN) != 0)
+      return -1;
+    if (!r->sp->has_servers)
+      return ms_yaml_fail(r->ld, v,
+                          "latency_objective needs servers in the file, or "
+                          "give queue_limit (service '%s')",
+                          r->name);
+    k = round((double)m->servers * m->service_rate * s);
+    if (!(k <= (double)MS_MAX_QUEUE_LIMIT))
+      return ms_yaml_fail(r->ld, v,
+                          "latency_objective %g s gives a queue limit of "
+                          "%.4g, above %ld: give queue_limit (service '%s')",
+                          s, k, MS_MAX_QUEUE_LIMIT, r->name);
+    m->has_queue_limit = true;
+    m->queue_limit = (long)k;
+  }
+  const yaml_node_t *rr = r->val[K_RETRY_REJECTIONS];
+  if (rr) {
+    const char *t = ms_yaml_scalar(rr);
+    if (t == NULL || (strcmp(t, "true") != 0 && strcmp(t, "false") != 0))
+      return ms_yaml_fail(r->ld, rr,
+                          "retry_rejections is true or false, not %s (service "
+                          "'%s')",
+                          t ? t : ms_yaml_kind(rr), r->name);
+    m->rejections_final = strcmp(t, "false") == 0;
+  }
   return 0;
 }
 
@@ -351,7 +408,9 @@ static int read_erlang(service_reader *r) {
     return ms_yaml_fail(r->ld, r->map,
                         "service '%s' needs a client timeout (key 'timeout')",
                         r->name);
-  return read_optional(r, K_TIMEOUT, MS_PARAM_TIMEOUT, &m->timeout, NULL);
+  if (read_optional(r, K_TIMEOUT, MS_PARAM_TIMEOUT, &m->timeout, NULL) != 0)
+    return -1;
+  return read_queue_limit(r);
 }
 
 static int read_capacity(service_reader *r) {

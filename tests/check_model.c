@@ -12,5 +12,6 @@ int main(void) {
   srunner_add_suite(sr, errors_suite());
   srunner_add_suite(sr, tables_suite());
   srunner_add_suite(sr, verdict_suite());
+  srunner_add_suite(sr, mmck_suite());
   return ms_check_run(sr);
 }

@@ -11,5 +11,6 @@ Suite *exact_suite(void);
 Suite *errors_suite(void);
 Suite *tables_suite(void);
 Suite *verdict_suite(void);
+Suite *mmck_suite(void);
 
 #endif

@@ -100,6 +100,7 @@ static const struct {
     {MS_PARAM_TIERS, "in [1, 10]"},
     {MS_PARAM_RETRY_BUDGET, "in [0, 1)"},
     {MS_PARAM_TOKEN_RATIO, "in (0, 1]"},
+    {MS_PARAM_QUEUE_LIMIT, "in [0, 10000000]"},
     {MS_PARAM_OFFERED_LOAD, ">= 0 and at most 1e+300"},
     {MS_PARAM_OBSERVED_ATTEMPTS, ">= 0 and at most 1e+300"},
     {MS_PARAM_OBSERVED_FAILURE, "in [0, 1]"},

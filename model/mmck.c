@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The M/M/c/K queue: c servers, K waiting places, arrivals that find all
+ * c + K places taken are rejected (Gross & Harris, Fundamentals of Queueing
+ * Theory, ch. 2, M/M/c/K; doc/design.md §1.9).  Its blocking probability
+ * and the wait tail of the admitted arrivals, in log space, at a cost that
+ * does not grow with c and grows with K only on a narrow band around
+ * x = c mu (below).
+ *
+ * With a = x / mu, rho = a / c and G = 1 / B(c, a) (Erlang B), the
+ * stationary probabilities are pi_n = pi_c rho^(n - c) for c <= n <= c + K
+ * and 1 / pi_c = Z_K, where Z_n = G + sum_{j=1}^{n} rho^j.  So
+ *   P_block = rho^K / Z_K,     1 - P_block = Z_{K-1} / Z_K,
+ * and with tau = c mu T, m = n - c the queue an admitted arrival finds and
+ * Q(m + 1, tau) = P(Poisson(tau) <= m) its chance to wait longer than T,
+ *   P(W > T | admitted) = S / Z_{K-1},
+ *   S = sum_{m<K} rho^m Q(m + 1, tau)
+ *     = [e^(-(c mu - x) T) F(K - 1; x T) - rho^K F(K - 1; tau)] / (1 - rho)
+ * (exchange the sums: sum_m rho^m sum_{j<=m} pois(j; tau) = sum_{j<K}
+ * pois(j; tau) (rho^j - rho^K) / (1 - rho), and e^(-tau) (rho tau)^j / j!
+ * = e^(-(1 - rho) tau) pois(j; rho tau)), F the Poisson cdf.  Where the two
+ * terms of S come within a factor e of each other (rho near 1) the
+ * difference would cancel; there S is summed over j instead, its terms
+ * pois(j; tau) (rho^j - rho^K) / (1 - rho) being log-concave in j, so the
+ * sum starts at the mode and stops with a proven bound on the rest.
+ * For rho > 1 every quantity is scaled by rho^-K, so that K ln rho never
+ * has to cancel against itself.
+ */
+#include <float.h>
+#include <math.h>
+
+#include "internal.h"
+
+/* ln(e^u + e^v), either may be -inf. */
+static double log_add(double u, double v) {
+  double hi = fmax(u, v), lo = fmin(u, v);
+  if (hi == -INFINITY)
+    return -INFINITY;
+  return hi + log1p(exp(lo - hi));
+}
+
+/* ln [n]_r = ln sum_{j<n} r^j for n >= 0 (-inf for n = 0), given
+ * d = 1 - r (accurately) and ln r. */
+static double ln_qnum(long n, double d, double ln_r) {
+  if (n <= 0)
+    return -INFINITY;
+  if (d == 0.0)
+    return log((double)n);
+  double e = (double)n * ln_r;
+  if (d > 0.0)
+    return log(-expm1(e)) - log(d);
+  if (e < 1.0)
+    return log(expm1(e)) - log(-d);
+  return e + log1p(-exp(-e)) - log(-d);
+}
+
+/* ln F(n; y) for y >= 0, -inf for y not finite (an overflowing x T). */
+static double ln_cdf(long n, double y) {
+  if (y == 0.0)
+    return 0.0;
+  if (!(y <= DBL_MAX))
+    return -INFINITY;
+  double l, r;
+  ms_poisson_cdf(n, y, &l, &r);
+  return l;
+}
+
+/* The shape of the queue: rho = x / (c mu) through d = 1 - rho, ln rho, and
+ * for rho > 1 d' = 1 - 1/rho. */
+typedef struct {
+  long c, K;
+  double cmu, x, T, tau;
+  double d, ln_rho, d_inv; /* d_inv used for rho > 1 */
+  bool over;               /* rho > 1: quantities scaled by rho^-K */
+  double ln_g;             /* ln G = -ln B(c, a) */
+} shape;
+
+/* ln (Z_n rho^-K if over, else Z_n), 0 <= n <= K. */
+static double ln_z(const shape *q, long n) {
+  if (!q->over)
+    return log_add(q->ln_g, q->ln_rho + ln_qnum(n, q->d, q->ln_rho));
+  double K = (double)q->K;
+  return log_add(q->ln_g - K * q->ln_rho, ((double)n - K) * q->ln_rho +
+                                              ln_qnum(n, q->d_inv, -q->ln_rho));
+}
+
+/* ln of the j-th term of S (scaled by rho^-K if over), without the
+ * Poisson factor: ln [(rho^j - rho^K) / (1 - rho)]. */
+static double ln_g_j(const shape *q, long j) {
+  if (!q->over)
+    return (double)j * q->ln_rho + ln_qnum(q->K - j, q->d, q->ln_rho);
+  /* (rho^K - rho^j) / (rho - 1) = rho^(K-1) [K - j]_{1/rho} */
+  return -q->ln_rho + ln_qnum(q->K - j, q->d_inv, -q->ln_rho);
+}
+
+/* ln S by summing its terms over j from the mode outwards; each direction
+ * stops once the terms fall and the geometric bound t q / (1 - q) on the
+ * rest (log-concavity: the ratios q only shrink) is below 1e-17 of the
+ * sum.  Returns the count of terms in *terms when not NULL. */
+static double wait_sum(const shape *q, long *terms) {
+  double rho1 = q->ln_rho < 0.0 ? exp(q->ln_rho) : 1.0;
+  double jf = floor(rho1 * q->tau);
+  long j0 = jf >= (double)(q->K - 1) ? q->K - 1 : (long)jf;
+  double p0 = ms_ln_poisson_pmf(j0, q->tau), g0 = ln_g_j(q, j0);
+  double sum = 1.0;
+  long count = 1;
+  for (int dir = 1; dir >= -1; dir -= 2) {
+    double prev = 1.0;
+    for (long j = j0 + dir; j >= 0 && j < q->K; j += dir) {
+      double t = exp(ms_ln_poisson_pmf(j, q->tau) - p0 + ln_g_j(q, j) - g0);
+      sum += t;
+      count++;
+      double ratio = t / prev;
+      if (ratio < 1.0 && t * ratio / (1.0 - ratio) <= 1e-17 * sum)
+        break;
+      prev = t;
+    }
+  }
+  if (terms != NULL)
+    *terms = count;
+  return p0 + g0 + log(sum);
+}
+
+/* ln S (scaled by rho^-K if over), K >= 1. */
+static double ln_wait_numerator(const shape *q, long *terms) {
+  if (terms != NULL)
+    *terms = 0;
+  if (q->tau == 0.0)
+    return ln_g_j(q, 0); /* S = [K]_rho: every admitted arrival waits */
+  if (q->d != 0.0) {
+    double K = (double)q->K, xT = q->x * q->T;
+    double f_tau = ln_cdf(q->K - 1, q->tau);
+    double f_xt = ln_cdf(q->K - 1, xT);
+    if (!q->over) {
+      /* L1 - L2 with L1 = -(c mu - x) T + ln F(K - 1; x T), L2 = K ln rho +
+       * ln F(K - 1; tau) */
+      double l1 = -(q->cmu - q->x) * q->T + f_xt;
+      double diff = l1 - (K * q->ln_rho + f_tau);
+      if (diff >= 1.0)
+        return l1 + log(-expm1(-diff)) - log(q->d);
+    } else {
+      double l1 = isfinite(xT) ? (q->x - q->cmu) * q->T + f_xt - K * q->ln_rho
+                               : -INFINITY;
+      double diff = l1 - f_tau;
+      if (diff <= -1.0)
+        return f_tau + log(-expm1(diff)) - log(-q->d);
+    }
+  }
+  return wait_sum(q, terms);
+}
+
+static void shape_init(long c, long K, double mu, double x, double T,
+                       shape *q) {
+  q->c = c;
+  q->K = K;
+  q->cmu = (double)c * mu;
+  q->x = x;
+  q->T = T;
+  q->tau = q->cmu * T;
+  q->d = (q->cmu - x) / q->cmu;
+  q->ln_rho = fabs(q->d) <= 0.5 ? log1p(-q->d) : log(x) - log(q->cmu);
+  q->over = q->d < 0.0;
+  q->d_inv = (x - q->cmu) / x;
+  double a = x / mu;
+  if (a < (double)c) {
+    ms_erlang_terms t;
+    ms_erlang_terms_unchecked(c, a, &t);
+    q->ln_g = -t.ln_b;
+  } else {
+    double l;
+    ms_poisson_cdf(c, a, &l, &q->ln_g);
+  }
+}
+
+void ms_mmck_terms_unchecked(long c, long K, double mu, double x, double T,
+                             ms_mmck_terms *t) {
+  shape q;
+  shape_init(c, K, mu, x, T, &q);
+  double lz_k = ln_z(&q, K);
+  t->ln_block = (q.over ? 0.0 : (double)K * q.ln_rho) - lz_k;
+  if (t->ln_block > 0.0)
+    t->ln_block = 0.0;
+  double lz_k1 = K >= 1 ? ln_z(&q, K - 1) : 0.0;
+  if (t->ln_block < -M_LN2)
+    t->ln_admit = log1p(-exp(t->ln_block));
+  else if (K >= 1)
+    t->ln_admit = lz_k1 - lz_k;
+  else
+    t->ln_admit = log(-expm1(-q.ln_g));
+  t->wait_terms = 0;
+  if (K == 0) {
+    t->ln_wait = -DBL_MAX;
+    return;
+  }
+  t->ln_wait = ln_wait_numerator(&q, &t->wait_terms) - lz_k1;
+  if (t->ln_wait > 0.0)
+    t->ln_wait = 0.0;
+  if (t->ln_wait < -DBL_MAX)
+    t->ln_wait = -DBL_MAX;
+}
+
+static int check_mmck_args(long c, long K, ms_error *err) {
+  if (c < 1 || c > MS_MAX_SERVERS)
+    return ms_fail(err, MS_EINVAL, "servers = %ld is outside [1, %ld]", c,
+                   MS_MAX_SERVERS);
+  if (K < 0 || K > MS_MAX_QUEUE_LIMIT)
+    return ms_fail(err, MS_EINVAL, "queue_limit = %ld is outside [0, %ld]", K,
+                   MS_MAX_QUEUE_LIMIT);
+  return MS_OK;
+}
+
+int ms_mmck_ln_block(long c, long K, double a, double *ln_block,
+                     ms_error *err) {
+  int st = check_mmck_args(c, K, err);
+  if (st != MS_OK)
+    return st;
+  if (!isfinite(a) || !(a >= MS_MMCK_MIN_TRAFFIC) || !(a <= MS_MAX_RATE))
+    return ms_fail(err, MS_EINVAL,
+                   "offered traffic a = %g erlangs must be at least %g and at "
+                   "most %g",
+                   a, MS_MMCK_MIN_TRAFFIC, MS_MAX_RATE);
+  ms_mmck_terms t;
+  ms_mmck_terms_unchecked(c, K, 1.0, a, 0.0, &t);
+  *ln_block = t.ln_block;
+  return MS_OK;
+}
+
+int ms_mmck_ln_wait_tail(long c, long K, double mu, double x, double T,
+                         double *ln_tail, ms_error *err) {
+  int st = check_mmck_args(c, K, err);
+  if (st != MS_OK)
+    return st;
+  if (!isfinite(mu) || !(mu > 0.0) || !((double)c * mu <= MS_MAX_RATE))
+    return ms_fail(err, MS_EINVAL,
+                   "service rate mu = %g/s must be > 0 with c mu at most %g",
+                   mu, MS_MAX_RATE);
+  if (!isfinite(x) || !(x / mu >= MS_MMCK_MIN_TRAFFIC) || !(x <= MS_MAX_RATE))
+    return ms_fail(err, MS_EINVAL,
+                   "arrival rate x = %g/s must be at most %g, with x / mu at "
+                   "least %g",
+                   x, MS_MAX_RATE, MS_MMCK_MIN_TRAFFIC);
+  if (!isfinite(T) || !(T >= 0.0) ||
+      !((double)c * mu * T <= MS_MAX_TIMEOUT_COMPLETIONS))
+    return ms_fail(err, MS_EINVAL,
+                   "timeout T = %g s must be >= 0 with c mu T at most %g", T,
+                   MS_MAX_TIMEOUT_COMPLETIONS);
+  ms_mmck_terms t;
+  ms_mmck_terms_unchecked(c, K, mu, x, T, &t);
+  *ln_tail = t.ln_wait;
+  return MS_OK;
+}
