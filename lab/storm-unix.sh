@@ -152,13 +152,33 @@ print(len(held), len(queued))
 EOF
 }
 
-# predict FILE SERVICE LOAD: the model's attempts per request in the
-# collapsed state at LOAD (its equilibrium after an overload).
+# predict FILE SERVICE LOAD: the model's attempts per request and attempts
+# per second in the collapsed state at LOAD (its equilibrium after an
+# overload).
 predict() {
   "$metastable" solve --spec "$1" --service "$2" --load "$3" \
     --previous overloaded --format json 2>>"$out/solve.log" |
-    sed -n 's/^  "amplification": \([-0-9.e+]*\),*$/\1/p'
+    awk '/^  "amplification": / { a = $2 } /^  "effective_load": / { x = $2 }
+      END { gsub(/,/, "", a); gsub(/,/, "", x); if (a != "") print a, x }'
 }
+
+# blocking FILE ATTEMPTS: the model's share of the attempts refused at
+# ATTEMPTS per second (metastable erlang --queue-limit, the parameters of
+# FILE's first service); nothing without a queue_limit.
+blocking() {
+  local time timeout limit
+  time=$(yaml_key service_time "$1") timeout=$(yaml_key timeout "$1")
+  limit=$(yaml_key queue_limit "$1")
+  [ -n "$limit" ] || return 0
+  "$metastable" erlang --servers "$LAB_POOL" --service-time "$time" \
+    --timeout "$timeout" --queue-limit "$limit" --format json \
+    --offered "$(awk -v x="$2" -v t="$time" 'BEGIN {
+      u = 1; if (sub(/ms$/, "", t)) u = 1000; else sub(/s$/, "", t); print x * t / u }')" \
+    2>>"$out/solve.log" | sed -n 's/^ *"blocking_probability": \([-0-9.e+]*\),*$/\1/p'
+}
+
+# yaml_key KEY FILE: the first value of KEY in FILE.
+yaml_key() { sed -n "s/^ *$1: *\([^ #]*\).*/\1/p" "$2" | head -n 1; }
 
 # window FROM TO: the counters between two lines of samples.txt, as
 # "offered attempts_per_request fast_502_share goodput_share fpm_rate".
@@ -224,8 +244,8 @@ for w in $windows; do
   info "storm at $rate req/s, seconds $SETTLE and on of the step: offered $offered req/s, $per_request attempts per request, fast 502s $fast of the attempts, goodput $goodput of the requests, php-fpm accepted $fpm/s"
   check "$(awk -v g="$goodput" -v m="$STORM_GOODPUT" 'BEGIN { print (g <= m) }')" \
     "storm at $rate req/s: goodput $goodput of the requests (at most $STORM_GOODPUT)"
-  predicted=$(predict "$service_file" "$service" "$offered")
-  unbounded=$(predict "$LAB_SRC/service.yaml" storm_lab "$offered")
+  read -r predicted attempts < <(predict "$service_file" "$service" "$offered")
+  read -r unbounded _ < <(predict "$LAB_SRC/service.yaml" storm_lab "$offered")
   [ -z "$unbounded" ] ||
     info "storm at $rate req/s: the unbounded model (lab/service.yaml) predicts $(awk -v p="$unbounded" -v o="$per_request" 'BEGIN { printf "%.3f (%+.1f %%)", p, 100 * (p - o) / o }')"
   if [ -z "$predicted" ]; then
@@ -234,11 +254,14 @@ for w in $windows; do
   fi
   check "$(awk -v p="$predicted" -v o="$per_request" -v t="$TOLERANCE" 'BEGIN { d = (p - o) / o; print (d <= t && -d <= t) }')" \
     "storm at $rate req/s: predicted $(awk -v p="$predicted" -v o="$per_request" 'BEGIN { printf "%.3f (%+.1f %%)", p, 100 * (p - o) / o }') attempts per request, observed $per_request (within $(awk -v t="$TOLERANCE" 'BEGIN { print 100 * t }') %)"
+  refused=$(blocking "$service_file" "$attempts")
+  [ -z "$refused" ] ||
+    info "storm at $rate req/s: the model refuses $(awk -v b="$refused" 'BEGIN { printf "%.3f", b }') of its $(awk -v x="$attempts" 'BEGIN { printf "%.1f", x }') attempts/s at once (observed: fast 502s $fast)"
   # Not checked: the same model with the capacity php-fpm showed (its
   # accepted connections per second, all workers busy) instead of 50 ms.
   measured_time=$(awk -v c="$LAB_POOL" -v f="$fpm" 'BEGIN { printf "%.2fms", 1000 * c / f }')
   sed -E "s/^( *service_time:).*/\1 $measured_time/" "$service_file" >"$LAB_RUN/service-measured.yaml"
-  measured=$(predict "$LAB_RUN/service-measured.yaml" "$service" "$offered")
+  read -r measured _ < <(predict "$LAB_RUN/service-measured.yaml" "$service" "$offered")
   [ -z "$measured" ] ||
     info "storm at $rate req/s: with php-fpm's capacity, service time $measured_time, the model predicts $(awk -v p="$measured" -v o="$per_request" 'BEGIN { printf "%.3f (%+.1f %%)", p, 100 * (p - o) / o }')"
 done
