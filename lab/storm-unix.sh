@@ -59,6 +59,9 @@ out=$(cd "$out" && pwd)
 [ -z "$spec" ] || spec=$(cd "$(dirname "$spec")" && pwd)/$(basename "$spec")
 
 export LAB_FPM_LISTEN=unix
+# Each httperf runs a second into the next step: a pause in the arrivals
+# between two steps lets the queue drain, and the storm ends.
+export LAB_LOAD_OVERLAP=${LAB_LOAD_OVERLAP:-1}
 # shellcheck source=lab/lib.sh
 . "$LAB_SRC/lib.sh"
 lab_init
@@ -89,12 +92,14 @@ info() {
   lab_log "$*"
 }
 
-# sample: "epoch requests 2xx 5xx attempts attempts_5xx fpm_accepted" from
-# HAProxy's stats socket (frontend req_tot, hrsp_2xx and hrsp_5xx; the
-# server's stot and hrsp_5xx: nginx's own 5xx replies, the fast 502s) and
-# php-fpm's status page (accepted conn).
+# sample: "epoch requests 2xx 5xx attempts attempts_5xx fpm_accepted
+# queue" from HAProxy's stats socket (frontend req_tot, hrsp_2xx and
+# hrsp_5xx; the server's stot and hrsp_5xx: nginx's own 5xx replies, the
+# fast 502s), php-fpm's status page (accepted conn) and the kernel (ss:
+# the connections waiting in php-fpm's socket, its Recv-Q; php-fpm's own
+# listen queue reads 0 on a unix socket).
 sample() {
-  local hs fs
+  local hs fs qs
   hs=$(socat -t 2 - "UNIX-CONNECT:$LAB_RUN/haproxy.sock" <<<"show stat" |
     awk -F, 'NR == 1 { sub(/^# /, ""); for (i = 1; i <= NF; i++) c[$i] = i; next }
       $1 == "fe_web" && $2 == "FRONTEND" { rq = $(c["req_tot"]); ok = $(c["hrsp_2xx"]); bad = $(c["hrsp_5xx"]) }
@@ -103,25 +108,30 @@ sample() {
   fs=$(curl -fsS -m 1 "http://127.0.0.1:$LAB_PORT_NGINX/fpm-status?json" |
     sed -E 's/.*"accepted conn":([0-9]+).*/\1/')
   case $fs in *[!0-9]* | "") fs=0 ;; esac
-  echo "$(date +%s.%N) $hs $fs"
+  qs=$(ss -xlnH | awk -v p="$LAB_FPM_SOCKET" '$5 == p { print $3; exit }')
+  echo "$(date +%s.%N) $hs $fs ${qs:-0}"
 }
 
-# ticks N: N seconds of the scenario clock (lab_phase's, which never
-# drifts), one sample each in samples.txt ("PHASE" and sample's fields),
-# a line of rates in the log.  One read of each source a second: the lab's
-# own lab_tick reads them too, and both together can take longer than a
-# second on a busy machine.
+# ticks N: N seconds of the scenario clock (lab_phase's), one sample a
+# second in samples.txt ("PHASE" and sample's fields) and a line of rates in
+# the log.  The clock keeps to the wall clock: on a busy machine, where a
+# sample can take longer than a second, the seconds it missed go without a
+# sample (the rates are over the samples' own times), so a step lasts as
+# long as the load it started and the next one starts in time.
 ticks() {
-  local _ cur
-  for _ in $(seq "$1"); do
-    LAB_CLOCK=$(awk -v t="$LAB_CLOCK" 'BEGIN { printf "%.3f", t + 1 }')
+  local end cur
+  end=$(awk -v t="$LAB_CLOCK" -v n="$1" 'BEGIN { printf "%.3f", t + n }')
+  while awk -v t="$LAB_CLOCK" -v e="$end" 'BEGIN { exit !(t < e) }'; do
+    LAB_CLOCK=$(awk -v t="$LAB_CLOCK" -v e="$end" -v now="$(date +%s.%N)" 'BEGIN {
+      x = t + 1; if (now > x) x += int(now - x) + 1; if (x > e) x = e
+      printf "%.3f", x }')
     lab_sleep_until "$LAB_CLOCK"
     cur=$(sample)
-    awk -v p="$LAB_LAST" -v c="$cur" -v t="$LAB_CLOCK" -v t0="$LAB_T0" -v ph="$LAB_PHASE" 'BEGIN {
+    lab_log "$(awk -v p="$LAB_LAST" -v c="$cur" -v t="$LAB_CLOCK" -v t0="$LAB_T0" -v ph="$LAB_PHASE" 'BEGIN {
       split(p, a, " "); split(c, b, " "); dt = b[1] - a[1]
-      printf "%5ds %-10s offered %5.1f  goodput %5.1f  attempts %5.1f  502s %5.1f  php-fpm %5.1f/s\n",
+      printf "%5ds %-10s offered %5.1f  goodput %5.1f  attempts %5.1f  502s %5.1f  php-fpm %5.1f/s  queue %3d",
         t - t0, ph, (b[2] - a[2]) / dt, (b[3] - a[3]) / dt, (b[5] - a[5]) / dt,
-        (b[6] - a[6]) / dt, (b[7] - a[7]) / dt }' | while read -r line; do lab_log "$line"; done
+        (b[6] - a[6]) / dt, (b[7] - a[7]) / dt, b[8] }')"
     LAB_LAST=$cur
     echo "$LAB_PHASE $cur" >>"$out/samples.txt"
   done
@@ -181,12 +191,14 @@ blocking() {
 yaml_key() { sed -n "s/^ *$1: *\([^ #]*\).*/\1/p" "$2" | head -n 1; }
 
 # window FROM TO: the counters between two lines of samples.txt, as
-# "offered attempts_per_request fast_502_share goodput_share fpm_rate".
+# "offered attempts_per_request fast_502_share goodput_share fpm_rate
+# least_queue mean_queue" (the queue over the lines after FROM to TO).
 window() {
   awk -v a="$1" -v b="$2" 'NR == a { split($0, p) } NR == b { split($0, q) }
+    NR > a && NR <= b { n++; sq += $9; if (n == 1 || $9 < lq) lq = $9 }
     END { dt = q[2] - p[2]; rq = q[3] - p[3]; at = q[6] - p[6]
-      printf "%.1f %.3f %.3f %.3f %.1f\n", rq / dt, at / rq, (q[7] - p[7]) / at,
-        (q[4] - p[4]) / rq, (q[8] - p[8]) / dt }' "$out/samples.txt"
+      printf "%.1f %.3f %.3f %.3f %.1f %d %.0f\n", rq / dt, at / rq, (q[7] - p[7]) / at,
+        (q[4] - p[4]) / rq, (q[8] - p[8]) / dt, lq, sq / n }' "$out/samples.txt"
 }
 
 lab_log "results in $out"
@@ -240,8 +252,8 @@ lab_stop_all
 # a pause between two steps would let the queue drain.
 for w in $windows; do
   rate=${w%%:*} w=${w#*:}
-  read -r offered per_request fast goodput fpm < <(window "${w%:*}" "${w#*:}")
-  info "storm at $rate req/s, seconds $SETTLE and on of the step: offered $offered req/s, $per_request attempts per request, fast 502s $fast of the attempts, goodput $goodput of the requests, php-fpm accepted $fpm/s"
+  read -r offered per_request fast goodput fpm least mean < <(window "${w%:*}" "${w#*:}")
+  info "storm at $rate req/s, seconds $SETTLE and on of the step: offered $offered req/s, $per_request attempts per request, fast 502s $fast of the attempts, goodput $goodput of the requests, php-fpm accepted $fpm/s, its socket's queue $mean on average (at least $least) of $K"
   check "$(awk -v g="$goodput" -v m="$STORM_GOODPUT" 'BEGIN { print (g <= m) }')" \
     "storm at $rate req/s: goodput $goodput of the requests (at most $STORM_GOODPUT)"
   read -r predicted attempts < <(predict "$service_file" "$service" "$offered")
