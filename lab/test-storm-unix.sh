@@ -3,8 +3,9 @@
 # Integration test: the storm lab on a unix socket (lab/storm-unix.sh,
 # doc/storm-lab.md): php-fpm's accept queue holds the places the
 # configuration gives it, and in the storm HAProxy sends the attempts per
-# request the queue-limited model predicts (within 15 %).  Runs as root;
-# about two minutes.  Skipped (77) without root or the lab's packages.
+# request the queue-limited model predicts (within 15 %), and not the
+# unbounded model's.  Runs as root; about 90 s.  Skipped (77) without root
+# or the lab's packages.
 set -eu
 src=${MS_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 build=${MS_TOP_BUILDDIR:-$src/build}
