@@ -7,7 +7,8 @@
 # the queue-limited model (lab/service-unix.yaml: queue_limit, the socket's
 # places, and retry_rejections: false).
 #
-#   lab/storm-unix.sh [--out DIR] [--build DIR] [--spec FILE] [--skip-install]
+#   lab/storm-unix.sh [--out DIR] [--build DIR] [--spec FILE] [--no-plugin]
+#                     [--skip-install]
 #
 # One run, about 90 s: php-fpm's accept queue is measured first (the
 # places before the kernel refuses a connection, against the
@@ -22,7 +23,10 @@
 # service file (its first service; --spec lab/service.yaml, the unbounded
 # model, fails).  Results in DIR (default
 # build/lab/unix-<time>): summary.txt (the checks), samples.txt (HAProxy's
-# counters every second), run/ (configurations and logs).  Exit status 0
+# counters every second), run/ (configurations, logs, collectd's CSV
+# files).  collectd with the plugin watches the run (its amplification,
+# state and storm flag are reported, not checked; --no-plugin: no
+# collectd).  Exit status 0
 # only when every check passed.  Every process it starts is stopped on
 # exit, Ctrl-C or TERM.
 set -u
@@ -33,13 +37,15 @@ out=""
 build=""
 spec=""
 install=1
+use_plugin=1
 while [ $# -gt 0 ]; do
   case $1 in
   --out) out=$2; shift 2 ;;
   --build) build=$2; shift 2 ;;
   --spec) spec=$2; shift 2 ;;
+  --no-plugin) use_plugin=0; shift ;;
   --skip-install) install=0; shift ;;
-  -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "storm-unix: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -54,6 +60,10 @@ if [ -z "$build" ]; then
 fi
 metastable=$build/cli/metastable
 [ -x "$metastable" ] || { echo "storm-unix: $metastable not found (build first)" >&2; exit 2; }
+export LAB_BUILD=$build
+if [ ! -f "$LAB_BUILD/plugin/.libs/metastable.so" ] || ! command -v collectd >/dev/null; then
+  use_plugin=0
+fi
 out=${out:-$top/build/lab/unix-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -202,6 +212,21 @@ window() {
         (q[4] - p[4]) / rq, (q[8] - p[8]) / dt, lq, sq / n }' "$out/samples.txt"
 }
 
+# plugin_view RATE FROM TO: what the plugin said between two lines of
+# samples.txt, from collectd's CSV files (metastable-SERVICE/TYPE-DATE).
+plugin_view() {
+  local dir=$LAB_RUN/csv/$LAB_HOST/metastable-$service t0 t1
+  t0=$(awk -v a="$2" 'NR == a { print $2 }' "$out/samples.txt")
+  t1=$(awk -v b="$3" 'NR == b { print $2 }' "$out/samples.txt")
+  info "storm at $rate req/s: the plugin (collectd, $service): $(
+    for t in amplification state storm; do
+      cat "$dir/$t"-* 2>/dev/null | awk -F, -v t0="$t0" -v t1="$t1" -v t="$t" '
+        $1 + 0 >= t0 && $1 + 0 <= t1 && $2 != "nan" {
+          n++; s += $2; if (n == 1 || $2 < lo) lo = $2; if (n == 1 || $2 > hi) hi = $2 }
+        END { if (n) printf "%s %.3f [%.3g..%.3g] ", t, s / n, lo, hi; else printf "%s none ", t }'
+    done)(mean [least..greatest] of the seconds; state 2 metastable)"
+}
+
 lab_log "results in $out"
 lab_new_run unix
 lab_start_servers 2
@@ -227,6 +252,7 @@ else
     "$LAB_SRC/service-unix.yaml" >"$service_file"
 fi
 info "model: $service_file, service $service"
+[ "$use_plugin" = 0 ] || lab_start_collectd "$service_file"
 
 : >"$out/samples.txt"
 lab_phase healthy
@@ -270,6 +296,7 @@ for w in $windows; do
   fi
   check "$(awk -v p="$predicted" -v o="$per_request" -v t="$TOLERANCE" 'BEGIN { d = (p - o) / o; print (d <= t && -d <= t) }')" \
     "storm at $rate req/s: predicted $(awk -v p="$predicted" -v o="$per_request" 'BEGIN { printf "%.3f (%+.1f %%)", p, 100 * (p - o) / o }') attempts per request, observed $per_request (within $(awk -v t="$TOLERANCE" 'BEGIN { print 100 * t }') %)"
+  [ "$use_plugin" = 0 ] || plugin_view "$rate" "${w%:*}" "${w#*:}"
   refused=$(blocking "$service_file" "$attempts")
   [ -z "$refused" ] ||
     info "storm at $rate req/s: the model refuses $(awk -v b="$refused" 'BEGIN { printf "%.3f", b }') of its $(awk -v x="$attempts" 'BEGIN { printf "%.1f", x }') attempts/s at once (observed: fast 502s $fast)"
