@@ -108,17 +108,19 @@ info() {
 # hrsp_5xx; the server's stot and hrsp_5xx: nginx's own 5xx replies, the
 # fast 502s), php-fpm's status page (accepted conn) and the kernel (ss:
 # the connections waiting in php-fpm's socket, its Recv-Q; php-fpm's own
-# listen queue reads 0 on a unix socket).
+# listen queue reads 0 on a unix socket).  A source that did not answer
+# gives "-" (window leaves such lines out).
 sample() {
   local hs fs qs
   hs=$(socat -t 2 - "UNIX-CONNECT:$LAB_RUN/haproxy.sock" <<<"show stat" |
     awk -F, 'NR == 1 { sub(/^# /, ""); for (i = 1; i <= NF; i++) c[$i] = i; next }
       $1 == "fe_web" && $2 == "FRONTEND" { rq = $(c["req_tot"]); ok = $(c["hrsp_2xx"]); bad = $(c["hrsp_5xx"]) }
       $1 == "be_app" && $2 != "BACKEND" && $2 != "FRONTEND" { at += $(c["stot"]); at5 += $(c["hrsp_5xx"]) }
-      END { print rq + 0, ok + 0, bad + 0, at + 0, at5 + 0 }')
+      END { if (rq != "" && at != "") print rq + 0, ok + 0, bad + 0, at + 0, at5 + 0 }')
+  [ -n "$hs" ] || hs="- - - - -"
   fs=$(curl -fsS -m 1 "http://127.0.0.1:$LAB_PORT_NGINX/fpm-status?json" |
     sed -E 's/.*"accepted conn":([0-9]+).*/\1/')
-  case $fs in *[!0-9]* | "") fs=0 ;; esac
+  case $fs in *[!0-9]* | "") fs=- ;; esac
   qs=$(ss -xlnH | awk -v p="$LAB_FPM_SOCKET" '$5 == p { print $3; exit }')
   echo "$(date +%s.%N) $hs $fs ${qs:-0}"
 }
@@ -201,11 +203,13 @@ blocking() {
 # yaml_key KEY FILE: the first value of KEY in FILE.
 yaml_key() { sed -n "s/^ *$1: *\([^ #]*\).*/\1/p" "$2" | head -n 1; }
 
-# window FROM TO: the counters between two lines of samples.txt, as
-# "offered attempts_per_request fast_502_share goodput_share fpm_rate
-# least_queue mean_queue" (the queue over the lines after FROM to TO).
+# window FROM TO: the counters between two lines of samples.txt (the
+# nearest lines within whose HAProxy and php-fpm answered), as "offered
+# attempts_per_request fast_502_share goodput_share fpm_rate least_queue
+# mean_queue" (the queue over the lines after FROM to TO).
 window() {
-  awk -v a="$1" -v b="$2" 'NR == a { split($0, p) } NR == b { split($0, q) }
+  awk -v a="$1" -v b="$2" 'NR >= a && NR <= b && $3 != "-" && $8 != "-" {
+      if (!got) split($0, p); got = 1; split($0, q) }
     NR > a && NR <= b { n++; sq += $9; if (n == 1 || $9 < lq) lq = $9 }
     END { dt = q[2] - p[2]; rq = q[3] - p[3]; at = q[6] - p[6]
       printf "%.1f %.3f %.3f %.3f %.1f %d %.0f\n", rq / dt, at / rq, (q[7] - p[7]) / at,
