@@ -171,12 +171,12 @@ static void queue_logs_at(const ms_failure_model *m, double x, queue_logs *q) {
  * come from the logs without cancellation: 1 - p = exp(ln(1 - P_block) +
  * ln(1 - base) + ln(1 - W)), p_retry = (1 - P_block) (1 - (1 - base)(1 -
  * W)).  The slopes are central differences of ln P_block and ln W in ln x
- * (step h = 2^-17, near the cube root of the rounding: relative error about
- * 1e-10, measured against a step of 2^-14 in tests/check_mmck.c), from
- * which x d(1 - P)/dx = -P d ln P / d ln x and likewise for W.  The
- * landscape uses x p' for the sign of 1 - E and for Newton steps, which
- * that error cannot move by more than it does the extremum: lambda is flat
- * there.
+ * (below), from which x d(1 - P)/dx = -P d ln P / d ln x and likewise for
+ * W: within 1.1e-7 of a Richardson-extrapolated difference of p itself in
+ * tests/check_mmck.c (test_failure_slope).  The landscape uses x p' for
+ * the sign of 1 - E and for Newton steps; an error in it moves a sign
+ * change of 1 - E, and lambda being flat there, the tipping or recovery
+ * load only by its square.  An analytic slope is left to do.
  */
 static void queue_limited_eval(const ms_failure_model *m, double x,
                                ms_failure_eval *f) {
@@ -191,7 +191,12 @@ static void queue_limited_eval(const ms_failure_model *m, double x,
     *f = (ms_failure_eval){1.0, 0.0, retried, 0.0};
     return;
   }
-  const double h = 0x1p-17;
+  /* ln P and ln W are cumulant generating functions of the queue seen by
+   * an arrival (in ln x), whose third cumulant grows like K^3: a step of
+   * 2^-10 / (K + 1) keeps the truncation of the central difference below
+   * about 1e-6 of the slope for every K, and 2^-17 (near the cube root of
+   * the rounding) is the step where K is small */
+  const double h = fmin(0x1p-17, 0x1p-10 / ((double)m->queue_limit + 1.0));
   queue_logs q, lo, hi;
   queue_logs_at(m, x, &q);
   queue_logs_at(m, x * exp(-h), &lo);

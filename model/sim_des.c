@@ -181,6 +181,8 @@ typedef struct {
   rng_t rng;
   double mu, T, base;
   int r;
+  long long queue_limit; /* waiting places; -1: none (M/M/c/K, §1.9) */
+  bool rejections_final; /* a rejection ends its request */
   heap_t heap;
   ring_t live;         /* waiting attempts whose client still waits */
   long long abandoned; /* waiting attempts whose client gave up */
@@ -305,10 +307,23 @@ static int dispatch(des_t *d, double t) {
   return MS_OK;
 }
 
-/* Attempt of request id sent at t. */
+static int attempt_failed(des_t *d, uint32_t id, double t);
+
+/* Attempt of request id sent at t.  With a queue limit an attempt that
+ * finds every waiting place taken (by live or abandoned attempts: the
+ * queue serves both) is rejected at once: it fails, and is retried unless
+ * rejections end the request (doc/design.md §1.9). */
 static int send_attempt(des_t *d, uint32_t id, double t) {
   if (d->abandoned == 0 && d->live.len == 0 && d->busy < d->servers)
     return start_service(d, id, t);
+  if (d->queue_limit >= 0 &&
+      d->abandoned + (long long)d->live.len >= d->queue_limit) {
+    if (!d->rejections_final)
+      return attempt_failed(d, id, t);
+    d->win.failures += 1.0;
+    d->win.given_up += 1.0;
+    return request_free(d, id);
+  }
   return ring_push(&d->live, t, id);
 }
 
@@ -425,6 +440,8 @@ static void des_init(des_t *d, const ms_sim_config *c) {
   d->mu = m0->service_rate;
   d->T = m0->timeout;
   d->base = m0->base_failure;
+  d->queue_limit = m0->has_queue_limit ? m0->queue_limit : -1;
+  d->rejections_final = m0->rejections_final;
   d->r = c->service.policy.retries;
   d->tokens = c->token_capacity;
   d->budget_ratio = c->service.policy.has_budget

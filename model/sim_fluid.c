@@ -513,6 +513,10 @@ int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
     return ms_fail(err, MS_EINVAL,
                    "queue memory needs the erlang model (servers, service "
                    "time, timeout); the capacity model has no queue");
+  if (c->service.model.has_queue_limit)
+    return ms_fail(err, MS_EINVAL,
+                   "the fluid engine has no queue limit: simulate a "
+                   "queue_limit with the discrete-event engine");
   double dt = 0.0;
   long spb = 1, nbins = 0;
   st = pick_bins(c, &dt, &spb, &nbins, err);

@@ -374,6 +374,79 @@ START_TEST(test_queue_landscape) {
 }
 END_TEST
 
+/* A Richardson-extrapolated central difference of p (retried: p_retry) in
+ * ln x, steps h and h/2: error O(h^4). */
+static double richardson(const ms_failure_model *m, double x, double h,
+                         bool retried) {
+  double d[2];
+  for (int i = 0; i < 2; i++, h *= 0.5) {
+    ms_failure_eval lo, hi;
+    ms_failure_eval_at(m, x * exp(-h), &lo);
+    ms_failure_eval_at(m, x * exp(h), &hi);
+    d[i] = retried ? (hi.p_retry - lo.p_retry) / (2.0 * h)
+                   : (hi.p - lo.p) / (2.0 * h);
+  }
+  return (4.0 * d[1] - d[0]) / 3.0;
+}
+
+/* The slopes x p' and x p'_retry of ms_failure_eval_at against a
+ * Richardson-extrapolated difference of p itself taken in the test, from
+ * below to far above c mu; and a queue limit refused with the capacity
+ * model. */
+START_TEST(test_failure_slope) {
+  ms_failure_model m;
+  ms_failure_model_erlang(&m, 30, 10.0, 1.0);
+  m.has_queue_limit = true;
+  double worst = 0.0;
+  const long Ks[] = {3, 300, 100000};
+  /* no base failure with the long queue, whose p is then tiny below c mu
+   * and keeps its digits for the test's difference */
+  const double bases[] = {0.01, 0.01, 0.0};
+  for (int k = 0; k < 3; k++)
+    for (int fin = 0; fin < 2; fin++) {
+      m.queue_limit = Ks[k];
+      m.base_failure = bases[k];
+      m.rejections_final = fin;
+      for (double r = 0.9; r < 30.0; r *= 1.0123) {
+        double x = 300.0 * r, h = 0x1p-6 / ((double)Ks[k] + 1.0);
+        ms_failure_eval f;
+        ms_failure_eval_at(&m, x, &f);
+        double xdp = richardson(&m, x, h, false);
+        double xdr = richardson(&m, x, h, true);
+        /* where 1 - p is below 1e-6 the test's difference of p is
+         * rounding: there the slopes are compared in absolute terms */
+        double e1 = 1.0 - f.p < 1e-6
+                        ? 1e-2 * fabs(f.xdp - xdp)
+                        : fabs(f.xdp - xdp) / fmax(fabs(xdp), 1e-3 * f.p);
+        double e2 = 1.0 - f.p_retry < 1e-6
+                        ? 1e-2 * fabs(f.xdp_retry - xdr)
+                        : fabs(f.xdp_retry - xdr) / fmax(fabs(xdr), 1e-3 * f.p);
+        ck_assert_msg(e1 <= 1e-6 && e2 <= 1e-6,
+                      "K=%ld x=%.10g final=%d: x p' %.10g vs %.10g, retried "
+                      "%.10g vs %.10g",
+                      Ks[k], x, fin, f.xdp, xdp, f.xdp_retry, xdr);
+        worst = fmax(worst, fmax(e1, e2));
+        if (!fin)
+          ck_assert(f.p_retry == f.p && f.xdp_retry == f.xdp);
+        else
+          ck_assert(f.p_retry <= f.p);
+      }
+    }
+  printf("x p' of the queue-limited model: within %.2e of the "
+         "extrapolated difference of p\n",
+         worst);
+  ms_failure_model cap;
+  ms_failure_model_capacity(&cap, 100.0);
+  cap.has_queue_limit = true;
+  cap.queue_limit = 10;
+  ms_error err;
+  ck_assert_int_eq(ms_failure_model_check(&cap, &err), MS_EINVAL);
+  ck_assert_msg(strstr(err.msg, "erlang") != NULL, "%s", err.msg);
+  m.queue_limit = MS_MAX_QUEUE_LIMIT + 1;
+  ck_assert_int_eq(ms_failure_model_check(&m, &err), MS_EINVAL);
+}
+END_TEST
+
 Suite *mmck_suite(void) {
   Suite *s = suite_create("mmck");
   TCase *tc = tcase_create("mmck");
@@ -384,6 +457,7 @@ Suite *mmck_suite(void) {
   tcase_add_test(tc, test_cost_bounded);
   tcase_add_test(tc, test_domain);
   tcase_add_test(tc, test_queue_landscape);
+  tcase_add_test(tc, test_failure_slope);
   suite_add_tcase(s, tc);
   return s;
 }

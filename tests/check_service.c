@@ -146,6 +146,14 @@ static const struct {
     {SVC ERL "    tiers: 0\n" IN, "8:12", "tiers = 0"},
     {SVC ERL "    retry_budget: 1\n" IN, "8:19", "retry_budget = 1"},
     {SVC ERL "    token_ratio: 0\n" IN, "8:18", "token_ratio = 0"},
+    {SVC ERL "    queue_limit: 2.5\n" IN, "8:18", "whole number"},
+    {SVC ERL "    retry_rejections: maybe\n" IN, "8:23",
+     "retry_rejections is true or false"},
+    {SVC ERL "    latency_objective: 0\n" IN, "8:24", "latency_objective"},
+    {SVC ERL "    latency_objective: 100000s\n" IN, "8:24",
+     "above 10000000: give queue_limit"},
+    {SVC "    model: capacity\n    capacity: 5\n    queue_limit: 3\n", "5:5",
+     "applies to the erlang model only"},
     {SVC ERL "    base_failure: 1.2\n" IN, "8:19", "base_failure = 1.2"},
     {SVC ERL "    base_failure: [1]\n" IN, "8:19", "must be a number"},
     {SVC ERL "    headroom_warning: 2\n" IN, "8:23", "headroom_warning = 2"},
@@ -224,6 +232,39 @@ START_TEST(test_bad_file) {
 }
 END_TEST
 
+/* queue_limit, retry_rejections and latency_objective (doc/design.md
+ * §1.9): K as given, or round(c mu L); rejections retried by default. */
+START_TEST(test_queue_limit_keys) {
+  const struct {
+    const char *lines;
+    bool has;
+    long k;
+    bool final;
+  } cases[] = {
+      {"", false, 0, false},
+      {"    queue_limit: 300\n", true, 300, false},
+      {"    queue_limit: 0\n    retry_rejections: false\n", true, 0, true},
+      {"    queue_limit: 7\n    retry_rejections: true\n", true, 7, false},
+      /* 30 servers at 100 ms: 300/s, and 1.5 s of it is 450 */
+      {"    latency_objective: 1500ms\n", true, 450, false},
+      {"    latency_objective: 1ms\n    queue_limit: 2\n", true, 2, false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char text[512], err[512];
+    snprintf(text, sizeof text, SVC ERL "%s" IN, cases[i].lines);
+    ms_service_file f;
+    ck_assert_msg(ms_service_file_parse(text, strlen(text), "q.yaml", &f, err,
+                                        sizeof err) == 0,
+                  "%s", err);
+    const ms_failure_model *m = &f.services[0].params.model;
+    ck_assert_int_eq(m->has_queue_limit, cases[i].has);
+    ck_assert_int_eq(m->queue_limit, cases[i].k);
+    ck_assert_int_eq(m->rejections_final, cases[i].final);
+    ms_service_file_free(&f);
+  }
+}
+END_TEST
+
 /* A value out of range is reported at its node with the model's own
  * message (ms_param_check) and the key. */
 START_TEST(test_range_from_model) {
@@ -239,6 +280,7 @@ START_TEST(test_range_from_model) {
       {"    base_failure: 1\n", 19, MS_PARAM_BASE_FAILURE, 1},
       {"    retry_budget: 1.5\n", 19, MS_PARAM_RETRY_BUDGET, 1.5},
       {"    token_ratio: 0\n", 18, MS_PARAM_TOKEN_RATIO, 0},
+      {"    queue_limit: 10000001\n", 18, MS_PARAM_QUEUE_LIMIT, 10000001},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char text[512], err[512], want[512];
@@ -942,6 +984,7 @@ int main(void) {
   Suite *s = suite_create("service");
   TCase *tc = tcase_create("file");
   tcase_add_test(tc, test_good_file);
+  tcase_add_test(tc, test_queue_limit_keys);
   tcase_add_loop_test(tc, test_bad_file, 0,
                       (int)(sizeof bad_files / sizeof *bad_files));
   tcase_add_test(tc, test_range_from_model);

@@ -768,6 +768,52 @@ START_TEST(test_des_equilibria_three_cases) {
 }
 END_TEST
 
+/* A queue limit (M/M/c/K, doc/design.md §1.9): the DES rejects what
+ * finds every waiting place taken; its attempts and failure ratio stay at
+ * the model's equilibrium within the batches' standard error, below and
+ * above c mu, with rejections retried and final; the fluid engine, which
+ * has no queue limit, refuses it. */
+START_TEST(test_des_queue_limit) {
+  const struct {
+    double lambda;
+    bool final;
+  } cases[] = {{25.0, false}, {25.0, true}, {60.0, false}, {60.0, true}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ms_service_params s;
+    ms_failure_model_erlang(&s.model, 4, 10.0, 0.1);
+    s.model.has_queue_limit = true;
+    s.model.queue_limit = 3;
+    s.model.rejections_final = cases[i].final;
+    ms_retry_policy_fixed(&s.policy, 2);
+    ms_landscape ls;
+    ms_equilibrium eq[MS_MAX_EQUILIBRIA];
+    int n;
+    ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
+    ck_assert_int_eq(ms_equilibria(&ls, cases[i].lambda, eq, &n, NULL), MS_OK);
+    ck_assert_int_eq(n, 1);
+    ms_sim_config c;
+    ms_sim_config_init(&c, &s);
+    c.scenario.offered_load = cases[i].lambda;
+    c.scenario.duration = 2100.0;
+    c.sample_interval = 100.0;
+    c.seed = 7 + i;
+    /* a retry sent at once after a rejection finds the same full queue:
+     * the model's independent failures (PASTA) need retries that come
+     * later than the queue's memory (a few service times), so full
+     * jitter over up to 1 s */
+    c.backoff =
+        (ms_backoff){.kind = MS_BACKOFF_FULL_JITTER, .base = 1.0, .cap = 1.0};
+    char name[64];
+    snprintf(name, sizeof name, "K = 3 at %g/s, rejections %s", cases[i].lambda,
+             cases[i].final ? "final" : "retried");
+    des_case(name, &c, 100.0, eq[0].effective_load, eq[0].failure_probability);
+    ms_sim_summary sum;
+    ms_error err;
+    ck_assert_int_eq(ms_sim_fluid(&c, NULL, NULL, &sum, &err), MS_EINVAL);
+  }
+}
+END_TEST
+
 /*
  * The DES threshold of a +60/s spike over 60/s, by bisection with common
  * random numbers (seed 1); then 10 other seeds on each side with margin:
@@ -1058,6 +1104,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(des, test_des_latch_threshold);
   tcase_add_test(des, test_des_backoff_moves_no_equilibrium);
   tcase_add_test(des, test_des_caps);
+  tcase_add_test(des, test_des_queue_limit);
   tcase_add_test(des, test_des_seeds);
   tcase_add_test(des, test_des_conservation);
   tcase_add_test(des, test_des_noise_escapes_healthy_basin);

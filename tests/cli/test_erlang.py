@@ -98,5 +98,106 @@ class Fixture(CliTest):
                                delta=1e-6)
 
 
+def ln_error(got_ln, ref_ln):
+    """Relative error of a value from its log, or of the log where the
+    value underflows a double (doc/design.md §5)."""
+    if ref_ln >= math.log(DBL_MIN):
+        return abs(math.expm1(got_ln - ref_ln))
+    return abs(got_ln - ref_ln) / abs(ref_ln)
+
+
+def mmck_rows():
+    with open(os.path.join(FIXTURES, "mmck_reference.csv")) as f:
+        lines = [l for l in f if l.strip() and not l.startswith("#")]
+    return list(csv.DictReader(lines))
+
+
+class QueueLimit(CliTest):
+    """--queue-limit K: the M/M/c/K queue against the 50-digit sums over
+    states of tools/gen_mmck.py (every 23rd row of the 4,346)."""
+
+    def test_reference(self):
+        worst = 0.0
+        for row in mmck_rows()[::23]:
+            c, K = int(row["servers"]), int(row["queue_limit"])
+            mu, x = float(row["service_rate"]), float(row["arrival_rate"])
+            j = self.ok("erlang", "--servers", str(c), "--offered",
+                        repr(x / mu), "--queue-limit", str(K),
+                        "--service-rate", row["service_rate"], "--timeout",
+                        row["timeout"], "--format", "json").json()
+            self.assertEqual(j["queue_limit"], K)
+            tol = 1e-12 if c + K <= 10000 else 1e-10
+            ref = float(row["ln_block"])
+            e = ln_error(j["ln_blocking_probability"], ref)
+            self.assertLessEqual(e, tol, row)
+            self.assertEqual(j["blocking_probability"],
+                             math.exp(j["ln_blocking_probability"]))
+            if K == 0:
+                self.assertEqual(j["wait_tail"], 0)
+                self.assertNotIn("ln_wait_tail", j)
+                continue
+            e2 = ln_error(j["ln_wait_tail"], float(row["ln_wait_tail"]))
+            self.assertLessEqual(e2, tol, row)
+            worst = max(worst, e, e2)
+        print("\nM/M/c/K rows through the command: worst relative error "
+              "%.2g" % worst, file=sys.stderr)
+
+    def test_loss_system(self):
+        # K = 0 is Erlang B, here against the shared 60-digit fixture
+        for row in rows()[::13]:
+            j = self.ok("erlang", "--servers", row["servers"], "--offered",
+                        row["offered_erlangs"], "--queue-limit", "0",
+                        "--format", "json").json()
+            e = ln_error(j["ln_blocking_probability"],
+                         float(row["ln_erlang_b"]))
+            self.assertLessEqual(e, 1e-10, row)
+
+    def test_text_and_errors(self):
+        out = self.ok("erlang", "--servers", "10", "--offered", "12",
+                      "--queue-limit", "20").out
+        self.assertIn("queue limit 20 (M/M/c/K)", out)
+        self.assertRegex(out, r"(?m)^blocking_probability \d")
+        # beyond the servers the unbounded queue has no steady state
+        self.fails(2, "below --servers", "erlang", "--servers", "10",
+                   "--offered", "12")
+        self.fails(2, "queue-limit", "erlang", "--servers", "10",
+                   "--offered", "12", "--queue-limit", "-1")
+
+
+class QueueLimitModel(CliTest):
+    """The model options --queue-limit, --latency-objective and
+    --retry-rejections in solve."""
+
+    BASE = ("solve", "--servers", "30", "--service-time", "100ms",
+            "--timeout", "1s", "--retries", "3", "--load", "250",
+            "--format", "json")
+
+    def test_options(self):
+        k = self.ok(*self.BASE, "--queue-limit", "300").json()
+        # 30 servers at 10/s for 1 s: a queue of 300
+        lat = self.ok(*self.BASE, "--latency-objective", "1s").json()
+        self.assertEqual(k, lat)
+        unbounded = self.ok(*self.BASE).json()
+        self.assertNotEqual(k["recovery_load"], unbounded["recovery_load"])
+        fin = self.ok(*self.BASE, "--queue-limit", "300",
+                      "--no-retry-rejections").json()
+        fin2 = self.ok(*self.BASE, "--queue-limit", "300",
+                       "--retry-rejections", "false").json()
+        self.assertEqual(fin, fin2)
+        # a rejection that ends its request raises the recovery load
+        self.assertGreater(fin["recovery_load"], k["recovery_load"])
+        same = self.ok(*self.BASE, "--queue-limit", "300",
+                       "--retry-rejections", "true").json()
+        self.assertEqual(same, k)
+
+    def test_errors(self):
+        self.fails(2, "erlang model", "solve", "--capacity", "100",
+                   "--retries", "1", "--queue-limit", "3", "--load", "1")
+        self.fails(2, "retry-rejections", *self.BASE,
+                   "--retry-rejections", "maybe")
+        self.fails(2, "queue limit", *self.BASE, "--latency-objective",
+                   "1e9s")
+
+
 if __name__ == "__main__":
     clitest.main()
