@@ -17,6 +17,10 @@ LAB_CLIENT_CPU=${LAB_CLIENT_CPU:-0}   # httperf
 LAB_POOL=${LAB_POOL:-10}              # php-fpm workers (pm = static)
 LAB_SERVICE_TIME=${LAB_SERVICE_TIME:-0.050} # mean of the exponential sleep, s
 LAB_BACKLOG=${LAB_BACKLOG:-511}       # php-fpm listen backlog
+# php-fpm's listener: tcp (127.0.0.1, a fresh port: a full accept queue
+# delays a connection) or unix (a socket in the run directory: a full
+# accept queue refuses it, and nginx answers 502 at once; lab/storm-unix.sh)
+LAB_FPM_LISTEN=${LAB_FPM_LISTEN:-tcp}
 LAB_TIMEOUT=${LAB_TIMEOUT:-1s}        # HAProxy's timeout server (per attempt)
 LAB_INTERVAL=${LAB_INTERVAL:-1}       # collectd interval, s
 LAB_LOAD_OVERLAP=${LAB_LOAD_OVERLAP:-0.15} # s each httperf overlaps the next
@@ -152,12 +156,32 @@ lab_wait_for() {
 # retries per request) on fresh ports.  Sets LAB_PORT_FE (HAProxy's
 # frontend: where the load goes), LAB_PORT_NGINX, LAB_PORT_FPM,
 # LAB_PORT_FPM_STATUS, and LAB_FACTOR_FILE (the trigger: a slowdown factor).
+# With LAB_FPM_LISTEN=unix php-fpm listens on LAB_FPM_SOCKET instead of
+# LAB_PORT_FPM (the status page stays on TCP).
 lab_start_servers() {
-  local retries=$1
+  local retries=$1 fpm_listen fpm_pass fpm_extra="" fpm_where
   LAB_PORT_FE=$(lab_free_port)
   LAB_PORT_NGINX=$(lab_free_port)
   LAB_PORT_FPM=$(lab_free_port)
   LAB_PORT_FPM_STATUS=$(lab_free_port)
+  case $LAB_FPM_LISTEN in
+  tcp)
+    fpm_listen=127.0.0.1:$LAB_PORT_FPM
+    fpm_pass=127.0.0.1:$LAB_PORT_FPM
+    fpm_where=:$LAB_PORT_FPM
+    ;;
+  unix)
+    # nginx's worker connects as nobody: the socket is open to everyone
+    # (only the run directory, mode 755, is in its way).
+    LAB_FPM_SOCKET=$LAB_RUN/php-fpm.sock
+    fpm_listen=$LAB_FPM_SOCKET
+    fpm_pass=unix:$LAB_FPM_SOCKET
+    fpm_extra="listen.mode = 0666
+"
+    fpm_where="unix:$LAB_FPM_SOCKET (backlog $LAB_BACKLOG)"
+    ;;
+  *) lab_die "LAB_FPM_LISTEN is tcp or unix, not $LAB_FPM_LISTEN" ;;
+  esac
   LAB_FACTOR_FILE=$LAB_RUN/factor
   echo 1 >"$LAB_FACTOR_FILE"
   chmod 644 "$LAB_FACTOR_FILE"
@@ -176,8 +200,8 @@ daemonize = no
 [lab]
 user = nobody
 group = nogroup
-listen = 127.0.0.1:$LAB_PORT_FPM
-listen.backlog = $LAB_BACKLOG
+listen = $fpm_listen
+${fpm_extra}listen.backlog = $LAB_BACKLOG
 pm = static
 pm.max_children = $LAB_POOL
 pm.status_path = /fpm-status
@@ -205,7 +229,7 @@ http {
       fastcgi_param SCRIPT_FILENAME $LAB_RUN/work.php;
       fastcgi_param LAB_SERVICE_TIME $LAB_SERVICE_TIME;
       fastcgi_param LAB_FACTOR_FILE $LAB_FACTOR_FILE;
-      fastcgi_pass 127.0.0.1:$LAB_PORT_FPM;
+      fastcgi_pass $fpm_pass;
     }
     location = /fpm-status {
       include /etc/nginx/fastcgi_params;
@@ -255,7 +279,7 @@ EOF
     curl -fsS -m 2 "http://127.0.0.1:$LAB_PORT_NGINX/fpm-status?json"
   lab_wait_for "HAProxy's stats socket" 10 \
     socat - "UNIX-CONNECT:$LAB_RUN/haproxy.sock" <<<"show info"
-  lab_log "servers up: haproxy :$LAB_PORT_FE (retries $retries) -> nginx :$LAB_PORT_NGINX -> php-fpm :$LAB_PORT_FPM ($LAB_POOL workers)"
+  lab_log "servers up: haproxy :$LAB_PORT_FE (retries $retries) -> nginx :$LAB_PORT_NGINX -> php-fpm $fpm_where ($LAB_POOL workers)"
 }
 
 # lab_trigger FACTOR: set the slowdown factor of every new request.
