@@ -388,7 +388,8 @@ static const policy_option policy_options[] = {
      "--envoy-retry-budget",
      "PCT:MIN",
      "Envoy retry_budget: budget_percent, min_retry_concurrency "
-     "(default 20%:3)",
+     "(default 20%:3; a field left empty, or the word default, takes the "
+     "default)",
      MS_POLICY_ENVOY,
      2,
      0,
@@ -397,7 +398,7 @@ static const policy_option policy_options[] = {
      "--finagle-retry-budget",
      "PCT:MIN:TTL",
      "Finagle/Linkerd RetryBudget: percent, min_per_second, ttl "
-     "(default 20%:10:10s)",
+     "(default 20%:10:10s, or default)",
      MS_POLICY_FINAGLE,
      3,
      0,
@@ -407,7 +408,7 @@ static const policy_option policy_options[] = {
      "--aws-retry-quota",
      "CAP:COST:TCOST:REFUND",
      "AWS SDK standard retry quota: capacity, retry_cost, timeout_cost, "
-     "refund (default 500:5:10:1)",
+     "refund (default 500:5:10:1, or default)",
      MS_POLICY_AWS,
      4,
      0,
