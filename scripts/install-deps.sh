@@ -19,7 +19,7 @@ gnuplot-nox fonts-dejavu-core python3 libprotobuf-c1 libmicrohttpd12"
 # the storm lab (doc/storm-lab.md): its servers, its load generator, socat
 # for HAProxy's stats socket, curl; collectd-core only suggests the
 # libraries of its curl_json (libyajl2, libcurl3-gnutls) and nginx plugins
-lab="haproxy nginx-light php8.2-fpm httperf socat curl libyajl2
+lab="haproxy nginx-light php8.2-fpm httperf socat curl iproute2 libyajl2
 libcurl3-gnutls"
 if [ "${1:-}" = "--lab" ]; then
   pkgs="$pkgs $lab"
