@@ -108,21 +108,16 @@ static double ln_poisson_pmf(long c, double ln_cd, double a) {
 }
 
 /*
- * The lower regularized incomplete gamma function P(s, x) for x < s, from
- * Temme's expansion Q = erfc(eta sqrt(s/2))/2 + R (DLMF 8.12.3-8.12.4).
- * With x < s, eta < 0 and s eta^2 / 2 = bd0(s, x), so
- *   P = erfc(sqrt(bd0))/2 - exp(-bd0)/sqrt(2 pi s) sum_k c_k(eta) s^-k.
- * c_k(eta) from its Taylor coefficients (tools/gen_temme_coeffs.py).
+ * sum_k c_k(eta) s^-k, the series of Temme's expansion (DLMF 8.12.3-8.12.4)
+ * with c_k(eta) from its Taylor coefficients (tools/gen_temme_coeffs.py),
+ * |eta| <= 1.  The Taylor terms of c_k(eta) from eta^m on sum to at most
+ * |eta|^m sum_n |d[k][n]|.  With m the least degree where |eta|^m <= 2^-64
+ * they change the sum by less than 1e-19 of itself (sum_n |d[0][n]| < 0.5,
+ * and the sums for k >= 1 come with s^-k, s > 40), which rounding cannot
+ * see; near saturation, where |eta| is small, this drops most of the 25
+ * terms.
  */
-static double temme_lower(double s, double x) {
-  double b = ms_bd0(s, x);
-  double eta = -sqrt(2.0 * b / s);
-  /* The Taylor terms of c_k(eta) from eta^m on sum to at most
-   * |eta|^m sum_n |d[k][n]|, for |eta| <= 1.  With m the least degree
-   * where |eta|^m <= 2^-64 they change the sum below by less than 1e-19 of
-   * itself (sum_n |d[0][n]| < 0.5, and the sums for k >= 1 come with
-   * s^-k, s > 40), which rounding cannot see; near saturation, where
-   * |eta| is small, this drops most of the 25 terms. */
+static double temme_sum(double s, double eta) {
   int m = MS_TEMME_N;
   double ae = fabs(eta), power = ae;
   for (int n = 1; n < MS_TEMME_N; n++, power *= ae)
@@ -142,7 +137,21 @@ static double temme_lower(double s, double x) {
       break;
     scale /= s;
   }
-  return 0.5 * erfc(sqrt(b)) - exp(-b) / sqrt(2.0 * M_PI * s) * sum;
+  return sum;
+}
+
+/*
+ * The lower regularized incomplete gamma function P(s, x) for x < s, from
+ * Temme's expansion Q = erfc(eta sqrt(s/2))/2 + R (DLMF 8.12.3-8.12.4).
+ * With x < s, eta < 0 and s eta^2 / 2 = bd0(s, x), so
+ *   P = erfc(sqrt(bd0))/2 - exp(-bd0)/sqrt(2 pi s) sum_k c_k(eta) s^-k.
+ * c_k(eta) from its Taylor coefficients (tools/gen_temme_coeffs.py).
+ */
+static double temme_lower(double s, double x) {
+  double b = ms_bd0(s, x);
+  double eta = -sqrt(2.0 * b / s);
+  return 0.5 * erfc(sqrt(b)) -
+         exp(-b) / sqrt(2.0 * M_PI * s) * temme_sum(s, eta);
 }
 
 /*
@@ -354,30 +363,12 @@ static double erfcx_nonneg(double z) {
  * 8.12.3-8.12.4, eta >= 0, s eta^2 / 2 = bd0(s, x)):
  *   Q = e^(-bd0) [erfcx(sqrt(bd0)) / 2 + sum_k c_k(eta) s^-k / sqrt(2 pi s)],
  * the exponent kept apart so that a tail below a double's range keeps its
- * digits.  The c_k as in temme_lower.
+ * digits (temme_sum).
  */
 static double temme_ln_upper_scaled(double s, double b) {
   double eta = sqrt(2.0 * b / s);
-  int m = MS_TEMME_N;
-  double power = eta;
-  for (int n = 1; n < MS_TEMME_N; n++, power *= eta)
-    if (power <= 0x1p-64) {
-      m = n;
-      break;
-    }
-  double sum = 0.0, scale = 1.0;
-  for (int k = 0; k < MS_TEMME_K; k++) {
-    const double *d = ms_temme_d[k];
-    double ck = d[m - 1];
-    for (int n = m - 2; n >= 0; n--)
-      ck = ck * eta + d[n];
-    double term = ck * scale;
-    sum += term;
-    if (fabs(term) <= 1e-18 * fabs(sum))
-      break;
-    scale /= s;
-  }
-  return log(0.5 * erfcx_nonneg(sqrt(b)) + sum / sqrt(2.0 * M_PI * s));
+  return log(0.5 * erfcx_nonneg(sqrt(b)) +
+             temme_sum(s, eta) / sqrt(2.0 * M_PI * s));
 }
 
 /*
