@@ -371,49 +371,26 @@ typedef struct {
   int opt;
   const char *name, *arg, *what;
   ms_policy_kind kind;
-  int n, required; /* fields, and how many must be given */
-  ms_param field[4];
+  int required; /* how many of its fields (ms_policy_params) must be given */
 } policy_option;
 
 static const policy_option policy_options[] = {
-    {MS_OPT_GRPC_THROTTLING,
-     "--grpc-throttling",
-     "MAX:RATIO",
-     "gRPC retry throttling (gRFC A6): max_tokens, token_ratio",
-     MS_POLICY_GRPC,
-     2,
-     2,
-     {MS_PARAM_GRPC_MAX_TOKENS, MS_PARAM_GRPC_TOKEN_RATIO}},
-    {MS_OPT_ENVOY_RETRY_BUDGET,
-     "--envoy-retry-budget",
-     "PCT:MIN",
+    {MS_OPT_GRPC_THROTTLING, "--grpc-throttling", "MAX:RATIO",
+     "gRPC retry throttling (gRFC A6): max_tokens, token_ratio", MS_POLICY_GRPC,
+     2},
+    {MS_OPT_ENVOY_RETRY_BUDGET, "--envoy-retry-budget", "PCT:MIN",
      "Envoy retry_budget: budget_percent, min_retry_concurrency "
      "(default 20%:3; a field left empty, or the word default, takes the "
      "default)",
-     MS_POLICY_ENVOY,
-     2,
-     0,
-     {MS_PARAM_ENVOY_BUDGET, MS_PARAM_ENVOY_MIN_CONCURRENCY}},
-    {MS_OPT_FINAGLE_RETRY_BUDGET,
-     "--finagle-retry-budget",
-     "PCT:MIN:TTL",
+     MS_POLICY_ENVOY, 0},
+    {MS_OPT_FINAGLE_RETRY_BUDGET, "--finagle-retry-budget", "PCT:MIN:TTL",
      "Finagle/Linkerd RetryBudget: percent, min_per_second, ttl "
      "(default 20%:10:10s, or default)",
-     MS_POLICY_FINAGLE,
-     3,
-     0,
-     {MS_PARAM_FINAGLE_PERCENT, MS_PARAM_FINAGLE_MIN_PER_SECOND,
-      MS_PARAM_FINAGLE_TTL}},
-    {MS_OPT_AWS_RETRY_QUOTA,
-     "--aws-retry-quota",
-     "CAP:COST:TCOST:REFUND",
+     MS_POLICY_FINAGLE, 0},
+    {MS_OPT_AWS_RETRY_QUOTA, "--aws-retry-quota", "CAP:COST:TCOST:REFUND",
      "AWS SDK standard retry quota: capacity, retry_cost, timeout_cost, "
      "refund (default 500:5:10:1, or default)",
-     MS_POLICY_AWS,
-     4,
-     0,
-     {MS_PARAM_AWS_CAPACITY, MS_PARAM_AWS_RETRY_COST, MS_PARAM_AWS_TIMEOUT_COST,
-      MS_PARAM_AWS_REFUND}},
+     MS_POLICY_AWS, 0},
 };
 
 #define N_POLICY_OPTIONS (sizeof policy_options / sizeof policy_options[0])
@@ -422,15 +399,17 @@ static const policy_option policy_options[] = {
  * field leaves the default. */
 static int policy_option_parse(ms_cli_model *m, const policy_option *o,
                                const char *arg) {
+  int n;
+  const ms_param *field = ms_policy_params(o->kind, &n);
   if (m->policy != MS_POLICY_COUNT && m->policy != o->kind)
     return ms_cli_usage("%s: give one retry policy (%s was given)", o->name,
                         ms_policy_name(m->policy));
-  for (int i = 0; i < o->n; i++)
-    m->field_given[o->field[i]] = false;
+  for (int i = 0; i < n; i++)
+    m->field_given[field[i]] = false;
   bool all_default = strcmp(arg, "default") == 0;
   const char *s = arg;
   int i = 0;
-  while (!all_default && i < o->n) {
+  while (!all_default && i < n) {
     size_t len = strcspn(s, ":");
     char part[64], name[96];
     if (len >= sizeof part)
@@ -439,22 +418,22 @@ static int policy_option_parse(ms_cli_model *m, const policy_option *o,
     part[len] = '\0';
     if (len > 0) {
       snprintf(name, sizeof name, "%s (%s)", o->name,
-               ms_param_get(o->field[i])->key);
-      int r = ms_cli_param(name, part, o->field[i], &m->value[o->field[i]]);
+               ms_param_get(field[i])->key);
+      int r = ms_cli_param(name, part, field[i], &m->value[field[i]]);
       if (r != 0)
         return r;
-      m->field_given[o->field[i]] = true;
+      m->field_given[field[i]] = true;
     }
     i++;
     if (s[len] == '\0')
       break;
     s += len + 1;
-    if (i == o->n)
+    if (i == n)
       return ms_cli_usage("%s takes %s: '%s' has more fields", o->name, o->arg,
                           arg);
   }
   for (int j = 0; j < o->required; j++)
-    if (!m->field_given[o->field[j]])
+    if (!m->field_given[field[j]])
       return ms_cli_usage("%s needs %s (no default: gRFC A6 has none)", o->name,
                           o->arg);
   m->policy = o->kind;
@@ -765,54 +744,13 @@ static int resolve_policy(const ms_cli_model *m, ms_service_params *p) {
   }
   if (m->policy != MS_POLICY_COUNT) {
     /* the option's policy replaces the file's named policy */
-    const policy_option *o = NULL;
-    for (size_t i = 0; i < N_POLICY_OPTIONS; i++)
-      if (policy_options[i].kind == m->policy)
-        o = &policy_options[i];
     if (pol->kind != m->policy)
       ms_policy_defaults(pol, m->policy);
-    for (int i = 0; o != NULL && i < o->n; i++) {
-      if (!m->field_given[o->field[i]])
-        continue;
-      double v = m->value[o->field[i]];
-      switch (o->field[i]) {
-      case MS_PARAM_GRPC_MAX_TOKENS:
-        pol->grpc_max_tokens = v;
-        break;
-      case MS_PARAM_GRPC_TOKEN_RATIO:
-        pol->grpc_token_ratio = v;
-        break;
-      case MS_PARAM_ENVOY_BUDGET:
-        pol->envoy_budget = v;
-        break;
-      case MS_PARAM_ENVOY_MIN_CONCURRENCY:
-        pol->envoy_min_concurrency = v;
-        break;
-      case MS_PARAM_FINAGLE_PERCENT:
-        pol->finagle_percent = v;
-        break;
-      case MS_PARAM_FINAGLE_MIN_PER_SECOND:
-        pol->finagle_min_per_second = v;
-        break;
-      case MS_PARAM_FINAGLE_TTL:
-        pol->finagle_ttl = v;
-        break;
-      case MS_PARAM_AWS_CAPACITY:
-        pol->aws_capacity = v;
-        break;
-      case MS_PARAM_AWS_RETRY_COST:
-        pol->aws_retry_cost = v;
-        break;
-      case MS_PARAM_AWS_TIMEOUT_COST:
-        pol->aws_timeout_cost = v;
-        break;
-      case MS_PARAM_AWS_REFUND:
-        pol->aws_refund = v;
-        break;
-      default:
-        break;
-      }
-    }
+    int n;
+    const ms_param *field = ms_policy_params(m->policy, &n);
+    for (int i = 0; i < n; i++)
+      if (m->field_given[field[i]])
+        *ms_policy_field(pol, field[i]) = m->value[field[i]];
   }
   if (GIVEN(m, MS_OPT_LAYERING)) {
     pol->nested = m->layering == MS_LAYERING_NESTED

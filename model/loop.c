@@ -84,6 +84,68 @@ const char *ms_policy_name(ms_policy_kind kind) {
   return "unknown";
 }
 
+const ms_param *ms_policy_params(ms_policy_kind kind, int *n) {
+  static const ms_param grpc[] = {MS_PARAM_GRPC_MAX_TOKENS,
+                                  MS_PARAM_GRPC_TOKEN_RATIO};
+  static const ms_param envoy[] = {MS_PARAM_ENVOY_BUDGET,
+                                   MS_PARAM_ENVOY_MIN_CONCURRENCY};
+  static const ms_param finagle[] = {MS_PARAM_FINAGLE_PERCENT,
+                                     MS_PARAM_FINAGLE_MIN_PER_SECOND,
+                                     MS_PARAM_FINAGLE_TTL};
+  static const ms_param aws[] = {MS_PARAM_AWS_CAPACITY, MS_PARAM_AWS_RETRY_COST,
+                                 MS_PARAM_AWS_TIMEOUT_COST,
+                                 MS_PARAM_AWS_REFUND};
+#define RET(a)                                                                 \
+  do {                                                                         \
+    *n = (int)(sizeof a / sizeof a[0]);                                        \
+    return a;                                                                  \
+  } while (0)
+  switch (kind) {
+  case MS_POLICY_GRPC:
+    RET(grpc);
+  case MS_POLICY_ENVOY:
+    RET(envoy);
+  case MS_POLICY_FINAGLE:
+    RET(finagle);
+  case MS_POLICY_AWS:
+    RET(aws);
+  case MS_POLICY_COUNT:
+    break;
+  }
+#undef RET
+  *n = 0;
+  return NULL;
+}
+
+double *ms_policy_field(ms_retry_policy *p, ms_param id) {
+  switch (id) {
+  case MS_PARAM_GRPC_MAX_TOKENS:
+    return &p->grpc_max_tokens;
+  case MS_PARAM_GRPC_TOKEN_RATIO:
+    return &p->grpc_token_ratio;
+  case MS_PARAM_ENVOY_BUDGET:
+    return &p->envoy_budget;
+  case MS_PARAM_ENVOY_MIN_CONCURRENCY:
+    return &p->envoy_min_concurrency;
+  case MS_PARAM_FINAGLE_PERCENT:
+    return &p->finagle_percent;
+  case MS_PARAM_FINAGLE_MIN_PER_SECOND:
+    return &p->finagle_min_per_second;
+  case MS_PARAM_FINAGLE_TTL:
+    return &p->finagle_ttl;
+  case MS_PARAM_AWS_CAPACITY:
+    return &p->aws_capacity;
+  case MS_PARAM_AWS_RETRY_COST:
+    return &p->aws_retry_cost;
+  case MS_PARAM_AWS_TIMEOUT_COST:
+    return &p->aws_timeout_cost;
+  case MS_PARAM_AWS_REFUND:
+    return &p->aws_refund;
+  default:
+    return NULL;
+  }
+}
+
 void ms_policy_defaults(ms_retry_policy *p, ms_policy_kind kind) {
   p->kind = kind;
   switch (kind) {

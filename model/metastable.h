@@ -570,6 +570,15 @@ const char *ms_param_range(ms_param id, char *buf, size_t len);
  */
 int ms_param_check(ms_param id, double v, ms_error *err);
 
+/* The parameters of named policy kind (MS_SCOPE_POLICY rows of MS_PARAMS,
+ * in the order of its service-file map and command-line option): *n of
+ * them, none for MS_POLICY_COUNT. */
+const ms_param *ms_policy_params(ms_policy_kind kind, int *n);
+
+/* The field of *p that the policy parameter id sets; NULL when id is not
+ * an MS_SCOPE_POLICY parameter. */
+double *ms_policy_field(ms_retry_policy *p, ms_param id);
+
 /* Set *m to a valid capacity model with capacity C, base 0. */
 void ms_failure_model_capacity(ms_failure_model *m, double capacity);
 /* Set *m to a valid erlang model (c, mu, T), base 0. */

@@ -7,7 +7,6 @@
  */
 #include <ctype.h>
 #include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -441,30 +440,6 @@ static int read_capacity(service_reader *r) {
 
 /* ---- the retry policy ------------------------------------------------ */
 
-/* A field of a named policy: its parameter (whose key is "map.field") and
- * where it goes. */
-typedef struct {
-  ms_param id;
-  size_t offset; /* of the double in ms_retry_policy */
-} policy_field;
-
-#define PF(id, f)                                                              \
-  { MS_PARAM_##id, offsetof(ms_retry_policy, f) }
-static const policy_field grpc_fields[] = {
-    PF(GRPC_MAX_TOKENS, grpc_max_tokens),
-    PF(GRPC_TOKEN_RATIO, grpc_token_ratio)};
-static const policy_field envoy_fields[] = {
-    PF(ENVOY_BUDGET, envoy_budget),
-    PF(ENVOY_MIN_CONCURRENCY, envoy_min_concurrency)};
-static const policy_field finagle_fields[] = {
-    PF(FINAGLE_PERCENT, finagle_percent),
-    PF(FINAGLE_MIN_PER_SECOND, finagle_min_per_second),
-    PF(FINAGLE_TTL, finagle_ttl)};
-static const policy_field aws_fields[] = {
-    PF(AWS_CAPACITY, aws_capacity), PF(AWS_RETRY_COST, aws_retry_cost),
-    PF(AWS_TIMEOUT_COST, aws_timeout_cost), PF(AWS_REFUND, aws_refund)};
-#undef PF
-
 /* The part of a policy field's key after the map's name. */
 static const char *field_name(ms_param id) {
   const char *key = ms_param_get(id)->key;
@@ -475,13 +450,15 @@ static const char *field_name(ms_param id) {
 /* A named policy's map under key k: its kind's defaults, then the fields
  * given; every field is needed when `all` (gRPC has no defaults). */
 static int read_named_policy(service_reader *r, int k, ms_policy_kind kind,
-                             const policy_field *f, size_t n, bool all) {
+                             bool all) {
   ms_retry_policy *pol = &r->sp->params.policy;
+  int n;
+  const ms_param *f = ms_policy_params(kind, &n);
   const char *names[4];
   const yaml_node_t *val[4], *keys[4];
-  for (size_t i = 0; i < n; i++)
-    names[i] = field_name(f[i].id);
-  const ms_yaml_keys table = {key_names[k], "key", names, n};
+  for (int i = 0; i < n; i++)
+    names[i] = field_name(f[i]);
+  const ms_yaml_keys table = {key_names[k], "key", names, (size_t)n};
   if (pol->kind != MS_POLICY_COUNT)
     return ms_yaml_fail(r->ld, r->key[k],
                         "service '%s' gives %s and %s: give one retry policy",
@@ -489,12 +466,12 @@ static int read_named_policy(service_reader *r, int k, ms_policy_kind kind,
   if (ms_yaml_walk_mapping(r->ld, r->val[k], &table, val, keys) != 0)
     return -1;
   ms_policy_defaults(pol, kind);
-  for (size_t i = 0; i < n; i++) {
+  for (int i = 0; i < n; i++) {
     if (val[i] == NULL && all)
       return ms_yaml_fail(r->ld, r->val[k], "%s needs %s (key '%s')",
-                          key_names[k], names[i], ms_param_get(f[i].id)->key);
-    double *out = (double *)((char *)pol + f[i].offset);
-    if (val[i] != NULL && ms_yaml_get_param(r->ld, val[i], f[i].id, out) != 0)
+                          key_names[k], names[i], ms_param_get(f[i])->key);
+    if (val[i] != NULL &&
+        ms_yaml_get_param(r->ld, val[i], f[i], ms_policy_field(pol, f[i])) != 0)
       return -1;
   }
   return 0;
@@ -625,8 +602,7 @@ static int read_policy(service_reader *r) {
   pol->retries = (int)retries;
   const yaml_node_t *budget = r->val[K_RETRY_BUDGET];
   if (budget != NULL && budget->type == YAML_MAPPING_NODE) {
-    if (read_named_policy(r, K_RETRY_BUDGET, MS_POLICY_FINAGLE, finagle_fields,
-                          3, false) != 0)
+    if (read_named_policy(r, K_RETRY_BUDGET, MS_POLICY_FINAGLE, false) != 0)
       return -1;
   } else if (read_optional(r, K_RETRY_BUDGET, MS_PARAM_RETRY_BUDGET,
                            &pol->retry_budget, &pol->has_budget) != 0) {
@@ -636,14 +612,12 @@ static int read_policy(service_reader *r) {
                     &pol->has_token) != 0)
     return -1;
   if ((r->val[K_GRPC_THROTTLING] &&
-       read_named_policy(r, K_GRPC_THROTTLING, MS_POLICY_GRPC, grpc_fields, 2,
-                         true) != 0) ||
+       read_named_policy(r, K_GRPC_THROTTLING, MS_POLICY_GRPC, true) != 0) ||
       (r->val[K_ENVOY_RETRY_BUDGET] &&
-       read_named_policy(r, K_ENVOY_RETRY_BUDGET, MS_POLICY_ENVOY, envoy_fields,
-                         2, false) != 0) ||
+       read_named_policy(r, K_ENVOY_RETRY_BUDGET, MS_POLICY_ENVOY, false) !=
+           0) ||
       (r->val[K_AWS_RETRY_QUOTA] &&
-       read_named_policy(r, K_AWS_RETRY_QUOTA, MS_POLICY_AWS, aws_fields, 4,
-                         false) != 0))
+       read_named_policy(r, K_AWS_RETRY_QUOTA, MS_POLICY_AWS, false) != 0))
     return -1;
   return 0; /* the policy as a whole: check_service */
 }
