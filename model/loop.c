@@ -671,9 +671,48 @@ static double timeout_share(const ms_failure_model *m, double p) {
   return q > 0.0 ? fmin(1.0, q / p) : 0.0;
 }
 
-/* A_total(p) of a valid policy that depends on p alone: the tiers of
- * ms_point_eval over a model whose p(x) is p everywhere; w the share of
- * failures that are timeouts (the AWS quota's cost). */
+/*
+ * The tiers of a policy that depends on p alone, from the dependency up
+ * (doc/design.md §1.2): tier i sees failure probability p_i, x dp_i/dx =
+ * xd_i.  Tier 0 retries pr (the failures it retries, x dpr/dx = xdpr) of
+ * the failures p (xdp); a chain fails unless one of its attempts succeeds,
+ * each with 1 - p, so the tier above a nested boundary sees
+ * p_(i+1) = 1 - (1 - p_i) A_i and retries every failure of it; above an
+ * independent boundary a tier sees the dependency's again.  w: the share of
+ * failures that are timeouts (the AWS quota's cost).  Out: prod A_i, its
+ * log summed tier by tier, and the elasticity sum_i xd_i A_i' / A_i.
+ */
+static void tier_chain(const ms_retry_policy *pol, double p, double xdp,
+                       double pr, double xdpr, double w, double *amp,
+                       double *ln_amp, double *elast) {
+  double pi = pr, xdi = xdpr, pall = p, xdall = xdp;
+  double prod = 1.0, ln = 0.0, e = 0.0;
+  for (int i = 0; i < pol->tiers; i++) {
+    if (i > 0 && !(pol->nested & (1u << i))) {
+      pi = pr;
+      xdi = xdpr;
+      pall = p;
+      xdall = xdp;
+    }
+    double A, dA;
+    ms_tier_amplification(pol, ms_policy_tier_retries(pol, i), pi, w, &A, &dA);
+    prod *= A;
+    ln += log(A);
+    e += xdi * dA / A;
+    if (i + 1 < pol->tiers && (pol->nested & (1u << (i + 1)))) {
+      double next = 1.0 - (1.0 - pall) * A;
+      double xdnext = xdall * A - (1.0 - pall) * dA * xdi;
+      pi = pall = fmin(1.0, fmax(0.0, next));
+      xdi = xdall = xdnext;
+    }
+  }
+  *amp = prod;
+  *ln_amp = ln;
+  *elast = e;
+}
+
+/* A_total(p) of a valid policy that depends on p alone, over a model whose
+ * p(x) is p everywhere (every failure retried). */
 static double tiers_amplification(const ms_retry_policy *pol, double p,
                                   double w) {
   double a, da;
@@ -682,16 +721,9 @@ static double tiers_amplification(const ms_retry_policy *pol, double p,
     ms_tier_amplification(pol, pol->retries, p, w, &a, &da);
     return pow(a, (double)pol->tiers);
   }
-  double pi = p, total = 1.0;
-  for (int i = 0; i < pol->tiers; i++) {
-    if (i > 0 && !(pol->nested & (1u << i)))
-      pi = p;
-    ms_tier_amplification(pol, ms_policy_tier_retries(pol, i), pi, w, &a, &da);
-    total *= a;
-    if (i + 1 < pol->tiers && (pol->nested & (1u << (i + 1))))
-      pi = fmin(1.0, fmax(0.0, 1.0 - (1.0 - pi) * a));
-  }
-  return total;
+  double ln, e;
+  tier_chain(pol, p, 0.0, p, 0.0, w, &a, &ln, &e);
+  return a;
 }
 
 /* The load-dependent policies of one tier: lambda(x) = x - R(x), R the
@@ -781,23 +813,17 @@ int ms_amplification_at(const ms_service_params *s, double p, double lambda,
   if (!(p >= 0.0 && p <= 1.0))
     return ms_fail(err, MS_EINVAL,
                    "failure probability p = %g is outside [0, 1]", p);
-  if (!ms_policy_load_dependent(&s->policy) || lambda == 0.0) {
-    /* a load-dependent policy lets every retry through at no load */
-    if (ms_policy_load_dependent(&s->policy)) {
-      double a, da;
-      fixed_amplification(s->policy.retries, p, &a, &da);
-      *A = a;
-      return MS_OK;
-    }
+  if (!ms_policy_load_dependent(&s->policy)) {
     *A = tiers_amplification(&s->policy, p, timeout_share(&s->model, p));
     return MS_OK;
   }
   /* x in [lambda, lambda A_fixed(p)] with lambda_given(x) = lambda, which
-   * rises with x: bisection to a relative 1e-15 (at most 64 halvings) */
+   * rises with x: bisection to a relative 1e-15 (at most 64 halvings); at
+   * no load the policy lets every retry through */
   double a, da;
   fixed_amplification(s->policy.retries, p, &a, &da);
   double lo = lambda, hi = lambda * a;
-  if (lambda_given(s, hi, p) <= lambda) {
+  if (lambda == 0.0 || lambda_given(s, hi, p) <= lambda) {
     *A = a;
     return MS_OK;
   }
@@ -836,35 +862,11 @@ void ms_point_eval(const ms_service_params *s, double x, ms_point *pt) {
     pt->p = p;
     return;
   }
-  /* tier by tier from the dependency up: tier i sees failure probability
-   * p_i, x dp_i/dx = xd_i.  Tier 0 retries pr; a chain fails unless one of
-   * its attempts succeeds, each with 1 - p, so the tier above a nested
-   * boundary sees p_(i+1) = 1 - (1 - p_i) A_i, every failure of which it
-   * retries */
-  double w = timeout_share(&s->model, p);
-  double pi = pr, xdi = xdpr, pall = p, xdall = xdp, ln_amp = 0.0, e = 0.0;
-  for (int i = 0; i < pol->tiers; i++) {
-    if (i > 0 && !(pol->nested & (1u << i))) {
-      pi = pr;
-      xdi = xdpr;
-      pall = p;
-      xdall = xdp;
-    }
-    double A, dA;
-    ms_tier_amplification(pol, ms_policy_tier_retries(pol, i), pi, w, &A, &dA);
-    ln_amp += log(A);
-    e += xdi * dA / A;
-    if (i + 1 < pol->tiers && (pol->nested & (1u << (i + 1)))) {
-      double next = 1.0 - (1.0 - pall) * A;
-      double xdnext = xdall * A - (1.0 - pall) * dA * xdi;
-      pi = pall = fmin(1.0, fmax(0.0, next));
-      xdi = xdall = xdnext;
-    }
-  }
+  double amp;
+  tier_chain(pol, p, xdp, pr, xdpr, timeout_share(&s->model, p), &amp,
+             &pt->ln_amp, &pt->elast);
   pt->p = p;
-  pt->ln_amp = ln_amp;
-  pt->lambda = x / exp(ln_amp);
-  pt->elast = e;
+  pt->lambda = x / exp(pt->ln_amp);
 }
 
 int ms_failure_probability(const ms_failure_model *m, double x, double *p,
