@@ -26,6 +26,19 @@ void ms_retry_policy_fixed(ms_retry_policy *p, int retries) {
   *p = (ms_retry_policy){.retries = retries, .tiers = 1};
 }
 
+bool ms_failure_model_same(const ms_failure_model *x,
+                           const ms_failure_model *y) {
+  return x->kind == y->kind && x->capacity == y->capacity &&
+         x->servers == y->servers && x->service_rate == y->service_rate &&
+         x->timeout == y->timeout && x->base_failure == y->base_failure &&
+         x->has_service_time_cv == y->has_service_time_cv &&
+         (!x->has_service_time_cv ||
+          x->service_time_cv == y->service_time_cv) &&
+         x->has_queue_limit == y->has_queue_limit &&
+         (!x->has_queue_limit || (x->queue_limit == y->queue_limit &&
+                                  x->rejections_final == y->rejections_final));
+}
+
 bool ms_retry_policy_same(const ms_retry_policy *p, const ms_retry_policy *q) {
   if (p->retries != q->retries || p->tiers != q->tiers ||
       p->has_budget != q->has_budget ||

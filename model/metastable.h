@@ -355,6 +355,11 @@ typedef struct {
 #define MS_AWS_TIMEOUT_COST_DEFAULT 10.0
 #define MS_AWS_REFUND_DEFAULT 1.0
 
+/* Whether two failure models are the same model (every field that applies
+ * to them equal). */
+bool ms_failure_model_same(const ms_failure_model *a,
+                           const ms_failure_model *b);
+
 /* Whether two policies are the same policy (every field that applies to
  * their kind and tiers equal). */
 bool ms_retry_policy_same(const ms_retry_policy *a, const ms_retry_policy *b);

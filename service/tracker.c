@@ -195,17 +195,7 @@ void ms_tracker_init(ms_tracker *t) { memset(t, 0, sizeof *t); }
 
 static bool same_params(const ms_service_params *a,
                         const ms_service_params *b) {
-  const ms_failure_model *x = &a->model, *y = &b->model;
-  return x->kind == y->kind && x->capacity == y->capacity &&
-         x->servers == y->servers && x->service_rate == y->service_rate &&
-         x->timeout == y->timeout && x->base_failure == y->base_failure &&
-         x->has_service_time_cv == y->has_service_time_cv &&
-         (!x->has_service_time_cv ||
-          x->service_time_cv == y->service_time_cv) &&
-         x->has_queue_limit == y->has_queue_limit &&
-         (!x->has_queue_limit ||
-          (x->queue_limit == y->queue_limit &&
-           x->rejections_final == y->rejections_final)) &&
+  return ms_failure_model_same(&a->model, &b->model) &&
          ms_retry_policy_same(&a->policy, &b->policy);
 }
 
