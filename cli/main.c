@@ -27,6 +27,8 @@ static const ms_cli_command commands[] = {
      "validate a service file as the plugin does; its services' loads"},
     {"fit", ms_cmd_fit,
      "estimate a service's parameters from a trace, with 95 % intervals"},
+    {"plan", ms_cmd_plan,
+     "a capacity plan in units: amplification, loads, bounds, health check"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -755,6 +755,93 @@ int ms_equilibria(const ms_landscape *ls, double lambda, ms_equilibrium *eq,
                   int *n, ms_error *err);
 
 /* ------------------------------------------------------------------ */
+/* Capacity plan (doc/design.md §1.10)                                 */
+/* ------------------------------------------------------------------ */
+
+/*
+ * ms_response_tail: P(W + S > H), the probability that an attempt's
+ * response time (its wait for a server plus its service) exceeds H, in
+ * the M/M/c queue at arrival rate x.  W is 0 with probability 1 - C(c, a)
+ * and exponential of rate gamma = c mu - x otherwise, S is exponential of
+ * rate mu, independent of W; so
+ *   P(W + S > H) = e^(-mu H) + C(c, a) mu (e^(-gamma H) - e^(-mu H))
+ *                  / (mu - gamma)       (H e^(-mu H) at gamma = mu)
+ * (Kleinrock, Queueing Systems vol. 1, 1975, sec. 3.4, the response time
+ * of M/M/c; Gross and Harris, Fundamentals of Queueing Theory, sec. 2.3).
+ *   m     a valid erlang model without a queue limit and with exponential
+ *         service (no service_time_cv, or 1)
+ *   x     effective load, attempts/s, finite, >= 0; at and above c mu the
+ *         queue has no steady state and the tail is 1
+ *   H     response time limit, s, finite, >= 0
+ *   tail  out: in [0, 1]
+ * Errors: MS_EINVAL for another model, a queue limit, cv != 1, or x or H
+ * outside their domain.
+ */
+int ms_response_tail(const ms_failure_model *m, double x, double H,
+                     double *tail, ms_error *err);
+
+/*
+ * ms_health_check_load: the effective load, attempts/s, at which a health
+ * check with timeout H sent through the replica's queue fails more often
+ * than `tolerance`: the smallest x with
+ *   1 - (1 - base)(1 - P(W + S > H)) >= tolerance
+ * (the probe errors with the base failure or is slower than H;
+ * ms_response_tail), found by bisection to a few ulps of c mu.  The
+ * failure share rises with x, so above this load the check starts
+ * removing replicas that are slow, not dead (doc/design.md §1.10).
+ *   m          as ms_response_tail
+ *   H          s, finite, >= 0
+ *   tolerance  the share of failed checks the balancer tolerates, (0, 1)
+ *   x          out: in [0, c mu]; 0 when the check fails too often even
+ *              on an idle replica (e^(-mu H) or the base failure too large)
+ * Errors: MS_EINVAL as ms_response_tail, or a tolerance outside (0, 1).
+ */
+int ms_health_check_load(const ms_failure_model *m, double H, double tolerance,
+                         double *x, ms_error *err);
+
+/*
+ * ms_failure_onset_load: the smallest effective load x in [0, x_hi] at
+ * which one attempt's failure probability p(x) (doc/design.md §1.1, §1.9)
+ * reaches target, by bisection (p does not fall with x) to a few ulps.
+ * The capacity plan's "load at which retries begin to fire" is this x for
+ * target = 1 - (1 - base)(1 - 1 %): one attempt in a hundred fails from
+ * overload (doc/design.md §1.10).
+ *   s       valid service parameters
+ *   target  failure probability, [0, 1]
+ *   x_hi    attempts/s, [0, MS_MAX_RATE]: where to stop looking (the
+ *           tipping point's effective load: beyond it the healthy branch
+ *           does not go)
+ *   x       out: attempts/s; found: whether p reaches target by x_hi (when
+ *           not, *x = x_hi)
+ * Errors: MS_EINVAL for invalid parameters, target or x_hi.
+ */
+int ms_failure_onset_load(const ms_service_params *s, double target,
+                          double x_hi, double *x, bool *found, ms_error *err);
+
+/*
+ * ms_inflight_capacity: c / T, requests/s, the most attempts per second the
+ * pool of c slots can start while every attempt holds its slot for the
+ * whole timeout T (a dependency that does not answer): the capacity while
+ * a dependency times out, which is c mu x 1 / (mu T) of the normal one
+ * (doc/design.md §1.10).
+ *   m     a valid erlang model with T > 0
+ *   rate  out: requests/s, finite, > 0
+ * Errors: MS_EINVAL for the capacity model (no pool, no timeout) or T = 0.
+ */
+int ms_inflight_capacity(const ms_failure_model *m, double *rate,
+                         ms_error *err);
+
+/*
+ * ms_worst_amplification: prod_i (r_i + 1), the attempts one request can
+ * cause at the dependency when every attempt of every tier fails and each
+ * tier retries its own count: (r + 1)^k for k tiers of r retries (4 tiers
+ * of 3 retries: 256).  The retry counts' bound; a budget or quota caps
+ * the policy's amplification below it (ms_amplification at p = 1).
+ *   p  a valid policy.  Result: >= 1, at most 10001^10.
+ */
+double ms_worst_amplification(const ms_retry_policy *p);
+
+/* ------------------------------------------------------------------ */
 /* State of a service (doc/design.md §1.4) and what is reported (doc/design.md
  * §1.5)   */
 /* ------------------------------------------------------------------ */

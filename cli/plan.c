@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * metastable plan: the statement a capacity plan must make about the
+ * retry loop, in units (doc/design.md §1.10): the retry amplification at
+ * the base failure rate, the load at which retries begin to fire, the
+ * tipping and recovery loads, the in-flight capacity while a dependency
+ * times out, the queue bound admission control should enforce, the load at
+ * which a health check starts removing replicas, and the worst-case
+ * amplification of the tiers.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+#include "json.h"
+
+static const char help[] =
+    "Usage: metastable plan [MODEL OPTIONS] [--latency-objective D]\n"
+    "                       [--health-check-timeout H]\n"
+    "                       [--health-check-tolerance F] [--format "
+    "text|json]\n"
+    "\n"
+    "The capacity plan of one service in units: retry amplification at the\n"
+    "base failure rate, the offered load at which retries begin to fire\n"
+    "(1 % of attempts failing from overload), the tipping and recovery\n"
+    "loads, the in-flight capacity while a dependency times out (servers /\n"
+    "timeout), the queue bound for admission control (throughput x latency\n"
+    "objective), the load at which a health check starts removing replicas,\n"
+    "and the worst-case amplification of the tiers.\n"
+    "\n"
+    "  --latency-objective D       the wait an admitted request may have, s\n"
+    "                              (default: the timeout); here it sets only\n"
+    "                              the queue bound, not the model's queue\n"
+    "  --health-check-timeout H    the health check's timeout, s (default:\n"
+    "                              the timeout)\n"
+    "  --health-check-tolerance F  the share of failed checks the balancer\n"
+    "                              tolerates before it removes a replica,\n"
+    "                              (0, 1) (default 1 %)\n"
+    "  --format text|json          sentences for a design document (default)\n"
+    "                              or one JSON object\n"
+    "\n";
+
+/* The share of attempts failing from overload at which the plan says
+ * retries begin to fire (doc/design.md §1.10). */
+#define RETRY_ONSET_SHARE 0.01
+
+enum {
+  OPT_LATENCY_OBJECTIVE = MS_OPT_MODEL_END,
+  OPT_HC_TIMEOUT,
+  OPT_HC_TOLERANCE,
+  OPT_FORMAT,
+};
+
+/* --latency-objective comes before the model options, so that getopt_long
+ * gives it to this command: here it sets the queue bound only. */
+static const struct option options[] = {
+    {"latency-objective", required_argument, NULL, OPT_LATENCY_OBJECTIVE},
+    MS_CLI_MODEL_LONG_OPTIONS,
+    {"health-check-timeout", required_argument, NULL, OPT_HC_TIMEOUT},
+    {"health-check-tolerance", required_argument, NULL, OPT_HC_TOLERANCE},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+typedef struct {
+  double latency_objective, hc_timeout, hc_tolerance; /* NaN: default */
+  ms_format format;
+  bool help;
+} plan_args;
+
+static int take_option(void *args, int c, const char *arg) {
+  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
+  plan_args *a = args;
+  switch (c) {
+  case OPT_LATENCY_OBJECTIVE:
+    return ms_cli_duration("--latency-objective", arg, 0.0, MS_MAX_DURATION,
+                           MS_RANGE_LO_OPEN, &a->latency_objective);
+  case OPT_HC_TIMEOUT:
+    return ms_cli_duration("--health-check-timeout", arg, 0.0, MS_MAX_DURATION,
+                           MS_RANGE_CLOSED, &a->hc_timeout);
+  case OPT_HC_TOLERANCE:
+    return ms_cli_share("--health-check-tolerance", arg, 0.0, 1.0,
+                        MS_RANGE_LO_OPEN | MS_RANGE_HI_OPEN, &a->hc_tolerance);
+  case OPT_FORMAT:
+    return ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
+                         &a->format);
+  default:
+    return -1;
+  }
+}
+
+/* The plan's numbers; NaN where a quantity does not apply (JSON null). */
+typedef struct {
+  double base, amp_base;
+  double onset_share, onset_x, onset_load; /* onset_load NaN: not healthy */
+  bool onset_found;
+  double tipping, recovery, band, capacity;
+  double inflight, inflight_ratio;
+  double latency_objective, queue_bound;
+  double hc_timeout, hc_tolerance, hc_x, hc_load;
+  const char *hc_why; /* why the health check is not evaluated, or NULL */
+  double worst, storm_amp;
+} plan;
+
+/* Retries begin to fire where 1 % of attempts fail from overload, on the
+ * healthy branch (below the tipping point's effective load). */
+static int plan_onset(const ms_landscape *ls, plan *p, ms_error *err) {
+  const ms_service_params *s = &ls->params;
+  double x_hi =
+      ls->has_fold ? ls->tipping_effective_load : 1e6 * ls->saturation_load;
+  p->onset_share = RETRY_ONSET_SHARE;
+  double target = 1.0 - (1.0 - p->base) * (1.0 - RETRY_ONSET_SHARE);
+  int rc =
+      ms_failure_onset_load(s, target, x_hi, &p->onset_x, &p->onset_found, err);
+  if (rc != MS_OK)
+    return rc;
+  p->onset_load = NAN;
+  if (p->onset_found)
+    return ms_offered_load_at(s, p->onset_x, &p->onset_load, err);
+  p->onset_x = NAN;
+  return MS_OK;
+}
+
+static int plan_health_check(const ms_landscape *ls, plan *p, ms_error *err) {
+  const ms_failure_model *m = &ls->params.model;
+  p->hc_x = p->hc_load = NAN;
+  p->hc_why = NULL;
+  if (m->kind != MS_MODEL_ERLANG) {
+    p->hc_why = "the capacity model has no response time";
+    return MS_OK;
+  }
+  if (m->has_queue_limit) {
+    p->hc_why = "derived for an unbounded queue; this service has a queue "
+                "limit";
+    return MS_OK;
+  }
+  if (m->has_service_time_cv && m->service_time_cv != 1.0) {
+    p->hc_why = "derived for exponential service times; this service has "
+                "service_time_cv";
+    return MS_OK;
+  }
+  if (isnan(p->hc_timeout))
+    p->hc_timeout = m->timeout;
+  int rc =
+      ms_health_check_load(m, p->hc_timeout, p->hc_tolerance, &p->hc_x, err);
+  if (rc != MS_OK)
+    return rc;
+  /* the healthy branch reaches x only below the tipping point */
+  if (ls->has_fold && p->hc_x > ls->tipping_effective_load)
+    return MS_OK;
+  return ms_offered_load_at(&ls->params, p->hc_x, &p->hc_load, err);
+}
+
+static int plan_compute(const ms_landscape *ls, plan *p, ms_error *err) {
+  const ms_service_params *s = &ls->params;
+  const ms_failure_model *m = &s->model;
+  p->base = m->base_failure;
+  p->tipping = ls->tipping_load;
+  p->recovery = ls->recovery_load;
+  p->band = ls->tipping_load - ls->recovery_load;
+  p->capacity = ls->saturation_load;
+  /* a load-dependent policy (Envoy, Finagle's reserve) needs a load: the
+   * tipping load, the edge of the healthy branch */
+  int rc = ms_amplification_at(s, p->base, ls->tipping_load, &p->amp_base, err);
+  if (rc != MS_OK)
+    return rc;
+  if ((rc = plan_onset(ls, p, err)) != MS_OK)
+    return rc;
+  p->inflight = p->inflight_ratio = NAN;
+  if (m->kind == MS_MODEL_ERLANG && m->timeout > 0.0) {
+    if ((rc = ms_inflight_capacity(m, &p->inflight, err)) != MS_OK)
+      return rc;
+    p->inflight_ratio = p->inflight / p->capacity;
+  }
+  if (isnan(p->latency_objective) && m->kind == MS_MODEL_ERLANG)
+    p->latency_objective = m->timeout;
+  p->queue_bound = round(p->capacity * p->latency_objective);
+  if ((rc = plan_health_check(ls, p, err)) != MS_OK)
+    return rc;
+  p->worst = ms_worst_amplification(&s->policy);
+  return ms_amplification_at(s, 1.0, ls->recovery_load, &p->storm_amp, err);
+}
+
+static void text_onset(const plan *p) {
+  if (p->onset_found)
+    printf("- Retries begin to fire at an offered load of %.4g req/s "
+           "(%.4g attempts/s): there %.3g %% of attempts fail from "
+           "overload, beyond the base failures.\n",
+           p->onset_load, p->onset_x, 100 * p->onset_share);
+  else
+    printf("- Retries do not begin to fire on the healthy branch: below "
+           "the tipping load fewer than %.3g %% of attempts fail from "
+           "overload; the service tips before they do.\n",
+           100 * p->onset_share);
+}
+
+static void text_health_check(const plan *p) {
+  if (p->hc_why != NULL)
+    printf("- Health check: not evaluated (%s).\n", p->hc_why);
+  else if (p->hc_x == 0)
+    printf("- A health check with a %.4g s timeout fails more than %.3g %% "
+           "of the time even on an idle replica: it removes healthy "
+           "replicas at any load.\n",
+           p->hc_timeout, 100 * p->hc_tolerance);
+  else if (isnan(p->hc_load))
+    printf("- A health check with a %.4g s timeout fails more than %.3g %% "
+           "of the time only above %.4g attempts/s, beyond the tipping "
+           "point: it removes replicas only in a storm.\n",
+           p->hc_timeout, 100 * p->hc_tolerance, p->hc_x);
+  else
+    printf("- A health check with a %.4g s timeout starts removing replicas "
+           "at an offered load of %.4g req/s (%.4g attempts/s): there more "
+           "than %.3g %% of responses take longer than %.4g s.\n",
+           p->hc_timeout, p->hc_load, p->hc_x, 100 * p->hc_tolerance,
+           p->hc_timeout);
+}
+
+static void write_text(const ms_cli_model *m, const plan *p) {
+  const ms_retry_policy *pol = &m->params.policy;
+  printf("Capacity plan for %s%s%s.\n\n", m->name[0] ? m->name : "",
+         m->name[0] ? ": " : "", m->summary);
+  printf("- Retry amplification at the base failure rate (%.4g %%): %.6g "
+         "attempts per request.\n",
+         100 * p->base, p->amp_base);
+  text_onset(p);
+  if (p->band > 0)
+    printf("- Tipping load %.6g req/s: above it the healthy equilibrium is "
+           "gone.  Recovery load %.6g req/s: a storm ends only below it.  "
+           "The band between them is %.6g req/s wide.\n",
+           p->tipping, p->recovery, p->band);
+  else
+    printf("- Tipping load %.6g req/s, recovery load %.6g req/s: no band, "
+           "the loop reaches capacity there without hysteresis.\n",
+           p->tipping, p->recovery);
+  if (!isnan(p->inflight))
+    printf("- In-flight capacity while a dependency times out: %ld slots / "
+           "%.4g s = %.4g requests/s, %.3g of the normal capacity of %.6g "
+           "requests/s.\n",
+           m->params.model.servers, m->params.model.timeout, p->inflight,
+           p->inflight_ratio, p->capacity);
+  else
+    printf("- In-flight capacity while a dependency times out: not "
+           "modelled (the capacity model has no pool and no timeout).\n");
+  if (!isnan(p->queue_bound))
+    printf("- Queue bound for admission control: %.6g req/s x %.4g s = %.6g "
+           "requests waiting.\n",
+           p->capacity, p->latency_objective, p->queue_bound);
+  else
+    printf("- Queue bound for admission control: give the latency "
+           "objective (--latency-objective D).\n");
+  text_health_check(p);
+  printf("- Worst-case amplification of the tiers: %.6g attempts per "
+         "request (%d tier%s",
+         p->worst, pol->tiers, pol->tiers == 1 ? "" : "s");
+  if (!pol->has_tier_retries)
+    printf(" of %d retries: (%d + 1)^%d", pol->retries, pol->retries,
+           pol->tiers);
+  printf("); the policy allows %.6g in a full storm.\n", p->storm_amp);
+}
+
+static void write_json(const ms_cli_model *m, const plan *p) {
+  ms_json j;
+  ms_json_init(&j, stdout, 1);
+  ms_json_begin_object(&j, NULL);
+  if (m->name[0])
+    ms_json_string(&j, "service", m->name);
+  else
+    ms_json_null(&j, "service");
+  ms_json_number(&j, "base_failure", p->base);
+  ms_json_number(&j, "retry_amplification", p->amp_base);
+  ms_json_number(&j, "retry_onset_share", p->onset_share);
+  ms_json_number(&j, "retry_onset_load", p->onset_load);
+  ms_json_number(&j, "retry_onset_effective_load", p->onset_x);
+  ms_json_number(&j, "tipping_load", p->tipping);
+  ms_json_number(&j, "recovery_load", p->recovery);
+  ms_json_number(&j, "band_width", p->band);
+  ms_json_number(&j, "capacity", p->capacity);
+  ms_json_number(&j, "inflight_capacity", p->inflight);
+  ms_json_number(&j, "inflight_ratio", p->inflight_ratio);
+  ms_json_number(&j, "latency_objective", p->latency_objective);
+  ms_json_number(&j, "queue_bound", p->queue_bound);
+  ms_json_number(&j, "health_check_timeout", p->hc_timeout);
+  ms_json_number(&j, "health_check_tolerance", p->hc_tolerance);
+  ms_json_number(&j, "health_check_effective_load", p->hc_x);
+  ms_json_number(&j, "health_check_load", p->hc_load);
+  ms_json_number(&j, "worst_case_amplification", p->worst);
+  ms_json_number(&j, "storm_amplification", p->storm_amp);
+  ms_json_end_object(&j);
+  ms_json_finish(&j);
+}
+
+static int run(ms_cli_model *m, int argc, char **argv) {
+  plan_args a = {.latency_objective = NAN,
+                 .hc_timeout = NAN,
+                 .hc_tolerance = 0.01,
+                 .format = MS_FORMAT_TEXT};
+  int r = ms_cli_parse(argc, argv, options, m, take_option, &a, &a.help, NULL);
+  if (r != 0)
+    return r;
+  if (a.help)
+    return ms_cli_help_model(help);
+  if ((r = ms_cli_model_resolve(m, true)) != 0)
+    return r;
+  ms_landscape ls;
+  ms_error err;
+  if (ms_landscape_build(&m->params, &ls, &err) != MS_OK)
+    return ms_cli_fail("model: %s", err.msg);
+  plan p = {.latency_objective = a.latency_objective,
+            .hc_timeout = a.hc_timeout,
+            .hc_tolerance = a.hc_tolerance};
+  if (plan_compute(&ls, &p, &err) != MS_OK)
+    return ms_cli_fail("model: %s", err.msg);
+  if (a.format == MS_FORMAT_JSON)
+    write_json(m, &p);
+  else
+    write_text(m, &p);
+  return ms_cli_finish_output(MS_EXIT_OK);
+}
+
+int ms_cmd_plan(int argc, char **argv) {
+  ms_cli_model m;
+  ms_cli_model_init(&m);
+  int rc = run(&m, argc, argv);
+  ms_cli_model_free(&m);
+  return rc;
+}
