@@ -29,6 +29,8 @@ static const ms_cli_command commands[] = {
      "estimate a service's parameters from a trace, with 95 % intervals"},
     {"plan", ms_cmd_plan,
      "a capacity plan in units: amplification, loads, bounds, health check"},
+    {"escapes", ms_cmd_escapes,
+     "the escapes from the retry loop compared: bands and what each costs"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
