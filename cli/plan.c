@@ -222,8 +222,8 @@ static void write_text(const ms_cli_model *m, const plan *p) {
   printf("Capacity plan for %s%s%s.\n\n", m->name[0] ? m->name : "",
          m->name[0] ? ": " : "", m->summary);
   printf("- Retry amplification at the base failure rate (%.4g %%): %.6g "
-         "attempts per request.\n",
-         100 * p->base, p->amp_base);
+         "attempt%s per request.\n",
+         100 * p->base, p->amp_base, p->amp_base == 1 ? "" : "s");
   text_onset(p);
   if (p->band > 0)
     printf("- Tipping load %.6g req/s: above it the healthy equilibrium is "
@@ -251,9 +251,10 @@ static void write_text(const ms_cli_model *m, const plan *p) {
     printf("- Queue bound for admission control: give the latency "
            "objective (--latency-objective D).\n");
   text_health_check(p);
-  printf("- Worst-case amplification of the tiers: %.6g attempts per "
+  printf("- Worst-case amplification of the tiers: %.6g attempt%s per "
          "request (%d tier%s",
-         p->worst, pol->tiers, pol->tiers == 1 ? "" : "s");
+         p->worst, p->worst == 1 ? "" : "s", pol->tiers,
+         pol->tiers == 1 ? "" : "s");
   if (!pol->has_tier_retries)
     printf(" of %d retries: (%d + 1)^%d", pol->retries, pol->retries,
            pol->tiers);
