@@ -124,6 +124,7 @@ typedef struct {
   long queue_limit;         /* bound, discard: K; else -1 */
   double tipping, recovery, band, stall;
   double rejected, denied, added_latency; /* costs; NaN: not known */
+  char note[224]; /* why the model cannot evaluate this escape, or "" */
 } escape;
 
 /*
@@ -331,6 +332,13 @@ static int escape_eval(escape *e, const ms_service_params *base,
   return denied_share(e, base, load, &e->denied, err);
 }
 
+/* A row the model cannot evaluate: every number n/a, and why. */
+static void escape_unmodelled(escape *e, const char *why) {
+  e->tipping = e->recovery = e->band = e->stall = NAN;
+  e->rejected = e->denied = e->added_latency = NAN;
+  snprintf(e->note, sizeof e->note, "not modelled: %s", why);
+}
+
 /* "12.3 %", or "n/a" */
 static const char *pct(char buf[32], double v) {
   if (isnan(v))
@@ -381,6 +389,8 @@ static void write_text(const ms_cli_model *m, const escape *e, double load,
     printf("%-10s %s", escape_names[i], escape_what[i]);
     if (e[i].queue_limit >= 0)
       printf(": K = %ld", e[i].queue_limit);
+    if (e[i].note[0])
+      printf(" (%s)", e[i].note);
     printf("\n");
   }
 }
@@ -411,6 +421,10 @@ static void write_json(const ms_cli_model *m, const escape *e, double load,
     ms_json_number(&j, "rejected_share", e[i].rejected);
     ms_json_number(&j, "denied_retry_share", e[i].denied);
     ms_json_number(&j, "added_latency", e[i].added_latency);
+    if (e[i].note[0])
+      ms_json_string(&j, "note", e[i].note);
+    else
+      ms_json_null(&j, "note");
     ms_json_end_object(&j);
   }
   ms_json_end_array(&j);
@@ -438,12 +452,16 @@ static int draw(const ms_cli_model *m, const escape *e, double load,
     tx[i] = i + 1;
     ty[i] = e[i].tipping;
     ry[i] = e[i].recovery;
-    snprintf(titles[i], sizeof titles[i], "%d %s: %.4g to %.4g req/s", i + 1,
-             escape_names[i], e[i].recovery, e[i].tipping);
+    if (isnan(e[i].tipping))
+      snprintf(titles[i], sizeof titles[i], "%d %s: not modelled", i + 1,
+               escape_names[i]);
+    else
+      snprintf(titles[i], sizeof titles[i], "%d %s: %.4g to %.4g req/s", i + 1,
+               escape_names[i], e[i].recovery, e[i].tipping);
     s[i] = (ms_plot_series){.title = titles[i],
                             .style = MS_PLOT_SOLID,
                             .color = colors[i],
-                            .width = 9,
+                            .width = 7,
                             .n = 2,
                             .x = bx[i],
                             .y = by[i]};
@@ -523,9 +541,15 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   ms_cli_progress_start(&prog, "escapes", ESC_COUNT);
   for (int i = 0; i < ESC_COUNT; i++) {
     e[i].kind = (escape_kind)i;
+    e[i].note[0] = '\0';
     if (escape_eval(&e[i], base, &ls, load, lo, &err) != MS_OK) {
-      ms_cli_progress_end(&prog);
-      return ms_cli_fail("model: %s: %s", escape_names[i], err.msg);
+      if (i == ESC_NONE) {
+        ms_cli_progress_end(&prog);
+        return ms_cli_fail("model: %s", err.msg);
+      }
+      /* a modification the model refuses for this service (a queue limit
+       * under Envoy's budget): a row of n/a that says why */
+      escape_unmodelled(&e[i], err.msg);
     }
     ms_cli_progress_update(&prog, (size_t)i + 1);
   }

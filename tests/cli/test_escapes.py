@@ -183,6 +183,19 @@ class Escapes(CliTest):
                          "damp", "normal load"):
                 self.assertIn(name, svg)
 
+    def test_unmodelled_row(self):
+        # Envoy's budget needs the unbounded queue's hold time: the bound
+        # and discard rows are n/a with the model's reason, the rest stand
+        args = ("--servers", "30", "--service-time", "100ms", "--timeout",
+                "1s", "--retries", "3", "--envoy-retry-budget", "default")
+        e, _ = self.escapes(*args)
+        for name in ("bound", "discard"):
+            self.assertIsNone(e[name]["tipping_load"])
+            self.assertIn("not modelled", e[name]["note"])
+        s = self.solve(*args)
+        self.assertEqual(e["none"]["tipping_load"], s["tipping_load"])
+        self.assertIsNone(e["none"]["note"])
+
     def test_usage(self):
         self.fails(2, "erlang model", "escapes", "--spec", SPEC,
                    "--service", "unit-capacity")
