@@ -536,8 +536,7 @@ static void write_text(const ms_cli_model *m, const ms_sim_config *c,
   if (s->draining_time > 0)
     printf("draining:  %.6g s of windows judged out of storm with most "
            "attempts failing (the plugin's verdict left the storm at %.6g s): "
-           "below the recovery load the queue left by the storm still had to "
-           "drain\n",
+           "the queue left by the storm was still draining\n",
            s->draining_time,
            s->verdict_ended_at >= 0 ? s->verdict_ended_at : s->duration);
   printf("time in storm: %.6g s by the plugin's verdict (%.6g s of it at "

@@ -831,8 +831,10 @@ static void track_settling(ms_sim_recorder *r, const ms_sim_sample *s) {
   /* one attempt per window is the resolution of a count */
   double floor_abs = 1.0 / s->width;
   double tol = r->cfg->settle_tolerance;
-  bool in_h =
-      s->has_healthy && near(s->attempts, s->healthy_load, tol, floor_abs);
+  /* healthy also needs goodput back: a queue still draining can send
+   * the healthy attempt rate while most of it fails */
+  bool in_h = s->has_healthy && !r->in_storm &&
+              near(s->attempts, s->healthy_load, tol, floor_abs);
   bool in_c =
       s->has_collapsed && near(s->attempts, s->collapsed_load, tol, floor_abs);
   if (!in_h)

@@ -471,7 +471,8 @@ typedef struct {
   double verdict_ended_at;
   double draining_time;
   /* Where the run settled: the last window's attempt rate is within
-   * settle_tolerance of the healthy (or collapsed) equilibrium, and since
+   * settle_tolerance of the healthy (or collapsed) equilibrium (healthy:
+   * and out of storm, goodput back), and since
    * when (end of the last window outside that band, s; 0 if always in;
    * -1 if the last window is near neither). */
   bool settled_healthy, settled_collapsed;

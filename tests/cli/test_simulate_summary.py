@@ -89,6 +89,9 @@ class SummaryFromSeries(CliTest):
             self.assertLessEqual(after["failure_ratio"], GOODPUT_SHARE)
             self.assertTrue(before["storm"]
                             or before["failure_ratio"] > GOODPUT_SHARE)
+        # settled at the healthy equilibrium only once goodput is back
+        if s["settled"] == "healthy" and s["first_storm_at"] is not None:
+            self.assertGreaterEqual(s["settled_at"], ended)
         # the triggers' end is the last trigger's, whatever its kind
         self.assertEqual(s["trigger_end"],
                          trigger_end(list(args)) if ends is None else ends)
