@@ -24,6 +24,7 @@
 
 static const char help[] =
     "Usage: metastable simulate [MODEL OPTIONS] [--engine fluid|des]\n"
+    "                           [--seed S] [--seeds N]\n"
     "                           [--scenario FILE] [--load L] [--duration D]\n"
     "                           [TRIGGERS] "
     "[--backoff KIND[,BASE[,CAP[,MULT]]]]\n"
@@ -31,7 +32,10 @@ static const char help[] =
     "\n"
     "Run a scenario through a simulation of the retry loop and report the\n"
     "path: attempts, retries, failures and backlog over time, the plugin's\n"
-    "state in every window, and whether a storm outlived its trigger.\n"
+    "state in every window, and whether a storm outlived its triggers (a\n"
+    "storm ends when goodput returns: at most half the attempts fail; the\n"
+    "triggers end with the last, whatever its kind; amplification is\n"
+    "attempts per request over the run, at most r + 1).\n"
     "\n"
     "Engine:\n"
     "  --engine fluid|des  fluid (default): rates in bins of width dt, the\n"
