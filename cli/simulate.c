@@ -800,19 +800,22 @@ static void chart_storms(chart *ch, const collector *col) {
   }
 }
 
-/* The windows out of storm by the verdict while most attempts fail: the
- * queue left by a storm draining below the recovery load.  Without them
- * the chart would show a storm that ended while the failures went on. */
+/* The windows out of storm by the verdict while most attempts fail, after
+ * a storm: the queue left by it draining, the storm of the summary going
+ * on until goodput returns (ms_sim_summary).  Without them the chart would
+ * show a storm that ended while the failures went on. */
 static void chart_draining(chart *ch, const collector *col) {
   bool labelled = false;
   for (size_t i = 0; i < ch->n;) {
     const ms_sim_sample *x = &col->s[i];
-    if (x->storm || !(x->failure_ratio > 0.5)) {
+    if (x->storm || !(x->failure_ratio > MS_SIM_GOODPUT_SHARE) || i == 0 ||
+        !col->s[i - 1].storm) {
       i++;
       continue;
     }
     size_t k = i;
-    while (k < ch->n && !col->s[k].storm && col->s[k].failure_ratio > 0.5)
+    while (k < ch->n && !col->s[k].storm &&
+           col->s[k].failure_ratio > MS_SIM_GOODPUT_SHARE)
       k++;
     ch->bands[ch->nb++] = (ms_plot_band){
         .from = x->time - x->width,
