@@ -523,7 +523,7 @@ static void write_text(const ms_cli_model *m, const ms_sim_config *c,
       printf(" since %.6g s, but most attempts still fail",
              s->verdict_ended_at);
     printf(")");
-    if (triggers && s->storm_after_trigger + s->draining_time > 0)
+    if (triggers && s->trigger_end < s->duration)
       printf(": it outlasted the triggers, which ended at %.6g s",
              s->trigger_end);
     printf("\n");
