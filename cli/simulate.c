@@ -24,6 +24,7 @@
 
 static const char help[] =
     "Usage: metastable simulate [MODEL OPTIONS] [--engine fluid|des]\n"
+    "                           [--seed S] [--seeds N]\n"
     "                           [--scenario FILE] [--load L] [--duration D]\n"
     "                           [TRIGGERS] "
     "[--backoff KIND[,BASE[,CAP[,MULT]]]]\n"
@@ -31,7 +32,10 @@ static const char help[] =
     "\n"
     "Run a scenario through a simulation of the retry loop and report the\n"
     "path: attempts, retries, failures and backlog over time, the plugin's\n"
-    "state in every window, and whether a storm outlived its trigger.\n"
+    "state in every window, and whether a storm outlived its triggers (a\n"
+    "storm ends when goodput returns: at most half the attempts fail; the\n"
+    "triggers end with the last, whatever its kind; amplification is\n"
+    "attempts per request over the run, at most r + 1).\n"
     "\n"
     "Engine:\n"
     "  --engine fluid|des  fluid (default): rates in bins of width dt, the\n"
@@ -46,6 +50,12 @@ static const char help[] =
     "                      sample interval)\n"
     "  --seed N            des: random seed, 0..2^53 (default 1); the same\n"
     "                      seed gives the same run\n"
+    "  --seeds N           des: run N times, seeds --seed, --seed + 1, ...\n"
+    "                      (1..100000) and report the latch probability\n"
+    "                      (share of runs still in a storm at the end) with\n"
+    "                      its 95 %% Wilson score interval and the spread of\n"
+    "                      the recovery times (triggers' end to goodput\n"
+    "                      back); csv: one row per run\n"
     "  --service-dist D    des: service times exponential, deterministic,\n"
     "                      lognormal, hyperexponential or gamma, with the\n"
     "                      model's --service-time-cv (default: exponential\n"
@@ -84,7 +94,8 @@ static const char help[] =
     "  --format text|csv|json  text (default): the summary; csv: one row per\n"
     "                      window: time,offered,attempts,retries,failures,\n"
     "                      goodput,given_up,refused,backlog,servers,\n"
-    "                      failure_ratio,amplification,state,storm,\n"
+    "                      failure_ratio,amplification (the window's\n"
+    "                      attempts / first attempts),state,storm,\n"
     "                      tipping_load,recovery_load,healthy_load,\n"
     "                      collapsed_load, then the window as a trace that\n"
     "                      replay and fit read: offered_rate,arrival_rate,\n"
@@ -102,11 +113,15 @@ static const char help[] =
     "  --title TEXT        the plot's title\n"
     "\n";
 
+/* Most runs of --seeds. */
+#define MAX_SEEDS 100000L
+
 enum {
   OPT_ENGINE = MS_OPT_MODEL_END,
   OPT_MEMORYLESS,
   OPT_DT,
   OPT_SEED,
+  OPT_SEEDS,
   OPT_SERVICE_DIST,
   OPT_SCENARIO,
   OPT_LOAD,
@@ -131,6 +146,7 @@ static const struct option options[] = {
     {"memoryless", no_argument, NULL, OPT_MEMORYLESS},
     {"dt", required_argument, NULL, OPT_DT},
     {"seed", required_argument, NULL, OPT_SEED},
+    {"seeds", required_argument, NULL, OPT_SEEDS},
     {"service-dist", required_argument, NULL, OPT_SERVICE_DIST},
     {"scenario", required_argument, NULL, OPT_SCENARIO},
     {"load", required_argument, NULL, OPT_LOAD},
@@ -371,18 +387,10 @@ typedef struct {
   size_t n, cap;
   bool oom;
   ms_cli_progress prog;
-  /* windows the plugin judges out of storm while most attempts fail: a
-   * queue still draining below the recovery load */
-  double failing_calm;
-  double failing_calm_until;
 } collector;
 
 static int collect(void *ctx, const ms_sim_sample *s) {
   collector *c = ctx;
-  if (!s->storm && s->failure_ratio > 0.5) {
-    c->failing_calm += s->width;
-    c->failing_calm_until = s->time;
-  }
   if (c->stream_csv)
     csv_row(stdout, s, c->erlang);
   if (c->keep) {
@@ -457,16 +465,34 @@ static const char *backoff_text(char *buf, size_t len, const ms_backoff *b) {
   return buf;
 }
 
-static void write_text(const ms_cli_model *m, const ms_sim_config *c,
-                       ms_sim_engine e, const ms_landscape *ls,
-                       const ms_sim_summary *s, const collector *col) {
+/* A share x in [0, 1] as a percentage for the text output, into buf
+ * (at least 32 bytes): "0.7634 %" down to 0.001 %, below that in scientific
+ * notation as a share ("8.6e-40"), never "8.6e-38 %"; exactly 0 as "0". */
+static const char *fmt_share(char *buf, size_t len, double x) {
+  if (x == 0)
+    snprintf(buf, len, "0");
+  else if (100 * fabs(x) >= 1e-3)
+    snprintf(buf, len, "%.4g %%", 100 * x);
+  else
+    snprintf(buf, len, "%.2e", x);
+  return buf;
+}
+
+/* The scenario and the service, the head of both text outputs. */
+static void write_text_head(const ms_cli_model *m, const ms_sim_config *c,
+                            ms_sim_engine e, const ms_landscape *ls,
+                            long seeds) {
   char b[256];
   printf("service:   %s%s%s\n", m->name[0] ? m->name : "",
          m->name[0] ? ": " : "", m->summary);
   printf("landscape: tipping load %.6g/s, recovery load %.6g/s, capacity "
          "%.6g/s\n",
          ls->tipping_load, ls->recovery_load, ls->saturation_load);
-  printf("engine:    %s\n", engine_text(b, sizeof b, c, e));
+  printf("engine:    %s", engine_text(b, sizeof b, c, e));
+  if (seeds > 1)
+    printf(" to %llu (%ld runs)", (unsigned long long)c->seed + (seeds - 1),
+           seeds);
+  printf("\n");
   printf("backoff:   %s\n", backoff_text(b, sizeof b, &c->backoff));
   printf("scenario:  %.6g s at %.6g/s, windows of %.6g s\n",
          c->scenario.duration, c->scenario.offered_load, c->sample_interval);
@@ -475,35 +501,50 @@ static void write_text(const ms_cli_model *m, const ms_sim_config *c,
                      c->service.model.kind);
     printf("  trigger: %s\n", b);
   }
+  if (c->scenario.n_triggers > 0)
+    printf("  the triggers end at %.6g s\n",
+           ms_scenario_trigger_end(&c->scenario));
   printf("\n");
-  bool triggers = s->trigger_end > 0;
+}
+
+static void write_text(const ms_cli_model *m, const ms_sim_config *c,
+                       ms_sim_engine e, const ms_landscape *ls,
+                       const ms_sim_summary *s) {
+  char b[64];
+  write_text_head(m, c, e, ls, 0);
+  bool triggers = c->scenario.n_triggers > 0;
   if (s->first_storm_at < 0) {
     printf("outcome:   no storm: the plugin would have judged every window "
            "out of storm\n");
   } else if (!s->recovered) {
-    printf("outcome:   STORM at the end of the run (%s)",
+    printf("outcome:   STORM at the end of the run (%s",
            ms_state_name(s->final_state));
-    if (triggers && s->storm_after_trigger > 0)
+    if (s->verdict_ended_at >= 0)
+      printf(" since %.6g s, but most attempts still fail",
+             s->verdict_ended_at);
+    printf(")");
+    if (triggers && s->trigger_end < s->duration)
       printf(": it outlasted the triggers, which ended at %.6g s",
              s->trigger_end);
     printf("\n");
   } else {
-    printf("outcome:   storm (by the plugin's verdict) ended at %.6g s",
+    printf("outcome:   storm ended at %.6g s, when goodput returned",
            s->storm_ended_at);
     if (triggers && s->storm_ended_at > s->trigger_end)
       printf(", %.6g s after the triggers ended: it outlasted them",
              s->storm_ended_at - s->trigger_end);
     else if (triggers)
-      printf(", with the triggers");
+      printf(", before the triggers ended at %.6g s", s->trigger_end);
     printf("\n");
   }
-  if (col->failing_calm > 0)
+  if (s->draining_time > 0)
     printf("draining:  %.6g s of windows judged out of storm with most "
-           "attempts failing, the last ending at %.6g s: below the recovery "
-           "load the queue left by the storm still had to drain\n",
-           col->failing_calm, col->failing_calm_until);
-  printf("time in storm: %.6g s (%.6g s of it at or after the triggers "
-         "ended)\n",
+           "attempts failing (the plugin's verdict left the storm at %.6g s): "
+           "the queue left by the storm was still draining\n",
+           s->draining_time,
+           s->verdict_ended_at >= 0 ? s->verdict_ended_at : s->duration);
+  printf("time in storm: %.6g s by the plugin's verdict (%.6g s of it at "
+         "or after the triggers ended)\n",
          s->storm_time, s->storm_after_trigger);
   if (s->settled_healthy)
     printf("settled:   at the healthy equilibrium (within %.3g %%) since "
@@ -518,19 +559,22 @@ static void write_text(const ms_cli_model *m, const ms_sim_config *c,
            "window\n",
            100 * c->settle_tolerance);
   printf("last window: offered %.6g/s, attempts %.6g/s, failure ratio "
-         "%.4g %%, state %s\n",
-         s->final_offered, s->final_attempts, 100 * s->final_failure_ratio,
+         "%s, state %s\n",
+         s->final_offered, s->final_attempts,
+         fmt_share(b, sizeof b, s->final_failure_ratio),
          ms_state_name(s->final_state));
-  printf("peaks:     attempts %.6g/s, amplification %.4g, backlog %.6g\n",
-         s->peak_attempts, s->peak_amplification, s->peak_backlog);
+  printf("amplification: %.4g attempts per request over the run (at most "
+         "r + 1 = %d)\n",
+         s->amplification, c->service.policy.retries + 1);
+  printf("peaks:     attempts %.6g/s, backlog %.6g\n", s->peak_attempts,
+         s->peak_backlog);
   printf("totals:    %.0f requests, %.0f attempts (%.0f retries), %.0f "
          "failed attempts, %.0f requests given up, %.0f retries refused\n",
          s->requests, s->attempts, s->retries, s->failures, s->given_up,
          s->refused);
 }
 
-static void json_summary(ms_json *j, const ms_sim_summary *s,
-                         const collector *col) {
+static void json_summary(ms_json *j, const ms_sim_summary *s) {
   ms_json_begin_object(j, "summary");
   ms_json_number(j, "duration", s->duration);
   ms_json_int(j, "windows", s->samples);
@@ -542,7 +586,7 @@ static void json_summary(ms_json *j, const ms_sim_summary *s,
   ms_json_number(j, "given_up", s->given_up);
   ms_json_number(j, "refused", s->refused);
   ms_json_number(j, "peak_attempts", s->peak_attempts);
-  ms_json_number(j, "peak_amplification", s->peak_amplification);
+  ms_json_number(j, "amplification", s->amplification);
   ms_json_number(j, "peak_backlog", s->peak_backlog);
   ms_json_number(j, "storm_time", s->storm_time);
   if (s->first_storm_at >= 0)
@@ -556,6 +600,10 @@ static void json_summary(ms_json *j, const ms_sim_summary *s,
     ms_json_number(j, "storm_ended_at", s->storm_ended_at);
   else
     ms_json_null(j, "storm_ended_at");
+  if (s->verdict_ended_at >= 0)
+    ms_json_number(j, "verdict_ended_at", s->verdict_ended_at);
+  else
+    ms_json_null(j, "verdict_ended_at");
   ms_json_string(j, "settled",
                  s->settled_healthy     ? "healthy"
                  : s->settled_collapsed ? "collapsed"
@@ -569,7 +617,7 @@ static void json_summary(ms_json *j, const ms_sim_summary *s,
   ms_json_number(j, "final_attempts", s->final_attempts);
   ms_json_number(j, "final_failure_ratio", s->final_failure_ratio);
   ms_json_number(j, "events", s->events);
-  ms_json_number(j, "failing_out_of_storm", col->failing_calm);
+  ms_json_number(j, "failing_out_of_storm", s->draining_time);
   ms_json_end_object(j);
 }
 
@@ -595,7 +643,7 @@ static void write_json(const ms_cli_model *m, const ms_sim_config *c,
   ms_json_number(&j, "capacity", ls->saturation_load);
   ms_json_number(&j, "offered_load", c->scenario.offered_load);
   ms_json_number(&j, "sample_interval", c->sample_interval);
-  json_summary(&j, s, col);
+  json_summary(&j, s);
   ms_json_begin_array(&j, "series");
   for (size_t i = 0; i < col->n; i++) {
     const ms_sim_sample *x = &col->s[i];
@@ -752,19 +800,22 @@ static void chart_storms(chart *ch, const collector *col) {
   }
 }
 
-/* The windows out of storm by the verdict while most attempts fail: the
- * queue left by a storm draining below the recovery load.  Without them
- * the chart would show a storm that ended while the failures went on. */
+/* The windows out of storm by the verdict while most attempts fail, after
+ * a storm: the queue left by it draining, the storm of the summary going
+ * on until goodput returns (ms_sim_summary).  Without them the chart would
+ * show a storm that ended while the failures went on. */
 static void chart_draining(chart *ch, const collector *col) {
   bool labelled = false;
   for (size_t i = 0; i < ch->n;) {
     const ms_sim_sample *x = &col->s[i];
-    if (x->storm || !(x->failure_ratio > 0.5)) {
+    if (x->storm || !(x->failure_ratio > MS_SIM_GOODPUT_SHARE) || i == 0 ||
+        !col->s[i - 1].storm) {
       i++;
       continue;
     }
     size_t k = i;
-    while (k < ch->n && !col->s[k].storm && col->s[k].failure_ratio > 0.5)
+    while (k < ch->n && !col->s[k].storm &&
+           col->s[k].failure_ratio > MS_SIM_GOODPUT_SHARE)
       k++;
     ch->bands[ch->nb++] = (ms_plot_band){
         .from = x->time - x->width,
@@ -873,6 +924,8 @@ typedef struct {
   ms_sim_engine engine;
   bool memoryless;
   bool has_load, has_duration, has_dt, has_seed, has_backoff, has_dist;
+  bool has_engine;
+  long seeds; /* --seeds: runs of the DES, 0 for one run */
   ms_service_dist service_dist;
   bool has_budget_window, has_token_capacity, has_sample, has_settle;
   double load, duration, dt, budget_window, token_capacity, sample, settle;
@@ -904,6 +957,7 @@ static int take_option(void *args, int c, const char *arg) {
   case OPT_ENGINE:
     if ((st = ms_cli_choice("--engine", arg, engines, &k)) == 0)
       a->engine = engine_of[k];
+    a->has_engine = true;
     break;
   case OPT_MEMORYLESS:
     a->memoryless = true;
@@ -916,6 +970,9 @@ static int take_option(void *args, int c, const char *arg) {
   case OPT_SEED:
     st = ms_cli_long("--seed", arg, 0, 9007199254740992L, &a->seed);
     a->has_seed = true;
+    break;
+  case OPT_SEEDS:
+    st = ms_cli_long("--seeds", arg, 1, MAX_SEEDS, &a->seeds);
     break;
   case OPT_SERVICE_DIST:
     if ((st = ms_cli_choice("--service-dist", arg, dists, &k)) == 0)
@@ -990,6 +1047,16 @@ static int take_option(void *args, int c, const char *arg) {
  * first.  Returns 0 or the exit code of the message printed. */
 static int parse_options(sim_args *a, ms_cli_model *m, int argc, char **argv) {
   int st = ms_cli_parse(argc, argv, options, m, take_option, a, &a->help, NULL);
+  if (st == 0 && !a->help && a->seeds > 0) {
+    /* --seeds runs the discrete-event engine */
+    if (a->has_engine && a->engine != MS_ENGINE_DES)
+      return ms_cli_usage("--seeds runs the discrete-event engine; the fluid "
+                          "engine is deterministic (use --engine des)");
+    a->engine = MS_ENGINE_DES;
+    if (a->plot_path)
+      return ms_cli_usage("--plot draws one run: give --seed S instead of "
+                          "--seeds N");
+  }
   if (st == 0 && !a->help && a->plot_path) {
     ms_plot_format pf;
     if (ms_plot_format_of(a->plot_path, &pf) != 0)
@@ -1091,6 +1158,230 @@ static int check_engine(const sim_args *a, const ms_cli_model *m) {
   return 0;
 }
 
+/* ---- many seeds --------------------------------------------------------- */
+
+/*
+ * The Wilson score interval for a binomial proportion: k successes in n
+ * trials (0 <= k <= n, n >= 1), z the normal quantile of the confidence
+ * (1.959964 for 95 %).  With p = k/n,
+ *   centre = (p + z^2/(2n)) / (1 + z^2/n),
+ *   half   = z / (1 + z^2/n) sqrt(p (1 - p)/n + z^2/(4 n^2)),
+ * the interval [centre - half, centre + half], inside [0, 1], and not
+ * empty at k = 0 or k = n as the normal (Wald) interval is.  Source:
+ * E. B. Wilson, "Probable inference, the law of succession, and
+ * statistical inference", JASA 22(158), 1927; A. Agresti and B. A. Coull,
+ * "Approximate is better than 'exact' for interval estimation of binomial
+ * proportions", The American Statistician 52(2), 1998 (its coverage).
+ */
+static void wilson_interval(long k, long n, double z, double *lo, double *hi) {
+  double p = (double)k / (double)n, nn = (double)n, z2 = z * z;
+  double centre = (p + z2 / (2 * nn)) / (1 + z2 / nn);
+  double half = z / (1 + z2 / nn) * sqrt(p * (1 - p) / nn + z2 / (4 * nn * nn));
+  *lo = fmax(0.0, centre - half);
+  *hi = fmin(1.0, centre + half);
+  if (k == 0)
+    *lo = 0.0; /* exactly: centre = half there */
+  if (k == n)
+    *hi = 1.0;
+}
+
+/* The normal quantile of 97.5 %: the 95 % two-sided interval. */
+#define Z_95 1.959963984540054
+
+/* The q-quantile (q in [0, 1]) of the sorted x[0..n-1], n >= 1, by linear
+ * interpolation between order statistics at h = (n - 1) q (R's type 7,
+ * Hyndman and Fan, The American Statistician 50(4), 1996). */
+static double quantile(const double *x, size_t n, double q) {
+  double h = (double)(n - 1) * q;
+  size_t i = (size_t)floor(h);
+  if (i + 1 >= n)
+    return x[n - 1];
+  return x[i] + (h - (double)i) * (x[i + 1] - x[i]);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* One run of --seeds. */
+typedef struct {
+  uint64_t seed;
+  bool stormed, recovered;
+  double first_storm_at, storm_ended_at, recovery_time, amplification;
+} seed_run;
+
+/* The runs' verdict: latched runs, the Wilson interval, and the recovery
+ * times of the runs that had a storm and recovered, sorted. */
+typedef struct {
+  long n, latched, never, recovered_n; /* recovered_n: stormed, recovered */
+  double p, lo, hi;
+  double *rt; /* recovered_n recovery times, sorted */
+} seed_stats;
+
+static void seed_summary(const seed_run *run, long n, double *rt,
+                         seed_stats *st) {
+  memset(st, 0, sizeof *st);
+  st->n = n;
+  st->rt = rt;
+  for (long i = 0; i < n; i++) {
+    if (!run[i].recovered)
+      st->latched++;
+    else if (!run[i].stormed)
+      st->never++;
+    else
+      rt[st->recovered_n++] = run[i].recovery_time;
+  }
+  qsort(rt, (size_t)st->recovered_n, sizeof *rt, cmp_double);
+  st->p = (double)st->latched / (double)n;
+  wilson_interval(st->latched, n, Z_95, &st->lo, &st->hi);
+}
+
+static void seeds_text(const ms_cli_model *m, const ms_sim_config *c,
+                       const ms_landscape *ls, const seed_stats *st) {
+  write_text_head(m, c, MS_ENGINE_DES, ls, st->n);
+  printf("latched:   %ld of %ld runs still in a storm at the end: latch "
+         "probability %.4g, 95 %% interval [%.4g, %.4g] (Wilson score)\n",
+         st->latched, st->n, st->p, st->lo, st->hi);
+  printf("recovered: %ld runs (%ld of them never in a storm)\n",
+         st->n - st->latched, st->never);
+  if (st->recovered_n > 0) {
+    const double *x = st->rt;
+    size_t k = (size_t)st->recovered_n;
+    printf("recovery:  from the triggers' end at %.6g s until goodput "
+           "returned, %ld runs: min %.4g s, quartiles %.4g, %.4g, %.4g s, "
+           "max %.4g s\n",
+           ms_scenario_trigger_end(&c->scenario), st->recovered_n, x[0],
+           quantile(x, k, 0.25), quantile(x, k, 0.5), quantile(x, k, 0.75),
+           x[k - 1]);
+  }
+}
+
+static void json_opt(ms_json *j, const char *key, bool has, double v) {
+  if (has)
+    ms_json_number(j, key, v);
+  else
+    ms_json_null(j, key);
+}
+
+static void seeds_json(const ms_cli_model *m, const ms_sim_config *c,
+                       const ms_landscape *ls, const seed_stats *st,
+                       const seed_run *run) {
+  ms_json j;
+  ms_json_init(&j, stdout, 2);
+  ms_json_begin_object(&j, NULL);
+  if (m->name[0])
+    ms_json_string(&j, "service", m->name);
+  ms_json_string(&j, "model", m->summary);
+  ms_json_string(&j, "engine", "des");
+  ms_json_number(&j, "first_seed", (double)c->seed);
+  ms_json_int(&j, "runs", st->n);
+  ms_json_number(&j, "tipping_load", ls->tipping_load);
+  ms_json_number(&j, "recovery_load", ls->recovery_load);
+  ms_json_number(&j, "trigger_end", ms_scenario_trigger_end(&c->scenario));
+  ms_json_int(&j, "latched", st->latched);
+  ms_json_number(&j, "latch_probability", st->p);
+  ms_json_number(&j, "confidence", 0.95);
+  ms_json_number(&j, "latch_low", st->lo);
+  ms_json_number(&j, "latch_high", st->hi);
+  ms_json_int(&j, "never_in_storm", st->never);
+  ms_json_begin_object(&j, "recovery_time");
+  ms_json_int(&j, "runs", st->recovered_n);
+  size_t k = (size_t)st->recovered_n;
+  const double *x = st->rt;
+  json_opt(&j, "min", k > 0, k > 0 ? x[0] : 0);
+  json_opt(&j, "q1", k > 0, k > 0 ? quantile(x, k, 0.25) : 0);
+  json_opt(&j, "median", k > 0, k > 0 ? quantile(x, k, 0.5) : 0);
+  json_opt(&j, "q3", k > 0, k > 0 ? quantile(x, k, 0.75) : 0);
+  json_opt(&j, "max", k > 0, k > 0 ? x[k - 1] : 0);
+  ms_json_end_object(&j);
+  ms_json_begin_array(&j, "runs_detail");
+  for (long i = 0; i < st->n; i++) {
+    const seed_run *r = &run[i];
+    ms_json_begin_object(&j, NULL);
+    ms_json_number(&j, "seed", (double)r->seed);
+    ms_json_bool(&j, "recovered", r->recovered);
+    json_opt(&j, "first_storm_at", r->stormed, r->first_storm_at);
+    json_opt(&j, "storm_ended_at", r->stormed && r->recovered,
+             r->storm_ended_at);
+    json_opt(&j, "recovery_time", r->stormed && r->recovered, r->recovery_time);
+    ms_json_number(&j, "amplification", r->amplification);
+    ms_json_end_object(&j);
+  }
+  ms_json_end_array(&j);
+  ms_json_end_object(&j);
+  ms_json_finish(&j);
+}
+
+static void seeds_csv(const seed_stats *st, const seed_run *run) {
+  char b[4][32];
+  printf("seed,recovered,first_storm_at,storm_ended_at,recovery_time,"
+         "amplification\n");
+  for (long i = 0; i < st->n; i++) {
+    const seed_run *r = &run[i];
+    bool rec = r->stormed && r->recovered;
+    printf("%llu,%d,%s,%s,%s,%s\n", (unsigned long long)r->seed, r->recovered,
+           r->stormed ? ms_cli_fmt_double(b[0], r->first_storm_at) : "",
+           rec ? ms_cli_fmt_double(b[1], r->storm_ended_at) : "",
+           rec ? ms_cli_fmt_double(b[2], r->recovery_time) : "",
+           ms_cli_fmt_double(b[3], r->amplification));
+  }
+}
+
+/* --seeds N: the DES with seeds s, s + 1, ..., each run's summary kept,
+ * then the latch probability and the recovery times. */
+static int simulate_seeds(const sim_args *a, const ms_cli_model *m,
+                          const ms_sim_config *cfg, const ms_landscape *ls) {
+  long n = a->seeds;
+  if (cfg->seed > (uint64_t)9007199254740992L - (uint64_t)(n - 1))
+    return ms_cli_usage("--seed %llu with --seeds %ld goes past 2^53",
+                        (unsigned long long)cfg->seed, n);
+  seed_run *run = calloc((size_t)n, sizeof *run);
+  double *rt = calloc((size_t)n, sizeof *rt);
+  if (run == NULL || rt == NULL) {
+    free(run);
+    free(rt);
+    return ms_cli_fail("out of memory for %ld runs", n);
+  }
+  ms_cli_progress prog;
+  ms_cli_progress_start(&prog, "simulate --seeds", (size_t)n);
+  int code = MS_EXIT_OK;
+  for (long i = 0; i < n && code == MS_EXIT_OK; i++) {
+    ms_sim_config c = *cfg;
+    c.seed = cfg->seed + (uint64_t)i;
+    ms_sim_summary s;
+    ms_error err;
+    if (ms_sim_des(&c, NULL, NULL, &s, &err) != MS_OK) {
+      code = ms_cli_fail("des engine, seed %llu: %s",
+                         (unsigned long long)c.seed, err.msg);
+      break;
+    }
+    run[i] =
+        (seed_run){.seed = c.seed,
+                   .stormed = s.first_storm_at >= 0,
+                   .recovered = s.recovered,
+                   .first_storm_at = s.first_storm_at,
+                   .storm_ended_at = s.storm_ended_at,
+                   .recovery_time = fmax(0.0, s.storm_ended_at - s.trigger_end),
+                   .amplification = s.amplification};
+    ms_cli_progress_update(&prog, (size_t)i + 1);
+  }
+  ms_cli_progress_end(&prog);
+  if (code == MS_EXIT_OK) {
+    seed_stats st;
+    seed_summary(run, n, rt, &st);
+    if (a->format == MS_FORMAT_TEXT)
+      seeds_text(m, cfg, ls, &st);
+    else if (a->format == MS_FORMAT_JSON)
+      seeds_json(m, cfg, ls, &st, run);
+    else
+      seeds_csv(&st, run);
+  }
+  free(run);
+  free(rt);
+  return ms_cli_finish_output(code);
+}
+
 /* Run the simulation, streaming CSV rows as they come or keeping them for
  * JSON and the plot, then write the outputs asked for.  Without --format:
  * the summary as text, or only the plot when asked for one. */
@@ -1118,7 +1409,7 @@ static int simulate(const sim_args *a, const ms_cli_model *m,
     code = ms_cli_fail("%s engine: %s", ms_sim_engine_name(a->engine), err.msg);
   if (code == MS_EXIT_OK) {
     if (results && a->format == MS_FORMAT_TEXT)
-      write_text(m, cfg, a->engine, ls, &sum, &col);
+      write_text(m, cfg, a->engine, ls, &sum);
     if (results && a->format == MS_FORMAT_JSON)
       write_json(m, cfg, a->engine, ls, &sum, &col);
     if (a->plot_path)
@@ -1162,6 +1453,8 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   ms_landscape ls;
   if (ms_landscape_build(&m->params, &ls, &err) != MS_OK)
     return ms_cli_fail("model: %s", err.msg);
+  if (a.seeds > 0)
+    return simulate_seeds(&a, m, &cfg, &ls);
   return simulate(&a, m, &cfg, &ls);
 }
 

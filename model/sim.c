@@ -556,8 +556,6 @@ double ms_scenario_trigger_end(const ms_scenario *sc) {
   double e = 0.0;
   for (int i = 0; i < sc->n_triggers; i++) {
     const ms_trigger *tr = &sc->triggers[i];
-    if (tr->kind == MS_TRIGGER_LOAD && !(tr->load > 0.0))
-      continue; /* a drop relieves; it triggers nothing */
     e = fmax(e, trigger_end(tr));
   }
   return e;
@@ -683,6 +681,8 @@ int ms_sim_recorder_init(ms_sim_recorder *r, const ms_sim_config *c,
     return st;
   r->sum.first_storm_at = -1.0;
   r->sum.storm_ended_at = -1.0;
+  r->sum.verdict_ended_at = -1.0;
+  r->sum.amplification = 1.0;
   r->sum.trigger_end = ms_scenario_trigger_end(&c->scenario);
   return MS_OK;
 }
@@ -781,9 +781,11 @@ static int judge_window(ms_sim_recorder *r, ms_sim_sample *s, ms_error *err) {
 }
 
 /* The totals, the peaks and the storm's times: when it started, how long
- * it lasted (after the triggers too), and when it last ended. */
-static void add_to_summary(ms_sim_summary *m, const ms_sim_sample *s,
+ * it lasted (after the triggers too), when the verdict left it and when
+ * goodput returned (ms_sim_summary). */
+static void add_to_summary(ms_sim_recorder *r, const ms_sim_sample *s,
                            const ms_sim_counts *cnt) {
+  ms_sim_summary *m = &r->sum;
   double t_end = s->time, w = s->width;
   m->samples++;
   m->requests += cnt->first;
@@ -794,18 +796,30 @@ static void add_to_summary(ms_sim_summary *m, const ms_sim_sample *s,
   m->given_up += cnt->given_up;
   m->refused += cnt->refused;
   m->peak_attempts = fmax(m->peak_attempts, s->attempts);
-  m->peak_amplification = fmax(m->peak_amplification, s->amplification);
+  m->amplification = m->requests > 0.0 ? m->attempts / m->requests : 1.0;
   m->peak_backlog = fmax(m->peak_backlog, s->backlog);
+  bool storm;
   if (s->storm) {
     m->storm_time += w;
     if (m->first_storm_at < 0.0)
       m->first_storm_at = t_end;
     m->storm_after_trigger += fmax(0.0, fmin(w, t_end - m->trigger_end));
-    m->storm_ended_at = -1.0;
-  } else if (m->samples > 1 && !m->recovered) {
-    m->storm_ended_at = t_end - w;
+    m->verdict_ended_at = -1.0;
+    storm = true;
+  } else {
+    if (r->in_storm && m->verdict_ended_at < 0.0)
+      m->verdict_ended_at = t_end - w;
+    /* after the verdict: the storm lasts until goodput returns */
+    storm = r->in_storm && s->failure_ratio > MS_SIM_GOODPUT_SHARE;
+    if (storm)
+      m->draining_time += w;
   }
-  m->recovered = !s->storm;
+  if (storm)
+    m->storm_ended_at = -1.0;
+  else if (r->in_storm)
+    m->storm_ended_at = t_end - w;
+  r->in_storm = storm;
+  m->recovered = !storm;
 }
 
 /* Whether the attempts have settled at an equilibrium, and since when:
@@ -817,8 +831,10 @@ static void track_settling(ms_sim_recorder *r, const ms_sim_sample *s) {
   /* one attempt per window is the resolution of a count */
   double floor_abs = 1.0 / s->width;
   double tol = r->cfg->settle_tolerance;
-  bool in_h =
-      s->has_healthy && near(s->attempts, s->healthy_load, tol, floor_abs);
+  /* healthy also needs goodput back: a queue still draining can send
+   * the healthy attempt rate while most of it fails */
+  bool in_h = s->has_healthy && !r->in_storm &&
+              near(s->attempts, s->healthy_load, tol, floor_abs);
   bool in_c =
       s->has_collapsed && near(s->attempts, s->collapsed_load, tol, floor_abs);
   if (!in_h)
@@ -844,7 +860,7 @@ int ms_sim_recorder_window(ms_sim_recorder *r, double t_end, double width,
   int st = judge_window(r, &s, err);
   if (st != MS_OK)
     return st;
-  add_to_summary(&r->sum, &s, cnt);
+  add_to_summary(r, &s, cnt);
   track_settling(r, &s);
   if (r->sink != NULL && r->sink(r->ctx, &s) != 0) {
     r->stop = true;

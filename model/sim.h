@@ -308,10 +308,9 @@ double ms_scenario_mean_offered_load(const ms_scenario *sc, double t0,
 void ms_scenario_pool(const ms_scenario *sc, const ms_failure_model *base,
                       double t, ms_failure_model *out);
 
-/* The time the last trigger ends (start + rise + hold + fall), s; 0 when
- * there is none.  Load drops (load <= 0) relieve the service and do not
- * count: "did the storm outlast its trigger" asks about spikes, ramps and
- * pool changes. */
+/* The time the last trigger ends (start + rise + hold + fall), s, whatever
+ * its kind (spike, ramp, drop or pool change: until then the scenario is
+ * not back at its baseline); 0 when there is none. */
 double ms_scenario_trigger_end(const ms_scenario *sc);
 
 /* ------------------------------------------------------------------ */
@@ -359,6 +358,10 @@ typedef struct {
 } ms_sim_config;
 
 #define MS_SIM_MAX_BINS 100000000L
+
+/* Failure ratio of a window at or below which goodput has returned: most
+ * attempts succeed (ms_sim_summary.storm_ended_at). */
+#define MS_SIM_GOODPUT_SHARE 0.5
 
 /*
  * ms_sim_config_init: defaults around a service: no backoff, budget window
@@ -440,20 +443,36 @@ typedef struct {
   double requests; /* first attempts sent */
   double attempts; /* all attempts sent */
   double retries, failures, successes, given_up, refused; /* counts */
-  double peak_attempts;       /* highest window attempt rate, /s */
-  double peak_amplification;  /* highest window amplification */
+  double peak_attempts; /* highest window attempt rate, /s */
+  /* Attempts per request over the run, attempts / requests (1 without
+   * requests): each request sends at most r + 1 attempts, so this is at
+   * most r + 1 (the policy's maximum, one tier).  A window's own
+   * attempts / offered (ms_sim_sample.amplification) is no such bound:
+   * after the load falls, the retries of earlier requests are divided by
+   * the fewer first attempts of the window. */
+  double amplification;
   double peak_backlog;        /* largest backlog at a window's end */
-  double storm_time;          /* s of windows in storm */
+  double storm_time;          /* s of windows in storm by the verdict */
   double first_storm_at;      /* end of the first storm window, s; -1 none */
-  double trigger_end;         /* ms_scenario_trigger_end (drops excluded) */
+  double trigger_end;         /* ms_scenario_trigger_end */
   double storm_after_trigger; /* s in storm at or after trigger_end */
-  /* Whether the last window is out of storm, and when the last storm
-   * ended (end of its last storm window, s; -1 if there was none or the
-   * run ended in one). */
+  /* A storm, for the summary, is a run of windows from one the plugin
+   * judges in storm until goodput returns: it goes on through the windows
+   * that follow while most attempts fail (failure ratio above
+   * MS_SIM_GOODPUT_SHARE: a queue left behind still draining, the plugin's
+   * verdict already out of storm).  recovered: the last window is out of
+   * such a storm; storm_ended_at: the end of its last window, s, where
+   * goodput returned (-1 if there was no storm or the run ended in one);
+   * verdict_ended_at: the end of the last window the plugin judged in
+   * storm, when the verdict left it (-1 likewise); draining_time: s of
+   * windows in the storm after the verdict had left it. */
   bool recovered;
   double storm_ended_at;
+  double verdict_ended_at;
+  double draining_time;
   /* Where the run settled: the last window's attempt rate is within
-   * settle_tolerance of the healthy (or collapsed) equilibrium, and since
+   * settle_tolerance of the healthy (or collapsed) equilibrium (healthy:
+   * and out of storm, goodput back), and since
    * when (end of the last window outside that band, s; 0 if always in;
    * -1 if the last window is near neither). */
   bool settled_healthy, settled_collapsed;

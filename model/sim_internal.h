@@ -67,6 +67,7 @@ typedef struct {
   bool has_prev;
   ms_state prev;
   double off_healthy_at, off_collapsed_at; /* end of last window outside */
+  bool in_storm; /* the last window was in a storm (summary's sense) */
   bool stop;
 } ms_sim_recorder;
 

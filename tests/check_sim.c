@@ -189,11 +189,11 @@ START_TEST(test_scenario_offered_load) {
   ck_assert_double_eq_tol(ms_scenario_mean_offered_load(&sc, 5, 14),
                           10 + 20.0 * 6 / 9, 1e-12);
   ck_assert_double_eq_tol(ms_scenario_trigger_end(&sc), 14, 1e-12);
-  /* a drop relieves: it is no trigger */
+  /* a drop is a trigger too: the scenario is off its baseline until 50 */
   sc.n_triggers = 2;
   sc.triggers[1] = (ms_trigger){
       .kind = MS_TRIGGER_LOAD, .start = 20, .hold = 30, .load = -5};
-  ck_assert_double_eq_tol(ms_scenario_trigger_end(&sc), 14, 1e-12);
+  ck_assert_double_eq_tol(ms_scenario_trigger_end(&sc), 20 + 30, 1e-12);
   sc.n_triggers = 1;
 
   /* a drop below zero stops the traffic: 10 - 2 t, clamped at t = 5 */
@@ -1084,8 +1084,11 @@ START_TEST(test_des_latch_threshold) {
                 tau_m, tau_q, tau);
   /* the values doc/simulation.md quotes (the fluid engine is deterministic
    * arithmetic; the DES depends on the platform's libm only through its
-   * random variates, so it gets a range) */
-  ck_assert_msg(fabs(tau_m - 0.233) < 0.005 && fabs(tau_q - 3.47) < 0.01 &&
+   * random variates, so it gets a range).  The memoryless engine's spikes
+   * from 0.18 s to 0.23 s leave a retry wave behind that the verdict calls
+   * vulnerable while just over half the attempts fail: goodput never
+   * returns, so they latch (a storm ends when goodput returns) */
+  ck_assert_msg(fabs(tau_m - 0.183) < 0.005 && fabs(tau_q - 3.47) < 0.01 &&
                     tau > 6.0 && tau < 8.0,
                 "memoryless %.4f s, queue-memory fluid %.4f s, DES %.4f s",
                 tau_m, tau_q, tau);

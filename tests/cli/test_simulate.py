@@ -212,7 +212,11 @@ class Simulate(CliTest):
                      "--engine", "des")
         s = j["summary"]
         self.assertTrue(s["recovered"])
-        self.assertGreater(s["storm_after_trigger"], 0)
+        # the storm outlasts the spike (20 s + 10 s) and ends during the
+        # drop (60 s + 150 s), the last trigger
+        self.assertEqual(s["trigger_end"], 210)
+        self.assertGreater(s["storm_ended_at"], 30)
+        self.assertLess(s["storm_ended_at"], 210)
         self.assertEqual(s["settled"], "healthy")
 
     def test_des_seeds(self):
@@ -239,13 +243,15 @@ class Simulate(CliTest):
         out = self.ok("simulate", *SVC, "--scenario",
                       os.path.join(EXAMPLES, "storm.yaml"), "--engine",
                       "des").out
-        self.assertIn("outcome:   storm (by the plugin's verdict) ended at "
-                      "60 s, 30 s after the triggers ended: it outlasted "
-                      "them", out)
         # below the recovery load the plugin calls it stable while the
-        # queue left by the storm drains and attempts still fail
+        # queue left by the storm drains and attempts still fail: the
+        # storm ends when goodput returns, during the drop that ends the
+        # triggers at 210 s
+        self.assertIn("outcome:   storm ended at 182 s, when goodput "
+                      "returned, before the triggers ended at 210 s", out)
         self.assertIn("draining:  122 s of windows judged out of storm with "
-                      "most attempts failing, the last ending at 182 s", out)
+                      "most attempts failing (the plugin's verdict left the "
+                      "storm at 60 s)", out)
         self.assertIn("settled:   at the healthy equilibrium (within 36.5 %) "
                       "since 182 s", out)
 
