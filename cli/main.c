@@ -27,6 +27,8 @@ static const ms_cli_command commands[] = {
      "validate a service file as the plugin does; its services' loads"},
     {"fit", ms_cmd_fit,
      "estimate a service's parameters from a trace, with 95 % intervals"},
+    {"tolerance", ms_cmd_tolerance,
+     "the longest stall or spike survived at a load; the trigger map"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
