@@ -140,7 +140,8 @@ static void write_text(const ms_cli_model *m, double load,
     printf("tolerance: any: %s\n",
            load < t->recovery_load
                ? "below the recovery load no collapsed equilibrium exists, "
-                 "every storm ends with its trigger"
+                 "every storm ends once the trigger is over and the backlog "
+                 "has drained"
                : "the spike stays under the tipping load");
     if (t->verified)
       printf("checked:   a %s of %.3g s recovered\n", what, t->checked);
@@ -352,6 +353,18 @@ static int draw_map(const ms_cli_model *m, const ms_sim_config *cfg,
   p.legend_columns = 3;
   p.series = s;
   p.n_series = 3;
+  /* a spike whose peak stays under the tipping load never latches */
+  char mtext[96];
+  snprintf(mtext, sizeof mtext, "peak at the tipping load (+%.4g/s)",
+           t->tipping_load - a->load);
+  ms_plot_marker mk = {.vertical = false,
+                       .at = t->tipping_load - a->load,
+                       .text = mtext,
+                       .color = MS_PLOT_GREY};
+  if (full->kind == MS_TRIGGER_LOAD && mk.at > 0) {
+    p.markers = &mk;
+    p.n_markers = 1;
+  }
   char perr[512];
   if (ms_plot_write(&p, a->map, perr, sizeof perr) != 0)
     return ms_cli_fail("%s", perr);
