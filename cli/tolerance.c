@@ -239,9 +239,20 @@ static int map_rows(const ms_cli_model *m, const ms_tolerance_query *q) {
   return c < MAP_SIZES ? (int)c : MAP_SIZES;
 }
 
-static int draw_map(const ms_cli_model *m, const ms_sim_config *cfg,
-                    const ms_tolerance_query *full, const ms_tolerance *t,
-                    const tolerance_args *a) {
+/* The map's probes: recovering and latching points, and the boundary
+ * (the bisection's midpoint) of every row. */
+typedef struct {
+  double rx[MAP_SIZES * MAP_DURATIONS], ry[MAP_SIZES * MAP_DURATIONS];
+  double lx[MAP_SIZES * MAP_DURATIONS], ly[MAP_SIZES * MAP_DURATIONS];
+  double bx[MAP_SIZES], by[MAP_SIZES];
+  size_t nr, nl, nb;
+  int violations; /* recovered after a shorter trigger of its row latched */
+  double dlo, dhi;
+} map_points;
+
+static int map_probe(const ms_cli_model *m, const ms_sim_config *cfg,
+                     const ms_tolerance_query *full, const ms_tolerance *t,
+                     map_points *mp) {
   int rows = map_rows(m, full);
   /* durations log-spaced over two decades around the full trigger's
    * tolerance, or around one turn of the loop when it has none */
@@ -250,14 +261,11 @@ static int draw_map(const ms_cli_model *m, const ms_sim_config *cfg,
   if (!(mid > 0))
     mid = t->lead_in / 5.0;
   double dlo = mid / 10.0, dhi = mid * 10.0;
+  mp->dlo = dlo;
+  mp->dhi = dhi;
   ms_cli_progress prog;
   size_t total = (size_t)rows * (MAP_DURATIONS + 1), done = 0;
   ms_cli_progress_start(&prog, "trigger map", total);
-  static double rx[MAP_SIZES * MAP_DURATIONS], ry[MAP_SIZES * MAP_DURATIONS];
-  static double lx[MAP_SIZES * MAP_DURATIONS], ly[MAP_SIZES * MAP_DURATIONS];
-  double bx[MAP_SIZES], by[MAP_SIZES];
-  size_t nr = 0, nl = 0, nb = 0;
-  int violations = 0;
   ms_error err;
   for (int i = 0; i < rows; i++) {
     ms_tolerance_query q;
@@ -271,11 +279,11 @@ static int draw_map(const ms_cli_model *m, const ms_sim_config *cfg,
       return ms_cli_fail("trigger map: %s", err.msg);
     }
     if (ti.kind == MS_TOLERANCE_BOUNDED || ti.kind == MS_TOLERANCE_OVERLOADED) {
-      bx[nb] =
+      mp->bx[mp->nb] =
           fmax(ti.kind == MS_TOLERANCE_BOUNDED ? 0.5 * (ti.tolerance + ti.latch)
                                                : dlo,
                dlo);
-      by[nb++] = size;
+      mp->by[mp->nb++] = size;
     }
     ms_cli_progress_update(&prog, ++done);
     bool latched_before = false;
@@ -287,19 +295,35 @@ static int draw_map(const ms_cli_model *m, const ms_sim_config *cfg,
         return ms_cli_fail("trigger map: %s", err.msg);
       }
       if (latched_before && !latched)
-        violations++;
+        mp->violations++;
       latched_before = latched_before || latched;
       if (latched) {
-        lx[nl] = d;
-        ly[nl++] = size;
+        mp->lx[mp->nl] = d;
+        mp->ly[mp->nl++] = size;
       } else {
-        rx[nr] = d;
-        ry[nr++] = size;
+        mp->rx[mp->nr] = d;
+        mp->ry[mp->nr++] = size;
       }
       ms_cli_progress_update(&prog, ++done);
     }
   }
   ms_cli_progress_end(&prog);
+  return 0;
+}
+
+static int draw_map(const ms_cli_model *m, const ms_sim_config *cfg,
+                    const ms_tolerance_query *full, const ms_tolerance *t,
+                    const tolerance_args *a) {
+  static map_points mp;
+  memset(&mp, 0, sizeof mp);
+  int r = map_probe(m, cfg, full, t, &mp);
+  if (r != 0)
+    return r;
+  double dlo = mp.dlo, dhi = mp.dhi;
+  int violations = mp.violations;
+  size_t nr = mp.nr, nl = mp.nl, nb = mp.nb;
+  double *rx = mp.rx, *ry = mp.ry, *lx = mp.lx, *ly = mp.ly, *bx = mp.bx,
+         *by = mp.by;
   if (violations > 0)
     fprintf(stderr,
             "metastable: trigger map: %d probes recovered after a shorter "
