@@ -31,6 +31,8 @@ static const ms_cli_command commands[] = {
      "a capacity plan in units: amplification, loads, bounds, health check"},
     {"escapes", ms_cmd_escapes,
      "the escapes from the retry loop compared: bands and what each costs"},
+    {"tolerance", ms_cmd_tolerance,
+     "the longest stall or spike survived at a load; the trigger map"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -960,6 +960,9 @@ typedef enum {
   X(DRAIN_TIME, drain_time, MS_OUTPUT_OPTIONAL,                               \
     "s", "0", "U",                                                            \
     "seconds to serve the observed queue at this offered load")               \
+  X(STALL_TOLERANCE, stall_tolerance, MS_OUTPUT_OPTIONAL,                     \
+    "s", "0", "U",                                                            \
+    "longest full stall survived at this offered load without a storm")       \
   X(SERVICE_TIME_ESTIMATE, service_time_estimate, MS_OUTPUT_OPTIONAL,       \
     "s", "0", "U",                                                            \
     "service time learned from busy_servers, completion_rate or latency")     \
@@ -1032,6 +1035,11 @@ typedef struct {
   int recovering;                   /* 0 or 1: storm in state 0 or 1 */
   bool has_drain_time;              /* queue given and it drains */
   double drain_time;                /* s to serve the queue at lambda */
+  /* set by ms_tracker_step, never by ms_analyze (a search of fluid runs,
+   * cached per offered-load bucket: service/service.h) */
+  bool has_stall_tolerance; /* erlang, one tier, at or above the recovery
+                               load (below it every stall is survived) */
+  double stall_tolerance;   /* s, ms_trigger_tolerance: 0 overloaded */
   /* calibration (doc/design.md §1.8): set by ms_tracker_step, never by
    * ms_analyze, which knows one interval only */
   bool has_service_time_estimate; /* busy/completion or latency inputs */

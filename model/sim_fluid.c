@@ -248,9 +248,9 @@ static void fluid_free(fluid_state *f) {
   free(f->bud_retry);
 }
 
-/* dt and bins per window, from the configuration. */
-static int pick_dt(const ms_sim_config *c, double *dt, long *spb,
-                   ms_error *err) {
+/* dt and bins per window, from the configuration (sim_internal.h). */
+int ms_sim_fluid_dt(const ms_sim_config *c, double *dt, long *spb,
+                    ms_error *err) {
   double si = c->sample_interval;
   if (c->dt > 0.0) {
     double n = round(si / c->dt);
@@ -283,7 +283,7 @@ static int pick_dt(const ms_sim_config *c, double *dt, long *spb,
 /* dt, bins per window and the bins of the whole run, within the limit. */
 static int pick_bins(const ms_sim_config *c, double *dt, long *spb, long *nbins,
                      ms_error *err) {
-  int st = pick_dt(c, dt, spb, err);
+  int st = ms_sim_fluid_dt(c, dt, spb, err);
   if (st != MS_OK)
     return st;
   double nbins_d = ceil(c->scenario.duration / *dt - 1e-9);

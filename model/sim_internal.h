@@ -86,4 +86,12 @@ int ms_sim_recorder_window(ms_sim_recorder *r, double t_end, double width,
 void ms_sim_recorder_finish(ms_sim_recorder *r, double duration, double events,
                             ms_sim_summary *out);
 
+/*
+ * The fluid engine's bin width dt, s, and bins per sample window: c->dt
+ * when set (it must divide the sample interval), else the default of
+ * ms_sim_config.dt.  MS_OK, MS_EINVAL, MS_ELIMIT (sim_fluid.c).
+ */
+int ms_sim_fluid_dt(const ms_sim_config *c, double *dt, long *spb,
+                    ms_error *err);
+
 #endif

@@ -310,6 +310,15 @@ typedef struct {
   bool ready;                /* the estimators were initialised */
 } ms_calibration;
 
+/* Offered-load buckets of stall_tolerance a tracker remembers. */
+#define MS_TOLERANCE_CACHE 8
+/* The bucket's width: stall_tolerance is computed at the upper end of the
+ * relative step of 1 % that holds the offered load. */
+#define MS_TOLERANCE_BUCKET 1.01
+/* The longest stall the plugin searches, s: a service that survives more
+ * reports this. */
+#define MS_TOLERANCE_MAX_STALL 600.0
+
 /* The memory of one service between intervals. */
 typedef struct {
   bool has_landscape;
@@ -326,6 +335,15 @@ typedef struct {
   int roomy_streak;               /* intervals with enough headroom since */
   unsigned long landscape_builds; /* how many times it was (re)built */
   ms_calibration calibration;
+  /* stall_tolerance (ms_trigger_tolerance), cached per offered-load bucket
+   * b = floor(ln lambda / ln 1.01) for the landscape of build
+   * tolerance_builds: the last MS_TOLERANCE_CACHE buckets seen, so that a
+   * load wandering over a few buckets searches each once */
+  unsigned long tolerance_builds;
+  int tolerance_n, tolerance_next;
+  long tolerance_bucket[MS_TOLERANCE_CACHE];
+  double tolerance_value[MS_TOLERANCE_CACHE]; /* s; < 0: none */
+  unsigned long tolerance_searches;           /* searches run, for tests */
 } ms_tracker;
 
 /* Result of one step. */

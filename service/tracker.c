@@ -10,6 +10,7 @@
 
 #include "calibration.h"
 #include "service.h"
+#include "sim.h"
 
 const char *ms_note_severity_name(ms_note_severity s) {
   switch (s) {
@@ -334,6 +335,70 @@ static void headroom_note(ms_tracker *t, const ms_service_spec *spec,
   }
 }
 
+/*
+ * stall_tolerance (doc/outputs.md, "Stall tolerance"): the longest full
+ * stall survived at the upper end of the 1 % bucket that holds the offered
+ * load, by ms_trigger_tolerance (model/sim.h), searched once per bucket
+ * and landscape and then taken from the tracker's cache.  The upper end
+ * makes the value the same whatever load in the bucket came first, and
+ * errs on the short side.  Erlang model, one tier; none below the
+ * recovery load (every stall is survived), 0 above the tipping load,
+ * MS_TOLERANCE_MAX_STALL when no stall up to it latches; none when the
+ * search fails (a run too long for the engine's limits).
+ */
+static void stall_tolerance_report(ms_tracker *t, ms_report *r) {
+  const ms_landscape *ls = &t->landscape;
+  double lambda = r->offered_load;
+  r->has_stall_tolerance = false;
+  if (ls->params.model.kind != MS_MODEL_ERLANG ||
+      ls->params.policy.tiers != 1 || !(lambda > 0) ||
+      lambda < ls->recovery_load)
+    return;
+  if (lambda > ls->tipping_load) {
+    r->has_stall_tolerance = true;
+    r->stall_tolerance = 0.0;
+    return;
+  }
+  if (t->tolerance_builds != t->landscape_builds) {
+    t->tolerance_n = t->tolerance_next = 0;
+    t->tolerance_builds = t->landscape_builds;
+  }
+  long b = (long)floor(log(lambda) / log(MS_TOLERANCE_BUCKET));
+  double v = -1.0;
+  int i;
+  for (i = 0; i < t->tolerance_n; i++)
+    if (t->tolerance_bucket[i] == b)
+      break;
+  if (i < t->tolerance_n) {
+    v = t->tolerance_value[i];
+  } else {
+    ms_sim_config cfg;
+    ms_sim_config_init(&cfg, &ls->params);
+    cfg.scenario.offered_load =
+        fmax(lambda, pow(MS_TOLERANCE_BUCKET, (double)(b + 1)));
+    ms_tolerance_query q = {.kind = MS_TRIGGER_SERVERS,
+                            .max_hold = MS_TOLERANCE_MAX_STALL};
+    ms_tolerance res;
+    t->tolerance_searches++;
+    if (ms_trigger_tolerance(&cfg, &q, &res, NULL) == MS_OK) {
+      if (res.kind == MS_TOLERANCE_BOUNDED ||
+          res.kind == MS_TOLERANCE_OVERLOADED ||
+          res.kind == MS_TOLERANCE_BEYOND)
+        v = res.tolerance;
+    }
+    int k = t->tolerance_next;
+    t->tolerance_bucket[k] = b;
+    t->tolerance_value[k] = v;
+    t->tolerance_next = (k + 1) % MS_TOLERANCE_CACHE;
+    if (t->tolerance_n < MS_TOLERANCE_CACHE)
+      t->tolerance_n++;
+  }
+  if (v >= 0) {
+    r->has_stall_tolerance = true;
+    r->stall_tolerance = v;
+  }
+}
+
 void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
                      const ms_inputs *in, ms_step *out) {
   memset(out, 0, sizeof *out);
@@ -393,6 +458,7 @@ void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
   out->ok = true;
   ms_calibration_report(&t->calibration, spec, &t->landscape, inf,
                         tau > 0 ? tau : 1.0, &out->report);
+  stall_tolerance_report(t, &out->report);
   const ms_report *r = &out->report;
   /* Notifications have hysteresis in time: a storm is announced at once,
    * but announced over only after clear_after intervals without one, so a

@@ -15,6 +15,7 @@
 
 #include "check_run.h"
 #include "service.h"
+#include "sim.h"
 #include "yamldoc.h"
 
 static const char *good_file =
@@ -1138,6 +1139,105 @@ START_TEST(test_headroom_warning_and_recovery) {
 }
 END_TEST
 
+/* A fluid run of the tracker's service built here: a full stall of `hold`
+ * s from 10 s at lambda, 300 s after it; whether it ends in a storm. */
+static bool stall_run_latches(long servers, double lambda, double hold) {
+  ms_service_params p;
+  ms_failure_model_erlang(&p.model, servers, 10.0, 1.0);
+  p.model.base_failure = 0.01;
+  ms_retry_policy_fixed(&p.policy, 3);
+  ms_sim_config c;
+  ms_sim_config_init(&c, &p);
+  c.queue_memory = true;
+  c.scenario.offered_load = lambda;
+  c.scenario.duration = 10 + hold + 300;
+  c.scenario.n_triggers = 1;
+  memset(&c.scenario.triggers[0], 0, sizeof c.scenario.triggers[0]);
+  c.scenario.triggers[0].kind = MS_TRIGGER_SERVERS;
+  c.scenario.triggers[0].start = 10;
+  c.scenario.triggers[0].hold = hold;
+  ms_sim_summary sum;
+  ms_error err;
+  ck_assert_msg(ms_sim_fluid(&c, NULL, NULL, &sum, &err) == MS_OK, "%s",
+                err.msg);
+  return !sum.recovered;
+}
+
+/*
+ * stall_tolerance: 10 servers x 100 ms, 1 s timeout, 3 retries, 1 % base
+ * failure (tipping 93.66/s, recovery 25/s).  The value is the search's at
+ * the upper end of the load's 1 % bucket, 1.01^(b + 1) with b = floor(ln
+ * lambda / ln 1.01), and fluid runs built here confirm it: a stall that
+ * long recovers, one 0.1 s (two bins) longer latches.  It is searched once
+ * per bucket (the cache), again after the landscape is rebuilt (the pool
+ * changed); absent below the recovery load and for the capacity model, 0
+ * above the tipping load with no search.
+ */
+START_TEST(test_stall_tolerance_output) {
+  ms_service_spec s = erlang_spec();
+  ms_failure_model_erlang(&s.params.model, 10, 10.0, 1.0);
+  s.params.model.base_failure = 0.01;
+  ms_retry_policy_fixed(&s.params.policy, 3);
+  use(&s, MS_INPUT_OFFERED);
+  use(&s, MS_INPUT_POOL);
+  ms_tracker t;
+  ms_tracker_init(&t);
+  ms_inputs in = values(NAN, 60, NAN, NAN, 10);
+  ms_step st;
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert(st.ok && st.report.has_stall_tolerance);
+  double v = st.report.stall_tolerance;
+  double edge = pow(1.01, floor(log(60.0) / log(1.01)) + 1);
+  ck_assert(edge > 60 && edge < 60.6);
+  ck_assert(!stall_run_latches(10, edge, v));
+  ck_assert(stall_run_latches(10, edge, v + 0.1));
+  ck_assert(!stall_run_latches(10, 60, v)); /* the edge errs short */
+  ck_assert(v > 1.0 && v < 1.3);            /* 1.17 s at 60/s itself */
+  ck_assert_uint_eq(t.tolerance_searches, 1);
+  /* the same bucket: no search, the same value */
+  in = values(NAN, 60.2, NAN, NAN, 10);
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert_uint_eq(t.tolerance_searches, 1);
+  ck_assert_double_eq(st.report.stall_tolerance, v);
+  /* five more buckets, then all six again: six searches in all */
+  const double loads[] = {55, 57, 63, 66, 70};
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < 5; i++) {
+      in = values(NAN, loads[i], NAN, NAN, 10);
+      ms_tracker_step(&t, &s, &in, &st);
+      ck_assert(st.report.has_stall_tolerance);
+    }
+  ck_assert_uint_eq(t.tolerance_searches, 6);
+  /* a higher load survives less */
+  ck_assert(st.report.stall_tolerance < v);
+  /* below the recovery load: none; above the tipping load: 0, no search */
+  in = values(NAN, 20, NAN, NAN, 10);
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert(st.ok && !st.report.has_stall_tolerance);
+  in = values(NAN, 95, NAN, NAN, 10);
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert(st.report.has_stall_tolerance);
+  ck_assert_double_eq(st.report.stall_tolerance, 0);
+  ck_assert_uint_eq(t.tolerance_searches, 6);
+  /* 12 servers: rebuilt, searched again, and longer */
+  in = values(NAN, 60, NAN, NAN, 12);
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert_uint_eq(t.tolerance_searches, 7);
+  ck_assert(st.report.stall_tolerance > v);
+  ck_assert(!stall_run_latches(12, edge, st.report.stall_tolerance));
+  ck_assert(stall_run_latches(12, edge, st.report.stall_tolerance + 0.1));
+  /* the capacity model has no queue to simulate */
+  ms_service_spec cap = erlang_spec();
+  ms_failure_model_capacity(&cap.params.model, 100);
+  cap.has_servers = false;
+  use(&cap, MS_INPUT_OFFERED);
+  ms_tracker_init(&t);
+  in = values(NAN, 60, NAN, NAN, NAN);
+  ms_tracker_step(&t, &cap, &in, &st);
+  ck_assert(st.ok && !st.report.has_stall_tolerance);
+}
+END_TEST
+
 /* Load that flaps around the tipping load: one FAILURE, and one OKAY only
  * once the storm has stayed away for clear_after intervals. */
 START_TEST(test_flapping_storm_pages_once) {
@@ -1216,6 +1316,7 @@ int main(void) {
   tcase_add_test(tc, test_headroom_warning_and_recovery);
   tcase_add_test(tc, test_cold_start_in_storm);
   tcase_add_test(tc, test_flapping_storm_pages_once);
+  tcase_add_test(tc, test_stall_tolerance_output);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   return ms_check_run(sr);

@@ -1691,6 +1691,148 @@ START_TEST(test_errors) {
 }
 END_TEST
 
+/* Whether a fluid run of the service at lambda with a full stall (or a
+ * spike of `spike` req/s) of `hold` s from `start`, run to `duration`,
+ * ends in a storm: built here, not by the code under test. */
+static bool stall_latches(double lambda, double spike, double start,
+                          double hold, double duration) {
+  ms_sim_config c = config(lambda, duration);
+  c.queue_memory = true;
+  if (spike > 0)
+    add_spike(&c, spike, start, hold);
+  else
+    add_stall(&c, 0, start, hold);
+  return !run(MS_ENGINE_FLUID, &c, NULL).recovered;
+}
+
+static ms_tolerance tolerance_of(double lambda, double spike) {
+  ms_sim_config c = config(lambda, 60.0);
+  ms_tolerance_query q = {.kind =
+                              spike > 0 ? MS_TRIGGER_LOAD : MS_TRIGGER_SERVERS,
+                          .spike_load = spike,
+                          .check_monotone = true};
+  ms_tolerance t;
+  ms_error err;
+  ck_assert_msg(ms_trigger_tolerance(&c, &q, &t, &err) == MS_OK, "%s", err.msg);
+  return t;
+}
+
+/*
+ * The stall tolerance against a brute-force scan: 120 stalls evenly spaced
+ * over [0, 2 latch], each a fluid run built here.  The outcome must be a
+ * step (no recovery after a shorter stall latched) whose step lies in
+ * (tolerance, latch]; the same holds with a horizon 300 s longer (the
+ * verdict does not depend on where the run stops); and the bisection of
+ * ms_sim_latch_threshold, a separate search, lands in the same bracket.
+ */
+START_TEST(test_stall_tolerance_scan) {
+  const double loads[] = {30.0, 60.0, 90.0};
+  double prev = INFINITY;
+  for (int i = 0; i < 3; i++) {
+    ms_tolerance t = tolerance_of(loads[i], 0);
+    ck_assert_int_eq(t.kind, MS_TOLERANCE_BOUNDED);
+    ck_assert(t.monotone);
+    ck_assert(t.tolerance < t.latch);
+    ck_assert(t.latch - t.tolerance <= fmax(0.01 * t.latch, t.dt) + 1e-12);
+    double step = -1;
+    bool seen = false;
+    for (int k = 0; k <= 120; k++) {
+      double hold = 2.0 * t.latch * k / 120.0;
+      bool l = stall_latches(loads[i], 0, t.lead_in, hold,
+                             t.lead_in + hold + t.horizon);
+      ck_assert_msg(!(seen && !l),
+                    "load %g: %g s recovered after a shorter "
+                    "stall latched",
+                    loads[i], hold);
+      if (l && !seen)
+        step = hold;
+      seen = seen || l;
+      if (k % 10 == 0)
+        ck_assert_int_eq(stall_latches(loads[i], 0, t.lead_in, hold,
+                                       t.lead_in + hold + t.horizon + 300.0),
+                         l);
+    }
+    ck_assert_msg(step > t.tolerance - 2.0 * t.latch / 120 &&
+                      step <= t.latch + 2.0 * t.latch / 120,
+                  "load %g: scan steps at %g s, search says (%g, %g]", loads[i],
+                  step, t.tolerance, t.latch);
+    ms_sim_config c = config(loads[i], t.lead_in + 2 * t.latch + t.horizon);
+    c.queue_memory = true;
+    add_stall(&c, 0, t.lead_in, 0);
+    double tau;
+    ms_error err;
+    ck_assert_msg(ms_sim_latch_threshold(MS_ENGINE_FLUID, &c, 0, 0.0,
+                                         2 * t.latch, 1e-3, &tau,
+                                         &err) == MS_OK,
+                  "%s", err.msg);
+    ck_assert_msg(tau > t.tolerance - t.dt && tau < t.latch + t.dt,
+                  "load %g: threshold %g s, search (%g, %g]", loads[i], tau,
+                  t.tolerance, t.latch);
+    /* a higher load survives a shorter stall */
+    ck_assert(t.tolerance < prev);
+    prev = t.tolerance;
+  }
+}
+END_TEST
+
+/* Below the recovery load (25/s) every stall and spike is survived, and
+ * the engine agrees (a 110 s stall, 20 loop turns past its end, and a run
+ * built here of a 300 s stall given 3000 s to drain); above the tipping
+ * load (93.66/s) the tolerance is 0 and a run with no trigger ends in a
+ * storm; a spike that stays under the tipping load is survived at any
+ * length. */
+START_TEST(test_tolerance_limits) {
+  ms_tolerance t = tolerance_of(20.0, 0);
+  ck_assert_int_eq(t.kind, MS_TOLERANCE_UNBOUNDED);
+  ck_assert(t.verified);
+  ck_assert_double_eq_tol(t.checked, 100 * (1.0 + 0.1), 1e-9);
+  ck_assert(!stall_latches(20.0, 0, 10, 300, 3310));
+  t = tolerance_of(20.0, 500);
+  ck_assert_int_eq(t.kind, MS_TOLERANCE_UNBOUNDED);
+  t = tolerance_of(60.0, 30); /* 90/s at the peak, under 93.66/s */
+  ck_assert_int_eq(t.kind, MS_TOLERANCE_UNBOUNDED);
+  ck_assert(t.verified);
+  t = tolerance_of(95.0, 0);
+  ck_assert_int_eq(t.kind, MS_TOLERANCE_OVERLOADED);
+  ck_assert_double_eq(t.tolerance, 0);
+  ck_assert_int_eq(t.probes, 0);
+  ck_assert(stall_latches(95.0, 0, 10, 0, 200));
+  /* a spike: bounded, and the runs on either side agree */
+  t = tolerance_of(60.0, 60);
+  ck_assert_int_eq(t.kind, MS_TOLERANCE_BOUNDED);
+  ck_assert(!stall_latches(60, 60, t.lead_in, t.tolerance,
+                           t.lead_in + t.tolerance + t.horizon + 300));
+  ck_assert(stall_latches(60, 60, t.lead_in, t.latch,
+                          t.lead_in + t.latch + t.horizon + 300));
+}
+END_TEST
+
+START_TEST(test_tolerance_errors) {
+  ms_sim_config c = config(60.0, 60.0);
+  ms_tolerance_query q = {.kind = MS_TRIGGER_SERVERS, .servers = 10};
+  ms_tolerance t;
+  ms_error err;
+  ck_assert_int_eq(ms_trigger_tolerance(&c, &q, &t, &err), MS_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "stalled pool"));
+  q = (ms_tolerance_query){.kind = MS_TRIGGER_LOAD, .spike_load = 0};
+  ck_assert_int_eq(ms_trigger_tolerance(&c, &q, &t, &err), MS_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "spike size"));
+  q = (ms_tolerance_query){.kind = MS_TRIGGER_SERVERS, .rel_tol = 0.6};
+  ck_assert_int_eq(ms_trigger_tolerance(&c, &q, &t, &err), MS_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "relative tolerance"));
+  q = (ms_tolerance_query){.kind = MS_TRIGGER_SERVERS, .max_hold = 1e6};
+  ck_assert_int_eq(ms_trigger_tolerance(&c, &q, &t, &err), MS_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "longest trigger"));
+  q = (ms_tolerance_query){.kind = MS_TRIGGER_SERVERS};
+  ms_failure_model_capacity(&c.service.model, 100.0);
+  ck_assert_int_eq(ms_trigger_tolerance(&c, &q, &t, &err), MS_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "erlang"));
+  bool l;
+  ck_assert_int_eq(ms_tolerance_probe(&c, &q, -1, &l, NULL, &err), MS_EINVAL);
+  ck_assert_str_eq(ms_tolerance_kind_name(MS_TOLERANCE_BEYOND), "beyond");
+}
+END_TEST
+
 /* A sink that stops the run after three windows. */
 static int stop_after_three(void *ctx, const ms_sim_sample *s) {
   (void)s;
@@ -1740,6 +1882,9 @@ static Suite *sim_suite(void) {
   tcase_add_test(fluid, test_fluid_conservation);
   tcase_add_test(fluid, test_stall);
   tcase_add_test(fluid, test_fluid_named_policies);
+  tcase_add_test(fluid, test_stall_tolerance_scan);
+  tcase_add_test(fluid, test_tolerance_limits);
+  tcase_add_test(fluid, test_tolerance_errors);
   suite_add_tcase(s, fluid);
 
   TCase *des = tcase_create("des");

@@ -15,7 +15,7 @@ from clitest import DATA, SPEC, SRCDIR, CliTest
 CAP = ("--capacity", "1", "--retries", "3")
 ERL = ("--servers", "10", "--service-time", "100ms", "--timeout", "1")
 COMMANDS = ("solve", "erlang", "sweep", "lab", "replay", "simulate", "check",
-            "fit")
+            "fit", "tolerance")
 
 # (arguments, exit code, text the message must contain)
 ERRORS = [

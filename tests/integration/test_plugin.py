@@ -18,6 +18,7 @@ running; a broken service file that fails collectd's configuration.
 Everything started is stopped.
 """
 import json
+import math
 import os
 import re
 import signal
@@ -48,6 +49,15 @@ def check(cond, what):
 
 def close(a, b, rel):
     return a is not None and b is not None and abs(a - b) <= rel * abs(b)
+
+
+def tolerance(args):
+    """The stall tolerance through `metastable tolerance`."""
+    r = subprocess.run([CLI, "tolerance", "--format", "json"] + args,
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise RuntimeError("metastable tolerance %s: %s" % (args, r.stderr))
+    return json.loads(r.stdout)
 
 
 def model(args):
@@ -561,6 +571,17 @@ def scenario(cd, prom, feeder):
     check(close(got, want["effective_load"], 1e-6),
           "effective load %.4f = model's %.4f at offered %.4f" % (
               got, want["effective_load"], lam))
+    # stall_tolerance: the search of `metastable tolerance` at the upper
+    # end of the offered load's 1 % bucket (doc/outputs.md)
+    edge = 1.01 ** (math.floor(math.log(lam) / math.log(1.01)) + 1)
+    tol = tolerance(CHECKOUT + ["--load", repr(edge), "--max-duration",
+                                "600"])
+    check(tol["verdict"] == "bounded" and
+          close(cd.value("checkout", "stall_tolerance"), tol["tolerance"],
+                1e-6),
+          "stall tolerance %s s = the search's %s s at %.6g req/s" % (
+              cd.value("checkout", "stall_tolerance"), tol["tolerance"],
+              edge))
     learner_checks(cd, tip_model)
     # fleet: glob over two hosts, DERIVE via PUTVAL, capacity model
     fl = cd.value("fleet", "offered_load")

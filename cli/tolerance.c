@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * metastable tolerance: the longest full stall (or, with --spike-size, the
+ * longest spike) the service survives at an offered load without latching
+ * into a storm, by bisection on the trigger's length with the fluid engine
+ * (ms_trigger_tolerance, model/sim.h), and the trigger map of Huang et al.,
+ * OSDI 2022 (trigger size x duration -> recovers or latches) as a picture.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "json.h"
+#include "plot.h"
+#include "sim.h"
+
+static const char help[] =
+    "Usage: metastable tolerance [MODEL OPTIONS] --load L [--spike-size S]\n"
+    "                            [--precision R] [--max-duration D]\n"
+    "                            [--map FILE] [--title TEXT]\n"
+    "                            [--format text|json]\n"
+    "\n"
+    "The longest full stall of the service (all servers gone, the clients\n"
+    "still sending and retrying) that it survives at offered load L without\n"
+    "latching into a retry storm; with --spike-size, the longest spike of S\n"
+    "more requests/s.  Each probe is one run of the fluid simulation with\n"
+    "the queue carried between bins (erlang model, one tier); a probe\n"
+    "latches when the run is still in a storm a horizon of 20 loop turns\n"
+    "and three drain times after the trigger ended.  Below the recovery\n"
+    "load any stall is survived; above the tipping load none is.\n"
+    "\n"
+    "  --load L            offered load, requests/s, >= 0\n"
+    "  --spike-size S      a spike of S requests/s more instead of a stall\n"
+    "  --precision R       bisection: stop when the bracket is within R of\n"
+    "                      its upper end (or one bin), (0, 0.5] (default\n"
+    "                      0.01)\n"
+    "  --max-duration D    the longest trigger searched, s, (0, 86400]\n"
+    "                      (default 3600)\n"
+    "  --map FILE          draw the trigger map into FILE (SVG or PNG by its\n"
+    "                      extension) with gnuplot: trigger size (servers\n"
+    "                      lost, or spike size) against its duration, each\n"
+    "                      probe marked recovers or latches, and the\n"
+    "                      boundary; many simulations (progress on a\n"
+    "                      terminal)\n"
+    "  --title TEXT        the map's title\n"
+    "  --format text|json  text (default) or one JSON object\n"
+    "\n";
+
+enum {
+  OPT_LOAD = MS_OPT_MODEL_END,
+  OPT_SPIKE_SIZE,
+  OPT_PRECISION,
+  OPT_MAX_DURATION,
+  OPT_MAP,
+  OPT_TITLE,
+  OPT_FORMAT,
+};
+
+static const struct option options[] = {
+    MS_CLI_MODEL_LONG_OPTIONS,
+    {"load", required_argument, NULL, OPT_LOAD},
+    {"spike-size", required_argument, NULL, OPT_SPIKE_SIZE},
+    {"precision", required_argument, NULL, OPT_PRECISION},
+    {"max-duration", required_argument, NULL, OPT_MAX_DURATION},
+    {"map", required_argument, NULL, OPT_MAP},
+    {"title", required_argument, NULL, OPT_TITLE},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+typedef struct {
+  double load, spike, precision, max_duration;
+  bool has_spike;
+  const char *map, *title;
+  ms_format format;
+  bool help;
+} tolerance_args;
+
+static int take_option(void *args, int c, const char *arg) {
+  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
+  tolerance_args *a = args;
+  switch (c) {
+  case OPT_LOAD:
+    return ms_cli_param("--load", arg, MS_PARAM_OFFERED_LOAD, &a->load);
+  case OPT_SPIKE_SIZE:
+    a->has_spike = true;
+    return ms_cli_rate("--spike-size", arg, 0, MS_SIM_MAX_RATE,
+                       MS_RANGE_LO_OPEN, &a->spike);
+  case OPT_PRECISION:
+    return ms_cli_real("--precision", arg, 0, 0.5, MS_RANGE_LO_OPEN,
+                       &a->precision);
+  case OPT_MAX_DURATION:
+    return ms_cli_duration("--max-duration", arg, 0, 86400, MS_RANGE_LO_OPEN,
+                           &a->max_duration);
+  case OPT_MAP:
+    a->map = arg;
+    return 0;
+  case OPT_TITLE:
+    a->title = arg;
+    return 0;
+  case OPT_FORMAT:
+    return ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
+                         &a->format);
+  default:
+    return -1;
+  }
+}
+
+/* "a full stall" or "a spike of +S/s", into buf. */
+static const char *trigger_text(const ms_tolerance_query *q, char *buf,
+                                size_t len) {
+  if (q->kind == MS_TRIGGER_SERVERS)
+    snprintf(buf, len, "a full stall (0 servers)");
+  else
+    snprintf(buf, len, "a spike of +%.6g/s", q->spike_load);
+  return buf;
+}
+
+static void write_text(const ms_cli_model *m, double load,
+                       const ms_tolerance_query *q, const ms_tolerance *t) {
+  char trig[64];
+  trigger_text(q, trig, sizeof trig);
+  const char *what = q->kind == MS_TRIGGER_SERVERS ? "stall" : "spike";
+  printf("service:   %s%s%s\n", m->name[0] ? m->name : "",
+         m->name[0] ? ": " : "", m->summary);
+  printf("landscape: tipping load %.6g/s, recovery load %.6g/s\n",
+         t->tipping_load, t->recovery_load);
+  printf("load:      %.6g/s\n", load);
+  printf("trigger:   %s\n", trig);
+  switch (t->kind) {
+  case MS_TOLERANCE_BOUNDED:
+    printf("tolerance: %.3g s: the service survives %s of up to %.3g s at "
+           "this load; one of %.3g s latches into a storm\n",
+           t->tolerance, trig, t->tolerance, t->latch);
+    break;
+  case MS_TOLERANCE_UNBOUNDED:
+    printf("tolerance: any: %s\n",
+           load < t->recovery_load
+               ? "below the recovery load no collapsed equilibrium exists, "
+                 "every storm ends once the trigger is over and the backlog "
+                 "has drained"
+               : "the spike stays under the tipping load");
+    if (t->verified)
+      printf("checked:   a %s of %.3g s recovered\n", what, t->checked);
+    else
+      printf("checked:   no (the run that drains the longest %s would "
+             "exceed a day)\n",
+             what);
+    break;
+  case MS_TOLERANCE_BEYOND:
+    printf("tolerance: at least %.6g s: no %s up to --max-duration latched\n",
+           t->tolerance, what);
+    break;
+  case MS_TOLERANCE_OVERLOADED:
+    printf("tolerance: 0 s: above the tipping load the service latches "
+           "without any trigger (overloaded)\n");
+    break;
+  }
+  printf("search:    %d fluid run%s (queue memory, bins of %.3g s), each "
+         "with the trigger at %.3g s and %.3g s after it",
+         t->probes, t->probes == 1 ? "" : "s", t->dt, t->lead_in, t->horizon);
+  if (t->kind == MS_TOLERANCE_BOUNDED)
+    printf("; bisection to %.3g s", t->resolution);
+  printf("\n");
+}
+
+static void json_or_null(ms_json *j, const char *key, bool has, double v) {
+  if (has)
+    ms_json_number(j, key, v);
+  else
+    ms_json_null(j, key);
+}
+
+static void write_json(const ms_cli_model *m, double load,
+                       const ms_tolerance_query *q, const ms_tolerance *t) {
+  ms_json j;
+  ms_json_init(&j, stdout, 1);
+  ms_json_begin_object(&j, NULL);
+  if (m->name[0])
+    ms_json_string(&j, "service", m->name);
+  else
+    ms_json_null(&j, "service");
+  ms_json_number(&j, "offered_load", load);
+  ms_json_string(&j, "trigger",
+                 q->kind == MS_TRIGGER_SERVERS ? "stall" : "spike");
+  json_or_null(&j, "spike_size", q->kind == MS_TRIGGER_LOAD, q->spike_load);
+  ms_json_number(&j, "tipping_load", t->tipping_load);
+  ms_json_number(&j, "recovery_load", t->recovery_load);
+  ms_json_string(&j, "verdict", ms_tolerance_kind_name(t->kind));
+  bool bounded =
+      t->kind == MS_TOLERANCE_BOUNDED || t->kind == MS_TOLERANCE_OVERLOADED;
+  json_or_null(&j, "tolerance", bounded, t->tolerance);
+  ms_json_bool(&j, "unbounded", t->kind == MS_TOLERANCE_UNBOUNDED);
+  json_or_null(&j, "at_least", t->kind == MS_TOLERANCE_BEYOND, t->tolerance);
+  json_or_null(&j, "latch", t->kind == MS_TOLERANCE_BOUNDED, t->latch);
+  json_or_null(&j, "resolution", t->kind == MS_TOLERANCE_BOUNDED,
+               t->resolution);
+  ms_json_bool(&j, "verified", t->verified);
+  ms_json_bool(&j, "monotone", t->monotone);
+  ms_json_int(&j, "probes", t->probes);
+  ms_json_number(&j, "lead_in", t->lead_in);
+  ms_json_number(&j, "horizon", t->horizon);
+  ms_json_number(&j, "dt", t->dt);
+  ms_json_end_object(&j);
+  ms_json_finish(&j);
+}
+
+/* ---- the trigger map ---------------------------------------------------- */
+
+#define MAP_SIZES 8
+#define MAP_DURATIONS 14
+
+/* The trigger of map row i: servers lost i + 1 of up to MAP_SIZES evenly
+ * spaced counts (a stall), or (i + 1) / 4 of the spike size. */
+static void map_row(const ms_cli_model *m, const ms_tolerance_query *full,
+                    int i, int rows, ms_tolerance_query *q, double *size) {
+  *q = *full;
+  if (full->kind == MS_TRIGGER_SERVERS) {
+    long c = m->params.model.servers;
+    long lost = (long)llround((double)c * (i + 1) / rows);
+    if (lost < 1)
+      lost = 1;
+    q->servers = c - lost;
+    *size = (double)lost;
+  } else {
+    q->spike_load = full->spike_load * (i + 1) / 4.0;
+    *size = q->spike_load;
+  }
+}
+
+/* Map rows: at most MAP_SIZES, one per server lost for a small pool. */
+static int map_rows(const ms_cli_model *m, const ms_tolerance_query *q) {
+  if (q->kind == MS_TRIGGER_LOAD)
+    return MAP_SIZES;
+  long c = m->params.model.servers;
+  return c < MAP_SIZES ? (int)c : MAP_SIZES;
+}
+
+/* The map's probes: recovering and latching points, and the boundary
+ * (the bisection's midpoint) of every row. */
+typedef struct {
+  double rx[MAP_SIZES * MAP_DURATIONS], ry[MAP_SIZES * MAP_DURATIONS];
+  double lx[MAP_SIZES * MAP_DURATIONS], ly[MAP_SIZES * MAP_DURATIONS];
+  double bx[MAP_SIZES], by[MAP_SIZES];
+  size_t nr, nl, nb;
+  int violations; /* recovered after a shorter trigger of its row latched */
+  double dlo, dhi;
+} map_points;
+
+static int map_probe(const ms_cli_model *m, const ms_sim_config *cfg,
+                     const ms_tolerance_query *full, const ms_tolerance *t,
+                     map_points *mp) {
+  int rows = map_rows(m, full);
+  /* durations log-spaced over two decades around the full trigger's
+   * tolerance, or around one turn of the loop when it has none */
+  double mid =
+      t->kind == MS_TOLERANCE_BOUNDED ? t->tolerance : t->lead_in / 5.0;
+  if (!(mid > 0))
+    mid = t->lead_in / 5.0;
+  double dlo = mid / 10.0, dhi = mid * 10.0;
+  mp->dlo = dlo;
+  mp->dhi = dhi;
+  ms_cli_progress prog;
+  size_t total = (size_t)rows * (MAP_DURATIONS + 1), done = 0;
+  ms_cli_progress_start(&prog, "trigger map", total);
+  ms_error err;
+  for (int i = 0; i < rows; i++) {
+    ms_tolerance_query q;
+    double size;
+    map_row(m, full, i, rows, &q, &size);
+    q.max_hold = fmin(dhi, 86400.0);
+    q.check_monotone = false;
+    ms_tolerance ti;
+    if (ms_trigger_tolerance(cfg, &q, &ti, &err) != MS_OK) {
+      ms_cli_progress_end(&prog);
+      return ms_cli_fail("trigger map: %s", err.msg);
+    }
+    if (ti.kind == MS_TOLERANCE_BOUNDED || ti.kind == MS_TOLERANCE_OVERLOADED) {
+      mp->bx[mp->nb] =
+          fmax(ti.kind == MS_TOLERANCE_BOUNDED ? 0.5 * (ti.tolerance + ti.latch)
+                                               : dlo,
+               dlo);
+      mp->by[mp->nb++] = size;
+    }
+    ms_cli_progress_update(&prog, ++done);
+    bool latched_before = false;
+    for (int k = 0; k < MAP_DURATIONS; k++) {
+      double d = dlo * pow(dhi / dlo, (double)k / (MAP_DURATIONS - 1));
+      bool latched;
+      if (ms_tolerance_probe(cfg, &q, d, &latched, NULL, &err) != MS_OK) {
+        ms_cli_progress_end(&prog);
+        return ms_cli_fail("trigger map: %s", err.msg);
+      }
+      if (latched_before && !latched)
+        mp->violations++;
+      latched_before = latched_before || latched;
+      if (latched) {
+        mp->lx[mp->nl] = d;
+        mp->ly[mp->nl++] = size;
+      } else {
+        mp->rx[mp->nr] = d;
+        mp->ry[mp->nr++] = size;
+      }
+      ms_cli_progress_update(&prog, ++done);
+    }
+  }
+  ms_cli_progress_end(&prog);
+  return 0;
+}
+
+static int draw_map(const ms_cli_model *m, const ms_sim_config *cfg,
+                    const ms_tolerance_query *full, const ms_tolerance *t,
+                    const tolerance_args *a) {
+  static map_points mp;
+  memset(&mp, 0, sizeof mp);
+  int r = map_probe(m, cfg, full, t, &mp);
+  if (r != 0)
+    return r;
+  double dlo = mp.dlo, dhi = mp.dhi;
+  int violations = mp.violations;
+  size_t nr = mp.nr, nl = mp.nl, nb = mp.nb;
+  double *rx = mp.rx, *ry = mp.ry, *lx = mp.lx, *ly = mp.ly, *bx = mp.bx,
+         *by = mp.by;
+  if (violations > 0)
+    fprintf(stderr,
+            "metastable: trigger map: %d probes recovered after a shorter "
+            "trigger of the same size latched\n",
+            violations);
+  ms_plot_series s[3] = {
+      {.title = "recovers",
+       .style = MS_PLOT_OPEN_POINTS,
+       .color = MS_PLOT_GREEN,
+       .width = 1.5,
+       .n = nr,
+       .x = rx,
+       .y = ry},
+      {.title = "latches into a storm",
+       .style = MS_PLOT_POINTS,
+       .color = MS_PLOT_VERMILION,
+       .width = 1.5,
+       .n = nl,
+       .x = lx,
+       .y = ly},
+      {.title = "boundary (bisection)",
+       .style = MS_PLOT_SOLID,
+       .color = MS_PLOT_BLUE,
+       .width = 2,
+       .n = nb,
+       .x = bx,
+       .y = by},
+  };
+  char sub[600], title[160];
+  snprintf(sub, sizeof sub,
+           "%s; offered load %.6g/s (tipping %.6g/s, "
+           "recovery %.6g/s)",
+           m->summary, a->load, t->tipping_load, t->recovery_load);
+  snprintf(title, sizeof title,
+           "%s%strigger map: which %s outlasts its "
+           "trigger",
+           m->name[0] ? m->name : "", m->name[0] ? ": " : "",
+           full->kind == MS_TRIGGER_SERVERS ? "stall" : "spike");
+  ms_plot p;
+  ms_plot_init(&p);
+  p.title = a->title ? a->title : title;
+  p.subtitle = sub;
+  p.xlabel = "trigger duration (s)";
+  p.ylabel = full->kind == MS_TRIGGER_SERVERS ? "servers lost during the stall"
+                                              : "spike size (requests/s added)";
+  p.xlog = true;
+  p.xmin = dlo / 1.3;
+  p.xmax = dhi * 1.3;
+  p.ymin = 0;
+  p.legend = "below";
+  p.legend_columns = 3;
+  p.series = s;
+  p.n_series = 3;
+  /* a spike whose peak stays under the tipping load never latches */
+  char mtext[96];
+  snprintf(mtext, sizeof mtext, "peak at the tipping load (+%.4g/s)",
+           t->tipping_load - a->load);
+  ms_plot_marker mk = {.vertical = false,
+                       .at = t->tipping_load - a->load,
+                       .text = mtext,
+                       .color = MS_PLOT_GREY};
+  if (full->kind == MS_TRIGGER_LOAD && mk.at > 0) {
+    p.markers = &mk;
+    p.n_markers = 1;
+  }
+  char perr[512];
+  if (ms_plot_write(&p, a->map, perr, sizeof perr) != 0)
+    return ms_cli_fail("%s", perr);
+  return 0;
+}
+
+static int run(ms_cli_model *m, int argc, char **argv) {
+  tolerance_args a = {.load = NAN, .format = MS_FORMAT_TEXT};
+  int r = ms_cli_parse(argc, argv, options, m, take_option, &a, &a.help, NULL);
+  if (r != 0)
+    return r;
+  if (a.help)
+    return ms_cli_help_model(help);
+  if (isnan(a.load))
+    return ms_cli_usage("give the offered load with --load L (requests/s)");
+  if (a.map != NULL) {
+    ms_plot_format fmt;
+    if (ms_plot_format_of(a.map, &fmt) != 0)
+      return ms_cli_usage("--map: '%s' must end in .svg or .png", a.map);
+  }
+  if ((r = ms_cli_model_resolve(m, true)) != 0)
+    return r;
+  if (m->params.model.kind != MS_MODEL_ERLANG)
+    return ms_cli_usage("tolerance needs the erlang model (--servers, "
+                        "--service-time, --timeout): the simulation carries "
+                        "its queue");
+  if (m->params.policy.tiers != 1)
+    return ms_cli_usage("--tiers: tolerance simulates one retrying tier, "
+                        "not %d",
+                        m->params.policy.tiers);
+  ms_sim_config cfg;
+  ms_sim_config_init(&cfg, &m->params);
+  cfg.scenario.offered_load = a.load;
+  ms_tolerance_query q = {
+      .kind = a.has_spike ? MS_TRIGGER_LOAD : MS_TRIGGER_SERVERS,
+      .servers = 0,
+      .spike_load = a.spike,
+      .rel_tol = a.precision,
+      .max_hold = a.max_duration,
+      .check_monotone = true,
+  };
+  ms_tolerance t;
+  ms_error err;
+  if (ms_trigger_tolerance(&cfg, &q, &t, &err) != MS_OK)
+    return ms_cli_fail("tolerance: %s", err.msg);
+  if (a.map != NULL && (r = draw_map(m, &cfg, &q, &t, &a)) != 0)
+    return r;
+  if (!t.monotone)
+    fprintf(stderr, "metastable: tolerance: the outcome is not monotone in "
+                    "the trigger's length (half the tolerance latched, or "
+                    "twice the latching length recovered)\n");
+  if (a.format == MS_FORMAT_JSON)
+    write_json(m, a.load, &q, &t);
+  else
+    write_text(m, a.load, &q, &t);
+  return ms_cli_finish_output(MS_EXIT_OK);
+}
+
+int ms_cmd_tolerance(int argc, char **argv) {
+  ms_cli_model m;
+  ms_cli_model_init(&m);
+  int rc = run(&m, argc, argv);
+  ms_cli_model_free(&m);
+  return rc;
+}

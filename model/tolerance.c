@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Trigger tolerance: the longest stall or spike a service survives at its
+ * offered load, by bisection on the trigger's length, each probe one run
+ * of the fluid engine with queue memory (model/sim.h, doc/design.md §6).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+#include "sim.h"
+#include "sim_internal.h"
+
+const char *ms_tolerance_kind_name(ms_tolerance_kind k) {
+  switch (k) {
+  case MS_TOLERANCE_BOUNDED:
+    return "bounded";
+  case MS_TOLERANCE_UNBOUNDED:
+    return "unbounded";
+  case MS_TOLERANCE_BEYOND:
+    return "beyond";
+  case MS_TOLERANCE_OVERLOADED:
+    return "overloaded";
+  }
+  return "unknown";
+}
+
+#define DEFAULT_REL_TOL 0.01
+#define DEFAULT_MAX_HOLD 3600.0
+#define MAX_HOLD_LIMIT 86400.0
+
+/* What every probe of one search shares. */
+typedef struct {
+  ms_sim_config cfg; /* queue memory on, no trigger yet */
+  ms_tolerance_query q;
+  double tau;          /* s, one turn of the loop */
+  double tipping_load; /* req/s, of the landscape */
+  double lead_in;      /* s before the trigger */
+  double horizon;      /* s after it */
+} setup;
+
+static int query_check(const ms_sim_config *c, const ms_tolerance_query *q,
+                       ms_error *err) {
+  if (c->service.model.kind != MS_MODEL_ERLANG)
+    return ms_fail(err, MS_EINVAL,
+                   "trigger tolerance needs the erlang model (the fluid "
+                   "engine's queue memory)");
+  if (q->kind == MS_TRIGGER_SERVERS) {
+    if (q->servers < 0 || q->servers >= c->service.model.servers)
+      return ms_fail(err, MS_EINVAL,
+                     "stalled pool = %ld servers is outside [0, %ld]",
+                     q->servers, c->service.model.servers - 1);
+  } else if (q->kind == MS_TRIGGER_LOAD) {
+    if (!(q->spike_load > 0.0 && q->spike_load <= MS_SIM_MAX_RATE))
+      return ms_fail(err, MS_EINVAL, "spike size = %g req/s is outside (0, %g]",
+                     q->spike_load, MS_SIM_MAX_RATE);
+  } else {
+    return ms_fail(err, MS_EINVAL,
+                   "trigger kind %d is neither a stall nor a "
+                   "spike",
+                   (int)q->kind);
+  }
+  if (!(q->rel_tol == 0.0 || (q->rel_tol > 0.0 && q->rel_tol <= 0.5)))
+    return ms_fail(err, MS_EINVAL,
+                   "relative tolerance = %g is outside (0, 0.5]", q->rel_tol);
+  if (!(q->max_hold == 0.0 ||
+        (q->max_hold > 0.0 && q->max_hold <= MAX_HOLD_LIMIT)))
+    return ms_fail(err, MS_EINVAL, "longest trigger = %g s is outside (0, %g]",
+                   q->max_hold, MAX_HOLD_LIMIT);
+  return ms_sim_config_check(c, err);
+}
+
+/* The lead-in, the horizon and the loop time of doc comment of
+ * ms_trigger_tolerance (model/sim.h). */
+static int setup_init(const ms_sim_config *c, const ms_tolerance_query *q,
+                      setup *s, ms_error *err) {
+  int st = query_check(c, q, err);
+  if (st != MS_OK)
+    return st;
+  s->cfg = *c;
+  s->cfg.queue_memory = true;
+  s->cfg.scenario.n_triggers = 0;
+  s->q = *q;
+  if (s->q.rel_tol == 0.0)
+    s->q.rel_tol = DEFAULT_REL_TOL;
+  if (s->q.max_hold == 0.0)
+    s->q.max_hold = DEFAULT_MAX_HOLD;
+  const ms_failure_model *m = &c->service.model;
+  double wait = 0.0;
+  int r = c->service.policy.retries;
+  if (r >= 1 &&
+      (st = ms_backoff_mean_delay(&c->backoff, r, &wait, err)) != MS_OK)
+    return st;
+  s->tau = m->timeout + 1.0 / m->service_rate + wait;
+  double drain;
+  double lambda = c->scenario.offered_load;
+  st = ms_drain_time(&c->service, lambda, ms_timeout_horizon(m), &drain, err);
+  if (st != MS_OK)
+    return st;
+  /* above the tipping load the healthy drain may not exist; the search
+   * does not probe there */
+  if (!isfinite(drain))
+    drain = 0.0;
+  s->lead_in = 5.0 * s->tau;
+  s->horizon = 20.0 * s->tau + 3.0 * drain;
+  return MS_OK;
+}
+
+/* One probe with a given horizon after the trigger. */
+static int run_probe(const setup *s, double hold, double horizon, bool *latched,
+                     ms_scenario *scenario, int *probes, ms_error *err) {
+  ms_sim_config cfg = s->cfg;
+  ms_scenario *sc = &cfg.scenario;
+  sc->duration = s->lead_in + hold + horizon;
+  if (!(sc->duration <= MS_SIM_MAX_DURATION))
+    return ms_fail(err, MS_ELIMIT,
+                   "a probe of a %g s trigger would run %g s, more than %g s",
+                   hold, sc->duration, MS_SIM_MAX_DURATION);
+  sc->n_triggers = 1;
+  ms_trigger *t = &sc->triggers[0];
+  memset(t, 0, sizeof *t);
+  t->kind = s->q.kind;
+  t->start = s->lead_in;
+  t->hold = hold;
+  if (s->q.kind == MS_TRIGGER_SERVERS)
+    t->servers = s->q.servers;
+  else
+    t->load = s->q.spike_load;
+  ms_sim_summary sum;
+  int st = ms_sim_fluid(&cfg, NULL, NULL, &sum, err);
+  if (st != MS_OK)
+    return st;
+  if (probes != NULL)
+    (*probes)++;
+  *latched = !sum.recovered;
+  if (scenario != NULL)
+    *scenario = *sc;
+  return MS_OK;
+}
+
+int ms_tolerance_probe(const ms_sim_config *c, const ms_tolerance_query *q,
+                       double hold, bool *latched, ms_scenario *scenario,
+                       ms_error *err) {
+  if (c == NULL || q == NULL || latched == NULL)
+    return ms_fail(err, MS_EINVAL, "NULL argument to ms_tolerance_probe");
+  if (!(hold >= 0.0 && hold <= MS_SIM_MAX_DURATION))
+    return ms_fail(err, MS_EINVAL, "hold = %g s is outside [0, %g]", hold,
+                   MS_SIM_MAX_DURATION);
+  setup s;
+  int st = setup_init(c, q, &s, err);
+  if (st != MS_OK)
+    return st;
+  return run_probe(&s, hold, s.horizon, latched, scenario, NULL, err);
+}
+
+/*
+ * The unbounded case, checked: one trigger of max_hold, at most 100 tau
+ * (past the tipping load the backlog grows with the trigger's length, and
+ * so does the drain after it; under it the run has long settled), with a
+ * horizon long enough to drain the largest backlog it can leave, (lambda +
+ * spike) A(1) hold, at this load.  Runs longer than a day are not made; the
+ * result is then not verified.
+ */
+static int verify_unbounded(const setup *s, ms_tolerance *out, ms_error *err) {
+  double hold = fmin(s->q.max_hold, 100.0 * s->tau);
+  double lambda = s->cfg.scenario.offered_load;
+  double peak = lambda + (s->q.kind == MS_TRIGGER_LOAD ? s->q.spike_load : 0);
+  double a1;
+  int st = ms_amplification(&s->cfg.service.policy, 1.0, &a1, err);
+  if (st != MS_OK)
+    return st;
+  /* a spike under the tipping load keeps the run on the healthy branch:
+   * the backlog is the healthy queue's, drained within the usual horizon;
+   * a stall or a larger spike piles up attempts that must drain */
+  double horizon = s->horizon;
+  if (s->q.kind == MS_TRIGGER_SERVERS || peak > s->tipping_load) {
+    double drain;
+    st = ms_drain_time(&s->cfg.service, lambda, peak * a1 * hold, &drain, err);
+    if (st != MS_OK)
+      return st;
+    horizon += 3.0 * drain;
+  }
+  out->tolerance = s->q.max_hold;
+  if (!(s->lead_in + hold + horizon <= MAX_HOLD_LIMIT))
+    return MS_OK;
+  bool latched;
+  st = run_probe(s, hold, horizon, &latched, NULL, &out->probes, err);
+  if (st != MS_OK)
+    return st;
+  if (latched)
+    return ms_fail(err, MS_ENOCONV,
+                   "a %g s trigger latched at %g req/s, where the landscape "
+                   "has no collapsed equilibrium",
+                   hold, lambda);
+  out->verified = true;
+  out->checked = hold;
+  return MS_OK;
+}
+
+/* Bracket and bisect: lo recovers, hi latches. */
+static int search(const setup *s, ms_tolerance *out, ms_error *err) {
+  bool latched;
+  int st = run_probe(s, 0.0, s->horizon, &latched, NULL, &out->probes, err);
+  if (st != MS_OK)
+    return st;
+  if (latched)
+    return ms_fail(err, MS_ENOCONV,
+                   "the run latches with no trigger at %g req/s: it does not "
+                   "settle at the healthy equilibrium",
+                   s->cfg.scenario.offered_load);
+  double lo = 0.0, hi = fmin(s->tau, s->q.max_hold);
+  for (;;) {
+    if ((st = run_probe(s, hi, s->horizon, &latched, NULL, &out->probes,
+                        err)) != MS_OK)
+      return st;
+    if (latched)
+      break;
+    lo = hi;
+    if (hi >= s->q.max_hold) {
+      out->kind = MS_TOLERANCE_BEYOND;
+      out->tolerance = s->q.max_hold;
+      return MS_OK;
+    }
+    hi = fmin(2.0 * hi, s->q.max_hold);
+  }
+  double res = fmax(s->q.rel_tol * hi, out->dt);
+  while (hi - lo > res) {
+    double mid = lo + 0.5 * (hi - lo);
+    if ((st = run_probe(s, mid, s->horizon, &latched, NULL, &out->probes,
+                        err)) != MS_OK)
+      return st;
+    if (latched)
+      hi = mid;
+    else
+      lo = mid;
+    res = fmax(s->q.rel_tol * hi, out->dt);
+  }
+  out->kind = MS_TOLERANCE_BOUNDED;
+  out->tolerance = lo;
+  out->latch = hi;
+  out->resolution = res;
+  if (s->q.check_monotone) {
+    bool a, b;
+    if ((st = run_probe(s, 0.5 * lo, s->horizon, &a, NULL, &out->probes,
+                        err)) != MS_OK ||
+        (st = run_probe(s, fmin(2.0 * hi, MS_SIM_MAX_DURATION / 4), s->horizon,
+                        &b, NULL, &out->probes, err)) != MS_OK)
+      return st;
+    out->monotone = !a && b;
+  }
+  return MS_OK;
+}
+
+int ms_trigger_tolerance(const ms_sim_config *c, const ms_tolerance_query *q,
+                         ms_tolerance *out, ms_error *err) {
+  if (c == NULL || q == NULL || out == NULL)
+    return ms_fail(err, MS_EINVAL, "NULL argument to ms_trigger_tolerance");
+  setup s;
+  int st = setup_init(c, q, &s, err);
+  if (st != MS_OK)
+    return st;
+  ms_landscape ls;
+  if ((st = ms_landscape_build(&c->service, &ls, err)) != MS_OK)
+    return st;
+  memset(out, 0, sizeof *out);
+  s.tipping_load = ls.tipping_load;
+  out->tipping_load = ls.tipping_load;
+  out->recovery_load = ls.recovery_load;
+  out->lead_in = s.lead_in;
+  out->horizon = s.horizon;
+  out->monotone = true;
+  long spb;
+  if ((st = ms_sim_fluid_dt(&s.cfg, &out->dt, &spb, err)) != MS_OK)
+    return st;
+  double lambda = c->scenario.offered_load;
+  double peak = lambda + (q->kind == MS_TRIGGER_LOAD ? q->spike_load : 0.0);
+  if (lambda > ls.tipping_load) {
+    out->kind = MS_TOLERANCE_OVERLOADED;
+    return MS_OK;
+  }
+  if (lambda < ls.recovery_load ||
+      (q->kind == MS_TRIGGER_LOAD && peak <= ls.tipping_load)) {
+    out->kind = MS_TOLERANCE_UNBOUNDED;
+    return verify_unbounded(&s, out, err);
+  }
+  return search(&s, out, err);
+}

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""metastable tolerance: the stall and spike tolerance checked against
+`metastable simulate` runs just below it (recover) and just above it
+(latch), for two services, each run again with a longer horizon; the
+limits (below the recovery load any stall, above the tipping load none)
+against `solve` and `simulate`; a brute-force scan for monotonicity; the
+JSON keys, the trigger map and usage errors."""
+import os
+import tempfile
+
+import clitest
+from clitest import CliTest
+
+# 10 servers, 100 ms, 1 s timeout, 3 retries, 1 % base failure: tipping
+# 93.66/s, recovery c mu / (r + 1) = 100 / 4 = 25/s (doc/design.md §1.3).
+SVC = ("--servers", "10", "--service-time", "100ms", "--timeout", "1",
+       "--retries", "3", "--base-failure", "0.01")
+# 50 servers, 200 ms, 2 s timeout, 3 retries: recovery 250 / 4 = 62.5/s.
+SVC2 = ("--servers", "50", "--service-time", "200ms", "--timeout", "2",
+        "--retries", "3")
+
+KEYS = {"service", "offered_load", "trigger", "spike_size", "tipping_load",
+        "recovery_load", "verdict", "tolerance", "unbounded", "at_least",
+        "latch", "resolution", "verified", "monotone", "probes", "lead_in",
+        "horizon", "dt"}
+
+
+class Tolerance(CliTest):
+    def tol(self, svc, load, *args):
+        j = self.ok("tolerance", *svc, "--load", str(load), *args,
+                    "--format", "json").json()
+        self.assertEqual(set(j), KEYS)
+        return j
+
+    def latches(self, svc, load, trigger, hold, lead_in, horizon):
+        """An independent run: `simulate` with the probe's scenario; True
+        when its last window is in a storm."""
+        dur = lead_in + hold + horizon
+        j = self.ok("simulate", *svc, "--load", str(load), trigger %
+                    (repr(lead_in), repr(hold)), "--duration", repr(dur),
+                    "--format", "json").json()
+        return not j["summary"]["recovered"]
+
+    def check_bracket(self, svc, load, trigger, *args):
+        j = self.tol(svc, load, *args)
+        self.assertEqual(j["verdict"], "bounded", j)
+        self.assertTrue(j["monotone"])
+        lo, hi = j["tolerance"], j["latch"]
+        self.assertLess(lo, hi)
+        # the bisection's stopping rule: within 1 % of the upper end or one
+        # bin of the fluid engine
+        self.assertLessEqual(hi - lo, max(0.01 * hi, j["dt"]) + 1e-12)
+        self.assertEqual(j["resolution"], max(0.01 * hi, j["dt"]))
+        for extra in (0.0, 300.0):
+            h = j["horizon"] + extra
+            self.assertFalse(self.latches(svc, load, trigger, lo,
+                                          j["lead_in"], h), (lo, extra))
+            self.assertTrue(self.latches(svc, load, trigger, hi,
+                                         j["lead_in"], h), (hi, extra))
+        # clearly shorter and longer ones, as a user would try them
+        self.assertFalse(self.latches(svc, load, trigger, 0.8 * lo,
+                                      j["lead_in"], j["horizon"] + 300))
+        self.assertTrue(self.latches(svc, load, trigger, 1.25 * hi,
+                                     j["lead_in"], j["horizon"] + 300))
+        return j
+
+    def test_stall_against_simulate(self):
+        stall = "--stall=%s,%s,0"
+        a = self.check_bracket(SVC, 60, stall)
+        b = self.check_bracket(SVC2, 150, stall)
+        # the bins are T/20: 0.05 s and 0.1 s
+        self.assertEqual(a["dt"], 0.05)
+        self.assertEqual(b["dt"], 0.1)
+        # the lead-in is 5 turns of the loop, T + 1/mu (no backoff)
+        self.assertAlmostEqual(a["lead_in"], 5 * 1.1, places=12)
+        self.assertAlmostEqual(b["lead_in"], 5 * 2.2, places=12)
+
+    def test_spike_against_simulate(self):
+        self.check_bracket(SVC, 60, "--spike=%s,%s,60", "--spike-size", "60")
+        self.check_bracket(SVC2, 150, "--spike=%s,%s,100", "--spike-size",
+                           "100")
+
+    def test_longer_at_lower_load(self):
+        t = [self.tol(SVC, load)["tolerance"] for load in (30, 60, 90)]
+        self.assertGreater(t[0], t[1])
+        self.assertGreater(t[1], t[2])
+
+    def test_monotone_scan(self):
+        """30 stalls up to twice the latching one: once one latches, every
+        longer one does, and the step is inside the bracket."""
+        j = self.tol(SVC, 60)
+        seen, step = False, None
+        for k in range(1, 31):
+            hold = 2 * j["latch"] * k / 30
+            latched = self.latches(SVC, 60, "--stall=%s,%s,0", hold,
+                                   j["lead_in"], j["horizon"])
+            self.assertFalse(seen and not latched, hold)
+            if latched and not seen:
+                step = hold
+            seen = seen or latched
+        self.assertGreater(step, j["tolerance"])
+        self.assertLessEqual(step, j["latch"] + 2 * j["latch"] / 30)
+
+    def test_below_recovery_any_stall(self):
+        solved = self.ok("solve", *SVC, "--load", "20", "--format",
+                         "json").json()
+        self.assertEqual(solved["state"], "stable")
+        j = self.tol(SVC, 20)
+        self.assertEqual(j["verdict"], "unbounded")
+        self.assertTrue(j["unbounded"])
+        self.assertIsNone(j["tolerance"])
+        self.assertTrue(j["verified"])
+        # the engine agrees: a 300 s stall, given the time to drain its
+        # backlog (at most 20 x 4 x 300 attempts at 100 - 80 /s: 1200 s)
+        self.assertFalse(self.latches(SVC, 20, "--stall=%s,%s,0", 300, 10,
+                                      1500))
+        r = self.ok("tolerance", *SVC, "--load", "20")
+        self.assertIn("tolerance: any:", r.out)
+
+    def test_above_tipping_none(self):
+        j = self.tol(SVC, 95)
+        self.assertGreater(95, j["tipping_load"])
+        self.assertEqual(j["verdict"], "overloaded")
+        self.assertEqual(j["tolerance"], 0)
+        self.assertEqual(j["probes"], 0)
+        # no trigger at all, and the run ends in a storm
+        r = self.ok("simulate", *SVC, "--load", "95", "--duration", "200",
+                    "--format", "json").json()
+        self.assertFalse(r["summary"]["recovered"])
+
+    def test_spike_under_tipping(self):
+        # 60 + 30 = 90/s stays under the tipping load 93.66/s
+        j = self.tol(SVC, 60, "--spike-size", "30")
+        self.assertEqual(j["verdict"], "unbounded")
+        self.assertEqual(j["spike_size"], 30)
+        self.assertFalse(self.latches(SVC, 60, "--spike=%s,%s,30", 200,
+                                      j["lead_in"], j["horizon"]))
+
+    def test_beyond(self):
+        j = self.tol(SVC, 60, "--max-duration", "0.5")
+        self.assertEqual(j["verdict"], "beyond")
+        self.assertEqual(j["at_least"], 0.5)
+        self.assertIsNone(j["tolerance"])
+
+    def test_text(self):
+        r = self.ok("tolerance", *SVC, "--load", "60")
+        self.assertIn("landscape: tipping load 93.6623/s, recovery load "
+                      "25/s", r.out)
+        self.assertIn("latches into a storm", r.out)
+        r = self.ok("tolerance", *SVC, "--load", "95")
+        self.assertIn("tolerance: 0 s", r.out)
+
+    def test_map(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "map.svg")
+            r = self.ok("tolerance", *SVC, "--load", "60", "--map", path)
+            self.assertIn("tolerance:", r.out)
+            with open(path) as f:
+                svg = f.read()
+            self.assertIn("<svg", svg)
+            self.assertIn("latches into a storm", svg)
+            self.assertIn("servers lost during the stall", svg)
+
+    def test_usage(self):
+        self.fails(2, "--load", "tolerance", *SVC)
+        self.fails(2, "--spike-size", "tolerance", *SVC, "--load", "60",
+                   "--spike-size", "0")
+        self.fails(2, "--precision", "tolerance", *SVC, "--load", "60",
+                   "--precision", "0.7")
+        self.fails(2, "--max-duration", "tolerance", *SVC, "--load", "60",
+                   "--max-duration", "2d")
+        self.fails(2, "--map", "tolerance", *SVC, "--load", "60", "--map",
+                   "x.gif")
+        self.fails(2, "erlang model", "tolerance", "--capacity", "100",
+                   "--retries", "3", "--load", "60")
+        self.fails(2, "--tiers", "tolerance", *SVC, "--tiers", "2", "--load",
+                   "60")
+        self.fails(2, "--format", "tolerance", *SVC, "--load", "60",
+                   "--format", "csv")
+
+
+if __name__ == "__main__":
+    clitest.main()
