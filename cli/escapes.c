@@ -15,6 +15,7 @@
 #include "common.h"
 #include "json.h"
 #include "plot.h"
+#include "sim.h"
 
 static const char help[] =
     "Usage: metastable escapes [MODEL OPTIONS] [--load L]\n"
@@ -122,22 +123,53 @@ typedef struct {
   escape_kind kind;
   ms_service_params params; /* the modified service (damp: the baseline) */
   long queue_limit;         /* bound, discard: K; else -1 */
-  double tipping, recovery, band, stall;
+  double tipping, recovery, band;
+  double stall; /* s; +inf: no stall latches; NaN: not known (stall_note) */
+  ms_tolerance_kind stall_kind; /* when stall is a number */
+  char stall_note[64];          /* why the stall tolerance is not known */
   double rejected, denied, added_latency; /* costs; NaN: not known */
   char note[224]; /* why the model cannot evaluate this escape, or "" */
 } escape;
 
 /*
- * escape_stall_tolerance: the longest full stall the modified service
- * survives at the normal load.  The merger wires this to the
- * stall-tolerance search (metastable tolerance); until then it is not
- * known: NaN, printed "n/a" and JSON null.  Randomize is the escape whose
- * only effect is here (the equilibria do not move).
+ * escape_stall_tolerance: the longest full stall (all servers gone, the
+ * clients still sending and retrying) the modified service survives at
+ * the normal load `load` (req/s), by ms_trigger_tolerance (the fluid
+ * engine with queue memory, bisection on the stall; model/sim.h).
+ * Randomize is the escape whose only effect is here: its clients wait a
+ * full-jitter backoff, uniform on [0, T], before each retry, so a stall's
+ * retries spread out instead of arriving together (the equilibria do not
+ * move).  Returns the tolerance in s, +inf when no stall latches (below
+ * the recovery load), and NaN with *kind untouched when the fluid engine
+ * cannot run this service (damp, which it does not model; a queue limit or
+ * a policy it refuses), *why saying so.
  */
-static double escape_stall_tolerance(const escape *e, double load) {
-  (void)e;
-  (void)load;
-  return NAN;
+static double escape_stall_tolerance(const escape *e, double load,
+                                     ms_tolerance_kind *kind,
+                                     const char **why) {
+  *why = NULL;
+  if (e->kind == ESC_DAMP) {
+    *why = "the fluid engine does not damp clients";
+    return NAN;
+  }
+  ms_sim_config cfg;
+  ms_sim_config_init(&cfg, &e->params);
+  cfg.scenario.offered_load = load;
+  if (e->kind == ESC_RANDOMIZE) {
+    cfg.backoff.kind = MS_BACKOFF_FULL_JITTER;
+    cfg.backoff.base = e->params.model.timeout;
+    cfg.backoff.cap = e->params.model.timeout;
+    cfg.backoff.multiplier = 1.0;
+  }
+  ms_tolerance_query q = {.kind = MS_TRIGGER_SERVERS, .servers = 0};
+  ms_tolerance t;
+  ms_error err;
+  if (ms_trigger_tolerance(&cfg, &q, &t, &err) != MS_OK) {
+    *why = "the fluid engine cannot run it";
+    return NAN;
+  }
+  *kind = t.kind;
+  return t.kind == MS_TOLERANCE_UNBOUNDED ? INFINITY : t.tolerance;
 }
 
 /* lambda(x) of the damped service: the offered load whose requests send x
@@ -310,7 +342,11 @@ static int escape_eval(escape *e, const ms_service_params *base,
     e->recovery = ls.recovery_load;
   }
   e->band = e->tipping - e->recovery;
-  e->stall = escape_stall_tolerance(e, load);
+  const char *why;
+  e->stall_kind = MS_TOLERANCE_BOUNDED;
+  e->stall = escape_stall_tolerance(e, load, &e->stall_kind, &why);
+  if (why != NULL)
+    snprintf(e->stall_note, sizeof e->stall_note, "stall: %s", why);
   e->rejected = 0.0;
   e->added_latency = 0.0;
   if (e->queue_limit >= 0 &&
@@ -356,6 +392,18 @@ static const char *num(char buf[32], double v, const char *unit) {
   return buf;
 }
 
+/* The stall tolerance: "any" when no stall latches, ">= X" when none up to
+ * the search's longest did. */
+static const char *stall_text(char buf[32], const escape *e) {
+  if (isinf(e->stall))
+    return "any";
+  if (!isnan(e->stall) && e->stall_kind == MS_TOLERANCE_BEYOND) {
+    snprintf(buf, 32, ">=%.3g", e->stall);
+    return buf;
+  }
+  return num(buf, e->stall, "");
+}
+
 /* milliseconds: "<0.001" rather than 1e-8 */
 static const char *ms_text(char buf[32], double v) {
   if (isnan(v))
@@ -380,7 +428,7 @@ static void write_text(const ms_cli_model *m, const escape *e, double load,
     char b[7][32];
     printf("%-10s %10s %10s %10s %8s %9s %9s %9s\n", escape_names[i],
            num(b[0], e[i].tipping, ""), num(b[1], e[i].recovery, ""),
-           num(b[2], e[i].band, ""), num(b[3], e[i].stall, ""),
+           num(b[2], e[i].band, ""), stall_text(b[3], &e[i]),
            pct(b[4], e[i].rejected), pct(b[5], e[i].denied),
            ms_text(b[6], 1e3 * e[i].added_latency));
   }
@@ -391,6 +439,8 @@ static void write_text(const ms_cli_model *m, const escape *e, double load,
       printf(": K = %ld", e[i].queue_limit);
     if (e[i].note[0])
       printf(" (%s)", e[i].note);
+    else if (e[i].stall_note[0])
+      printf(" (%s)", e[i].stall_note);
     printf("\n");
   }
 }
@@ -413,7 +463,15 @@ static void write_json(const ms_cli_model *m, const escape *e, double load,
     ms_json_number(&j, "tipping_load", e[i].tipping);
     ms_json_number(&j, "recovery_load", e[i].recovery);
     ms_json_number(&j, "band_width", e[i].band);
-    ms_json_number(&j, "stall_tolerance", e[i].stall);
+    if (isinf(e[i].stall))
+      ms_json_null(&j, "stall_tolerance");
+    else
+      ms_json_number(&j, "stall_tolerance", e[i].stall);
+    if (isnan(e[i].stall))
+      ms_json_null(&j, "stall_tolerance_kind");
+    else
+      ms_json_string(&j, "stall_tolerance_kind",
+                     ms_tolerance_kind_name(e[i].stall_kind));
     if (e[i].queue_limit >= 0)
       ms_json_int(&j, "queue_limit", e[i].queue_limit);
     else
@@ -542,6 +600,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   for (int i = 0; i < ESC_COUNT; i++) {
     e[i].kind = (escape_kind)i;
     e[i].note[0] = '\0';
+    e[i].stall_note[0] = '\0';
     if (escape_eval(&e[i], base, &ls, load, lo, &err) != MS_OK) {
       if (i == ESC_NONE) {
         ms_cli_progress_end(&prog);

@@ -4,7 +4,9 @@
 `metastable solve` on the equivalently modified service (a queue limit, a
 retry budget), the damped service against a dense scan of its lambda(x)
 written out here, and the costs against the formulas of doc/design.md
-§1.11 evaluated here (M/M/c/K blocking by a sum over the states)."""
+§1.11 evaluated here (M/M/c/K blocking by a sum over the states); the
+stall column against `metastable tolerance` and `simulate` runs with and
+without the jittered backoff."""
 import math
 import os
 import tempfile
@@ -166,13 +168,44 @@ class Escapes(CliTest):
                                delta=1e-9 * want)
         self.assertGreater(want, 1e-4)
 
+    def sim_latches(self, load, hold, *extra):
+        """An independent fluid run of checkout: a full stall of `hold` s
+        from 3 s, 300 s after it; True when its last window is a storm."""
+        j = self.ok("simulate", *CHECKOUT, "--load", repr(load), "--stall",
+                    "3,%r,0" % hold, "--duration", repr(3 + hold + 300),
+                    *extra, "--format", "json").json()
+        return not j["summary"]["recovered"]
+
     def test_stall_tolerance_column(self):
-        e, _ = self.escapes(*CHECKOUT)
-        for v in e.values():
-            self.assertIsNone(v["stall_tolerance"])
-        r = self.ok("escapes", *CHECKOUT)
-        self.assertIn("stall", r.out)
-        self.assertIn("n/a", r.out)
+        load = 41.6165
+        e, _ = self.escapes(*CHECKOUT, "--load", repr(load))
+        # the service as given: what `metastable tolerance` finds
+        t = self.ok("tolerance", *CHECKOUT, "--load", repr(load),
+                    "--format", "json").json()
+        self.assertEqual(t["verdict"], "bounded")
+        self.assertEqual(e["none"]["stall_tolerance"], t["tolerance"])
+        self.assertEqual(e["none"]["stall_tolerance_kind"], "bounded")
+        # an escape whose recovery load is above the normal load survives
+        # any stall: no collapsed equilibrium to latch into
+        for name in ("bound", "budget", "discard"):
+            self.assertGreater(e[name]["recovery_load"], load)
+            self.assertIsNone(e[name]["stall_tolerance"])
+            self.assertEqual(e[name]["stall_tolerance_kind"], "unbounded")
+        # damp: the fluid engine does not model it
+        self.assertIsNone(e["damp"]["stall_tolerance"])
+        self.assertIsNone(e["damp"]["stall_tolerance_kind"])
+        # randomize: the equilibria stay, the stall tolerance moves; checked
+        # by simulate runs with the same full-jitter backoff over T
+        r = e["randomize"]["stall_tolerance"]
+        self.assertGreater(r, 1.1 * t["latch"])
+        jitter = ("--backoff", "full-jitter,0.2,0.2,1")
+        self.assertTrue(self.sim_latches(load, t["latch"]))
+        self.assertFalse(self.sim_latches(load, t["latch"], *jitter))
+        self.assertFalse(self.sim_latches(load, r, *jitter))
+        self.assertTrue(self.sim_latches(load, 1.1 * r, *jitter))
+        out = self.ok("escapes", *CHECKOUT, "--load", repr(load)).out
+        self.assertIn("any", out)
+        self.assertIn("the fluid engine does not damp clients", out)
 
     def test_plot(self):
         with tempfile.TemporaryDirectory() as d:
