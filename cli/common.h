@@ -67,6 +67,7 @@ int ms_cmd_replay(int argc, char **argv);
 int ms_cmd_simulate(int argc, char **argv);
 int ms_cmd_check(int argc, char **argv);
 int ms_cmd_fit(int argc, char **argv);
+int ms_cmd_recommend(int argc, char **argv);
 
 /* ------------------------------------------------------------------ */
 /* Diagnostics                                                         */

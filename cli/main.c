@@ -27,6 +27,8 @@ static const ms_cli_command commands[] = {
      "validate a service file as the plugin does; its services' loads"},
     {"fit", ms_cmd_fit,
      "estimate a service's parameters from a trace, with 95 % intervals"},
+    {"recommend", ms_cmd_recommend,
+     "safe retries, budget, servers and timeout at a peak load"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
