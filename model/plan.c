@@ -152,7 +152,7 @@ int ms_plan_knob(const ms_service_params *s, ms_param id, bool larger_safer,
   *v = other;
   if ((st = ms_plan_safe(&t, peak, margin, &safe, NULL, err)) != MS_OK)
     return st;
-  if (safe) {
+  if (safe && id != MS_PARAM_TIMEOUT) {
     if ((st = answer(&t, other, peak, margin, &a, err)) != MS_OK)
       return st;
     a.at_bound = true;
@@ -161,6 +161,36 @@ int ms_plan_knob(const ms_service_params *s, ms_param id, bool larger_safer,
   }
   /* bisection, keeping good (safe) and bad (not) apart */
   double good = safe_end, bad = other;
+  if (id == MS_PARAM_TIMEOUT) {
+    /* Safety is not monotone in the timeout: a timeout short enough
+     * removes the band (the recovery load rises to the tipping load) and
+     * a long one lowers the failures below c mu, while one in between can
+     * be the least safe (tests/check_plan.c).  So the boundary sought is
+     * that of the safe stretch that reaches the longest timeout: scan down
+     * from it by factors of 10^(1/8) to the first unsafe timeout. */
+    double T = safe_end;
+    for (int i = 0; i < 8 * 30 && T > 0.0; i++) {
+      double next = T / 1.333521432163324; /* 10^(1/8) */
+      if (next <= other)
+        break;
+      *v = next;
+      if ((st = ms_plan_safe(&t, peak, margin, &safe, NULL, err)) != MS_OK)
+        return st;
+      if (!safe) {
+        bad = next;
+        break;
+      }
+      good = next;
+      T = next;
+    }
+    if (bad == other && safe) { /* safe all the way down */
+      if ((st = answer(&t, other, peak, margin, &a, err)) != MS_OK)
+        return st;
+      a.at_bound = true;
+      *out = a;
+      return MS_OK;
+    }
+  }
   for (int i = 0; i < 200; i++) {
     double a0 = fmin(good, bad), b0 = fmax(good, bad);
     if (b0 - a0 <= MS_PLAN_TOLERANCE * fmax(fabs(a0), 1e-300) ||
