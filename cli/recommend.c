@@ -172,6 +172,9 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   const ms_service_params *s = &m->params;
   bool erlang = s->model.kind == MS_MODEL_ERLANG;
   bool one_tier = s->policy.tiers == 1;
+  /* Envoy's budget counts attempts holding a slot: the erlang model's
+   * wait, without a queue limit (ms_retry_policy_check) */
+  bool envoy = one_tier && erlang && !s->model.has_queue_limit;
   row rows[] = {
       {.key = "max_safe_retries",
        .label = "retries",
@@ -207,7 +210,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
        .label = "Envoy budget_percent",
        .share = true,
        .unit = "",
-       .has = one_tier},
+       .has = envoy},
       {.key = "min_safe_servers",
        .label = "servers",
        .share = false,
