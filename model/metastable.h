@@ -815,7 +815,12 @@ int ms_plan_max_retries(const ms_service_params *s, double peak,
  * of parameter id over its MS_PARAMS range for which s, with only that
  * parameter changed, is safe; by bisection to MS_PLAN_TOLERANCE relative,
  * which assumes safety changes once over the range (tests/check_plan.c
- * scans it for the services it tests).  out->value is the safe end of
+ * scans it for the services it tests).  The timeout is the exception:
+ * safety is not monotone in it (a very short timeout removes the band, one
+ * in between can be the least safe; tests/check_plan.c), so the answer is
+ * where the safe stretch that reaches the longest timeout begins, found by
+ * a scan down from the longest by factors of 10^(1/8), then bisection;
+ * shorter timeouts may be safe as well.  out->value is the safe end of
  * the final bracket.
  *   id  MS_PARAM_RETRY_BUDGET or MS_PARAM_TOKEN_RATIO (the count policy
  *       with that cap, a named policy replaced), MS_PARAM_GRPC_TOKEN_RATIO,
