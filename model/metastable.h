@@ -788,7 +788,7 @@ typedef struct {
  * is stable exactly below the recovery load, with a band or without one
  * (then the recovery load is the load whose equilibrium reaches capacity,
  * above which the one equilibrium is the overloaded one), so safe is
- * recovery_load > (1 + margin) peak; tests/check_plan.c holds it to a
+ * recovery_load > (1 + margin) peak; tests/check_recommend.c holds it to a
  * scan of ms_equilibria over the loads.
  *   s       valid service parameters
  *   peak    req/s, finite, in [0, MS_MAX_RATE]
@@ -807,17 +807,17 @@ int ms_plan_safe(const ms_service_params *s, double peak, double margin,
  * out->safe is false and out->value is 0 with its loads.
  * Errors: those of ms_plan_safe.
  */
-int ms_plan_max_retries(const ms_service_params *s, double peak,
-                        double margin, ms_plan_answer *out, ms_error *err);
+int ms_plan_max_retries(const ms_service_params *s, double peak, double margin,
+                        ms_plan_answer *out, ms_error *err);
 
 /*
  * ms_plan_knob: the largest (larger_safer false) or smallest (true) value
  * of parameter id over its MS_PARAMS range for which s, with only that
  * parameter changed, is safe; by bisection to MS_PLAN_TOLERANCE relative,
- * which assumes safety changes once over the range (tests/check_plan.c
+ * which assumes safety changes once over the range (tests/check_recommend.c
  * scans it for the services it tests).  The timeout is the exception:
  * safety is not monotone in it (a very short timeout removes the band, one
- * in between can be the least safe; tests/check_plan.c), so the answer is
+ * in between can be the least safe; tests/check_recommend.c), so the answer is
  * where the safe stretch that reaches the longest timeout begins, found by
  * a scan down from the longest by factors of 10^(1/8), then bisection;
  * shorter timeouts may be safe as well.  out->value is the safe end of
@@ -846,8 +846,8 @@ int ms_plan_knob(const ms_service_params *s, ms_param id, bool larger_safer,
  * largest is not safe, out->safe is false and out->value is that largest.
  * Errors: MS_EINVAL for the capacity model; those of ms_plan_safe.
  */
-int ms_plan_min_servers(const ms_service_params *s, double peak,
-                        double margin, ms_plan_answer *out, ms_error *err);
+int ms_plan_min_servers(const ms_service_params *s, double peak, double margin,
+                        ms_plan_answer *out, ms_error *err);
 
 /* ------------------------------------------------------------------ */
 /* State of a service (doc/design.md §1.4) and what is reported (doc/design.md

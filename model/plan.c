@@ -165,7 +165,7 @@ int ms_plan_knob(const ms_service_params *s, ms_param id, bool larger_safer,
     /* Safety is not monotone in the timeout: a timeout short enough
      * removes the band (the recovery load rises to the tipping load) and
      * a long one lowers the failures below c mu, while one in between can
-     * be the least safe (tests/check_plan.c).  So the boundary sought is
+     * be the least safe (tests/check_recommend.c).  So the boundary sought is
      * that of the safe stretch that reaches the longest timeout: scan down
      * from it by factors of 10^(1/8) to the first unsafe timeout. */
     double T = safe_end;

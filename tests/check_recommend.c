@@ -233,8 +233,8 @@ START_TEST(test_named_knobs) {
 }
 END_TEST
 
-Suite *plan_suite(void) {
-  Suite *s = suite_create("plan");
+Suite *recommend_suite(void) {
+  Suite *s = suite_create("recommend");
   TCase *tc = tcase_create("safe settings");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_safe_is_the_scan);
