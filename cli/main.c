@@ -33,6 +33,8 @@ static const ms_cli_command commands[] = {
      "the escapes from the retry loop compared: bands and what each costs"},
     {"tolerance", ms_cmd_tolerance,
      "the longest stall or spike survived at a load; the trigger map"},
+    {"recommend", ms_cmd_recommend,
+     "safe retries, budget, servers and timeout at a peak load"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -45,7 +47,7 @@ static int top_help(void) {
          "\n"
          "Commands:\n");
   for (size_t i = 0; i < N_COMMANDS; i++)
-    printf("  %-8s %s\n", commands[i].name, commands[i].summary);
+    printf("  %-9s %s\n", commands[i].name, commands[i].summary);
   printf("\n"
          "'metastable COMMAND --help' shows a command's options; 'man "
          "metastable'\n"

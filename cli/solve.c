@@ -14,14 +14,18 @@
 #include "report.h"
 
 static const char help[] =
-    "Usage: metastable solve [MODEL OPTIONS] --load L [--observed-load X]\n"
+    "Usage: metastable solve [MODEL OPTIONS] [--format text|json]\n"
+    "       metastable solve [MODEL OPTIONS] --load L [--observed-load X]\n"
     "                        [--observed-failure P] [--previous STATE]\n"
     "                        [--previous-storm 0|1] [--interval S]\n"
     "                        [--queue-length Q]\n"
     "                        [--format text|json]\n"
     "\n"
-    "Every equilibrium of the retry loop x = L * A(p(x)) at offered load L,\n"
-    "the tipping and recovery loads, the headroom and the state.\n"
+    "Without --load: the landscape of the service, its tipping and recovery\n"
+    "loads, the bistable band between them and the saturation load.\n"
+    "With --load: every equilibrium of the retry loop x = L * A(p(x)) at\n"
+    "offered load L, the tipping and recovery loads, the headroom and the\n"
+    "state.  The options below but --format need --load.\n"
     "\n"
     "  --load L              offered load, first attempts/s, >= 0\n"
     "  --observed-load X     observed attempts/s reaching the service: "
@@ -176,10 +180,68 @@ static void write_json(const ms_cli_model *m, const ms_report *r) {
   ms_json_finish(&j);
 }
 
+/* Whether the landscape has a bistable band of positive width. */
+static bool has_band(const ms_landscape *ls) {
+  return ls->has_fold && ls->tipping_load > ls->recovery_load;
+}
+
+/* The landscape alone (no --load): tipping and recovery loads, the band,
+ * the saturation load (doc/design.md §1.3). */
+static void write_landscape_text(const ms_cli_model *m,
+                                 const ms_landscape *ls) {
+  printf("service          %s%s%s\n", m->name[0] ? m->name : "",
+         m->name[0] ? ": " : "", m->summary);
+  if (has_band(ls)) {
+    printf("tipping load     %.6g req/s (the healthy equilibrium disappears "
+           "above it)\n",
+           ls->tipping_load);
+    printf("recovery load    %.6g req/s (the collapsed equilibrium "
+           "disappears below it)\n",
+           ls->recovery_load);
+    printf("bistable band    %.6g to %.6g req/s, %.6g req/s wide\n",
+           ls->recovery_load, ls->tipping_load,
+           ls->tipping_load - ls->recovery_load);
+  } else {
+    printf("tipping load     %.6g req/s (the loop reaches capacity above it)"
+           "\n",
+           ls->tipping_load);
+    printf("recovery load    %.6g req/s\n", ls->recovery_load);
+    printf("bistable band    none: every storm ends with its trigger\n");
+  }
+  printf("saturation load  %.6g attempts/s (%s)\n", ls->saturation_load,
+         ls->params.model.kind == MS_MODEL_CAPACITY ? "the capacity"
+                                                    : "servers x service "
+                                                      "rate");
+  printf("state            stable below %.6g req/s, overloaded above %.6g "
+         "req/s\n",
+         ls->recovery_load, ls->tipping_load);
+}
+
+static void write_landscape_json(const ms_cli_model *m,
+                                 const ms_landscape *ls) {
+  ms_json j;
+  ms_json_init(&j, stdout, 2);
+  ms_json_begin_object(&j, NULL);
+  if (m->name[0])
+    ms_json_string(&j, "service", m->name);
+  else
+    ms_json_null(&j, "service");
+  ms_json_number(&j, "tipping_load", ls->tipping_load);
+  ms_json_number(&j, "recovery_load", ls->recovery_load);
+  ms_json_bool(&j, "band", has_band(ls));
+  ms_json_number(&j, "band_width", ls->tipping_load - ls->recovery_load);
+  ms_json_number(&j, "tipping_effective_load", ls->tipping_effective_load);
+  ms_json_number(&j, "recovery_effective_load", ls->recovery_effective_load);
+  ms_json_number(&j, "saturation_load", ls->saturation_load);
+  ms_json_end_object(&j);
+  ms_json_finish(&j);
+}
+
 /* What the command line asks for, besides the model. */
 typedef struct {
   double load, observed_load, observed_failure, interval, queue;
   bool has_observed_load, has_observed_failure, has_previous, has_queue;
+  bool has_interval;            /* --interval given */
   int previous, previous_storm; /* previous_storm -1: from the state */
   ms_format format;
   bool help; /* --help: print it and do nothing else */
@@ -209,6 +271,7 @@ static int take_option(void *args, int c, const char *arg) {
   case OPT_PREVIOUS_STORM:
     return ms_cli_choice("--previous-storm", arg, flags, &a->previous_storm);
   case OPT_INTERVAL:
+    a->has_interval = true;
     return ms_cli_param("--interval", arg, MS_PARAM_INTERVAL, &a->interval);
   case OPT_QUEUE_LENGTH:
     a->has_queue = true;
@@ -232,8 +295,20 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   double load = a.load;
   if (a.previous_storm >= 0 && !a.has_previous)
     return ms_cli_usage("--previous-storm needs --previous STATE");
-  if (isnan(load))
-    return ms_cli_usage("give the offered load with --load L (requests/s)");
+  if (isnan(load)) {
+    /* the options that describe an operating point have none to
+     * describe without a load */
+    const char *needs = a.has_observed_load      ? "--observed-load"
+                        : a.has_observed_failure ? "--observed-failure"
+                        : a.has_previous         ? "--previous"
+                        : a.has_interval         ? "--interval"
+                        : a.has_queue            ? "--queue-length"
+                                                 : NULL;
+    if (needs != NULL)
+      return ms_cli_usage("%s describes an operating point: give the offered "
+                          "load with --load L (requests/s)",
+                          needs);
+  }
   if ((r = ms_cli_model_resolve(m, true)) != 0)
     return r;
 
@@ -241,6 +316,13 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   ms_error err;
   if (ms_landscape_build(&m->params, &ls, &err) != MS_OK)
     return ms_cli_fail("model: %s", err.msg);
+  if (isnan(load)) {
+    if (a.format == MS_FORMAT_JSON)
+      write_landscape_json(m, &ls);
+    else
+      write_landscape_text(m, &ls);
+    return ms_cli_finish_output(MS_EXIT_OK);
+  }
   ms_observation obs = {
       .offered_load = load,
       .has_observed_attempts = a.has_observed_load,

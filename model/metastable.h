@@ -842,6 +842,101 @@ int ms_inflight_capacity(const ms_failure_model *m, double *rate,
 double ms_worst_amplification(const ms_retry_policy *p);
 
 /* ------------------------------------------------------------------ */
+/* Capacity planning: safe settings at a peak load                     */
+/* ------------------------------------------------------------------ */
+
+/* Largest margin above the peak load (10: safe up to 11 times the peak). */
+#define MS_PLAN_MAX_MARGIN 10.0
+/* Largest retry count ms_plan_max_retries examines. */
+#define MS_PLAN_MAX_RETRIES 100
+/* Relative width of the bracket at which ms_plan_knob stops. */
+#define MS_PLAN_TOLERANCE 1e-9
+/* max_tokens of gRPC throttling where a service without it is given it
+ * (gRFC A6 has no default; its example's 10). */
+#define MS_PLAN_GRPC_MAX_TOKENS 10.0
+
+/* One answer of the planning functions. */
+typedef struct {
+  double value;         /* the setting (retries, servers, a share, s) */
+  bool safe;            /* the service with that value is safe; false:
+                           nothing in the searched range is, and value is
+                           the closest (the range's safest end) */
+  bool at_bound;        /* value is an end of the searched range (safe at
+                           the end: perhaps beyond it too) */
+  double tipping_load;  /* req/s, of the service with that value */
+  double recovery_load; /* req/s, likewise */
+} ms_plan_answer;
+
+/*
+ * ms_plan_safe: whether service s is safe at peak load `peak` with margin
+ * `margin`: its state is stable (doc/design.md §1.4) at every offered load
+ * up to (1 + margin) peak, so no collapsed equilibrium exists there and a
+ * storm started by any trigger ends once the trigger is gone.  The state
+ * is stable exactly below the recovery load, with a band or without one
+ * (then the recovery load is the load whose equilibrium reaches capacity,
+ * above which the one equilibrium is the overloaded one), so safe is
+ * recovery_load > (1 + margin) peak; tests/check_recommend.c holds it to a
+ * scan of ms_equilibria over the loads.
+ *   s       valid service parameters
+ *   peak    req/s, finite, in [0, MS_MAX_RATE]
+ *   margin  share, in [0, MS_PLAN_MAX_MARGIN]
+ *   safe    out; ls out (may be NULL): the landscape of s
+ * Errors: those of ms_landscape_build; MS_EINVAL for peak or margin.
+ */
+int ms_plan_safe(const ms_service_params *s, double peak, double margin,
+                 bool *safe, ms_landscape *ls, ms_error *err);
+
+/*
+ * ms_plan_max_retries: the largest retry count r (policy.retries, tier 0
+ * and the tiers without their own count) in [0, MS_PLAN_MAX_RETRIES] for
+ * which s is safe (ms_plan_safe), every count examined (no monotonicity
+ * assumed), up to the policy's own cap (gRPC's 5 attempts).  When none is,
+ * out->safe is false and out->value is 0 with its loads.
+ * Errors: those of ms_plan_safe.
+ */
+int ms_plan_max_retries(const ms_service_params *s, double peak, double margin,
+                        ms_plan_answer *out, ms_error *err);
+
+/*
+ * ms_plan_knob: the largest (larger_safer false) or smallest (true) value
+ * of parameter id over its MS_PARAMS range for which s, with only that
+ * parameter changed, is safe; by bisection to MS_PLAN_TOLERANCE relative,
+ * which assumes safety changes once over the range (tests/check_recommend.c
+ * scans it for the services it tests).  The timeout is the exception:
+ * safety is not monotone in it (a very short timeout removes the band, one
+ * in between can be the least safe; tests/check_recommend.c), so the answer is
+ * where the safe stretch that reaches the longest timeout begins, found by
+ * a scan down from the longest by factors of 10^(1/8), then bisection;
+ * shorter timeouts may be safe as well.  out->value is the safe end of
+ * the final bracket.
+ *   id  MS_PARAM_RETRY_BUDGET or MS_PARAM_TOKEN_RATIO (the count policy
+ *       with that cap, a named policy replaced), MS_PARAM_GRPC_TOKEN_RATIO,
+ *       MS_PARAM_ENVOY_BUDGET, MS_PARAM_FINAGLE_PERCENT, MS_PARAM_AWS_REFUND
+ *       (that named policy, with its defaults when s has another one;
+ *       gRPC with MS_PLAN_GRPC_MAX_TOKENS), MS_PARAM_TIMEOUT (erlang, up
+ *       to MS_MAX_TIMEOUT_COMPLETIONS / (c mu)), MS_PARAM_CAPACITY
+ *       (capacity model)
+ * When the safe end of the range is not safe, out->safe is false and
+ * out->value is that end; when both ends are safe, out->value is the
+ * other end (at_bound).
+ * Errors: MS_EINVAL for an id that is not a knob of s; those of
+ * ms_plan_safe.
+ */
+int ms_plan_knob(const ms_service_params *s, ms_param id, bool larger_safer,
+                 double peak, double margin, ms_plan_answer *out,
+                 ms_error *err);
+
+/*
+ * ms_plan_min_servers: the fewest servers (erlang) for which s is safe, by
+ * bisection over [1, min(MS_MAX_SERVERS, MS_MAX_TIMEOUT_COMPLETIONS /
+ * (mu T))], which assumes more servers are never less safe.  When the
+ * largest is not safe, out->safe is false and out->value is that largest.
+ * Errors: MS_EINVAL for the capacity model; those of ms_plan_safe.
+ */
+int ms_plan_min_servers(const ms_service_params *s, double peak, double margin,
+                        ms_plan_answer *out, ms_error *err);
+
+/* ------------------------------------------------------------------ */
 /* State of a service (doc/design.md §1.4) and what is reported (doc/design.md
  * §1.5)   */
 /* ------------------------------------------------------------------ */

@@ -14,5 +14,6 @@ int main(void) {
   srunner_add_suite(sr, verdict_suite());
   srunner_add_suite(sr, policy_suite());
   srunner_add_suite(sr, mmck_suite());
+  srunner_add_suite(sr, recommend_suite());
   return ms_check_run(sr);
 }

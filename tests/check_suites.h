@@ -13,5 +13,6 @@ Suite *tables_suite(void);
 Suite *verdict_suite(void);
 Suite *policy_suite(void);
 Suite *mmck_suite(void);
+Suite *recommend_suite(void);
 
 #endif

@@ -351,5 +351,85 @@ class ServiceTimeCv(CliTest):
                        "model only", "solve", "--spec", path, "--load", "1")
 
 
+def erlang_c(c, a):
+    """Erlang C by the Erlang B recursion B_k = a B_(k-1) / (k + a B_(k-1))
+    (Jagerman 1974), then C = c B / (c - a (1 - B)); a < c."""
+    b = 1.0
+    for k in range(1, c + 1):
+        b = a * b / (k + a * b)
+    return c * b / (c - a * (1 - b))
+
+
+def erlang_lambda(x, c, mu, T, r):
+    """lambda(x) = x / A(p(x)) of the erlang model with r retries
+    (doc/design.md §1.1-1.3): p = P(W > T) = C(c, x/mu) e^(-(c mu - x) T)."""
+    p = 1.0 if x >= c * mu else erlang_c(c, x / mu) * math.exp(
+        -(c * mu - x) * T)
+    return x / sum(p ** i for i in range(r + 1))
+
+
+class Landscape(CliTest):
+    """solve without --load: the landscape alone."""
+    ERL = ("solve", "--servers", "50", "--service-time", "200ms",
+           "--timeout", "2s")
+
+    def test_erlang_band(self):
+        j = self.ok(*self.ERL, "--retries", "3", "--format", "json").json()
+        self.assertEqual(set(j), {"service", "tipping_load", "recovery_load",
+                                  "band", "band_width",
+                                  "tipping_effective_load",
+                                  "recovery_effective_load",
+                                  "saturation_load"})
+        # c mu = 50 x 5/s; the recovery load is c mu / (r + 1) (§1.3)
+        self.assertEqual(j["saturation_load"], 250)
+        self.assertRel(j["recovery_load"], 250 / 4, 1e-12)
+        # the tipping load: the maximum of lambda(x) below c mu, by golden
+        # section on the formula above
+        lo, hi = 200.0, 250.0 - 1e-9
+        g = (math.sqrt(5) - 1) / 2
+        for _ in range(200):
+            a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+            if erlang_lambda(a, 50, 5, 2, 3) < erlang_lambda(b, 50, 5, 2, 3):
+                lo = a
+            else:
+                hi = b
+        tip = erlang_lambda(lo, 50, 5, 2, 3)
+        self.assertRel(j["tipping_load"], tip, 1e-9)
+        self.assertRel(j["tipping_effective_load"], lo, 1e-6)
+        self.assertTrue(j["band"])
+        self.assertAlmostEqual(j["band_width"], tip - 62.5, delta=1e-9)
+        text = self.ok(*self.ERL, "--retries", "3").out
+        self.assertIn("bistable band    62.5 to %.6g req/s" % tip, text)
+
+    def test_no_band(self):
+        # no retries: lambda(x) = x rises everywhere, tipping = recovery = c mu
+        j = self.ok(*self.ERL, "--retries", "0", "--format", "json").json()
+        self.assertEqual((j["tipping_load"], j["recovery_load"], j["band"],
+                          j["band_width"]), (250, 250, False, 0))
+        self.assertIn("bistable band    none",
+                      self.ok(*self.ERL, "--retries", "0").out)
+        # capacity model, one tier, base 0.05, 2 retries: C / A(base)
+        j = self.ok("solve", "--capacity", "1", "--base-failure", "0.05",
+                    "--retries", "2", "--format", "json").json()
+        self.assertRel(j["tipping_load"], 1 / 1.0525, 1e-15)
+        self.assertFalse(j["band"])
+
+    def test_load_unchanged(self):
+        # --load gives the operating point as before: the report's keys
+        j = self.ok(*self.ERL, "--retries", "3", "--load", "100",
+                    "--format", "json").json()
+        self.assertEqual(set(j) - {"service", "certified"}, REPORT_KEYS)
+        self.assertEqual(j["equilibria"][0]["stable"], True)
+
+    def test_options_need_load(self):
+        for opt, val in (("--observed-load", "3"), ("--observed-failure",
+                                                    "0.5"),
+                         ("--previous", "stable"), ("--interval", "10"),
+                         ("--queue-length", "5")):
+            self.fails(2, "%s describes an operating point: give the "
+                       "offered load with --load L" % opt, *self.ERL,
+                       "--retries", "3", opt, val)
+
+
 if __name__ == "__main__":
     clitest.main()

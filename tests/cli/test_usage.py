@@ -15,14 +15,15 @@ from clitest import DATA, SPEC, SRCDIR, CliTest
 CAP = ("--capacity", "1", "--retries", "3")
 ERL = ("--servers", "10", "--service-time", "100ms", "--timeout", "1")
 COMMANDS = ("solve", "erlang", "sweep", "lab", "replay", "simulate", "check",
-            "fit", "tolerance")
+            "fit", "tolerance", "recommend", "plan", "escapes")
 
 # (arguments, exit code, text the message must contain)
 ERRORS = [
     ((), 2, "metastable: no command given"),
     (("fly",), 2, "metastable: unknown command 'fly'"),
     (("help", "fly"), 2, "help: unknown command 'fly'"),
-    (("solve", *CAP), 2, "give the offered load with --load L"),
+    (("solve", *CAP, "--observed-load", "2"), 2,
+     "give the offered load with --load L"),
     (("solve", *CAP, "--load"), 2, "option '--load' needs a value"),
     (("solve", *CAP, "--load", "1", "--bogus"), 2,
      "unknown option '--bogus'"),
@@ -307,7 +308,7 @@ class Usage(CliTest):
     def test_help(self):
         top = self.ok("--help").out
         for c in COMMANDS:
-            self.assertIn("\n  %-8s " % c, top)
+            self.assertIn("\n  %-9s " % c, top)
             out = self.ok(c, "--help").out
             self.assertTrue(out.startswith("Usage: metastable " + c), out)
             self.assertEqual(self.ok("help", c).out, out)

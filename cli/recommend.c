@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * metastable recommend: the settings under which a service is safe at a
+ * peak load, stable at every offered load up to (1 + margin) peak so that
+ * any storm ends with its trigger (model/plan.c; doc/design.md §1.3-1.4).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+#include "json.h"
+
+static const char help[] =
+    "Usage: metastable recommend [MODEL OPTIONS] --load PEAK [--margin M]\n"
+    "                            [--format text|json]\n"
+    "\n"
+    "The settings under which the service is safe at peak load PEAK: its\n"
+    "state is stable at every offered load up to (1 + M) PEAK, so no\n"
+    "collapsed equilibrium exists there and a storm ends once its trigger\n"
+    "is gone; that is, its recovery load exceeds (1 + M) PEAK.  Each answer\n"
+    "changes one setting of the configured service and gives the tipping\n"
+    "and recovery loads it yields: the largest safe retry count (0 to 100),\n"
+    "the largest safe retry budget, token ratio and named policy knob at\n"
+    "the configured retry count, the fewest safe servers (erlang) or the\n"
+    "least safe capacity, and where the safe timeouts that reach the\n"
+    "longest begin (erlang: the longest timeouts fail least below\n"
+    "saturation, so there is no longest safe one; shorter ones may be safe\n"
+    "too).\n"
+    "\n"
+    "  --load PEAK         peak offered load, req/s, >= 0\n"
+    "  --margin M          share above the peak to stay stable at, [0, 10]\n"
+    "                      (default 0.2, 20 %)\n"
+    "  --format text|json  text (default) or one JSON object\n"
+    "\n";
+
+enum {
+  OPT_LOAD = MS_OPT_MODEL_END,
+  OPT_MARGIN,
+  OPT_FORMAT,
+};
+
+static const struct option options[] = {
+    MS_CLI_MODEL_LONG_OPTIONS,
+    {"load", required_argument, NULL, OPT_LOAD},
+    {"margin", required_argument, NULL, OPT_MARGIN},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+typedef struct {
+  double load, margin;
+  ms_format format;
+  bool help;
+} recommend_args;
+
+static int take_option(void *args, int c, const char *arg) {
+  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
+  recommend_args *a = args;
+  switch (c) {
+  case OPT_LOAD:
+    return ms_cli_param("--load", arg, MS_PARAM_OFFERED_LOAD, &a->load);
+  case OPT_MARGIN:
+    return ms_cli_share("--margin", arg, 0.0, MS_PLAN_MAX_MARGIN,
+                        MS_RANGE_CLOSED, &a->margin);
+  case OPT_FORMAT:
+    return ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
+                         &a->format);
+  default:
+    return -1;
+  }
+}
+
+/* One row of the answers. */
+typedef struct {
+  const char *key;   /* JSON key: "max_safe_retries" */
+  const char *label; /* text: "retries" */
+  bool share;        /* written as a percentage in text */
+  const char *unit;  /* text unit after the value, or "" */
+  bool has;          /* computed for this service */
+  ms_plan_answer a;
+} row;
+
+static void fmt_value(const row *w, char *buf, size_t len) {
+  if (w->share)
+    snprintf(buf, len, "%.4g %%", 100 * w->a.value);
+  else
+    snprintf(buf, len, "%.6g%s%s", w->a.value, *w->unit ? " " : "", w->unit);
+}
+
+static void write_text(const ms_cli_model *m, const recommend_args *a,
+                       bool safe, const ms_landscape *ls, const row *rows,
+                       int n) {
+  printf("service        %s%s%s\n", m->name[0] ? m->name : "",
+         m->name[0] ? ": " : "", m->summary);
+  printf("peak load      %.6g req/s, margin %.4g %%: safe means stable up to "
+         "%.6g req/s\n",
+         a->load, 100 * a->margin, (1 + a->margin) * a->load);
+  printf("as configured  %s: tipping load %.6g req/s, recovery load %.6g "
+         "req/s\n\n",
+         safe ? "safe" : "not safe", ls->tipping_load, ls->recovery_load);
+  printf("  %-22s %-24s %14s %14s\n", "setting", "answer", "tipping load",
+         "recovery load");
+  for (int i = 0; i < n; i++) {
+    const row *w = &rows[i];
+    if (!w->has)
+      continue;
+    char v[48], ans[64];
+    fmt_value(w, v, sizeof v);
+    if (!w->a.safe)
+      snprintf(ans, sizeof ans, "none (closest %s)", v);
+    else
+      snprintf(ans, sizeof ans, "%s%s", v, w->a.at_bound ? " (bound)" : "");
+    printf("  %-22s %-24s %14.6g %14.6g\n", w->label, ans, w->a.tipping_load,
+           w->a.recovery_load);
+  }
+}
+
+static void write_json(const ms_cli_model *m, const recommend_args *a,
+                       bool safe, const ms_landscape *ls, const row *rows,
+                       int n) {
+  ms_json j;
+  ms_json_init(&j, stdout, 2);
+  ms_json_begin_object(&j, NULL);
+  if (m->name[0])
+    ms_json_string(&j, "service", m->name);
+  else
+    ms_json_null(&j, "service");
+  ms_json_number(&j, "peak_load", a->load);
+  ms_json_number(&j, "margin", a->margin);
+  ms_json_number(&j, "safe_load", (1 + a->margin) * a->load);
+  ms_json_bool(&j, "safe", safe);
+  ms_json_number(&j, "tipping_load", ls->tipping_load);
+  ms_json_number(&j, "recovery_load", ls->recovery_load);
+  for (int i = 0; i < n; i++) {
+    if (!rows[i].has)
+      continue;
+    if (rows[i].a.safe)
+      ms_json_number(&j, rows[i].key, rows[i].a.value);
+    else
+      ms_json_null(&j, rows[i].key);
+  }
+  ms_json_begin_object(&j, "details");
+  for (int i = 0; i < n; i++) {
+    const row *w = &rows[i];
+    if (!w->has)
+      continue;
+    ms_json_begin_object(&j, w->key);
+    ms_json_number(&j, "value", w->a.value);
+    ms_json_bool(&j, "safe", w->a.safe);
+    ms_json_bool(&j, "at_bound", w->a.at_bound);
+    ms_json_number(&j, "tipping_load", w->a.tipping_load);
+    ms_json_number(&j, "recovery_load", w->a.recovery_load);
+    ms_json_end_object(&j);
+  }
+  ms_json_end_object(&j);
+  ms_json_end_object(&j);
+  ms_json_finish(&j);
+}
+
+static int run(ms_cli_model *m, int argc, char **argv) {
+  recommend_args a = {.load = NAN, .margin = 0.2, .format = MS_FORMAT_TEXT};
+  int r = ms_cli_parse(argc, argv, options, m, take_option, &a, &a.help, NULL);
+  if (r != 0)
+    return r;
+  if (a.help)
+    return ms_cli_help_model(help);
+  if (isnan(a.load))
+    return ms_cli_usage("give the peak offered load with --load PEAK "
+                        "(requests/s)");
+  if ((r = ms_cli_model_resolve(m, true)) != 0)
+    return r;
+  const ms_service_params *s = &m->params;
+  bool erlang = s->model.kind == MS_MODEL_ERLANG;
+  bool one_tier = s->policy.tiers == 1;
+  /* Envoy's budget counts attempts holding a slot: the erlang model's
+   * wait, without a queue limit (ms_retry_policy_check) */
+  bool envoy = one_tier && erlang && !s->model.has_queue_limit;
+  row rows[] = {
+      {.key = "max_safe_retries",
+       .label = "retries",
+       .share = false,
+       .unit = "",
+       .has = true},
+      {.key = "max_safe_retry_budget",
+       .label = "retry budget",
+       .share = true,
+       .unit = "",
+       .has = true},
+      {.key = "max_safe_token_ratio",
+       .label = "token ratio",
+       .share = false,
+       .unit = "",
+       .has = true},
+      {.key = "max_safe_grpc_token_ratio",
+       .label = "gRPC token_ratio",
+       .share = false,
+       .unit = "",
+       .has = true},
+      {.key = "max_safe_aws_refund",
+       .label = "AWS quota refund",
+       .share = false,
+       .unit = "",
+       .has = true},
+      {.key = "max_safe_finagle_percent",
+       .label = "Finagle percent",
+       .share = true,
+       .unit = "",
+       .has = one_tier},
+      {.key = "max_safe_envoy_budget",
+       .label = "Envoy budget_percent",
+       .share = true,
+       .unit = "",
+       .has = envoy},
+      {.key = "min_safe_servers",
+       .label = "servers",
+       .share = false,
+       .unit = "",
+       .has = erlang},
+      {.key = "min_safe_capacity",
+       .label = "capacity",
+       .share = false,
+       .unit = "req/s",
+       .has = !erlang},
+      {.key = "min_safe_timeout",
+       .label = "timeout",
+       .share = false,
+       .unit = "s",
+       .has = erlang},
+  };
+  static const ms_param knobs[] = {
+      MS_PARAM_RETRIES,      MS_PARAM_RETRY_BUDGET,
+      MS_PARAM_TOKEN_RATIO,  MS_PARAM_GRPC_TOKEN_RATIO,
+      MS_PARAM_AWS_REFUND,   MS_PARAM_FINAGLE_PERCENT,
+      MS_PARAM_ENVOY_BUDGET, MS_PARAM_SERVERS,
+      MS_PARAM_CAPACITY,     MS_PARAM_TIMEOUT,
+  };
+  int n = (int)(sizeof rows / sizeof rows[0]);
+  ms_error err;
+  ms_landscape ls;
+  bool safe;
+  if (ms_plan_safe(s, a.load, a.margin, &safe, &ls, &err) != MS_OK)
+    return ms_cli_fail("model: %s", err.msg);
+  ms_cli_progress prog;
+  ms_cli_progress_start(&prog, "recommend", (size_t)n);
+  for (int i = 0; i < n; i++) {
+    ms_cli_progress_update(&prog, (size_t)i);
+    if (!rows[i].has)
+      continue;
+    int st;
+    if (knobs[i] == MS_PARAM_RETRIES)
+      st = ms_plan_max_retries(s, a.load, a.margin, &rows[i].a, &err);
+    else if (knobs[i] == MS_PARAM_SERVERS)
+      st = ms_plan_min_servers(s, a.load, a.margin, &rows[i].a, &err);
+    else
+      st = ms_plan_knob(s, knobs[i],
+                        knobs[i] == MS_PARAM_CAPACITY ||
+                            knobs[i] == MS_PARAM_TIMEOUT,
+                        a.load, a.margin, &rows[i].a, &err);
+    if (st != MS_OK) {
+      ms_cli_progress_end(&prog);
+      return ms_cli_fail("model: %s: %s", rows[i].label, err.msg);
+    }
+  }
+  ms_cli_progress_end(&prog);
+  if (a.format == MS_FORMAT_JSON)
+    write_json(m, &a, safe, &ls, rows, n);
+  else
+    write_text(m, &a, safe, &ls, rows, n);
+  return ms_cli_finish_output(MS_EXIT_OK);
+}
+
+int ms_cmd_recommend(int argc, char **argv) {
+  ms_cli_model m;
+  ms_cli_model_init(&m);
+  int rc = run(&m, argc, argv);
+  ms_cli_model_free(&m);
+  return rc;
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""metastable recommend: the issue's example worked by hand, and every
+answer checked with `metastable solve` (the landscape alone) against the
+rule safe = recovery load > (1 + margin) peak, the next step not safe."""
+import clitest
+from clitest import CliTest
+
+EX = ("--servers", "50", "--service-time", "200ms", "--timeout", "2s",
+      "--retries", "3")
+
+
+class Recommend(CliTest):
+    def rec(self, *a):
+        return self.ok("recommend", *EX, "--load", "200", "--format", "json",
+                       *a).json()
+
+    def recovery(self, *a):
+        return self.ok("solve", *a, "--format", "json").json()["recovery_load"]
+
+    def test_example(self):
+        j = self.rec()
+        # c mu = 250/s; the recovery load c mu / (r + 1) must exceed 240
+        self.assertEqual(j["safe_load"], 240)
+        self.assertFalse(j["safe"])
+        self.assertEqual(j["recovery_load"], 62.5)
+        self.assertEqual(j["max_safe_retries"], 0)
+        self.assertEqual(j["details"]["max_safe_retries"]["recovery_load"],
+                         250)
+        # 5 c / 4 > 240: c > 192
+        self.assertEqual(j["min_safe_servers"], 193)
+        ex = list(EX)
+        ex[1] = "193"
+        self.assertGreater(self.recovery(*ex), 240)
+        ex[1] = "192"
+        self.assertLessEqual(self.recovery(*ex), 240)
+        # the budget below about 3.4 %; solve with it, and 1e-6 more
+        b = j["max_safe_retry_budget"]
+        self.assertTrue(0.033 < b < 0.035, b)
+        self.assertGreater(self.recovery(*EX, "--retry-budget", repr(b)), 240)
+        self.assertLess(self.recovery(*EX, "--retry-budget", repr(b + 1e-6)),
+                        240)
+        # a fixed count's recovery load does not depend on the timeout
+        self.assertIsNone(j["min_safe_timeout"])
+        self.assertFalse(j["details"]["min_safe_timeout"]["safe"])
+        text = self.ok("recommend", *EX, "--load", "200").out
+        self.assertIn("as configured  not safe", text)
+        self.assertIn("none (closest", text)
+
+    def test_margin(self):
+        # margin 0: stable up to 200; 3 retries need c mu / 4 > 200: 161
+        j = self.rec("--margin", "0")
+        self.assertEqual(j["min_safe_servers"], 161)
+        self.fails(2, "--margin: '11' is out of range", "recommend", *EX,
+                   "--load", "200", "--margin", "11")
+        self.fails(2, "give the peak offered load with --load PEAK",
+                   "recommend", *EX)
+
+    def test_capacity(self):
+        # 2 tiers of 2 retries fold at C (doc/design.md §1.3).  p depends on
+        # x / C alone, so lambda(x) scales with C and so does the recovery
+        # load: the least safe capacity is 60 / (recovery load at C = 1)
+        j = self.ok("recommend", "--capacity", "100", "--retries", "2",
+                    "--tiers", "2", "--load", "50", "--format",
+                    "json").json()
+        self.assertNotIn("min_safe_servers", j)
+        rho = self.recovery("--capacity", "1", "--retries", "2", "--tiers",
+                            "2")
+        self.assertRel(j["min_safe_capacity"], 60 / rho, 1e-8)
+
+if __name__ == "__main__":
+    clitest.main()
