@@ -12,13 +12,13 @@
 
 static const ms_cli_command commands[] = {
     {"solve", ms_cmd_solve,
-     "equilibria, tipping and recovery loads and state at one offered load"},
+     "tipping and recovery loads; the equilibria and state at a load"},
     {"erlang", ms_cmd_erlang,
      "Erlang B, Erlang C and the M/M/c wait tail, with their logs"},
     {"sweep", ms_cmd_sweep,
-     "every equilibrium over a range of offered loads; bifurcation plot"},
+     "the equilibria over a range of loads or a knob; bifurcation plot"},
     {"lab", ms_cmd_lab,
-     "the capacity model in exact arithmetic: iterates, exact fixed point"},
+     "the capacity model in exact arithmetic: iterates, the fixed point"},
     {"replay", ms_cmd_replay,
      "run a metrics trace through the plugin's per-interval logic"},
     {"simulate", ms_cmd_simulate,
@@ -28,9 +28,9 @@ static const ms_cli_command commands[] = {
     {"fit", ms_cmd_fit,
      "estimate a service's parameters from a trace, with 95 % intervals"},
     {"plan", ms_cmd_plan,
-     "a capacity plan in units: amplification, loads, bounds, health check"},
+     "a capacity plan in units: amplification, loads, bounds, health"},
     {"escapes", ms_cmd_escapes,
-     "the escapes from the retry loop compared: bands and what each costs"},
+     "the escapes from the retry loop compared: bands, costs"},
     {"tolerance", ms_cmd_tolerance,
      "the longest stall or spike survived at a load; the trigger map"},
     {"recommend", ms_cmd_recommend,
@@ -47,7 +47,7 @@ static int top_help(void) {
          "\n"
          "Commands:\n");
   for (size_t i = 0; i < N_COMMANDS; i++)
-    printf("  %-9s %s\n", commands[i].name, commands[i].summary);
+    printf("  %-10s %s\n", commands[i].name, commands[i].summary);
   printf("\n"
          "'metastable COMMAND --help' shows a command's options; 'man "
          "metastable'\n"

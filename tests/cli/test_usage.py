@@ -308,7 +308,7 @@ class Usage(CliTest):
     def test_help(self):
         top = self.ok("--help").out
         for c in COMMANDS:
-            self.assertIn("\n  %-9s " % c, top)
+            self.assertIn("\n  %-10s " % c, top)
             out = self.ok(c, "--help").out
             self.assertTrue(out.startswith("Usage: metastable " + c), out)
             self.assertEqual(self.ok("help", c).out, out)
