@@ -21,7 +21,7 @@ static const char help[] =
     "Usage: metastable replay --spec FILE [--service NAME] [MODEL OPTIONS]\n"
     "                         [--format text|csv|json] TRACE.csv\n"
     "       metastable replay --spec FILE [--service NAME] [--format "
-    "csv|json]\n"
+    "text|csv|json]\n"
     "                         --prometheus-json INPUT=FILE ... "
     "[--write-trace OUT.csv]\n"
     "\n"
