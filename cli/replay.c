@@ -6,6 +6,7 @@
  * the same state machine with its hysteresis, the same notifications.  So
  * the verdicts are the plugin's, interval by interval.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +19,9 @@
 
 static const char help[] =
     "Usage: metastable replay --spec FILE [--service NAME] [MODEL OPTIONS]\n"
-    "                         [--format csv|json] TRACE.csv\n"
+    "                         [--format text|csv|json] TRACE.csv\n"
     "       metastable replay --spec FILE [--service NAME] [--format "
-    "csv|json]\n"
+    "text|csv|json]\n"
     "                         --prometheus-json INPUT=FILE ... "
     "[--write-trace OUT.csv]\n"
     "\n"
@@ -45,7 +46,11 @@ static const char help[] =
     "\n"
     "  --spec FILE, --service NAME  the service file and service (required)\n"
     "  MODEL OPTIONS           override the file's values: what if?\n"
-    "  --format csv|json       csv (default) or a JSON array of rows\n"
+    "  --format text|csv|json  csv (default), a JSON array of rows, or text:\n"
+    "                          a table for people (time, offered load,\n"
+    "                          effective and self-inflicted load, headroom or\n"
+    "                          the load to shed in a storm, verdict, state\n"
+    "                          changes marked, notifications under their row)\n"
     "  --prometheus-json INPUT=FILE\n"
     "                          instead of a CSV trace: a Prometheus\n"
     "                          /api/v1/query_range response (one series) for\n"
@@ -144,6 +149,54 @@ static void write_json_row(ms_json *j, const ms_trace_row *row,
   ms_json_end_object(j);
 }
 
+/* The verdict of a row in words: the state, and the storm flag
+ * ("overloaded STORM", "stable STORM (recovering)"). */
+static void verdict_text(const ms_step *st, char *buf, size_t len) {
+  const ms_report *r = &st->report;
+  snprintf(buf, len, "%s%s", ms_state_name(r->state),
+           !r->storm       ? ""
+           : r->recovering ? " STORM (recovering)"
+                           : " STORM");
+}
+
+/* One row of the text table (the demo's, scripts/demo.sh): time as
+ * written, offered load (req/s), effective and self-inflicted load
+ * (attempts/s), the tipping headroom in per cent or, in a storm, the load
+ * to shed (req/s), the verdict, and "<- state change" when the verdict
+ * differs from the row before's; a line for the model's tipping and
+ * recovery loads when they change (first row, calibration, pool size);
+ * the notifications under the row they fired on. */
+static void write_text_row(const ms_trace_row *row, const ms_step *st,
+                           char *last_verdict, size_t vlen, double *last_tip,
+                           double *last_rec) {
+  const ms_report *r = &st->report;
+  if (!st->ok) {
+    printf("%-24s (no verdict: %s)\n", row->time_text, st->problem);
+  } else {
+    if (r->tipping_load != *last_tip || r->recovery_load != *last_rec) {
+      printf("%-24s model: tipping load %.1f req/s, recovery load %.1f "
+             "req/s\n",
+             "", r->tipping_load, r->recovery_load);
+      *last_tip = r->tipping_load;
+      *last_rec = r->recovery_load;
+    }
+    char room[32], verdict[64];
+    if (r->storm)
+      snprintf(room, sizeof room, "shed %.0f", r->shed_load);
+    else
+      snprintf(room, sizeof room, "%.1f%%", 100 * r->tipping_headroom);
+    verdict_text(st, verdict, sizeof verdict);
+    bool changed = strcmp(verdict, last_verdict) != 0;
+    printf("%-24s %9.1f %10.1f %9.1f %10s  %s%s\n", row->time_text,
+           r->offered_load, r->effective_load, r->self_inflicted_load, room,
+           verdict, changed ? "  <- state change" : "");
+    snprintf(last_verdict, vlen, "%s", verdict);
+  }
+  for (int k = 0; k < st->n_notes; k++)
+    printf("%-24s >>> %s: %s\n", "",
+           ms_note_severity_name(st->notes[k].severity), st->notes[k].message);
+}
+
 /* What replay tells on a terminal when it is done: the verdicts, the
  * notifications, and what calibration did (the learned values taken into
  * use, at most one line each; the rows whose calibration inputs gave no
@@ -207,6 +260,11 @@ static int write_verdicts(const ms_service_spec *spec, ms_format format,
   if (format == MS_FORMAT_JSON) {
     ms_json_init(&j, stdout, 1);
     ms_json_begin_array(&j, NULL);
+  } else if (format == MS_FORMAT_TEXT) {
+    printf("%-24s %9s %10s %9s %10s  %s\n", "time", "offered", "effective",
+           "self-inf", "headroom", "verdict");
+    printf("%-24s %9s %10s %9s %10s\n", "", "req/s", "attempts/s", "att./s",
+           "or shed");
   } else {
     fputs("time,unix_time,", stdout);
     ms_report_csv_header(stdout);
@@ -217,6 +275,8 @@ static int write_verdicts(const ms_service_spec *spec, ms_format format,
   ms_cli_progress_start(&prog, "replay", tr->n);
   replay_tally tally = {0};
   ms_step st;
+  char last_verdict[64] = "";
+  double last_tip = NAN, last_rec = NAN;
   for (size_t i = 0; i < tr->n; i++) {
     ms_inputs in;
     ms_trace_inputs(tr, i, &in);
@@ -231,6 +291,9 @@ static int write_verdicts(const ms_service_spec *spec, ms_format format,
     }
     if (format == MS_FORMAT_JSON)
       write_json_row(&j, &tr->rows[i], &st);
+    else if (format == MS_FORMAT_TEXT)
+      write_text_row(&tr->rows[i], &st, last_verdict, sizeof last_verdict,
+                     &last_tip, &last_rec);
     else
       write_csv_row(&tr->rows[i], &st);
     tally_step(&tally, &tr->rows[i], &st);
@@ -259,7 +322,8 @@ typedef struct {
 
 /* One option of the command (ms_cli_take). */
 static int take_option(void *args, int c, const char *arg) {
-  static const ms_format formats[] = {MS_FORMAT_CSV, MS_FORMAT_JSON};
+  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_CSV,
+                                      MS_FORMAT_JSON};
   replay_args *a = args;
   int r = 0;
   switch (c) {

@@ -312,5 +312,87 @@ class Incident(CliTest):
         self.assertEqual(rows[0]["state"], "vulnerable")
 
 
+class TextTable(CliTest):
+    """--format text: each row of the table against the CSV row of the
+    same trace, parsed independently: the loads to the table's 0.1, the
+    headroom in per cent (or, in a storm, the load to shed), the verdict
+    built from state, storm and recovering, the state-change mark where the
+    verdict differs from the row before, the notifications under their
+    row."""
+
+    def compare(self, args, trace):
+        rows = list(csv.DictReader(io.StringIO(self.ok(*args, trace).out)))
+        text = self.ok(*args, trace, "--format", "text").out.splitlines()
+        body = [l for l in text[2:] if not l.lstrip().startswith("model:")
+                and not l.lstrip().startswith(">>>")]
+        notes = []
+        for l in text[2:]:
+            if l.lstrip().startswith(">>>"):
+                notes.append(l.split(">>> ", 1)[1])
+        self.assertEqual(len(body), len(rows))
+        last = ""
+        for line, r in zip(body, rows):
+            self.assertTrue(line.startswith(r["time"]), (line, r))
+            if r["state"] == "":
+                self.assertIn("(no verdict: %s)" % r["problem"], line)
+                continue
+            f = line[24:].split()
+            self.assertAlmostEqual(float(f[0]), float(r["offered_load"]),
+                                   delta=0.05 + 1e-9)
+            self.assertAlmostEqual(float(f[1]), float(r["effective_load"]),
+                                   delta=0.05 + 1e-9)
+            self.assertAlmostEqual(float(f[2]),
+                                   float(r["self_inflicted_load"]),
+                                   delta=0.05 + 1e-9)
+            storm = r["storm"] == "1"
+            if storm:
+                self.assertEqual(f[3], "shed")
+                self.assertAlmostEqual(float(f[4]), float(r["shed_load"]),
+                                       delta=0.5 + 1e-9)
+                rest = " ".join(f[5:])
+            else:
+                self.assertAlmostEqual(float(f[3].rstrip("%")),
+                                       100 * float(r["tipping_headroom"]),
+                                       delta=0.05 + 1e-9)
+                rest = " ".join(f[4:])
+            verdict = r["state"] + ((" STORM (recovering)"
+                                     if r["recovering"] == "1" else " STORM")
+                                    if storm else "")
+            changed = verdict != last
+            self.assertEqual(rest, verdict + ("  <- state change".replace(
+                "  ", " ") if changed else ""))
+            last = verdict
+        want = [n for r in rows if r["notifications"]
+                for n in r["notifications"].split(" | ")]
+        self.assertEqual(notes, want)
+        return rows, text
+
+    def test_incident(self):
+        rows, text = self.compare(CHECKOUT, INCIDENT)
+        self.assertIn("model: tipping load 83.2 req/s, recovery load 25.0 "
+                      "req/s", text[2])
+
+    def test_storm_lab(self):
+        # the storm lab's real run (doc/storm-lab.csv), its HAProxy and
+        # php-fpm columns renamed to the inputs of lab/service.yaml
+        top = os.path.dirname(os.path.dirname(EXAMPLES))
+        names = {"epoch": "time", "offered": "offered_rate",
+                 "attempts": "arrival_rate", "retries": "retry_rate",
+                 "failed_attempts": "error_rate", "pool_size": "pool_size",
+                 "fpm_queue": "queue_length"}
+        with open(os.path.join(top, "doc", "storm-lab.csv")) as f:
+            lab = list(csv.DictReader(f))
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "lab.csv")
+            with open(p, "w") as f:
+                f.write(",".join(names.values()) + "\n")
+                for r in lab:
+                    f.write(",".join(r[k] for k in names) + "\n")
+            rows, text = self.compare(
+                ("replay", "--spec", os.path.join(top, "lab", "service.yaml"),
+                 "--service", "storm_lab"), p)
+        self.assertIn("metastable", [r["state"] for r in rows])
+
+
 if __name__ == "__main__":
     clitest.main()
