@@ -318,6 +318,12 @@ typedef struct {
 /* The longest stall the plugin searches, s: a service that survives more
  * reports this. */
 #define MS_TOLERANCE_MAX_STALL 600.0
+/* Intervals a tracker waits after a stall-tolerance search before it
+ * searches a bucket below one it remembers (a falling load); a load above
+ * every remembered bucket is searched at once.  Bounds a service's cost to
+ * one search (about 6 ms) per interval while its load climbs, and one per
+ * MS_TOLERANCE_SEARCH_GAP intervals otherwise. */
+#define MS_TOLERANCE_SEARCH_GAP 10
 
 /* The memory of one service between intervals. */
 typedef struct {
@@ -344,6 +350,8 @@ typedef struct {
   long tolerance_bucket[MS_TOLERANCE_CACHE];
   double tolerance_value[MS_TOLERANCE_CACHE]; /* s; < 0: none */
   unsigned long tolerance_searches;           /* searches run, for tests */
+  int tolerance_wait; /* intervals until a search below a remembered
+                         bucket is allowed again */
 } ms_tracker;
 
 /* Result of one step. */

@@ -344,12 +344,19 @@ static void headroom_note(ms_tracker *t, const ms_service_spec *spec,
  * errs on the short side.  Erlang model, one tier; none below the
  * recovery load (every stall is survived), 0 above the tipping load,
  * MS_TOLERANCE_MAX_STALL when no stall up to it latches; none when the
- * search fails (a run too long for the engine's limits).
+ * search fails (a run too long for the engine's limits).  A bucket not
+ * remembered is searched at once when it lies above every remembered one
+ * (a climbing load: at most one search per interval); below one, only
+ * MS_TOLERANCE_SEARCH_GAP intervals after the last search, and until then
+ * the nearest remembered bucket above it answers (a higher load's stall
+ * tolerance: shorter, so the value still errs short).
  */
 static void stall_tolerance_report(ms_tracker *t, ms_report *r) {
   const ms_landscape *ls = &t->landscape;
   double lambda = r->offered_load;
   r->has_stall_tolerance = false;
+  if (t->tolerance_wait > 0)
+    t->tolerance_wait--;
   if (ls->params.model.kind != MS_MODEL_ERLANG ||
       ls->params.policy.tiers != 1 || !(lambda > 0) ||
       lambda < ls->recovery_load)
@@ -365,13 +372,20 @@ static void stall_tolerance_report(ms_tracker *t, ms_report *r) {
   }
   long b = (long)floor(log(lambda) / log(MS_TOLERANCE_BUCKET));
   double v = -1.0;
-  int i;
-  for (i = 0; i < t->tolerance_n; i++)
+  int i, above = -1; /* the nearest remembered bucket above b */
+  for (i = 0; i < t->tolerance_n; i++) {
     if (t->tolerance_bucket[i] == b)
       break;
+    if (t->tolerance_bucket[i] > b &&
+        (above < 0 || t->tolerance_bucket[i] < t->tolerance_bucket[above]))
+      above = i;
+  }
   if (i < t->tolerance_n) {
     v = t->tolerance_value[i];
+  } else if (above >= 0 && t->tolerance_wait > 0) {
+    v = t->tolerance_value[above];
   } else {
+    t->tolerance_wait = MS_TOLERANCE_SEARCH_GAP;
     ms_sim_config cfg;
     ms_sim_config_init(&cfg, &ls->params);
     cfg.scenario.offered_load =
