@@ -109,7 +109,7 @@ static void write_text(const ms_cli_model *m, const recommend_args *a,
     char v[48], ans[64];
     fmt_value(w, v, sizeof v);
     if (!w->a.safe)
-      snprintf(ans, sizeof ans, "none (closest %s)", v);
+      snprintf(ans, sizeof ans, "none (even %s is not)", v);
     else
       snprintf(ans, sizeof ans, "%s%s", v, w->a.at_bound ? " (bound)" : "");
     printf("  %-22s %-24s %14.6g %14.6g\n", w->label, ans, w->a.tipping_load,

@@ -45,7 +45,7 @@ class Recommend(CliTest):
         self.assertFalse(j["details"]["min_safe_timeout"]["safe"])
         text = self.ok("recommend", *EX, "--load", "200").out
         self.assertIn("as configured  not safe", text)
-        self.assertIn("none (closest", text)
+        self.assertIn("none (even ", text)
 
     def test_margin(self):
         # margin 0: stable up to 200; 3 retries need c mu / 4 > 200: 161
