@@ -100,19 +100,19 @@ static void write_text(const ms_cli_model *m, const recommend_args *a,
   printf("as configured  %s: tipping load %.6g req/s, recovery load %.6g "
          "req/s\n\n",
          safe ? "safe" : "not safe", ls->tipping_load, ls->recovery_load);
-  printf("  %-22s %-24s %14s %14s\n", "setting", "answer", "tipping load",
+  printf("  %-22s %-28s %14s %14s\n", "setting", "answer", "tipping load",
          "recovery load");
   for (int i = 0; i < n; i++) {
     const row *w = &rows[i];
     if (!w->has)
       continue;
-    char v[48], ans[64];
+    char v[48], ans[80];
     fmt_value(w, v, sizeof v);
     if (!w->a.safe)
       snprintf(ans, sizeof ans, "none (even %s is not)", v);
     else
       snprintf(ans, sizeof ans, "%s%s", v, w->a.at_bound ? " (bound)" : "");
-    printf("  %-22s %-24s %14.6g %14.6g\n", w->label, ans, w->a.tipping_load,
+    printf("  %-22s %-28s %14.6g %14.6g\n", w->label, ans, w->a.tipping_load,
            w->a.recovery_load);
   }
 }
