@@ -510,12 +510,16 @@ static int draw(const ms_cli_model *m, const escape *e, double load,
     tx[i] = i + 1;
     ty[i] = e[i].tipping;
     ry[i] = e[i].recovery;
-    if (isnan(e[i].tipping))
-      snprintf(titles[i], sizeof titles[i], "%d %s: not modelled", i + 1,
+    char stall[32];
+    if (isnan(e[i].tipping)) {
+      snprintf(titles[i], sizeof titles[i], "%s: not modelled",
                escape_names[i]);
-    else
-      snprintf(titles[i], sizeof titles[i], "%d %s: %.4g to %.4g req/s", i + 1,
-               escape_names[i], e[i].recovery, e[i].tipping);
+    } else {
+      snprintf(titles[i], sizeof titles[i],
+               "%s: %.4g to %.4g req/s, stall %s%s", escape_names[i],
+               e[i].recovery, e[i].tipping, stall_text(stall, &e[i]),
+               isnan(e[i].stall) || isinf(e[i].stall) ? "" : " s");
+    }
     s[i] = (ms_plot_series){.title = titles[i],
                             .style = MS_PLOT_SOLID,
                             .color = colors[i],
@@ -550,7 +554,9 @@ static int draw(const ms_cli_model *m, const escape *e, double load,
   ms_plot_init(&p);
   p.title = "Escapes from the retry loop";
   p.subtitle = sub;
-  p.xlabel = "escape (numbered as in the legend)";
+  p.xlabel = "escape";
+  p.xtic_names = escape_names;
+  p.n_xtic_names = ESC_COUNT;
   p.ylabel = "offered load (req/s)";
   p.xmin = 0.5;
   p.xmax = ESC_COUNT + 0.5;

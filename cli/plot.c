@@ -339,6 +339,16 @@ static void script_axes(const ms_plot *p, FILE *f) {
   range(f, "y", p->ymin, p->ymax);
   if (p->xlog)
     fputs("set logscale x\n", f);
+  if (p->n_xtic_names > 0) {
+    fputs("set xtics (", f);
+    for (size_t i = 0; i < p->n_xtic_names; i++) {
+      if (i > 0)
+        fputs(", ", f);
+      quoted(f, p->xtic_names[i]);
+      fprintf(f, " %zu", i + 1);
+    }
+    fputs(")\n", f);
+  }
   if (p->ylog)
     fputs("set logscale y\n", f);
   fputs("set key ", f);

@@ -131,6 +131,10 @@ typedef struct {
   size_t n_markers;
   const ms_plot_arrow *arrows;
   size_t n_arrows;
+  /* Names for the x axis's ticks instead of numbers: xtic_names[i] at
+   * x = i + 1, for a chart of categories (escapes: "none", "bound", ...). */
+  const char *const *xtic_names;
+  size_t n_xtic_names;
 } ms_plot;
 
 /*

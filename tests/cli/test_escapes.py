@@ -215,6 +215,15 @@ class Escapes(CliTest):
             for name in ("none", "bound", "budget", "randomize", "discard",
                          "damp", "normal load"):
                 self.assertIn(name, svg)
+            # the escapes name the x axis's ticks, as SVG texts alone
+            for name in ("none", "bound", "budget", "randomize", "discard",
+                         "damp"):
+                self.assertRegex(svg, r">\s*%s\s*</text>" % name)
+            # each legend entry gives the band and the stall tolerance
+            e, _ = self.escapes(*CHECKOUT)
+            self.assertIn("none: %.4g to %.4g req/s, stall %.5g s" % (
+                e["none"]["recovery_load"], e["none"]["tipping_load"],
+                e["none"]["stall_tolerance"]), svg)
 
     def test_unmodelled_row(self):
         # Envoy's budget needs the unbounded queue's hold time: the bound
