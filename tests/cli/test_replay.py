@@ -556,6 +556,22 @@ class Plot(CliTest):
                             for p in blocks[2] if p))
         self.assertTrue(all(p[1] == 25 for p in blocks[3] if p))
 
+    def test_band_steps(self):
+        # the pool grows from 10 to 20 servers at t = 1 s, a row without
+        # pool_size at 2 s, back to 10 at 3 s: the recovery load (25 req/s
+        # for 10 servers, test_pool_size) steps to 50 across the second
+        # row's interval (0..1 s), breaks, and is 25 again across 2..3 s
+        p = os.path.join(self.d, "pool.csv")
+        with open(p, "w") as f:
+            f.write("time,offered_rate,pool_size\n"
+                    "1,60,10\n2,60,20\n3,60,\n4,60,10.4\n")
+        rows, blocks, bands, marks = self.draw(
+            ("replay", "--spec", SPEC, "--service", "pool"), p, "pool.svg")
+        self.check(rows, blocks, bands, marks)
+        self.assertEqual(blocks[3], [(0, 25), (0, 25), (0, 50), (1, 50),
+                                     None, (2, 25), (3, 25)])
+        self.assertEqual(bands, [(GREY, 1, 2)])
+
     def test_storm_lab(self):
         trace, args = lab_trace(self.d)
         rows, blocks, bands, marks = self.draw(args, trace, "lab.png")
