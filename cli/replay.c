@@ -371,8 +371,8 @@ static size_t gap_bands(const replay_chart *c, double t0, double scale,
   return nb;
 }
 
-/* A model load (tipping or recovery) as a step line: each row's value
- * across its interval, a break at rows without a verdict.  x and y have
+/* A load (offered, effective, tipping or recovery) as a step line: each row's
+ * value across its interval, a break at rows without a verdict.  x and y have
  * room for 3 n points; returns the number written. */
 static size_t step_line(const replay_chart *c, const double *v, double t0,
                         double scale, double *x, double *y) {
@@ -388,8 +388,9 @@ static size_t step_line(const replay_chart *c, const double *v, double t0,
   return m;
 }
 
-/* Draw the replay into path: the offered and effective loads at each
- * row's time, the tipping and recovery loads as steps, the storms shaded
+/* Draw the replay into path: the offered and effective loads and the
+ * tipping and recovery loads as steps (each row's value across the
+ * interval its rates cover), the storms shaded
  * (recovering in another shade), each row with notifications a vertical
  * line named by their severities above the plot.  The time axis is in
  * seconds since the first row (minutes past two hours, hours past two
@@ -403,13 +404,16 @@ static int replay_plot(const char *path, const ms_cli_model *m,
   const char *unit = scale == 3600 ? "h" : scale == 60 ? "min" : "s";
   size_t m3 = 3 * (n ? n : 1);
   double *x = malloc(n ? n * sizeof *x : sizeof *x);
+  double *ex = malloc(m3 * sizeof *ex), *ey = malloc(m3 * sizeof *ey);
+  double *ox = malloc(m3 * sizeof *ox), *oy = malloc(m3 * sizeof *oy);
   double *tx = malloc(m3 * sizeof *tx), *ty = malloc(m3 * sizeof *ty);
   double *rx = malloc(m3 * sizeof *rx), *ry = malloc(m3 * sizeof *ry);
   ms_plot_band *bands = calloc(2 * n + 1, sizeof *bands);
   ms_plot_marker *marks = calloc(n + 1, sizeof *marks);
   char(*texts)[40] = calloc(n + 1, sizeof *texts);
   int rc = MS_EXIT_OK;
-  if (!x || !tx || !ty || !rx || !ry || !bands || !marks || !texts) {
+  if (!x || !ex || !ey || !ox || !oy || !tx || !ty || !rx || !ry || !bands ||
+      !marks || !texts) {
     rc = ms_cli_fail("--plot: out of memory drawing %zu rows", n);
     goto done;
   }
@@ -420,6 +424,8 @@ static int replay_plot(const char *path, const ms_cli_model *m,
       ymax = fmax(ymax,
                   fmax(fmax(c->off[i], c->eff[i]), fmax(c->tip[i], c->rec[i])));
   }
+  size_t ne = step_line(c, c->eff, t0, scale, ex, ey);
+  size_t no = step_line(c, c->off, t0, scale, ox, oy);
   size_t nt = step_line(c, c->tip, t0, scale, tx, ty);
   size_t nr = step_line(c, c->rec, t0, scale, rx, ry);
   /* the effective load first, the offered load over it: where they are
@@ -429,16 +435,16 @@ static int replay_plot(const char *path, const ms_cli_model *m,
        .style = MS_PLOT_SOLID,
        .color = MS_PLOT_VERMILION,
        .width = 2.5,
-       .n = n,
-       .x = x,
-       .y = c->eff},
+       .n = ne,
+       .x = ex,
+       .y = ey},
       {.title = "offered load (req/s)",
        .style = MS_PLOT_SOLID,
        .color = MS_PLOT_BLUE,
        .width = 2,
-       .n = n,
-       .x = x,
-       .y = c->off},
+       .n = no,
+       .x = ox,
+       .y = oy},
       {.title = "tipping load (the model)",
        .style = MS_PLOT_DASHED,
        .color = MS_PLOT_GREY,
@@ -490,8 +496,8 @@ static int replay_plot(const char *path, const ms_cli_model *m,
   const char *base = strrchr(trace_name, '/');
   snprintf(ttl, sizeof ttl, "%s%sreplay of %s", m->name[0] ? m->name : "",
            m->name[0] ? ": " : "", base ? base + 1 : trace_name);
-  snprintf(sub, sizeof sub, "%s; %zu rows, notifications marked above",
-           m->summary, tr->n);
+  snprintf(sub, sizeof sub, "%s; %zu rows%s", m->summary, tr->n,
+           nm ? ", notifications marked above" : "");
   /* the start as written, or in UTC when written as Unix seconds */
   char start[64] = "the first row";
   if (n) {
@@ -528,6 +534,7 @@ static int replay_plot(const char *path, const ms_cli_model *m,
   if (ms_plot_write(&p, path, err, sizeof err) != 0)
     rc = ms_cli_fail("--plot: %s", err);
 done:
+  free(ex), free(ey), free(ox), free(oy);
   free(x), free(tx), free(ty), free(rx), free(ry), free(bands), free(marks);
   free(texts);
   return rc;
