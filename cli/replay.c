@@ -10,10 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "json.h"
+#include "plot.h"
 #include "report.h"
 #include "trace.h"
 
@@ -24,6 +26,7 @@ static const char help[] =
     "text|csv|json]\n"
     "                         --prometheus-json INPUT=FILE ... "
     "[--write-trace OUT.csv]\n"
+    "       (either form also takes --plot FILE)\n"
     "\n"
     "Run a metrics trace through the plugin's per-interval logic (inference,\n"
     "state machine, notifications) and write, per row, every value the\n"
@@ -56,15 +59,21 @@ static const char help[] =
     "                          /api/v1/query_range response (one series) for\n"
     "                          INPUT (arrival_rate, ...); repeat per input\n"
     "  --write-trace OUT.csv   also save the trace built from them\n"
+    "  --plot FILE             also draw the post-mortem picture into FILE\n"
+    "                          (.svg or .png; gnuplot): offered and effective\n"
+    "                          load against the tipping and recovery loads,\n"
+    "                          storms shaded, notifications marked\n"
     "\n";
 
 enum {
   OPT_FORMAT = MS_OPT_MODEL_END,
+  OPT_PLOT,
 };
 
 static const struct option options[] = {
     MS_CLI_MODEL_LONG_OPTIONS,
     {"format", required_argument, NULL, OPT_FORMAT},
+    {"plot", required_argument, NULL, OPT_PLOT},
     MS_TRACE_SOURCE_LONG_OPTIONS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -246,6 +255,291 @@ static void tally_print(const replay_tally *t, const char *name,
             name, t->first_problem_line, t->first_problem);
 }
 
+/* ---- the picture ------------------------------------------------------ */
+
+/* What the picture needs of each row, kept while the rows are written
+ * (--plot): the row's time and verdict, and its notifications. */
+typedef struct {
+  size_t n;
+  double *t;         /* Unix seconds */
+  double *off, *eff; /* offered load (req/s), effective load (attempts/s);
+                        NaN in a row without a verdict */
+  double *tip, *rec; /* tipping and recovery loads (req/s), or NaN */
+  unsigned char *ok, *storm, *recovering;
+  unsigned char *notes; /* bit per severity (1 << ms_note_severity) */
+} replay_chart;
+
+static void replay_chart_free(replay_chart *c) {
+  free(c->t), free(c->off), free(c->eff), free(c->tip), free(c->rec);
+  free(c->ok), free(c->storm), free(c->recovering), free(c->notes);
+}
+
+/* Room for n rows: 0, or -1 when memory ran out. */
+static int replay_chart_alloc(replay_chart *c, size_t n) {
+  memset(c, 0, sizeof *c);
+  size_t m = n ? n : 1;
+  c->t = malloc(m * sizeof *c->t);
+  c->off = malloc(m * sizeof *c->off);
+  c->eff = malloc(m * sizeof *c->eff);
+  c->tip = malloc(m * sizeof *c->tip);
+  c->rec = malloc(m * sizeof *c->rec);
+  c->ok = calloc(m, 1);
+  c->storm = calloc(m, 1);
+  c->recovering = calloc(m, 1);
+  c->notes = calloc(m, 1);
+  return c->t && c->off && c->eff && c->tip && c->rec && c->ok && c->storm &&
+                 c->recovering && c->notes
+             ? 0
+             : -1;
+}
+
+static void replay_chart_row(replay_chart *c, const ms_trace_row *row,
+                             const ms_step *st) {
+  size_t i = c->n++;
+  const ms_report *r = &st->report;
+  c->t[i] = row->unix_time;
+  c->ok[i] = st->ok;
+  c->off[i] = st->ok ? r->offered_load : NAN;
+  c->eff[i] = st->ok ? r->effective_load : NAN;
+  c->tip[i] = st->ok ? r->tipping_load : NAN;
+  c->rec[i] = st->ok ? r->recovery_load : NAN;
+  c->storm[i] = st->ok && r->storm;
+  c->recovering[i] = st->ok && r->storm && r->recovering;
+  for (int k = 0; k < st->n_notes; k++)
+    c->notes[i] |= (unsigned char)(1u << st->notes[k].severity);
+}
+
+/* The start of row i's interval: its rates cover the time since the row
+ * before (the first row: its own time). */
+static double row_start(const replay_chart *c, size_t i) {
+  return i > 0 ? c->t[i - 1] : c->t[0];
+}
+
+/* The spans of rows in storm (recovering or not, by `recovering`), one
+ * band per run of such rows, from the start of the first row's interval
+ * to the last row's time, the label on the first only.  Returns the
+ * number written. */
+static size_t storm_bands(const replay_chart *c, bool recovering, double t0,
+                          double scale, ms_plot_band *b) {
+  size_t nb = 0;
+  for (size_t i = 0; i < c->n;) {
+    bool in = c->storm[i] && c->recovering[i] == recovering;
+    if (!in) {
+      i++;
+      continue;
+    }
+    size_t k = i;
+    while (k < c->n && c->storm[k] && c->recovering[k] == recovering)
+      k++;
+    b[nb] = (ms_plot_band){
+        .from = (row_start(c, i) - t0) / scale,
+        .to = (c->t[k - 1] - t0) / scale,
+        .label = nb           ? NULL
+                 : recovering ? "storm, recovering"
+                              : "retry storm (the plugin's verdict)",
+        .color = recovering ? MS_PLOT_GREEN : MS_PLOT_PURPLE};
+    nb++;
+    i = k;
+  }
+  return nb;
+}
+
+/* The spans of rows without a verdict (an input without a value), grey,
+ * as storm_bands.  Returns the number written. */
+static size_t gap_bands(const replay_chart *c, double t0, double scale,
+                        ms_plot_band *b) {
+  size_t nb = 0;
+  for (size_t i = 0; i < c->n;) {
+    if (c->ok[i]) {
+      i++;
+      continue;
+    }
+    size_t k = i;
+    while (k < c->n && !c->ok[k])
+      k++;
+    if (!(c->t[k - 1] > row_start(c, i))) { /* the first row alone */
+      i = k;
+      continue;
+    }
+    b[nb] = (ms_plot_band){.from = (row_start(c, i) - t0) / scale,
+                           .to = (c->t[k - 1] - t0) / scale,
+                           .label = nb ? NULL : "no verdict (an input missing)",
+                           .color = MS_PLOT_GREY};
+    nb++;
+    i = k;
+  }
+  return nb;
+}
+
+/* A load (offered, effective, tipping or recovery) as a step line: each row's
+ * value across its interval, a break at rows without a verdict.  x and y have
+ * room for 3 n points; returns the number written. */
+static size_t step_line(const replay_chart *c, const double *v, double t0,
+                        double scale, double *x, double *y) {
+  size_t m = 0;
+  for (size_t i = 0; i < c->n; i++) {
+    if (!c->ok[i] || !isfinite(v[i])) {
+      x[m] = NAN, y[m++] = NAN;
+      continue;
+    }
+    x[m] = (row_start(c, i) - t0) / scale, y[m++] = v[i];
+    x[m] = (c->t[i] - t0) / scale, y[m++] = v[i];
+  }
+  return m;
+}
+
+/* Draw the replay into path: the offered and effective loads and the
+ * tipping and recovery loads as steps (each row's value across the
+ * interval its rates cover), the storms shaded
+ * (recovering in another shade), each row with notifications a vertical
+ * line named by their severities above the plot.  The time axis is in
+ * seconds since the first row (minutes past two hours, hours past two
+ * days).  Returns 0, or MS_EXIT_RUNTIME with the reason. */
+static int replay_plot(const char *path, const ms_cli_model *m,
+                       const char *trace_name, const ms_trace_rows *tr,
+                       const replay_chart *c) {
+  size_t n = c->n;
+  double t0 = n ? c->t[0] : 0, span = n ? c->t[n - 1] - t0 : 0;
+  double scale = span > 2 * 86400 ? 3600 : span > 7200 ? 60 : 1;
+  const char *unit = scale == 3600 ? "h" : scale == 60 ? "min" : "s";
+  size_t m3 = 3 * (n ? n : 1);
+  double *x = malloc(n ? n * sizeof *x : sizeof *x);
+  double *ex = malloc(m3 * sizeof *ex), *ey = malloc(m3 * sizeof *ey);
+  double *ox = malloc(m3 * sizeof *ox), *oy = malloc(m3 * sizeof *oy);
+  double *tx = malloc(m3 * sizeof *tx), *ty = malloc(m3 * sizeof *ty);
+  double *rx = malloc(m3 * sizeof *rx), *ry = malloc(m3 * sizeof *ry);
+  ms_plot_band *bands = calloc(2 * n + 1, sizeof *bands);
+  ms_plot_marker *marks = calloc(n + 1, sizeof *marks);
+  char(*texts)[40] = calloc(n + 1, sizeof *texts);
+  int rc = MS_EXIT_OK;
+  if (!x || !ex || !ey || !ox || !oy || !tx || !ty || !rx || !ry || !bands ||
+      !marks || !texts) {
+    rc = ms_cli_fail("--plot: out of memory drawing %zu rows", n);
+    goto done;
+  }
+  double ymax = 0;
+  for (size_t i = 0; i < n; i++) {
+    x[i] = (c->t[i] - t0) / scale;
+    if (c->ok[i])
+      ymax = fmax(ymax,
+                  fmax(fmax(c->off[i], c->eff[i]), fmax(c->tip[i], c->rec[i])));
+  }
+  size_t ne = step_line(c, c->eff, t0, scale, ex, ey);
+  size_t no = step_line(c, c->off, t0, scale, ox, oy);
+  size_t nt = step_line(c, c->tip, t0, scale, tx, ty);
+  size_t nr = step_line(c, c->rec, t0, scale, rx, ry);
+  /* the effective load first, the offered load over it: where they are
+   * one line (no retries), that line is the offered load */
+  ms_plot_series s[4] = {
+      {.title = "effective load (attempts/s)",
+       .style = MS_PLOT_SOLID,
+       .color = MS_PLOT_VERMILION,
+       .width = 2.5,
+       .n = ne,
+       .x = ex,
+       .y = ey},
+      {.title = "offered load (req/s)",
+       .style = MS_PLOT_SOLID,
+       .color = MS_PLOT_BLUE,
+       .width = 2,
+       .n = no,
+       .x = ox,
+       .y = oy},
+      {.title = "tipping load (the model)",
+       .style = MS_PLOT_DASHED,
+       .color = MS_PLOT_GREY,
+       .width = 2,
+       .n = nt,
+       .x = tx,
+       .y = ty},
+      {.title = "recovery load (the model)",
+       .style = MS_PLOT_DOTTED,
+       .color = MS_PLOT_GREY,
+       .width = 2.5,
+       .n = nr,
+       .x = rx,
+       .y = ry},
+  };
+  size_t nb = storm_bands(c, false, t0, scale, bands);
+  nb += storm_bands(c, true, t0, scale, bands + nb);
+  nb += gap_bands(c, t0, scale, bands + nb);
+  size_t nm = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!c->notes[i])
+      continue;
+    static const char *const colour[] = {
+        [MS_NOTE_FAILURE] = MS_PLOT_VERMILION,
+        [MS_NOTE_WARNING] = MS_PLOT_ORANGE,
+        [MS_NOTE_OKAY] = MS_PLOT_GREEN,
+    };
+    const char *col = NULL;
+    texts[nm][0] = '\0';
+    static const ms_note_severity order[] = {MS_NOTE_FAILURE, MS_NOTE_WARNING,
+                                             MS_NOTE_OKAY};
+    for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
+      if (!(c->notes[i] & (1u << order[k])))
+        continue;
+      size_t l = strlen(texts[nm]);
+      snprintf(texts[nm] + l, sizeof texts[nm] - l, "%s%s", l ? "+" : "",
+               ms_note_severity_name(order[k]));
+      if (!col)
+        col = colour[order[k]];
+    }
+    marks[nm] = (ms_plot_marker){.vertical = true,
+                                 .at = x[i],
+                                 .text = texts[nm],
+                                 .color = col,
+                                 .on_axis = true};
+    nm++;
+  }
+  char ttl[400], sub[400], xl[200];
+  const char *base = strrchr(trace_name, '/');
+  snprintf(ttl, sizeof ttl, "%s%sreplay of %s", m->name[0] ? m->name : "",
+           m->name[0] ? ": " : "", base ? base + 1 : trace_name);
+  snprintf(sub, sizeof sub, "%s; %zu rows%s", m->summary, tr->n,
+           nm ? ", notifications marked above" : "");
+  /* the start as written, or in UTC when written as Unix seconds */
+  char start[64] = "the first row";
+  if (n) {
+    const char *tt = tr->rows[0].time_text;
+    char *end;
+    strtod(tt, &end);
+    time_t secs = (time_t)floor(c->t[0]);
+    struct tm tm;
+    if (end != tt && *end == '\0' && gmtime_r(&secs, &tm))
+      strftime(start, sizeof start, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    else
+      snprintf(start, sizeof start, "%s", tt);
+  }
+  snprintf(xl, sizeof xl, "time (%s) since %s", unit, start);
+  ms_plot p;
+  ms_plot_init(&p);
+  p.title = ttl;
+  p.subtitle = sub;
+  p.xlabel = xl;
+  p.ylabel = "requests or attempts per second";
+  p.xmin = 0;
+  p.xmax = n && x[n - 1] > 0 ? x[n - 1] : 1;
+  p.ymin = 0;
+  p.ymax = ymax > 0 ? 1.08 * ymax : 1;
+  p.series = s;
+  p.n_series = 4;
+  p.bands = bands;
+  p.n_bands = nb;
+  p.markers = marks;
+  p.n_markers = nm;
+  p.legend = "below";
+  p.legend_columns = 2;
+  char err[512];
+  if (ms_plot_write(&p, path, err, sizeof err) != 0)
+    rc = ms_cli_fail("--plot: %s", err);
+done:
+  free(ex), free(ey), free(ox), free(oy);
+  free(x), free(tx), free(ty), free(rx), free(ry), free(bands), free(marks);
+  free(texts);
+  return rc;
+}
+
 /* Step the plugin's tracker through the rows and write its verdict on
  * each, as CSV or JSON; on a terminal, a tally of the verdicts, the
  * notifications and the calibration on stderr.  Returns through
@@ -253,7 +547,7 @@ static void tally_print(const replay_tally *t, const char *name,
  * that is not a number (the rows written before it are kept, as the
  * plugin would have dispatched them). */
 static int write_verdicts(const ms_service_spec *spec, ms_format format,
-                          const ms_trace_rows *tr) {
+                          const ms_trace_rows *tr, replay_chart *chart) {
   ms_tracker tracker;
   ms_tracker_init(&tracker);
   ms_json j;
@@ -297,6 +591,8 @@ static int write_verdicts(const ms_service_spec *spec, ms_format format,
     else
       write_csv_row(&tr->rows[i], &st);
     tally_step(&tally, &tr->rows[i], &st);
+    if (chart)
+      replay_chart_row(chart, &tr->rows[i], &st);
     ms_cli_progress_update(&prog, i);
   }
   ms_cli_progress_end(&prog);
@@ -317,6 +613,7 @@ static int write_verdicts(const ms_service_spec *spec, ms_format format,
 typedef struct {
   ms_format format;
   ms_trace_source source; /* TRACE.csv or --prometheus-json */
+  const char *plot;       /* --plot FILE, or NULL */
   bool help;              /* --help: print it and do nothing else */
 } replay_args;
 
@@ -331,6 +628,13 @@ static int take_option(void *args, int c, const char *arg) {
     r = ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
                       &a->format);
     break;
+  case OPT_PLOT: {
+    ms_plot_format f;
+    if (ms_plot_format_of(arg, &f) != 0)
+      return ms_cli_usage("--plot: '%s' must end in .svg or .png", arg);
+    a->plot = arg;
+    break;
+  }
   default:
     return ms_trace_source_option(&a->source, c, arg);
   }
@@ -364,8 +668,21 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   ms_cli_model_service(m, &spec);
   ms_trace_rows rows;
   r = ms_trace_load(&a.source, &spec, &rows);
+  replay_chart chart;
+  bool drawing = r == 0 && a.plot != NULL;
+  if (drawing && replay_chart_alloc(&chart, rows.n) != 0) {
+    replay_chart_free(&chart);
+    ms_trace_rows_free(&rows);
+    return ms_cli_fail("--plot: out of memory for %zu rows", rows.n);
+  }
   if (r == 0)
-    r = write_verdicts(&spec, a.format, &rows);
+    r = write_verdicts(&spec, a.format, &rows, drawing ? &chart : NULL);
+  /* the rows are out (and flushed) before the picture is drawn: a picture
+   * that cannot be drawn loses none of them */
+  if (r == 0 && drawing)
+    r = replay_plot(a.plot, m, rows.name, &rows, &chart);
+  if (drawing)
+    replay_chart_free(&chart);
   ms_trace_rows_free(&rows);
   return r;
 }

@@ -2,12 +2,17 @@
 # SPDX-License-Identifier: MIT
 """metastable replay: a scripted incident through the plugin's per-interval
 step (ms_tracker_step), as CSV, as JSON and from Prometheus query_range
-responses; and bad traces rejected with file:line:column."""
+responses; the post-mortem picture (--plot) against the CSV; and bad traces
+rejected with file:line:column."""
 import csv
 import io
 import json
 import os
+import re
+import shutil
+import stat
 import tempfile
+import unittest
 
 import clitest
 from clitest import EXAMPLES, SPEC, CliTest
@@ -392,6 +397,198 @@ class TextTable(CliTest):
                 ("replay", "--spec", os.path.join(top, "lab", "service.yaml"),
                  "--service", "storm_lab"), p)
         self.assertIn("metastable", [r["state"] for r in rows])
+
+
+def lab_trace(d):
+    """The storm lab's real run (doc/storm-lab.csv), its HAProxy and
+    php-fpm columns renamed to the inputs of lab/service.yaml, into d."""
+    top = os.path.dirname(os.path.dirname(EXAMPLES))
+    names = {"epoch": "time", "offered": "offered_rate",
+             "attempts": "arrival_rate", "retries": "retry_rate",
+             "failed_attempts": "error_rate", "pool_size": "pool_size",
+             "fpm_queue": "queue_length"}
+    with open(os.path.join(top, "doc", "storm-lab.csv")) as f:
+        lab = list(csv.DictReader(f))
+    p = os.path.join(d, "lab.csv")
+    with open(p, "w") as f:
+        f.write(",".join(names.values()) + "\n")
+        for r in lab:
+            f.write(",".join(r[k] for k in names) + "\n")
+    return p, ("replay", "--spec", os.path.join(top, "lab", "service.yaml"),
+               "--service", "storm_lab")
+
+
+def runs(flags):
+    """The runs of true values in flags, as (first, last) indices."""
+    out, i = [], 0
+    while i < len(flags):
+        if not flags[i]:
+            i += 1
+            continue
+        k = i
+        while k + 1 < len(flags) and flags[k + 1]:
+            k += 1
+        out.append((i, k))
+        i = k + 1
+    return out
+
+
+PURPLE, GREEN, GREY = "#CC79A7", "#009E73", "#555555"
+
+
+@unittest.skipUnless(shutil.which("gnuplot"), "gnuplot is not installed")
+class Plot(CliTest):
+    """--plot: the picture's data (the gnuplot script, saved by a wrapper
+    given as $METASTABLE_GNUPLOT) against the replay's CSV and, for the
+    scripted incident, against the spans derived by hand from STATES."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.d = self.dir.name
+        self.gp = os.path.join(self.d, "script.gp")
+        self.wrapper = os.path.join(self.d, "gnuplot-wrapper")
+        with open(self.wrapper, "w") as f:
+            f.write('#!/bin/sh\ncat > "%s" && exec gnuplot "$@" < "%s"\n'
+                    % (self.gp, self.gp))
+        os.chmod(self.wrapper, stat.S_IRWXU)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def draw(self, args, trace, name):
+        """Replay with --plot name (in the temporary directory); returns
+        the CSV rows, the script's datablocks, its bands (colour, from, to)
+        and its vertical markers (x)."""
+        out = os.path.join(self.d, name)
+        plain = self.ok(*args, trace).out
+        r = self.ok(*args, trace, "--plot", out,
+                    env={"METASTABLE_GNUPLOT": self.wrapper})
+        self.assertEqual(r.out, plain)  # stdout as without --plot
+        with open(out, "rb") as f:
+            head = f.read(8)
+        if name.endswith(".png"):
+            self.assertEqual(head, b"\x89PNG\r\n\x1a\n")
+        else:
+            self.assertTrue(head.startswith(b"<?xml"), head)
+        with open(self.gp) as f:
+            script = f.read()
+        blocks = {}
+        for m in re.finditer(r"^\$d(\d+) << EOD\n(.*?)^EOD$", script,
+                             re.S | re.M):
+            blocks[int(m.group(1))] = [
+                tuple(map(float, l.split())) if l.strip() else None
+                for l in m.group(2).splitlines()]
+        bands = [(m.group(3), float(m.group(1)), float(m.group(2)))
+                 for m in re.finditer(
+                     r"rect from first (\S+), graph 0 to first (\S+), "
+                     r"graph 1 behind fc rgb '(#\w+)'", script)]
+        marks = [float(m.group(1)) for m in re.finditer(
+            r"set arrow \d+ from first (\S+), graph 0 to first \S+, graph 1 "
+            r"nohead", script)]
+        return list(csv.DictReader(io.StringIO(plain))), blocks, bands, marks
+
+    def check(self, rows, blocks, bands, marks):
+        """Every series point, band and marker from the CSV's rows: the
+        time in seconds since the first row."""
+        t = [float(r["unix_time"]) - float(rows[0]["unix_time"])
+             for r in rows]
+        ok = [r["state"] != "" for r in rows]
+        # 0 effective, 1 offered, 2 tipping and 3 recovery load: a step
+        # across each row's interval (from the row before's time), a break
+        # at rows without a verdict
+        for b, col in ((0, "effective_load"), (1, "offered_load"),
+                       (2, "tipping_load"), (3, "recovery_load")):
+            want = []
+            for i, r in enumerate(rows):
+                if not ok[i]:
+                    want.append(None)
+                    continue
+                v = float(r[col])
+                want += [(t[i - 1] if i else 0.0, v), (t[i], v)]
+            self.assertEqual(len(blocks[b]), len(want))
+            for p, w in zip(blocks[b], want):
+                if w is None:
+                    self.assertIsNone(p)
+                else:
+                    self.assertAlmostEqual(p[0], w[0], delta=1e-6)
+                    self.assertRel(p[1], w[1], 1e-9)
+
+        def spans(flags):
+            return [(t[i - 1] if i else 0.0, t[k]) for i, k in runs(flags)]
+        storm = [r["storm"] == "1" and r["recovering"] != "1" for r in rows]
+        rec = [r["storm"] == "1" and r["recovering"] == "1" for r in rows]
+        gaps = [s for s in spans([not k for k in ok]) if s[1] > s[0]]
+        for colour, want in ((PURPLE, spans(storm)), (GREEN, spans(rec)),
+                             (GREY, gaps)):
+            got = [(a, b) for c, a, b in bands if c == colour]
+            self.assertEqual(len(got), len(want), colour)
+            for g, w in zip(got, want):
+                self.assertAlmostEqual(g[0], w[0], delta=1e-6)
+                self.assertAlmostEqual(g[1], w[1], delta=1e-6)
+        self.assertEqual(len(bands), len(spans(storm)) + len(spans(rec)) +
+                         len(gaps))
+        noted = [ti for ti, r in zip(t, rows) if r["notifications"]]
+        self.assertEqual(len(marks), len(noted))
+        for g, w in zip(marks, noted):
+            self.assertAlmostEqual(g, w, delta=1e-6)
+        return t
+
+    def test_incident(self):
+        rows, blocks, bands, marks = self.draw(CHECKOUT, INCIDENT, "i.svg")
+        self.check(rows, blocks, bands, marks)
+        # by hand, from STATES and the rows 10 s apart: storm in rows 2-4
+        # (10..40 s) and 6 (50..60 s), recovering in row 7 (60..70 s), row
+        # 5 without a verdict (40..50 s); FAILURE at row 2, OKAY at row 10
+        self.assertEqual(sorted((c, a, b) for c, a, b in bands),
+                         sorted([(PURPLE, 10, 40), (PURPLE, 50, 60),
+                                 (GREEN, 60, 70), (GREY, 40, 50)]))
+        self.assertEqual(marks, [20, 100])
+        # the model's loads: tipping 83.23, recovery 25 req/s throughout
+        self.assertTrue(all(abs(p[1] - 83.233) < 5e-3
+                            for p in blocks[2] if p))
+        self.assertTrue(all(p[1] == 25 for p in blocks[3] if p))
+
+    def test_band_steps(self):
+        # the pool grows from 10 to 20 servers at t = 1 s, a row without
+        # pool_size at 2 s, back to 10 at 3 s: the recovery load (25 req/s
+        # for 10 servers, test_pool_size) steps to 50 across the second
+        # row's interval (0..1 s), breaks, and is 25 again across 2..3 s
+        p = os.path.join(self.d, "pool.csv")
+        with open(p, "w") as f:
+            f.write("time,offered_rate,pool_size\n"
+                    "1,60,10\n2,60,20\n3,60,\n4,60,10.4\n")
+        rows, blocks, bands, marks = self.draw(
+            ("replay", "--spec", SPEC, "--service", "pool"), p, "pool.svg")
+        self.check(rows, blocks, bands, marks)
+        self.assertEqual(blocks[3], [(0, 25), (0, 25), (0, 50), (1, 50),
+                                     None, (2, 25), (3, 25)])
+        self.assertEqual(bands, [(GREY, 1, 2)])
+
+    def test_storm_lab(self):
+        trace, args = lab_trace(self.d)
+        rows, blocks, bands, marks = self.draw(args, trace, "lab.png")
+        self.check(rows, blocks, bands, marks)
+        self.assertGreaterEqual(len([b for b in bands if b[0] == PURPLE]), 1)
+
+    def test_bad_path(self):
+        plain = self.ok(*CHECKOUT, INCIDENT).out
+        # a wrong extension: a usage error, before any row is written
+        self.fails(2, "--plot: '%s/x.jpg' must end in .svg or .png" % self.d,
+                   *CHECKOUT, INCIDENT, "--plot", self.d + "/x.jpg")
+        # a directory that does not exist: exit 1 naming the file, after
+        # every row was written
+        bad = os.path.join(self.d, "missing", "x.png")
+        r = clitest.run(*CHECKOUT, INCIDENT, "--plot", bad)
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("--plot: %s: cannot write: No such file or directory"
+                      % bad, r.err)
+        self.assertEqual(r.out, plain)
+        self.assertFalse(os.path.exists(bad))
+        for fmt in ("text", "json"):
+            want = self.ok(*CHECKOUT, INCIDENT, "--format", fmt).out
+            r = clitest.run(*CHECKOUT, INCIDENT, "--format", fmt, "--plot",
+                            bad)
+            self.assertEqual((r.code, r.out), (1, want), r)
 
 
 if __name__ == "__main__":
