@@ -613,6 +613,7 @@ static void json_summary(ms_json *j, const ms_sim_summary *s) {
   else
     ms_json_null(j, "settled_at");
   ms_json_string(j, "final_state", ms_state_name(s->final_state));
+  ms_json_bool(j, "final_storm", s->final_storm);
   ms_json_number(j, "final_offered", s->final_offered);
   ms_json_number(j, "final_attempts", s->final_attempts);
   ms_json_number(j, "final_failure_ratio", s->final_failure_ratio);

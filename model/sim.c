@@ -846,6 +846,7 @@ static void track_settling(ms_sim_recorder *r, const ms_sim_sample *s) {
   m->settled_at =
       in_h ? r->off_healthy_at : (in_c ? r->off_collapsed_at : -1.0);
   m->final_state = s->state;
+  m->final_storm = s->storm;
   m->final_offered = s->offered;
   m->final_attempts = s->attempts;
   m->final_failure_ratio = s->failure_ratio;

@@ -478,6 +478,8 @@ typedef struct {
   bool settled_healthy, settled_collapsed;
   double settled_at;
   ms_state final_state;
+  bool final_storm; /* the plugin's storm flag on the last window (not the
+                       summary's storm, which lasts until goodput returns) */
   double final_offered, final_attempts, final_failure_ratio; /* last window */
   double events; /* DES: events processed; fluid: bins */
 } ms_sim_summary;
@@ -640,12 +642,13 @@ int ms_sim_latch_threshold(ms_sim_engine engine, const ms_sim_config *c,
  * term is three times the time to drain a backlog of one timeout horizon
  * c mu T at the healthy amplification (ms_drain_time).  The probe
  * *latches* when the plugin's verdict on the run's last window is a storm
- * (ms_sim_summary.recovered false): the window's attempt rate lies beyond
- * the unstable equilibrium, in the collapsed basin (doc/design.md §1.4),
- * after the backlog the trigger left has had three drain times to go.
- * Inside the band a backlog past c mu T makes every attempt time out, so
- * the attempts settle at the collapsed equilibrium and never come back:
- * a trajectory that has not recovered by the end of the horizon has latched.
+ * (ms_sim_summary.final_storm, the plugin's storm flag on the last window): the
+ * window's attempt rate lies beyond the unstable equilibrium, in the collapsed
+ * basin (doc/design.md §1.4), after the backlog the trigger left has had three
+ * drain times to go. Inside the band a backlog past c mu T makes every attempt
+ * time out, so the attempts settle at the collapsed equilibrium and never come
+ * back: a trajectory that has not recovered by the end of the horizon has
+ * latched.
  *
  * Sources: the trigger map (trigger size x duration -> recovers or
  * latches) of L. Huang, M. Magnusson, A. B. Muralikrishna, S. Estyak,

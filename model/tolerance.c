@@ -132,7 +132,7 @@ static int run_probe(const setup *s, double hold, double horizon, bool *latched,
     return st;
   if (probes != NULL)
     (*probes)++;
-  *latched = !sum.recovered;
+  *latched = sum.final_storm;
   if (scenario != NULL)
     *scenario = *sc;
   return MS_OK;
