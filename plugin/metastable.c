@@ -58,6 +58,9 @@ typedef struct {
  * beyond that one summary line (itself rate-limited) says how many, so a
  * fleet-wide outage of an input does not flood the log. */
 #define MAX_NAMED_PER_CYCLE 5
+/* The share of the interval that stall_tolerance's searches may take per
+ * read cycle (doc/outputs.md, "Stall tolerance"). */
+#define TOLERANCE_BUDGET_SHARE 0.01
 
 typedef struct {
   pthread_mutex_t lock;
@@ -382,6 +385,14 @@ static int ms_read(user_data_t *ud) {
   problem named[MAX_NAMED_PER_CYCLE];
   size_t n_bad = 0, n_back = 0, n_calibration = 0;
   const char *back[MAX_NAMED_PER_CYCLE];
+  /* stall_tolerance's searches (about 6 ms each) share a budget of
+   * TOLERANCE_BUDGET_SHARE of the interval per cycle, at least one: the
+   * services past it take the nearest value they remember, and search in
+   * a later cycle (each waits MS_TOLERANCE_SEARCH_GAP intervals after its
+   * own search, so the others get their turn). */
+  cdtime_t search_spent = 0;
+  cdtime_t search_budget = DOUBLE_TO_CDTIME_T(TOLERANCE_BUDGET_SHARE *
+                                              CDTIME_T_TO_DOUBLE(st->interval));
   for (size_t s = 0; s < st->n_services; s++) {
     service_state *ss = &st->services[s];
     ms_inputs in;
@@ -393,7 +404,13 @@ static int ms_read(user_data_t *ud) {
     log_glob_sums(ss, glob);
     in.interval = CDTIME_T_TO_DOUBLE(st->interval);
     if (ok) {
+      unsigned long searches = ss->tracker.tolerance_searches;
+      cdtime_t t0 = cdtime();
+      ss->tracker.tolerance_hold =
+          search_spent >= search_budget && search_spent > 0;
       ms_tracker_step(&ss->tracker, ss->spec, &in, &step);
+      if (ss->tracker.tolerance_searches != searches)
+        search_spent += cdtime() - t0;
       ok = step.ok;
       if (!ok)
         sstrncpy(why, step.problem, sizeof why);

@@ -318,12 +318,11 @@ typedef struct {
 /* The longest stall the plugin searches, s: a service that survives more
  * reports this. */
 #define MS_TOLERANCE_MAX_STALL 600.0
-/* Intervals a tracker waits after a stall-tolerance search before it
- * searches a bucket below one it remembers (a falling load); a load above
- * every remembered bucket is searched at once.  Bounds a service's cost to
- * one search (about 6 ms) per interval while its load climbs, and one per
- * MS_TOLERANCE_SEARCH_GAP intervals otherwise. */
-#define MS_TOLERANCE_SEARCH_GAP 10
+/* Intervals a tracker waits after a stall-tolerance search before its
+ * next one (about 6 ms each): a service searches at most once per
+ * MS_TOLERANCE_SEARCH_GAP intervals, and others take their turn under the
+ * plugin's per-cycle budget (ms_tracker.tolerance_hold). */
+#define MS_TOLERANCE_SEARCH_GAP 5
 
 /* The memory of one service between intervals. */
 typedef struct {
@@ -350,8 +349,9 @@ typedef struct {
   long tolerance_bucket[MS_TOLERANCE_CACHE];
   double tolerance_value[MS_TOLERANCE_CACHE]; /* s; < 0: none */
   unsigned long tolerance_searches;           /* searches run, for tests */
-  int tolerance_wait; /* intervals until a search below a remembered
-                         bucket is allowed again */
+  int tolerance_wait;  /* intervals until the next search is allowed */
+  bool tolerance_hold; /* set by the caller: no search in this step (the
+                          plugin's per-cycle budget is spent) */
 } ms_tracker;
 
 /* Result of one step. */

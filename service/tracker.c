@@ -345,11 +345,11 @@ static void headroom_note(ms_tracker *t, const ms_service_spec *spec,
  * recovery load (every stall is survived), 0 above the tipping load,
  * MS_TOLERANCE_MAX_STALL when no stall up to it latches; none when the
  * search fails (a run too long for the engine's limits).  A bucket not
- * remembered is searched at once when it lies above every remembered one
- * (a climbing load: at most one search per interval); below one, only
- * MS_TOLERANCE_SEARCH_GAP intervals after the last search, and until then
- * the nearest remembered bucket above it answers (a higher load's stall
- * tolerance: shorter, so the value still errs short).
+ * remembered is searched only MS_TOLERANCE_SEARCH_GAP intervals after the
+ * service's last search and when the caller has not set tolerance_hold
+ * (the plugin's per-cycle budget); until then the nearest remembered
+ * bucket above it answers (a higher load's stall tolerance: shorter, so
+ * the value still errs short), or, with none above, nothing.
  */
 static void stall_tolerance_report(ms_tracker *t, ms_report *r) {
   const ms_landscape *ls = &t->landscape;
@@ -369,6 +369,7 @@ static void stall_tolerance_report(ms_tracker *t, ms_report *r) {
   if (t->tolerance_builds != t->landscape_builds) {
     t->tolerance_n = t->tolerance_next = 0;
     t->tolerance_builds = t->landscape_builds;
+    t->tolerance_wait = 0;
   }
   long b = (long)floor(log(lambda) / log(MS_TOLERANCE_BUCKET));
   double v = -1.0;
@@ -382,8 +383,9 @@ static void stall_tolerance_report(ms_tracker *t, ms_report *r) {
   }
   if (i < t->tolerance_n) {
     v = t->tolerance_value[i];
-  } else if (above >= 0 && t->tolerance_wait > 0) {
-    v = t->tolerance_value[above];
+  } else if (t->tolerance_wait > 0 || t->tolerance_hold) {
+    if (above >= 0)
+      v = t->tolerance_value[above];
   } else {
     t->tolerance_wait = MS_TOLERANCE_SEARCH_GAP;
     ms_sim_config cfg;

@@ -1169,11 +1169,11 @@ static bool stall_run_latches(long servers, double lambda, double hold) {
  * the upper end of the load's 1 % bucket, 1.01^(b + 1) with b = floor(ln
  * lambda / ln 1.01), and fluid runs built here confirm it: a stall that
  * long recovers, one 0.1 s (two bins) longer latches.  It is searched once
- * per bucket (the cache), at once for a climbing load, after
- * MS_TOLERANCE_SEARCH_GAP intervals for a falling one (the nearest bucket
- * above answering meanwhile), again after the landscape is rebuilt (the
- * pool changed); absent below the recovery load and for the capacity model, 0
- * above the tipping load with no search.
+ * per bucket (the cache), at most once per MS_TOLERANCE_SEARCH_GAP
+ * intervals and not while the caller holds it (the nearest bucket above
+ * answering meanwhile, or nothing), again after the landscape is rebuilt
+ * (the pool changed); absent below the recovery load and for the capacity
+ * model, 0 above the tipping load with no search.
  */
 START_TEST(test_stall_tolerance_output) {
   ms_service_spec s = erlang_spec();
@@ -1201,39 +1201,51 @@ START_TEST(test_stall_tolerance_output) {
   ms_tracker_step(&t, &s, &in, &st);
   ck_assert_uint_eq(t.tolerance_searches, 1);
   ck_assert_double_eq(st.report.stall_tolerance, v);
-  /* a climbing load: each new bucket above the remembered ones is
-   * searched at once */
-  const double up[] = {63, 66, 70};
-  double last = v;
-  for (int i = 0; i < 3; i++) {
-    in = values(NAN, up[i], NAN, NAN, 10);
+  /* a new bucket within MS_TOLERANCE_SEARCH_GAP intervals of the last
+   * search: not searched; nothing remembered above 63, so no value */
+  in = values(NAN, 63, NAN, NAN, 10);
+  for (int i = 0; i < MS_TOLERANCE_SEARCH_GAP - 2; i++) {
     ms_tracker_step(&t, &s, &in, &st);
-    ck_assert(st.report.has_stall_tolerance);
-    ck_assert(st.report.stall_tolerance < last); /* more load, less */
-    last = st.report.stall_tolerance;
+    ck_assert(st.ok && !st.report.has_stall_tolerance);
   }
-  ck_assert_uint_eq(t.tolerance_searches, 4);
-  /* a falling load inside the gap: no search; the nearest remembered
-   * bucket above answers (60's for 57 and 55: shorter than their own) */
+  ck_assert_uint_eq(t.tolerance_searches, 1);
+  /* the gap over: searched, shorter than 60's */
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert_uint_eq(t.tolerance_searches, 2);
+  ck_assert(st.report.has_stall_tolerance);
+  double v63 = st.report.stall_tolerance;
+  ck_assert(v63 < v);
+  double edge63 = pow(1.01, floor(log(63.0) / log(1.01)) + 1);
+  ck_assert(!stall_run_latches(10, edge63, v63));
+  ck_assert(stall_run_latches(10, edge63, v63 + 0.1));
+  /* a falling load inside the gap: the nearest remembered bucket above
+   * answers (60's for 57 and 55: shorter than their own), no search */
   for (int i = 0; i < MS_TOLERANCE_SEARCH_GAP - 1; i++) {
     in = values(NAN, i % 2 ? 55 : 57, NAN, NAN, 10);
     ms_tracker_step(&t, &s, &in, &st);
     ck_assert(st.report.has_stall_tolerance);
     ck_assert_double_eq(st.report.stall_tolerance, v);
   }
-  ck_assert_uint_eq(t.tolerance_searches, 4);
-  /* the gap over: 55 is searched, longer than 60's */
+  ck_assert_uint_eq(t.tolerance_searches, 2);
+  /* held by the caller (the plugin's budget spent): still no search */
+  t.tolerance_hold = true;
   in = values(NAN, 55, NAN, NAN, 10);
   ms_tracker_step(&t, &s, &in, &st);
-  ck_assert_uint_eq(t.tolerance_searches, 5);
+  ck_assert_uint_eq(t.tolerance_searches, 2);
+  ck_assert_double_eq(st.report.stall_tolerance, v);
+  t.tolerance_hold = false;
+  /* then 55 is searched, longer than 60's */
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert_uint_eq(t.tolerance_searches, 3);
   ck_assert(st.report.stall_tolerance > v);
   double edge55 = pow(1.01, floor(log(55.0) / log(1.01)) + 1);
   ck_assert(!stall_run_latches(10, edge55, st.report.stall_tolerance));
   ck_assert(stall_run_latches(10, edge55, st.report.stall_tolerance + 0.1));
-  /* back to 70: remembered */
-  in = values(NAN, 70, NAN, NAN, 10);
+  /* back to 63: remembered */
+  in = values(NAN, 63, NAN, NAN, 10);
   ms_tracker_step(&t, &s, &in, &st);
-  ck_assert_uint_eq(t.tolerance_searches, 5);
+  ck_assert_uint_eq(t.tolerance_searches, 3);
+  ck_assert_double_eq(st.report.stall_tolerance, v63);
   /* a higher load survives less */
   ck_assert(st.report.stall_tolerance < v);
   /* below the recovery load: none; above the tipping load: 0, no search */
@@ -1244,12 +1256,12 @@ START_TEST(test_stall_tolerance_output) {
   ms_tracker_step(&t, &s, &in, &st);
   ck_assert(st.report.has_stall_tolerance);
   ck_assert_double_eq(st.report.stall_tolerance, 0);
-  ck_assert_uint_eq(t.tolerance_searches, 5);
-  /* 12 servers: rebuilt, searched again at once (nothing remembered), and
-   * longer */
+  ck_assert_uint_eq(t.tolerance_searches, 3);
+  /* 12 servers: rebuilt, searched again at once (the rebuild clears the
+   * cache and the gap), and longer */
   in = values(NAN, 60, NAN, NAN, 12);
   ms_tracker_step(&t, &s, &in, &st);
-  ck_assert_uint_eq(t.tolerance_searches, 6);
+  ck_assert_uint_eq(t.tolerance_searches, 4);
   ck_assert(st.report.stall_tolerance > v);
   ck_assert(!stall_run_latches(12, edge, st.report.stall_tolerance));
   ck_assert(stall_run_latches(12, edge, st.report.stall_tolerance + 0.1));
