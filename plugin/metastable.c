@@ -60,7 +60,7 @@ typedef struct {
 #define MAX_NAMED_PER_CYCLE 5
 /* The share of the interval that stall_tolerance's searches may take per
  * read cycle (doc/outputs.md, "Stall tolerance"). */
-#define TOLERANCE_BUDGET_SHARE 0.01
+#define TOLERANCE_BUDGET_SHARE 0.002
 
 typedef struct {
   pthread_mutex_t lock;
