@@ -464,17 +464,23 @@ static void script_data(const ms_plot *p, FILE *f) {
     const ms_plot_series *s = &p->series[i];
     fprintf(f, "$d%zu << EOD\n", i);
     size_t written = 0;
+    bool filled = s->style == MS_PLOT_FILLED;
     for (size_t k = 0; k < s->n; k++) {
-      if (!isfinite(s->x[k]) || !isfinite(s->y[k]) ||
-          (p->xlog && s->x[k] <= 0) || (p->ylog && s->y[k] <= 0)) {
+      double y2 = filled ? s->y[s->n + k] : 0;
+      if (!isfinite(s->x[k]) || !isfinite(s->y[k]) || !isfinite(y2) ||
+          (p->xlog && s->x[k] <= 0) ||
+          (p->ylog && (s->y[k] <= 0 || (filled && y2 <= 0)))) {
         fputc('\n', f);
         continue;
       }
-      fprintf(f, "%.12g %.12g\n", s->x[k], s->y[k]);
+      if (filled)
+        fprintf(f, "%.12g %.12g %.12g\n", s->x[k], s->y[k], y2);
+      else
+        fprintf(f, "%.12g %.12g\n", s->x[k], s->y[k]);
       written++;
     }
     if (written == 0)
-      fputs("NaN NaN\n", f);
+      fputs(filled ? "NaN NaN NaN\n" : "NaN NaN\n", f);
     fputs("EOD\n", f);
   }
 }
@@ -498,6 +504,9 @@ static void script_series_style(const ms_plot_series *s, FILE *f) {
     break;
   case MS_PLOT_OPEN_POINTS:
     fprintf(f, "with points pt 6 ps %.2f lw 2", wdt ? wdt : 1.6);
+    break;
+  case MS_PLOT_FILLED:
+    fputs("with filledcurves fs transparent solid 0.3 noborder", f);
     break;
   }
   if (s->color)
@@ -528,7 +537,8 @@ static void script_plot(const ms_plot *p, FILE *f) {
     quoted(f, p->bands[i].label);
   }
   for (size_t i = 0; i < p->n_series; i++) {
-    fprintf(f, "%s$d%zu using 1:2 ", items++ ? ", \\\n     " : "", i);
+    fprintf(f, "%s$d%zu using 1:2%s ", items++ ? ", \\\n     " : "", i,
+            p->series[i].style == MS_PLOT_FILLED ? ":3" : "");
     script_series_style(&p->series[i], f);
   }
   for (size_t i = 0; i < p->n_arrows; i++) {

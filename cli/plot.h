@@ -55,6 +55,9 @@ typedef enum {
   MS_PLOT_DOTTED,      /* a dotted line */
   MS_PLOT_POINTS,      /* filled circles */
   MS_PLOT_OPEN_POINTS, /* hollow circles */
+  MS_PLOT_FILLED,      /* the area between two edges shaded in the colour,
+                          translucent: y holds 2n values, y[k] and
+                          y[n + k] the edges at x[k] */
 } ms_plot_style;
 
 /* One series: n points (x[i], y[i]); a NaN in x or y breaks a line. */

@@ -26,6 +26,9 @@ static const char help[] =
     "Usage: metastable sweep [MODEL OPTIONS] --from L0 --to L1 --steps N\n"
     "                        [--format csv|json] [--plot FILE.svg|FILE.png]\n"
     "                        [--load L] [--title TEXT] [--log-y]\n"
+    "       metastable sweep [MODEL OPTIONS] --vary KNOB --from A --to B\n"
+    "                        [--steps N] --load L [--format text|csv|json]\n"
+    "                        [--plot FILE.svg|FILE.png] [--title TEXT]\n"
     "\n"
     "Every equilibrium and its stability at the N + 1 offered loads\n"
     "L0, L0 + (L1 - L0)/N, ..., L1.\n"
@@ -47,6 +50,25 @@ static const char help[] =
     "  --log-y             effective load on a log axis (the default when "
     "the\n"
     "                      collapsed branch exceeds 30 times capacity)\n"
+    "\n"
+    "With --vary, one row per value of a knob of the service instead: the\n"
+    "service with that knob replaced, its tipping load, recovery load, band\n"
+    "width and state at the offered load L.\n"
+    "\n"
+    "  --vary KNOB         retries, servers (whole numbers), timeout (a\n"
+    "                      duration) or budget (the retry budget, a share,\n"
+    "                      also as 10%); --from A and --to B in its unit and\n"
+    "                      within its range (see the model options), A < B\n"
+    "  --steps N           retries, servers: N + 1 values evenly spread,\n"
+    "                      rounded (default: every whole number from A to B);\n"
+    "                      timeout, budget: N intervals (default 10); at most\n"
+    "                      10000 rows\n"
+    "  --load L            offered load, requests/s, at which the state of\n"
+    "                      each row is given (required)\n"
+    "  --format            text (default), csv or json: columns KNOB,\n"
+    "                      tipping_load,recovery_load,band_width,state\n"
+    "  --plot FILE         the tipping and recovery loads against the knob,\n"
+    "                      the band between them shaded, a line at L\n"
     "\n";
 
 enum {
@@ -58,6 +80,7 @@ enum {
   OPT_LOAD,
   OPT_TITLE,
   OPT_LOG_Y,
+  OPT_VARY,
 };
 
 static const struct option options[] = {
@@ -70,6 +93,7 @@ static const struct option options[] = {
     {"load", required_argument, NULL, OPT_LOAD},
     {"title", required_argument, NULL, OPT_TITLE},
     {"log-y", no_argument, NULL, OPT_LOG_Y},
+    {"vary", required_argument, NULL, OPT_VARY},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -635,20 +659,319 @@ typedef struct {
   double load;      /* --load, or NaN */
   const char *title;
   bool log_y;
-  bool help; /* --help: print it and do nothing else */
+  int vary;                      /* index into knobs, or -1: over the load */
+  const char *from_arg, *to_arg; /* --from, --to as given */
+  bool help;                     /* --help: print it and do nothing else */
 } sweep_args;
+
+/* ---- --vary: one row per value of a knob ------------------------------ */
+
+/* The knobs --vary takes: the model option that sets each (so a row is
+ * exactly the service `metastable solve` sees with that option given) and
+ * the parameter whose MS_PARAMS range --from and --to must be in. */
+typedef struct {
+  const char *name; /* --vary NAME */
+  int opt;          /* the model option */
+  ms_param param;
+} vary_knob;
+
+static const vary_knob knobs[] = {
+    {"retries", MS_OPT_RETRIES, MS_PARAM_RETRIES},
+    {"servers", MS_OPT_SERVERS, MS_PARAM_SERVERS},
+    {"timeout", MS_OPT_TIMEOUT, MS_PARAM_TIMEOUT},
+    {"budget", MS_OPT_RETRY_BUDGET, MS_PARAM_RETRY_BUDGET},
+};
+static const char *const knob_names[] = {"retries", "servers", "timeout",
+                                         "budget", NULL};
+
+#define MAX_VARY_ROWS 10000
+
+/* The options of a sweep with --vary: --from and --to in the knob's unit
+ * and range (ms_cli_param over MS_PARAMS), --load, no option of the sweep
+ * over the load.  Returns 0 or MS_EXIT_USAGE. */
+static int check_vary_args(sweep_args *a) {
+  const vary_knob *k = &knobs[a->vary];
+  if (a->log_y)
+    return ms_cli_usage("--log-y is for the sweep over the offered load: "
+                        "not with --vary");
+  if (!a->from_arg || !a->to_arg)
+    return ms_cli_usage("--vary %s: give its range with --from A --to B",
+                        k->name);
+  if (ms_cli_param("--from", a->from_arg, k->param, &a->from) ||
+      ms_cli_param("--to", a->to_arg, k->param, &a->to))
+    return MS_EXIT_USAGE;
+  if (!(a->from < a->to))
+    return ms_cli_usage("--from %g must be below --to %g", a->from, a->to);
+  if (isnan(a->load))
+    return ms_cli_usage("--vary: give the offered load at which each row's "
+                        "state is given with --load L (requests/s)");
+  bool whole = ms_param_get(k->param)->whole;
+  if (a->steps == 0 && whole && a->to - a->from > MAX_VARY_ROWS - 1)
+    return ms_cli_usage("--vary %s: %g to %g is more than %d values: give "
+                        "--steps N",
+                        k->name, a->from, a->to, MAX_VARY_ROWS);
+  if (a->steps > MAX_VARY_ROWS - 1)
+    return ms_cli_usage("--steps: with --vary at most %d, not %ld",
+                        MAX_VARY_ROWS - 1, a->steps);
+  if (!a->has_format)
+    a->format = MS_FORMAT_TEXT;
+  return 0;
+}
+
+/* The values of the knob, in increasing order, into v (room for
+ * MAX_VARY_ROWS); returns their count.  Whole knobs: every whole number
+ * from A to B, or N + 1 evenly spread and rounded, each once. */
+static size_t vary_values(const sweep_args *a, double *v) {
+  bool whole = ms_param_get(knobs[a->vary].param)->whole;
+  long steps = a->steps ? a->steps : whole ? (long)(a->to - a->from) : 10;
+  size_t n = 0;
+  for (long i = 0; i <= steps; i++) {
+    double x =
+        i == steps ? a->to : a->from + (a->to - a->from) * ((double)i / steps);
+    if (whole)
+      x = round(x);
+    if (n == 0 || x > v[n - 1])
+      v[n++] = x;
+  }
+  return n;
+}
+
+/* One row: the knob's value, the service's loads, its state at --load. */
+typedef struct {
+  double value, tipping, recovery, band;
+  ms_state state;
+} vary_row;
+
+/* The row for value v: base (the model options as parsed, not resolved)
+ * with the knob's option given as v, resolved and solved.  Returns 0 or
+ * the exit code of the message printed. */
+static int vary_row_at(const ms_cli_model *base, const vary_knob *k, double v,
+                       double load, vary_row *row) {
+  ms_cli_model mv = *base;
+  char text[32], opt[40];
+  snprintf(text, sizeof text, "%.17g", v);
+  snprintf(opt, sizeof opt, "--%s", k->name);
+  int r = ms_cli_model_option(&mv, k->opt, text);
+  if (r == 0)
+    r = ms_cli_model_resolve(&mv, true);
+  if (r != 0) {
+    ms_cli_model_free(&mv);
+    return r;
+  }
+  ms_landscape ls;
+  ms_error err;
+  ms_report rep;
+  ms_observation obs = {.offered_load = load};
+  int st = ms_landscape_build(&mv.params, &ls, &err);
+  if (st == MS_OK)
+    st = ms_analyze(&ls, &obs, &rep, &err);
+  ms_cli_model_free(&mv);
+  if (st != MS_OK)
+    return ms_cli_fail("model with --vary %s %s: %s", k->name, text, err.msg);
+  *row = (vary_row){.value = v,
+                    .tipping = ls.tipping_load,
+                    .recovery = ls.recovery_load,
+                    .band = ls.tipping_load - ls.recovery_load,
+                    .state = rep.state};
+  if (!isfinite(row->tipping) || !isfinite(row->recovery))
+    return ms_cli_fail("model with --vary %s %s: the tipping load is beyond "
+                       "the range of a double",
+                       k->name, text);
+  return 0;
+}
+
+/* The rows as a text table, CSV or JSON. */
+static void write_vary_table(const sweep_args *a, const vary_row *rows,
+                             size_t n) {
+  const char *key = ms_param_get(knobs[a->vary].param)->key;
+  char b[4][32];
+  if (a->format == MS_FORMAT_JSON) {
+    ms_json j;
+    ms_json_init(&j, stdout, 1);
+    ms_json_begin_array(&j, NULL);
+    for (size_t i = 0; i < n; i++) {
+      ms_json_begin_object(&j, NULL);
+      ms_json_number(&j, key, rows[i].value);
+      ms_json_number(&j, "tipping_load", rows[i].tipping);
+      ms_json_number(&j, "recovery_load", rows[i].recovery);
+      ms_json_number(&j, "band_width", rows[i].band);
+      ms_json_string(&j, "state", ms_state_name(rows[i].state));
+      ms_json_end_object(&j);
+    }
+    ms_json_end_array(&j);
+    ms_json_finish(&j);
+  } else if (a->format == MS_FORMAT_CSV) {
+    printf("%s,tipping_load,recovery_load,band_width,state\n", key);
+    for (size_t i = 0; i < n; i++)
+      printf("%s,%s,%s,%s,%s\n", ms_cli_fmt_double(b[0], rows[i].value),
+             ms_cli_fmt_double(b[1], rows[i].tipping),
+             ms_cli_fmt_double(b[2], rows[i].recovery),
+             ms_cli_fmt_double(b[3], rows[i].band),
+             ms_state_name(rows[i].state));
+  } else {
+    printf("%-14s %14s %14s %14s  state at %g req/s\n", key, "tipping req/s",
+           "recovery req/s", "band req/s", a->load);
+    for (size_t i = 0; i < n; i++)
+      printf("%-14.6g %14.6g %14.6g %14.6g  %s\n", rows[i].value,
+             rows[i].tipping, rows[i].recovery, rows[i].band,
+             ms_state_name(rows[i].state));
+  }
+}
+
+/* The picture: tipping and recovery loads against the knob, the band
+ * between them shaded, a line at --load.  Timeouts below a second are
+ * drawn in ms, budgets in percent. */
+static int draw_vary(const ms_cli_model *m, const sweep_args *a,
+                     const vary_row *rows, size_t n) {
+  const vary_knob *k = &knobs[a->vary];
+  double xs = 1, ymax = a->load;
+  const char *xname = k->name;
+  if (k->param == MS_PARAM_TIMEOUT && a->to < 1)
+    xs = 1e3, xname = "client timeout (ms)";
+  else if (k->param == MS_PARAM_TIMEOUT)
+    xname = "client timeout (s)";
+  else if (k->param == MS_PARAM_RETRY_BUDGET)
+    xs = 100, xname = "retry budget (% of requests)";
+  else if (k->param == MS_PARAM_SERVERS)
+    xname = "servers";
+  else
+    xname = "retries per request";
+  double *x = malloc(3 * n * sizeof *x);
+  if (!x)
+    return ms_cli_fail("out of memory drawing the plot");
+  double *tip = x + n, *rec = x + 2 * n;
+  for (size_t i = 0; i < n; i++) {
+    x[i] = rows[i].value * xs;
+    tip[i] = rows[i].tipping;
+    rec[i] = rows[i].recovery;
+    ymax = fmax(ymax, tip[i]);
+  }
+  const char *yu_name;
+  double yu = axis_unit(ymax * 1.1, &yu_name);
+  for (size_t i = 0; i < n; i++)
+    tip[i] /= yu, rec[i] /= yu;
+  bool whole = ms_param_get(k->param)->whole;
+  ms_plot_series s[5] = {
+      {.title = "hysteresis band: a storm, once started, persists",
+       .style = MS_PLOT_FILLED,
+       .color = MS_PLOT_ORANGE,
+       .n = n,
+       .x = x,
+       .y = tip}, /* tip then rec: the two edges */
+      {.title = "tipping load: above it a retry storm starts",
+       .style = MS_PLOT_SOLID,
+       .color = MS_PLOT_VERMILION,
+       .width = 3,
+       .n = n,
+       .x = x,
+       .y = tip},
+      {.title = "recovery load: below it a storm ends",
+       .style = MS_PLOT_SOLID,
+       .color = MS_PLOT_BLUE,
+       .width = 3,
+       .n = n,
+       .x = x,
+       .y = rec},
+      {.style = MS_PLOT_POINTS,
+       .color = MS_PLOT_VERMILION,
+       .width = 1.2,
+       .n = n,
+       .x = x,
+       .y = tip},
+      {.style = MS_PLOT_POINTS,
+       .color = MS_PLOT_BLUE,
+       .width = 1.2,
+       .n = n,
+       .x = x,
+       .y = rec},
+  };
+  /* points mark the rows when there are few enough to tell apart */
+  size_t ns = whole && n <= 40 ? 5 : 3;
+  char load_text[64], b1[32], title[160], xlabel[128], ylabel[128];
+  snprintf(load_text, sizeof load_text, "load %s req/s",
+           short_load(b1, a->load));
+  ms_plot_marker mk = {.vertical = false,
+                       .at = a->load / yu,
+                       .text = load_text,
+                       .color = "#000000",
+                       .text_pos = 0.02};
+  if (a->title)
+    snprintf(title, sizeof title, "%s", a->title);
+  else
+    snprintf(title, sizeof title, "Tipping and recovery loads against %s%s%s",
+             k->name, m->name[0] ? ": " : "", m->name);
+  snprintf(xlabel, sizeof xlabel, "%s", xname);
+  snprintf(ylabel, sizeof ylabel, "offered load λ (%srequests/s)", yu_name);
+  ms_plot p;
+  ms_plot_init(&p);
+  p.title = title;
+  p.subtitle = m->summary;
+  p.xlabel = xlabel;
+  p.ylabel = ylabel;
+  p.xmin = x[0];
+  p.xmax = x[n - 1];
+  p.ymin = 0;
+  p.ymax = ymax * 1.1 / yu;
+  p.legend = "outside below center horizontal";
+  p.legend_columns = 2;
+  p.series = s;
+  p.n_series = ns;
+  p.markers = &mk;
+  p.n_markers = 1;
+  char err[600];
+  int rc = MS_EXIT_OK;
+  if (ms_plot_write(&p, a->plot, err, sizeof err) != 0)
+    rc = ms_cli_fail("%s", err);
+  free(x);
+  return rc;
+}
+
+/* The sweep over a knob: m holds the model options as parsed. */
+static int run_vary(ms_cli_model *m, const sweep_args *a) {
+  const vary_knob *k = &knobs[a->vary];
+  ms_cli_model base = *m; /* parsed, not resolved: copied per row */
+  int r = ms_cli_model_resolve(m, true); /* the service as given */
+  if (r != 0)
+    return r;
+  double *v = malloc(MAX_VARY_ROWS * sizeof *v);
+  vary_row *rows = malloc(MAX_VARY_ROWS * sizeof *rows);
+  if (!v || !rows) {
+    free(v), free(rows);
+    return ms_cli_fail("out of memory");
+  }
+  size_t n = vary_values(a, v);
+  ms_cli_progress prog;
+  ms_cli_progress_start(&prog, "sweep", n);
+  for (size_t i = 0; i < n && r == 0; i++) {
+    r = vary_row_at(&base, k, v[i], a->load, &rows[i]);
+    ms_cli_progress_update(&prog, i + 1);
+  }
+  ms_cli_progress_end(&prog);
+  if (r == 0 && (a->has_format || !a->plot)) {
+    write_vary_table(a, rows, n);
+    r = ms_cli_finish_output(MS_EXIT_OK);
+  }
+  if (r == 0 && a->plot)
+    r = draw_vary(m, a, rows, n);
+  free(v), free(rows);
+  return r;
+}
 
 /* One option of the command (ms_cli_take). */
 static int take_option(void *args, int c, const char *arg) {
-  static const ms_format formats[] = {MS_FORMAT_CSV, MS_FORMAT_JSON};
+  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_CSV,
+                                      MS_FORMAT_JSON};
   sweep_args *a = args;
   int r = 0;
   switch (c) {
-  case OPT_FROM:
-    r = ms_cli_param("--from", arg, MS_PARAM_OFFERED_LOAD, &a->from);
+  case OPT_FROM: /* parsed once --vary is known (check_args) */
+    a->from_arg = arg;
     break;
   case OPT_TO:
-    r = ms_cli_rate("--to", arg, 0, MS_MAX_RATE, MS_RANGE_LO_OPEN, &a->to);
+    a->to_arg = arg;
+    break;
+  case OPT_VARY:
+    r = ms_cli_choice("--vary", arg, knob_names, &a->vary);
     break;
   case OPT_STEPS:
     r = ms_cli_long("--steps", arg, 1, 100000000, &a->steps);
@@ -690,7 +1013,18 @@ static int parse_options(sweep_args *a, ms_cli_model *m, int argc,
 
 /* The options that only make sense together: a range with its steps, and
  * the plot's options with a plot.  Returns 0 or MS_EXIT_USAGE. */
-static int check_args(const sweep_args *a) {
+static int check_args(sweep_args *a) {
+  if (a->vary >= 0)
+    return check_vary_args(a);
+  if (a->from_arg &&
+      ms_cli_param("--from", a->from_arg, MS_PARAM_OFFERED_LOAD, &a->from))
+    return MS_EXIT_USAGE;
+  if (a->to_arg &&
+      ms_cli_rate("--to", a->to_arg, 0, MS_MAX_RATE, MS_RANGE_LO_OPEN, &a->to))
+    return MS_EXIT_USAGE;
+  if (a->has_format && a->format == MS_FORMAT_TEXT)
+    return ms_cli_usage("--format text is for --vary: the sweep over the "
+                        "offered load writes csv or json");
   if (isnan(a->from) || isnan(a->to))
     return ms_cli_usage("give the range of offered loads with --from L0 "
                         "--to L1 (requests/s)");
@@ -720,8 +1054,12 @@ static int check_drawable(const ms_landscape *ls) {
 }
 
 static int run(ms_cli_model *m, int argc, char **argv) {
-  sweep_args a = {
-      .from = NAN, .to = NAN, .steps = 0, .format = MS_FORMAT_CSV, .load = NAN};
+  sweep_args a = {.from = NAN,
+                  .to = NAN,
+                  .steps = 0,
+                  .format = MS_FORMAT_CSV,
+                  .load = NAN,
+                  .vary = -1};
   int r = parse_options(&a, m, argc, argv);
   if (r != 0)
     return r;
@@ -729,6 +1067,8 @@ static int run(ms_cli_model *m, int argc, char **argv) {
     return ms_cli_help_model(help);
   if ((r = check_args(&a)) != 0)
     return r;
+  if (a.vary >= 0)
+    return run_vary(m, &a);
   if ((r = ms_cli_model_resolve(m, true)) != 0)
     return r;
 

@@ -189,5 +189,158 @@ class Plot(CliTest):
                    "--plot", "x.pdf")
 
 
+class Vary(CliTest):
+    """sweep --vary: each row is the service `metastable solve` sees with
+    that model option given, and its state at --load follows from the
+    row's own tipping and recovery loads."""
+
+    LOAD = 60.0
+
+    def solve(self, opt, value):
+        j = self.ok("solve", *CHECKOUT, "--" + opt, value, "--format",
+                    "json").json()
+        return j["tipping_load"], j["recovery_load"]
+
+    def vary(self, knob, *args, fmt="json"):
+        return self.ok("sweep", *CHECKOUT, "--vary", knob, *args, "--load",
+                       r17(self.LOAD), "--format", fmt)
+
+    def check_rows(self, rows, key, opt):
+        self.assertTrue(rows)
+        for row in rows:
+            self.assertEqual(list(row), [key, "tipping_load", "recovery_load",
+                                         "band_width", "state"])
+            tip, rec = self.solve(opt, r17(row[key]))
+            self.assertEqual((row["tipping_load"], row["recovery_load"]),
+                             (tip, rec), row)
+            self.assertEqual(row["band_width"], tip - rec)
+            # the state at --load from the row's own loads, a cold start
+            # being healthy (doc/design.md §1.4)
+            lam = self.LOAD
+            want = ("stable" if lam < rec else "overloaded" if lam > tip
+                    else "vulnerable")
+            if rec < tip and lam in (rec, tip):
+                want = row["state"]  # a boundary: not asserted
+            self.assertEqual(row["state"], want, row)
+
+    def test_retries(self):
+        rows = self.vary("retries", "--from", "0", "--to", "6").json()
+        self.assertEqual([r["retries"] for r in rows], list(range(7)))
+        self.check_rows(rows, "retries", "retries")
+        # checkout: 10 servers of 10/s.  On the collapsed branch every
+        # attempt times out, x = (r + 1) lambda, which meets capacity
+        # c mu = 100 at lambda_rec = c mu / (r + 1)
+        for r in rows:
+            self.assertAlmostEqual(r["recovery_load"],
+                                   100 / (r["retries"] + 1), delta=1e-9)
+
+    def test_servers(self):
+        rows = self.vary("servers", "--from", "2", "--to", "40",
+                         "--steps", "5").json()
+        # N + 1 = 6 values evenly spread from 2 to 40, rounded
+        want = [round(2 + 38 * i / 5) for i in range(6)]
+        self.assertEqual([r["servers"] for r in rows], want)
+        self.check_rows(rows, "servers", "servers")
+        for r in rows:  # lambda_rec = c mu / (r + 1), 3 retries, mu = 10/s
+            self.assertAlmostEqual(r["recovery_load"],
+                                   r["servers"] * 10 / 4, delta=1e-9)
+        # capacity moves the cliff, it does not remove it: both loads grow
+        # with the pool and the band stays open
+        for a, b in zip(rows, rows[1:]):
+            self.assertGreater(b["tipping_load"], a["tipping_load"])
+            self.assertGreater(b["recovery_load"], a["recovery_load"])
+        self.assertTrue(all(r["band_width"] > 0 for r in rows))
+        states = {r["state"] for r in rows}
+        self.assertIn("overloaded", states)  # 2 servers at 60 req/s
+        self.assertIn("stable", states)      # 40 servers
+
+    def test_timeout(self):
+        rows = self.vary("timeout", "--from", "50ms", "--to", "2s",
+                         "--steps", "4").json()
+        want = [0.05 + (2 - 0.05) * i / 4 for i in range(4)] + [2]
+        self.assertEqual(len(rows), 5)
+        for r, w in zip(rows, want):
+            self.assertAlmostEqual(r["timeout"], w, delta=1e-15)
+        self.check_rows(rows, "timeout", "timeout")
+
+    def test_budget(self):
+        rows = self.vary("budget", "--from", "0", "--to", "50%").json()
+        self.assertEqual(len(rows), 11)  # 10 intervals by default
+        for i, r in enumerate(rows):
+            self.assertAlmostEqual(r["retry_budget"], 0.05 * i, delta=1e-15)
+        self.check_rows(rows, "retry_budget", "retry-budget")
+
+    def test_csv_and_text(self):
+        js = self.vary("retries", "--from", "1", "--to", "4").json()
+        out = self.vary("retries", "--from", "1", "--to", "4",
+                        fmt="csv").out
+        rows = list(csv.DictReader(io.StringIO(out)))
+        self.assertEqual(len(rows), len(js))
+        for c, j in zip(rows, js):
+            for k in ("retries", "tipping_load", "recovery_load",
+                      "band_width"):
+                self.assertEqual(float(c[k]), j[k])
+            self.assertEqual(c["state"], j["state"])
+        text = self.ok("sweep", *CHECKOUT, "--vary", "retries", "--from",
+                       "1", "--to", "4", "--load", "60").out.splitlines()
+        self.assertEqual(len(text), 1 + len(js))
+        for line, j in zip(text[1:], js):
+            f = line.split()
+            self.assertEqual(int(f[0]), j["retries"])
+            self.assertAlmostEqual(float(f[1]), j["tipping_load"],
+                                   delta=1e-5 * j["tipping_load"])
+            self.assertAlmostEqual(float(f[2]), j["recovery_load"],
+                                   delta=1e-5 * j["recovery_load"])
+            self.assertEqual(f[4], j["state"])
+
+    def test_plot(self):
+        with tempfile.TemporaryDirectory() as d:
+            png = os.path.join(d, "v.png")
+            r = self.ok("sweep", *CHECKOUT, "--vary", "servers", "--from",
+                        "1", "--to", "40", "--load", "60", "--plot", png)
+            self.assertEqual(r.out, "")  # the plot only
+            with open(png, "rb") as fh:
+                data = fh.read()
+            self.assertEqual(png_size(data), (1100, 720))
+            self.assertTrue(20_000 < len(data) < 5_000_000, len(data))
+            svg = os.path.join(d, "v.svg")
+            self.ok("sweep", *CHECKOUT, "--vary", "timeout", "--from",
+                    "10ms", "--to", "500ms", "--load", "60", "--plot", svg)
+            text = " ".join(t.strip() for t in ET.parse(svg).getroot()
+                            .itertext() if t.strip())
+            for want in ("Tipping and recovery loads against timeout: "
+                         "checkout", "client timeout (ms)",
+                         "offered load λ (requests/s)",
+                         "tipping load: above it a retry storm starts",
+                         "recovery load: below it a storm ends",
+                         "load 60 req/s"):
+                self.assertIn(want, text)
+            with open(svg, encoding="utf-8") as fh:
+                self.assertIn("fill-opacity", fh.read())  # the band
+
+    def test_errors(self):
+        base = ("sweep", *CHECKOUT, "--load", "60", "--vary")
+        self.fails(2, "--log-y is for the sweep over the offered load: not "
+                   "with --vary", *base, "retries", "--from", "1", "--to",
+                   "3", "--log-y")
+        # the ranges are the model options' own (MS_PARAMS): servers >= 1,
+        # a budget below 1, retries at most MS_MAX_RETRIES = 10000
+        self.fails(2, "--from: '0' is out of range", *base, "servers",
+                   "--from", "0", "--to", "4")
+        self.fails(2, "--to: '100%' is out of range", *base, "budget",
+                   "--from", "0", "--to", "100%")
+        self.fails(2, "--to: '10001' is out of range", *base, "retries",
+                   "--from", "0", "--to", "10001")
+        self.fails(2, "--from 3 must be below --to 1", *base, "retries",
+                   "--from", "3", "--to", "1")
+        self.fails(2, "--vary: give the offered load", "sweep", *CHECKOUT,
+                   "--vary", "retries", "--from", "1", "--to", "3")
+        self.fails(2, "--vary", "sweep", *CHECKOUT, "--vary", "tiers",
+                   "--from", "1", "--to", "3", "--load", "1")
+        self.fails(2, "--format text is for --vary", "sweep", *CHECKOUT,
+                   "--from", "0", "--to", "1", "--steps", "1", "--format",
+                   "text")
+
+
 if __name__ == "__main__":
     clitest.main()

@@ -374,8 +374,11 @@ class Usage(CliTest):
             self.assertIn(opt, text)
         # every option a command's --help lists is in its synopsis
         synopsis = text[text.index(".SH SYNOPSIS"):text.index(".SH DESCRIPTION")]
-        blocks = {b.split("\n")[1].split()[-1]: b
-                  for b in synopsis.split(".SY metastable")[1:]}
+        # a command may have several synopses (sweep, sweep --vary)
+        blocks = {}
+        for b in synopsis.split(".SY metastable")[1:]:
+            c = b.split("\n")[1].split()[-1]
+            blocks[c] = blocks.get(c, "") + b
         for c in ("lab", "sweep", "replay"):
             help_text = self.ok(c, "--help").out
             usage = help_text[:help_text.index("\n\n")]
