@@ -388,6 +388,65 @@ static size_t step_line(const replay_chart *c, const double *v, double t0,
   return m;
 }
 
+/* A vertical marker per row with notifications, named by their
+ * severities ("FAILURE+OKAY"), in the colour of the gravest; x[i] the
+ * row's time on the axis, texts the markers' texts (n + 1 of them).
+ * Returns the number of markers. */
+static size_t note_markers(const replay_chart *c, const double *x,
+                           ms_plot_marker *marks, char (*texts)[40]) {
+  size_t n = c->n;
+  size_t nm = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!c->notes[i])
+      continue;
+    static const char *const colour[] = {
+        [MS_NOTE_FAILURE] = MS_PLOT_VERMILION,
+        [MS_NOTE_WARNING] = MS_PLOT_ORANGE,
+        [MS_NOTE_OKAY] = MS_PLOT_GREEN,
+    };
+    const char *col = NULL;
+    texts[nm][0] = '\0';
+    static const ms_note_severity order[] = {MS_NOTE_FAILURE, MS_NOTE_WARNING,
+                                             MS_NOTE_OKAY};
+    for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
+      if (!(c->notes[i] & (1u << order[k])))
+        continue;
+      size_t l = strlen(texts[nm]);
+      snprintf(texts[nm] + l, sizeof texts[nm] - l, "%s%s", l ? "+" : "",
+               ms_note_severity_name(order[k]));
+      if (!col)
+        col = colour[order[k]];
+    }
+    marks[nm] = (ms_plot_marker){.vertical = true,
+                                 .at = x[i],
+                                 .text = texts[nm],
+                                 .color = col,
+                                 .on_axis = true};
+    nm++;
+  }
+  return nm;
+}
+
+/* The time the axis counts from, for its label: the first row's time as
+ * written, or in UTC when written as Unix seconds; "the first row" when
+ * there are no rows. */
+static void time_origin(const ms_trace_rows *tr, const replay_chart *c,
+                        char *start, size_t size) {
+  snprintf(start, size, "the first row");
+  size_t n = c->n;
+  if (n) {
+    const char *tt = tr->rows[0].time_text;
+    char *end;
+    strtod(tt, &end);
+    time_t secs = (time_t)floor(c->t[0]);
+    struct tm tm;
+    if (end != tt && *end == '\0' && gmtime_r(&secs, &tm))
+      strftime(start, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    else
+      snprintf(start, size, "%s", tt);
+  }
+}
+
 /* Draw the replay into path: the offered and effective loads and the
  * tipping and recovery loads as steps (each row's value across the
  * interval its rates cover), the storms shaded
@@ -463,54 +522,15 @@ static int replay_plot(const char *path, const ms_cli_model *m,
   size_t nb = storm_bands(c, false, t0, scale, bands);
   nb += storm_bands(c, true, t0, scale, bands + nb);
   nb += gap_bands(c, t0, scale, bands + nb);
-  size_t nm = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (!c->notes[i])
-      continue;
-    static const char *const colour[] = {
-        [MS_NOTE_FAILURE] = MS_PLOT_VERMILION,
-        [MS_NOTE_WARNING] = MS_PLOT_ORANGE,
-        [MS_NOTE_OKAY] = MS_PLOT_GREEN,
-    };
-    const char *col = NULL;
-    texts[nm][0] = '\0';
-    static const ms_note_severity order[] = {MS_NOTE_FAILURE, MS_NOTE_WARNING,
-                                             MS_NOTE_OKAY};
-    for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
-      if (!(c->notes[i] & (1u << order[k])))
-        continue;
-      size_t l = strlen(texts[nm]);
-      snprintf(texts[nm] + l, sizeof texts[nm] - l, "%s%s", l ? "+" : "",
-               ms_note_severity_name(order[k]));
-      if (!col)
-        col = colour[order[k]];
-    }
-    marks[nm] = (ms_plot_marker){.vertical = true,
-                                 .at = x[i],
-                                 .text = texts[nm],
-                                 .color = col,
-                                 .on_axis = true};
-    nm++;
-  }
+  size_t nm = note_markers(c, x, marks, texts);
   char ttl[400], sub[400], xl[200];
   const char *base = strrchr(trace_name, '/');
   snprintf(ttl, sizeof ttl, "%s%sreplay of %s", m->name[0] ? m->name : "",
            m->name[0] ? ": " : "", base ? base + 1 : trace_name);
   snprintf(sub, sizeof sub, "%s; %zu rows%s", m->summary, tr->n,
            nm ? ", notifications marked above" : "");
-  /* the start as written, or in UTC when written as Unix seconds */
-  char start[64] = "the first row";
-  if (n) {
-    const char *tt = tr->rows[0].time_text;
-    char *end;
-    strtod(tt, &end);
-    time_t secs = (time_t)floor(c->t[0]);
-    struct tm tm;
-    if (end != tt && *end == '\0' && gmtime_r(&secs, &tm))
-      strftime(start, sizeof start, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    else
-      snprintf(start, sizeof start, "%s", tt);
-  }
+  char start[64];
+  time_origin(tr, c, start, sizeof start);
   snprintf(xl, sizeof xl, "time (%s) since %s", unit, start);
   ms_plot p;
   ms_plot_init(&p);
