@@ -847,6 +847,9 @@ double ms_worst_amplification(const ms_retry_policy *p);
 
 /* Largest margin above the peak load (10: safe up to 11 times the peak). */
 #define MS_PLAN_MAX_MARGIN 10.0
+/* The margin `metastable recommend` and the plugin's safe_retries use when
+ * none is given: stable up to 1.2 times the load. */
+#define MS_PLAN_DEFAULT_MARGIN 0.2
 /* Largest retry count ms_plan_max_retries examines. */
 #define MS_PLAN_MAX_RETRIES 100
 /* Relative width of the bracket at which ms_plan_knob stops. */
@@ -885,6 +888,35 @@ typedef struct {
  */
 int ms_plan_safe(const ms_service_params *s, double peak, double margin,
                  bool *safe, ms_landscape *ls, ms_error *err);
+
+/*
+ * ms_plan_recovery_safe: the rule of ms_plan_safe on a recovery load
+ * already known: whether recovery_load (req/s) makes a service safe at
+ * peak load `peak` (req/s) with margin `margin` (share).  The one home of
+ * the rule; every planning answer and the plugin's safe_retries use it.
+ * Any doubles (NaN is never safe); no errors.
+ */
+bool ms_plan_recovery_safe(double recovery_load, double peak, double margin);
+
+/*
+ * ms_plan_retry_counts: how many retry counts r = 0, 1, ... the planner
+ * examines for s: up to MS_PLAN_MAX_RETRIES, or fewer where the policy has
+ * its own cap (gRPC's 5 attempts).  r is policy.retries, tier 0 and the
+ * tiers without their own count.  No landscape is built.
+ *   s  valid service parameters.  Result: 1 to MS_PLAN_MAX_RETRIES + 1.
+ */
+int ms_plan_retry_counts(const ms_service_params *s);
+
+/*
+ * ms_plan_retry_recovery: the recovery load (req/s) of s with r retries
+ * (as ms_plan_retry_counts counts them), by one landscape build
+ * (doc/design.md §1.3).  It does not depend on a load, so a caller that
+ * asks at many loads (the plugin, every interval) keeps it.
+ *   r  in [0, ms_plan_retry_counts(s))
+ * Errors: MS_EINVAL for r outside that range; those of ms_landscape_build.
+ */
+int ms_plan_retry_recovery(const ms_service_params *s, int r,
+                           double *recovery, ms_error *err);
 
 /*
  * ms_plan_max_retries: the largest retry count r (policy.retries, tier 0
@@ -1058,6 +1090,9 @@ typedef enum {
   X(STALL_TOLERANCE, stall_tolerance, MS_OUTPUT_OPTIONAL,                     \
     "s", "0", "U",                                                            \
     "longest full stall survived at this offered load without a storm")       \
+  X(SAFE_RETRIES, safe_retries, MS_OUTPUT_OPTIONAL,                           \
+    "count", "0", "U",                                                        \
+    "most retries per request that keep this load with its margin stable")    \
   X(SERVICE_TIME_ESTIMATE, service_time_estimate, MS_OUTPUT_OPTIONAL,       \
     "s", "0", "U",                                                            \
     "service time learned from busy_servers, completion_rate or latency")     \
@@ -1135,6 +1170,8 @@ typedef struct {
   bool has_stall_tolerance; /* erlang, one tier, at or above the recovery
                                load (below it every stall is survived) */
   double stall_tolerance;   /* s, ms_trigger_tolerance: 0 overloaded */
+  bool has_safe_retries;    /* set by ms_tracker_step: some count is safe */
+  double safe_retries;      /* retries, whole, [0, MS_PLAN_MAX_RETRIES] */
   /* calibration (doc/design.md §1.8): set by ms_tracker_step, never by
    * ms_analyze, which knows one interval only */
   bool has_service_time_estimate; /* busy/completion or latency inputs */

@@ -24,7 +24,7 @@ int ms_plan_safe(const ms_service_params *s, double peak, double margin,
   int st = ms_landscape_build(s, &l, err);
   if (st != MS_OK)
     return st;
-  *safe = l.recovery_load > (1.0 + margin) * peak;
+  *safe = ms_plan_recovery_safe(l.recovery_load, peak, margin);
   if (ls != NULL)
     *ls = l;
   return MS_OK;
@@ -45,24 +45,55 @@ static int answer(const ms_service_params *s, double v, double peak,
   return MS_OK;
 }
 
-int ms_plan_max_retries(const ms_service_params *s, double peak, double margin,
-                        ms_plan_answer *out, ms_error *err) {
+bool ms_plan_recovery_safe(double recovery_load, double peak, double margin) {
+  return recovery_load > (1.0 + margin) * peak;
+}
+
+int ms_plan_retry_counts(const ms_service_params *s) {
   ms_service_params t = *s;
-  int best = -1;
-  for (int r = 0; r <= MS_PLAN_MAX_RETRIES; r++) {
+  int r;
+  for (r = 1; r <= MS_PLAN_MAX_RETRIES; r++) {
     t.policy.retries = r;
     if (ms_service_params_check(&t, NULL) != MS_OK)
       break; /* a policy's own cap (gRPC's 5 attempts) */
-    bool safe;
-    int st = ms_plan_safe(&t, peak, margin, &safe, NULL, err);
+  }
+  return r;
+}
+
+int ms_plan_retry_recovery(const ms_service_params *s, int r, double *recovery,
+                           ms_error *err) {
+  ms_service_params t = *s;
+  t.policy.retries = r;
+  if (r < 0 || r > MS_PLAN_MAX_RETRIES ||
+      (r > 0 && ms_service_params_check(&t, NULL) != MS_OK))
+    return ms_fail(err, MS_EINVAL, "retry count %d is not in [0, %d)", r,
+                   ms_plan_retry_counts(s));
+  ms_landscape l;
+  int st = ms_landscape_build(&t, &l, err);
+  if (st == MS_OK)
+    *recovery = l.recovery_load;
+  return st;
+}
+
+int ms_plan_max_retries(const ms_service_params *s, double peak, double margin,
+                        ms_plan_answer *out, ms_error *err) {
+  bool safe; /* checks peak and margin, as before any build */
+  int st = ms_plan_safe(s, peak, margin, &safe, NULL, err);
+  if (st != MS_OK)
+    return st;
+  int best = -1, n = ms_plan_retry_counts(s);
+  for (int r = 0; r < n; r++) {
+    double rec;
+    st = ms_plan_retry_recovery(s, r, &rec, err);
     if (st != MS_OK)
       return st;
-    if (safe)
+    if (ms_plan_recovery_safe(rec, peak, margin))
       best = r;
   }
+  ms_service_params t = *s;
   ms_plan_answer a = {0};
   t.policy.retries = best < 0 ? 0 : best;
-  int st = answer(&t, t.policy.retries, peak, margin, &a, err);
+  st = answer(&t, t.policy.retries, peak, margin, &a, err);
   if (st != MS_OK)
     return st;
   a.at_bound = best == MS_PLAN_MAX_RETRIES;

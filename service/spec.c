@@ -49,6 +49,7 @@ enum {
   K_RETRY_REJECTIONS,
   K_BASE_FAILURE,
   K_HEADROOM_WARNING,
+  K_SAFETY_MARGIN,
   K_CLEAR_AFTER,
   K_CALIBRATE,
   K_CALIBRATION_TIME,
@@ -80,6 +81,7 @@ static const char *const key_names[] = {"name",
                                         "retry_rejections",
                                         "base_failure",
                                         "headroom_warning",
+                                        "safety_margin",
                                         "clear_after",
                                         "calibrate",
                                         "calibration_time",
@@ -729,6 +731,15 @@ static int read_settings(service_reader *r) {
       return -1;
     sp->has_headroom_warning = true;
   }
+  const yaml_node_t *sm = r->val[K_SAFETY_MARGIN];
+  if (sm) {
+    if (ms_yaml_get_share(r->ld, sm, "safety_margin", &sp->safety_margin) !=
+            0 ||
+        ms_yaml_check_range(r->ld, sm, "safety_margin", sp->safety_margin, 0.0,
+                            MS_PLAN_MAX_MARGIN, MS_BOUND_CLOSED) != 0)
+      return -1;
+    sp->has_safety_margin = true;
+  }
   const yaml_node_t *ca = r->val[K_CLEAR_AFTER];
   if (ca) {
     double n;
@@ -1008,6 +1019,8 @@ ms_service_settings ms_service_settings_of(const ms_service_spec *sp) {
           OR_DEFAULT(sp->misfit_threshold, MS_DEFAULT_MISFIT_THRESHOLD),
       .misfit_intervals =
           OR_DEFAULT(sp->misfit_intervals, MS_DEFAULT_MISFIT_INTERVALS),
+      .safety_margin =
+          sp->has_safety_margin ? sp->safety_margin : MS_PLAN_DEFAULT_MARGIN,
   };
 #undef OR_DEFAULT
   return s;

@@ -415,6 +415,59 @@ static void stall_tolerance_report(ms_tracker *t, ms_report *r) {
   }
 }
 
+/* The recovery load with r retries from the tracker's cache, computed on
+ * first use; NAN when the build fails. */
+static double safe_recovery(ms_tracker *t, int r) {
+  if (isnan(t->safe_recovery[r])) {
+    double v;
+    t->safe_computed++;
+    if (ms_plan_retry_recovery(&t->landscape.params, r, &v, NULL) == MS_OK)
+      t->safe_recovery[r] = v;
+  }
+  return t->safe_recovery[r];
+}
+
+/*
+ * safe_retries (doc/outputs.md, "Safe retries"): the largest retry count r
+ * in [0, ms_plan_retry_counts) at which the service, otherwise as the
+ * model has it now, is safe at this interval's offered load with the
+ * file's safety_margin (ms_plan_recovery_safe), the answer of `metastable
+ * recommend`'s max_safe_retries.  The recovery load does not grow with r
+ * (more retries amplify every failure probability at least as much, so
+ * the collapsed branch reaches at least as low a load; tests/check_service.c
+ * holds the answer to a scan of every count), so a bisection finds r with
+ * about log2(101) = 7 landscape builds, each kept until the landscape is
+ * rebuilt: a steady load costs a comparison or two per interval.  None
+ * when not even 0 retries is safe.
+ */
+static void safe_retries_report(ms_tracker *t, const ms_service_spec *spec,
+                                ms_report *r) {
+  r->has_safe_retries = false;
+  if (t->safe_builds != t->landscape_builds) {
+    t->safe_builds = t->landscape_builds;
+    t->safe_n = ms_plan_retry_counts(&t->landscape.params);
+    for (int i = 0; i <= MS_PLAN_MAX_RETRIES; i++)
+      t->safe_recovery[i] = NAN;
+  }
+  double lambda = r->offered_load,
+         m = ms_service_settings_of(spec).safety_margin;
+  if (!isfinite(lambda) ||
+      !ms_plan_recovery_safe(safe_recovery(t, 0), lambda, m))
+    return;
+  int lo = 0, hi = t->safe_n - 1; /* lo safe; above hi nothing examined */
+  if (ms_plan_recovery_safe(safe_recovery(t, hi), lambda, m))
+    lo = hi;
+  while (hi - lo > 1) { /* lo safe, hi not */
+    int mid = lo + (hi - lo) / 2;
+    if (ms_plan_recovery_safe(safe_recovery(t, mid), lambda, m))
+      lo = mid;
+    else
+      hi = mid;
+  }
+  r->has_safe_retries = true;
+  r->safe_retries = lo;
+}
+
 void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
                      const ms_inputs *in, ms_step *out) {
   memset(out, 0, sizeof *out);
@@ -475,6 +528,7 @@ void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
   ms_calibration_report(&t->calibration, spec, &t->landscape, inf,
                         tau > 0 ? tau : 1.0, &out->report);
   stall_tolerance_report(t, &out->report);
+  safe_retries_report(t, spec, &out->report);
   const ms_report *r = &out->report;
   /* Notifications have hysteresis in time: a storm is announced at once,
    * but announced over only after clear_after intervals without one, so a

@@ -160,6 +160,9 @@ static const struct {
     {SVC ERL "    headroom_warning: 2\n" IN, "8:23", "headroom_warning = 2"},
     {SVC ERL "    headroom_warning: 150%\n" IN, "8:23",
      "headroom_warning = 150% is outside (0, 1)"},
+    {SVC ERL "    safety_margin: 11\n" IN, "8:20",
+     "safety_margin = 11 is outside [0, 10]"},
+    {SVC ERL "    safety_margin: -5%\n" IN, "8:20", "safety_margin"},
     {SVC ERL "    headroom_warning: ten%\n" IN, "8:23",
      "headroom_warning must be a number or a percentage, not 'ten%'"},
     {SVC ERL "    tiers: 2%\n" IN, "8:12",
@@ -1139,6 +1142,155 @@ START_TEST(test_headroom_warning_and_recovery) {
 }
 END_TEST
 
+/* The reference for safe_retries: the largest r in [0, top] for
+ * which a scan of ms_equilibria over a grid of loads up to (1 + m)
+ * lambda finds one equilibrium below saturation at each (stable: no
+ * collapsed equilibrium), every r scanned; -1 when none is. */
+static int scan_safe_retries(const ms_service_params *p, double lambda,
+                             double m, int top) {
+  int best = -1;
+  for (int r = 0; r <= top; r++) {
+    ms_service_params q = *p;
+    q.policy.retries = r;
+    ms_landscape ls;
+    ck_assert_int_eq(ms_landscape_build(&q, &ls, NULL), MS_OK);
+    bool safe = true;
+    const int n = 600;
+    for (int i = 1; i <= n && safe; i++) {
+      ms_equilibrium eq[MS_MAX_EQUILIBRIA];
+      int k;
+      ck_assert_int_eq(
+          ms_equilibria(&ls, (1 + m) * lambda * i / n, eq, &k, NULL), MS_OK);
+      safe = k == 1 && eq[0].effective_load < ls.saturation_load;
+    }
+    if (safe)
+      best = r;
+  }
+  return best;
+}
+
+/*
+ * safe_retries: the largest retry count safe at this interval's offered
+ * load with the file's safety_margin (default 0.2), against the scan above
+ * over every count to MS_PLAN_MAX_RETRIES; absent when none is safe; the
+ * margin moves it; the recovery loads are computed once per landscape.
+ * Service of recommend's example: 50 servers x 200 ms, 2 s timeout, 3
+ * retries (recovery loads about 250, 125, 83 req/s for 0, 1, 2 retries).
+ */
+START_TEST(test_safe_retries_output) {
+  ms_service_spec s = erlang_spec();
+  ms_failure_model_erlang(&s.params.model, 50, 5.0, 2.0);
+  ms_retry_policy_fixed(&s.params.policy, 3);
+  use(&s, MS_INPUT_OFFERED);
+  ms_tracker t;
+  ms_tracker_init(&t);
+  const double loads[] = {200, 100, 20, 1};
+  const int want[] = {0, 1, -2, -2}; /* -2: from the scan only */
+  for (int i = 0; i < 4; i++) {
+    ms_inputs in = values(NAN, loads[i], NAN, NAN, NAN);
+    ms_step st;
+    ms_tracker_step(&t, &s, &in, &st);
+    ck_assert(st.ok);
+    int ref = scan_safe_retries(&s.params, loads[i], 0.2, MS_PLAN_MAX_RETRIES);
+    ck_assert(ref >= 0);
+    if (want[i] != -2)
+      ck_assert_int_eq(ref, want[i]);
+    ck_assert_msg(st.report.has_safe_retries, "load %g", loads[i]);
+    ck_assert_msg(st.report.safe_retries == ref, "load %g: %g, scan %d",
+                  loads[i], st.report.safe_retries, ref);
+  }
+  ck_assert_uint_eq(t.landscape_builds, 1); /* one cache of recovery loads */
+  ck_assert_uint_eq(t.safe_builds, 1);
+  ck_assert_uint_le(t.safe_computed, 4 * 8); /* bisections, not 4 x 101 */
+  /* 20 req/s: several counts, but not every one */
+  ms_inputs in = values(NAN, 20, NAN, NAN, NAN);
+  ms_step st;
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert(st.report.safe_retries >= 2 &&
+            st.report.safe_retries < MS_PLAN_MAX_RETRIES);
+  /* past the recovery load of no retries (250 / 1.2): none is safe */
+  in = values(NAN, 220, NAN, NAN, NAN);
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert(st.ok && !st.report.has_safe_retries);
+  ck_assert_int_eq(scan_safe_retries(&s.params, 220, 0.2, 3), -1);
+  /* a margin of 0.5 at 100 req/s: 1 retry (125) no longer covers 150 */
+  s.has_safety_margin = true;
+  s.safety_margin = 0.5;
+  in = values(NAN, 100, NAN, NAN, NAN);
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert(st.report.has_safe_retries);
+  ck_assert_double_eq(st.report.safe_retries,
+                      scan_safe_retries(&s.params, 100, 0.5, 3));
+  ck_assert_double_eq(st.report.safe_retries, 0);
+}
+END_TEST
+
+/*
+ * The bisection of safe_retries assumes the recovery load does not grow
+ * with the retry count: checked over every count for each kind of policy,
+ * and the tracker's answer equals the full scan of every count by
+ * ms_plan_max_retries (itself held to a scan of the loads in
+ * tests/check_recommend.c) at loads across the range.
+ */
+START_TEST(test_safe_retries_every_policy) {
+  ms_service_params c[7];
+  int n = 0;
+  ms_failure_model_erlang(&c[n].model, 50, 5.0, 2.0);
+  ms_retry_policy_fixed(&c[n++].policy, 3);
+  c[n] = c[0];
+  c[n].policy.has_budget = true;
+  c[n++].policy.retry_budget = 0.1;
+  c[n] = c[0];
+  ms_policy_defaults(&c[n++].policy, MS_POLICY_FINAGLE);
+  c[n] = c[0];
+  ms_policy_defaults(&c[n++].policy, MS_POLICY_ENVOY);
+  c[n] = c[0];
+  ms_policy_defaults(&c[n++].policy, MS_POLICY_AWS);
+  ms_failure_model_capacity(&c[n].model, 100);
+  c[n].model.base_failure = 0.05;
+  ms_retry_policy_fixed(&c[n].policy, 2);
+  c[n++].policy.tiers = 2;
+  ms_failure_model_erlang(&c[n].model, 1000, 20.0, 0.2);
+  ms_retry_policy_fixed(&c[n++].policy, 10);
+  for (int i = 0; i < n; i++) {
+    ck_assert_int_eq(ms_service_params_check(&c[i], NULL), MS_OK);
+    int counts = ms_plan_retry_counts(&c[i]);
+    double prev = INFINITY;
+    for (int r = 0; r < counts; r++) {
+      double rec;
+      ck_assert_int_eq(ms_plan_retry_recovery(&c[i], r, &rec, NULL), MS_OK);
+      ck_assert_msg(rec <= prev * (1 + 1e-12), "case %d: r %d: %g > %g", i, r,
+                    rec, prev);
+      prev = rec;
+    }
+    ms_service_spec s = erlang_spec();
+    s.params = c[i];
+    s.has_servers = true;
+    use(&s, MS_INPUT_OFFERED);
+    ms_tracker t;
+    ms_tracker_init(&t);
+    double r0;
+    ck_assert_int_eq(ms_plan_retry_recovery(&c[i], 0, &r0, NULL), MS_OK);
+    for (double f = 0.01; f < 1.0; f *= 1.7) {
+      double lambda = f * r0;
+      ms_inputs in = values(NAN, lambda, NAN, NAN, NAN);
+      ms_step st;
+      ms_tracker_step(&t, &s, &in, &st);
+      ck_assert(st.ok);
+      ms_plan_answer a;
+      ck_assert_int_eq(
+          ms_plan_max_retries(&c[i], lambda, MS_PLAN_DEFAULT_MARGIN, &a, NULL),
+          MS_OK);
+      ck_assert_int_eq(st.report.has_safe_retries, a.safe);
+      if (a.safe)
+        ck_assert_msg(st.report.safe_retries == a.value,
+                      "case %d at %g: %g, recommend %g", i, lambda,
+                      st.report.safe_retries, a.value);
+    }
+  }
+}
+END_TEST
+
 /* A fluid run of the tracker's service built here: a full stall of `hold`
  * s from 10 s at lambda, 300 s after it; whether it ends in a storm. */
 static bool stall_run_latches(long servers, double lambda, double hold) {
@@ -1356,6 +1508,8 @@ int main(void) {
   tcase_add_test(tc, test_cold_start_in_storm);
   tcase_add_test(tc, test_flapping_storm_pages_once);
   tcase_add_test(tc, test_stall_tolerance_output);
+  tcase_add_test(tc, test_safe_retries_output);
+  tcase_add_test(tc, test_safe_retries_every_policy);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   return ms_check_run(sr);

@@ -594,6 +594,17 @@ def scenario(cd, prom, feeder):
           "bucket: %s s at %.6g req/s)" % (
               got, "%.6g" % 1.01 ** match[0] if match else "no bucket",
               tol["tolerance"], 1.01 ** (b + 1)))
+    # safe_retries: recommend's max_safe_retries at this offered load and
+    # the default margin (doc/outputs.md, "Safe retries")
+    r = subprocess.run([CLI, "recommend", "--format", "json", "--load",
+                        repr(lam)] + CHECKOUT, capture_output=True, text=True,
+                       timeout=60)
+    rec = json.loads(r.stdout) if r.returncode == 0 else {}
+    got = cd.value("checkout", "safe_retries")
+    check(rec.get("max_safe_retries") is not None and
+          got == rec["max_safe_retries"],
+          "safe_retries %s = recommend's max_safe_retries %s at %.6g req/s" % (
+              got, rec.get("max_safe_retries"), lam))
     learner_checks(cd, tip_model)
     # fleet: glob over two hosts, DERIVE via PUTVAL, capacity model
     fl = cd.value("fleet", "offered_load")
