@@ -250,7 +250,7 @@ static void locate_extremum(const ms_service_params *s,
   double w0 = hi.x - lo.x;
   /* ITP needs the function at both ends; a bracket of a few ulps (the kink
    * at c mu) is bisected without them */
-  double eps = DBL_EPSILON * fmax(fabs(lo.x), fabs(hi.x));
+  double eps = fmax(DBL_EPSILON * fmax(fabs(lo.x), fabs(hi.x)), DBL_TRUE_MIN);
   bool itp = w0 > 64.0 * eps;
   if (itp && !lo.evaluated)
     probe_eval(s, lo.x, &lo);
@@ -261,7 +261,9 @@ static void locate_extremum(const ms_service_params *s,
   /* ITP parameters: kappa1 = 0.2 / w0, kappa2 = 2, n0 = 1; it stops when
    * the bracket is within 2 eps, bisection takes it to adjacent doubles */
   double kappa1 = 0.2 / w0;
-  int n_max = itp ? (int)ceil(log2(w0 / (2.0 * eps))) + 1 : 0;
+  /* at most 2^2100 ulps (DBL_MAX over DBL_TRUE_MIN): the int holds it, for
+   * subnormal brackets too (a saturation load of 1e-310) */
+  int n_max = itp ? (int)fmin(ceil(log2(w0 / (2.0 * eps))), 2100.0) + 1 : 0;
   for (int j = 0; j < 400; j++) {
     double w = hi.x - lo.x;
     double mid = lo.x + 0.5 * w;
