@@ -25,6 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (ms_trace_open(&t, f, "fuzz.csv", err, sizeof err) != 0) {
     if (err[0] == '\0')
       abort();
+    ms_trace_close(&t); /* as after a good open (cli/trace.c's callers) */
     fclose(f);
     return 0;
   }
