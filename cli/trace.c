@@ -359,6 +359,13 @@ static int by_time(const void *a, const void *b) {
 }
 
 /* The samples of one response, appended to *s. */
+/* Whether a sample's value, a number to strtod, is also one to the CSV
+ * reader, which gets it verbatim: no hexadecimal, no leading space (strtod
+ * skips a newline there, which would end the CSV row). */
+static bool prom_number(const char *val) {
+  return !isspace((unsigned char)val[0]) && strpbrk(val, "xX") == NULL;
+}
+
 static int load_series(const char *path, int input, json_t *root, sample **s,
                        size_t *n, size_t *cap, char *err, size_t len) {
   const char *status = json_string_value(json_object_get(root, "status"));
@@ -400,7 +407,8 @@ static int load_series(const char *path, int input, json_t *root, sample **s,
     const char *val = json_string_value(jv);
     char *end;
     if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_number(jt) ||
-        val == NULL || (strtod(val, &end), end == val || *end != '\0')) {
+        val == NULL || (strtod(val, &end), end == val || *end != '\0') ||
+        !prom_number(val)) {
       snprintf(err, len,
                "%s: value %zu is not [unix_time, \"number\"] as "
                "query_range returns it",
@@ -414,6 +422,15 @@ static int load_series(const char *path, int input, json_t *root, sample **s,
       return -1;
     }
     prev = t;
+    /* the range of a trace's times (ms_trace_next): milliseconds, or a
+     * time the CSV reader would reject, are caught here, naming the file */
+    if (!(t >= 0 && t < MS_TRACE_TIME_END)) {
+      snprintf(err, len,
+               "%s: value %zu: time %.17g is outside 1970-01-01T00:00:00Z to "
+               "9999-12-31T23:59:59Z (Unix seconds 0 to 253402300799)",
+               path, i + 1, t);
+      return -1;
+    }
     if (*n == *cap) {
       size_t nc = *cap ? 2 * *cap : 1024;
       sample *ns = realloc(*s, nc * sizeof *ns);

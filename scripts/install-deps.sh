@@ -21,11 +21,14 @@ gnuplot-nox fonts-dejavu-core python3 libprotobuf-c1 libmicrohttpd12"
 # libraries of its curl_json (libyajl2, libcurl3-gnutls) and nginx plugins
 lab="haproxy nginx-light php8.2-fpm httperf socat curl iproute2 libyajl2
 libcurl3-gnutls"
+# the fuzz targets (make fuzz): clang, and libFuzzer's runtime, which clang
+# only recommends (libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev)
+fuzz="clang libclang-rt-14-dev"
 if [ "${1:-}" = "--lab" ]; then
   pkgs="$pkgs $lab"
 elif [ "${1:-}" = "--test" ]; then
   pkgs="$pkgs $lab prometheus prometheus-alertmanager python3 jq mandoc
-  clang-format"
+  clang-format $fuzz"
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
     pkgs="$pkgs nodejs npm"
 fi
