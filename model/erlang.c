@@ -99,7 +99,11 @@ double ms_bd0(double x, double M) {
     }
     return s;
   }
-  return x * log(x / M) + M - x;
+  /* x / M overflows for M below x/DBL_MAX (a of 1e-308 at c = 10): then
+   * ln x - ln M, whose rounding is that of ln(x/M) within an ulp of 709 */
+  double q = x / M;
+  double l = isfinite(q) && q > 0.0 ? log(q) : log(x) - log(M);
+  return x * l + M - x;
 }
 
 /* ln pmf(c; a) of a Poisson variable of mean a > 0, c >= 1; ln_cd = ln c. */
@@ -287,7 +291,7 @@ int ms_erlang_ln_b_recursive(long c, double a, double *ln_b, ms_error *err) {
   for (long k = 1; k <= c; k++) {
     long double one = e < 16000 ? ldexpl(1.0L, (int)-e) : 0.0L;
     m = one + ((long double)k / al) * m;
-    if (m > 0x1p960L) {
+    while (m > 0x1p960L) { /* k/a up to 1e307: more than 2^960 a step */
       m = ldexpl(m, -960);
       e += 960;
     }

@@ -177,6 +177,34 @@ END_TEST
 
 /* At c = 10^7 (beyond the references) the fast path agrees with the
  * recursion near saturation. */
+/* Tiny offered traffic: B = (a^c / c!) / sum_{k<=c} a^k/k! and the sum is
+ * 1 + a + ... = 1 to double precision for a <= 1e-300, so ln B = c ln a -
+ * ln c! (lgamma, 1e-16 relative here); it once overflowed x / M in bd0 (c =
+ * 10, a = 3e-308: -inf) and the recursion's rescaling (c = 500, a =
+ * 1e-300: -inf).  Subnormal a included. */
+START_TEST(test_tiny_traffic) {
+  const long cs[] = {1, 10, 500, 1000};
+  const double as[] = {1e-300, 5e-308,
+                       3e-308, 2.2250738585072014e-308,
+                       1e-310, 4.9406564584124654e-324};
+  for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
+    for (size_t j = 0; j < sizeof as / sizeof *as; j++) {
+      long c = cs[i];
+      double a = as[j], want = (double)c * log(a) - lgamma((double)c + 1);
+      double b, rec;
+      ck_assert_int_eq(ms_erlang_ln_b(c, a, &b, NULL), MS_OK);
+      ck_assert_msg(isfinite(b) && fabs(b - want) <= 1e-14 * fabs(want),
+                    "c %ld a %g: ln B %.17g, want %.17g", c, a, b, want);
+      ck_assert_int_eq(ms_erlang_ln_c(c, a, &b, NULL), MS_OK);
+      ck_assert_msg(isfinite(b) && fabs(b - want) <= 1e-14 * fabs(want),
+                    "c %ld a %g: ln C %.17g, want %.17g", c, a, b, want);
+      ck_assert_int_eq(ms_erlang_ln_b_recursive(c, a, &rec, NULL), MS_OK);
+      ck_assert_msg(isfinite(rec) && fabs(rec - want) <= 1e-13 * fabs(want),
+                    "c %ld a %g: recursion %.17g, want %.17g", c, a, rec, want);
+    }
+}
+END_TEST
+
 START_TEST(test_largest_pool) {
   const long c = MS_MAX_SERVERS;
   const double gaps[] = {1e-7, 1e-5, 3e-4, 1e-2};
@@ -201,6 +229,7 @@ Suite *erlang_suite(void) {
   tcase_add_test(tc, test_closed_forms);
   tcase_add_test(tc, test_wait_tail);
   tcase_add_test(tc, test_largest_pool);
+  tcase_add_test(tc, test_tiny_traffic);
   suite_add_tcase(s, tc);
   return s;
 }

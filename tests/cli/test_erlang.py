@@ -239,5 +239,21 @@ class QueueLimitModel(CliTest):
                    "1e9s")
 
 
+class TinyTraffic(CliTest):
+    def test_tiny_offered_traffic(self):
+        # ln B = c ln a - ln c! to double precision at a = 3e-308 (the sum
+        # 1 + a + ... of B's denominator is 1); printed as -nane-inf once
+        j = self.ok("erlang", "--servers", "10", "--offered", "3e-308",
+                    "--format", "json").json()
+        want = 10 * math.log(3e-308) - math.lgamma(11)
+        for k in ("ln_erlang_b", "ln_erlang_c"):
+            self.assertIsNotNone(j[k])
+            self.assertLess(abs(j[k] - want), 1e-14 * abs(want))
+        out = self.ok("erlang", "--servers", "10", "--offered",
+                      "3e-308").out
+        self.assertNotIn("nan", out)
+        self.assertIn("e-3082", out)
+
+
 if __name__ == "__main__":
     clitest.main()
