@@ -53,7 +53,7 @@ static const char help[] =
     "  --seeds N           des: run N times, seeds --seed, --seed + 1, ...\n"
     "                      (1..100000) and report the latch probability\n"
     "                      (share of runs still in a storm at the end) with\n"
-    "                      its 95 %% Wilson score interval and the spread of\n"
+    "                      its 95 % Wilson score interval and the spread of\n"
     "                      the recovery times (triggers' end to goodput\n"
     "                      back); csv: one row per run\n"
     "  --service-dist D    des: service times exponential, deterministic,\n"
@@ -531,7 +531,8 @@ static void write_text(const ms_cli_model *m, const ms_sim_config *c,
     printf("outcome:   storm ended at %.6g s, when goodput returned",
            s->storm_ended_at);
     if (triggers && s->storm_ended_at > s->trigger_end)
-      printf(", %.6g s after the triggers ended: it outlasted them",
+      printf(", %.6g s after the triggers ended (the storm outlived its "
+             "trigger, then recovered by itself)",
              s->storm_ended_at - s->trigger_end);
     else if (triggers)
       printf(", before the triggers ended at %.6g s", s->trigger_end);

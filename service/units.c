@@ -110,7 +110,13 @@ int ms_parse_rate(const char *text, double *per_second, char *errbuf,
                   size_t errlen) {
   double v;
   const char *unit;
-  if (text == NULL || leading_number(text, &v, &unit) != 0 || v < 0 ||
+  if (text != NULL && leading_number(text, &v, &unit) == 0 && v < 0 &&
+      (*unit == '\0' || strcmp(unit, "/s") == 0)) {
+    snprintf(errbuf, errlen, "'%s' is negative: a rate is >= 0 per second",
+             text);
+    return -1;
+  }
+  if (text == NULL || leading_number(text, &v, &unit) != 0 ||
       (*unit != '\0' && strcmp(unit, "/s") != 0)) {
     snprintf(errbuf, errlen,
              "'%s' is not a rate (a number per second, "

@@ -123,7 +123,8 @@ static const struct {
     {"offered_load: 60/s\n", ":1:1:", "'duration'"},
     {"duration: 10s\noffered_load: 60/s\nspeed: 3\n",
      ":3:1:", "unknown key 'speed'"},
-    {"duration: 10s\noffered_load: -3\n", ":2:15:", "not a rate"},
+    {"duration: 10s\noffered_load: -3\n",
+     ":2:15:", "'-3' is negative: a rate is >= 0 per second"},
     {"duration: 10s\noffered_load: 6\ntriggers:\n  - kind: spike\n"
      "    start: 1s\n    load: 5\n",
      ":4:5:", "no length"},

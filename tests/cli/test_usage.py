@@ -32,7 +32,7 @@ ERRORS = [
      "--service-time, --service-rate, --service"),
     (("solve", *CAP, "--load", "1", "extra"), 2,
      "unexpected argument 'extra'"),
-    (("solve", *CAP, "--load", "-1"), 2, "--load: '-1' is not a rate"),
+    (("solve", *CAP, "--load", "-1"), 2, "--load: '-1' is negative: a rate is >= 0 per second"),
     (("solve", *CAP, "--load", "ten"), 2, "--load: 'ten' is not a rate"),
     (("solve", "--servers", "0", "--load", "1"), 2,
      "--servers: '0' is out of range: it must be in [1, 10000000]"),
