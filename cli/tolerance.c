@@ -165,6 +165,11 @@ static void write_text(const ms_cli_model *m, double load,
   if (t->kind == MS_TOLERANCE_BOUNDED)
     printf("; bisection to %.3g s", t->resolution);
   printf("\n");
+  if (t->kind == MS_TOLERANCE_BOUNDED)
+    printf("model:     the fluid model, deterministic: the mean run; near "
+           "the bound real runs latch by chance (metastable simulate "
+           "--engine des --seeds N --%s ... gives the probability)\n",
+           what);
 }
 
 static void json_or_null(ms_json *j, const char *key, bool has, double v) {
