@@ -160,7 +160,8 @@ static void write_json(const ms_cli_model *m, const recommend_args *a,
 }
 
 static int run(ms_cli_model *m, int argc, char **argv) {
-  recommend_args a = {.load = NAN, .margin = MS_PLAN_DEFAULT_MARGIN, .format = MS_FORMAT_TEXT};
+  recommend_args a = {
+      .load = NAN, .margin = MS_PLAN_DEFAULT_MARGIN, .format = MS_FORMAT_TEXT};
   int r = ms_cli_parse(argc, argv, options, m, take_option, &a, &a.help, NULL);
   if (r != 0)
     return r;
