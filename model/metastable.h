@@ -915,8 +915,8 @@ int ms_plan_retry_counts(const ms_service_params *s);
  *   r  in [0, ms_plan_retry_counts(s))
  * Errors: MS_EINVAL for r outside that range; those of ms_landscape_build.
  */
-int ms_plan_retry_recovery(const ms_service_params *s, int r,
-                           double *recovery, ms_error *err);
+int ms_plan_retry_recovery(const ms_service_params *s, int r, double *recovery,
+                           ms_error *err);
 
 /*
  * ms_plan_max_retries: the largest retry count r (policy.retries, tier 0

@@ -132,12 +132,12 @@ typedef struct {
   bool has_headroom_warning;
   double headroom_warning; /* WARNING when tipping headroom falls below */
   bool has_safety_margin;
-  double safety_margin;    /* safe_retries: stable up to (1 + it) times the
-                              offered load, [0, MS_PLAN_MAX_MARGIN]; absent:
-                              MS_PLAN_DEFAULT_MARGIN */
-  int clear_after;         /* OKAY (and re-arming the WARNING) after this
-                              many intervals without a storm; 0 means
-                              MS_DEFAULT_CLEAR_AFTER */
+  double safety_margin; /* safe_retries: stable up to (1 + it) times the
+                           offered load, [0, MS_PLAN_MAX_MARGIN]; absent:
+                           MS_PLAN_DEFAULT_MARGIN */
+  int clear_after;      /* OKAY (and re-arming the WARNING) after this
+                           many intervals without a storm; 0 means
+                           MS_DEFAULT_CLEAR_AFTER */
   ms_source inputs[MS_INPUT_COUNT];
   int calibrate;                /* ms_calibrate_flags: what is learned */
   double calibration_time;      /* s; 0: MS_DEFAULT_CALIBRATION_TIME */
