@@ -994,7 +994,10 @@ typedef struct {
   double observed_failure;    /* failed attempts / attempts, [0, 1] */
   bool has_previous;          /* a state from the previous interval */
   ms_state previous;          /* that state */
-  bool previous_storm;        /* that interval's storm flag (has_previous) */
+  bool previous_storm;        /* that interval's storm flag (has_previous);
+                                 with observations, an overloaded previous
+                                 interval is the collapsed basin only if
+                                 this is set */
   double interval;            /* s the observed rates were measured over,
                                  finite, >= 0; 0: unknown, taken as 1 s */
   bool has_queue_length;      /* the backlog is known */

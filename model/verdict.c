@@ -115,9 +115,19 @@ bool ms_collapsed_basin(const ms_landscape *ls, const ms_equilibrium *eq, int n,
   /* the split is an equilibrium at this load: its retries are x - lambda */
   double obs, ref, x = split->effective_load;
   if (weigh_retries(o, fmax(x - o->offered_load, 0.0), &obs, &ref) ||
-      weigh_failures(o, split->failure_probability, x, &obs, &ref))
-    return before ? !ms_beyond_noise(ref, obs, interval_of(o))
-                  : ms_beyond_noise(obs, ref, interval_of(o));
+      weigh_failures(o, split->failure_probability, x, &obs, &ref)) {
+    /* Where observations weigh, the previous basin is the collapsed one
+     * after a metastable interval, and after an overloaded one only if
+     * its storm flag was up: past the tipping load the model has no
+     * healthy equilibrium, but an interval there with nothing failing
+     * (storm 0) was not in a storm, and coming back inside the band with
+     * no retries is none (§1.7). */
+    bool seen = o->has_previous &&
+                (o->previous == MS_STATE_METASTABLE ||
+                 (o->previous == MS_STATE_OVERLOADED && o->previous_storm));
+    return seen ? !ms_beyond_noise(ref, obs, interval_of(o))
+                : ms_beyond_noise(obs, ref, interval_of(o));
+  }
   if (o->has_queue_length && isfinite(ms_timeout_horizon(&ls->params.model)))
     return backlog_beyond_horizon(ls, o);
   return before;

@@ -343,6 +343,41 @@ START_TEST(test_no_flapping_near_tipping) {
 }
 END_TEST
 
+/*
+ * The fresh-user trial's false page: an interval past the tipping load with
+ * nothing failing (state overloaded, storm 0), then the load falls just
+ * inside the band and the retries stay at 0.  The previous basin is the
+ * previous storm flag, so this is vulnerable and no storm; the first
+ * version took the model's overloaded state for a storm and, the zero
+ * retries being within the noise of a split close to the healthy
+ * equilibrium, paged a FAILURE.  After a real storm the same load with the
+ * collapsed branch's attempts stays metastable.
+ */
+START_TEST(test_overloaded_without_storm_then_band) {
+  ms_landscape ls = band_service();
+  double lambda = 0.999 * ls.tipping_load;
+  ms_observation o = {.offered_load = lambda,
+                      .has_observed_attempts = true,
+                      .observed_attempts = lambda,
+                      .interval = 1.0,
+                      .has_previous = true,
+                      .previous = MS_STATE_OVERLOADED,
+                      .previous_storm = false};
+  ms_report r = analyze(&ls, &o);
+  ck_assert_int_eq(r.equilibria, 3);
+  /* the split's retries are within the noise of 0 in a 1 s interval */
+  ck_assert_double_lt(r.eq[1].effective_load - lambda,
+                      MS_EVIDENCE_Z * MS_EVIDENCE_Z);
+  ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
+  ck_assert_int_eq(r.storm, 0);
+  o.previous_storm = true; /* a real storm the interval before */
+  o.observed_attempts = r.eq[2].effective_load;
+  r = analyze(&ls, &o);
+  ck_assert_int_eq(r.state, MS_STATE_METASTABLE);
+  ck_assert_int_eq(r.storm, 1);
+}
+END_TEST
+
 /* A service that observes only its backlog: the queue decides the basin
  * (past the timeout horizon, the collapsed one), not the previous state,
  * and a storm needs the backlog. */
@@ -421,6 +456,7 @@ Suite *verdict_suite(void) {
   tcase_add_test(tc, test_model_only);
   tcase_add_test(tc, test_drain_time);
   tcase_add_test(tc, test_no_flapping_near_tipping);
+  tcase_add_test(tc, test_overloaded_without_storm_then_band);
   tcase_add_test(tc, test_queue_only);
   tcase_add_test(tc, test_no_retries_no_attempt_evidence);
   tcase_add_test(tc, test_capacity_drain);
