@@ -245,8 +245,15 @@ static int run(ms_cli_model *m, int argc, char **argv) {
     return ms_cli_fail("model: %s", err.msg);
   ms_cli_progress prog;
   ms_cli_progress_start(&prog, "recommend", (size_t)n);
+  ms_cli_interrupt_catch();
   for (int i = 0; i < n; i++) {
     ms_cli_progress_update(&prog, (size_t)i);
+    if (ms_cli_interrupted()) {
+      ms_cli_progress_end(&prog);
+      return ms_cli_interrupt_exit("%d of %d settings searched; nothing "
+                                   "written",
+                                   i, n);
+    }
     if (!rows[i].has)
       continue;
     int st;
