@@ -960,15 +960,17 @@ int ms_sim_latch_threshold(ms_sim_engine engine, const ms_sim_config *c,
 
 /* ---- memory --------------------------------------------------------- */
 
-/* The longest backoff wait, s. */
-static double longest_backoff(const ms_backoff *b) {
+/* The longest backoff wait before retry r (the last), s. */
+static double longest_backoff(const ms_backoff *b, int r) {
   switch (b->kind) {
   case MS_BACKOFF_NONE:
     return 0.0;
   case MS_BACKOFF_CONSTANT:
     return b->base;
-  default:
+  case MS_BACKOFF_DECORRELATED:
     return b->cap;
+  default:
+    return r > 0 ? ms_backoff_ceiling(b, r) : 0.0;
   }
 }
 
@@ -1008,7 +1010,7 @@ int ms_sim_memory_estimate(ms_sim_engine engine, const ms_sim_config *c,
       pool = (double)t->servers;
   }
   double r = pol->retries, T = m->kind == MS_MODEL_ERLANG ? m->timeout : 0.0;
-  double B = longest_backoff(&c->backoff);
+  double B = longest_backoff(&c->backoff, pol->retries);
   bool finagle = pol->kind == MS_POLICY_FINAGLE;
   double W =
       finagle ? pol->finagle_ttl : (pol->has_budget ? c->budget_window : 0.0);
