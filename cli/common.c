@@ -77,7 +77,8 @@ void ms_cli_interrupt_catch(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_sigint;
-  sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills */
+  /* a second Ctrl-C kills; a write blocked on a full pipe goes on */
+  sa.sa_flags = SA_RESETHAND | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
 }
