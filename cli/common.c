@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "sanitize.h"
 
 /* ---- diagnostics ----------------------------------------------------- */
 
@@ -21,14 +23,17 @@ static const char *current_command;
 void ms_cli_set_command(const char *name) { current_command = name; }
 const char *ms_cli_get_command(void) { return current_command; }
 
+/* Every diagnostic goes through here: the message is escaped
+ * (ms_cli_sanitize), since it may quote bytes of the user's files. */
 static void vmessage(const char *kind, const char *fmt, va_list ap) {
   fflush(stdout);
+  char raw[2048], safe[4 * sizeof raw];
+  vsnprintf(raw, sizeof raw, fmt, ap);
+  ms_cli_sanitize(safe, sizeof safe, raw);
   if (current_command)
-    fprintf(stderr, "metastable %s: %s", current_command, kind);
+    fprintf(stderr, "metastable %s: %s%s\n", current_command, kind, safe);
   else
-    fprintf(stderr, "metastable: %s", kind);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+    fprintf(stderr, "metastable: %s%s\n", kind, safe);
 }
 
 int ms_cli_usage(const char *fmt, ...) {
@@ -57,6 +62,35 @@ void ms_cli_warn(const char *fmt, ...) {
   va_start(ap, fmt);
   vmessage("warning: ", fmt, ap);
   va_end(ap);
+}
+
+/* ---- interruption ---------------------------------------------------- */
+
+static volatile sig_atomic_t got_sigint;
+
+static void on_sigint(int sig) {
+  (void)sig;
+  got_sigint = 1;
+}
+
+void ms_cli_interrupt_catch(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  /* a second Ctrl-C kills; a write blocked on a full pipe goes on */
+  sa.sa_flags = SA_RESETHAND | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+}
+
+bool ms_cli_interrupted(void) { return got_sigint != 0; }
+
+int ms_cli_interrupt_exit(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage("interrupted: ", fmt, ap);
+  va_end(ap);
+  return MS_EXIT_INTERRUPTED;
 }
 
 int ms_cli_bad_option(int c, char **argv, const struct option *options) {
@@ -961,7 +995,7 @@ void ms_cli_progress_start(ms_cli_progress *p, const char *what, size_t total) {
 }
 
 void ms_cli_progress_update(ms_cli_progress *p, size_t done) {
-  if (!p->on || (done & 255) != 0)
+  if (!p->on)
     return;
   double t = now_seconds();
   if (t < p->next_draw)

@@ -43,10 +43,12 @@ extern "C" {
 /* ------------------------------------------------------------------ */
 
 enum {
-  MS_EXIT_OK = 0,      /* the results were written */
-  MS_EXIT_RUNTIME = 1, /* a file could not be read, an input row is bad,
-                          the model failed, gnuplot is missing */
-  MS_EXIT_USAGE = 2,   /* the command line is wrong */
+  MS_EXIT_OK = 0,            /* the results were written */
+  MS_EXIT_RUNTIME = 1,       /* a file could not be read, an input row is bad,
+                                the model failed, gnuplot is missing */
+  MS_EXIT_USAGE = 2,         /* the command line is wrong */
+  MS_EXIT_INTERRUPTED = 130, /* stopped by SIGINT (128 + 2, as a shell
+                                reports a job killed by Ctrl-C) */
 };
 
 /* A sub-command: argv[0] is its name ("solve"), the rest its arguments.
@@ -345,9 +347,31 @@ int ms_cli_format(const char *text, const ms_format *accepted, size_t n,
  * runtime error.  Returns code unchanged when the writes succeeded. */
 int ms_cli_finish_output(int code);
 
+/* ------------------------------------------------------------------ */
+/* Interruption (Ctrl-C) of long work                                  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * ms_cli_interrupt_catch: from now on the first SIGINT only sets a flag,
+ * which the long loops of simulate, sweep, tolerance, lab and recommend
+ * read at every step (ms_cli_interrupted) to stop cleanly; a second SIGINT
+ * kills the process as usual (the handler is SA_RESETHAND).  Only a
+ * command that reads the flag may call this.
+ */
+void ms_cli_interrupt_catch(void);
+
+/* Whether SIGINT arrived since ms_cli_interrupt_catch. */
+bool ms_cli_interrupted(void);
+
+/* Print "metastable CMD: interrupted: <message>" (what was completed) on
+ * stderr, after flushing stdout; returns MS_EXIT_INTERRUPTED. */
+int ms_cli_interrupt_exit(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
 /* Progress of a long loop on stderr, only when stderr is a terminal: a
- * line "what: done/total (pct %)" redrawn at most five times a second and
- * erased at the end. */
+ * line "what: done/total (pct %)" drawn half a second after the start,
+ * then redrawn at most five times a second (by the clock, at any step, so
+ * that slow steps show too) and erased at the end. */
 typedef struct {
   bool on;
   const char *what;

@@ -13,9 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common.h"
 #include "exact.h"
+
+/* Largest --max-seconds, s (a day). */
+#define MAX_SECONDS 86400.0
 
 /* The --help text; the %d is the exact arithmetic's most retries
  * (MS_EXACT_MAX_RETRIES, below the model's). */
@@ -25,6 +29,7 @@ static const char help[] =
     "                      [--tiers K] [--retry-budget B] [--token-ratio "
     "T]\n"
     "                      [--iterations N] [--digit-limit D] [--bits B]\n"
+    "                      [--max-seconds S]\n"
     "\n"
     "The capacity model in exact rational arithmetic (GMP).  The\n"
     "numbers are read exactly (0.95 is 19/20; 19/20 also works).  Prints the\n"
@@ -45,7 +50,12 @@ static const char help[] =
     "  --digit-limit D   stop when a numerator or denominator has more than\n"
     "                    D digits, 1..1000000 (default 3000)\n"
     "  --bits B          bracket until its width is below 2^-B of its lower\n"
-    "                    end, 1..10000 (default 60)\n";
+    "                    end, 1..10000 (default 60)\n"
+    "  --max-seconds S   time budget of the iteration and the bisection, s,\n"
+    "                    (0, 86400] (default 60): when it runs out, the\n"
+    "                    bracket reached so far is printed with how far it "
+    "got\n"
+    "                    (Ctrl-C does the same, with exit status 130)\n";
 
 enum {
   OPT_LOAD = 0x100,
@@ -58,6 +68,7 @@ enum {
   OPT_ITERATIONS,
   OPT_DIGITS,
   OPT_BITS,
+  OPT_MAX_SECONDS,
 };
 
 static const struct option options[] = {
@@ -71,6 +82,7 @@ static const struct option options[] = {
     {"iterations", required_argument, NULL, OPT_ITERATIONS},
     {"digit-limit", required_argument, NULL, OPT_DIGITS},
     {"bits", required_argument, NULL, OPT_BITS},
+    {"max-seconds", required_argument, NULL, OPT_MAX_SECONDS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -195,15 +207,22 @@ static void print_fraction(const char *label, const mpq_t q) {
 
 /* ---- the iteration table --------------------------------------------- */
 
+struct lab_args_s;
+static const char *stop_reason(const struct lab_args_s *a);
+
 typedef struct {
   size_t digit_limit;
   int last_step;
   size_t prev_digits; /* denominator digits of the previous iterate */
+  const struct lab_args_s *args;
+  const char *stopped; /* why the iteration stopped early, or NULL */
 } table;
 
 static int row(void *user, int step, const mpq_t value, size_t nd, size_t dd) {
   table *t = user;
   t->last_step = step;
+  if (value != NULL && (t->stopped = stop_reason(t->args)) != NULL)
+    return 1;
   if (value == NULL) {
     printf("%4d  stopped: this iterate's %s has %zu digits, past the limit "
            "of %zu\n"
@@ -252,12 +271,31 @@ static int exact_range(const mpq_t q, const char *opt, const char *text,
 
 /* What the command line asks for: the numbers as written, to be read
  * exactly once all options are in. */
-typedef struct {
+typedef struct lab_args_s {
   const char *load, *base, *capacity, *budget, *token; /* NULL: not given */
   long retries;                                        /* -1 until given */
   long tiers, iterations, digit_limit, bits;
-  bool help; /* --help: print it and do nothing else */
+  double max_seconds; /* --max-seconds */
+  double deadline;    /* monotonic seconds when the budget runs out */
+  bool help;          /* --help: print it and do nothing else */
 } lab_args;
+
+/* Monotonic seconds. */
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Why the work must stop now: "interrupted", "the time budget", or
+ * NULL to go on. */
+static const char *stop_reason(const struct lab_args_s *a) {
+  if (ms_cli_interrupted())
+    return "interrupted (Ctrl-C)";
+  if (now_seconds() >= a->deadline)
+    return "out of time (--max-seconds)";
+  return NULL;
+}
 
 /* A whole-number model parameter into a long, by the model's rule. */
 static int take_whole(const char *opt, const char *arg, ms_param id,
@@ -307,6 +345,10 @@ static int take_option(void *args, int c, const char *arg) {
     break;
   case OPT_BITS:
     r = ms_cli_long("--bits", arg, 1, 10000, &a->bits);
+    break;
+  case OPT_MAX_SECONDS:
+    r = ms_cli_duration("--max-seconds", arg, 0, MAX_SECONDS, MS_RANGE_LO_OPEN,
+                        &a->max_seconds);
     break;
   default:
     return -1;
@@ -393,13 +435,15 @@ static int print_iteration(const ms_exact_capacity *e, const lab_args *a) {
   printf("Iteration from L0 = lambda, exact (decimals truncated, '...' where "
          "the fraction goes on):\n");
   printf("step  value                  num digits   den digits\n");
-  table t = {.digit_limit = (size_t)a->digit_limit, .last_step = -1};
+  table t = {.digit_limit = (size_t)a->digit_limit, .last_step = -1, .args = a};
   int steps, limit;
   ms_error err;
   if (ms_exact_iterate(e, (int)a->iterations, (size_t)a->digit_limit, row, &t,
                        &steps, &limit, &err) != MS_OK)
     return ms_cli_fail("%s", err.msg);
-  if (!limit)
+  if (t.stopped)
+    printf("      %s after %d iterates\n", t.stopped, t.last_step);
+  else if (!limit)
     printf("      stopped after %d iterates (--iterations)\n", steps);
   printf("\n");
   return 0;
@@ -532,15 +576,32 @@ static void print_engage(const ms_exact_capacity *e) {
 
 /* The fixed point, bracketed by bisection with exact ends, and what it
  * means.  Returns 0 or MS_EXIT_RUNTIME. */
-static int print_fixed_point(const ms_exact_capacity *e, long bits) {
+static int print_fixed_point(const ms_exact_capacity *e, const lab_args *a) {
   mpq_t lo, hi;
   mpq_inits(lo, hi, NULL);
   ms_error err;
   int rc = MS_EXIT_OK;
-  if (ms_exact_fixed_point(e, lo, hi, (unsigned)bits, &err) != MS_OK) {
+  /* one bit at a time (each call goes on from the bracket so far), so
+   * that the time budget and Ctrl-C are read at every probe or two */
+  long bits = 1;
+  const char *stopped = NULL;
+  int st = ms_exact_fixed_point(e, lo, hi, 1, &err);
+  while (st == MS_OK && bits < a->bits && !(stopped = stop_reason(a)))
+    st = ms_exact_enclose(e, lo, hi, (unsigned)++bits, &err);
+  if (st != MS_OK) {
     rc = ms_cli_fail("%s", err.msg);
   } else {
     bool beyond = false;
+    if (stopped) {
+      printf("Bisection %s after %.3g s: the bracket reached is\n"
+             "2^-%ld of its lower end, of the 2^-%ld asked (--bits).  To go "
+             "further: a larger\n--max-seconds, or fewer --bits, --retries "
+             "or --tiers.\n",
+             stopped, a->max_seconds - (a->deadline - now_seconds()), bits,
+             a->bits);
+      if (ms_cli_interrupted())
+        rc = MS_EXIT_INTERRUPTED;
+    }
     print_bracket(e, lo, hi, bits, &beyond);
     print_meaning(e, lo, &beyond);
     print_engage(e);
@@ -556,7 +617,8 @@ static int run(ms_exact_capacity *e, int argc, char **argv) {
                 .tiers = 1,
                 .iterations = 12,
                 .digit_limit = 3000,
-                .bits = 60};
+                .bits = 60,
+                .max_seconds = 60};
   int r = parse_options(&a, argc, argv);
   if (r != 0)
     return r;
@@ -566,10 +628,17 @@ static int run(ms_exact_capacity *e, int argc, char **argv) {
   }
   if ((r = read_exact(e, &a)) != 0)
     return r;
+  a.deadline = now_seconds() + a.max_seconds;
+  ms_cli_interrupt_catch();
   print_setting(e);
   if ((r = print_iteration(e, &a)) != 0)
     return r;
-  if ((r = print_fixed_point(e, a.bits)) != 0)
+  r = print_fixed_point(e, &a);
+  if (r == MS_EXIT_INTERRUPTED) {
+    fflush(stdout);
+    return ms_cli_interrupt_exit("the bracket reached is printed above");
+  }
+  if (r != 0)
     return r;
   return ms_cli_finish_output(MS_EXIT_OK);
 }

@@ -53,7 +53,7 @@ static int top_help(void) {
          "metastable'\n"
          "has them all.  Exit status: 0 success, 1 runtime error (a file, "
          "an input\n"
-         "row, the model), 2 usage error.\n");
+         "row, the model), 2 usage error, 130 interrupted (Ctrl-C).\n");
   return ms_cli_finish_output(MS_EXIT_OK);
 }
 

@@ -159,6 +159,44 @@ static void write_json(const ms_cli_model *m, const recommend_args *a,
   ms_json_finish(&j);
 }
 
+/* Each setting's answer into rows[i].a, searched with the others as
+ * configured (model/plan.c).  Returns 0, or an exit code with the message
+ * printed (a model error, Ctrl-C). */
+static int search(const ms_service_params *s, const recommend_args *a,
+                  row *rows, const ms_param *knobs, int n) {
+  ms_error err;
+  ms_cli_progress prog;
+  ms_cli_progress_start(&prog, "recommend", (size_t)n);
+  ms_cli_interrupt_catch();
+  for (int i = 0; i < n; i++) {
+    ms_cli_progress_update(&prog, (size_t)i);
+    if (ms_cli_interrupted()) {
+      ms_cli_progress_end(&prog);
+      return ms_cli_interrupt_exit("%d of %d settings searched; nothing "
+                                   "written",
+                                   i, n);
+    }
+    if (!rows[i].has)
+      continue;
+    int st;
+    if (knobs[i] == MS_PARAM_RETRIES)
+      st = ms_plan_max_retries(s, a->load, a->margin, &rows[i].a, &err);
+    else if (knobs[i] == MS_PARAM_SERVERS)
+      st = ms_plan_min_servers(s, a->load, a->margin, &rows[i].a, &err);
+    else
+      st = ms_plan_knob(s, knobs[i],
+                        knobs[i] == MS_PARAM_CAPACITY ||
+                            knobs[i] == MS_PARAM_TIMEOUT,
+                        a->load, a->margin, &rows[i].a, &err);
+    if (st != MS_OK) {
+      ms_cli_progress_end(&prog);
+      return ms_cli_fail("model: %s: %s", rows[i].label, err.msg);
+    }
+  }
+  ms_cli_progress_end(&prog);
+  return 0;
+}
+
 static int run(ms_cli_model *m, int argc, char **argv) {
   recommend_args a = {
       .load = NAN, .margin = MS_PLAN_DEFAULT_MARGIN, .format = MS_FORMAT_TEXT};
@@ -243,28 +281,8 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   bool safe;
   if (ms_plan_safe(s, a.load, a.margin, &safe, &ls, &err) != MS_OK)
     return ms_cli_fail("model: %s", err.msg);
-  ms_cli_progress prog;
-  ms_cli_progress_start(&prog, "recommend", (size_t)n);
-  for (int i = 0; i < n; i++) {
-    ms_cli_progress_update(&prog, (size_t)i);
-    if (!rows[i].has)
-      continue;
-    int st;
-    if (knobs[i] == MS_PARAM_RETRIES)
-      st = ms_plan_max_retries(s, a.load, a.margin, &rows[i].a, &err);
-    else if (knobs[i] == MS_PARAM_SERVERS)
-      st = ms_plan_min_servers(s, a.load, a.margin, &rows[i].a, &err);
-    else
-      st = ms_plan_knob(s, knobs[i],
-                        knobs[i] == MS_PARAM_CAPACITY ||
-                            knobs[i] == MS_PARAM_TIMEOUT,
-                        a.load, a.margin, &rows[i].a, &err);
-    if (st != MS_OK) {
-      ms_cli_progress_end(&prog);
-      return ms_cli_fail("model: %s: %s", rows[i].label, err.msg);
-    }
-  }
-  ms_cli_progress_end(&prog);
+  if ((r = search(s, &a, rows, knobs, n)) != 0)
+    return r;
   if (a.format == MS_FORMAT_JSON)
     write_json(m, &a, safe, &ls, rows, n);
   else

@@ -386,6 +386,7 @@ typedef struct {
   ms_sim_sample *s;
   size_t n, cap;
   bool oom;
+  double reached; /* simulated time of the last window, s */
   ms_cli_progress prog;
 } collector;
 
@@ -407,7 +408,15 @@ static int collect(void *ctx, const ms_sim_sample *s) {
     c->s[c->n++] = *s;
   }
   ms_cli_progress_update(&c->prog, (size_t)(s->time + 0.5));
-  return 0;
+  c->reached = s->time;
+  return ms_cli_interrupted(); /* Ctrl-C: stop at this window */
+}
+
+/* The sink of a --seeds run, which keeps no windows: stop on Ctrl-C. */
+static int stop_on_sigint(void *ctx, const ms_sim_sample *s) {
+  (void)ctx;
+  (void)s;
+  return ms_cli_interrupted();
 }
 
 /* ---- the summary -------------------------------------------------------- */
@@ -1353,7 +1362,7 @@ static int simulate_seeds(const sim_args *a, const ms_cli_model *m,
     c.seed = cfg->seed + (uint64_t)i;
     ms_sim_summary s;
     ms_error err;
-    if (ms_sim_des(&c, NULL, NULL, &s, &err) != MS_OK) {
+    if (ms_sim_des(&c, stop_on_sigint, NULL, &s, &err) != MS_OK) {
       code = ms_cli_fail("des engine, seed %llu: %s",
                          (unsigned long long)c.seed, err.msg);
       break;
@@ -1366,6 +1375,13 @@ static int simulate_seeds(const sim_args *a, const ms_cli_model *m,
                    .storm_ended_at = s.storm_ended_at,
                    .recovery_time = fmax(0.0, s.storm_ended_at - s.trigger_end),
                    .amplification = s.amplification};
+    if (ms_cli_interrupted()) {
+      ms_cli_progress_end(&prog);
+      code = ms_cli_interrupt_exit("%ld of %ld runs completed (seed %llu "
+                                   "stopped); no statistics written",
+                                   i, n, (unsigned long long)c.seed);
+      break;
+    }
     ms_cli_progress_update(&prog, (size_t)i + 1);
   }
   ms_cli_progress_end(&prog);
@@ -1403,6 +1419,14 @@ static int simulate(const sim_args *a, const ms_cli_model *m,
   int st = ms_sim_run(a->engine, cfg, collect, &col, &sum, &err);
   ms_cli_progress_end(&col.prog);
   int code = MS_EXIT_OK;
+  if (st == MS_OK && ms_cli_interrupted()) {
+    fflush(stdout);
+    free(col.s);
+    return ms_cli_interrupt_exit(
+        "simulated %.6g of %.6g s%s", col.reached, cfg->scenario.duration,
+        col.stream_csv ? " (the CSV rows written are those windows)"
+                       : "; no summary written");
+  }
   if (col.oom)
     code = ms_cli_fail("out of memory keeping %zu windows: use --format csv "
                        "without --plot, or a longer --sample-interval",
@@ -1419,6 +1443,41 @@ static int simulate(const sim_args *a, const ms_cli_model *m,
   }
   free(col.s);
   return ms_cli_finish_output(code);
+}
+
+/* Refuse, before anything is allocated, a run whose peak memory
+ * (ms_sim_memory_estimate, plus the windows kept for --plot or JSON)
+ * would pass MS_SIM_MAX_MEMORY, saying what to shrink.  Returns 0 or
+ * MS_EXIT_USAGE. */
+static int check_memory(const sim_args *a, const ms_sim_config *cfg) {
+  double bytes;
+  ms_error err;
+  if (ms_sim_memory_estimate(a->engine, cfg, &bytes, &err) != MS_OK)
+    return ms_cli_usage("%s", err.msg);
+  bool results = a->has_format || !a->plot_path;
+  bool keep = a->seeds == 0 && (a->plot_path != NULL ||
+                                (results && a->format == MS_FORMAT_JSON));
+  double windows = ceil(cfg->scenario.duration / cfg->sample_interval);
+  if (keep)
+    bytes += 2.0 * windows * (double)sizeof(ms_sim_sample);
+  if (bytes <= MS_SIM_MAX_MEMORY)
+    return 0;
+  const char *how =
+      a->engine == MS_ENGINE_DES
+          ? "the attempts in flight grow as load x (1 + retries) x timeout: "
+            "lower --load (and the triggers' loads), --retries, --timeout or "
+            "the --backoff cap"
+          : "the retry schedule grows as retries x (timeout + backoff cap) / "
+            "dt: raise --dt, or lower --retries, --timeout or the --backoff "
+            "cap";
+  return ms_cli_usage(
+      "this run would need about %.0f MiB (%s engine%s), above the limit "
+      "of %.0f MiB: %s%s",
+      bytes / 1048576.0, ms_sim_engine_name(a->engine),
+      keep ? ", with the windows kept" : "", MS_SIM_MAX_MEMORY / 1048576.0, how,
+      keep ? "; or keep fewer windows: a shorter --duration, a longer "
+             "--sample-interval, or --format csv without --plot"
+           : "");
 }
 
 static int run(ms_cli_model *m, int argc, char **argv) {
@@ -1455,6 +1514,9 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   ms_landscape ls;
   if (ms_landscape_build(&m->params, &ls, &err) != MS_OK)
     return ms_cli_fail("model: %s", err.msg);
+  if ((st = check_memory(&a, &cfg)) != 0)
+    return st;
+  ms_cli_interrupt_catch();
   if (a.seeds > 0)
     return simulate_seeds(&a, m, &cfg, &ls);
   return simulate(&a, m, &cfg, &ls);

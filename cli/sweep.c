@@ -104,6 +104,7 @@ static int write_table(const ms_landscape *ls, double from, double to,
                        long steps, ms_format format) {
   ms_cli_progress prog;
   ms_cli_progress_start(&prog, "sweep", (size_t)steps + 1);
+  ms_cli_interrupt_catch();
   ms_json j;
   char b[4][32];
   if (format == MS_FORMAT_JSON) {
@@ -113,7 +114,8 @@ static int write_table(const ms_landscape *ls, double from, double to,
     puts("offered_load,equilibria,index,effective_load,failure_probability,"
          "amplification,stable");
   }
-  for (long i = 0; i <= steps; i++) {
+  long i;
+  for (i = 0; i <= steps && !ms_cli_interrupted(); i++) {
     double lam = i == steps ? to : from + (to - from) * ((double)i / steps);
     ms_equilibrium eq[MS_MAX_EQUILIBRIA];
     int n;
@@ -158,6 +160,10 @@ static int write_table(const ms_landscape *ls, double from, double to,
     ms_json_finish(&j);
   }
   ms_cli_progress_end(&prog);
+  if (i <= steps)
+    return ms_cli_interrupt_exit("%ld of %ld loads written (the rows above "
+                                 "are complete)",
+                                 i, steps + 1);
   return MS_EXIT_OK;
 }
 
@@ -942,7 +948,15 @@ static int run_vary(ms_cli_model *m, const sweep_args *a) {
   size_t n = vary_values(a, v);
   ms_cli_progress prog;
   ms_cli_progress_start(&prog, "sweep", n);
+  ms_cli_interrupt_catch();
   for (size_t i = 0; i < n && r == 0; i++) {
+    if (ms_cli_interrupted()) {
+      ms_cli_progress_end(&prog);
+      r = ms_cli_interrupt_exit("%zu of %zu values computed; nothing "
+                                "written",
+                                i, n);
+      break;
+    }
     r = vary_row_at(&base, k, v[i], a->load, &rows[i]);
     ms_cli_progress_update(&prog, i + 1);
   }

@@ -271,8 +271,15 @@ static int map_probe(const ms_cli_model *m, const ms_sim_config *cfg,
   ms_cli_progress prog;
   size_t total = (size_t)rows * (MAP_DURATIONS + 1), done = 0;
   ms_cli_progress_start(&prog, "trigger map", total);
+  ms_cli_interrupt_catch();
   ms_error err;
   for (int i = 0; i < rows; i++) {
+    if (ms_cli_interrupted()) {
+      ms_cli_progress_end(&prog);
+      return ms_cli_interrupt_exit("trigger map: %zu of %zu probes done; "
+                                   "nothing written",
+                                   done, total);
+    }
     ms_tolerance_query q;
     double size;
     map_row(m, full, i, rows, &q, &size);

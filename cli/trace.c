@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common.h"
 #include "trace.h"
@@ -185,18 +186,61 @@ static char *trim(char *s) {
   return s;
 }
 
+/* One line into t->buf (allocated on first use, MS_TRACE_MAX_LINE + 1
+ * bytes), its ending dropped.  Returns its length, -1 at the end of the
+ * file, -2 with err for a read error, a line too long, a NUL byte or a
+ * file past MS_TRACE_MAX_BYTES. */
+static long read_line(ms_trace *t, char *err, size_t len) {
+  if (t->buf == NULL) {
+    t->cap = MS_TRACE_MAX_LINE + 1;
+    t->buf = malloc(t->cap);
+    if (t->buf == NULL)
+      return fail(err, len, t->name, t->line + 1, 1, "out of memory") - 1;
+  }
+  size_t n = 0;
+  int ch;
+  errno = 0;
+  while ((ch = getc_unlocked(t->f)) != EOF && ch != '\n') {
+    if (++t->bytes > MS_TRACE_MAX_BYTES)
+      return fail(err, len, t->name, t->line + 1, (int)n + 1,
+                  "the trace is longer than %d MiB, the limit: cut it to "
+                  "the time range of interest (e.g. with awk on its time "
+                  "column), or keep fewer columns",
+                  MS_TRACE_MAX_BYTES >> 20) -
+             1;
+    if (ch == '\0')
+      return fail(err, len, t->name, t->line + 1, (int)n + 1,
+                  "a NUL byte: the file is not a text (CSV) trace") -
+             1;
+    if (n == MS_TRACE_MAX_LINE)
+      return fail(err, len, t->name, t->line + 1, (int)n + 1,
+                  "the line is longer than %d bytes, the limit: a trace "
+                  "has one row of at most %d cells a line",
+                  MS_TRACE_MAX_LINE, MAX_COLS) -
+             1;
+    t->buf[n++] = (char)ch;
+  }
+  if (ch == '\n')
+    t->bytes++;
+  if (ferror(t->f))
+    return fail(err, len, t->name, t->line + 1, 1, "cannot read: %s",
+                strerror(errno ? errno : EIO)) -
+           1;
+  if (ch == EOF && n == 0)
+    return -1;
+  t->buf[n] = '\0';
+  return (long)n;
+}
+
 /* Read the next line that is not blank or a comment into t->buf, without
- * its line ending.  1, 0 at the end, -1 on a read error. */
+ * its line ending.  1, 0 at the end, -1 on a read error or a limit. */
 static int next_line(ms_trace *t, char *err, size_t len) {
   for (;;) {
-    errno = 0;
-    ssize_t n = getline(&t->buf, &t->cap, t->f);
-    if (n < 0) {
-      if (ferror(t->f))
-        return fail(err, len, t->name, t->line + 1, 1, "cannot read: %s",
-                    strerror(errno ? errno : EIO));
+    long n = read_line(t, err, len);
+    if (n == -1)
       return 0;
-    }
+    if (n < 0)
+      return -1;
     t->line++;
     while (n > 0 && (t->buf[n - 1] == '\n' || t->buf[n - 1] == '\r'))
       t->buf[--n] = '\0';
@@ -362,6 +406,10 @@ static int by_time(const void *a, const void *b) {
 /* Whether a sample's value, a number to strtod, is also one to the CSV
  * reader, which gets it verbatim: no hexadecimal, no leading space (strtod
  * skips a newline there, which would end the CSV row). */
+/* The longest sample value taken, bytes: a double needs at most 24, and
+ * ten of them must fit a line of the merged trace (MS_TRACE_MAX_LINE). */
+#define MAX_PROM_VALUE 64
+
 static bool prom_number(const char *val) {
   return !isspace((unsigned char)val[0]) && strpbrk(val, "xX") == NULL;
 }
@@ -372,15 +420,16 @@ static int load_series(const char *path, int input, json_t *root, sample **s,
   if (status == NULL || strcmp(status, "success") != 0) {
     const char *e = json_string_value(json_object_get(root, "error"));
     snprintf(err, len,
-             "%s: not a successful Prometheus response (status %s%s%s)", path,
-             status ? status : "missing", e ? ": " : "", e ? e : "");
+             "%s: status: not a successful Prometheus response (status "
+             "%s%s%s)",
+             path, status ? status : "missing", e ? ": " : "", e ? e : "");
     return -1;
   }
   json_t *data = json_object_get(root, "data");
   const char *type = json_string_value(json_object_get(data, "resultType"));
   if (type == NULL || strcmp(type, "matrix") != 0) {
     snprintf(err, len,
-             "%s: resultType is %s, not matrix: use the query_range API "
+             "%s: data.resultType is %s, not matrix: use the query_range API "
              "(/api/v1/query_range)",
              path, type ? type : "missing");
     return -1;
@@ -389,14 +438,18 @@ static int load_series(const char *path, int input, json_t *root, sample **s,
   if (!json_is_array(result) || json_array_size(result) != 1) {
     size_t k = json_is_array(result) ? json_array_size(result) : 0;
     snprintf(err, len,
-             "%s: the query returned %zu series; it must return one (wrap "
+             "%s: data.result: the query returned %zu series; it must return "
+             "one (wrap "
              "it in sum(...) to add the series up)",
              path, k);
     return -1;
   }
   json_t *values = json_object_get(json_array_get(result, 0), "values");
   if (!json_is_array(values)) {
-    snprintf(err, len, "%s: the series has no \"values\" array", path);
+    snprintf(err, len,
+             "%s: data.result[0].values: the series has no "
+             "\"values\" array",
+             path);
     return -1;
   }
   size_t i;
@@ -408,17 +461,19 @@ static int load_series(const char *path, int input, json_t *root, sample **s,
     char *end;
     if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_number(jt) ||
         val == NULL || (strtod(val, &end), end == val || *end != '\0') ||
-        !prom_number(val)) {
+        !prom_number(val) || strlen(val) > MAX_PROM_VALUE) {
       snprintf(err, len,
-               "%s: value %zu is not [unix_time, \"number\"] as "
-               "query_range returns it",
-               path, i + 1);
+               "%s: data.result[0].values[%zu] (sample %zu): not [unix_time, "
+               "\"number\"] as query_range returns it",
+               path, i, i + 1);
       return -1;
     }
     double t = json_number_value(jt);
     if (!(t > prev)) {
-      snprintf(err, len, "%s: value %zu: timestamps are not increasing", path,
-               i + 1);
+      snprintf(err, len,
+               "%s: data.result[0].values[%zu] (sample %zu): the timestamp is "
+               "not after the previous sample's",
+               path, i, i + 1);
       return -1;
     }
     prev = t;
@@ -426,9 +481,10 @@ static int load_series(const char *path, int input, json_t *root, sample **s,
      * time the CSV reader would reject, are caught here, naming the file */
     if (!(t >= 0 && t < MS_TRACE_TIME_END)) {
       snprintf(err, len,
-               "%s: value %zu: time %.17g is outside 1970-01-01T00:00:00Z to "
-               "9999-12-31T23:59:59Z (Unix seconds 0 to 253402300799)",
-               path, i + 1, t);
+               "%s: data.result[0].values[%zu] (sample %zu): time %.17g is "
+               "outside 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (Unix "
+               "seconds 0 to 253402300799)",
+               path, i, i + 1, t);
       return -1;
     }
     if (*n == *cap) {
@@ -446,24 +502,129 @@ static int load_series(const char *path, int input, json_t *root, sample **s,
   return 0;
 }
 
+/* Count the samples of a query_range response in text without parsing
+ * it: the arrays opened inside two others (data.result[k].values[j]),
+ * strings skipped.  *total (over the files so far) past
+ * MS_PROM_MAX_SAMPLES is an error at that sample's line and column. */
+static int prom_count(const char *path, const char *text, size_t len,
+                      long *total, char *err, size_t errlen) {
+  int arrays = 0, line = 1, col = 0;
+  long here = 0;
+  char stack[64]; /* '[' or '{' of the enclosing levels, the first 64 */
+  int depth = 0;
+  bool in_string = false;
+  for (size_t k = 0; k < len; k++) {
+    char ch = text[k];
+    col++;
+    if (ch == '\n') {
+      line++;
+      col = 0;
+    }
+    if (in_string) {
+      if (ch == '\\')
+        k++, col++;
+      else if (ch == '"')
+        in_string = false;
+      continue;
+    }
+    if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      if (ch == '[' && arrays == 2 && ++*total > MS_PROM_MAX_SAMPLES) {
+        snprintf(err, errlen,
+                 "%s:%d:%d: data.result[0].values[%ld] (sample %ld of the "
+                 "responses): more than %d samples in all, the limit: "
+                 "shorten the query's range or raise its step",
+                 path, line, col, here, *total, MS_PROM_MAX_SAMPLES);
+        return -1;
+      }
+      if (ch == '[' && arrays == 2)
+        here++;
+      if (depth < (int)sizeof stack)
+        stack[depth] = ch;
+      depth++;
+      arrays += ch == '[';
+    } else if ((ch == ']' || ch == '}') && depth > 0) {
+      depth--;
+      if (depth < (int)sizeof stack && stack[depth] == '[')
+        arrays--;
+    }
+  }
+  return 0;
+}
+
+/* The text of a response, at most MS_PROM_MAX_BYTES, its samples counted
+ * into *total (prom_count).  Returns 0, or -1 with err. */
+static int prom_read(const char *path, char **text, size_t *len, long *total,
+                     char *err, size_t errlen) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    return -1;
+  }
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  int rc = buf ? 0 : -1;
+  if (buf == NULL)
+    snprintf(err, errlen, "%s: out of memory", path);
+  while (rc == 0) {
+    if (n == cap && n >= MS_PROM_MAX_BYTES && getc(f) == EOF)
+      break; /* exactly the limit */
+    if (n == cap) {
+      char *nb = n >= MS_PROM_MAX_BYTES ? NULL : realloc(buf, 2 * cap);
+      if (nb == NULL) {
+        snprintf(err, errlen,
+                 n >= MS_PROM_MAX_BYTES
+                     ? "%s: more than %d MiB, the limit for a Prometheus "
+                       "response: shorten the query's range or raise its step"
+                     : "%s: out of memory",
+                 path, MS_PROM_MAX_BYTES >> 20);
+        rc = -1;
+        break;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0)
+      break;
+  }
+  if (rc == 0 && ferror(f)) {
+    snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+    rc = -1;
+  }
+  fclose(f);
+  *text = buf;
+  *len = n;
+  if (rc == 0)
+    rc = prom_count(path, buf, n, total, err, errlen);
+  return rc;
+}
+
 int ms_trace_from_prometheus(const char *const files[MS_INPUT_COUNT], FILE *out,
                              char *err, size_t errlen) {
   json_t *docs[MS_INPUT_COUNT] = {0};
   sample *s = NULL;
   size_t n = 0, cap = 0;
+  long total = 0;
   int rc = -1, any = 0;
   for (int i = 0; i < MS_INPUT_COUNT; i++) {
     if (files[i] == NULL)
       continue;
     any = 1;
     json_error_t je;
-    docs[i] = json_load_file(files[i], 0, &je);
+    char *text = NULL;
+    size_t len = 0;
+    if (prom_read(files[i], &text, &len, &total, err, errlen) != 0) {
+      free(text);
+      goto out;
+    }
+    docs[i] = json_loadb(text, len, 0, &je);
+    free(text);
     if (docs[i] == NULL) {
-      if (je.line < 0) /* could not open or read */
-        snprintf(err, errlen, "%s: %s", files[i], je.text);
-      else
-        snprintf(err, errlen, "%s:%d:%d: not JSON: %s", files[i], je.line,
-                 je.column, je.text);
+      snprintf(err, errlen, "%s:%d:%d: not JSON: %s", files[i], je.line,
+               je.column, je.text);
       goto out;
     }
     if (load_series(files[i], i, docs[i], &s, &n, &cap, err, errlen) != 0)
@@ -573,11 +734,16 @@ int ms_trace_source_check(const ms_trace_source *s) {
 /* Check the trace's columns against the service's inputs: a column for
  * every input read from collectd, and a warning for columns that will not
  * be used. */
-static int check_columns(const ms_trace *t, const ms_service_spec *spec) {
+static int check_columns(const ms_trace *t, const ms_service_spec *spec,
+                         bool prom) {
   for (int i = 0; i < MS_INPUT_COUNT; i++) {
     const ms_source *src = &spec->inputs[i];
     const char *name = ms_input_name((ms_input_id)i);
     bool reads = ms_input_observed(spec, (ms_input_id)i);
+    if (reads && t->input_col[i] < 0 && prom)
+      return ms_cli_fail("no --prometheus-json %s=FILE: service '%s' reads "
+                         "that input (from %s)",
+                         name, spec->name, src->pattern);
     if (reads && t->input_col[i] < 0)
       return ms_cli_fail("%s:1:1: no column '%s': service '%s' reads that "
                          "input (from %s)",
@@ -603,8 +769,20 @@ static int read_rows(ms_trace *t, ms_trace_rows *out, char *err, size_t len) {
   ms_cli_progress_start(&prog, "reading the trace", 0);
   int r;
   for (;;) {
+    if (out->n == MS_TRACE_MAX_ROWS) {
+      ms_trace_row extra;
+      r = ms_trace_next(t, &extra, err, len);
+      if (r == 1)
+        r = fail(err, len, t->name, t->line, 1,
+                 "more than %d rows, the limit: cut the trace to the time "
+                 "range of interest, or resample it to a longer interval",
+                 MS_TRACE_MAX_ROWS);
+      break;
+    }
     if (out->n == cap) {
       size_t nc = cap ? 2 * cap : 1024;
+      if (nc > MS_TRACE_MAX_ROWS)
+        nc = MS_TRACE_MAX_ROWS;
       ms_trace_row *nr = realloc(out->rows, nc * sizeof *nr);
       if (nr == NULL) {
         r = -1;
@@ -628,7 +806,7 @@ static int read_rows(ms_trace *t, ms_trace_rows *out, char *err, size_t len) {
  * the service, then every row, so that a bad row stops the command
  * before anything is written. */
 static int load_stream(FILE *f, const char *name, const ms_service_spec *spec,
-                       ms_trace_rows *out) {
+                       bool prom, ms_trace_rows *out) {
   snprintf(out->name, sizeof out->name, "%s", name);
   ms_trace t;
   char err[600];
@@ -636,7 +814,7 @@ static int load_stream(FILE *f, const char *name, const ms_service_spec *spec,
     ms_trace_close(&t);
     return ms_cli_fail("%s", err);
   }
-  int rc = check_columns(&t, spec);
+  int rc = check_columns(&t, spec, prom);
   if (rc == 0 && read_rows(&t, out, err, sizeof err) < 0)
     rc = ms_cli_fail("%s", err);
   ms_trace_close(&t);
@@ -672,8 +850,9 @@ static int load_prometheus(const ms_trace_source *s,
     free(buf);
     return ms_cli_fail("out of memory");
   }
-  int r = load_stream(
-      in, s->write_trace ? s->write_trace : "(Prometheus trace)", spec, out);
+  int r =
+      load_stream(in, s->write_trace ? s->write_trace : "(Prometheus trace)",
+                  spec, true, out);
   fclose(in);
   free(buf);
   return r;
@@ -688,7 +867,19 @@ int ms_trace_load(const ms_trace_source *s, const ms_service_spec *spec,
   FILE *in = is_stdin ? stdin : fopen(s->path, "r");
   if (in == NULL)
     return ms_cli_fail("%s: cannot open: %s", s->path, strerror(errno));
-  int r = load_stream(in, is_stdin ? "(stdin)" : s->path, spec, out);
+  struct stat sb;
+  if (fstat(fileno(in), &sb) == 0 && S_ISREG(sb.st_mode) &&
+      sb.st_size > MS_TRACE_MAX_BYTES) {
+    if (in != stdin)
+      fclose(in);
+    return ms_cli_fail("%s: %.0f MiB, more than the limit of %d MiB for a "
+                       "trace: cut it to the time range of interest (e.g. "
+                       "with awk on its time column), or resample it",
+                       is_stdin ? "(stdin)" : s->path,
+                       (double)sb.st_size / 1048576.0,
+                       MS_TRACE_MAX_BYTES >> 20);
+  }
+  int r = load_stream(in, is_stdin ? "(stdin)" : s->path, spec, false, out);
   if (in != stdin)
     fclose(in);
   return r;

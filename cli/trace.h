@@ -48,6 +48,7 @@ typedef struct {
   int n_cols;
   char *buf; /* the current line */
   size_t cap;
+  long long bytes; /* read so far */
   double last_time;
   bool has_last;
 } ms_trace;
@@ -68,6 +69,21 @@ typedef struct {
   "offered,attempts,retries,failures,goodput,given_up,refused,backlog,"        \
   "servers,failure_ratio,amplification,state,storm,tipping_load,"              \
   "recovery_load,healthy_load,collapsed_load"
+
+/* The limits of a trace (doc/metastable.1, LIMITS), each refused with a
+ * located error that says how to shrink the input, before the memory it
+ * would take is allocated: a line (a row) of at most MS_TRACE_MAX_LINE
+ * bytes, its ending not counted; at most MS_TRACE_MAX_ROWS rows; at most
+ * MS_TRACE_MAX_BYTES bytes in all (a regular file bigger than that is
+ * refused before it is read, a stream such as stdin when it gets there).
+ * A NUL byte is refused where it is, so /dev/zero stops at its first
+ * byte.  Prometheus responses: at most MS_PROM_MAX_BYTES bytes a file and
+ * MS_PROM_MAX_SAMPLES samples over all the files. */
+#define MS_TRACE_MAX_LINE 4096
+#define MS_TRACE_MAX_ROWS 1000000
+#define MS_TRACE_MAX_BYTES (256 << 20)
+#define MS_PROM_MAX_BYTES (64 << 20)
+#define MS_PROM_MAX_SAMPLES 1000000
 
 /* Whether name is one of MS_TRACE_SIMULATE_COLUMNS. */
 bool ms_trace_simulate_column(const char *name);

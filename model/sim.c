@@ -957,3 +957,85 @@ int ms_sim_latch_threshold(ms_sim_engine engine, const ms_sim_config *c,
   *threshold = lo + 0.5 * (hi - lo);
   return MS_OK;
 }
+
+/* ---- memory --------------------------------------------------------- */
+
+/* The longest backoff wait before retry r (the last), s. */
+static double longest_backoff(const ms_backoff *b, int r) {
+  switch (b->kind) {
+  case MS_BACKOFF_NONE:
+    return 0.0;
+  case MS_BACKOFF_CONSTANT:
+    return b->base;
+  case MS_BACKOFF_DECORRELATED:
+    return b->cap;
+  default:
+    return r > 0 ? ms_backoff_ceiling(b, r) : 0.0;
+  }
+}
+
+/* The delay distributions the fluid engine builds (ms_delay_dists_build):
+ * where the delay stops changing, at most r. */
+static double delay_dists(const ms_backoff *b, int r) {
+  double k;
+  switch (b->kind) {
+  case MS_BACKOFF_NONE:
+  case MS_BACKOFF_CONSTANT:
+    k = 1.0;
+    break;
+  case MS_BACKOFF_DECORRELATED:
+    k = 64.0;
+    break;
+  default: {
+    double m = b->multiplier > 0.0 ? b->multiplier : 2.0;
+    k = b->base > 0.0 && m > 1.0
+            ? 2.0 + ceil(log(fmax(b->cap / b->base, 1.0)) / log(m))
+            : 1.0;
+  }
+  }
+  return fmax(1.0, fmin(k, (double)r));
+}
+
+int ms_sim_memory_estimate(ms_sim_engine engine, const ms_sim_config *c,
+                           double *bytes, ms_error *err) {
+  const ms_failure_model *m = &c->service.model;
+  const ms_retry_policy *pol = &c->service.policy;
+  const ms_scenario *sc = &c->scenario;
+  double lam = sc->offered_load, pool = (double)m->servers;
+  for (int i = 0; i < sc->n_triggers; i++) {
+    const ms_trigger *t = &sc->triggers[i];
+    if (t->kind == MS_TRIGGER_LOAD && t->load > 0.0)
+      lam += t->load;
+    if (t->kind == MS_TRIGGER_SERVERS && (double)t->servers > pool)
+      pool = (double)t->servers;
+  }
+  double r = pol->retries, T = m->kind == MS_MODEL_ERLANG ? m->timeout : 0.0;
+  double B = longest_backoff(&c->backoff, pol->retries);
+  bool finagle = pol->kind == MS_POLICY_FINAGLE;
+  double W =
+      finagle ? pol->finagle_ttl : (pol->has_budget ? c->budget_window : 0.0);
+  double v;
+  if (engine == MS_ENGINE_DES) {
+    double A = lam * (1.0 + r);
+    double nq = A * T, nb = A * W;
+    double nr = fmin(pool + lam * ((1.0 + r) * T + r * B), 2147483648.0);
+    double ne = pool + lam * r * B;
+    v = 2.0 * (22.0 * nr + 24.0 * ne) + 48.0 * (nq + nb);
+  } else if (engine == MS_ENGINE_FLUID) {
+    double dt;
+    long spb;
+    int st = ms_sim_fluid_dt(c, &dt, &spb, err);
+    if (st != MS_OK)
+      return st;
+    double J = ceil((T + B) / dt) + 2.0, k = delay_dists(&c->backoff, (int)r);
+    v = 8.0 * r * J + 16.0 * k * J + 16.0 * ceil(W / dt);
+    if (r > 0 && pol->kind == MS_POLICY_AWS)
+      v += 8.0 * J;
+    if (c->backoff.kind == MS_BACKOFF_DECORRELATED)
+      v += 24.0 * k * (MS_DECORR_CELLS + 1);
+  } else {
+    return ms_fail(err, MS_EINVAL, "unknown engine %d", (int)engine);
+  }
+  *bytes = MS_SIM_MEMORY_BASE + v;
+  return MS_OK;
+}

@@ -594,6 +594,60 @@ int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
 int ms_sim_des(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
                ms_sim_summary *summary, ms_error *err);
 
+/* Largest peak memory of one run, by ms_sim_memory_estimate, that
+ * `metastable` starts: 1 GiB (the one home of this limit; the man page's
+ * LIMITS section quotes it). */
+#define MS_SIM_MAX_MEMORY 1073741824.0
+
+/*
+ * ms_sim_memory_estimate: the peak memory of one run of engine with c,
+ * bytes, computed before the run from the configuration alone, so that a
+ * run that cannot fit is refused before it allocates.
+ *
+ * Fixed part: MS_SIM_MEMORY_BASE (the program, the landscape, stdio).
+ * With lambda^ = offered_load + the sum of the LOAD triggers' positive
+ * loads (a bound on the offered load at any time), r the retries, T the
+ * timeout, B the longest backoff wait (0 none, base constant, the
+ * ceiling of retry r for exponential backoff and the two jitters
+ * (ms_backoff_ceiling), cap for decorrelated jitter), c^ the largest pool (the
+ * servers, or a SERVERS trigger's), W the budget window (Finagle: its ttl) when
+ * a budget counts:
+ *
+ *   DES    attempts/s are at most A = lambda^ (1 + r), so by Little's law
+ *          the waiting attempts whose client still waits are at most
+ *          N_q = A T, the requests in flight N_r = c^ + lambda^ ((1 + r) T
+ *          + r B) (capped at 2^31, where ms_sim_des stops), the events
+ *          (services, pending retries) N_e = c^ + lambda^ r B, the budget's
+ *          send times N_b = A W;  bytes = 2 (22 N_r + 24 N_e) + 48 (N_q +
+ *          N_b): 22 bytes a request (retries done, last sleep, cost, free
+ *          id), 24 an event, 16 a queue entry, arrays that double (x 2) and
+ *          rings copied when they grow (x 3).
+ *   fluid  with dt the bin width (ms_sim_config.dt or its default), J =
+ *          ceil((T + B) / dt) + 2 the ring of the retry schedule, k the
+ *          delay distributions built (1 for none and constant, up to the
+ *          first capped ceiling for exponential and the jitters, at most
+ *          64 for decorrelated), nb = W / dt:  bytes = 8 r J (+ 8 J for the
+ *          AWS quota) + 16 k J (the kernels) + 24 k 4097 (decorrelated
+ *          jitter's cells) + 16 nb.
+ *
+ * The DES figure is an upper bound reached in a storm, where every attempt
+ * times out: the measured peak RSS of such runs was 0.37 to 0.40 times the
+ * estimate (4 storms of 50,000 to 400,000 req/s, with and without backoff,
+ * 23 to 64 MB), and tests/check_sim.c holds it within [1/4, 1]; a healthy
+ * run needs less (down to 1/(1 + r) of the queue terms, and the fixed
+ * part is generous: 3 MB measured).  The fluid figure counts the large arrays;
+ * the bins themselves are not kept.  A run outside a sink's keeping: the
+ * windows a caller keeps are its own (sizeof (ms_sim_sample) each).
+ *
+ * c must pass ms_sim_config_check.  Returns MS_OK with *bytes, or
+ * MS_EINVAL (another engine, a dt that does not divide the windows).
+ */
+int ms_sim_memory_estimate(ms_sim_engine engine, const ms_sim_config *c,
+                           double *bytes, ms_error *err);
+
+/* The fixed part of ms_sim_memory_estimate, bytes (16 MiB). */
+#define MS_SIM_MEMORY_BASE 16777216.0
+
 /* ms_sim_run: ms_sim_fluid or ms_sim_des; MS_EINVAL for another engine. */
 int ms_sim_run(ms_sim_engine engine, const ms_sim_config *c, ms_sim_sink sink,
                void *ctx, ms_sim_summary *summary, ms_error *err);

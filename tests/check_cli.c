@@ -21,6 +21,7 @@
 #include "json.h"
 #include "layout.h"
 #include "plot.h"
+#include "sanitize.h"
 #include "trace.h"
 
 /* Run fn(f) with f writing to memory; returns the text (malloc'd). */
@@ -73,6 +74,40 @@ static void csv_cases(FILE *f, const void *arg) {
     fputc('|', f);
   }
 }
+
+/* ms_cli_sanitize: C0, DEL, C1 and malformed UTF-8 escaped as \xNN,
+ * well-formed UTF-8 kept (RFC 3629), cut at a whole escape. */
+START_TEST(test_sanitize) {
+  char out[64];
+  static const struct {
+    const char *in, *want;
+  } cases[] = {
+      {"plain, text\\", "plain, text\\"},
+      {"\x1b[31mred\x07", "\\x1b[31mred\\x07"},
+      {"tab\there\nnl\x7f", "tab\\x09here\\x0anl\\x7f"},
+      {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+       "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+      {"\xc2\x9b"
+       "1m",
+       "\\xc2\\x9b1m"},                             /* C1 CSI */
+      {"\xc0\xaf", "\\xc0\\xaf"},                   /* overlong '/' */
+      {"\xed\xa0\x80", "\\xed\\xa0\\x80"},          /* a surrogate */
+      {"\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80"}, /* > U+10FFFF */
+      {"\xe2\x82", "\\xe2\\x82"},                   /* cut short */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    size_t n = ms_cli_sanitize(out, sizeof out, cases[i].in);
+    ck_assert_str_eq(out, cases[i].want);
+    ck_assert_uint_eq(n, strlen(cases[i].want));
+  }
+  /* room for "ab" and not for a whole escape after it */
+  ck_assert_uint_eq(ms_cli_sanitize(out, 6,
+                                    "ab\x01"
+                                    "cd"),
+                    2);
+  ck_assert_str_eq(out, "ab");
+}
+END_TEST
 
 START_TEST(test_csv_field) {
   char *s = capture(csv_cases, NULL);
@@ -653,6 +688,7 @@ static Suite *cli_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_fmt_double);
   tcase_add_test(tc, test_csv_field);
+  tcase_add_test(tc, test_sanitize);
   tcase_add_test(tc, test_json_roundtrip);
   tcase_add_test(tc, test_json_layout);
   tcase_add_test(tc, test_parse_time);

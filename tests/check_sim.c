@@ -30,6 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check_run.h"
 #include "metastable.h"
@@ -1858,6 +1861,49 @@ START_TEST(test_sink_stops) {
 }
 END_TEST
 
+/* ms_sim_memory_estimate against the peak RSS of a DES storm measured in
+ * a child process (wait4's ru_maxrss, KiB): 10 servers of 10/s, timeout
+ * 1 s, 3 retries, 200,000 req/s for 10 s, every attempt timing out, so
+ * that the queue of live attempts holds about 800,000 entries.  The
+ * estimate is a bound (sim.h): measured <= estimate <= 4 measured. */
+START_TEST(test_memory_estimate_des) {
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 10, 10.0, 1.0);
+  ms_retry_policy_fixed(&s.policy, 3);
+  ms_sim_config c;
+  ms_sim_config_init(&c, &s);
+  c.scenario.offered_load = 200000.0;
+  c.scenario.duration = 10.0;
+  double est;
+  ms_error err;
+  ck_assert_int_eq(ms_sim_memory_estimate(MS_ENGINE_DES, &c, &est, &err),
+                   MS_OK);
+  /* the formula by hand: N_r = 10 + 2e5 x 4, N_e = 10, N_q = 8e5 */
+  double want = MS_SIM_MEMORY_BASE + 2.0 * (22.0 * 800010.0 + 24.0 * 10.0) +
+                48.0 * 800000.0;
+  ck_assert_double_eq_tol(est, want, 1e-6 * want);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    ms_sim_summary sum;
+    _exit(ms_sim_des(&c, NULL, NULL, &sum, NULL) == MS_OK ? 0 : 1);
+  }
+  int status;
+  struct rusage ru;
+  ck_assert_int_eq(wait4(pid, &status, 0, &ru), pid);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  double rss = 1024.0 * (double)ru.ru_maxrss;
+  ck_assert_msg(rss <= est && est <= 4.0 * rss,
+                "peak RSS %.0f bytes, estimate %.0f", rss, est);
+  /* the fluid engine's schedule: r J doubles, J = (T + B) / dt + 2 */
+  ck_assert_int_eq(ms_sim_memory_estimate(MS_ENGINE_FLUID, &c, &est, &err),
+                   MS_OK);
+  ck_assert(est > MS_SIM_MEMORY_BASE && est < MS_SIM_MEMORY_BASE + 1e5);
+  ck_assert_int_eq(ms_sim_memory_estimate((ms_sim_engine)7, &c, &est, &err),
+                   MS_EINVAL);
+}
+END_TEST
+
 static Suite *sim_suite(void) {
   Suite *s = suite_create("sim");
   TCase *parts = tcase_create("scenarios and backoff");
@@ -1903,6 +1949,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(des, test_des_queue_limit);
   tcase_add_test(des, test_des_seeds);
   tcase_add_test(des, test_des_conservation);
+  tcase_add_test(des, test_memory_estimate_des);
   tcase_add_test(des, test_des_noise_escapes_healthy_basin);
   tcase_add_test(des, test_des_named_policies);
   suite_add_tcase(s, des);

@@ -149,8 +149,8 @@ class Incident(CliTest):
             "resultType": "matrix", "result": [
                 {"metric": {}, "values": [[t0, "1"]]},
                 {"metric": {}, "values": [[t0, "2"]]}]}}))
-        self.fails(1, "two.json: the query returned 2 series; it must return "
-                   "one (wrap it in sum(...)", *CHECKOUT,
+        self.fails(1, "two.json: data.result: the query returned 2 series; "
+                   "it must return one (wrap it in sum(...)", *CHECKOUT,
                    "--prometheus-json", "offered_rate=" + c,
                    "--prometheus-json", "retry_rate=" + b)
         d = self.write("bad.json", '{"status": "success",\n "data": [}')

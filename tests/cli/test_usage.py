@@ -130,7 +130,7 @@ ERRORS = [
       "x.csv", "a.csv"), 2, "--write-trace saves the trace built from"),
     (("replay", "--spec", SPEC, "--service", "checkout",
       "--prometheus-json", "offered_rate=no-such.json"), 1,
-     "no-such.json: unable to open no-such.json"),
+     "no-such.json: cannot open: No such file or directory"),
 ]
 
 
