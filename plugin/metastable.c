@@ -801,7 +801,10 @@ static int ms_shutdown(void) {
   sfree(conf_host);
   ms_service_file_free(&conf_file);
   conf_loaded = false;
-  conf_cycle_budget = CYCLE_BUDGET_DEFAULT;
+  conf_cycle_budget = CYCLE_BUDGET_DEFAULT; /* the options' defaults again */
+  conf_interval = 0;
+  conf_values_given = false;
+  memset(conf_wanted, 0, sizeof conf_wanted);
   return 0;
 }
 
