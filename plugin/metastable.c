@@ -17,12 +17,16 @@
  *                           # collectd's Interval)
  *     Values "state" "storm" "tipping_headroom"   # optional: dispatch only
  *                           # these (default: all of conf/types.db)
+ *     CycleBudget 0.2       # optional: share of the interval one read
+ *                           # cycle may take, never more than 1 s
  *   </Plugin>
  *
  * Nothing here may crash, block or flood the daemon: a service whose inputs
  * are missing reports nothing that interval and logs one rate-limited
- * warning (c_complain); the read callback always returns 0 so the daemon
- * never suspends it.
+ * warning (c_complain); a cycle stops analysing services once its budget
+ * is spent and takes the rest first in the next cycle (round robin); the
+ * plugin logs at most LOG_LINES_PER_WINDOW lines a minute; the read
+ * callback always returns 0 so the daemon never suspends it.
  */
 #include "collectd.h"
 
@@ -32,6 +36,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 
 #include "inputs.h"
 #include "service.h"
@@ -62,6 +67,23 @@ typedef struct {
  * read cycle (doc/outputs.md, "Stall tolerance"). */
 #define TOLERANCE_BUDGET_SHARE 0.002
 
+/* CycleBudget: the share of the interval one read cycle may spend on its
+ * services (default, range), and the wall-time ceiling whatever the
+ * interval.  collectd 5.12 joins its read threads on SIGTERM before it
+ * calls any shutdown callback (plugin_shutdown_all: stop_read_threads),
+ * so a cycle under way delays the daemon's exit by what is left of it:
+ * the ceiling is what bounds that delay. */
+#define CYCLE_BUDGET_DEFAULT 0.2
+#define CYCLE_BUDGET_MIN 0.01
+#define CYCLE_BUDGET_MAX 1.0
+#define CYCLE_CEILING_SECONDS 1.0
+
+/* The plugin-wide bound on its log: at most LOG_LINES_PER_WINDOW lines in
+ * each minute of the clock (cdtime / LOG_WINDOW_SECONDS), then one NOTICE
+ * at the next minute that counts the lines left out. */
+#define LOG_LINES_PER_WINDOW 30
+#define LOG_WINDOW_SECONDS 60
+
 typedef struct {
   pthread_mutex_t lock;
   char *path;
@@ -76,6 +98,14 @@ typedef struct {
   c_complain_t slow_cycle;       /* a cycle took more than half the interval */
   c_complain_t many_bad;         /* many services without usable inputs */
   c_complain_t many_calibration; /* many calibration inputs unusable */
+  bool summary_mode;             /* many_bad's summary in use */
+  unsigned few_streak;           /* cycles with few bad, in summary mode */
+  double budget_share;           /* CycleBudget */
+  size_t next;                   /* first service of the next cycle */
+  c_complain_t deferred;         /* services carried to the next cycle */
+  uint64_t log_window;           /* the minute the counts below are of */
+  unsigned log_lines;            /* lines logged in it */
+  size_t log_suppressed;         /* lines left out in it */
 } plugin_state;
 
 /* Configuration is read before init.  The service file is loaded with it,
@@ -88,6 +118,7 @@ static bool conf_values_given;
 static bool conf_wanted[MS_OUT_COUNT];
 static ms_service_file conf_file;
 static bool conf_loaded;
+static double conf_cycle_budget = CYCLE_BUDGET_DEFAULT;
 
 /*
  * Load the service file during configuration.  collectd 5.12 checks a
@@ -127,6 +158,32 @@ static int load_service_file(void) {
   return 0;
 }
 
+/* CycleBudget: one number, a share of the interval in [CYCLE_BUDGET_MIN,
+ * CYCLE_BUDGET_MAX]; else a located error (the option, what it got). */
+static int config_cycle_budget(const oconfig_item_t *child) {
+  if (child->values_num == 1 && child->values[0].type == OCONFIG_TYPE_NUMBER) {
+    double share = child->values[0].value.number;
+    if (share >= CYCLE_BUDGET_MIN && share <= CYCLE_BUDGET_MAX) {
+      conf_cycle_budget = share;
+      return 0;
+    }
+    ERROR(PLUGIN_NAME " plugin: <Plugin metastable> CycleBudget %g: must be "
+                      "a share of the interval from %g to %g (default %g; "
+                      "a cycle never takes more than %g s whatever it is)",
+          share, CYCLE_BUDGET_MIN, CYCLE_BUDGET_MAX, CYCLE_BUDGET_DEFAULT,
+          CYCLE_CEILING_SECONDS);
+    return -1;
+  }
+  ERROR(PLUGIN_NAME " plugin: <Plugin metastable> CycleBudget: takes one "
+                    "number, a share of the interval from %g to %g (e.g. "
+                    "CycleBudget %g), not %s",
+        CYCLE_BUDGET_MIN, CYCLE_BUDGET_MAX, CYCLE_BUDGET_DEFAULT,
+        child->values_num != 1 ? "several values or none"
+        : child->values[0].type == OCONFIG_TYPE_STRING ? "a string"
+                                                       : "a boolean");
+  return -1;
+}
+
 static int ms_config(oconfig_item_t *ci) {
   bool file_given = false;
   for (int i = 0; i < ci->children_num; i++) {
@@ -159,6 +216,9 @@ static int ms_config(oconfig_item_t *ci) {
                           "from 0.1 to 86400");
         return -1;
       }
+    } else if (strcasecmp("CycleBudget", child->key) == 0) {
+      if (config_cycle_budget(child) != 0)
+        return -1;
     } else if (strcasecmp("Values", child->key) == 0) {
       conf_values_given = true;
       for (int j = 0; j < child->values_num; j++) {
@@ -178,7 +238,8 @@ static int ms_config(oconfig_item_t *ci) {
       }
     } else {
       WARNING(PLUGIN_NAME " plugin: unknown option \"%s\" ignored "
-                          "(known: ServiceFile, Host, Interval, Values)",
+                          "(known: ServiceFile, Host, Interval, Values, "
+                          "CycleBudget)",
               child->key);
     }
   }
@@ -198,27 +259,123 @@ static void state_free(void *p) {
   sfree(st);
 }
 
+/*
+ * The plugin-wide bound on the log (LOG_LINES_PER_WINDOW lines per minute
+ * of the clock).  Every line of the read cycle goes through log_take; a
+ * rate-limited complaint is first asked whether collectd's c_complain would
+ * say anything (its own back-off: utils_complain.h), and only then counted.
+ * log_roll, at a new minute, says how many lines the last one left out.
+ * Called under the plugin's lock.
+ */
+static void log_roll(plugin_state *st, cdtime_t now) {
+  uint64_t window = CDTIME_T_TO_TIME_T(now) / (uint64_t)LOG_WINDOW_SECONDS;
+  if (window == st->log_window)
+    return;
+  if (st->log_suppressed > 0)
+    NOTICE(PLUGIN_NAME " plugin: %zu log line%s left out in the last "
+                       "minute (at most %d a minute from this plugin); what "
+                       "they said holds in the dispatched values (reporting "
+                       "= 0 for a service without usable inputs)",
+           st->log_suppressed, st->log_suppressed == 1 ? "" : "s",
+           LOG_LINES_PER_WINDOW);
+  st->log_window = window;
+  st->log_lines = 0;
+  st->log_suppressed = 0;
+}
+
+/* Whether one more line may go out now; counts it either way. */
+static bool log_take(plugin_state *st) {
+  log_roll(st, cdtime());
+  if (st->log_lines >= LOG_LINES_PER_WINDOW) {
+    st->log_suppressed++;
+    return false;
+  }
+  st->log_lines++;
+  return true;
+}
+
+/* A plain line (INFO, NOTICE, WARNING) under the bound. */
+__attribute__((format(printf, 3, 4))) static void
+ms_log(plugin_state *st, int level, const char *format, ...) {
+  if (!log_take(st))
+    return;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(msg, sizeof msg, format, ap);
+  va_end(ap);
+  plugin_log(level, "%s", msg);
+}
+
+/* c_complain under the bound.  A complaint left out still takes its step of
+ * back-off, the one collectd 5.12's c_complain takes (utils_complain.c: the
+ * plugin's interval first, then doubling, at most a day), so that a
+ * suppressed complaint is not retried every cycle. */
+__attribute__((format(printf, 4, 5))) static void
+ms_complain(plugin_state *st, int level, c_complain_t *c, const char *format,
+            ...) {
+  cdtime_t now = cdtime();
+  if (c->last + c->interval > now)
+    return; /* c_complain would be quiet */
+  if (!log_take(st)) {
+    c->last = now;
+    if (c->interval < plugin_get_interval())
+      c->interval = plugin_get_interval();
+    else if (c->interval < TIME_T_TO_CDTIME_T(86400) / 2)
+      c->interval *= 2;
+    else
+      c->interval = TIME_T_TO_CDTIME_T(86400);
+    c->complained_once = false;
+    return;
+  }
+  char msg[512];
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(msg, sizeof msg, format, ap);
+  va_end(ap);
+  c_complain(level, c, "%s", msg);
+}
+
+/* c_release under the bound: a release left out resets the complaint
+ * silently, as C_COMPLAIN_INIT does. */
+__attribute__((format(printf, 4, 5))) static void
+ms_release(plugin_state *st, int level, c_complain_t *c, const char *format,
+           ...) {
+  if (c->interval == 0)
+    return; /* c_release would be quiet */
+  if (!log_take(st)) {
+    C_COMPLAIN_INIT(c);
+    return;
+  }
+  char msg[512];
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(msg, sizeof msg, format, ap);
+  va_end(ap);
+  c_release(level, c, "%s", msg);
+}
+
 /* A glob input summed without some of its matches: said at INFO,
  * rate-limited, until every match is summed again. */
-static void log_glob_sums(service_state *ss,
+static void log_glob_sums(plugin_state *st, service_state *ss,
                           const inputs_glob_sum glob[MS_INPUT_COUNT]) {
   for (int i = 0; i < MS_INPUT_COUNT; i++) {
     const inputs_glob_sum *g = &glob[i];
     if (g->matched == 0)
       continue;
     if (g->summed < g->matched)
-      c_complain(LOG_INFO, &ss->partial,
-                 PLUGIN_NAME " plugin: service \"%s\": input %s sums %zu "
-                             "of the %zu identifiers matching '%s' (the "
-                             "others have no rate yet, e.g. %s)",
-                 ss->spec->name, ms_input_name((ms_input_id)i), g->summed,
-                 g->matched, ss->spec->inputs[i].pattern, g->skipped);
+      ms_complain(st, LOG_INFO, &ss->partial,
+                  PLUGIN_NAME " plugin: service \"%s\": input %s sums %zu "
+                              "of the %zu identifiers matching '%s' (the "
+                              "others have no rate yet, e.g. %s)",
+                  ss->spec->name, ms_input_name((ms_input_id)i), g->summed,
+                  g->matched, ss->spec->inputs[i].pattern, g->skipped);
     else
-      c_release(LOG_INFO, &ss->partial,
-                PLUGIN_NAME " plugin: service \"%s\": input %s sums all "
-                            "%zu identifiers matching '%s' again",
-                ss->spec->name, ms_input_name((ms_input_id)i), g->matched,
-                ss->spec->inputs[i].pattern);
+      ms_release(st, LOG_INFO, &ss->partial,
+                 PLUGIN_NAME " plugin: service \"%s\": input %s sums all "
+                             "%zu identifiers matching '%s' again",
+                 ss->spec->name, ms_input_name((ms_input_id)i), g->matched,
+                 ss->spec->inputs[i].pattern);
   }
 }
 
@@ -294,47 +451,65 @@ static void name_list(char *buf, size_t len, const char *const *names,
     snprintf(buf + used, len - used, " and %zu more", n_total - shown);
 }
 
+/* Whether this cycle's problems go in the summary line: from a cycle with
+ * more than MAX_NAMED_PER_CYCLE until USABLE_AFTER cycles in a row with at
+ * most that many, so that a count that flaps around the threshold does not
+ * alternate the summary and its release every cycle. */
+static bool in_summary_mode(plugin_state *st, size_t n_bad) {
+  if (n_bad > MAX_NAMED_PER_CYCLE) {
+    st->summary_mode = true;
+    st->few_streak = 0;
+  } else if (st->summary_mode && ++st->few_streak >= USABLE_AFTER) {
+    st->summary_mode = false;
+    st->few_streak = 0;
+  }
+  return st->summary_mode;
+}
+
 /*
  * Tell the operator which services report nothing, without flooding: when
  * few services have problems each is named through its own rate-limited
  * complaint (c_complain); when many do, one summary line, rate-limited too,
- * that names the first few of them and counts the others.  Recoveries
- * likewise: one line per service when few, else one line.
+ * that names the first few of them and counts the others (in_summary_mode
+ * says which).  Recoveries likewise: one line per service when few, else
+ * one line.
  */
 static void log_problems(plugin_state *st, const problem *named, size_t n_bad,
                          size_t n_back, const char *const *back) {
-  if (n_bad <= MAX_NAMED_PER_CYCLE) {
+  if (!in_summary_mode(st, n_bad)) {
     for (size_t i = 0; i < n_bad; i++)
-      c_complain(LOG_WARNING, &named[i].ss->complaint,
-                 PLUGIN_NAME " plugin: service \"%s\": %s; nothing reported "
-                             "until it is usable",
-                 named[i].ss->spec->name, named[i].why);
+      ms_complain(st, LOG_WARNING, &named[i].ss->complaint,
+                  PLUGIN_NAME " plugin: service \"%s\": %s; nothing reported "
+                              "until it is usable",
+                  named[i].ss->spec->name, named[i].why);
     if (n_bad == 0)
-      c_release(LOG_INFO, &st->many_bad,
-                PLUGIN_NAME " plugin: every service has usable inputs again");
+      ms_release(st, LOG_INFO, &st->many_bad,
+                 PLUGIN_NAME " plugin: every service has usable inputs again");
     else
-      c_release(LOG_INFO, &st->many_bad,
-                PLUGIN_NAME " plugin: only %zu service%s without usable "
-                            "inputs now, named one by one",
-                n_bad, n_bad == 1 ? "" : "s");
-  } else {
+      ms_release(st, LOG_INFO, &st->many_bad,
+                 PLUGIN_NAME " plugin: only %zu service%s without usable "
+                             "inputs now, named one by one",
+                 n_bad, n_bad == 1 ? "" : "s");
+  } else if (n_bad > 0) {
+    size_t n_named = n_bad < MAX_NAMED_PER_CYCLE ? n_bad : MAX_NAMED_PER_CYCLE;
     const char *names[MAX_NAMED_PER_CYCLE];
-    for (size_t i = 0; i < MAX_NAMED_PER_CYCLE; i++)
+    for (size_t i = 0; i < n_named; i++)
       names[i] = named[i].ss->spec->name;
     char list[SUMMARY_NAMES_BYTES + 64];
-    name_list(list, sizeof list, names, MAX_NAMED_PER_CYCLE, n_bad);
-    c_complain(LOG_WARNING, &st->many_bad,
-               PLUGIN_NAME " plugin: %zu of %zu services have no usable "
-                           "inputs and report nothing: %s (\"%s\": %s)",
-               n_bad, st->n_services, list, names[0], named[0].why);
+    name_list(list, sizeof list, names, n_named, n_bad);
+    ms_complain(st, LOG_WARNING, &st->many_bad,
+                PLUGIN_NAME " plugin: %zu of %zu services have no usable "
+                            "inputs and report nothing: %s (\"%s\": %s)",
+                n_bad, st->n_services, list, names[0], named[0].why);
   }
   if (n_back == 0)
     return;
   if (n_back > MAX_NAMED_PER_CYCLE) {
     char list[SUMMARY_NAMES_BYTES + 64];
     name_list(list, sizeof list, back, MAX_NAMED_PER_CYCLE, n_back);
-    INFO(PLUGIN_NAME " plugin: %zu services have usable inputs again: %s",
-         n_back, list);
+    ms_log(st, LOG_INFO,
+           PLUGIN_NAME " plugin: %zu services have usable inputs again: %s",
+           n_back, list);
   }
   for (size_t s = 0; s < st->n_services; s++) {
     service_state *ss = &st->services[s];
@@ -344,10 +519,10 @@ static void log_problems(plugin_state *st, const problem *named, size_t n_bad,
     if (n_back > MAX_NAMED_PER_CYCLE)
       C_COMPLAIN_INIT(&ss->complaint); /* released silently */
     else
-      c_release(LOG_INFO, &ss->complaint,
-                PLUGIN_NAME " plugin: service \"%s\": inputs usable again "
-                            "(%d intervals in a row)",
-                ss->spec->name, USABLE_AFTER);
+      ms_release(st, LOG_INFO, &ss->complaint,
+                 PLUGIN_NAME " plugin: service \"%s\": inputs usable again "
+                             "(%d intervals in a row)",
+                 ss->spec->name, USABLE_AFTER);
   }
 }
 
@@ -358,117 +533,193 @@ static void log_problems(plugin_state *st, const problem *named, size_t n_bad,
 static void log_calibration(plugin_state *st, service_state *ss,
                             const ms_step *step, size_t *n_calibration) {
   if (step->info[0] != '\0')
-    INFO(PLUGIN_NAME " plugin: service \"%s\": %s", ss->spec->name, step->info);
+    ms_log(st, LOG_INFO, PLUGIN_NAME " plugin: service \"%s\": %s",
+           ss->spec->name, step->info);
   const char *why = step->inference.calibration_problem;
   if (why[0] == '\0') {
-    c_release(LOG_INFO, &ss->calibration,
-              PLUGIN_NAME " plugin: service \"%s\": calibration inputs "
-                          "usable again",
-              ss->spec->name);
+    ms_release(st, LOG_INFO, &ss->calibration,
+               PLUGIN_NAME " plugin: service \"%s\": calibration inputs "
+                           "usable again",
+               ss->spec->name);
     return;
   }
   if (++*n_calibration <= MAX_NAMED_PER_CYCLE)
-    c_complain(LOG_NOTICE, &ss->calibration,
-               PLUGIN_NAME " plugin: service \"%s\": calibration: %s",
-               ss->spec->name, why);
-  (void)st;
+    ms_complain(st, LOG_NOTICE, &ss->calibration,
+                PLUGIN_NAME " plugin: service \"%s\": calibration: %s",
+                ss->spec->name, why);
+}
+
+/* What one read cycle gathers while it goes through the services: the
+ * services without usable inputs (the first few with their reasons), those
+ * usable again, the calibration inputs without a sample, and
+ * stall_tolerance's share of the time. */
+typedef struct {
+  const char *host;
+  cdtime_t started;
+  problem named[MAX_NAMED_PER_CYCLE];
+  size_t n_bad, n_back, n_calibration;
+  const char *back[MAX_NAMED_PER_CYCLE];
+  cdtime_t search_spent, search_budget;
+} cycle;
+
+/* One service's interval: read its inputs, step its tracker, dispatch its
+ * values and notifications, note what the log should say. */
+static void read_service(plugin_state *st, size_t s, cycle *cy) {
+  service_state *ss = &st->services[s];
+  ms_inputs in;
+  inputs_glob_sum glob[MS_INPUT_COUNT];
+  ms_step step;
+  char why[512];
+  bool ok = inputs_read_service(st->inputs, s, &in, glob, why, sizeof why) ==
+            INPUT_OK;
+  log_glob_sums(st, ss, glob);
+  in.interval = CDTIME_T_TO_DOUBLE(st->interval);
+  if (ok) {
+    /* stall_tolerance's searches (about 6 ms each) share a budget of
+     * TOLERANCE_BUDGET_SHARE of the interval per cycle, at least one: the
+     * services past it take the nearest value they remember, and search
+     * in a later cycle (each waits MS_TOLERANCE_SEARCH_GAP intervals after
+     * its own search, so the others get their turn). */
+    unsigned long searches = ss->tracker.tolerance_searches;
+    cdtime_t t0 = cdtime();
+    ss->tracker.tolerance_hold =
+        cy->search_spent >= cy->search_budget && cy->search_spent > 0;
+    ms_tracker_step(&ss->tracker, ss->spec, &in, &step);
+    if (ss->tracker.tolerance_searches != searches)
+      cy->search_spent += cdtime() - t0;
+    ok = step.ok;
+    if (!ok)
+      sstrncpy(why, step.problem, sizeof why);
+  }
+  if (!ok) {
+    if (cy->n_bad < MAX_NAMED_PER_CYCLE) {
+      cy->named[cy->n_bad].ss = ss;
+      sstrncpy(cy->named[cy->n_bad].why, why, sizeof cy->named[cy->n_bad].why);
+    }
+    cy->n_bad++;
+    ss->in_trouble = true;
+    ss->ok_streak = 0;
+    /* the heartbeat, alone: a zeroed report has reporting = 0 and no
+     * other value (doc/outputs.md) */
+    static const ms_report none;
+    dispatch_report(cy->host, ss->spec->name, &none, st->wanted, cy->started);
+    return;
+  }
+  if (ss->in_trouble && ++ss->ok_streak >= USABLE_AFTER) {
+    ss->in_trouble = false;
+    ss->ok_streak = 0;
+    ss->just_back = true;
+    if (cy->n_back < MAX_NAMED_PER_CYCLE)
+      cy->back[cy->n_back] = ss->spec->name;
+    cy->n_back++;
+  }
+  dispatch_report(cy->host, ss->spec->name, &step.report, st->wanted,
+                  cy->started);
+  dispatch_notes(cy->host, ss->spec->name, &step);
+  log_calibration(st, ss, &step, &cy->n_calibration);
+}
+
+/* The wall time one cycle may spend on its services: CycleBudget of the
+ * interval, at most CYCLE_CEILING_SECONDS. */
+static cdtime_t cycle_budget(const plugin_state *st) {
+  double seconds = st->budget_share * CDTIME_T_TO_DOUBLE(st->interval);
+  return DOUBLE_TO_CDTIME_T(fmin(seconds, CYCLE_CEILING_SECONDS));
+}
+
+/* The services of one cycle, round robin: from the first service the last
+ * cycle did not analyse, until all are done or the budget is spent (the
+ * clock is read between services, so the first is always analysed, and a
+ * single service slower than the budget still is).  stall_tolerance's
+ * searches are not counted: they have their own budget (read_service),
+ * and one of them can take most of a second (doc/performance.md), which
+ * would otherwise leave out every service after it.  The next cycle starts
+ * with the first one left, so with k services per cycle every service is
+ * analysed within ceil(n / k) cycles.  A service left out dispatches
+ * nothing this cycle (doc/configuration.md, CycleBudget).  Returns how
+ * many were left out. */
+static size_t read_services(plugin_state *st, cycle *cy, cdtime_t budget) {
+  size_t n = st->n_services, done = 0;
+  size_t s = st->next < n ? st->next : 0;
+  for (; done < n; done++, s = (s + 1) % n) {
+    cdtime_t now = cdtime(), spent = cy->search_spent;
+    if (done > 0 && now > cy->started + spent &&
+        now - cy->started - spent >= budget)
+      break;
+    read_service(st, s, cy);
+  }
+  st->next = s; /* all done: s is back where the cycle started */
+  return n - done;
+}
+
+/* One rate-limited warning while services are left out of their cycle,
+ * with what to do; released once a cycle analyses them all again. */
+static void log_deferred(plugin_state *st, size_t deferred, cdtime_t budget) {
+  if (deferred == 0) {
+    ms_release(st, LOG_INFO, &st->deferred,
+               PLUGIN_NAME " plugin: every service is analysed in every "
+                           "read cycle again");
+    return;
+  }
+  size_t done = st->n_services - deferred;
+  ms_complain(st, LOG_WARNING, &st->deferred,
+              PLUGIN_NAME " plugin: %zu of %zu services deferred to the next "
+                          "read cycle: the cycle spent its budget of %.0f ms "
+                          "(CycleBudget %g of the %.3g s interval, at most "
+                          "%g s) on %zu; every service is still analysed "
+                          "once in every %zu cycles, and dispatches nothing "
+                          "in the others; raise CycleBudget, lengthen the "
+                          "Interval, or split the service file (fewer heavy "
+                          "services: many retries, tiers)",
+              deferred, st->n_services, 1e3 * CDTIME_T_TO_DOUBLE(budget),
+              st->budget_share, CDTIME_T_TO_DOUBLE(st->interval),
+              CYCLE_CEILING_SECONDS, done, (st->n_services + done - 1) / done);
+}
+
+/* The cost of a cycle, so an operator can see what the plugin takes from
+ * the daemon: once at start, and whenever it exceeds half the interval. */
+static void log_cycle_cost(plugin_state *st, cdtime_t took) {
+  cdtime_t interval = st->interval;
+  if (st->cycles++ == 0)
+    ms_log(st, LOG_INFO,
+           PLUGIN_NAME " plugin: first read cycle of %zu service%s took %.3f "
+                       "ms",
+           st->n_services, st->n_services == 1 ? "" : "s",
+           1e3 * CDTIME_T_TO_DOUBLE(took));
+  if (took > interval / 2)
+    ms_complain(st, LOG_WARNING, &st->slow_cycle,
+                PLUGIN_NAME " plugin: a read cycle of %zu services took %.1f "
+                            "ms, more than half the %.1f s interval",
+                st->n_services, 1e3 * CDTIME_T_TO_DOUBLE(took),
+                CDTIME_T_TO_DOUBLE(interval));
+  else
+    ms_release(st, LOG_INFO, &st->slow_cycle,
+               PLUGIN_NAME " plugin: read cycles are back under half the "
+                           "interval");
 }
 
 static int ms_read(user_data_t *ud) {
   plugin_state *st = ud->data;
   pthread_mutex_lock(&st->lock);
-  cdtime_t started = cdtime();
+  cycle cy = {.started = cdtime()};
   inputs_refresh(st->inputs);
-  const char *host = st->host != NULL ? st->host : hostname_g;
-  /* Count the services without usable inputs, keeping the first few
-   * reasons, so the log names them one by one only when they are few. */
-  problem named[MAX_NAMED_PER_CYCLE];
-  size_t n_bad = 0, n_back = 0, n_calibration = 0;
-  const char *back[MAX_NAMED_PER_CYCLE];
-  /* stall_tolerance's searches (about 6 ms each) share a budget of
-   * TOLERANCE_BUDGET_SHARE of the interval per cycle, at least one: the
-   * services past it take the nearest value they remember, and search in
-   * a later cycle (each waits MS_TOLERANCE_SEARCH_GAP intervals after its
-   * own search, so the others get their turn). */
-  cdtime_t search_spent = 0;
-  cdtime_t search_budget = DOUBLE_TO_CDTIME_T(TOLERANCE_BUDGET_SHARE *
-                                              CDTIME_T_TO_DOUBLE(st->interval));
-  for (size_t s = 0; s < st->n_services; s++) {
-    service_state *ss = &st->services[s];
-    ms_inputs in;
-    inputs_glob_sum glob[MS_INPUT_COUNT];
-    ms_step step;
-    char why[512];
-    bool ok = inputs_read_service(st->inputs, s, &in, glob, why, sizeof why) ==
-              INPUT_OK;
-    log_glob_sums(ss, glob);
-    in.interval = CDTIME_T_TO_DOUBLE(st->interval);
-    if (ok) {
-      unsigned long searches = ss->tracker.tolerance_searches;
-      cdtime_t t0 = cdtime();
-      ss->tracker.tolerance_hold =
-          search_spent >= search_budget && search_spent > 0;
-      ms_tracker_step(&ss->tracker, ss->spec, &in, &step);
-      if (ss->tracker.tolerance_searches != searches)
-        search_spent += cdtime() - t0;
-      ok = step.ok;
-      if (!ok)
-        sstrncpy(why, step.problem, sizeof why);
-    }
-    if (!ok) {
-      if (n_bad < MAX_NAMED_PER_CYCLE) {
-        named[n_bad].ss = ss;
-        sstrncpy(named[n_bad].why, why, sizeof named[n_bad].why);
-      }
-      n_bad++;
-      ss->in_trouble = true;
-      ss->ok_streak = 0;
-      /* the heartbeat, alone: a zeroed report has reporting = 0 and no
-       * other value (doc/outputs.md) */
-      static const ms_report none;
-      dispatch_report(host, ss->spec->name, &none, st->wanted, started);
-      continue;
-    }
-    if (ss->in_trouble && ++ss->ok_streak >= USABLE_AFTER) {
-      ss->in_trouble = false;
-      ss->ok_streak = 0;
-      ss->just_back = true;
-      if (n_back < MAX_NAMED_PER_CYCLE)
-        back[n_back] = ss->spec->name;
-      n_back++;
-    }
-    dispatch_report(host, ss->spec->name, &step.report, st->wanted, started);
-    dispatch_notes(host, ss->spec->name, &step);
-    log_calibration(st, ss, &step, &n_calibration);
-  }
-  log_problems(st, named, n_bad, n_back, back);
-  if (n_calibration > MAX_NAMED_PER_CYCLE)
-    c_complain(LOG_NOTICE, &st->many_calibration,
-               PLUGIN_NAME " plugin: %zu services have calibration inputs "
-                           "that gave no sample this interval",
-               n_calibration);
+  cy.host = st->host != NULL ? st->host : hostname_g;
+  cy.search_budget = DOUBLE_TO_CDTIME_T(TOLERANCE_BUDGET_SHARE *
+                                        CDTIME_T_TO_DOUBLE(st->interval));
+  cdtime_t budget = cycle_budget(st);
+  size_t deferred = read_services(st, &cy, budget);
+  log_problems(st, cy.named, cy.n_bad, cy.n_back, cy.back);
+  if (cy.n_calibration > MAX_NAMED_PER_CYCLE)
+    ms_complain(st, LOG_NOTICE, &st->many_calibration,
+                PLUGIN_NAME " plugin: %zu services have calibration inputs "
+                            "that gave no sample this interval",
+                cy.n_calibration);
   else
-    c_release(LOG_INFO, &st->many_calibration,
-              PLUGIN_NAME " plugin: calibration inputs usable again");
-  /* The cost of a cycle, so an operator can see what the plugin takes from
-   * the daemon: once at start, and whenever it exceeds half the interval. */
-  cdtime_t took = cdtime() - started;
-  cdtime_t interval = st->interval;
-  if (st->cycles++ == 0)
-    INFO(PLUGIN_NAME " plugin: first read cycle of %zu service%s took %.3f "
-                     "ms",
-         st->n_services, st->n_services == 1 ? "" : "s",
-         1e3 * CDTIME_T_TO_DOUBLE(took));
-  if (took > interval / 2)
-    c_complain(LOG_WARNING, &st->slow_cycle,
-               PLUGIN_NAME " plugin: a read cycle of %zu services took %.1f "
-                           "ms, more than half the %.1f s interval",
-               st->n_services, 1e3 * CDTIME_T_TO_DOUBLE(took),
-               CDTIME_T_TO_DOUBLE(interval));
-  else
-    c_release(LOG_INFO, &st->slow_cycle,
-              PLUGIN_NAME " plugin: read cycles are back under half the "
-                          "interval");
+    ms_release(st, LOG_INFO, &st->many_calibration,
+               PLUGIN_NAME " plugin: calibration inputs usable again");
+  log_deferred(st, deferred, budget);
+  cdtime_t now = cdtime();
+  log_cycle_cost(st, now > cy.started ? now - cy.started : 0);
+  log_roll(st, now);
   pthread_mutex_unlock(&st->lock);
   return 0; /* a non-zero return would make collectd suspend the plugin */
 }
@@ -489,6 +740,8 @@ static int ms_init(void) {
   C_COMPLAIN_INIT(&st->slow_cycle);
   C_COMPLAIN_INIT(&st->many_bad);
   C_COMPLAIN_INIT(&st->many_calibration);
+  C_COMPLAIN_INIT(&st->deferred);
+  st->budget_share = conf_cycle_budget;
   st->path = conf_service_file;
   st->host = conf_host;
   conf_service_file = conf_host = NULL;
@@ -552,6 +805,10 @@ static int ms_shutdown(void) {
   sfree(conf_host);
   ms_service_file_free(&conf_file);
   conf_loaded = false;
+  conf_cycle_budget = CYCLE_BUDGET_DEFAULT; /* the options' defaults again */
+  conf_interval = 0;
+  conf_values_given = false;
+  memset(conf_wanted, 0, sizeof conf_wanted);
   return 0;
 }
 

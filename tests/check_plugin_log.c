@@ -7,14 +7,23 @@
  * name and the rest counted, never one that reports; both rate-limited.
  * And the start: a broken or missing service file fails the configuration
  * callback (collectd then does not start), with the file's position.
+ * And flapping inputs, on the stand-in's clock moved one interval per
+ * cycle: whatever the inputs do the plugin logs at most 30 lines in a
+ * minute of the clock and one NOTICE that counts the rest, and the first
+ * lines about a problem still go out.
  */
 #include <check.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "check_run.h"
+#include "collectd.h"
+#include "plugin.h"
+
 #include "collectd_stub.h"
 
 void module_register(void);
@@ -156,6 +165,170 @@ START_TEST(test_broken_file_fails_configuration) {
 }
 END_TEST
 
+/* ---- flapping inputs ------------------------------------------------- */
+
+#define FLAP_SERVICES 12
+#define FLAP_MINUTES 10
+/* an aligned minute of cdtime, far from 0 (0: the real clock) */
+#define FLAP_T0 ((uint64_t)1800000000 << 30)
+
+static size_t lines_in_minute[FLAP_MINUTES + 1];
+static size_t notices, cycle_now;
+static char first_line[1024]; /* the first warning */
+static size_t left_out_total;
+
+static void count_line(int level, const char *msg) {
+  size_t minute = cycle_now / 60;
+  ck_assert_uint_le(minute, FLAP_MINUTES);
+  lines_in_minute[minute]++;
+  if (first_line[0] == '\0' && level <= LOG_WARNING)
+    snprintf(first_line, sizeof first_line, "%s", msg);
+  if (strstr(msg, "left out in the last minute") != NULL) {
+    ck_assert_int_eq(level, LOG_NOTICE);
+    notices++;
+    left_out_total += strtoul(msg + strlen("metastable plugin: "), NULL, 10);
+  }
+}
+
+/* Whether service i's input is in the cache at cycle k. */
+typedef bool (*flap_pattern)(int i, size_t k);
+
+/* FLAP_SERVICES services flap-<i>, every input its own identifier, an
+ * interval of 1 s; FLAP_MINUTES minutes of cycles, one a second on the
+ * stand-in's clock, the inputs as the pattern says.  Counts the lines of
+ * each minute (lines_in_minute). */
+static void run_flapping(flap_pattern present) {
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  FILE *y = fdopen(fd, "w");
+  fprintf(y, "services:\n");
+  for (int i = 0; i < FLAP_SERVICES; i++)
+    fprintf(y,
+            "  - name: flap-%d\n    model: capacity\n    capacity: 100\n"
+            "    retries: 1\n    inputs:\n"
+            "      offered_rate: \"h/statsd/derive-flap%d\"\n",
+            i, i);
+  fclose(y);
+  char name[64];
+  for (int i = 0; i < FLAP_SERVICES; i++) {
+    snprintf(name, sizeof name, "h/statsd/derive-flap%d", i);
+    stub_cache_set(name, 10.0);
+  }
+  stub_cache_commit();
+  module_register();
+  static const char *const opts[] = {"Interval", "1", NULL};
+  stub_clock_set(FLAP_T0);
+  ck_assert(stub_call_config_options(path, opts) == 0 && stub_call_init() == 0);
+  memset(lines_in_minute, 0, sizeof lines_in_minute);
+  notices = left_out_total = 0;
+  first_line[0] = '\0';
+  stub_on_log = count_line;
+  for (cycle_now = 0; cycle_now < 60 * FLAP_MINUTES; cycle_now++) {
+    for (int i = 0; i < FLAP_SERVICES; i++) {
+      snprintf(name, sizeof name, "h/statsd/derive-flap%d", i);
+      if (present(i, cycle_now))
+        stub_cache_set(name, 10.0 + (double)i);
+      else
+        stub_cache_remove(name);
+    }
+    stub_cache_commit();
+    stub_clock_set(FLAP_T0 + ((uint64_t)cycle_now << 30));
+    ck_assert_int_eq(stub_call_read(), 0);
+  }
+  stub_on_log = NULL;
+  size_t total = 0;
+  printf("lines per minute:");
+  for (int m = 0; m < FLAP_MINUTES; m++) {
+    printf(" %zu", lines_in_minute[m]);
+    total += lines_in_minute[m];
+  }
+  printf(" (total %zu, %zu left out)\n", total, left_out_total);
+  fflush(stdout);
+  /* the bound: 30 lines, and the NOTICE about the minute before */
+  for (int m = 0; m < FLAP_MINUTES; m++)
+    ck_assert_uint_le(lines_in_minute[m], 31);
+  stop();
+  stub_clock_set(0);
+}
+
+/* every service, every other cycle */
+static bool all_each_cycle(int i, size_t k) {
+  (void)i;
+  return k % 2 == 0;
+}
+/* three of twelve, every other cycle */
+static bool few_each_cycle(int i, size_t k) { return i >= 3 || k % 2 == 0; }
+/* all, with periods 1, 2 and 3 cycles */
+static bool periods_1_2_3(int i, size_t k) {
+  size_t period = 1 + (size_t)i % 3;
+  return (k / period) % 2 == 0;
+}
+/* each gone one cycle in seven, staggered: never more than two at once,
+ * so each is named one by one, and each is back (5 good intervals) before
+ * it goes again: without the plugin-wide bound about 200 lines a minute */
+static bool one_in_seven(int i, size_t k) { return (k + (size_t)i) % 7 != 0; }
+
+START_TEST(test_flapping_all) {
+  run_flapping(all_each_cycle);
+  /* the summary and its release no longer alternate: the summary alone,
+   * backing off (1, 2, 4 ... s) */
+  ck_assert_str_eq(first_line,
+                   "metastable plugin: 12 of 12 services have no usable "
+                   "inputs and report nothing: \"flap-0\", \"flap-1\", "
+                   "\"flap-2\", \"flap-3\", \"flap-4\" and 7 more (\"flap-0\": "
+                   "input offered_rate: 'h/statsd/derive-flap0' is not in "
+                   "collectd's cache (not dispatched yet, or expired))");
+  ck_assert_uint_le(lines_in_minute[0], 8);
+  for (int m = 1; m < FLAP_MINUTES; m++)
+    ck_assert_uint_le(lines_in_minute[m], 1);
+  ck_assert_uint_eq(notices, 0);
+}
+END_TEST
+
+START_TEST(test_flapping_few) {
+  run_flapping(few_each_cycle);
+  ck_assert_str_eq(first_line,
+                   "metastable plugin: service \"flap-0\": input "
+                   "offered_rate: 'h/statsd/derive-flap0' is not in "
+                   "collectd's cache (not dispatched yet, or expired); "
+                   "nothing reported until it is usable");
+  ck_assert_uint_ge(lines_in_minute[0], 3); /* each of the three named */
+  ck_assert_uint_le(lines_in_minute[0], 3 * 8);
+  for (int m = 1; m < FLAP_MINUTES; m++)
+    ck_assert_uint_le(lines_in_minute[m], 3);
+}
+END_TEST
+
+START_TEST(test_flapping_periods) {
+  run_flapping(periods_1_2_3);
+  ck_assert_str_eq(first_line,
+                   "metastable plugin: service \"flap-0\": input "
+                   "offered_rate: 'h/statsd/derive-flap0' is not in "
+                   "collectd's cache (not dispatched yet, or expired); "
+                   "nothing reported until it is usable");
+  ck_assert_uint_le(lines_in_minute[0], 20);
+  for (int m = 1; m < FLAP_MINUTES; m++)
+    ck_assert_uint_le(lines_in_minute[m], 2);
+}
+END_TEST
+
+START_TEST(test_flapping_bounded) {
+  run_flapping(one_in_seven);
+  ck_assert_str_eq(first_line,
+                   "metastable plugin: service \"flap-0\": input "
+                   "offered_rate: 'h/statsd/derive-flap0' is not in "
+                   "collectd's cache (not dispatched yet, or expired); "
+                   "nothing reported until it is usable");
+  /* the bound is what holds it: 30 lines in the first minute, then 30
+   * and the NOTICE that counts the minute before */
+  ck_assert_uint_eq(lines_in_minute[0], 30);
+  for (int m = 1; m < FLAP_MINUTES; m++)
+    ck_assert_uint_eq(lines_in_minute[m], 31);
+  ck_assert_uint_eq(notices, FLAP_MINUTES - 1);
+  ck_assert_uint_gt(left_out_total, 100 * (FLAP_MINUTES - 1));
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("plugin_log");
   TCase *tc = tcase_create("problems");
@@ -165,6 +338,13 @@ int main(void) {
   suite_add_tcase(s, tc);
   tc = tcase_create("start");
   tcase_add_test(tc, test_broken_file_fails_configuration);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("flapping");
+  tcase_add_test(tc, test_flapping_all);
+  tcase_add_test(tc, test_flapping_few);
+  tcase_add_test(tc, test_flapping_periods);
+  tcase_add_test(tc, test_flapping_bounded);
+  tcase_set_timeout(tc, 60);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   return ms_check_run(sr);

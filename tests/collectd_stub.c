@@ -23,15 +23,44 @@ char *hostname_g = stub_hostname;
 
 /* ---- time, strings, configuration ------------------------------------- */
 
+/* The clock: the real one, or the test's (stub_clock_set), which moves
+ * only when the test moves it, or by a step per dispatched value. */
+static cdtime_t fake_now, fake_per_value;
+static pthread_mutex_t clock_lock = PTHREAD_MUTEX_INITIALIZER;
+
 cdtime_t cdtime(void) {
+  pthread_mutex_lock(&clock_lock);
+  cdtime_t now = fake_now;
+  pthread_mutex_unlock(&clock_lock);
+  if (now != 0)
+    return now;
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return TIMESPEC_TO_CDTIME_T(&ts);
 }
 
-/* The daemon's Interval: 10 s, as in collectd's default configuration
- * (the daemon: the calling plugin's interval, else its Interval). */
-cdtime_t plugin_get_interval(void) { return TIME_T_TO_CDTIME_T_STATIC(10); }
+void stub_clock_set(uint64_t now) {
+  pthread_mutex_lock(&clock_lock);
+  fake_now = now;
+  if (now == 0)
+    fake_per_value = 0;
+  pthread_mutex_unlock(&clock_lock);
+}
+
+void stub_clock_per_value(uint64_t step) {
+  pthread_mutex_lock(&clock_lock);
+  fake_per_value = step;
+  pthread_mutex_unlock(&clock_lock);
+}
+
+static cdtime_t read_interval;
+
+/* The daemon's Interval: 10 s, as in collectd's default configuration;
+ * once the read callback is registered, its interval (the daemon: the
+ * calling plugin's interval, else its Interval). */
+cdtime_t plugin_get_interval(void) {
+  return read_interval != 0 ? read_interval : TIME_T_TO_CDTIME_T_STATIC(10);
+}
 
 /* collectd's sstrncpy: strncpy (which zero-fills the rest of dest, as the
  * daemon's does), always terminated. */
@@ -75,12 +104,16 @@ static stub_counters counters;
 static char last_warning[1024];
 static char last_message[1024];
 
+void (*stub_on_log)(int level, const char *msg);
+
 void plugin_log(int level, const char *format, ...) {
   char msg[1024];
   va_list ap;
   va_start(ap, format);
   vsnprintf(msg, sizeof msg, format, ap);
   va_end(ap);
+  if (stub_on_log != NULL)
+    stub_on_log(level, msg);
   pthread_mutex_lock(&stub_lock);
   if (level <= LOG_ERR)
     counters.log_error++;
@@ -159,7 +192,6 @@ static plugin_init_cb init_cb;
 static plugin_shutdown_cb shutdown_cb;
 static plugin_read_cb read_cb;
 static user_data_t read_ud;
-static cdtime_t read_interval;
 
 int plugin_register_complex_config(const char *type,
                                    int (*callback)(oconfig_item_t *)) {
@@ -194,11 +226,38 @@ int plugin_register_complex_read(const char *group, const char *name,
 uint64_t stub_read_interval(void) { return read_interval; }
 
 int stub_call_config(const char *service_file) {
-  char key[] = "ServiceFile", top_key[] = "Plugin"; /* oconfig's are char * */
-  oconfig_value_t v = {.value.string = (char *)service_file,
-                       .type = OCONFIG_TYPE_STRING};
-  oconfig_item_t child = {.key = key, .values = &v, .values_num = 1};
-  oconfig_item_t top = {.key = top_key, .children = &child, .children_num = 1};
+  return stub_call_config_options(service_file, NULL);
+}
+
+/* oconfig's strings are char *: the options are copied. */
+int stub_call_config_options(const char *service_file,
+                             const char *const *options) {
+  enum { MAX_OPTIONS = 16 };
+  char keys[MAX_OPTIONS][64], texts[MAX_OPTIONS][256];
+  oconfig_value_t values[MAX_OPTIONS];
+  oconfig_item_t children[MAX_OPTIONS];
+  char key[] = "ServiceFile", top_key[] = "Plugin";
+  values[0] = (oconfig_value_t){.value.string = (char *)service_file,
+                                .type = OCONFIG_TYPE_STRING};
+  children[0] = (oconfig_item_t){.key = key, .values = values, .values_num = 1};
+  int n = 1;
+  for (; options != NULL && options[2 * (n - 1)] != NULL && n < MAX_OPTIONS;
+       n++) {
+    snprintf(keys[n], sizeof keys[n], "%s", options[2 * (n - 1)]);
+    snprintf(texts[n], sizeof texts[n], "%s", options[2 * (n - 1) + 1]);
+    char *end;
+    double number = strtod(texts[n], &end);
+    if (end != texts[n] && *end == '\0')
+      values[n] = (oconfig_value_t){.value.number = number,
+                                    .type = OCONFIG_TYPE_NUMBER};
+    else
+      values[n] = (oconfig_value_t){.value.string = texts[n],
+                                    .type = OCONFIG_TYPE_STRING};
+    children[n] =
+        (oconfig_item_t){.key = keys[n], .values = &values[n], .values_num = 1};
+  }
+  oconfig_item_t top = {
+      .key = top_key, .children = children, .children_num = n};
   return config_cb != NULL ? config_cb(&top) : -1;
 }
 
@@ -211,6 +270,7 @@ void stub_free_read_user_data(void) {
     read_ud.free_func(read_ud.data);
   read_ud = (user_data_t){0};
   read_cb = NULL;
+  read_interval = 0;
 }
 
 /* ---- the value cache ------------------------------------------------------
@@ -396,6 +456,10 @@ void (*stub_on_value)(const struct value_list_s *vl);
 int plugin_dispatch_values(value_list_t const *vl) {
   if (stub_on_value != NULL)
     stub_on_value(vl);
+  pthread_mutex_lock(&clock_lock);
+  if (fake_now != 0)
+    fake_now += fake_per_value;
+  pthread_mutex_unlock(&clock_lock);
   value_list_t *q = malloc(sizeof *q);
   if (q == NULL)
     return -1;

@@ -24,9 +24,11 @@
  *   logging       plugin_log formats the message and counts it by level;
  *                 c_complain / c_do_release rate-limit as collectd's
  *                 utils_complain does;
- *   utilities     cdtime, sstrncpy, cf_util_get_string, cf_util_get_cdtime,
- *                 plugin_get_interval (10 s, collectd's default Interval),
- *                 global_option_get (BaseDir only), hostname_g.
+ *   utilities     cdtime (the real clock, or the test's: stub_clock_set),
+ *                 sstrncpy, cf_util_get_string, cf_util_get_cdtime,
+ *                 plugin_get_interval (10 s, collectd's default Interval,
+ *                 then the read callback's), global_option_get (BaseDir
+ *                 only), hostname_g.
  *
  * This header is the tests' and the benchmark's side of the stand-in:
  * filling the cache, calling the registered callbacks, reading the
@@ -54,6 +56,11 @@ void stub_cache_clear(void);
 
 /* The callbacks module_register() and init registered. */
 int stub_call_config(const char *service_file);
+/* The same with more options of <Plugin metastable>: pairs of key and
+ * value, NULL-terminated; a value that reads whole as a number is a
+ * number, else a string (at most 15 options). */
+int stub_call_config_options(const char *service_file,
+                             const char *const *options);
 int stub_call_init(void);
 int stub_call_read(void);
 int stub_call_shutdown(void);
@@ -74,6 +81,15 @@ void stub_counters_reset(void);
 /* Called with every dispatched value list when set (tests). */
 struct value_list_s;
 extern void (*stub_on_value)(const struct value_list_s *vl);
+
+/* Called with every logged line when set (tests). */
+extern void (*stub_on_log)(int level, const char *msg);
+
+/* The test's clock: cdtime() returns now (cdtime_t units, 2^-30 s) until
+ * set again, 0 for the real clock; per_value: how far every dispatched
+ * value moves it (the cost of a service, made independent of the machine). */
+void stub_clock_set(uint64_t now);
+void stub_clock_per_value(uint64_t step);
 
 /* The last message logged at LOG_WARNING or worse ("" if none). */
 const char *stub_last_warning(void);
