@@ -34,20 +34,11 @@
 #include <pthread.h>
 
 #include "inputs.h"
+#include "reload.h"
 #include "service.h"
+#include "state.h"
 
 #define PLUGIN_NAME "metastable"
-
-typedef struct {
-  const ms_service_spec *spec;
-  ms_tracker tracker;
-  c_complain_t complaint;
-  c_complain_t partial;     /* a glob summed without some of its matches */
-  c_complain_t calibration; /* a calibration input gave no sample */
-  bool in_trouble;          /* complained about, not yet declared usable */
-  bool just_back;           /* declared usable again this cycle */
-  unsigned ok_streak;       /* usable intervals in a row while in trouble */
-} service_state;
 
 /* A service is declared usable again (and its complaint's back-off reset)
  * only after this many good intervals in a row, so inputs that flap between
@@ -61,22 +52,6 @@ typedef struct {
 /* The share of the interval that stall_tolerance's searches may take per
  * read cycle (doc/outputs.md, "Stall tolerance"). */
 #define TOLERANCE_BUDGET_SHARE 0.002
-
-typedef struct {
-  pthread_mutex_t lock;
-  char *path;
-  char *host; /* NULL: collectd's Hostname */
-  ms_service_file file;
-  service_state *services;
-  size_t n_services;
-  inputs_t *inputs;              /* globs matched, COUNTER values seen */
-  bool wanted[MS_OUT_COUNT];     /* outputs to dispatch */
-  cdtime_t interval;             /* between read cycles */
-  unsigned long cycles;          /* read cycles run */
-  c_complain_t slow_cycle;       /* a cycle took more than half the interval */
-  c_complain_t many_bad;         /* many services without usable inputs */
-  c_complain_t many_calibration; /* many calibration inputs unusable */
-} plugin_state;
 
 /* Configuration is read before init.  The service file is loaded with it,
  * so that a broken file fails collectd's configuration (collectd then
@@ -377,6 +352,7 @@ static void log_calibration(plugin_state *st, service_state *ss,
 static int ms_read(user_data_t *ud) {
   plugin_state *st = ud->data;
   pthread_mutex_lock(&st->lock);
+  reload_service_file(st); /* a changed service file (reload.c) */
   cdtime_t started = cdtime();
   inputs_refresh(st->inputs);
   const char *host = st->host != NULL ? st->host : hostname_g;
@@ -507,14 +483,8 @@ static int ms_init(void) {
     state_free(st);
     return -1;
   }
-  for (size_t i = 0; i < st->n_services; i++) {
-    service_state *ss = &st->services[i];
-    ss->spec = &st->file.services[i];
-    ms_tracker_init(&ss->tracker);
-    C_COMPLAIN_INIT(&ss->complaint);
-    C_COMPLAIN_INIT(&ss->partial);
-    C_COMPLAIN_INIT(&ss->calibration);
-  }
+  for (size_t i = 0; i < st->n_services; i++)
+    reload_service_init(&st->services[i], &st->file.services[i]);
   st->inputs = inputs_create(st->file.services, st->n_services);
   if (st->inputs == NULL) {
     ERROR(PLUGIN_NAME " plugin: out of memory for %zu services",

@@ -24,7 +24,8 @@
  *   logging       plugin_log formats the message and counts it by level;
  *                 c_complain / c_do_release rate-limit as collectd's
  *                 utils_complain does;
- *   utilities     cdtime, sstrncpy, cf_util_get_string, cf_util_get_cdtime,
+ *   utilities     cdtime, sstrncpy, sstrerror, cf_util_get_string,
+ *                 cf_util_get_cdtime,
  *                 plugin_get_interval (10 s, collectd's default Interval),
  *                 global_option_get (BaseDir only), hostname_g.
  *

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * collectd-metastable: reloading the service file while collectd runs
+ * (doc/configuration.md, "Reloading the service file").
+ *
+ * At the start of each read cycle (once per interval) the plugin compares
+ * the service file's stat(2) (device, inode, size, mtime) with the last one
+ * seen.  A changed file is read whole and validated as at start-up
+ * (ms_service_file_parse, the loader of ms_service_file_load); only a valid
+ * file replaces the services in use.  A broken file leaves them running and
+ * its located error is logged once per distinct content; a deleted file
+ * gets one WARNING and is loaded again, as a change, when it reappears.
+ * Glue only: nothing here blocks (a FIFO or device is refused unread) or
+ * floods the log.
+ */
+#ifndef MS_PLUGIN_RELOAD_H
+#define MS_PLUGIN_RELOAD_H
+
+#include "state.h"
+
+/*
+ * reload_service_file: look at st->path and, if it changed since the last
+ * look, reload it into st: a service of the new file whose name was in use
+ * keeps its service_state (its tracker through ms_tracker_carry, its
+ * rate-limited complaints); a new one starts fresh; a removed one stops
+ * reporting.  st->inputs is rebuilt for the new set (globs are matched
+ * again by the next inputs_refresh; a COUNTER's last raw value is
+ * forgotten, so a reset in the first interval after a reload is not
+ * recognised).  One INFO line says how many services were added, removed
+ * and kept.  The caller holds st->lock.  Errors (a broken file, a read
+ * error, out of memory) keep the services in use and are logged: an
+ * ERROR once per distinct content of the file, a WARNING once while the
+ * file is missing.  The first call only records the file loaded with the
+ * configuration.
+ */
+void reload_service_file(plugin_state *st);
+
+/* A fresh service_state for spec: a cold tracker (ms_tracker_init), no
+ * complaint yet.  The services of ms_init and the new services of a
+ * reload start with it. */
+void reload_service_init(service_state *ss, const ms_service_spec *spec);
+
+#endif
