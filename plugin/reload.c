@@ -131,6 +131,7 @@ static int apply(plugin_state *st, ms_service_file *file, cdtime_t started) {
     return -1;
   }
   size_t before = st->n_services;
+  inputs_take_counters(inputs, st->inputs);
   inputs_destroy(st->inputs);
   sfree(st->services);
   ms_service_file_free(&st->file);

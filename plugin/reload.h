@@ -24,14 +24,13 @@
  * keeps its service_state (its tracker through ms_tracker_carry, its
  * rate-limited complaints); a new one starts fresh; a removed one stops
  * reporting.  st->inputs is rebuilt for the new set (globs are matched
- * again by the next inputs_refresh; a COUNTER's last raw value is
- * forgotten, so a reset in the first interval after a reload is not
- * recognised).  One INFO line says how many services were added, removed
- * and kept.  The caller holds st->lock.  Errors (a broken file, a read
- * error, out of memory) keep the services in use and are logged: an
- * ERROR once per distinct content of the file, a WARNING once while the
- * file is missing.  The first call only records the file loaded with the
- * configuration.
+ * again by the next inputs_refresh) and takes over the COUNTER memory
+ * (inputs_take_counters), so a reset is still seen as one.  One INFO line
+ * says how many services were added, removed and kept.  The caller holds
+ * st->lock.  Errors (a broken file, a read error, out of memory) keep the
+ * services in use and are logged: an ERROR once per distinct content of the
+ * file, a WARNING once while the file is missing.  The first call only records
+ * the file loaded with the configuration.
  */
 void reload_service_file(plugin_state *st);
 

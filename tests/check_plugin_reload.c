@@ -306,6 +306,35 @@ START_TEST(test_unchanged_not_reloaded) {
 }
 END_TEST
 
+/* A COUNTER that goes down in the very cycle of a reload is still a
+ * reset (no rate), not collectd's wrap-around rate of about 1.8e19/s. */
+START_TEST(test_counter_reset_across_reload) {
+  static const char with_k[] = "services:\n" SERVICE(
+      "a") "  - name: k\n    model: capacity\n"
+           "    capacity: 100\n    retries: 1\n    inputs:\n"
+           "      offered_rate: \"h/p/counter-k\"\n";
+  stub_cache_set_counter("h/p/counter-k", 10.0, 1000);
+  start(with_k, 10.0);
+  stub_counters c;
+  ck_assert_double_eq(reporting("k"), 1);
+  FILE *f = fopen(path, "a"); /* a new content, the same services */
+  ck_assert_ptr_nonnull(f);
+  fputs("# changed\n", f);
+  ck_assert_int_eq(fclose(f), 0);
+  stub_cache_set_counter("h/p/counter-k", 18446744073709551000.0, 5);
+  cycle(&c);
+  ck_assert_uint_eq(c.log_info, 1); /* reloaded (the INFO line) */
+  ck_assert_uint_eq(c.log_warning, 1);
+  ck_assert_ptr_nonnull(strstr(stub_last_warning(), "went down"));
+  ck_assert_double_eq(reporting("k"), 0); /* a reset: no rate */
+  ck_assert_double_eq(reporting("a"), 1);
+  stub_cache_set_counter("h/p/counter-k", 10.0, 105);
+  cycle(&c);
+  ck_assert_double_eq(reporting("k"), 1);
+  stop();
+}
+END_TEST
+
 /* ms_tracker_carry on its own, by field. */
 static void spec_of(const char *text, ms_service_file *f) {
   char err[512];
@@ -368,6 +397,7 @@ int main(void) {
   tcase_add_test(tc, test_kept_service_keeps_its_state);
   tcase_add_test(tc, test_deleted_file_warned_once);
   tcase_add_test(tc, test_unchanged_not_reloaded);
+  tcase_add_test(tc, test_counter_reset_across_reload);
   suite_add_tcase(s, tc);
   tc = tcase_create("tracker");
   tcase_add_test(tc, test_tracker_carry);
