@@ -281,6 +281,35 @@ START_TEST(test_deleted_file_warned_once) {
 }
 END_TEST
 
+/* A directory where the file was: not read (nothing blocks), refused
+ * once, and the file loaded when it is back. */
+START_TEST(test_unreadable_refused_once) {
+  start(file_ab, 10.0);
+  stub_counters c;
+  ck_assert_int_eq(unlink(path), 0);
+  ck_assert_int_eq(mkdir(path, 0700), 0);
+  cycle(&c);
+  ck_assert_uint_eq(c.log_error, 1);
+  char want[256];
+  int n = snprintf(want, sizeof want, "metastable plugin: %s: ", path);
+  ck_assert_int_lt(n, (int)sizeof want);
+  ck_assert_msg(strncmp(stub_last_warning(), want, strlen(want)) == 0, "%s",
+                stub_last_warning());
+  ck_assert_ptr_nonnull(strstr(stub_last_warning(), "not reloaded"));
+  ck_assert_double_eq(reporting("b"), 1);
+  struct timespec t[2] = {{.tv_sec = 1000000000}, {.tv_sec = 1000000000}};
+  ck_assert_int_eq(utimensat(AT_FDCWD, path, t, 0), 0); /* a new mtime */
+  cycle(&c);
+  ck_assert_uint_eq(c.log_error, 0); /* the same error: not again */
+  ck_assert_int_eq(rmdir(path), 0);
+  put(file_ac);
+  cycle(&c);
+  assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
+  ck_assert_double_eq(reporting("c"), 1);
+  stop();
+}
+END_TEST
+
 START_TEST(test_unchanged_not_reloaded) {
   start(file_ab, 10.0);
   stub_counters c;
@@ -397,6 +426,7 @@ int main(void) {
   tcase_add_test(tc, test_kept_service_keeps_its_state);
   tcase_add_test(tc, test_deleted_file_warned_once);
   tcase_add_test(tc, test_unchanged_not_reloaded);
+  tcase_add_test(tc, test_unreadable_refused_once);
   tcase_add_test(tc, test_counter_reset_across_reload);
   suite_add_tcase(s, tc);
   tc = tcase_create("tracker");
