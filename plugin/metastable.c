@@ -62,6 +62,7 @@ static cdtime_t conf_interval;
 static bool conf_values_given;
 static bool conf_wanted[MS_OUT_COUNT];
 static ms_service_file conf_file;
+static reload_watch conf_watch; /* what was loaded, for the reload */
 static bool conf_loaded;
 
 /*
@@ -90,8 +91,8 @@ static int load_service_file(void) {
   ms_service_file_free(&conf_file);
   conf_loaded = false;
   char err[1024];
-  if (ms_service_file_load(conf_service_file, &conf_file, err, sizeof err) !=
-      0) {
+  if (reload_load_first(conf_service_file, &conf_file, &conf_watch, err,
+                        sizeof err) != 0) {
     ERROR(PLUGIN_NAME " plugin: %s; the service file is rejected whole, and "
                       "with it collectd's configuration: collectd does not "
                       "start until the file is fixed",
@@ -473,6 +474,7 @@ static int ms_init(void) {
     return -1;
   }
   st->file = conf_file; /* loaded with the configuration */
+  st->reload = conf_watch;
   memset(&conf_file, 0, sizeof conf_file);
   conf_loaded = false;
   st->n_services = st->file.n_services;

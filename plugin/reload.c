@@ -148,6 +148,30 @@ static int apply(plugin_state *st, ms_service_file *file, cdtime_t started) {
   return 0;
 }
 
+int reload_load_first(const char *path, ms_service_file *out, reload_watch *w,
+                      char *err, size_t errlen) {
+  memset(w, 0, sizeof *w);
+  memset(out, 0, sizeof *out);
+  struct stat sb;
+  bool looked = stat(path, &sb) == 0; /* before the read: a later change
+                                         is seen by the first cycle */
+  char *buf;
+  size_t len;
+  uint64_t hash;
+  if (read_contents(path, &buf, &len, &hash, err, errlen) != 0)
+    return -1;
+  int r = ms_service_file_parse(buf, len, path, out, err, errlen);
+  free(buf);
+  if (r != 0)
+    return -1;
+  if (looked) {
+    w->started = true;
+    remember_stat(w, &sb);
+    w->running = hash;
+  }
+  return 0;
+}
+
 /* The file is gone, or cannot be looked at: one WARNING until it is back. */
 static void file_missing(plugin_state *st, int err) {
   reload_watch *w = &st->reload;

@@ -34,6 +34,19 @@
  */
 void reload_service_file(plugin_state *st);
 
+/*
+ * reload_load_first: the service file at start-up (collectd's
+ * configuration), as ms_service_file_load: read whole (at most
+ * MS_SERVICE_FILE_MAX_BYTES; a FIFO or a device refused unread) and
+ * validated, into *out; on failure -1 with "path:line:column: what" in err
+ * and *out empty.  On success *w remembers the file's stat (taken before
+ * the read) and the content's hash, so that the first read cycle reloads a
+ * file changed since and nothing else; the caller puts *w into
+ * plugin_state.reload.
+ */
+int reload_load_first(const char *path, ms_service_file *out, reload_watch *w,
+                      char *err, size_t errlen);
+
 /* A fresh service_state for spec: a cold tracker (ms_tracker_init), no
  * complaint yet.  The services of ms_init and the new services of a
  * reload start with it. */

@@ -109,7 +109,7 @@ static const char broken1[] =
 /* line 3: an unknown model */
 static const char broken2[] = "services:\n  - name: a\n    model: magic\n";
 
-static void start(const char *text, double rate_a) {
+static void start_quiet(const char *text, double rate_a) {
   int fd = mkstemp(path);
   ck_assert_int_ge(fd, 0);
   close(fd);
@@ -123,9 +123,15 @@ static void start(const char *text, double rate_a) {
   module_register();
   ck_assert_msg(stub_call_config(path) == 0 && stub_call_init() == 0, "%s",
                 stub_last_warning());
+}
+
+/* Configured with text, and one read cycle run. */
+static void start(const char *text, double rate_a) {
+  start_quiet(text, rate_a);
   stub_counters c;
-  cycle(&c); /* the first cycle records the file the configuration loaded */
+  cycle(&c);
   ck_assert_uint_eq(c.log_error + c.log_warning, 0);
+  ck_assert_ptr_null(strstr(stub_last_message(), "reloaded"));
 }
 
 static void stop(void) {
@@ -281,6 +287,20 @@ START_TEST(test_deleted_file_warned_once) {
 }
 END_TEST
 
+/* A file changed after the configuration loaded it and before the first
+ * read cycle: that cycle loads it. */
+START_TEST(test_changed_before_first_cycle) {
+  start_quiet(file_ab, 10.0);
+  put(file_ac);
+  stub_counters c;
+  cycle(&c);
+  ck_assert_uint_eq(c.log_info, 2); /* the reload; the first cycle's time */
+  ck_assert_double_eq(reporting("c"), 1);
+  ck_assert_double_eq(reporting("b"), -1);
+  stop();
+}
+END_TEST
+
 /* A directory where the file was: not read (nothing blocks), refused
  * once, and the file loaded when it is back. */
 START_TEST(test_unreadable_refused_once) {
@@ -427,6 +447,7 @@ int main(void) {
   tcase_add_test(tc, test_deleted_file_warned_once);
   tcase_add_test(tc, test_unchanged_not_reloaded);
   tcase_add_test(tc, test_unreadable_refused_once);
+  tcase_add_test(tc, test_changed_before_first_cycle);
   tcase_add_test(tc, test_counter_reset_across_reload);
   suite_add_tcase(s, tc);
   tc = tcase_create("tracker");
