@@ -24,7 +24,8 @@
  *
  * Reported per fleet size: the first cycle (every landscape built), the
  * steady cycle (min / median / max), the cycle after collectd's identifier
- * list changed (globs matched again); then the resident memory (VmRSS) and
+ * list changed (globs matched again); the cycle that reloads a rewritten
+ * service file (plugin/reload.c); then the resident memory (VmRSS) and
  * the heap in use after 100 and after 10,000 cycles.
  */
 #include <malloc.h>
@@ -37,6 +38,7 @@
 
 #include "bench_util.h"
 #include "collectd_stub.h"
+#include "service.h" /* ms_service_file_load */
 
 #ifndef MS_BENCH_CFLAGS
 #define MS_BENCH_CFLAGS "?"
@@ -274,6 +276,86 @@ static void bench_cycles(size_t n, int runs) {
   fleet_stop(&f);
 }
 
+/* ---- reload -------------------------------------------------------------- */
+
+/* The service file changed without changing a service (a comment
+ * appended): the next cycle reloads it whole, keeps every service with its
+ * state (plugin/reload.c) and rebuilds the inputs, so every glob is
+ * matched again. */
+static void fleet_rewrite(const fleet *f, long k) {
+  FILE *y = fopen(f->path, "a");
+  if (y == NULL || fprintf(y, "# rewritten %ld\n", k) < 0 || fclose(y) != 0)
+    die("cannot rewrite the service file");
+}
+
+/* Loading the file alone (read and validate): the reload's share that
+ * grows with the file. */
+static double load_time(const fleet *f) {
+  ms_service_file file;
+  char err[512];
+  double t0 = bench_now();
+  if (ms_service_file_load(f->path, &file, err, sizeof err) != 0)
+    die(err);
+  double t = bench_now() - t0;
+  ms_service_file_free(&file);
+  return t;
+}
+
+static void bench_reload(size_t n, int runs) {
+  char b1[32], b2[32], b3[32], b4[32];
+  fleet f;
+  fleet_make(&f, n);
+  fleet_start(&f);
+  cycle(&f, 0); /* every landscape built; the file's stat recorded */
+  double *steady = malloc((size_t)runs * sizeof *steady);
+  double *reload = malloc((size_t)runs * sizeof *reload);
+  double *load = malloc((size_t)runs * sizeof *load);
+  if (steady == NULL || reload == NULL || load == NULL)
+    die("out of memory");
+  for (int r = 0; r < runs; r++) {
+    steady[r] = cycle(&f, 1 + 2 * r);
+    fleet_rewrite(&f, r);
+    reload[r] = cycle(&f, 2 + 2 * r);
+    load[r] = load_time(&f);
+  }
+  bench_stats ss, sr, sl;
+  bench_stats_of(steady, runs, 1, &ss);
+  bench_stats_of(reload, runs, 1, &sr);
+  bench_stats_of(load, runs, 1, &sl);
+  printf("%9zu | %9s | %9s | %9s | %9s\n", n, bench_fmt_time(ss.median, b1, 32),
+         bench_fmt_time(sr.median, b2, 32),
+         bench_fmt_time(sr.median - ss.median, b3, 32),
+         bench_fmt_time(sl.median, b4, 32));
+  bench_csv_row(opt.csv, "plugin_reload_cycle", 0, 0, (long)n, &sr, 0, -1,
+                "a read cycle that reloads the service file, every service "
+                "kept");
+  bench_csv_row(opt.csv, "plugin_reload_load", 0, 0, (long)n, &sl, 0, -1,
+                "ms_service_file_load of the file alone");
+  free(steady);
+  free(reload);
+  free(load);
+  fleet_stop(&f);
+}
+
+static void bench_reloads(void) {
+  printf("\n5. Service file reload (plugin/reload.c): a rewritten file, "
+         "every service kept\n\n");
+  printf("%9s | %9s | %9s | %9s | %9s\n", "services", "steady", "reload",
+         "cost", "load");
+  size_t sizes[] = {100, 1000, 10000};
+  int n_sizes = opt.quick ? 1 : 3;
+  if (opt.only_services > 0) {
+    sizes[0] = (size_t)opt.only_services;
+    n_sizes = 1;
+  }
+  for (int i = 0; i < n_sizes; i++)
+    bench_reload(sizes[i], opt.quick ? 2 : 11);
+  printf("   steady, reload = median cycle without and with the reload; "
+         "cost = their difference\n   (stat, read, parse, carry the "
+         "states, rebuild the inputs, match the globs again);\n   load = "
+         "ms_service_file_load of the same file alone (read and validate)\n");
+}
+
 /* ---- memory -------------------------------------------------------------- */
 
 static size_t heap_in_use(void) { return mallinfo2().uordblks; }
@@ -306,7 +388,7 @@ static void bench_memory(void) {
   malloc_trim(0);
   long rss = bench_rss_kib();
   size_t heap = heap_in_use();
-  printf("\n5. Memory: %ld services, %ld read cycles (%.1f s), identifier "
+  printf("\n6. Memory: %ld services, %ld read cycles (%.1f s), identifier "
          "list changed every 500 cycles, pools resized\n",
          opt.memory_services, opt.memory_cycles, elapsed);
   printf("   VmRSS after 100 cycles %ld KiB, after %ld cycles %ld KiB "
@@ -386,6 +468,7 @@ int main(int argc, char **argv) {
          "cycle after collectd's identifier list changed (every glob matched "
          "again);\n   values, notes = dispatched per steady cycle; first = "
          "notifications in the first cycle\n");
+  bench_reloads();
   bench_memory();
   if (opt.csv)
     fclose(opt.csv);

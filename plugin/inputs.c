@@ -494,6 +494,12 @@ inputs_t *inputs_create(const ms_service_spec *services, size_t n) {
   return in;
 }
 
+void inputs_take_counters(inputs_t *to, inputs_t *from) {
+  counter_memory m = to->counters;
+  to->counters = from->counters;
+  from->counters = m;
+}
+
 void inputs_destroy(inputs_t *in) {
   if (in == NULL)
     return;

@@ -48,6 +48,15 @@ inputs_t *inputs_create(const ms_service_spec *services, size_t n);
 void inputs_destroy(inputs_t *in);
 
 /*
+ * inputs_take_counters: hand the COUNTER memory (the last raw value of
+ * every identifier read, by name) of from over to to, and to's to from,
+ * so that inputs rebuilt for a new set of services (a reloaded service
+ * file) still see a reset of a COUNTER they read before.  Identifiers no
+ * longer read stay remembered (one slot each) until to is destroyed.
+ */
+void inputs_take_counters(inputs_t *to, inputs_t *from);
+
+/*
  * inputs_refresh: match the glob inputs again if collectd's identifier list
  * changed since the last refresh (or the last refresh failed); nothing to
  * do when no service has a glob input.  A failed refresh (out of memory)

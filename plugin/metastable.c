@@ -39,20 +39,11 @@
 #include <stdarg.h>
 
 #include "inputs.h"
+#include "reload.h"
 #include "service.h"
+#include "state.h"
 
 #define PLUGIN_NAME "metastable"
-
-typedef struct {
-  const ms_service_spec *spec;
-  ms_tracker tracker;
-  c_complain_t complaint;
-  c_complain_t partial;     /* a glob summed without some of its matches */
-  c_complain_t calibration; /* a calibration input gave no sample */
-  bool in_trouble;          /* complained about, not yet declared usable */
-  bool just_back;           /* declared usable again this cycle */
-  unsigned ok_streak;       /* usable intervals in a row while in trouble */
-} service_state;
 
 /* A service is declared usable again (and its complaint's back-off reset)
  * only after this many good intervals in a row, so inputs that flap between
@@ -84,30 +75,6 @@ typedef struct {
 #define LOG_LINES_PER_WINDOW 30
 #define LOG_WINDOW_SECONDS 60
 
-typedef struct {
-  pthread_mutex_t lock;
-  char *path;
-  char *host; /* NULL: collectd's Hostname */
-  ms_service_file file;
-  service_state *services;
-  size_t n_services;
-  inputs_t *inputs;              /* globs matched, COUNTER values seen */
-  bool wanted[MS_OUT_COUNT];     /* outputs to dispatch */
-  cdtime_t interval;             /* between read cycles */
-  unsigned long cycles;          /* read cycles run */
-  c_complain_t slow_cycle;       /* a cycle took more than half the interval */
-  c_complain_t many_bad;         /* many services without usable inputs */
-  c_complain_t many_calibration; /* many calibration inputs unusable */
-  bool summary_mode;             /* many_bad's summary in use */
-  unsigned few_streak;           /* cycles with few bad, in summary mode */
-  double budget_share;           /* CycleBudget */
-  size_t next;                   /* first service of the next cycle */
-  c_complain_t deferred;         /* services carried to the next cycle */
-  uint64_t log_window;           /* the minute the counts below are of */
-  unsigned log_lines;            /* lines logged in it */
-  size_t log_suppressed;         /* lines left out in it */
-} plugin_state;
-
 /* Configuration is read before init.  The service file is loaded with it,
  * so that a broken file fails collectd's configuration (collectd then
  * refuses to start, as for any rejected option); init takes it over. */
@@ -117,6 +84,7 @@ static cdtime_t conf_interval;
 static bool conf_values_given;
 static bool conf_wanted[MS_OUT_COUNT];
 static ms_service_file conf_file;
+static reload_watch conf_watch; /* what was loaded, for the reload */
 static bool conf_loaded;
 static double conf_cycle_budget = CYCLE_BUDGET_DEFAULT;
 
@@ -146,8 +114,8 @@ static int load_service_file(void) {
   ms_service_file_free(&conf_file);
   conf_loaded = false;
   char err[1024];
-  if (ms_service_file_load(conf_service_file, &conf_file, err, sizeof err) !=
-      0) {
+  if (reload_load_first(conf_service_file, &conf_file, &conf_watch, err,
+                        sizeof err) != 0) {
     ERROR(PLUGIN_NAME " plugin: %s; the service file is rejected whole, and "
                       "with it collectd's configuration: collectd does not "
                       "start until the file is fixed",
@@ -700,6 +668,7 @@ static void log_cycle_cost(plugin_state *st, cdtime_t took) {
 static int ms_read(user_data_t *ud) {
   plugin_state *st = ud->data;
   pthread_mutex_lock(&st->lock);
+  reload_service_file(st); /* a changed service file (reload.c) */
   cycle cy = {.started = cdtime()};
   inputs_refresh(st->inputs);
   cy.host = st->host != NULL ? st->host : hostname_g;
@@ -750,6 +719,7 @@ static int ms_init(void) {
     return -1;
   }
   st->file = conf_file; /* loaded with the configuration */
+  st->reload = conf_watch;
   memset(&conf_file, 0, sizeof conf_file);
   conf_loaded = false;
   st->n_services = st->file.n_services;
@@ -760,14 +730,8 @@ static int ms_init(void) {
     state_free(st);
     return -1;
   }
-  for (size_t i = 0; i < st->n_services; i++) {
-    service_state *ss = &st->services[i];
-    ss->spec = &st->file.services[i];
-    ms_tracker_init(&ss->tracker);
-    C_COMPLAIN_INIT(&ss->complaint);
-    C_COMPLAIN_INIT(&ss->partial);
-    C_COMPLAIN_INIT(&ss->calibration);
-  }
+  for (size_t i = 0; i < st->n_services; i++)
+    reload_service_init(&st->services[i], &st->file.services[i]);
   st->inputs = inputs_create(st->file.services, st->n_services);
   if (st->inputs == NULL) {
     ERROR(PLUGIN_NAME " plugin: out of memory for %zu services",

@@ -154,6 +154,9 @@ typedef struct {
   size_t n_services;
 } ms_service_file;
 
+/* The largest service file read, bytes (64 MiB). */
+#define MS_SERVICE_FILE_MAX_BYTES ((size_t)64 << 20)
+
 /*
  * ms_service_file_load: read and validate a service file.
  *   path    file to read
@@ -381,6 +384,26 @@ typedef struct {
 
 /* A fresh tracker: cold start, healthy (doc/design.md §1.4). */
 void ms_tracker_init(ms_tracker *t);
+
+/*
+ * ms_tracker_carry: take tracker t of a service specified by was over to
+ * its new specification now (a reload of the service file; the plugin's
+ * plugin/reload.c).  What the service did stays: its state and storm flag
+ * and the notifications' hysteresis (a storm announced is not announced
+ * again, its OKAY still comes after clear_after calm intervals).  The
+ * landscape, and the stall-tolerance and safe-retries caches built on it,
+ * stay when the model and retry policy (params) are the same, and are
+ * dropped otherwise: the next ms_tracker_step builds them from now.  The
+ * calibration (doc/design.md §1.8: estimators, learned values in use,
+ * misfit streaks) stays when what it learns from is the same: every
+ * input's source (kind, number, identifier or glob, missing, scale), the
+ * model kind, calibrate and calibration_time; otherwise it restarts
+ * empty and the file's parameters are used until it has learned again.
+ * Other settings (thresholds, clear_after, headroom_warning, safety
+ * margin) take effect at the next step.  No errors.
+ */
+void ms_tracker_carry(ms_tracker *t, const ms_service_spec *was,
+                      const ms_service_spec *now);
 
 /*
  * ms_tracker_step: one interval of one service.  Infers, rebuilds the

@@ -978,14 +978,14 @@ int ms_service_file_parse(const char *text, size_t len, const char *name,
 }
 
 /* Larger than any service file: 10,000 services take about 2 MB. */
-#define MAX_FILE_BYTES ((size_t)64 << 20)
 
 int ms_service_file_load(const char *path, ms_service_file *out, char *errbuf,
                          size_t errlen) {
   memset(out, 0, sizeof *out);
   char *buf;
   size_t len;
-  if (ms_yaml_read_file(path, MAX_FILE_BYTES, &buf, &len, errbuf, errlen) != 0)
+  if (ms_yaml_read_file(path, MS_SERVICE_FILE_MAX_BYTES, &buf, &len, errbuf,
+                        errlen) != 0)
     return -1;
   int r = ms_service_file_parse(buf, len, path, out, errbuf, errlen);
   free(buf);

@@ -200,6 +200,36 @@ static bool same_params(const ms_service_params *a,
          ms_retry_policy_same(&a->policy, &b->policy);
 }
 
+static bool same_source(const ms_source *a, const ms_source *b) {
+  if (a->kind != b->kind || a->missing != b->missing || a->scale != b->scale)
+    return false;
+  if (a->kind == MS_SOURCE_NUMBER)
+    return a->number == b->number;
+  return (a->pattern == NULL) == (b->pattern == NULL) &&
+         (a->pattern == NULL || strcmp(a->pattern, b->pattern) == 0);
+}
+
+/* Whether calibration learns from the same things under both specs. */
+static bool same_learning(const ms_service_spec *a, const ms_service_spec *b) {
+  if (a->params.model.kind != b->params.model.kind ||
+      a->calibrate != b->calibrate ||
+      ms_service_settings_of(a).calibration_time !=
+          ms_service_settings_of(b).calibration_time)
+    return false;
+  for (int i = 0; i < MS_INPUT_COUNT; i++)
+    if (!same_source(&a->inputs[i], &b->inputs[i]))
+      return false;
+  return true;
+}
+
+void ms_tracker_carry(ms_tracker *t, const ms_service_spec *was,
+                      const ms_service_spec *now) {
+  if (!same_params(&was->params, &now->params))
+    t->has_landscape = false; /* rebuilt, and its caches with it */
+  if (!same_learning(was, now))
+    memset(&t->calibration, 0, sizeof t->calibration);
+}
+
 static void note(ms_step *out, ms_note_severity sev, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

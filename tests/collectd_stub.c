@@ -72,8 +72,15 @@ char *sstrncpy(char *dest, const char *src, size_t n) {
   return dest;
 }
 
+/* collectd's sstrerror: the message of errnum, into buf. */
+char *sstrerror(int errnum, char *buf, size_t buflen) {
+  snprintf(buf, buflen, "%s", strerror(errnum));
+  return buf;
+}
+
 /* The daemon's global options: BaseDir only (the daemon's default), for a
  * relative ServiceFile. */
+
 const char *global_option_get(const char *option) {
   return strcasecmp(option, "BaseDir") == 0 ? "/var/lib/collectd" : NULL;
 }

@@ -25,7 +25,7 @@
  *                 c_complain / c_do_release rate-limit as collectd's
  *                 utils_complain does;
  *   utilities     cdtime (the real clock, or the test's: stub_clock_set),
- *                 sstrncpy, cf_util_get_string, cf_util_get_cdtime,
+ *                 sstrncpy, sstrerror, cf_util_get_string, cf_util_get_cdtime,
  *                 plugin_get_interval (10 s, collectd's default Interval,
  *                 then the read callback's), global_option_get (BaseDir
  *                 only), hostname_g.

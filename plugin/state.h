@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * collectd-metastable: the plugin's state, shared by the read callback
+ * (plugin/metastable.c) and the service file's reload (plugin/reload.c).
+ * Glue only (doc/design.md §3); collectd's headers come first.
+ */
+#ifndef MS_PLUGIN_STATE_H
+#define MS_PLUGIN_STATE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "inputs.h"
+#include "service.h"
+
+typedef struct {
+  const ms_service_spec *spec;
+  ms_tracker tracker;
+  c_complain_t complaint;
+  c_complain_t partial;     /* a glob summed without some of its matches */
+  c_complain_t calibration; /* a calibration input gave no sample */
+  bool in_trouble;          /* complained about, not yet declared usable */
+  bool just_back;           /* declared usable again this cycle */
+  unsigned ok_streak;       /* usable intervals in a row while in trouble */
+} service_state;
+
+/* What the reload (plugin/reload.c) remembers of the service file. */
+typedef struct {
+  bool started; /* the file loaded with the configuration is known */
+  dev_t dev;    /* stat(2) of the file last looked at */
+  ino_t ino;
+  off_t size;
+  struct timespec mtime;
+  uint64_t running;  /* hash of the contents in use */
+  bool has_rejected; /* a content was refused and logged */
+  uint64_t rejected; /* its hash (or its read error's) */
+  bool missing;      /* the file is gone; warned once */
+} reload_watch;
+
+typedef struct {
+  pthread_mutex_t lock;
+  char *path;
+  char *host; /* NULL: collectd's Hostname */
+  ms_service_file file;
+  service_state *services;
+  size_t n_services;
+  inputs_t *inputs;              /* globs matched, COUNTER values seen */
+  bool wanted[MS_OUT_COUNT];     /* outputs to dispatch */
+  cdtime_t interval;             /* between read cycles */
+  unsigned long cycles;          /* read cycles run */
+  c_complain_t slow_cycle;       /* a cycle took more than half the interval */
+  c_complain_t many_bad;         /* many services without usable inputs */
+  c_complain_t many_calibration; /* many calibration inputs unusable */
+  bool summary_mode;             /* many_bad's summary in use */
+  unsigned few_streak;           /* cycles with few bad, in summary mode */
+  double budget_share;           /* CycleBudget */
+  size_t next;                   /* first service of the next cycle */
+  c_complain_t deferred;         /* services carried to the next cycle */
+  uint64_t log_window;           /* the minute the counts below are of */
+  unsigned log_lines;            /* lines logged in it */
+  size_t log_suppressed;         /* lines left out in it */
+  reload_watch reload;           /* the service file, watched for changes */
+} plugin_state;
+
+#endif

@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reload of a changed service file (plugin/reload.c through the
+ * plugin's read callback, against the collectd stand-in of
+ * tests/collectd_stub.c; and ms_tracker_carry of service/tracker.c on its
+ * own): a valid change is applied (a new service reports, a removed one
+ * stops), a broken one is refused with its located error logged once per
+ * content while the old services go on, a service kept across a reload
+ * keeps its tracker (a storm announced is not announced again), a deleted
+ * file is warned about once and loaded again when it is back, and an
+ * unchanged file (even touched) is not reloaded.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "collectd.h"
+
+#include "plugin.h"
+#include "utils/common/common.h"
+
+#include "check_run.h"
+#include "collectd_stub.h"
+#include "service.h"
+
+void module_register(void);
+
+static char path[] = "/tmp/ms-check-reload-XXXXXX";
+
+/* The services seen in the last read cycle: their `reporting` and `storm`
+ * values (NAN: not dispatched). */
+#define MAX_SEEN 8
+static struct {
+  char name[64];
+  double reporting, storm;
+} seen[MAX_SEEN];
+static size_t n_seen;
+
+static void on_value(const value_list_t *vl) {
+  size_t i;
+  for (i = 0; i < n_seen; i++)
+    if (strcmp(seen[i].name, vl->plugin_instance) == 0)
+      break;
+  if (i == n_seen) {
+    ck_assert_uint_lt(n_seen, MAX_SEEN);
+    sstrncpy(seen[i].name, vl->plugin_instance, sizeof seen[i].name);
+    seen[i].reporting = seen[i].storm = NAN;
+    n_seen++;
+  }
+  if (strcmp(vl->type, "reporting") == 0)
+    seen[i].reporting = vl->values[0].gauge;
+  else if (strcmp(vl->type, "storm") == 0)
+    seen[i].storm = vl->values[0].gauge;
+}
+
+/* One read cycle with the counters reset before it. */
+static void cycle(stub_counters *c) {
+  n_seen = 0;
+  stub_counters_reset();
+  ck_assert_int_eq(stub_call_read(), 0);
+  stub_counters_get(c);
+}
+
+/* The `reporting` value of service name in the last cycle; -1: none. */
+static double reporting(const char *name) {
+  for (size_t i = 0; i < n_seen; i++)
+    if (strcmp(seen[i].name, name) == 0)
+      return seen[i].reporting;
+  return -1;
+}
+
+static double storm(const char *name) {
+  for (size_t i = 0; i < n_seen; i++)
+    if (strcmp(seen[i].name, name) == 0)
+      return seen[i].storm;
+  return -1;
+}
+
+/* Write text as the service file: to a new file renamed over it, as an
+ * editor or a configuration manager does (a new inode). */
+static void put(const char *text) {
+  char tmp[sizeof path + 8];
+  memcpy(tmp, path, sizeof path - 1);
+  memcpy(tmp + sizeof path - 1, ".new", 5);
+  FILE *f = fopen(tmp, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  ck_assert_int_eq(fclose(f), 0);
+  ck_assert_int_eq(rename(tmp, path), 0);
+}
+
+/* A service with capacity 100 req/s and one retry, fed from
+ * h/statsd/derive-<name>. */
+#define SERVICE(name)                                                          \
+  "  - name: " name "\n    model: capacity\n    capacity: 100\n"               \
+  "    retries: 1\n    inputs:\n"                                              \
+  "      offered_rate: \"h/statsd/derive-" name "\"\n"
+
+static const char file_ab[] = "services:\n" SERVICE("a") SERVICE("b");
+static const char file_ac[] = "services:\n" SERVICE("a") SERVICE("c");
+/* line 5: capacity -5 */
+static const char broken1[] =
+    "services:\n  - name: a\n    model: capacity\n    retries: 1\n"
+    "    capacity: -5\n";
+/* line 3: an unknown model */
+static const char broken2[] = "services:\n  - name: a\n    model: magic\n";
+
+static void start_quiet(const char *text, double rate_a) {
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  put(text);
+  stub_cache_set("h/statsd/derive-a", rate_a);
+  stub_cache_set("h/statsd/derive-a2", rate_a);
+  stub_cache_set("h/statsd/derive-b", 20.0);
+  stub_cache_set("h/statsd/derive-c", 30.0);
+  stub_cache_commit();
+  stub_on_value = on_value;
+  module_register();
+  ck_assert_msg(stub_call_config(path) == 0 && stub_call_init() == 0, "%s",
+                stub_last_warning());
+}
+
+/* Configured with text, and one read cycle run. */
+static void start(const char *text, double rate_a) {
+  start_quiet(text, rate_a);
+  stub_counters c;
+  cycle(&c);
+  ck_assert_uint_eq(c.log_error + c.log_warning, 0);
+  ck_assert_ptr_null(strstr(stub_last_message(), "reloaded"));
+}
+
+static void stop(void) {
+  stub_free_read_user_data();
+  stub_call_shutdown();
+  stub_cache_clear();
+  stub_on_value = NULL;
+  unlink(path);
+}
+
+static void assert_reloaded(const char *counts) {
+  char want[256];
+  int n =
+      snprintf(want, sizeof want,
+               "metastable plugin: service file %s reloaded: %s", path, counts);
+  ck_assert_int_lt(n, (int)sizeof want);
+  ck_assert_msg(strncmp(stub_last_message(), want, strlen(want)) == 0,
+                "%s\nwant %s", stub_last_message(), want);
+}
+
+START_TEST(test_valid_change_applied) {
+  start(file_ab, 10.0);
+  stub_counters c;
+  ck_assert_double_eq(reporting("a"), 1);
+  ck_assert_double_eq(reporting("b"), 1);
+  ck_assert_double_eq(reporting("c"), -1);
+  put(file_ac);
+  cycle(&c);
+  assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
+  ck_assert_uint_eq(c.log_info, 1);
+  ck_assert_uint_eq(c.log_error + c.log_warning, 0);
+  ck_assert_double_eq(reporting("a"), 1);
+  ck_assert_double_eq(reporting("b"), -1); /* removed: stops */
+  ck_assert_double_eq(reporting("c"), 1);  /* added: reports at once */
+  ck_assert_uint_eq(n_seen, 2);
+  cycle(&c); /* and no reload again */
+  ck_assert_uint_eq(c.log_info, 0);
+  ck_assert_double_eq(reporting("c"), 1);
+  stop();
+}
+END_TEST
+
+START_TEST(test_broken_change_refused) {
+  start(file_ab, 10.0);
+  stub_counters c;
+  put(broken1);
+  cycle(&c);
+  ck_assert_uint_eq(c.log_error, 1);
+  char want[256];
+  int n = snprintf(want, sizeof want,
+                   "metastable plugin: %s:5:15: '-5' is negative", path);
+  ck_assert_int_lt(n, (int)sizeof want);
+  ck_assert_msg(strncmp(stub_last_warning(), want, strlen(want)) == 0, "%s",
+                stub_last_warning());
+  ck_assert_ptr_nonnull(strstr(stub_last_warning(),
+                               "the service file is not reloaded: the 2 "
+                               "services in use keep running"));
+  ck_assert_double_eq(reporting("a"), 1); /* the old services go on */
+  ck_assert_double_eq(reporting("b"), 1);
+  cycle(&c); /* not again */
+  ck_assert_uint_eq(c.log_error, 0);
+  ck_assert_double_eq(reporting("b"), 1);
+  put(broken1); /* the same content in a new file: not again */
+  cycle(&c);
+  ck_assert_uint_eq(c.log_error, 0);
+  put(broken2); /* another broken content: said */
+  cycle(&c);
+  ck_assert_uint_eq(c.log_error, 1);
+  n = snprintf(want, sizeof want, "metastable plugin: %s:3:12: ", path);
+  ck_assert_int_lt(n, (int)sizeof want);
+  ck_assert_msg(strncmp(stub_last_warning(), want, strlen(want)) == 0, "%s",
+                stub_last_warning());
+  ck_assert_double_eq(reporting("a"), 1);
+  ck_assert_double_eq(reporting("b"), 1);
+  put(file_ab); /* put back as it was: nothing to reload */
+  cycle(&c);
+  ck_assert_uint_eq(c.log_error + c.log_info, 0);
+  put(broken2); /* broken again after a good one: said again */
+  cycle(&c);
+  ck_assert_uint_eq(c.log_error, 1);
+  put(file_ac); /* fixed: loaded */
+  cycle(&c);
+  ck_assert_uint_eq(c.log_error, 0);
+  assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
+  ck_assert_double_eq(reporting("c"), 1);
+  stop();
+}
+END_TEST
+
+/* a at 500 req/s, five times its capacity: a storm, announced once.  Kept
+ * across a reload it is not announced again; the same service under a new
+ * name (a fresh tracker) is. */
+START_TEST(test_kept_service_keeps_its_state) {
+  start(file_ab, 500.0);
+  stub_counters c;
+  ck_assert_double_eq(storm("a"), 1);
+  ck_assert_double_eq(storm("b"), 0);
+  cycle(&c);
+  ck_assert_uint_eq(c.notifications_failure, 0); /* announced in start() */
+  put(file_ac);
+  cycle(&c);
+  assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
+  ck_assert_double_eq(storm("a"), 1);
+  ck_assert_double_eq(storm("c"), 0);
+  ck_assert_uint_eq(c.notifications_failure, 0); /* not paged again */
+  put("services:\n" SERVICE("a2") SERVICE("c"));
+  cycle(&c);
+  assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
+  ck_assert_double_eq(storm("a2"), 1);
+  ck_assert_uint_eq(c.notifications_failure, 1); /* a new tracker pages */
+  /* a kept service whose inputs are missing keeps its complaint's
+   * back-off: logged once, not again after a reload */
+  stub_cache_remove("h/statsd/derive-c");
+  cycle(&c);
+  ck_assert_uint_eq(c.log_warning, 1);
+  put("services:\n" SERVICE("c") SERVICE("a2"));
+  cycle(&c);
+  ck_assert_uint_eq(c.log_warning, 0);
+  assert_reloaded("2 services (0 added, 0 removed, 2 kept with their state)");
+  stop();
+}
+END_TEST
+
+START_TEST(test_deleted_file_warned_once) {
+  start(file_ab, 10.0);
+  stub_counters c;
+  ck_assert_int_eq(unlink(path), 0);
+  cycle(&c);
+  ck_assert_uint_eq(c.log_warning, 1);
+  char want[256];
+  int n = snprintf(want, sizeof want,
+                   "metastable plugin: service file %s was deleted (", path);
+  ck_assert_int_lt(n, (int)sizeof want);
+  ck_assert_msg(strncmp(stub_last_warning(), want, strlen(want)) == 0, "%s",
+                stub_last_warning());
+  ck_assert_double_eq(reporting("a"), 1);
+  ck_assert_double_eq(reporting("b"), 1);
+  cycle(&c);
+  ck_assert_uint_eq(c.log_warning, 0);
+  ck_assert_double_eq(reporting("b"), 1);
+  put(file_ab); /* back, even as it was: loaded as a change */
+  cycle(&c);
+  assert_reloaded("2 services (0 added, 0 removed, 2 kept with their state)");
+  ck_assert_int_eq(unlink(path), 0);
+  cycle(&c);
+  ck_assert_uint_eq(c.log_warning, 1); /* gone again: said again */
+  put(file_ac);
+  cycle(&c);
+  assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
+  ck_assert_double_eq(reporting("c"), 1);
+  ck_assert_double_eq(reporting("b"), -1);
+  stop();
+}
+END_TEST
+
+/* A file changed after the configuration loaded it and before the first
+ * read cycle: that cycle loads it. */
+START_TEST(test_changed_before_first_cycle) {
+  start_quiet(file_ab, 10.0);
+  put(file_ac);
+  stub_counters c;
+  cycle(&c);
+  ck_assert_uint_eq(c.log_info, 2); /* the reload; the first cycle's time */
+  ck_assert_double_eq(reporting("c"), 1);
+  ck_assert_double_eq(reporting("b"), -1);
+  stop();
+}
+END_TEST
+
+/* A directory where the file was: not read (nothing blocks), refused
+ * once, and the file loaded when it is back. */
+START_TEST(test_unreadable_refused_once) {
+  start(file_ab, 10.0);
+  stub_counters c;
+  ck_assert_int_eq(unlink(path), 0);
+  ck_assert_int_eq(mkdir(path, 0700), 0);
+  cycle(&c);
+  ck_assert_uint_eq(c.log_error, 1);
+  char want[256];
+  int n = snprintf(want, sizeof want, "metastable plugin: %s: ", path);
+  ck_assert_int_lt(n, (int)sizeof want);
+  ck_assert_msg(strncmp(stub_last_warning(), want, strlen(want)) == 0, "%s",
+                stub_last_warning());
+  ck_assert_ptr_nonnull(strstr(stub_last_warning(), "not reloaded"));
+  ck_assert_double_eq(reporting("b"), 1);
+  struct timespec t[2] = {{.tv_sec = 1000000000}, {.tv_sec = 1000000000}};
+  ck_assert_int_eq(utimensat(AT_FDCWD, path, t, 0), 0); /* a new mtime */
+  cycle(&c);
+  ck_assert_uint_eq(c.log_error, 0); /* the same error: not again */
+  ck_assert_int_eq(rmdir(path), 0);
+  put(file_ac);
+  cycle(&c);
+  assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
+  ck_assert_double_eq(reporting("c"), 1);
+  stop();
+}
+END_TEST
+
+START_TEST(test_unchanged_not_reloaded) {
+  start(file_ab, 10.0);
+  stub_counters c;
+  for (int i = 0; i < 3; i++) {
+    cycle(&c);
+    ck_assert_uint_eq(c.log_info + c.log_warning + c.log_error, 0);
+  }
+  /* touched: a new mtime, the same content */
+  struct timespec t[2] = {{.tv_sec = 1000000000}, {.tv_sec = 1000000000}};
+  ck_assert_int_eq(utimensat(AT_FDCWD, path, t, 0), 0);
+  cycle(&c);
+  ck_assert_uint_eq(c.log_info + c.log_warning + c.log_error, 0);
+  /* rewritten in place, same size, one byte changed: reloaded */
+  FILE *f = fopen(path, "r+");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(fseek(f, (long)strlen("services:\n  - name: "), SEEK_SET),
+                   0);
+  fputc('d', f); /* a -> d */
+  ck_assert_int_eq(fclose(f), 0);
+  cycle(&c);
+  assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
+  stop();
+}
+END_TEST
+
+/* A COUNTER that goes down in the very cycle of a reload is still a
+ * reset (no rate), not collectd's wrap-around rate of about 1.8e19/s. */
+START_TEST(test_counter_reset_across_reload) {
+  static const char with_k[] = "services:\n" SERVICE(
+      "a") "  - name: k\n    model: capacity\n"
+           "    capacity: 100\n    retries: 1\n    inputs:\n"
+           "      offered_rate: \"h/p/counter-k\"\n";
+  stub_cache_set_counter("h/p/counter-k", 10.0, 1000);
+  start(with_k, 10.0);
+  stub_counters c;
+  ck_assert_double_eq(reporting("k"), 1);
+  FILE *f = fopen(path, "a"); /* a new content, the same services */
+  ck_assert_ptr_nonnull(f);
+  fputs("# changed\n", f);
+  ck_assert_int_eq(fclose(f), 0);
+  stub_cache_set_counter("h/p/counter-k", 18446744073709551000.0, 5);
+  cycle(&c);
+  ck_assert_uint_eq(c.log_info, 1); /* reloaded (the INFO line) */
+  ck_assert_uint_eq(c.log_warning, 1);
+  ck_assert_ptr_nonnull(strstr(stub_last_warning(), "went down"));
+  ck_assert_double_eq(reporting("k"), 0); /* a reset: no rate */
+  ck_assert_double_eq(reporting("a"), 1);
+  stub_cache_set_counter("h/p/counter-k", 10.0, 105);
+  cycle(&c);
+  ck_assert_double_eq(reporting("k"), 1);
+  stop();
+}
+END_TEST
+
+/* ms_tracker_carry on its own, by field. */
+static void spec_of(const char *text, ms_service_file *f) {
+  char err[512];
+  ck_assert_msg(
+      ms_service_file_parse(text, strlen(text), "t", f, err, sizeof err) == 0,
+      "%s", err);
+}
+
+START_TEST(test_tracker_carry) {
+  ms_service_file same, faster, moved;
+  spec_of(file_ab, &same);
+  spec_of("services:\n  - name: a\n    model: capacity\n    capacity: 200\n"
+          "    retries: 1\n    inputs:\n"
+          "      offered_rate: \"h/statsd/derive-a\"\n",
+          &faster);
+  spec_of("services:\n  - name: a\n    model: capacity\n    capacity: 100\n"
+          "    retries: 1\n    inputs:\n"
+          "      offered_rate: \"h/statsd/derive-other\"\n",
+          &moved);
+  const ms_service_spec *a = &same.services[0];
+  ms_tracker t;
+  ms_tracker_init(&t);
+  ms_inputs in = {.interval = 10};
+  in.has[MS_INPUT_OFFERED] = true;
+  in.value[MS_INPUT_OFFERED] = 500;
+  ms_step step;
+  ms_tracker_step(&t, a, &in, &step);
+  ck_assert(step.ok && step.report.storm);
+  ck_assert(t.has_landscape && t.storm && t.storm_announced);
+  ck_assert_uint_eq(t.calibration.intervals, 0); /* nothing to learn */
+  t.calibration.intervals = 7;                   /* stands for learning */
+  ms_tracker keep = t;
+  ms_tracker_carry(&t, a, &same.services[0]);
+  ck_assert_mem_eq(&t, &keep, sizeof t); /* the same spec: all of it */
+  ms_tracker_carry(&t, a, &faster.services[0]);
+  ck_assert(!t.has_landscape); /* a new model: rebuilt */
+  ck_assert(t.storm && t.storm_announced && t.state == keep.state);
+  ck_assert_uint_eq(t.calibration.intervals, 7);
+  ms_tracker_step(&t, &faster.services[0], &in, &step);
+  ck_assert(t.has_landscape);
+  ck_assert_uint_eq(t.landscape_builds, 2);
+  ck_assert_double_eq(t.landscape.params.model.capacity, 200);
+  ck_assert_int_eq(step.n_notes, 0); /* the storm goes on, unannounced */
+  t = keep;
+  ms_tracker_carry(&t, a, &moved.services[0]);
+  ck_assert(t.has_landscape);                    /* the same model */
+  ck_assert_uint_eq(t.calibration.intervals, 0); /* another input: anew */
+  ck_assert(t.storm && t.storm_announced);
+  ms_service_file_free(&same);
+  ms_service_file_free(&faster);
+  ms_service_file_free(&moved);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("plugin_reload");
+  TCase *tc = tcase_create("reload");
+  tcase_add_test(tc, test_valid_change_applied);
+  tcase_add_test(tc, test_broken_change_refused);
+  tcase_add_test(tc, test_kept_service_keeps_its_state);
+  tcase_add_test(tc, test_deleted_file_warned_once);
+  tcase_add_test(tc, test_unchanged_not_reloaded);
+  tcase_add_test(tc, test_unreadable_refused_once);
+  tcase_add_test(tc, test_changed_before_first_cycle);
+  tcase_add_test(tc, test_counter_reset_across_reload);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("tracker");
+  tcase_add_test(tc, test_tracker_carry);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  return ms_check_run(sr);
+}
