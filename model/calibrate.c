@@ -28,24 +28,29 @@ int ms_estimator_add(ms_estimator *e, double x, double w, double dt,
   double a = isinf(e->time_constant) ? 1.0 : exp(-dt / e->time_constant);
   if (a < 1e-12)
     a = 1e-12;
-  e->weight *= a;
-  e->scatter *= a;
-  e->count *= a;
-  e->count_sq *= a * a;
-  e->weight_sq *= a * a;
   /* West (1979): the mean moves by the sample's share of the weight; the
-   * scatter grows by w (x - m_old)(x - m_new) */
-  double total = e->weight + w;
+   * scatter grows by w (x - m_old)(x - m_new).  The new sums are taken in
+   * locals first: a sample whose arithmetic overflows (x - m of two samples
+   * near +-1e308, w (x - m)^2 past DBL_MAX, weights summing past it) is
+   * refused and the estimator left as it was, instead of an inf scatter
+   * whose later inf x 0 made the mean and error NaN. */
+  double weight = e->weight * a, total = weight + w;
   double delta = x - e->mean;
   double mean = e->mean + delta * (w / total);
-  e->scatter += w * delta * (x - mean);
-  if (e->scatter < 0)
-    e->scatter = 0;
+  double scatter = e->scatter * a + w * delta * (x - mean);
+  double weight_sq = e->weight_sq * a * a + w;
+  if (!(isfinite(total) && isfinite(delta) && isfinite(mean) &&
+        isfinite(scatter) && isfinite(weight_sq)))
+    return ms_fail(err, MS_EINVAL,
+                   "estimator sample %g with weight %g overflows its sums "
+                   "(mean %g)",
+                   x, w, e->mean);
+  e->scatter = scatter < 0 ? 0 : scatter;
   e->mean = mean;
   e->weight = total;
-  e->count += 1;
-  e->count_sq += 1;
-  e->weight_sq += w;
+  e->count = e->count * a + 1;
+  e->count_sq = e->count_sq * a * a + 1;
+  e->weight_sq = weight_sq;
   e->samples++;
   return MS_OK;
 }

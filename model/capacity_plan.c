@@ -167,7 +167,14 @@ int ms_inflight_capacity(const ms_failure_model *m, double *rate,
   if (!(m->timeout > 0.0))
     return ms_fail(err, MS_EINVAL,
                    "the in-flight capacity needs a timeout > 0 s");
-  *rate = (double)m->servers / m->timeout;
+  /* c / T overflows for a timeout below c / DBL_MAX (a subnormal T, which
+   * the model accepts: T >= 0): the rate would be +inf, so refuse it */
+  double rate_v = (double)m->servers / m->timeout;
+  if (!isfinite(rate_v))
+    return ms_fail(err, MS_EINVAL,
+                   "the in-flight capacity %ld / %g s overflows a double",
+                   m->servers, m->timeout);
+  *rate = rate_v;
   return MS_OK;
 }
 

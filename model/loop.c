@@ -337,6 +337,10 @@ double ms_saturation_load(const ms_failure_model *m) {
 }
 
 double ms_effective_timeout(const ms_failure_model *m) {
+  /* the capacity model has no timeout and its check does not look at the
+   * field: returning it let an unchecked inf or NaN out of a valid model */
+  if (m->kind != MS_MODEL_ERLANG)
+    return 0.0;
   if (!m->has_service_time_cv)
     return m->timeout;
   /* 2 T / (1 + 1) is T exactly: cv = 1 is the M/M/c model bit for bit */

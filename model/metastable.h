@@ -614,8 +614,7 @@ int ms_service_params_check(const ms_service_params *s, ms_error *err);
  * factor as Kingman's heavy-traffic limit, J. F. C. Kingman, Proc.
  * Cambridge Philos. Soc. 57, 1961), with the wait kept exponential.  Its
  * error against simulation: doc/design.md §1.1.
- *   m  a valid erlang model (the capacity model has no timeout: its T is
- *      returned, unused)
+ *   m  a valid erlang model (the capacity model has no timeout: 0)
  * Returns seconds, finite, >= 0, at most 2 T.
  */
 double ms_effective_timeout(const ms_failure_model *m);
@@ -826,7 +825,8 @@ int ms_failure_onset_load(const ms_service_params *s, double target,
  * (doc/design.md §1.10).
  *   m     a valid erlang model with T > 0
  *   rate  out: requests/s, finite, > 0
- * Errors: MS_EINVAL for the capacity model (no pool, no timeout) or T = 0.
+ * Errors: MS_EINVAL for the capacity model (no pool, no timeout), T = 0,
+ * or a T so small (below c / DBL_MAX) that c / T overflows.
  */
 int ms_inflight_capacity(const ms_failure_model *m, double *rate,
                          ms_error *err);
@@ -1303,7 +1303,9 @@ void ms_estimator_init(ms_estimator *e, double time_constant);
  *   x   finite
  *   w   finite, > 0 (events behind the sample)
  *   dt  seconds since the previous sample, finite, >= 0
- * Errors: MS_EINVAL (the estimator is then unchanged).
+ * Errors: MS_EINVAL, also for a sample whose sums overflow a double (x
+ * and the mean of opposite signs near 1e308, w (x - m)^2 beyond DBL_MAX);
+ * the estimator is then unchanged.
  */
 int ms_estimator_add(ms_estimator *e, double x, double w, double dt,
                      ms_error *err);

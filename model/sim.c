@@ -620,6 +620,16 @@ int ms_sim_config_check(const ms_sim_config *c, ms_error *err) {
       !(c->settle_tolerance < 1.0))
     return ms_fail(err, MS_EINVAL, "settle tolerance = %g is outside (0, 1)",
                    c->settle_tolerance);
+  /* The windows are bounded as the fluid engine's bins are: a subnormal
+   * sample interval (accepted as a span > 0) gave the discrete-event
+   * engine 60 s / 5e-324 windows, a run that never ended. */
+  double windows = c->scenario.duration / c->sample_interval;
+  if (!(windows <= (double)MS_SIM_MAX_BINS))
+    return ms_fail(err, MS_ELIMIT,
+                   "%g s in sample windows of %g s is %g windows, more than "
+                   "%ld",
+                   c->scenario.duration, c->sample_interval, windows,
+                   MS_SIM_MAX_BINS);
   return MS_OK;
 }
 

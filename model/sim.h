@@ -357,6 +357,8 @@ typedef struct {
   double settle_tolerance;
 } ms_sim_config;
 
+/* The most bins of a fluid run, and the most sample windows of any run
+ * (ms_sim_config_check: MS_ELIMIT). */
 #define MS_SIM_MAX_BINS 100000000L
 
 /* Failure ratio of a window at or below which goodput has returned: most
@@ -373,7 +375,8 @@ void ms_sim_config_init(ms_sim_config *c, const ms_service_params *service);
 /*
  * ms_sim_config_check: validate everything the engines need (service,
  * tiers == 1, backoff, scenario, windows).  MS_OK or MS_EINVAL naming the
- * field.  Both engines call it first.
+ * field; MS_ELIMIT for more than MS_SIM_MAX_BINS sample windows.  Both
+ * engines call it first.
  */
 int ms_sim_config_check(const ms_sim_config *c, ms_error *err);
 
