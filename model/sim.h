@@ -642,8 +642,9 @@ int ms_sim_des(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
  * the bins themselves are not kept.  A run outside a sink's keeping: the
  * windows a caller keeps are its own (sizeof (ms_sim_sample) each).
  *
- * c must pass ms_sim_config_check.  Returns MS_OK with *bytes, or
- * MS_EINVAL (another engine, a dt that does not divide the windows).
+ * c must pass ms_sim_config_check.  Returns MS_OK with *bytes (finite: DBL_MAX
+ * where the count overflows), or MS_EINVAL (another engine, a dt that does not
+ * divide the windows).
  */
 int ms_sim_memory_estimate(ms_sim_engine engine, const ms_sim_config *c,
                            double *bytes, ms_error *err);

@@ -792,6 +792,12 @@ static void sim_calls(const ms_sim_config *c, const char *in) {
     }
   ms_sim_summary u;
   for (int e = 0; e < 2; e++) {
+    if (ok == MS_OK) {
+      double bytes = NAN;
+      int mrc = ms_sim_memory_estimate((ms_sim_engine)e, c, &bytes, NULL);
+      verdict("ms_sim_memory_estimate", mrc, OUTS(bytes), "%s, engine %d", in,
+              e);
+    }
     int rc =
         ms_sim_run((ms_sim_engine)e, c, sink_verdict, (void *)in, &u, NULL);
     summary_verdict(e ? "ms_sim_des" : "ms_sim_fluid", rc, &u, in);
@@ -1019,6 +1025,7 @@ static const row functions[] = {
     DRIVEN(ms_sim_fluid, "sim (through ms_sim_run)"),
     DRIVEN(ms_sim_des, "sim (through ms_sim_run)"),
     DRIVEN(ms_sim_run, "sim"),
+    DRIVEN(ms_sim_memory_estimate, "sim"),
     DRIVEN(ms_sim_latch_threshold, "sim_searches"),
     NO_DOUBLE(ms_tolerance_kind_name, "an enum"),
     DRIVEN(ms_trigger_tolerance, "sim_searches"),
