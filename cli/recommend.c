@@ -30,7 +30,8 @@ static const char help[] =
     "\n"
     "  --load PEAK         peak offered load, req/s, >= 0\n"
     "  --margin M          share above the peak to stay stable at, [0, 10]\n"
-    "                      (default 0.2, 20 %)\n"
+    "                      (default: the --spec service's safety_margin,\n"
+    "                      else 0.2, 20 %)\n"
     "  --format text|json  text (default) or one JSON object\n"
     "\n";
 
@@ -198,8 +199,7 @@ static int search(const ms_service_params *s, const recommend_args *a,
 }
 
 static int run(ms_cli_model *m, int argc, char **argv) {
-  recommend_args a = {
-      .load = NAN, .margin = MS_PLAN_DEFAULT_MARGIN, .format = MS_FORMAT_TEXT};
+  recommend_args a = {.load = NAN, .margin = NAN, .format = MS_FORMAT_TEXT};
   int r = ms_cli_parse(argc, argv, options, m, take_option, &a, &a.help, NULL);
   if (r != 0)
     return r;
@@ -210,6 +210,11 @@ static int run(ms_cli_model *m, int argc, char **argv) {
                         "(requests/s)");
   if ((r = ms_cli_model_resolve(m, true)) != 0)
     return r;
+  /* the margin: --margin, else the --spec service's safety_margin (the
+   * plugin's safe_retries uses it), else the default */
+  if (isnan(a.margin))
+    a.margin = m->spec != NULL ? ms_service_settings_of(m->spec).safety_margin
+                               : MS_PLAN_DEFAULT_MARGIN;
   const ms_service_params *s = &m->params;
   bool erlang = s->model.kind == MS_MODEL_ERLANG;
   bool one_tier = s->policy.tiers == 1;

@@ -56,6 +56,30 @@ class Recommend(CliTest):
         self.fails(2, "give the peak offered load with --load PEAK",
                    "recommend", *EX)
 
+    def test_spec_safety_margin(self):
+        # with --spec, the service file's safety_margin is the default
+        # margin (the plugin's safe_retries uses it); --margin overrides it
+        import os
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            f = os.path.join(d, "sm.yaml")
+            with open(f, "w") as y:
+                y.write("services:\n  - name: api\n    model: erlang\n"
+                        "    servers: 50\n    service_time: 200ms\n"
+                        "    timeout: 2s\n    retries: 3\n"
+                        "    safety_margin: 0.5\n    inputs:\n"
+                        "      offered_rate: h/statsd/derive-req\n")
+            spec = ("--spec", f, "--service", "api", "--load", "50",
+                    "--format", "json")
+            j = self.ok("recommend", *spec).json()
+            self.assertEqual(j["margin"], 0.5)
+            self.assertEqual(j["safe_load"], 75)
+            # c mu / (r + 1) > 75: r + 1 < 3.33, so r = 2 (3 with 0.2)
+            self.assertEqual(j["max_safe_retries"], 2)
+            j = self.ok("recommend", *spec, "--margin", "0.2").json()
+            self.assertEqual(j["margin"], 0.2)
+            self.assertEqual(j["max_safe_retries"], 3)
+
     def test_capacity(self):
         # 2 tiers of 2 retries fold at C (doc/design.md §1.3).  p depends on
         # x / C alone, so lambda(x) scales with C and so does the recovery
