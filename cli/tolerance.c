@@ -166,9 +166,10 @@ static void write_text(const ms_cli_model *m, double load,
     printf("; bisection to %.3g s", t->resolution);
   printf("\n");
   if (t->kind == MS_TOLERANCE_BOUNDED)
-    printf("model:     the fluid model, deterministic: the mean run; near "
-           "the bound real runs latch by chance (metastable simulate "
-           "--engine des --seeds N --%s ... gives the probability)\n",
+    printf("model:     the fluid model, deterministic, which errs on the "
+           "side of latching: real runs latch by chance, mostly beyond the "
+           "bound (metastable simulate --engine des --seeds N --%s ... "
+           "gives the probability)\n",
            what);
 }
 
