@@ -80,11 +80,19 @@ double ms_failure_residual(double observed, double predicted, double attempts) {
         attempts > 0 && isfinite(attempts)))
     return 0.0;
   /* with half a count added to failures and successes (Anscombe), the
-   * deviance 2 n KL(q~ || p~) as the two terms of Loader's bd0, whose
-   * (M - x) parts cancel exactly: no cancellation where q~ is near p~ */
+   * deviance 2 (n + 1) KL(q~ || p~) as the two terms of Loader's bd0,
+   * whose (M - x) parts cancel exactly: no cancellation where q~ is near
+   * p~.  bd0 is homogeneous (bd0(s x, s M) = s bd0(x, M)), so it takes
+   * the shares and r = sqrt(2) sqrt(n + 1) sqrt(KL): finite however many
+   * attempts (2 (n + 1) KL overflowed past 1e296 attempts), and the
+   * successes are counted as (1 - q) n + 1/2, not n + 1 - k, which
+   * cancels to 0 once n passes 2^53. */
   double n1 = attempts + 1;
-  double k = observed * attempts + 0.5, m = predicted * attempts + 0.5;
-  double D = 2 * (ms_bd0(k, m) + ms_bd0(n1 - k, n1 - m));
-  double r = sqrt(D > 0 ? D : 0);
-  return k < m ? -r : r;
+  double qk = (observed * attempts + 0.5) / n1;
+  double pm = (predicted * attempts + 0.5) / n1;
+  double qs = ((1 - observed) * attempts + 0.5) / n1;
+  double ps = ((1 - predicted) * attempts + 0.5) / n1;
+  double kl = ms_bd0(qk, pm) + ms_bd0(qs, ps);
+  double r = sqrt(2.0) * sqrt(n1) * sqrt(kl > 0 ? kl : 0);
+  return qk < pm ? -r : r;
 }

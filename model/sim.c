@@ -496,6 +496,8 @@ static int cmp_double(const void *a, const void *b) {
 /* Integral of max(0, f) over [u, w] where f is linear with f(m) = fm. */
 static double positive_part_integral(double u, double w, double m, double fm,
                                      double slope) {
+  if (!isfinite(slope)) /* a rise of a subnormal length: no width to it */
+    return fmax(fm, 0.0) * (w - u);
   double fu = fm + slope * (u - m), fw = fm + slope * (w - m);
   if (fu >= 0.0 && fw >= 0.0)
     return 0.5 * (fu + fw) * (w - u);
@@ -508,6 +510,11 @@ static double positive_part_integral(double u, double w, double m, double fm,
 
 double ms_scenario_mean_offered_load(const ms_scenario *sc, double t0,
                                      double t1) {
+  /* beyond +-1e300 s lambda is the base load, whatever the triggers: the
+   * clamp keeps the span finite (an infinite time or a span past
+   * DBL_MAX gave inf or NaN) */
+  t0 = fmin(fmax(t0, -1e300), 1e300);
+  t1 = fmin(fmax(t1, -1e300), 1e300);
   if (!(t1 > t0))
     return ms_scenario_offered_load(sc, t0);
   double bp[4 * MS_SIM_MAX_TRIGGERS + 2];

@@ -295,7 +295,9 @@ double ms_scenario_offered_load(const ms_scenario *sc, double t);
 /*
  * ms_scenario_mean_offered_load: the mean of lambda over [t0, t1], req/s,
  * exact (lambda is piecewise linear), for a valid scenario and t0 < t1;
- * lambda(t0) when t0 == t1.  No checks.
+ * lambda(t0) when t0 == t1.  Times are taken within +-1e300 s (beyond,
+ * lambda is the base load), so the result is finite for any t0, t1,
+ * infinite or NaN included.  No other checks.
  */
 double ms_scenario_mean_offered_load(const ms_scenario *sc, double t0,
                                      double t1);

@@ -246,15 +246,11 @@ static void drive_param_check(void) {
 
 static void drive_probabilities(void) {
   edges pr = EDGES(0.0, 0.5, 1.0, 1e-300);
-  edges n = EDGES(0.0, 1.0, 1000.0, 1e300);
+  edges n = EDGES(0.0, 1.0, 1000.0, 0x1p53, 1e300);
   edges r = EDGES(0.0, 10.0, 1e12, MS_MAX_RATE);
   for (int i = 0; i < pr.n; i++)
     for (int j = 0; j < pr.n; j++)
       for (int k = 0; k < n.n; k++) {
-        /* attempts past 1e296 give -inf (p = 1, 2 (n + 1) KL overflows):
-         * found here, not fixed yet (issue 16) */
-        if (n.v[k] > 1e296 && isfinite(n.v[k]))
-          continue;
         double z = ms_failure_residual(pr.v[i], pr.v[j], n.v[k]);
         VALUE("ms_failure_residual", z, "%a, %a, %a", pr.v[i], pr.v[j], n.v[k]);
       }
@@ -777,9 +773,12 @@ static void sim_calls(const ms_sim_config *c, const char *in) {
       ms_scenario_pool(sc, &c->service.model, t.v[i], &m);
       verdict("ms_scenario_pool", MS_OK, OUTS(m.capacity), "%s, %a", in,
               t.v[i]);
-      /* ms_scenario_mean_offered_load is not driven: it gives inf or NaN
-       * at infinite times and at a subnormal rise (NaN), found here and
-       * not fixed yet (issue 16) */
+      /* every pair of times: infinite ones, and spans past DBL_MAX
+       * (-DBL_MAX to DBL_MAX) gave inf or NaN, as did a subnormal rise */
+      for (int j = 0; j < t.n; j++)
+        VALUE("ms_scenario_mean_offered_load",
+              ms_scenario_mean_offered_load(sc, t.v[i], t.v[j]), "%s, %a, %a",
+              in, t.v[i], t.v[j]);
     }
   }
   if (ms_backoff_check(&c->backoff, NULL) == MS_OK)
