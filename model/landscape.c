@@ -20,7 +20,7 @@
 /* Grid: log-spaced distances to saturation plus a coarse uniform part. */
 #define GRID_LOG 96
 #define GRID_LIN 16
-#define GRID_MAX (2 * GRID_LOG + GRID_LIN + 4)
+#define GRID_MAX (2 * GRID_LOG + GRID_LIN + 8)
 
 /* Decimal orders of magnitude covered by the log-spaced part. */
 #define ERLANG_GAP_DECADES 15.0  /* c mu - x from c mu down to 1e-15 c mu */
@@ -77,6 +77,85 @@ static int build_grid(const ms_failure_model *m, double *grid) {
       if (x > grid[n - 1])
         grid[n++] = x;
     }
+  }
+  return n;
+}
+
+/* Whether the budget or token cap of a fixed-count policy binds at retried
+ * failure probability p: the capped amplification is below the bare one. */
+static bool cap_binds(const ms_retry_policy *pol, double p) {
+  ms_retry_policy bare = *pol;
+  bare.has_budget = bare.has_token = false;
+  double a, a_bare, d;
+  ms_tier_amplification(pol, pol->retries, p, 0.0, &a, &d);
+  ms_tier_amplification(&bare, pol->retries, p, 0.0, &a_bare, &d);
+  return a < a_bare;
+}
+
+/*
+ * Where a retry budget's or token bucket's cap takes over (doc/design.md
+ * §1.2), lambda(x) has a corner: a minimum, with the maximum of a small
+ * fold just below it.  Both can fall between two points of the grid (a 1 %
+ * budget on 50 servers x 200 ms folds between 245.26 and 246.45 req/s,
+ * inside one grid step), and a fold with no sign change at the grid's
+ * points is missed.  So the grid gets two points around the corner,
+ * x* (1 -+ 1e-9), where p_retry(x*) is the p* at which the cap starts to
+ * bind: p* by bisection on p (the bare amplification rises with p, the
+ * budget's cap is constant and the token bucket's falls, so the cap binds
+ * from p* on), x* by bisection on x in [grid start, c mu], where the
+ * erlang model's p_retry rises with x.  The fixed-count policy on
+ * independent tiers (A_total = A^k: the same corner); the others have
+ * none here.  Writes 0 or 2 points to xk.
+ */
+static int cap_corner(const ms_service_params *s, double x_lo, double *xk) {
+  const ms_retry_policy *pol = &s->policy;
+  if (s->model.kind != MS_MODEL_ERLANG || pol->kind != MS_POLICY_COUNT ||
+      pol->nested != 0 || pol->has_tier_retries || pol->retries < 1 ||
+      !(pol->has_budget || pol->has_token) || !cap_binds(pol, 1.0))
+    return 0;
+  double lo = 0.0, hi = 1.0;
+  for (int i = 0; i < 200 && lo < hi && lo + 0.5 * (hi - lo) > lo &&
+                  lo + 0.5 * (hi - lo) < hi;
+       i++) {
+    double mid = lo + 0.5 * (hi - lo);
+    if (cap_binds(pol, mid))
+      hi = mid;
+    else
+      lo = mid;
+  }
+  double p_star = hi, x_hi = ms_saturation_load(&s->model);
+  ms_failure_eval f;
+  ms_failure_eval_at(&s->model, x_hi, &f);
+  if (!(f.p_retry >= p_star) || !(x_hi > x_lo))
+    return 0;
+  double a = x_lo, b = x_hi;
+  for (int i = 0; i < 200; i++) {
+    double mid = a + 0.5 * (b - a);
+    if (!(mid > a && mid < b))
+      break;
+    ms_failure_eval_at(&s->model, mid, &f);
+    if (f.p_retry >= p_star)
+      b = mid;
+    else
+      a = mid;
+  }
+  xk[0] = b * (1.0 - 1e-9);
+  xk[1] = b * (1.0 + 1e-9);
+  return xk[0] > x_lo && xk[1] < x_hi ? 2 : 0;
+}
+
+/* Insert the points of xk into the increasing grid of n points (room for
+ * them: GRID_MAX), keeping it strictly increasing; returns the new n. */
+static int grid_insert(double *grid, int n, const double *xk, int k) {
+  for (int j = 0; j < k; j++) {
+    int i = 0;
+    while (i < n && grid[i] < xk[j])
+      i++;
+    if (i < n && grid[i] == xk[j])
+      continue;
+    memmove(&grid[i + 1], &grid[i], (size_t)(n - i) * sizeof *grid);
+    grid[i] = xk[j];
+    n++;
   }
   return n;
 }
@@ -324,6 +403,8 @@ int ms_landscape_build(const ms_service_params *s, ms_landscape *out,
 
   double grid[GRID_MAX];
   int n = build_grid(&s->model, grid);
+  double corner[2];
+  n = grid_insert(grid, n, corner, cap_corner(s, grid[0], corner));
   elasticity_bounds bounds;
   elasticity_bounds_init(s, &bounds);
   probe prev, cur;
