@@ -766,6 +766,13 @@ typedef struct {
   double tipping_load, recovery_load; /* req/s, of the landscape */
 } ms_tolerance;
 
+/* The most fluid bins one probe of ms_trigger_tolerance may take (2^20):
+ * the bins are T/20 wide, so a timeout short against the service time
+ * makes the run long in bins (16 servers at 1 s behind a 7 us timeout:
+ * 6e7 bins a probe, 22 s a search, found by fuzz_model); such a search is
+ * refused rather than run, in the plugin's read cycle above all. */
+#define MS_TOLERANCE_MAX_BINS 1048576.0
+
 /*
  * ms_trigger_tolerance: the longest trigger of query q that the service of
  * c survives at the offered load c->scenario.offered_load.
@@ -790,7 +797,8 @@ typedef struct {
  * of lead-in + hold + horizon each (bench/bench_sim measures one).
  * Errors: MS_EINVAL (configuration, query, capacity model, tiers > 1),
  * MS_ENOCONV (above), MS_ELIMIT (a probe longer than MS_SIM_MAX_DURATION
- * or with too many bins), and those of the engine.
+ * or of more than MS_TOLERANCE_MAX_BINS fluid bins), and those of the
+ * engine.
  */
 int ms_trigger_tolerance(const ms_sim_config *c, const ms_tolerance_query *q,
                          ms_tolerance *out, ms_error *err);

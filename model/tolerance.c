@@ -116,6 +116,18 @@ static int run_probe(const setup *s, double hold, double horizon, bool *latched,
     return ms_fail(err, MS_ELIMIT,
                    "a probe of a %g s trigger would run %g s, more than %g s",
                    hold, sc->duration, MS_SIM_MAX_DURATION);
+  double dt;
+  long spb;
+  int st = ms_sim_fluid_dt(&cfg, &dt, &spb, err);
+  if (st != MS_OK)
+    return st;
+  if (!(sc->duration / dt <= MS_TOLERANCE_MAX_BINS))
+    return ms_fail(err, MS_ELIMIT,
+                   "a probe of a %g s trigger would take %.3g fluid bins of "
+                   "%g s (at most %.0f): the timeout is too short against "
+                   "the run's %g s",
+                   hold, sc->duration / dt, dt, MS_TOLERANCE_MAX_BINS,
+                   sc->duration);
   sc->n_triggers = 1;
   ms_trigger *t = &sc->triggers[0];
   memset(t, 0, sizeof *t);
@@ -127,7 +139,7 @@ static int run_probe(const setup *s, double hold, double horizon, bool *latched,
   else
     t->load = s->q.spike_load;
   ms_sim_summary sum;
-  int st = ms_sim_fluid(&cfg, NULL, NULL, &sum, err);
+  st = ms_sim_fluid(&cfg, NULL, NULL, &sum, err);
   if (st != MS_OK)
     return st;
   if (probes != NULL)

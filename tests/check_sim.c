@@ -1721,6 +1721,33 @@ static ms_tolerance tolerance_of(double lambda, double spike) {
 }
 
 /*
+ * A search too long in fluid bins is refused, not run (found by fuzz_model:
+ * 16 servers at about 1 s behind a 7 us timeout, bins of T/20 = 0.35 us,
+ * about 6e7 bins a probe and 22 s a search).  The bound is what one probe
+ * of the run would need: duration / dt against MS_TOLERANCE_MAX_BINS.
+ */
+START_TEST(test_tolerance_bin_bound) {
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 16, 0.988, 7.03e-6);
+  ms_retry_policy_fixed(&s.policy, 0);
+  ms_sim_config c;
+  ms_sim_config_init(&c, &s);
+  c.scenario.offered_load = 1e-12;
+  ms_tolerance_query q = {
+      .kind = MS_TRIGGER_SERVERS, .rel_tol = 0.1, .max_hold = 1};
+  ms_tolerance t;
+  ms_error err;
+  ck_assert_int_eq(ms_trigger_tolerance(&c, &q, &t, &err), MS_ELIMIT);
+  ck_assert_msg(strstr(err.msg, "fluid bins") != NULL, "%s", err.msg);
+  /* the same service behind a 10 ms timeout: bins of 0.5 ms, searched */
+  ms_failure_model_erlang(&c.service.model, 16, 0.988, 0.01);
+  ck_assert_int_eq(ms_trigger_tolerance(&c, &q, &t, &err), MS_OK);
+  ck_assert_double_eq_tol(t.dt, 0.01 / 20, 1e-12);
+  ck_assert_double_le((t.lead_in + t.horizon) / t.dt, MS_TOLERANCE_MAX_BINS);
+}
+END_TEST
+
+/*
  * The stall tolerance against a brute-force scan: 120 stalls evenly spaced
  * over [0, 2 latch], each a fluid run built here.  The outcome must be a
  * step (no recovery after a shorter stall latched) whose step lies in
@@ -1933,6 +1960,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(fluid, test_stall);
   tcase_add_test(fluid, test_fluid_named_policies);
   tcase_add_test(fluid, test_stall_tolerance_scan);
+  tcase_add_test(fluid, test_tolerance_bin_bound);
   tcase_add_test(fluid, test_tolerance_limits);
   tcase_add_test(fluid, test_tolerance_errors);
   suite_add_tcase(s, fluid);
