@@ -634,7 +634,8 @@ int ms_trace_from_prometheus(const char *const files[MS_INPUT_COUNT], FILE *out,
     snprintf(err, errlen, "no Prometheus responses given");
     goto out;
   }
-  qsort(s, n, sizeof *s, by_time);
+  if (n > 1) /* no samples: s is NULL, which qsort may not take */
+    qsort(s, n, sizeof *s, by_time);
   fputs("time", out);
   for (int i = 0; i < MS_INPUT_COUNT; i++)
     if (files[i])
