@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 BUILD = os.getcwd()
@@ -68,6 +69,20 @@ class CliTest(unittest.TestCase):
     def assertRel(self, got, want, rel, msg=None):
         err = abs(got - want) / abs(want) if want else abs(got)
         self.assertLessEqual(err, rel, msg or "%r vs %r" % (got, want))
+
+
+class ScratchTest(CliTest):
+    """A CliTest with a scratch directory of its own per test, removed
+    after it; path(name) is a file in it."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir.name, name)
 
 
 def main():

@@ -12,12 +12,11 @@ import os
 import re
 import signal
 import subprocess
-import tempfile
 import time
 from fractions import Fraction as F
 
 import clitest
-from clitest import CliTest, SPEC, METASTABLE
+from clitest import ScratchTest, SPEC, METASTABLE
 
 CHECKOUT = ("replay", "--spec", SPEC, "--service", "checkout")
 HEADER = "time,offered_rate,retry_rate\n"
@@ -32,16 +31,7 @@ def response(values):
             "metric": {}, "values": values}]}}, ensure_ascii=False)
 
 
-class Bounds(CliTest):
-    def setUp(self):
-        self.dir = tempfile.TemporaryDirectory()
-
-    def tearDown(self):
-        self.dir.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.dir.name, name)
-
+class Bounds(ScratchTest):
     def write(self, name, text, mode="w"):
         p = self.path(name)
         with open(p, mode) as f:

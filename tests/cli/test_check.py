@@ -9,7 +9,7 @@ import re
 import tempfile
 
 import clitest
-from clitest import DATA, SPEC, CliTest
+from clitest import DATA, SPEC, ScratchTest
 
 BASE = {
     "name": "svc", "model": "erlang", "servers": "10",
@@ -31,13 +31,7 @@ def service_file(keys=None, inputs=None, drop=()):
     return "\n".join(lines) + "\n"
 
 
-class Check(CliTest):
-    def setUp(self):
-        self.dir = tempfile.TemporaryDirectory()
-
-    def tearDown(self):
-        self.dir.cleanup()
-
+class Check(ScratchTest):
     def write(self, text, name="s.yaml"):
         path = os.path.join(self.dir.name, name)
         with open(path, "w") as f:

@@ -12,7 +12,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 import clitest
-from clitest import SPEC, CliTest
+from clitest import SPEC, CliTest, ScratchTest
 
 CHECKOUT = ("--spec", SPEC, "--service", "checkout")
 TIERS = ("--capacity", "100", "--retries", "3", "--tiers", "3")
@@ -105,16 +105,7 @@ def png_size(data):
     return struct.unpack(">II", data[16:24])
 
 
-class Plot(CliTest):
-    def setUp(self):
-        self.dir = tempfile.TemporaryDirectory()
-
-    def tearDown(self):
-        self.dir.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.dir.name, name)
-
+class Plot(ScratchTest):
     def test_svg(self):
         f = self.path("fold.svg")
         r = self.ok("sweep", *CHECKOUT, "--from", "0", "--to", "120",
