@@ -84,6 +84,10 @@ void ms_mmck_terms_unchecked(long c, long K, double mu, double x, double T,
 typedef struct {
   double p, xdp;             /* p(x) and x p'(x) */
   double p_retry, xdp_retry; /* the retried failures and x d/dx of them */
+  double q, q_retry;         /* 1 - p and 1 - p_retry, each formed without
+                                subtracting from 1 (their digits kept where
+                                p is near 1: a loss system far beyond
+                                saturation) */
 } ms_failure_eval;
 
 /* Evaluate the failure model at x >= 0 (no checks: a valid model). */
@@ -103,11 +107,14 @@ typedef struct {
 void ms_point_eval(const ms_service_params *s, double x, ms_point *pt);
 
 /* A_tier(p) and d A_tier/dp of one tier of r retries under a valid
- * policy that does not depend on the load, p in [0, 1]; timeout_share: the
- * share of failures that are timeouts, [0, 1] (the AWS quota's cost; its
- * change with p is left out of dA). */
+ * policy that does not depend on the load, p in [0, 1], q = 1 - p as the
+ * caller knows it best (the AWS quota's refunds count successes, q, whose
+ * digits 1 - p loses near p = 1); timeout_share: the share of failures
+ * that are timeouts, [0, 1] (the AWS quota's cost; its change with p is
+ * left out of dA). */
 void ms_tier_amplification(const ms_retry_policy *pol, int r, double p,
-                           double timeout_share, double *A, double *dA);
+                           double q, double timeout_share, double *A,
+                           double *dA);
 
 /* E[min(R, T)], s: the time an attempt holds its client's slot at effective
  * load x >= 0 in a valid erlang model (loop.c). */

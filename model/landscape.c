@@ -87,8 +87,8 @@ static bool cap_binds(const ms_retry_policy *pol, double p) {
   ms_retry_policy bare = *pol;
   bare.has_budget = bare.has_token = false;
   double a, a_bare, d;
-  ms_tier_amplification(pol, pol->retries, p, 0.0, &a, &d);
-  ms_tier_amplification(&bare, pol->retries, p, 0.0, &a_bare, &d);
+  ms_tier_amplification(pol, pol->retries, p, 1.0 - p, 0.0, &a, &d);
+  ms_tier_amplification(&bare, pol->retries, p, 1.0 - p, 0.0, &a_bare, &d);
   return a < a_bare;
 }
 

@@ -353,18 +353,20 @@ double ms_effective_timeout(const ms_failure_model *m) {
  * constant in x: ln q and x d ln q / dx are the M/M/c ones with T' for T
  * (doc/design.md §1.1). */
 static void failure_and_slope(const ms_failure_model *m, double x, double *p,
-                              double *xdp) {
+                              double *xdp, double *q_out) {
   double ok = 1.0 - m->base_failure;
   if (m->kind == MS_MODEL_CAPACITY) {
     double C = m->capacity;
     if (x <= C) {
       *p = m->base_failure;
       *xdp = 0.0;
+      *q_out = ok;
     } else {
       /* 1 - p = (1 - base) C / x: no cancellation, unlike base + ... */
       double survive = ok * (C / x);
       *p = 1.0 - survive;
       *xdp = survive;
+      *q_out = survive;
     }
     return;
   }
@@ -374,12 +376,14 @@ static void failure_and_slope(const ms_failure_model *m, double x, double *p,
   if (x >= cmu) {
     *p = 1.0;
     *xdp = 0.0;
+    *q_out = 0.0;
     return;
   }
   double a = x / mu;
   if (!(a >= DBL_MIN)) {
     *p = m->base_failure;
     *xdp = 0.0;
+    *q_out = ok;
     return;
   }
   double ln_q, dlnq; /* ln P(W > T) and x d ln P(W > T) / dx */
@@ -396,8 +400,11 @@ static void failure_and_slope(const ms_failure_model *m, double x, double *p,
     dlnq = ca + a * (1.0 - t.b) / (ca + a * t.b) + x * T;
   }
   double q = exp(ln_q);
-  /* 1 - p = (1 - base)(1 - q), with 1 - q = -expm1(ln q) accurate */
-  *p = 1.0 - ok * -expm1(ln_q);
+  /* 1 - p = (1 - base)(1 - q), with 1 - q = -expm1(ln q) accurate; p
+   * itself as base + (1 - base) q, a sum of two positive terms, so that a
+   * wait tail of 1e-40 gives p = 1e-40 and not 1 - (1 - 1e-40) = 0 */
+  *q_out = ok * -expm1(ln_q);
+  *p = fmin(1.0, m->base_failure + ok * q);
   *xdp = ok * q * dlnq;
 }
 
@@ -435,13 +442,14 @@ static void queue_limited_eval(const ms_failure_model *m, double x,
                                ms_failure_eval *f) {
   double a = x / m->service_rate;
   if (!(a >= MS_MMCK_MIN_TRAFFIC)) {
-    *f = (ms_failure_eval){m->base_failure, 0.0, m->base_failure, 0.0};
+    double ok = 1.0 - m->base_failure;
+    *f = (ms_failure_eval){m->base_failure, 0.0, m->base_failure, 0.0, ok, ok};
     return;
   }
   if (!(x <= MS_MAX_RATE)) {
     /* beyond any load: every attempt is rejected */
     double retried = m->rejections_final ? 0.0 : 1.0;
-    *f = (ms_failure_eval){1.0, 0.0, retried, 0.0};
+    *f = (ms_failure_eval){1.0, 0.0, retried, 0.0, 0.0, 1.0 - retried};
     return;
   }
   /* ln P and ln W are cumulant generating functions of the queue seen by
@@ -460,10 +468,12 @@ static void queue_limited_eval(const ms_failure_model *m, double x,
   double dlnw = (hi.ln_wait - lo.ln_wait) / (2.0 * h);
   if (q.ln_wait <= -DBL_MAX)
     dlnw = 0.0; /* K = 0: no admitted arrival waits */
-  /* x d ln(1 - P)/dx = -P/(1 - P) x d ln P/dx, and the same for W while
-   * W <= 1/2; above, the difference of ln(1 - W) itself (0 where 1 - W
-   * rounds to 0: then 1 - p is 0 and so is its slope) */
-  double dadmit = -block * dlnb / exp(q.ln_admit);
+  /* x d ln(1 - P)/dx = -P/(1 - P) x d ln P/dx while P <= 1/2, and the
+   * same for W; above, the difference of ln(1 - P) (ln(1 - W)) itself,
+   * whose digits ln P loses near P = 1 (0 where 1 - W rounds to 0: then
+   * 1 - p is 0 and so is its slope) */
+  double dadmit = block <= 0.5 ? -block * dlnb / exp(q.ln_admit)
+                                : (hi.ln_admit - lo.ln_admit) / (2.0 * h);
   double dwait_c = wait <= 0.5 ? -wait * dlnw / exp(q.ln_wait_c)
                                : (hi.ln_wait_c - lo.ln_wait_c) / (2.0 * h);
   if (!isfinite(dwait_c))
@@ -471,9 +481,11 @@ static void queue_limited_eval(const ms_failure_model *m, double x,
   double ln_survive = q.ln_admit + ln_ok + q.ln_wait_c;
   double survive = exp(ln_survive);
   f->p = -expm1(ln_survive);
+  f->q = survive;
   f->xdp = survive > 0.0 ? -survive * (dadmit + dwait_c) : 0.0;
   if (!m->rejections_final) {
     f->p_retry = f->p;
+    f->q_retry = f->q;
     f->xdp_retry = f->xdp;
     return;
   }
@@ -482,6 +494,9 @@ static void queue_limited_eval(const ms_failure_model *m, double x,
   double g = -expm1(ln_ok + q.ln_wait_c);
   double xdg = -exp(ln_ok + q.ln_wait_c) * dwait_c;
   f->p_retry = admit * g;
+  /* 1 - p_retry = P_block + (1 - P_block)(1 - base)(1 - W): the
+   * rejected, whose requests end, and the successes */
+  f->q_retry = fmin(1.0, exp(q.ln_block) + survive);
   f->xdp_retry = admit * (dadmit * g + xdg);
 }
 
@@ -491,8 +506,9 @@ void ms_failure_eval_at(const ms_failure_model *m, double x,
     queue_limited_eval(m, x, f);
     return;
   }
-  failure_and_slope(m, x, &f->p, &f->xdp);
+  failure_and_slope(m, x, &f->p, &f->xdp, &f->q);
   f->p_retry = f->p;
+  f->q_retry = f->q;
   f->xdp_retry = f->xdp;
 }
 
@@ -574,7 +590,8 @@ static void grpc_share(double M, double t, double p, double *f, double *df) {
 }
 
 void ms_tier_amplification(const ms_retry_policy *pol, int r, double p,
-                           double timeout_share, double *A, double *dA) {
+                           double q, double timeout_share, double *A,
+                           double *dA) {
   double s, ds;
   switch (pol->kind) {
   case MS_POLICY_GRPC: {
@@ -594,7 +611,7 @@ void ms_tier_amplification(const ms_retry_policy *pol, int r, double p,
     double cost = pol->aws_retry_cost +
                   (pol->aws_timeout_cost - pol->aws_retry_cost) * timeout_share;
     if (p > 0.0) {
-      double rq = pol->aws_refund * (1.0 - p) / (cost * p);
+      double rq = pol->aws_refund * q / (cost * p);
       if (rq < s - 1.0) {
         s = 1.0 + rq;
         ds = -pol->aws_refund / (cost * p * p);
@@ -699,27 +716,29 @@ static double timeout_share(const ms_failure_model *m, double p) {
  * failures that are timeouts (the AWS quota's cost).  Out: prod A_i, its
  * log summed tier by tier, and the elasticity sum_i xd_i A_i' / A_i.
  */
-static void tier_chain(const ms_retry_policy *pol, double p, double xdp,
-                       double pr, double xdpr, double w, double *amp,
-                       double *ln_amp, double *elast) {
-  double pi = pr, xdi = xdpr, pall = p, xdall = xdp;
+static void tier_chain(const ms_retry_policy *pol, const ms_failure_eval *f,
+                       double w, double *amp, double *ln_amp, double *elast) {
+  double pi = f->p_retry, qi = f->q_retry, xdi = f->xdp_retry;
+  double pall = f->p, qall = f->q, xdall = f->xdp;
   double prod = 1.0, ln = 0.0, e = 0.0;
   for (int i = 0; i < pol->tiers; i++) {
     if (i > 0 && !(pol->nested & (1u << i))) {
-      pi = pr;
-      xdi = xdpr;
-      pall = p;
-      xdall = xdp;
+      pi = f->p_retry, qi = f->q_retry, xdi = f->xdp_retry;
+      pall = f->p, qall = f->q, xdall = f->xdp;
     }
     double A, dA;
-    ms_tier_amplification(pol, ms_policy_tier_retries(pol, i), pi, w, &A, &dA);
+    ms_tier_amplification(pol, ms_policy_tier_retries(pol, i), pi, qi, w, &A,
+                          &dA);
     prod *= A;
     ln += log(A);
     e += xdi * dA / A;
     if (i + 1 < pol->tiers && (pol->nested & (1u << (i + 1)))) {
-      double next = 1.0 - (1.0 - pall) * A;
-      double xdnext = xdall * A - (1.0 - pall) * dA * xdi;
-      pi = pall = fmin(1.0, fmax(0.0, next));
+      /* the chain succeeds when one of its attempts does: 1 - p_next =
+       * (1 - p) A */
+      double q_next = fmin(1.0, fmax(0.0, qall * A));
+      double xdnext = xdall * A - qall * dA * xdi;
+      pi = pall = 1.0 - q_next;
+      qi = qall = q_next;
       xdi = xdall = xdnext;
     }
   }
@@ -735,11 +754,12 @@ static double tiers_amplification(const ms_retry_policy *pol, double p,
   double a, da;
   if (pol->kind == MS_POLICY_COUNT && pol->nested == 0 &&
       !pol->has_tier_retries) {
-    ms_tier_amplification(pol, pol->retries, p, w, &a, &da);
+    ms_tier_amplification(pol, pol->retries, p, 1.0 - p, w, &a, &da);
     return pow(a, (double)pol->tiers);
   }
   double ln, e;
-  tier_chain(pol, p, 0.0, p, 0.0, w, &a, &ln, &e);
+  ms_failure_eval f = {p, 0.0, p, 0.0, 1.0 - p, 1.0 - p};
+  tier_chain(pol, &f, w, &a, &ln, &e);
   return a;
 }
 
@@ -860,13 +880,13 @@ void ms_point_eval(const ms_service_params *s, double x, ms_point *pt) {
    * its request is a failure it does not retry: doc/design.md §1.9) */
   ms_failure_eval f;
   ms_failure_eval_at(&s->model, x, &f);
-  double p = f.p, xdp = f.xdp, pr = f.p_retry, xdpr = f.xdp_retry;
+  double p = f.p, pr = f.p_retry, xdpr = f.xdp_retry;
   const ms_retry_policy *pol = &s->policy;
   if (pol->kind == MS_POLICY_COUNT && pol->nested == 0 &&
       !pol->has_tier_retries) {
     /* the same policy at each of k independent tiers: A_total = A^k */
     double A, dA;
-    ms_tier_amplification(pol, pol->retries, pr, 0.0, &A, &dA);
+    ms_tier_amplification(pol, pol->retries, pr, f.q_retry, 0.0, &A, &dA);
     double k = (double)pol->tiers;
     pt->p = p;
     pt->ln_amp = k * log(A);
@@ -880,8 +900,8 @@ void ms_point_eval(const ms_service_params *s, double x, ms_point *pt) {
     return;
   }
   double amp;
-  tier_chain(pol, p, xdp, pr, xdpr, timeout_share(&s->model, p), &amp,
-             &pt->ln_amp, &pt->elast);
+  tier_chain(pol, &f, timeout_share(&s->model, p), &amp, &pt->ln_amp,
+             &pt->elast);
   pt->p = p;
   pt->lambda = x / exp(pt->ln_amp);
 }

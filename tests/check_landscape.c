@@ -598,7 +598,8 @@ START_TEST(test_service_time_cv) {
       ck_assert_int_eq(ms_failure_probability(&g.model, x - h, &pm, NULL),
                        MS_OK);
       double A, dA;
-      ms_tier_amplification(&g.policy, g.policy.retries, pg.p, 0.0, &A, &dA);
+      ms_tier_amplification(&g.policy, g.policy.retries, pg.p, 1.0 - pg.p, 0.0,
+                            &A, &dA);
       double xdp = pg.elast * A / dA, fd = x * (pp - pm) / (2 * h);
       ck_assert_msg(fabs(xdp - fd) <= 1e-5 * fabs(fd) + 1e-8,
                     "cv %g x %g: x p' = %.10g, difference %.10g", cvs[i], x,
@@ -754,6 +755,44 @@ START_TEST(test_extreme_loads) {
 }
 END_TEST
 
+/* A queue-limited pool far beyond saturation, where 1 - p is 250/x: an
+ * AWS quota whose refund (1e12 tokens a success) keeps it full until x
+ * passes 10^13 must give the landscape of the same pool without the
+ * quota, whose fold (none, the loop reaching capacity at 247.7 req/s)
+ * lies where the quota cannot bind.  Before 1 - p and ln(1 - P_block)
+ * kept their digits there, rounding in them made a "tipping load" of
+ * 1.8e16 req/s.  And p itself keeps its digits where it is tiny: at a
+ * wait tail of ~1e-43 it is that tail, not 1 - (1 - tail) = 0. */
+START_TEST(test_far_beyond_saturation) {
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 50, 5.0, 2.0);
+  s.model.has_queue_limit = true;
+  s.model.queue_limit = 100;
+  ms_retry_policy_fixed(&s.policy, 3);
+  ms_landscape bare, quota;
+  ck_assert_int_eq(ms_landscape_build(&s, &bare, NULL), MS_OK);
+  ms_policy_defaults(&s.policy, MS_POLICY_AWS);
+  s.policy.kind = MS_POLICY_AWS;
+  s.policy.aws_refund = 1e12;
+  ck_assert_int_eq(ms_landscape_build(&s, &quota, NULL), MS_OK);
+  ck_assert(!bare.has_fold && !quota.has_fold);
+  ck_assert_double_eq_tol(quota.tipping_load, bare.tipping_load,
+                          1e-12 * bare.tipping_load);
+  ck_assert_double_eq_tol(quota.recovery_load, bare.recovery_load,
+                          1e-12 * bare.recovery_load);
+  ck_assert(bare.tipping_load < 250.0);
+
+  ms_failure_model m;
+  ms_failure_model_erlang(&m, 10, 10.0, 1.0);
+  double x = 1.0, ln_c, p;
+  ck_assert_int_eq(ms_erlang_ln_c(10, x / 10.0, &ln_c, NULL), MS_OK);
+  double tail = exp(ln_c - (100.0 - x) * 1.0);
+  ck_assert(tail > 0.0 && tail < 1e-40);
+  ck_assert_int_eq(ms_failure_probability(&m, x, &p, NULL), MS_OK);
+  ck_assert_msg(fabs(p - tail) <= 1e-12 * tail, "p %g, tail %g", p, tail);
+}
+END_TEST
+
 Suite *landscape_suite(void) {
   Suite *s = suite_create("landscape");
   TCase *tc = tcase_create("seed");
@@ -771,6 +810,7 @@ Suite *landscape_suite(void) {
   tcase_add_test(tc, test_service_time_cv);
   tcase_add_test(tc, test_states);
   tcase_add_test(tc, test_extreme_loads);
+  tcase_add_test(tc, test_far_beyond_saturation);
   suite_add_tcase(s, tc);
   return s;
 }
