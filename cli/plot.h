@@ -48,6 +48,7 @@
 #define MS_PLOT_SKY "#56B4E9"
 #define MS_PLOT_PURPLE "#CC79A7"
 #define MS_PLOT_GREY "#555555"
+#define MS_PLOT_BLACK "#000000" /* Okabe and Ito's eighth */
 
 typedef enum {
   MS_PLOT_SOLID,       /* a line */

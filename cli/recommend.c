@@ -112,7 +112,11 @@ static void write_text(const ms_cli_model *m, const recommend_args *a,
     if (!w->a.safe)
       snprintf(ans, sizeof ans, "none (even %s is not)", v);
     else
-      snprintf(ans, sizeof ans, "%s%s", v, w->a.at_bound ? " (bound)" : "");
+      /* the direction from the key: a max_ answer is the largest safe
+       * value, a min_ answer the smallest */
+      snprintf(ans, sizeof ans, "%s %s%s",
+               strncmp(w->key, "max_", 4) == 0 ? "at most" : "at least", v,
+               w->a.at_bound ? " (bound)" : "");
     printf("  %-22s %-28s %14.6g %14.6g\n", w->label, ans, w->a.tipping_load,
            w->a.recovery_load);
   }

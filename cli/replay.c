@@ -51,7 +51,8 @@ static const char help[] =
     "  MODEL OPTIONS           override the file's values: what if?\n"
     "  --format text|csv|json  csv (default), a JSON array of rows, or text:\n"
     "                          a table for people (time, offered load,\n"
-    "                          effective and self-inflicted load, headroom or\n"
+    "                          attempts observed, effective and self-inflicted\n"
+    "                          load at the model's equilibrium, headroom or\n"
     "                          the load to shed in a storm, verdict, state\n"
     "                          changes marked, notifications under their row)\n"
     "  --prometheus-json INPUT=FILE\n"
@@ -60,8 +61,9 @@ static const char help[] =
     "                          INPUT (arrival_rate, ...); repeat per input\n"
     "  --write-trace OUT.csv   also save the trace built from them\n"
     "  --plot FILE             also draw the post-mortem picture into FILE\n"
-    "                          (.svg or .png; gnuplot): offered and effective\n"
-    "                          load against the tipping and recovery loads,\n"
+    "                          (.svg or .png; gnuplot): offered load, attempts\n"
+    "                          observed and the model's effective load against\n"
+    "                          the tipping and recovery loads,\n"
     "                          storms shaded, notifications marked\n"
     "\n";
 
@@ -189,16 +191,20 @@ static void write_text_row(const ms_trace_row *row, const ms_step *st,
       *last_tip = r->tipping_load;
       *last_rec = r->recovery_load;
     }
-    char room[32], verdict[64];
+    char room[32], verdict[64], seen[32];
+    if (r->has_observed_effective_load)
+      snprintf(seen, sizeof seen, "%.1f", r->observed_effective_load);
+    else
+      snprintf(seen, sizeof seen, "-");
     if (r->storm)
       snprintf(room, sizeof room, "shed %.0f", r->shed_load);
     else
       snprintf(room, sizeof room, "%.1f%%", 100 * r->tipping_headroom);
     verdict_text(st, verdict, sizeof verdict);
     bool changed = strcmp(verdict, last_verdict) != 0;
-    printf("%-24s %9.1f %10.1f %9.1f %10s  %s%s\n", row->time_text,
-           r->offered_load, r->effective_load, r->self_inflicted_load, room,
-           verdict, changed ? "  <- state change" : "");
+    printf("%-24s %9.1f %10s %10.1f %9.1f %10s  %s%s\n", row->time_text,
+           r->offered_load, seen, r->effective_load, r->self_inflicted_load,
+           room, verdict, changed ? "  <- state change" : "");
     snprintf(last_verdict, vlen, "%s", verdict);
   }
   for (int k = 0; k < st->n_notes; k++)
@@ -262,15 +268,19 @@ static void tally_print(const replay_tally *t, const char *name,
 typedef struct {
   size_t n;
   double *t;         /* Unix seconds */
-  double *off, *eff; /* offered load (req/s), effective load (attempts/s);
-                        NaN in a row without a verdict */
+  double *off, *eff; /* offered load (req/s), effective load at the
+                        model's equilibrium (attempts/s); NaN in a row
+                        without a verdict */
+  double *obs;       /* observed attempts (attempts/s), NaN where the row
+                        has no verdict or did not observe them */
   double *tip, *rec; /* tipping and recovery loads (req/s), or NaN */
   unsigned char *ok, *storm, *recovering;
   unsigned char *notes; /* bit per severity (1 << ms_note_severity) */
 } replay_chart;
 
 static void replay_chart_free(replay_chart *c) {
-  free(c->t), free(c->off), free(c->eff), free(c->tip), free(c->rec);
+  free(c->t), free(c->off), free(c->eff), free(c->obs), free(c->tip);
+  free(c->rec);
   free(c->ok), free(c->storm), free(c->recovering), free(c->notes);
 }
 
@@ -281,14 +291,15 @@ static int replay_chart_alloc(replay_chart *c, size_t n) {
   c->t = malloc(m * sizeof *c->t);
   c->off = malloc(m * sizeof *c->off);
   c->eff = malloc(m * sizeof *c->eff);
+  c->obs = malloc(m * sizeof *c->obs);
   c->tip = malloc(m * sizeof *c->tip);
   c->rec = malloc(m * sizeof *c->rec);
   c->ok = calloc(m, 1);
   c->storm = calloc(m, 1);
   c->recovering = calloc(m, 1);
   c->notes = calloc(m, 1);
-  return c->t && c->off && c->eff && c->tip && c->rec && c->ok && c->storm &&
-                 c->recovering && c->notes
+  return c->t && c->off && c->eff && c->obs && c->tip && c->rec && c->ok &&
+                 c->storm && c->recovering && c->notes
              ? 0
              : -1;
 }
@@ -301,6 +312,9 @@ static void replay_chart_row(replay_chart *c, const ms_trace_row *row,
   c->ok[i] = st->ok;
   c->off[i] = st->ok ? r->offered_load : NAN;
   c->eff[i] = st->ok ? r->effective_load : NAN;
+  c->obs[i] = st->ok && r->has_observed_effective_load
+                  ? r->observed_effective_load
+                  : NAN;
   c->tip[i] = st->ok ? r->tipping_load : NAN;
   c->rec[i] = st->ok ? r->recovery_load : NAN;
   c->storm[i] = st->ok && r->storm;
@@ -462,63 +476,64 @@ static int replay_plot(const char *path, const ms_cli_model *m,
   double scale = span > 2 * 86400 ? 3600 : span > 7200 ? 60 : 1;
   const char *unit = scale == 3600 ? "h" : scale == 60 ? "min" : "s";
   size_t m3 = 3 * (n ? n : 1);
+  /* the observed attempts first, the model's over them, the offered load
+   * over both: where they are one line (no retries), that line is the
+   * offered load */
+  const double *vals[5] = {c->obs, c->eff, c->off, c->tip, c->rec};
+  ms_plot_series s[5] = {
+      {.title = "attempts observed (attempts/s)",
+       .style = MS_PLOT_SOLID,
+       .color = MS_PLOT_VERMILION,
+       .width = 2.5},
+      {.title = "effective load at the model's equilibrium",
+       .style = MS_PLOT_DASHED,
+       .color = MS_PLOT_BLACK,
+       .width = 1.5},
+      {.title = "offered load (req/s)",
+       .style = MS_PLOT_SOLID,
+       .color = MS_PLOT_BLUE,
+       .width = 2},
+      {.title = "tipping load (the model)",
+       .style = MS_PLOT_DASHED,
+       .color = MS_PLOT_GREY,
+       .width = 2},
+      {.title = "recovery load (the model)",
+       .style = MS_PLOT_DOTTED,
+       .color = MS_PLOT_GREY,
+       .width = 2.5},
+  };
+  double *xy[10] = {0};
   double *x = malloc(n ? n * sizeof *x : sizeof *x);
-  double *ex = malloc(m3 * sizeof *ex), *ey = malloc(m3 * sizeof *ey);
-  double *ox = malloc(m3 * sizeof *ox), *oy = malloc(m3 * sizeof *oy);
-  double *tx = malloc(m3 * sizeof *tx), *ty = malloc(m3 * sizeof *ty);
-  double *rx = malloc(m3 * sizeof *rx), *ry = malloc(m3 * sizeof *ry);
   ms_plot_band *bands = calloc(2 * n + 1, sizeof *bands);
   ms_plot_marker *marks = calloc(n + 1, sizeof *marks);
   char(*texts)[40] = calloc(n + 1, sizeof *texts);
+  bool ok = x && bands && marks && texts;
+  for (int k = 0; k < 10; k++)
+    ok = (xy[k] = malloc(m3 * sizeof *xy[k])) != NULL && ok;
   int rc = MS_EXIT_OK;
-  if (!x || !ex || !ey || !ox || !oy || !tx || !ty || !rx || !ry || !bands ||
-      !marks || !texts) {
+  if (!ok) {
     rc = ms_cli_fail("--plot: out of memory drawing %zu rows", n);
     goto done;
   }
   double ymax = 0;
   for (size_t i = 0; i < n; i++) {
     x[i] = (c->t[i] - t0) / scale;
-    if (c->ok[i])
-      ymax = fmax(ymax,
-                  fmax(fmax(c->off[i], c->eff[i]), fmax(c->tip[i], c->rec[i])));
+    for (int k = 0; k < 5 && c->ok[i]; k++)
+      if (isfinite(vals[k][i]))
+        ymax = fmax(ymax, vals[k][i]);
   }
-  size_t ne = step_line(c, c->eff, t0, scale, ex, ey);
-  size_t no = step_line(c, c->off, t0, scale, ox, oy);
-  size_t nt = step_line(c, c->tip, t0, scale, tx, ty);
-  size_t nr = step_line(c, c->rec, t0, scale, rx, ry);
-  /* the effective load first, the offered load over it: where they are
-   * one line (no retries), that line is the offered load */
-  ms_plot_series s[4] = {
-      {.title = "effective load (attempts/s)",
-       .style = MS_PLOT_SOLID,
-       .color = MS_PLOT_VERMILION,
-       .width = 2.5,
-       .n = ne,
-       .x = ex,
-       .y = ey},
-      {.title = "offered load (req/s)",
-       .style = MS_PLOT_SOLID,
-       .color = MS_PLOT_BLUE,
-       .width = 2,
-       .n = no,
-       .x = ox,
-       .y = oy},
-      {.title = "tipping load (the model)",
-       .style = MS_PLOT_DASHED,
-       .color = MS_PLOT_GREY,
-       .width = 2,
-       .n = nt,
-       .x = tx,
-       .y = ty},
-      {.title = "recovery load (the model)",
-       .style = MS_PLOT_DOTTED,
-       .color = MS_PLOT_GREY,
-       .width = 2.5,
-       .n = nr,
-       .x = rx,
-       .y = ry},
-  };
+  size_t ns = 0;
+  for (int k = 0; k < 5; k++) {
+    size_t np = step_line(c, vals[k], t0, scale, xy[2 * k], xy[2 * k + 1]);
+    bool any = false;
+    for (size_t i = 0; i < np && !any; i++)
+      any = isfinite(xy[2 * k + 1][i]);
+    if (!any) /* no row observed the attempts: no legend entry for them */
+      continue;
+    s[ns] = s[k];
+    s[ns].n = np, s[ns].x = xy[2 * k], s[ns].y = xy[2 * k + 1];
+    ns++;
+  }
   size_t nb = storm_bands(c, false, t0, scale, bands);
   nb += storm_bands(c, true, t0, scale, bands + nb);
   nb += gap_bands(c, t0, scale, bands + nb);
@@ -543,7 +558,7 @@ static int replay_plot(const char *path, const ms_cli_model *m,
   p.ymin = 0;
   p.ymax = ymax > 0 ? 1.08 * ymax : 1;
   p.series = s;
-  p.n_series = 4;
+  p.n_series = ns;
   p.bands = bands;
   p.n_bands = nb;
   p.markers = marks;
@@ -554,9 +569,9 @@ static int replay_plot(const char *path, const ms_cli_model *m,
   if (ms_plot_write(&p, path, err, sizeof err) != 0)
     rc = ms_cli_fail("--plot: %s", err);
 done:
-  free(ex), free(ey), free(ox), free(oy);
-  free(x), free(tx), free(ty), free(rx), free(ry), free(bands), free(marks);
-  free(texts);
+  for (int k = 0; k < 10; k++)
+    free(xy[k]);
+  free(x), free(bands), free(marks), free(texts);
   return rc;
 }
 
@@ -575,10 +590,10 @@ static int write_verdicts(const ms_service_spec *spec, ms_format format,
     ms_json_init(&j, stdout, 1);
     ms_json_begin_array(&j, NULL);
   } else if (format == MS_FORMAT_TEXT) {
-    printf("%-24s %9s %10s %9s %10s  %s\n", "time", "offered", "effective",
-           "self-inf", "headroom", "verdict");
-    printf("%-24s %9s %10s %9s %10s\n", "", "req/s", "attempts/s", "att./s",
-           "or shed");
+    printf("%-24s %9s %10s %10s %9s %10s  %s\n", "time", "offered", "observed",
+           "model", "self-inf", "headroom", "verdict");
+    printf("%-24s %9s %10s %10s %9s %10s\n", "", "req/s", "attempts/s",
+           "attempts/s", "att./s", "or shed");
   } else {
     fputs("time,unix_time,", stdout);
     ms_report_csv_header(stdout);

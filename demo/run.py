@@ -89,11 +89,13 @@ def main():
         feeder.start()
         shown_model = False
         last = None
-        print("%5s  %-38s %8s %9s %9s %9s  %s" % (
+        # observed: the attempts collectd saw; model: the attempts at the
+        # model's equilibrium of the basin the verdict puts the service in
+        print("%5s  %-38s %8s %9s %9s %9s %9s  %s" % (
             "t", "phase (the second the plugin read)", "offered",
-            "effective", "self-inf", "headroom", "plugin's verdict"))
-        print("%5s  %-38s %8s %9s %9s %9s" % (
-            "", "", "req/s", "att./s", "att./s", "or shed"))
+            "observed", "model", "self-inf", "headroom", "plugin's verdict"))
+        print("%5s  %-38s %8s %9s %9s %9s %9s" % (
+            "", "", "req/s", "att./s", "att./s", "att./s", "or shed"))
         k = 0
         try:
             while feeder.is_alive() or time.time() - t0 < 2:
@@ -117,7 +119,8 @@ def main():
                             "[warning]" in line and t > 3:
                         print("       ... " + line.split("] ", 2)[-1])
                 vals = {k: cd.value("checkout", k) for k in (
-                    "offered_load", "effective_load", "self_inflicted_load",
+                    "offered_load", "observed_effective_load",
+                    "effective_load", "self_inflicted_load",
                     "tipping_headroom", "state", "storm", "tipping_load",
                     "recovery_load", "shed_load", "recovering")}
                 if vals["state"] is None:
@@ -140,8 +143,10 @@ def main():
                     room = "shed %.0f" % vals["shed_load"]
                 else:
                     room = "%.1f%%" % (100 * vals["tipping_headroom"])
-                print("%4.0fs  %-38s %8.1f %9.1f %9.1f %9s  %s%s%s" % (
+                seen_att = vals["observed_effective_load"]
+                print("%4.0fs  %-38s %8.1f %9s %9.1f %9.1f %9s  %s%s%s" % (
                     t, row[4][:38], vals["offered_load"],
+                    "-" if seen_att is None else "%.1f" % seen_att,
                     vals["effective_load"], vals["self_inflicted_load"],
                     room, state, mark, changed))
         finally:

@@ -46,6 +46,11 @@ class Recommend(CliTest):
         text = self.ok("recommend", *EX, "--load", "200").out
         self.assertIn("as configured  not safe", text)
         self.assertIn("none (even ", text)
+        # each answer says its direction: the largest safe retry count and
+        # budget, the fewest safe servers (the JSON answers above)
+        self.assertRegex(text, r"\n  retries +at most 0 ")
+        self.assertRegex(text, r"\n  retry budget +at most 3\.3\d+ %")
+        self.assertRegex(text, r"\n  servers +at least 193 ")
 
     def test_margin(self):
         # margin 0: stable up to 200; 3 retries need c mu / 4 > 200: 161

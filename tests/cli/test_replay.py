@@ -344,22 +344,29 @@ class TextTable(CliTest):
             f = line[24:].split()
             self.assertAlmostEqual(float(f[0]), float(r["offered_load"]),
                                    delta=0.05 + 1e-9)
-            self.assertAlmostEqual(float(f[1]), float(r["effective_load"]),
+            # the attempts observed, a dash where the row has none
+            if r["observed_attempts"] == "":
+                self.assertEqual(f[1], "-")
+            else:
+                self.assertAlmostEqual(float(f[1]),
+                                       float(r["observed_attempts"]),
+                                       delta=0.05 + 1e-9)
+            self.assertAlmostEqual(float(f[2]), float(r["effective_load"]),
                                    delta=0.05 + 1e-9)
-            self.assertAlmostEqual(float(f[2]),
+            self.assertAlmostEqual(float(f[3]),
                                    float(r["self_inflicted_load"]),
                                    delta=0.05 + 1e-9)
             storm = r["storm"] == "1"
             if storm:
-                self.assertEqual(f[3], "shed")
-                self.assertAlmostEqual(float(f[4]), float(r["shed_load"]),
+                self.assertEqual(f[4], "shed")
+                self.assertAlmostEqual(float(f[5]), float(r["shed_load"]),
                                        delta=0.5 + 1e-9)
-                rest = " ".join(f[5:])
+                rest = " ".join(f[6:])
             else:
-                self.assertAlmostEqual(float(f[3].rstrip("%")),
+                self.assertAlmostEqual(float(f[4].rstrip("%")),
                                        100 * float(r["tipping_headroom"]),
                                        delta=0.05 + 1e-9)
-                rest = " ".join(f[4:])
+                rest = " ".join(f[5:])
             verdict = r["state"] + ((" STORM (recovering)"
                                      if r["recovering"] == "1" else " STORM")
                                     if storm else "")
@@ -493,14 +500,19 @@ class Plot(CliTest):
         t = [float(r["unix_time"]) - float(rows[0]["unix_time"])
              for r in rows]
         ok = [r["state"] != "" for r in rows]
-        # 0 effective, 1 offered, 2 tipping and 3 recovery load: a step
+        # the attempts observed (when any row has them), the model's
+        # effective, the offered, the tipping and the recovery load: a step
         # across each row's interval (from the row before's time), a break
-        # at rows without a verdict
-        for b, col in ((0, "effective_load"), (1, "offered_load"),
-                       (2, "tipping_load"), (3, "recovery_load")):
+        # at rows without a verdict or, for the attempts, without a value
+        cols = ["effective_load", "offered_load", "tipping_load",
+                "recovery_load"]
+        if any(r["observed_attempts"] != "" for r in rows):
+            cols.insert(0, "observed_attempts")
+        self.assertEqual(len(blocks), len(cols))
+        for b, col in enumerate(cols):
             want = []
             for i, r in enumerate(rows):
-                if not ok[i]:
+                if not ok[i] or r[col] == "":
                     want.append(None)
                     continue
                 v = float(r[col])
@@ -544,9 +556,10 @@ class Plot(CliTest):
                                  (GREEN, 60, 70), (GREY, 40, 50)]))
         self.assertEqual(marks, [20, 100])
         # the model's loads: tipping 83.23, recovery 25 req/s throughout
+        # (blocks 3 and 4: the trace observes the attempts, block 0)
         self.assertTrue(all(abs(p[1] - 83.233) < 5e-3
-                            for p in blocks[2] if p))
-        self.assertTrue(all(p[1] == 25 for p in blocks[3] if p))
+                            for p in blocks[3] if p))
+        self.assertTrue(all(p[1] == 25 for p in blocks[4] if p))
 
     def test_band_steps(self):
         # the pool grows from 10 to 20 servers at t = 1 s, a row without
