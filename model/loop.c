@@ -473,7 +473,7 @@ static void queue_limited_eval(const ms_failure_model *m, double x,
    * whose digits ln P loses near P = 1 (0 where 1 - W rounds to 0: then
    * 1 - p is 0 and so is its slope) */
   double dadmit = block <= 0.5 ? -block * dlnb / exp(q.ln_admit)
-                                : (hi.ln_admit - lo.ln_admit) / (2.0 * h);
+                               : (hi.ln_admit - lo.ln_admit) / (2.0 * h);
   double dwait_c = wait <= 0.5 ? -wait * dlnw / exp(q.ln_wait_c)
                                : (hi.ln_wait_c - lo.ln_wait_c) / (2.0 * h);
   if (!isfinite(dwait_c))
