@@ -81,60 +81,65 @@ static int build_grid(const ms_failure_model *m, double *grid) {
   return n;
 }
 
-/* Whether the budget or token cap of a fixed-count policy binds at retried
- * failure probability p: the capped amplification is below the bare one. */
-static bool cap_binds(const ms_retry_policy *pol, double p) {
-  ms_retry_policy bare = *pol;
-  bare.has_budget = bare.has_token = false;
-  double a, a_bare, d;
-  ms_tier_amplification(pol, pol->retries, p, 1.0 - p, 0.0, &a, &d);
-  ms_tier_amplification(&bare, pol->retries, p, 1.0 - p, 0.0, &a_bare, &d);
-  return a < a_bare;
+/* Whether the policy of s has a cap that can take over from its fixed
+ * retry count at a corner of A(p): a retry budget or token bucket on the
+ * fixed count, the AWS quota, Finagle's budget by its share alone; on
+ * independent tiers with one retry count (the same corner at every
+ * tier).  gRPC's throttling (a smooth share) and the load-dependent
+ * budgets (Finagle's min_per_second, Envoy's) have none here. */
+static bool has_cap_corner(const ms_retry_policy *pol) {
+  if (pol->nested != 0 || pol->has_tier_retries || pol->retries < 1)
+    return false;
+  switch (pol->kind) {
+  case MS_POLICY_COUNT:
+    return pol->has_budget || pol->has_token;
+  case MS_POLICY_AWS:
+    return true;
+  case MS_POLICY_FINAGLE:
+    return pol->finagle_min_per_second == 0.0;
+  default:
+    return false;
+  }
+}
+
+/* Whether the cap binds at effective load x: the policy's amplification
+ * is below that of the bare fixed count (bare) there. */
+static bool cap_binds(const ms_service_params *s, const ms_service_params *bare,
+                      double x) {
+  ms_point a, b;
+  ms_point_eval(s, x, &a);
+  ms_point_eval(bare, x, &b);
+  return a.ln_amp < b.ln_amp;
 }
 
 /*
- * Where a retry budget's or token bucket's cap takes over (doc/design.md
- * §1.2), lambda(x) has a corner: a minimum, with the maximum of a small
- * fold just below it.  Both can fall between two points of the grid (a 1 %
- * budget on 50 servers x 200 ms folds between 245.26 and 246.45 req/s,
- * inside one grid step), and a fold with no sign change at the grid's
- * points is missed.  So the grid gets two points around the corner,
- * x* (1 -+ 1e-9), where p_retry(x*) is the p* at which the cap starts to
- * bind: p* by bisection on p (the bare amplification rises with p, the
- * budget's cap is constant and the token bucket's falls, so the cap binds
- * from p* on), x* by bisection on x in [grid start, c mu], where the
- * erlang model's p_retry rises with x.  The fixed-count policy on
- * independent tiers (A_total = A^k: the same corner); the others have
- * none here.  Writes 0 or 2 points to xk.
+ * Where a cap takes over from the fixed retry count (a retry budget, a
+ * token bucket, the AWS quota, Finagle's share: doc/design.md §1.2),
+ * lambda(x) has a corner: a minimum, with the maximum of a small fold just
+ * below it.  Both can fall between two points of the grid (a 1 % budget on
+ * 50 servers x 200 ms folds between 245.26 and 246.45 req/s, inside one
+ * grid step), and a fold with no sign change at the grid's points is
+ * missed.  So the grid gets two points around the corner, x* (1 -+ 1e-9),
+ * x* found by bisection on x in [grid start, c mu]: the erlang model's
+ * p_retry rises with x, the bare amplification with p, and each cap is
+ * constant or falls with p (the AWS quota's refunds come from successes),
+ * so the cap binds from x* on.  Writes 0 or 2 points to xk.
  */
 static int cap_corner(const ms_service_params *s, double x_lo, double *xk) {
-  const ms_retry_policy *pol = &s->policy;
-  if (s->model.kind != MS_MODEL_ERLANG || pol->kind != MS_POLICY_COUNT ||
-      pol->nested != 0 || pol->has_tier_retries || pol->retries < 1 ||
-      !(pol->has_budget || pol->has_token) || !cap_binds(pol, 1.0))
+  if (s->model.kind != MS_MODEL_ERLANG || !has_cap_corner(&s->policy))
     return 0;
-  double lo = 0.0, hi = 1.0;
-  for (int i = 0; i < 200 && lo < hi && lo + 0.5 * (hi - lo) > lo &&
-                  lo + 0.5 * (hi - lo) < hi;
-       i++) {
-    double mid = lo + 0.5 * (hi - lo);
-    if (cap_binds(pol, mid))
-      hi = mid;
-    else
-      lo = mid;
-  }
-  double p_star = hi, x_hi = ms_saturation_load(&s->model);
-  ms_failure_eval f;
-  ms_failure_eval_at(&s->model, x_hi, &f);
-  if (!(f.p_retry >= p_star) || !(x_hi > x_lo))
+  ms_service_params bare = *s;
+  bare.policy.kind = MS_POLICY_COUNT;
+  bare.policy.has_budget = bare.policy.has_token = false;
+  double x_hi = ms_saturation_load(&s->model);
+  if (!(x_hi > x_lo) || !cap_binds(s, &bare, x_hi) || cap_binds(s, &bare, x_lo))
     return 0;
   double a = x_lo, b = x_hi;
   for (int i = 0; i < 200; i++) {
     double mid = a + 0.5 * (b - a);
     if (!(mid > a && mid < b))
       break;
-    ms_failure_eval_at(&s->model, mid, &f);
-    if (f.p_retry >= p_star)
+    if (cap_binds(s, &bare, mid))
       b = mid;
     else
       a = mid;

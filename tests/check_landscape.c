@@ -104,7 +104,7 @@ static service_case capacity_case(const char *name, double C, double base,
   return k;
 }
 
-#define N_CASES 41
+#define N_CASES 47
 static service_case cases[N_CASES];
 
 /* Found by a fresh user: a small budget or token cap folds just below the
@@ -126,6 +126,37 @@ static int add_cap_corner_cases(int i) {
       cases[i].s.policy.has_budget = !token;
       cases[i++].s.policy.retry_budget = token ? 0 : caps[j];
     }
+  return i;
+}
+
+/* The same corner where a named policy's cap takes over from the fixed
+ * count: the AWS quota with a refund too small to pay for the retries at
+ * moderate failure (the recommend example's answer, 0.012, and a
+ * smaller one), Finagle's share alone, and gRPC's throttling with a
+ * small token ratio. */
+static int add_named_corner_cases(int i) {
+  const double refunds[] = {0.012, 0.003};
+  const long servers[] = {50, 200};
+  const double timeouts[] = {2.0, 0.05};
+  const int retries[] = {3, 5};
+  for (int j = 0; j < 2; j++) {
+    cases[i] = erlang_case("erlang AWS small refund", servers[j], 5,
+                           timeouts[j], retries[j], 0);
+    ms_policy_defaults(&cases[i].s.policy, MS_POLICY_AWS);
+    cases[i].s.policy.kind = MS_POLICY_AWS;
+    cases[i++].s.policy.aws_refund = refunds[j];
+    cases[i] = erlang_case("erlang Finagle small share", servers[j], 5,
+                           timeouts[j], retries[j], 0);
+    ms_policy_defaults(&cases[i].s.policy, MS_POLICY_FINAGLE);
+    cases[i].s.policy.kind = MS_POLICY_FINAGLE;
+    cases[i].s.policy.finagle_min_per_second = 0;
+    cases[i++].s.policy.finagle_percent = 0.01 * (j + 1);
+    cases[i] = erlang_case("erlang gRPC small ratio", servers[j], 5,
+                           timeouts[j], retries[j], 0);
+    cases[i].s.policy.kind = MS_POLICY_GRPC;
+    cases[i].s.policy.grpc_max_tokens = j ? 1000 : 10;
+    cases[i++].s.policy.grpc_token_ratio = 0.05;
+  }
   return i;
 }
 
@@ -236,6 +267,7 @@ static void make_cases(void) {
   cases[i].s.policy.grpc_max_tokens = 10;
   cases[i++].s.policy.grpc_token_ratio = 1e-10;
   i = add_cap_corner_cases(i);
+  i = add_named_corner_cases(i);
   ck_assert_int_eq(i, N_CASES);
 }
 
