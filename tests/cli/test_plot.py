@@ -380,6 +380,27 @@ class Legible(PlotTest):
         self.assertIn("erlang model: 1M servers, service time 100 ms, "
                       "timeout 1 s, 3 retries x 2 tiers", pic.labels())
 
+    def test_replay_notifications(self):
+        # a WARNING and a FAILURE ten seconds apart on a 5.5-hour replay:
+        # their names above the plot are moved apart, not run together
+        # ("WARNINGFAILURE"), measured with the font's advance widths.  (The
+        # PNG's larger font ran them together where this SVG did not: the
+        # layout now counts capitals wider, seen in the PNG by eye.)
+        trace = os.path.join(self.d, "long.csv")
+        with open(trace, "w") as f:
+            f.write("time,offered_rate,retry_rate\n")
+            for i in range(2000):
+                o, r = ((60, 0) if i < 1000 else (100, 0) if i == 1000 else
+                        (100, 300) if i < 1010 else (20, 60) if i < 1020 else
+                        (20, 0))
+                f.write("%d,%d,%d\n" % (1700000000 + 10 * i, o, r))
+        pic = self.draw("replay", "replay", "--spec", SPEC, "--service",
+                        "checkout", trace)
+        labels = pic.labels()
+        for name in ("WARNING", "FAILURE", "OKAY"):
+            self.assertIn(name, labels)
+        self.assert_clear(pic, ())
+
     def test_simulate(self):
         svc = ("--servers", "10", "--service-time", "100ms", "--timeout",
                "1", "--retries", "3", "--base-failure", "0.01")
