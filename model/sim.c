@@ -746,7 +746,15 @@ static void window_rates(ms_sim_sample *s, const ms_sim_config *c, double t_end,
 /* The plugin's verdict on the window, as ms_analyze gives it from the
  * observed rates and the previous verdict, for the pool at the window's
  * last instant; and the equilibria at the scenario's load, for the
- * settling check.  A pool of no servers has only the collapsed state.
+ * settling check.  The observation is what the plugin would read from
+ * the simulated service (doc/design.md §1.7): the window's offered load,
+ * attempts and failure ratio, the backlog where the engine has a queue
+ * (the DES, the queue-memory fluid engine), and the previous window's
+ * state and storm flag; the storm flag is the verdict's (ms_report.storm),
+ * not the state's, so it stays up while the observed attempts still fail
+ * beyond the healthy level and does not rise past the tipping load before
+ * they do.  A pool of no servers has only the collapsed state and no
+ * landscape to judge by: no attempt can succeed there, storm.
  * Errors of ms_analyze and ms_equilibria. */
 static int judge_window(ms_sim_recorder *r, ms_sim_sample *s, ms_error *err) {
   const ms_sim_config *c = r->cfg;
@@ -758,6 +766,7 @@ static int judge_window(ms_sim_recorder *r, ms_sim_sample *s, ms_error *err) {
   s->capacity = ms_saturation_load(&pm);
   if (!r->pool_ok[pi]) {
     s->state = MS_STATE_OVERLOADED;
+    s->storm = 1;
     s->has_collapsed = true;
     s->collapsed_load = s->nominal_offered * r->collapse_amp;
   } else {
@@ -767,14 +776,20 @@ static int judge_window(ms_sim_recorder *r, ms_sim_sample *s, ms_error *err) {
     ms_observation obs = {.offered_load = s->offered,
                           .has_observed_attempts = true,
                           .observed_attempts = s->attempts,
+                          .has_observed_failure = true,
+                          .observed_failure = s->failure_ratio,
                           .has_previous = r->has_prev,
                           .previous = r->prev,
-                          .interval = r->counted ? s->width : MS_MAX_DURATION};
+                          .previous_storm = r->prev_storm,
+                          .interval = r->counted ? s->width : MS_MAX_DURATION,
+                          .has_queue_length = r->counted || c->queue_memory,
+                          .queue_length = s->backlog};
     ms_report rep;
     int st = ms_analyze(ls, &obs, &rep, err);
     if (st != MS_OK)
       return st;
     s->state = rep.state;
+    s->storm = rep.storm;
     s->tipping_load = ls->tipping_load;
     s->recovery_load = ls->recovery_load;
     ms_equilibrium eq[MS_MAX_EQUILIBRIA];
@@ -791,9 +806,9 @@ static int judge_window(ms_sim_recorder *r, ms_sim_sample *s, ms_error *err) {
       s->collapsed_load = eq[n - 1].effective_load;
     }
   }
-  s->storm = ms_state_storm(s->state);
   r->has_prev = true;
   r->prev = s->state;
+  r->prev_storm = s->storm != 0;
   return MS_OK;
 }
 

@@ -421,9 +421,13 @@ typedef struct {
   double failure_ratio;   /* failures / (failures + goodput), 0 if none */
   double amplification;   /* attempts / offered, 1 if no offered load */
   /* The plugin's verdict on this window (ms_analyze with the window's
-   * offered load, its attempt rate as observation, and the previous
-   * window's state for hysteresis), against the pool at the window's end.
-   * A pool of 0 servers is overloaded, with tipping and recovery load 0. */
+   * offered load, its attempt rate, failure ratio and, where the engine
+   * has a queue, backlog as observations, and the previous window's state
+   * and storm flag for hysteresis), against the pool at the window's end.
+   * storm is the verdict's flag (ms_report.storm, doc/design.md §1.7): up
+   * while the attempts fail beyond the healthy level, also in a stable
+   * state when the previous window was a storm.  A pool of 0 servers is
+   * overloaded and in storm, with tipping and recovery load 0. */
   ms_state state;
   int storm;
   double tipping_load;  /* req/s */
@@ -701,14 +705,15 @@ int ms_sim_latch_threshold(ms_sim_engine engine, const ms_sim_config *c,
  * retry (one turn of the loop: a timeout, a service, a wait) and the second
  * term is three times the time to drain a backlog of one timeout horizon
  * c mu T at the healthy amplification (ms_drain_time).  The probe
- * *latches* when the plugin's verdict on the run's last window is a storm
- * (ms_sim_summary.final_storm, the plugin's storm flag on the last window): the
+ * *latches* when the plugin's state on the run's last window is a storm
+ * state (ms_sim_summary.final_state metastable or overloaded): the
  * window's attempt rate lies beyond the unstable equilibrium, in the collapsed
  * basin (doc/design.md §1.4), after the backlog the trigger left has had three
- * drain times to go. Inside the band a backlog past c mu T makes every attempt
- * time out, so the attempts settle at the collapsed equilibrium and never come
- * back: a trajectory that has not recovered by the end of the horizon has
- * latched.
+ * drain times to go.  Not the storm flag (final_storm), which also stays
+ * up in the healthy basin while a backlog still drains (recovering). Inside the
+ * band a backlog past c mu T makes every attempt time out, so the attempts
+ * settle at the collapsed equilibrium and never come back: a trajectory that
+ * has not recovered by the end of the horizon has latched.
  *
  * Sources: the trigger map (trigger size x duration -> recovers or
  * latches) of L. Huang, M. Magnusson, A. B. Muralikrishna, S. Estyak,

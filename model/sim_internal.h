@@ -66,6 +66,7 @@ typedef struct {
                    the fluid engine's are expectations */
   bool has_prev;
   ms_state prev;
+  bool prev_storm; /* the previous window's storm flag (ms_sim_sample.storm) */
   double off_healthy_at, off_collapsed_at; /* end of last window outside */
   bool in_storm; /* the last window was in a storm (summary's sense) */
   bool stop;

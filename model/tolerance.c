@@ -144,7 +144,14 @@ static int run_probe(const setup *s, double hold, double horizon, bool *latched,
     return st;
   if (probes != NULL)
     (*probes)++;
-  *latched = sum.final_storm;
+  /* Latched: the model's collapsed basin at the run's end (the last
+   * window's state is metastable or overloaded), not the verdict's storm
+   * flag (ms_sim_summary.final_storm).  The flag also stays up through a
+   * recovery tail, a backlog still draining back in the healthy basin
+   * (ms_report.recovering), which is a trigger survived, only slowly; and
+   * the question is whether the trigger moved the loop into the other
+   * basin, which the state answers. */
+  *latched = ms_state_storm(sum.final_state) != 0;
   if (scenario != NULL)
     *scenario = *sc;
   return MS_OK;

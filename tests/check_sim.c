@@ -1705,7 +1705,9 @@ static bool stall_latches(double lambda, double spike, double start,
     add_spike(&c, spike, start, hold);
   else
     add_stall(&c, 0, start, hold);
-  return run(MS_ENGINE_FLUID, &c, NULL).final_storm;
+  /* latched as ms_tolerance_probe decides it: the model's collapsed basin
+   * at the end, not the storm flag, which stays up through a drain */
+  return ms_state_storm(run(MS_ENGINE_FLUID, &c, NULL).final_state) != 0;
 }
 
 static ms_tolerance tolerance_of(double lambda, double spike) {
