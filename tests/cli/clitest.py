@@ -70,6 +70,43 @@ class CliTest(unittest.TestCase):
         err = abs(got - want) / abs(want) if want else abs(got)
         self.assertLessEqual(err, rel, msg or "%r vs %r" % (got, want))
 
+    def assertPluginVerdicts(self, svc, series, counted, queue=True):
+        """Each window of a `simulate` series (JSON rows or CSV rows)
+        judged by `solve`, the plugin's verdict on the same observations:
+        the window's offered load, attempts, failure ratio and backlog
+        (queue: the engine has a queue), the previous window's state and
+        storm flag, and the window as the interval (counted: the DES; the
+        fluid engine's rates are expectations, without counting noise:
+        the longest interval).  The state and the storm flag must agree."""
+        prev, t0 = None, 0.0
+        for w in series:
+            t, storm = float(w["time"]), int(w["storm"])
+            model = list(svc)
+            if "--servers" in model:
+                # the pool of the window's end (a stall changes it); with
+                # none there is no landscape and no verdict of the plugin:
+                # the simulator calls it overloaded, in storm
+                pool = int(w["servers"])
+                if pool == 0:
+                    self.assertEqual((w["state"], storm), ("overloaded", 1))
+                    prev, t0 = (w["state"], storm), t
+                    continue
+                model[model.index("--servers") + 1] = str(pool)
+            args = ["solve", *model, "--load", str(w["offered"]),
+                    "--observed-load", str(w["attempts"]),
+                    "--observed-failure", str(w["failure_ratio"]),
+                    "--interval", str(t - t0) if counted else "1e300",
+                    "--format", "json"]
+            if queue:
+                args += ["--queue-length", str(w["backlog"])]
+            if prev is not None:
+                args += ["--previous", prev[0], "--previous-storm",
+                         str(prev[1])]
+            v = self.ok(*args).json()
+            self.assertEqual((w["state"], storm), (v["state"], v["storm"]),
+                             w)
+            prev, t0 = (w["state"], storm), t
+
 
 class ScratchTest(CliTest):
     """A CliTest with a scratch directory of its own per test, removed

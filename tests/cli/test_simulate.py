@@ -123,20 +123,42 @@ class Simulate(CliTest):
         self.assertEqual([float(r["time"]) for r in rows],
                          [2.0 * (i + 1) for i in range(120)])
         for r in rows:
-            self.assertEqual(int(r["storm"]), STATES[r["state"]], r)
             a, o = float(r["attempts"]), float(r["offered"])
             self.assertAlmostEqual(a, o + float(r["retries"]),
                                    delta=1e-9 * a)
+        # the storm flag is the plugin's verdict on the window's
+        # observations, not the state's: it follows the failures.  The
+        # healthy run fails at the base, 1 %; the top of the healthy
+        # branch (the fold at the tipping load) fails at about 2 %.  Every
+        # window is clearly on one side, and the flag is up exactly while
+        # more than 2 % fail (with the queue past c mu T = 100, or not)
+        for r in rows:
+            p = float(r["failure_ratio"])
+            self.assertFalse(0.0101 < p <= 0.02, r)
+            self.assertEqual(int(r["storm"]), int(p > 0.02), r)
+        self.assertPluginVerdicts(SVC, rows, counted=False)
         by_time = {float(r["time"]): r for r in rows}
         # the trigger tips it; the storm outlives it; the drop below the
-        # recovery load (10/s < 25/s) ends it once the queue has drained
+        # recovery load (10/s < 25/s) ends it once the queue has drained:
+        # the state is stable from the drop on, the flag stays up while
+        # the queue fails nearly every attempt
         self.assertEqual(by_time[20]["state"], "overloaded")
         self.assertEqual(by_time[50]["state"], "metastable")
         self.assertEqual(by_time[100]["state"], "stable")
+        self.assertEqual(by_time[100]["storm"], "1")
         self.assertGreater(float(by_time[100]["backlog"]), 1000)
         self.assertEqual(float(by_time[100]["goodput"]) > 1, False)
         self.assertEqual(by_time[240]["state"], "vulnerable")
+        self.assertEqual(by_time[240]["storm"], "0")
         self.assertLess(float(by_time[240]["failure_ratio"]), 0.02)
+        # and down at the first window after the drop's end that fails at
+        # the base again: the queue has drained
+        back = min(t for t, r in by_time.items()
+                   if t > 60 and float(r["failure_ratio"]) <= 0.0101)
+        self.assertTrue(all(by_time[t]["storm"] == "1"
+                            for t in by_time if 12 <= t < back))
+        self.assertTrue(all(by_time[t]["storm"] == "0"
+                            for t in by_time if t >= back))
 
     def test_des_measures_the_servers(self):
         # healthy at 60/s: the DES's busy servers, completions and service
@@ -240,20 +262,31 @@ class Simulate(CliTest):
         self.assertIn("outcome:   STORM at the end of the run (metastable): "
                       "it outlasted the triggers, which ended at 30 s", out)
         self.assertNotIn("draining:", out)
-        out = self.ok("simulate", *SVC, "--scenario",
-                      os.path.join(EXAMPLES, "storm.yaml"), "--engine",
-                      "des").out
+        args = ("--scenario", os.path.join(EXAMPLES, "storm.yaml"),
+                "--engine", "des")
+        out = self.ok("simulate", *SVC, *args).out
+        series = self.sim(*args)["series"]
         # below the recovery load the plugin calls it stable while the
-        # queue left by the storm drains and attempts still fail: the
-        # storm ends when goodput returns, during the drop that ends the
-        # triggers at 210 s
-        self.assertIn("outcome:   storm ended at 182 s, when goodput "
-                      "returned, before the triggers ended at 210 s", out)
-        self.assertIn("draining:  122 s of windows judged out of storm with "
-                      "most attempts failing (the plugin's verdict left the "
-                      "storm at 60 s)", out)
-        self.assertIn("settled:   at the healthy equilibrium (within 36.5 %) "
-                      "since 182 s", out)
+        # queue left by the storm drains and attempts still fail; its
+        # storm flag stays up through the drain, and the storm ends when
+        # goodput returns: the start of the first window after the last
+        # storm window, during the drop that ends the triggers at 210 s
+        last = max(i for i, w in enumerate(series) if w["storm"])
+        end = series[last]["time"]
+        self.assertLess(end, 210)
+        self.assertLessEqual(series[last + 1]["failure_ratio"], 0.5)
+        self.assertTrue(all(w["failure_ratio"] > 0.5
+                            for w in series[last - 40:last + 1]))
+        self.assertIn("outcome:   storm ended at %g s, when goodput "
+                      "returned, before the triggers ended at 210 s" % end,
+                      out)
+        # no window out of storm with most attempts failing: nothing
+        # drained after the verdict left the storm
+        self.assertFalse(any(not w["storm"] and w["failure_ratio"] > 0.5
+                             for w in series))
+        self.assertNotIn("draining:", out)
+        self.assertIn("settled:   at the healthy equilibrium (within "
+                      "36.5 %%) since %g s" % end, out)
 
     def test_plot(self):
         with tempfile.TemporaryDirectory() as d:
