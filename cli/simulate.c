@@ -222,16 +222,21 @@ static int parse_fields(const char *opt, const char *text, const char *kinds,
   return 0;
 }
 
+/* The option of a trigger argument: "--spike", "--ramp", "--drop" or
+ * "--stall". */
+static const char *trigger_option(int opt) {
+  return opt == OPT_SPIKE  ? "--spike"
+         : opt == OPT_RAMP ? "--ramp"
+         : opt == OPT_DROP ? "--drop"
+                           : "--stall";
+}
+
 static int add_trigger(ms_scenario *sc, const trigger_arg *a,
                        ms_model_kind kind) {
   if (sc->n_triggers >= MS_SIM_MAX_TRIGGERS)
     return ms_cli_usage("%s: at most %d triggers in a scenario, file "
                         "included",
-                        a->opt == OPT_SPIKE  ? "--spike"
-                        : a->opt == OPT_RAMP ? "--ramp"
-                        : a->opt == OPT_DROP ? "--drop"
-                                             : "--stall",
-                        MS_SIM_MAX_TRIGGERS);
+                        trigger_option(a->opt), MS_SIM_MAX_TRIGGERS);
   ms_trigger t;
   memset(&t, 0, sizeof t);
   double v[5];
@@ -528,7 +533,10 @@ static void write_text(const ms_cli_model *m, const ms_sim_config *c,
   } else if (!s->recovered) {
     printf("outcome:   STORM at the end of the run (%s",
            ms_state_name(s->final_state));
-    if (s->verdict_ended_at >= 0)
+    if (s->final_storm && !ms_state_storm(s->final_state))
+      printf(", recovering: the queue left by the storm still fails the "
+             "attempts beyond the healthy level");
+    else if (s->verdict_ended_at >= 0)
       printf(" since %.6g s, but most attempts still fail",
              s->verdict_ended_at);
     printf(")");
@@ -573,9 +581,12 @@ static void write_text(const ms_cli_model *m, const ms_sim_config *c,
          s->final_offered, s->final_attempts,
          fmt_share(b, sizeof b, s->final_failure_ratio),
          ms_state_name(s->final_state));
-  printf("amplification: %.4g attempts per request over the run (at most "
+  char amp[32];
+  snprintf(amp, sizeof amp, "%.4g", s->amplification);
+  printf("amplification: %s %s per request over the run (at most "
          "r + 1 = %d)\n",
-         s->amplification, c->service.policy.retries + 1);
+         amp, strcmp(amp, "1") == 0 ? "attempt" : "attempts",
+         c->service.policy.retries + 1);
   printf("peaks:     attempts %.6g/s, backlog %.6g\n", s->peak_attempts,
          s->peak_backlog);
   printf("totals:    %.0f requests, %.0f attempts (%.0f retries), %.0f "
@@ -1076,6 +1087,44 @@ static int parse_options(sim_args *a, ms_cli_model *m, int argc, char **argv) {
   return st;
 }
 
+/* A trigger that starts at or after the end of the run would never act:
+ * refused, naming the trigger (its option and value, or its place in the
+ * scenario file) and where the duration came from.  The file's own
+ * triggers come first in sc (n_file of them), then the options'.
+ * Returns 0, MS_EXIT_USAGE (an option is to blame: a trigger option or
+ * --duration) or MS_EXIT_RUNTIME (the file alone). */
+static int check_trigger_starts(const sim_args *a, const ms_scenario *sc,
+                                int n_file) {
+  char dur[600];
+  if (a->has_duration)
+    snprintf(dur, sizeof dur, "--duration %.6g s", sc->duration);
+  else if (a->scenario_path)
+    snprintf(dur, sizeof dur, "the duration of %s, %.6g s", a->scenario_path,
+             sc->duration);
+  else
+    snprintf(dur, sizeof dur, "the default --duration of %.6g s", sc->duration);
+  for (int i = 0; i < sc->n_triggers; i++) {
+    double start = sc->triggers[i].start;
+    if (start < sc->duration)
+      continue;
+    if (i >= n_file) {
+      const trigger_arg *t = &a->targs[i - n_file];
+      return ms_cli_usage("%s %s: START %.6g s is not before the end of the "
+                          "run (%s): the trigger would never act; give a "
+                          "longer --duration or an earlier START",
+                          trigger_option(t->opt), t->text, start, dur);
+    }
+    char msg[1400];
+    snprintf(msg, sizeof msg,
+             "%s: trigger %d starts at %.6g s, not before the end of the "
+             "run (%s): it would never act; give a longer --duration or an "
+             "earlier start",
+             a->scenario_path, i + 1, start, dur);
+    return a->has_duration ? ms_cli_usage("%s", msg) : ms_cli_fail("%s", msg);
+  }
+  return 0;
+}
+
 /* The scenario: the file's, if any, then the load, the duration and the
  * triggers of the command line on top (triggers from both are kept).
  * Returns 0, MS_EXIT_RUNTIME for a bad file, MS_EXIT_USAGE for bad
@@ -1096,10 +1145,10 @@ static int apply_scenario(const sim_args *a, const ms_cli_model *m,
     cfg->scenario.offered_load = a->load;
   if (a->has_duration)
     cfg->scenario.duration = a->duration;
-  int st = 0;
+  int st = 0, n_file = cfg->scenario.n_triggers;
   for (int i = 0; i < a->n_targs && st == 0; i++)
     st = add_trigger(&cfg->scenario, &a->targs[i], m->params.model.kind);
-  return st;
+  return st != 0 ? st : check_trigger_starts(a, &cfg->scenario, n_file);
 }
 
 /* The engine's settings given on the command line, over the file's and
@@ -1149,6 +1198,11 @@ static int check_engine(const sim_args *a, const ms_cli_model *m) {
                         "--timeout)");
   if (a->engine == MS_ENGINE_DES && a->memoryless)
     return ms_cli_usage("--memoryless applies to the fluid engine only");
+  if (a->engine != MS_ENGINE_DES && a->has_seed)
+    return ms_cli_usage("--seed %ld applies to the discrete-event engine "
+                        "only (--engine des): the fluid engine is "
+                        "deterministic, every run is the same",
+                        a->seed);
   if (a->engine != MS_ENGINE_DES && a->has_dist)
     return ms_cli_usage("--service-dist applies to the discrete-event engine "
                         "only (--engine des): the fluid engine takes the "
@@ -1248,23 +1302,29 @@ static void seed_summary(const seed_run *run, long n, double *rt,
   wilson_interval(st->latched, n, Z_95, &st->lo, &st->hi);
 }
 
+/* The singular for a count of exactly 1, else the plural. */
+static const char *plural(long n, const char *one, const char *many) {
+  return n == 1 ? one : many;
+}
+
 static void seeds_text(const ms_cli_model *m, const ms_sim_config *c,
                        const ms_landscape *ls, const seed_stats *st) {
   write_text_head(m, c, MS_ENGINE_DES, ls, st->n);
   printf("latched:   %ld of %ld runs still in a storm at the end: latch "
          "probability %.4g, 95 %% interval [%.4g, %.4g] (Wilson score)\n",
          st->latched, st->n, st->p, st->lo, st->hi);
-  printf("recovered: %ld runs (%ld of them never in a storm)\n",
-         st->n - st->latched, st->never);
+  printf("recovered: %ld %s (%ld of them never in a storm)\n",
+         st->n - st->latched, plural(st->n - st->latched, "run", "runs"),
+         st->never);
   if (st->recovered_n > 0) {
     const double *x = st->rt;
     size_t k = (size_t)st->recovered_n;
     printf("recovery:  from the triggers' end at %.6g s until goodput "
-           "returned, %ld runs: min %.4g s, quartiles %.4g, %.4g, %.4g s, "
+           "returned, %ld %s: min %.4g s, quartiles %.4g, %.4g, %.4g s, "
            "max %.4g s\n",
-           ms_scenario_trigger_end(&c->scenario), st->recovered_n, x[0],
-           quantile(x, k, 0.25), quantile(x, k, 0.5), quantile(x, k, 0.75),
-           x[k - 1]);
+           ms_scenario_trigger_end(&c->scenario), st->recovered_n,
+           plural(st->recovered_n, "run", "runs"), x[0], quantile(x, k, 0.25),
+           quantile(x, k, 0.5), quantile(x, k, 0.75), x[k - 1]);
   }
 }
 

@@ -224,6 +224,21 @@ class Simulate(CliTest):
             j = self.sim("--scenario", path, "--load", "20")
             self.assertTrue(j["summary"]["recovered"])
             self.assertEqual(j["offered_load"], 20)
+            # a trigger of the file after the run's end, by the file's
+            # duration or by --duration
+            late = os.path.join(d, "late.yaml")
+            with open(late, "w") as f:
+                f.write("duration: 100s\noffered_load: 60/s\ntriggers:\n"
+                        "  - {kind: stall, start: 150s, hold: 3s, "
+                        "servers: 0}\n")
+            self.fails(1, "late.yaml: trigger 1 starts at 150 s, not before "
+                       "the end of the run (the duration of %s, 100 s)"
+                       % late, "simulate", *SVC, "--scenario", late)
+            self.fails(2, "late.yaml: trigger 1 starts at 150 s, not before "
+                       "the end of the run (--duration 120 s)", "simulate",
+                       *SVC, "--scenario", late, "--duration", "120")
+            self.assertEqual(len(self.sim("--scenario", late, "--duration",
+                                          "151")["series"]), 151)
             with open(path, "a") as f:
                 f.write("  - {kind: spike, start: 1s}\n")
             self.fails(1, "s.yaml:8:5: trigger 2: a spike needs the load",
@@ -288,6 +303,24 @@ class Simulate(CliTest):
         self.assertIn("settled:   at the healthy equilibrium (within "
                       "36.5 %%) since %g s" % end, out)
 
+    def test_singular(self):
+        # without retries every request sends one attempt: "1 attempt"
+        out = self.ok("simulate", "--servers", "10", "--service-time",
+                      "100ms", "--timeout", "1", "--retries", "0", "--load",
+                      "20", "--duration", "10").out
+        self.assertIn("amplification: 1 attempt per request over the run "
+                      "(at most r + 1 = 1)", out)
+        out = self.ok("simulate", *SVC, "--load", "60", "--spike",
+                      "10,20,60", "--duration", "100").out
+        self.assertRegex(out, r"amplification: [0-9.]+ attempts per request")
+        # one run of --seeds recovered: "1 run"
+        out = self.ok("simulate", *SVC, "--load", "60", "--spike",
+                      "10,40,60", "--duration", "100", "--seeds", "1").out
+        self.assertIn("recovered: 0 runs", out)
+        out = self.ok("simulate", *SVC, "--load", "20", "--spike",
+                      "10,5,100", "--duration", "100", "--seeds", "1").out
+        self.assertIn("recovered: 1 run (", out)
+
     def test_plot(self):
         with tempfile.TemporaryDirectory() as d:
             f = os.path.join(d, "storm.svg")
@@ -337,6 +370,19 @@ class Simulate(CliTest):
              "/no/such.yaml: cannot open"),
             (("--load", "60", "--plot", "x.pdf"), 2,
              "--plot: 'x.pdf' must end in .svg or .png"),
+            # a trigger that starts when the run is over would never act
+            (("--load", "60", "--spike", "400,10,60"), 2,
+             "--spike 400,10,60: START 400 s is not before the end of the "
+             "run (the default --duration of 300 s)"),
+            (("--load", "60", "--duration", "50", "--spike", "10,5,60",
+              "--drop", "50,1,10"), 2,
+             "--drop 50,1,10: START 50 s is not before the end of the run "
+             "(--duration 50 s)"),
+            # the fluid engine is deterministic: a seed would change nothing
+            (("--load", "60", "--seed", "3"), 2,
+             "--seed 3 applies to the discrete-event engine only"),
+            (("--load", "60", "--seed", "3", "--engine", "fluid"), 2,
+             "--seed 3 applies to the discrete-event engine only"),
         ]:
             self.fails(code, words, "simulate", *SVC, *args)
         self.fails(2, "--engine des simulates an M/M/c queue", "simulate",
