@@ -929,7 +929,11 @@ static int write_plot(const char *path, const char *title,
   p.n_bands = ch.nb;
   p.markers = ch.markers;
   p.n_markers = ch.nm;
-  p.legend = "top right";
+  /* below the plot area, as replay's: inside it, a corner of the curves
+   * (a storm's attempts at the top, a run that latches to the end) lay
+   * under the legend's box */
+  p.legend = "below";
+  p.legend_columns = 3;
   p.ymax = chart_ymax(&ch);
   char err[512];
   int r = ms_plot_write(&p, path, err, sizeof err);

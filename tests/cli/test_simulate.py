@@ -8,6 +8,7 @@ import csv
 import io
 import math
 import os
+import re
 import tempfile
 import xml.etree.ElementTree as ET
 
@@ -336,6 +337,18 @@ class Simulate(CliTest):
                          "attempts (retries included)",
                          "storm (the plugin's verdict)", "trigger"):
                 self.assertIn(want, text)
+            # the legend lies below the plot area, under the x label, so
+            # it hides no curve: each text's y from its translate()
+            with open(f) as fh:
+                svg = fh.read()
+            y = {t: float(v) for v, t in re.findall(
+                r'translate\([\d.]+,([\d.]+)\)[^>]*>\s*<text>([^<]*)</text>',
+                svg)}
+            for entry in ("trigger", "storm (the plugin's verdict)",
+                          "offered load (first attempts)",
+                          "attempts (retries included)",
+                          "goodput (successful attempts)"):
+                self.assertGreater(y[entry], y["time (s)"], entry)
 
     def test_usage(self):
         for args, code, words in [
