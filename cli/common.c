@@ -870,6 +870,7 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
   const ms_failure_model *m = &p->model;
   const ms_retry_policy *q = &p->policy;
   size_t n = 0;
+  char share[32];
 #define ADD(...)                                                               \
   do {                                                                         \
     if (n < len)                                                               \
@@ -899,7 +900,8 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
     ADD("capacity model: capacity %s req/s", cap);
   }
   if (m->base_failure > 0)
-    ADD(", base failure %.4g %%", 100 * m->base_failure);
+    ADD(", base failure %s",
+        ms_cli_fmt_share(share, sizeof share, m->base_failure, 4));
   ADD(", %d retr%s", q->retries, q->retries == 1 ? "y" : "ies");
   if (q->has_tier_retries) {
     ADD(" at the dependency, then");
@@ -920,12 +922,14 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
         q->grpc_token_ratio);
     break;
   case MS_POLICY_ENVOY:
-    ADD(", Envoy retry budget %.4g %%, min %g concurrent",
-        100 * q->envoy_budget, q->envoy_min_concurrency);
+    ADD(", Envoy retry budget %s, min %g concurrent",
+        ms_cli_fmt_share(share, sizeof share, q->envoy_budget, 4),
+        q->envoy_min_concurrency);
     break;
   case MS_POLICY_FINAGLE:
-    ADD(", Finagle retry budget %.4g %% + %g/s, ttl %g s",
-        100 * q->finagle_percent, q->finagle_min_per_second, q->finagle_ttl);
+    ADD(", Finagle retry budget %s + %g/s, ttl %g s",
+        ms_cli_fmt_share(share, sizeof share, q->finagle_percent, 4),
+        q->finagle_min_per_second, q->finagle_ttl);
     break;
   case MS_POLICY_AWS:
     ADD(", AWS retry quota %g tokens, cost %g/%g, refund %g", q->aws_capacity,
@@ -935,7 +939,8 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
     break;
   }
   if (q->has_budget)
-    ADD(", retry budget %.4g %%", 100 * q->retry_budget);
+    ADD(", retry budget %s",
+        ms_cli_fmt_share(share, sizeof share, q->retry_budget, 4));
   if (q->has_token)
     ADD(", token ratio %.4g", q->token_ratio);
 #undef ADD
@@ -943,6 +948,16 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
 }
 
 /* ---- output ---------------------------------------------------------- */
+
+const char *ms_cli_fmt_share(char *buf, size_t len, double x, int digits) {
+  if (x == 0)
+    snprintf(buf, len, "0");
+  else if (100 * fabs(x) >= 1e-3)
+    snprintf(buf, len, "%.*g %%", digits, 100 * x);
+  else
+    snprintf(buf, len, "%.*g", digits, x); /* below 1e-5: %g's exponent */
+  return buf;
+}
 
 const char *ms_cli_fmt_double(char buf[32], double x) {
   if (isnan(x))

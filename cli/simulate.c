@@ -483,13 +483,7 @@ static const char *backoff_text(char *buf, size_t len, const ms_backoff *b) {
  * (at least 32 bytes): "0.7634 %" down to 0.001 %, below that in scientific
  * notation as a share ("8.6e-40"), never "8.6e-38 %"; exactly 0 as "0". */
 static const char *fmt_share(char *buf, size_t len, double x) {
-  if (x == 0)
-    snprintf(buf, len, "0");
-  else if (100 * fabs(x) >= 1e-3)
-    snprintf(buf, len, "%.4g %%", 100 * x);
-  else
-    snprintf(buf, len, "%.2e", x);
-  return buf;
+  return ms_cli_fmt_share(buf, len, x, 4);
 }
 
 /* The scenario and the service, the head of both text outputs. */
@@ -565,17 +559,19 @@ static void write_text(const ms_cli_model *m, const ms_sim_config *c,
          "or after the triggers ended)\n",
          s->storm_time, s->storm_after_trigger);
   if (s->settled_healthy)
-    printf("settled:   at the healthy equilibrium (within %.3g %%) since "
+    printf("settled:   at the healthy equilibrium (within %s) since "
            "%.6g s\n",
-           100 * c->settle_tolerance, s->settled_at);
+           ms_cli_fmt_share(b, sizeof b, c->settle_tolerance, 3),
+           s->settled_at);
   else if (s->settled_collapsed)
-    printf("settled:   at the collapsed equilibrium (within %.3g %%) since "
+    printf("settled:   at the collapsed equilibrium (within %s) since "
            "%.6g s\n",
-           100 * c->settle_tolerance, s->settled_at);
+           ms_cli_fmt_share(b, sizeof b, c->settle_tolerance, 3),
+           s->settled_at);
   else
-    printf("settled:   near no equilibrium (within %.3g %%) in the last "
+    printf("settled:   near no equilibrium (within %s) in the last "
            "window\n",
-           100 * c->settle_tolerance);
+           ms_cli_fmt_share(b, sizeof b, c->settle_tolerance, 3));
   printf("last window: offered %.6g/s, attempts %.6g/s, failure ratio "
          "%s, state %s\n",
          s->final_offered, s->final_attempts,

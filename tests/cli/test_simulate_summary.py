@@ -71,11 +71,25 @@ class SummaryFromSeries(CliTest):
     def run_json(self, *args):
         return self.ok("simulate", *SVC, *args, "--format", "json").json()
 
-    def check_summary(self, args, r=3, ends=None):
+    def check_summary(self, args, r=3, ends=None, most=None):
         """Each summary figure against the same run's series; ends: the
-        triggers' end when a scenario file holds them."""
+        triggers' end when a scenario file holds them; most: the policy's
+        largest amplification when below r + 1."""
         j = self.run_json(*args)
         s, series = j["summary"], j["series"]
+        # the series is the CSV's: every column of every window the same
+        # number, so what holds of one holds of the other
+        out = self.ok("simulate", *SVC, *args, "--format", "csv").out
+        rows = list(csv.DictReader(io.StringIO(out)))
+        self.assertEqual(len(rows), len(series))
+        for w, row in zip(series, rows):
+            for key, v in w.items():
+                if key == "state":
+                    self.assertEqual(row[key], v)
+                elif v is None:
+                    self.assertEqual(row[key], "")
+                else:
+                    self.assertEqual(float(row[key]), v, key)
         recovered, ended, verdict_ended, draining = storm_from_series(series)
         self.assertEqual(s["recovered"], recovered, args)
         self.assertEqual(s["storm_ended_at"], ended, args)
@@ -112,6 +126,8 @@ class SummaryFromSeries(CliTest):
         self.assertRel(s["attempts"], attempts, 1e-9)
         self.assertRel(s["requests"], first, 1e-9)
         self.assertLessEqual(s["amplification"], r + 1)
+        if most is not None:
+            self.assertLessEqual(s["amplification"], most * (1 + 1e-12))
         self.assertGreaterEqual(s["amplification"], 1)
         # each window's storm flag and state: the plugin's verdict on the
         # window's observations
@@ -178,6 +194,17 @@ class SummaryFromSeries(CliTest):
                  "0.2", "--duration", "200")):
             with self.subTest(args=args):
                 self.check_summary(args)
+        # a budget of b keeps the retries of every window of its length
+        # within b / (1 - b) of the first attempts, so over the run (no
+        # allowance saved before it) a request sends at most 1 / (1 - b)
+        # attempts; both engines, a spike that makes every attempt fail
+        for engine in ("fluid", "des"):
+            with self.subTest(engine=engine):
+                j = self.check_summary(
+                    ("--engine", engine, "--load", "90", "--spike",
+                     "20,30,60", "--retry-budget", "0.2", "--duration",
+                     "200"), most=1 / (1 - 0.2))
+                self.assertGreater(j["summary"]["amplification"], 1.05)
 
     def test_tiny_shares(self):
         # a healthy fluid run at 20/s without base failure: the failure
@@ -195,6 +222,23 @@ class SummaryFromSeries(CliTest):
         self.assertNotRegex(out, r"e-\d+ %")
         m = re.search(r"failure ratio (\S+),", out)
         self.assertRel(float(m.group(1)), j["final_failure_ratio"], 0.01)
+        # every share of the text: the base failure, the budget, the settle
+        # band, tiny or not; a DES run where nothing fails prints 0
+        out = self.ok("simulate", "--servers", "10", "--service-time",
+                      "100ms", "--timeout", "1", "--retries", "3",
+                      "--base-failure", "3.2e-45", "--retry-budget", "2e-9",
+                      "--settle-tolerance", "1e-9", "--load", "20",
+                      "--duration", "20").out
+        self.assertNotRegex(out, r"e-\d+ %")
+        self.assertIn("base failure 3.2e-45,", out)
+        self.assertIn("retry budget 2e-09", out)
+        self.assertIn("(within 1e-09)", out)
+        out = self.ok("simulate", "--servers", "10", "--service-time",
+                      "100ms", "--timeout", "1", "--retries", "3",
+                      "--base-failure", "0.00025", "--load", "20",
+                      "--duration", "20", "--engine", "des").out
+        self.assertIn("base failure 0.025 %,", out)
+        self.assertIn("failure ratio 0,", out)
 
 
 def wilson(k, n, z=1.959963984540054):
