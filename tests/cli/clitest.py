@@ -77,7 +77,8 @@ class CliTest(unittest.TestCase):
         (queue: the engine has a queue), the previous window's state and
         storm flag, and the window as the interval (counted: the DES; the
         fluid engine's rates are expectations, without counting noise:
-        the longest interval).  The state and the storm flag must agree."""
+        weighed over 1e15 s, MS_SIM_FLUID_TAU of model/sim.c).  The state
+        and the storm flag must agree."""
         prev, t0 = None, 0.0
         for w in series:
             t, storm = float(w["time"]), int(w["storm"])
@@ -95,7 +96,7 @@ class CliTest(unittest.TestCase):
             args = ["solve", *model, "--load", str(w["offered"]),
                     "--observed-load", str(w["attempts"]),
                     "--observed-failure", str(w["failure_ratio"]),
-                    "--interval", str(t - t0) if counted else "1e300",
+                    "--interval", str(t - t0) if counted else "1e15",
                     "--format", "json"]
             if queue:
                 args += ["--queue-length", str(w["backlog"])]

@@ -304,6 +304,40 @@ class Simulate(CliTest):
         self.assertIn("settled:   at the healthy equilibrium (within "
                       "36.5 %%) since %g s" % end, out)
 
+    def test_flag_ends_after_the_drain(self):
+        # a fluid run's rates are expectations: a healthy window fails at
+        # the model's p(x) up to rounding (1e-13 relative), or at 1e-32
+        # where the model's tail is 0.  Neither is a failure beyond the
+        # healthy level: once the queue a spike left has drained the flag
+        # goes down, where the failure ratio is back at the healthy
+        # equilibrium's (solve), and stays down
+        svc = ("--servers", "10", "--service-time", "100ms", "--timeout",
+               "1", "--retries", "0")
+        for load, base in ((33, "0"), (85, "0"), (71, "0.003")):
+            with self.subTest(load=load, base=base):
+                j = self.ok("simulate", *svc, "--base-failure", base,
+                            "--load", str(load), "--spike", "10,20,80",
+                            "--duration", "200", "--format", "json").json()
+                p = self.ok("solve", *svc, "--base-failure", base, "--load",
+                            str(load), "--format",
+                            "json").json()["failure_probability"]
+                series = j["series"]
+                self.assertTrue(j["summary"]["recovered"])
+                self.assertIsNotNone(j["summary"]["storm_ended_at"])
+                last = max(i for i, w in enumerate(series) if w["storm"])
+                # after it no window fails a millionth of an attempt per
+                # second more than the healthy equilibrium; the last one
+                # is at it to 1e-9
+                for w in series[last + 1:]:
+                    self.assertLess(
+                        abs(w["failure_ratio"] - p) * w["attempts"], 1e-6,
+                        w)
+                end = series[-1]["failure_ratio"]
+                self.assertLessEqual(abs(end - p), 1e-9 * p + 1e-30)
+                # the last window in storm still failed beyond it
+                w = series[last]
+                self.assertGreater(w["failure_ratio"], p, w)
+
     def test_singular(self):
         # without retries every request sends one attempt: "1 attempt"
         out = self.ok("simulate", "--servers", "10", "--service-time",
