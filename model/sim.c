@@ -721,8 +721,8 @@ static int find_pool(const ms_sim_recorder *r, const ms_failure_model *m) {
  * storm flag would stay up for ever after a storm (the fluid run of 10
  * servers, no retries, no base failure at 33 req/s).  Over 1e15 s the noise
  * bound is z^2 / tau = 9e-15 failures per second above the reference, and
- * z sqrt(r / tau) < 1e-7 r for any reference rate r above 1e-3/s: above
- * that rounding, below any difference the engines mean. */
+ * z sqrt(r / tau) < 1e-7 r for a reference rate r above 1/s (1e-5 r above
+ * 1e-4/s): above that rounding, below any difference the engines mean. */
 #define MS_SIM_FLUID_TAU 1e15
 
 static bool near(double x, double target, double tol, double floor_abs) {
