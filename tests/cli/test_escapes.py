@@ -170,11 +170,14 @@ class Escapes(CliTest):
 
     def sim_latches(self, load, hold, *extra):
         """An independent fluid run of checkout: a full stall of `hold` s
-        from 3 s, 300 s after it; True when its last window is a storm."""
+        from 3 s, 300 s after it; True when its last window is collapsed."""
         j = self.ok("simulate", *CHECKOUT, "--load", repr(load), "--stall",
                     "3,%r,0" % hold, "--duration", repr(3 + hold + 300),
                     *extra, "--format", "json").json()
-        return j["summary"]["final_storm"]
+        # latched as the tolerance decides it: the model's collapsed
+        # basin at the end, not the storm flag, which also stays up while
+        # a queue drains in the healthy basin (model/tolerance.c)
+        return j["summary"]["final_state"] in ("metastable", "overloaded")
 
     def test_stall_tolerance_column(self):
         load = 41.6165
