@@ -24,11 +24,13 @@ libcurl3-gnutls"
 # the fuzz targets (make fuzz): clang, and libFuzzer's runtime, which clang
 # only recommends (libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev)
 fuzz="clang libclang-rt-14-dev"
+# the integration test opens the Prometheus console page in a browser
+browser="chromium"
 if [ "${1:-}" = "--lab" ]; then
   pkgs="$pkgs $lab"
 elif [ "${1:-}" = "--test" ]; then
   pkgs="$pkgs $lab prometheus prometheus-alertmanager python3 jq mandoc
-  clang-format $fuzz"
+  clang-format $fuzz $browser"
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
     pkgs="$pkgs nodejs npm"
 fi

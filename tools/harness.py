@@ -215,11 +215,54 @@ class Statsd:
         self.sock.close()
 
 
+def browse(url, workdir, screenshot=None, size=(1280, 2000),
+           budget_ms=10000, timeout=120):
+    """Open url in headless Chromium (Debian's chromium) and let its scripts
+    run for budget_ms of virtual time.  Returns (dom, console): the page's
+    DOM as serialised after the scripts ran, and every line the page wrote
+    to the browser console (messages, uncaught errors, failed loads).  With
+    screenshot, a second run saves a PNG of size (width, height) pixels
+    there.  A private profile under workdir; nothing outlives the call."""
+    exe = shutil.which("chromium")
+    if exe is None:
+        raise RuntimeError("chromium not found: apt-get install chromium")
+    profile = os.path.join(workdir, "chromium-profile")
+    base = [exe, "--headless=new", "--no-sandbox", "--disable-gpu",
+            "--no-first-run", "--user-data-dir=" + profile,
+            "--enable-logging=stderr", "--v=0",
+            "--virtual-time-budget=%d" % budget_ms]
+
+    def run(args):
+        p = subprocess.run(base + args + [url], capture_output=True,
+                           text=True, timeout=timeout,
+                           start_new_session=True)
+        console = [l for l in p.stderr.splitlines() if ":CONSOLE" in l]
+        if p.returncode != 0:
+            raise RuntimeError("chromium exited %d: %s" %
+                               (p.returncode, p.stderr[-2000:]))
+        return p.stdout, console
+
+    dom, console = run(["--dump-dom"])
+    if screenshot is not None:
+        _, more = run(["--hide-scrollbars", "--screenshot=" + screenshot,
+                       "--window-size=%d,%d" % size])
+        console += more
+    return dom, console
+
+
 class Prometheus:
     """A private Prometheus scraping collectd's write_prometheus."""
 
-    def __init__(self, workdir, target_port, rule_files=(), interval="1s"):
+    # the console libraries (prom.lib, menu.lib) Debian's prometheus package
+    # ships; the classic console assets they load are served by the binary
+    CONSOLE_LIBRARIES = "/usr/share/doc/prometheus/examples/console_libraries"
+
+    def __init__(self, workdir, target_port, rule_files=(), interval="1s",
+                 consoles=None):
+        """consoles: a directory of console templates to serve under
+        /consoles/ (with CONSOLE_LIBRARIES), or None."""
         self.workdir = workdir
+        self.consoles = consoles
         self.port = free_port()
         self.proc = None
         conf = os.path.join(workdir, "prometheus.yml")
@@ -251,9 +294,10 @@ class Prometheus:
             [exe, "--config.file=" + self.conf,
              "--storage.tsdb.path=" + os.path.join(self.workdir, "tsdb"),
              "--web.listen-address=127.0.0.1:%d" % self.port,
-             "--web.enable-lifecycle"],
+             "--web.enable-lifecycle"] + self._console_flags(),
             stdout=self.logfile, stderr=subprocess.STDOUT,
             start_new_session=True)
+        self.started = time.time()
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -268,6 +312,22 @@ class Prometheus:
                 pass
             time.sleep(0.3)
         raise RuntimeError("prometheus did not become ready")
+
+    def _console_flags(self):
+        if self.consoles is None:
+            return []
+        if not os.path.isdir(self.CONSOLE_LIBRARIES):
+            raise RuntimeError("%s missing: apt-get install prometheus" %
+                               self.CONSOLE_LIBRARIES)
+        return ["--web.console.libraries=" + self.CONSOLE_LIBRARIES,
+                "--web.console.templates=" + os.path.abspath(self.consoles)]
+
+    def console_url(self, page, **params):
+        """The URL of a console template page, e.g. "metastable.html"."""
+        url = "http://127.0.0.1:%d/consoles/%s" % (self.port, page)
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        return url
 
     def api(self, path, **params):
         url = "http://127.0.0.1:%d/api/v1/%s" % (self.port, path)

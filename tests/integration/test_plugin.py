@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 SRC = os.environ.get("MS_TOP_SRCDIR",
                      os.path.dirname(os.path.dirname(os.path.dirname(
@@ -493,7 +494,8 @@ def main():
     rules = os.path.join(work, "metastable-alerts-fast.yml")
     with open(rules, "w") as f:
         f.write(rules_text)
-    prom = harness.Prometheus(work, wp_port, [rules])
+    prom = harness.Prometheus(work, wp_port, [rules],
+                              consoles=os.path.join(SRC, "consoles"))
     statsd = harness.Statsd(statsd_port)
     with cd, prom:
         cd.start()
@@ -541,6 +543,101 @@ def learner_checks(cd, tip_model):
     check(tip is not None and close(tip, tip_model["tipping_load"], 0.02),
           "learner: tipping load %s = checkout's %.4f within 2 %%" %
           (tip, tip_model["tipping_load"]))
+
+
+# the console page's graphs (consoles/metastable.html) and how many series
+# each draws
+CONSOLE_GRAPHS = {"msStateGraph": 3, "msLoadGraph": 5, "msSelfGraph": 1,
+                  "msShedGraph": 1, "msMarginGraph": 1}
+
+
+class ConsoleView(threading.Thread):
+    """consoles/metastable.html in headless Chromium, off the scenario's
+    thread: the default page (the worst service's section) and checkout's
+    page with a screenshot (doc/console.png), each as its DOM after the
+    scripts ran and what the browser console received."""
+
+    def __init__(self, prom):
+        super().__init__(daemon=True)
+        # the graphs over the time Prometheus has run, to the next 10 s
+        # (the page's time controls read the fragment)
+        span = 10 * math.ceil((time.time() - prom.started) / 10 + 0.5)
+        frag = '#pctc{"duration":%d,"endTime":0}' % span
+        self.urls = (prom.console_url("metastable.html") + frag,
+                     prom.console_url("metastable.html",
+                                      instance=harness.HOSTNAME,
+                                      service="checkout") + frag)
+        self.png = os.path.join(prom.workdir, "console.png")
+        self.workdir = prom.workdir
+        self.pages = []
+        self.error = None
+
+    def run(self):
+        try:
+            for url, png in zip(self.urls, (None, self.png)):
+                dom, console = harness.browse(url, self.workdir,
+                                              screenshot=png,
+                                              size=(1280, 1980))
+                with open(os.path.join(self.workdir, "console-%d.html" %
+                                       len(self.pages)), "w") as f:
+                    f.write(dom)
+                self.pages.append((dom, console))
+        except Exception as e:  # reported by console_checks
+            self.error = e
+
+
+def console_checks(view):
+    """The page shows the storm: every service in the fleet table, the
+    storms first, checkout's row STORM and metastable, the worst service's
+    section by default and checkout's on its link, every graph drawn with
+    data, nothing in the browser console."""
+    check(view.error is None and len(view.pages) == 2,
+          "console page opened in chromium (%s)" % view.error)
+    if len(view.pages) != 2:
+        return
+    for (dom, console), url in zip(view.pages, view.urls):
+        console_page_checks(dom, console, url)
+    with open(view.png, "rb") as f:
+        head = f.read(8)
+    check(head == b"\x89PNG\r\n\x1a\n" and
+          os.path.getsize(view.png) > 20000,
+          "console page: screenshot %s (%d bytes)" %
+          (view.png, os.path.getsize(view.png)))
+
+
+def console_page_checks(dom, console, url):
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)
+    what = "console page %s:" % (query.get("service", ["(default)"])[0])
+    check(not console, "%s browser console empty (%s)" % (what, console))
+    check("prom_graph_error" not in dom, "%s no graph error" % what)
+    table = dom.split('id="ms-fleet"', 1)[-1].split("</table>", 1)[0]
+    rows = [" ".join(re.sub(r"<[^>]+>", " ", r).split())
+            for r in re.findall(r"<tr>(.*?)</tr>", table, re.S)
+            if "<td>" in r]
+    names = re.findall(r"- name: (\S+)", SERVICES)
+    listed = [n for n in names if any(" %s " % n in r for r in rows)]
+    check(listed == names, "%s every service in the fleet table (%s of "
+          "%s)" % (what, listed, names))
+    # worst first: the services in a storm (checkout, learner on its
+    # inputs, fleet overloaded) above the others
+    storms = [" STORM " in r for r in rows]
+    check(storms and storms[0] and storms == sorted(storms, reverse=True),
+          "%s the storms first (%s)" % (what, rows))
+    check(any(r.startswith("%s checkout STORM metastable" %
+                           harness.HOSTNAME) for r in rows),
+          "%s checkout's row says STORM, metastable" % what)
+    if "service" in query:
+        shown = [query["service"][0], harness.HOSTNAME]
+    else:
+        shown = rows[0].split()[1::-1] if rows else ["?", "?"]
+    check('id="ms-service">%s on %s<' % tuple(shown) in dom,
+          "%s the section of %s on %s" % (what, shown[0], shown[1]))
+    for graph, series in CONSOLE_GRAPHS.items():
+        part = dom.split('id="%s"' % graph, 1)[-1].split("<h3", 1)[0]
+        paths = re.findall(r'<path[^>]* class="path"[^>]* d="M[^"]+"|'
+                           r'<path[^>]* d="M[^"]+"[^>]* class="path"', part)
+        check(len(paths) == series, "%s %s draws %d series (%d with data)" %
+              (what, graph, series, len(paths)))
 
 
 def scenario(cd, prom, feeder):
@@ -679,6 +776,9 @@ def scenario(cd, prom, feeder):
     check(bool(firing) and "150" in json.dumps(firing[0]["annotations"]),
           "MetastableFailure text gives the recovery load (150 req/s)")
     check(cd.value("checkout", "state") == 2, "still metastable")
+    # the on-call page, opened in a browser while the storm goes on
+    view = ConsoleView(prom)
+    view.start()
     check(cd.value("flaky", "state") == 0, "flaky recovered once its inputs "
           "arrived (stable)")
     check("service \"flaky\": inputs usable again" in cd.log(),
@@ -707,6 +807,8 @@ def scenario(cd, prom, feeder):
         cd.putval("mshost/test/gauge-flaky_offered", 100)
         time.sleep(0.5)
     check(cd.value("flaky", "state") == 0, "flaky recovers after bad input")
+    view.join(150)
+    console_checks(view)
 
     # ---- below the recovery load with every attempt still failing once
     # (the drain): the model says stable, the storm goes on, no OKAY; a
