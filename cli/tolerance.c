@@ -110,6 +110,24 @@ static int take_option(void *args, int c, const char *arg) {
 }
 
 /* "a full stall" or "a spike of +S/s", into buf. */
+/* ms_tolerance_query.stop for the command: Ctrl-C. */
+static int stop_on_interrupt(void *ctx) {
+  (void)ctx;
+  return ms_cli_interrupted();
+}
+
+/* The bracket an interrupted search reached, for its message. */
+static const char *bracket_text(const ms_tolerance *t, char *buf, size_t n) {
+  if (t->latch > 0)
+    snprintf(buf, n, "survived %.3g s, latched at %.3g s", t->tolerance,
+             t->latch);
+  else if (t->tolerance > 0)
+    snprintf(buf, n, "survived %.3g s, none latched yet", t->tolerance);
+  else
+    snprintf(buf, n, "not bracketed yet");
+  return buf;
+}
+
 static const char *trigger_text(const ms_tolerance_query *q, char *buf,
                                 size_t len) {
   if (q->kind == MS_TRIGGER_SERVERS)
@@ -287,8 +305,13 @@ static int map_probe(const ms_cli_model *m, const ms_sim_config *cfg,
     q.max_hold = fmin(dhi, 86400.0);
     q.check_monotone = false;
     ms_tolerance ti;
+    q.stop = stop_on_interrupt;
     if (ms_trigger_tolerance(cfg, &q, &ti, &err) != MS_OK) {
       ms_cli_progress_end(&prog);
+      if (ms_cli_interrupted())
+        return ms_cli_interrupt_exit("trigger map: %zu of %zu probes done; "
+                                     "nothing written",
+                                     done, total);
       return ms_cli_fail("trigger map: %s", err.msg);
     }
     if (ti.kind == MS_TOLERANCE_BOUNDED || ti.kind == MS_TOLERANCE_OVERLOADED) {
@@ -443,10 +466,19 @@ static int run(ms_cli_model *m, int argc, char **argv) {
       .max_hold = a.max_duration,
       .check_monotone = true,
   };
-  ms_tolerance t;
+  ms_tolerance t = {0};
   ms_error err;
-  if (ms_trigger_tolerance(&cfg, &q, &t, &err) != MS_OK)
+  /* Ctrl-C ends the search at the next window of the probe under way */
+  ms_cli_interrupt_catch();
+  q.stop = stop_on_interrupt;
+  if (ms_trigger_tolerance(&cfg, &q, &t, &err) != MS_OK) {
+    if (ms_cli_interrupted())
+      return ms_cli_interrupt_exit(
+          "%d probes done, the stall %s; nothing written", t.probes,
+          bracket_text(&t, (char[96]){0}, 96));
     return ms_cli_fail("tolerance: %s", err.msg);
+  }
+  q.stop = NULL;
   if (a.map != NULL && (r = draw_map(m, &cfg, &q, &t, &a)) != 0)
     return r;
   if (!t.monotone)

@@ -730,6 +730,18 @@ typedef struct {
   double max_hold;      /* longest trigger searched, s, (0, 86400]; 0: 3600 */
   bool check_monotone;  /* run two more probes: half the tolerance must
                            recover and twice the latch hold must latch */
+  /* stop, or NULL: polled with stop_ctx before each probe and at each of
+   * its sample windows; non-zero ends the search with MS_ELIMIT ("stopped
+   * by the caller"), so a caller bounds a search by a deadline or Ctrl-C
+   * (a window is milliseconds at most: bench/bench_sim) */
+  int (*stop)(void *stop_ctx);
+  void *stop_ctx;
+  /* resume: go on from the bracket a search of the same service, load and
+   * query returned when stopped (its tolerance and latch: resume_lo s
+   * recovered, resume_hi s latched, 0: none latched yet), probing neither
+   * again, nor the hold of 0 */
+  bool resume;
+  double resume_lo, resume_hi;
 } ms_tolerance_query;
 
 typedef enum {
@@ -769,6 +781,8 @@ typedef struct {
   bool monotone;     /* check_monotone: both extra probes agreed; true
                         when not asked */
   double tipping_load, recovery_load; /* req/s, of the landscape */
+  bool stopped; /* q->stop ended the search (MS_ELIMIT): tolerance and
+                   latch are the bracket reached, for q->resume_lo/hi */
 } ms_tolerance;
 
 /* The most fluid bins one probe of ms_trigger_tolerance may take (2^20):
@@ -802,8 +816,8 @@ typedef struct {
  * of lead-in + hold + horizon each (bench/bench_sim measures one).
  * Errors: MS_EINVAL (configuration, query, capacity model, tiers > 1),
  * MS_ENOCONV (above), MS_ELIMIT (a probe longer than MS_SIM_MAX_DURATION
- * or of more than MS_TOLERANCE_MAX_BINS fluid bins), and those of the
- * engine.
+ * or of more than MS_TOLERANCE_MAX_BINS fluid bins, or q->stop said stop),
+ * and those of the engine.
  */
 int ms_trigger_tolerance(const ms_sim_config *c, const ms_tolerance_query *q,
                          ms_tolerance *out, ms_error *err);

@@ -67,6 +67,14 @@ static int query_check(const ms_sim_config *c, const ms_tolerance_query *q,
         (q->max_hold > 0.0 && q->max_hold <= MAX_HOLD_LIMIT)))
     return ms_fail(err, MS_EINVAL, "longest trigger = %g s is outside (0, %g]",
                    q->max_hold, MAX_HOLD_LIMIT);
+  double longest = q->max_hold == 0.0 ? DEFAULT_MAX_HOLD : q->max_hold;
+  if (q->resume && !(q->resume_lo >= 0.0 && q->resume_lo < longest &&
+                     (q->resume_hi == 0.0 || (q->resume_hi > q->resume_lo &&
+                                              q->resume_hi <= longest))))
+    return ms_fail(err, MS_EINVAL,
+                   "resumed bracket [%g, %g] s is not 0 <= recovered < "
+                   "latched (or 0) <= %g",
+                   q->resume_lo, q->resume_hi, longest);
   return ms_sim_config_check(c, err);
 }
 
@@ -106,6 +114,14 @@ static int setup_init(const ms_sim_config *c, const ms_tolerance_query *q,
   return MS_OK;
 }
 
+/* The engine's sink while a caller's stop hook is set: asks it at every
+ * sample window. */
+static int stop_sink(void *ctx, const ms_sim_sample *sample) {
+  (void)sample;
+  const ms_tolerance_query *q = ctx;
+  return q->stop(q->stop_ctx) != 0;
+}
+
 /* One probe with a given horizon after the trigger. */
 static int run_probe(const setup *s, double hold, double horizon, bool *latched,
                      ms_scenario *scenario, int *probes, ms_error *err) {
@@ -139,9 +155,17 @@ static int run_probe(const setup *s, double hold, double horizon, bool *latched,
   else
     t->load = s->q.spike_load;
   ms_sim_summary sum;
-  st = ms_sim_fluid(&cfg, NULL, NULL, &sum, err);
+  bool hook = s->q.stop != NULL;
+  if (hook && s->q.stop(s->q.stop_ctx))
+    return ms_fail(err, MS_ELIMIT, "stopped by the caller before a probe");
+  st = ms_sim_fluid(&cfg, hook ? stop_sink : NULL, (void *)&s->q, &sum, err);
   if (st != MS_OK)
     return st;
+  if (sum.stopped)
+    return ms_fail(err, MS_ELIMIT,
+                   "stopped by the caller %g s into a probe of a %g s "
+                   "trigger",
+                   sum.duration, hold);
   if (probes != NULL)
     (*probes)++;
   /* Latched: the model's collapsed basin at the run's end (the last
@@ -216,28 +240,48 @@ static int verify_unbounded(const setup *s, ms_tolerance *out, ms_error *err) {
   return MS_OK;
 }
 
-/* Bracket and bisect: lo recovers, hi latches. */
+/* The probes of the bracket and bisection below: a stop keeps the bracket
+ * reached in out (tolerance: the longest hold recovered, latch: the
+ * shortest latched, 0 for none) for a resumed search. */
+static int search_probe(const setup *s, double hold, bool *latched,
+                        ms_tolerance *out, ms_error *err) {
+  int st = run_probe(s, hold, s->horizon, latched, NULL, &out->probes, err);
+  if (st != MS_OK && s->q.stop != NULL && s->q.stop(s->q.stop_ctx))
+    out->stopped = true;
+  return st;
+}
+
+/* Bracket and bisect: lo recovers, hi latches (from a resumed bracket
+ * when q gives one). */
 static int search(const setup *s, ms_tolerance *out, ms_error *err) {
   bool latched;
-  int st = run_probe(s, 0.0, s->horizon, &latched, NULL, &out->probes, err);
-  if (st != MS_OK)
-    return st;
-  if (latched)
-    return ms_fail(err, MS_ENOCONV,
-                   "the run latches with no trigger at %g req/s: it does not "
-                   "settle at the healthy equilibrium",
-                   s->cfg.scenario.offered_load);
-  double lo = 0.0, hi = fmin(s->tau, s->q.max_hold);
-  for (;;) {
-    if ((st = run_probe(s, hi, s->horizon, &latched, NULL, &out->probes,
-                        err)) != MS_OK)
+  int st;
+  double lo = s->q.resume ? s->q.resume_lo : 0.0;
+  double known = s->q.resume ? s->q.resume_hi : 0.0;
+  out->tolerance = lo;
+  out->latch = known;
+  if (!s->q.resume) {
+    if ((st = search_probe(s, 0.0, &latched, out, err)) != MS_OK)
       return st;
     if (latched)
+      return ms_fail(err, MS_ENOCONV,
+                     "the run latches with no trigger at %g req/s: it does "
+                     "not settle at the healthy equilibrium",
+                     s->cfg.scenario.offered_load);
+  }
+  double hi = known > 0 ? known : fmin(fmax(s->tau, 2.0 * lo), s->q.max_hold);
+  while (known == 0.0) {
+    if ((st = search_probe(s, hi, &latched, out, err)) != MS_OK)
+      return st;
+    if (latched) {
+      known = out->latch = hi;
       break;
-    lo = hi;
+    }
+    lo = out->tolerance = hi;
     if (hi >= s->q.max_hold) {
       out->kind = MS_TOLERANCE_BEYOND;
       out->tolerance = s->q.max_hold;
+      out->latch = 0.0;
       return MS_OK;
     }
     hi = fmin(2.0 * hi, s->q.max_hold);
@@ -245,13 +289,12 @@ static int search(const setup *s, ms_tolerance *out, ms_error *err) {
   double res = fmax(s->q.rel_tol * hi, out->dt);
   while (hi - lo > res) {
     double mid = lo + 0.5 * (hi - lo);
-    if ((st = run_probe(s, mid, s->horizon, &latched, NULL, &out->probes,
-                        err)) != MS_OK)
+    if ((st = search_probe(s, mid, &latched, out, err)) != MS_OK)
       return st;
     if (latched)
-      hi = mid;
+      hi = out->latch = mid;
     else
-      lo = mid;
+      lo = out->tolerance = mid;
     res = fmax(s->q.rel_tol * hi, out->dt);
   }
   out->kind = MS_TOLERANCE_BOUNDED;

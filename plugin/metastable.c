@@ -68,6 +68,10 @@
 #define CYCLE_BUDGET_MIN 0.01
 #define CYCLE_BUDGET_MAX 1.0
 #define CYCLE_CEILING_SECONDS 1.0
+/* The share of the interval by which stall_tolerance's searches stop
+ * (run_searches) when CycleBudget ends sooner: under half, where the
+ * slow-cycle warning starts. */
+#define SEARCH_SHARE 0.4
 
 /* The plugin-wide bound on its log: at most LOG_LINES_PER_WINDOW lines in
  * each minute of the clock (cdtime / LOG_WINDOW_SECONDS), then one NOTICE
@@ -528,7 +532,18 @@ typedef struct {
   size_t n_bad, n_back, n_calibration;
   const char *back[MAX_NAMED_PER_CYCLE];
   cdtime_t search_spent, search_budget;
+  cdtime_t search_end; /* a search under way stops here (search_stop) */
 } cycle;
+
+/* The tracker's tolerance_stop: a stall-tolerance search ends once the
+ * cycle reaches its search_end, so that it never holds the cycle (and with
+ * it collectd's shutdown, which waits for the cycle) past
+ * CYCLE_CEILING_SECONDS; the service then answers from what it remembers
+ * and searches again MS_TOLERANCE_SEARCH_GAP intervals later. */
+static int search_stop(void *ctx) {
+  const cycle *cy = ctx;
+  return cdtime() >= cy->search_end;
+}
 
 /* One service's interval: read its inputs, step its tracker, dispatch its
  * values and notifications, note what the log should say. */
@@ -543,18 +558,10 @@ static void read_service(plugin_state *st, size_t s, cycle *cy) {
   log_glob_sums(st, ss, glob);
   in.interval = CDTIME_T_TO_DOUBLE(st->interval);
   if (ok) {
-    /* stall_tolerance's searches (about 6 ms each) share a budget of
-     * TOLERANCE_BUDGET_SHARE of the interval per cycle, at least one: the
-     * services past it take the nearest value they remember, and search
-     * in a later cycle (each waits MS_TOLERANCE_SEARCH_GAP intervals after
-     * its own search, so the others get their turn). */
-    unsigned long searches = ss->tracker.tolerance_searches;
-    cdtime_t t0 = cdtime();
-    ss->tracker.tolerance_hold =
-        cy->search_spent >= cy->search_budget && cy->search_spent > 0;
+    /* stall_tolerance's searches wait for the end of the cycle
+     * (run_searches): the step leaves them pending */
+    ss->tracker.tolerance_defer = true;
     ms_tracker_step(&ss->tracker, ss->spec, &in, &step);
-    if (ss->tracker.tolerance_searches != searches)
-      cy->search_spent += cdtime() - t0;
     ok = step.ok;
     if (!ok)
       sstrncpy(why, step.problem, sizeof why);
@@ -587,6 +594,37 @@ static void read_service(plugin_state *st, size_t s, cycle *cy) {
   log_calibration(st, ss, &step, &cy->n_calibration);
 }
 
+/* The stall-tolerance searches the cycle's steps left pending, after every
+ * service of the cycle has dispatched, round robin from where the last
+ * cycle's searches stopped: they start while the cycle's searches have
+ * spent less than TOLERANCE_BUDGET_SHARE of the interval (at least one a
+ * cycle) and before search_end, and one under way at search_end stops
+ * there (search_stop; nothing remembered, searched again later).  So the
+ * searches use the time the services leave, never delay a service's
+ * values, and never hold the cycle past search_end.  A service whose
+ * search is still pending from a cycle before keeps it. */
+static void run_searches(plugin_state *st, cycle *cy) {
+  size_t n = st->n_services;
+  size_t s = st->next_search < n ? st->next_search : 0;
+  for (size_t k = 0; k < n; k++, s = (s + 1) % n) {
+    ms_tracker *t = &st->services[s].tracker;
+    if (!t->tolerance_pending)
+      continue;
+    cdtime_t t0 = cdtime();
+    if (t0 >= cy->search_end ||
+        (cy->search_spent > 0 && cy->search_spent >= cy->search_budget))
+      break;
+    t->tolerance_stop = search_stop;
+    t->tolerance_stop_ctx = cy;
+    ms_tracker_tolerance_search(t);
+    t->tolerance_stop = NULL;
+    t->tolerance_stop_ctx = NULL;
+    cdtime_t t1 = cdtime();
+    cy->search_spent += t1 > t0 ? t1 - t0 : 1;
+  }
+  st->next_search = s;
+}
+
 /* The wall time one cycle may spend on its services: CycleBudget of the
  * interval, at most CYCLE_CEILING_SECONDS. */
 static cdtime_t cycle_budget(const plugin_state *st) {
@@ -598,9 +636,8 @@ static cdtime_t cycle_budget(const plugin_state *st) {
  * cycle did not analyse, until all are done or the budget is spent (the
  * clock is read between services, so the first is always analysed, and a
  * single service slower than the budget still is).  stall_tolerance's
- * searches are not counted: they have their own budget (read_service),
- * and one of them can take most of a second (doc/performance.md), which
- * would otherwise leave out every service after it.  The next cycle starts
+ * searches come after the services (run_searches), with their own
+ * budget.  The next cycle starts
  * with the first one left, so with k services per cycle every service is
  * analysed within ceil(n / k) cycles.  A service left out dispatches
  * nothing this cycle (doc/configuration.md, CycleBudget).  Returns how
@@ -609,9 +646,8 @@ static size_t read_services(plugin_state *st, cycle *cy, cdtime_t budget) {
   size_t n = st->n_services, done = 0;
   size_t s = st->next < n ? st->next : 0;
   for (; done < n; done++, s = (s + 1) % n) {
-    cdtime_t now = cdtime(), spent = cy->search_spent;
-    if (done > 0 && now > cy->started + spent &&
-        now - cy->started - spent >= budget)
+    cdtime_t now = cdtime();
+    if (done > 0 && now > cy->started && now - cy->started >= budget)
       break;
     read_service(st, s, cy);
   }
@@ -675,7 +711,13 @@ static int ms_read(user_data_t *ud) {
   cy.search_budget = DOUBLE_TO_CDTIME_T(TOLERANCE_BUDGET_SHARE *
                                         CDTIME_T_TO_DOUBLE(st->interval));
   cdtime_t budget = cycle_budget(st);
+  /* searches stop at the budget, or at SEARCH_SHARE of the interval up to
+   * the ceiling when that is later: never past CYCLE_CEILING_SECONDS */
+  cdtime_t share = DOUBLE_TO_CDTIME_T(fmin(
+      CYCLE_CEILING_SECONDS, SEARCH_SHARE * CDTIME_T_TO_DOUBLE(st->interval)));
+  cy.search_end = cy.started + (budget > share ? budget : share);
   size_t deferred = read_services(st, &cy, budget);
+  run_searches(st, &cy);
   log_problems(st, cy.named, cy.n_bad, cy.n_back, cy.back);
   if (cy.n_calibration > MAX_NAMED_PER_CYCLE)
     ms_complain(st, LOG_NOTICE, &st->many_calibration,

@@ -57,6 +57,7 @@ typedef struct {
   unsigned few_streak;           /* cycles with few bad, in summary mode */
   double budget_share;           /* CycleBudget */
   size_t next;                   /* first service of the next cycle */
+  size_t next_search;            /* first service run_searches tries */
   c_complain_t deferred;         /* services carried to the next cycle */
   uint64_t log_window;           /* the minute the counts below are of */
   unsigned log_lines;            /* lines logged in it */

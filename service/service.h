@@ -367,6 +367,26 @@ typedef struct {
   int tolerance_wait;  /* intervals until the next search is allowed */
   bool tolerance_hold; /* set by the caller: no search in this step (the
                           plugin's per-cycle budget is spent) */
+  /* set by the caller, or NULL: a search under way ends when it returns
+   * non-zero (ms_tolerance_query.stop: the plugin's cycle deadline); the
+   * bucket is then not remembered, and searched again after the gap */
+  int (*tolerance_stop)(void *ctx);
+  void *tolerance_stop_ctx;
+  unsigned long tolerance_stopped; /* searches stopped so, for tests */
+  /* set by the caller: a step does not search but leaves the search
+   * pending (tolerance_pending) for ms_tracker_tolerance_search, which the
+   * plugin calls after its cycle's services with the time left */
+  bool tolerance_defer;
+  bool tolerance_pending;
+  double tolerance_pending_load; /* req/s */
+  long tolerance_pending_bucket;
+  /* the bracket a stopped search reached (ms_tolerance_query.resume_lo,
+   * resume_hi, s), for bucket tolerance_resume_bucket of landscape build
+   * tolerance_resume_builds (0: none): the next search of that bucket
+   * goes on from it, in the next interval */
+  unsigned long tolerance_resume_builds;
+  long tolerance_resume_bucket;
+  double tolerance_resume_lo, tolerance_resume_hi;
 } ms_tracker;
 
 /* Result of one step. */
@@ -422,6 +442,20 @@ void ms_tracker_carry(ms_tracker *t, const ms_service_spec *was,
  */
 void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
                      const ms_inputs *in, ms_step *out);
+
+/*
+ * ms_tracker_tolerance_search: the stall-tolerance search that the last
+ * ms_tracker_step left pending (t->tolerance_defer set,
+ * t->tolerance_pending true), on the landscape of that step: one
+ * ms_trigger_tolerance search (milliseconds to most of a second,
+ * doc/performance.md), ended early by t->tolerance_stop.  The value is
+ * remembered for the offered load's bucket and reported from the next
+ * step on; a stopped search remembers only the bracket it reached and is
+ * pending again in the next step, resumed from that bracket.  Returns
+ * whether a search ran (false: none pending, or t NULL).  Source:
+ * doc/outputs.md, "Stall tolerance".
+ */
+bool ms_tracker_tolerance_search(ms_tracker *t);
 
 #ifdef __cplusplus
 }

@@ -365,6 +365,62 @@ static void headroom_note(ms_tracker *t, const ms_service_spec *spec,
   }
 }
 
+/* Remember stall tolerance v (s; < 0: none) for bucket b. */
+static void tolerance_remember(ms_tracker *t, long b, double v) {
+  int k = t->tolerance_next;
+  t->tolerance_bucket[k] = b;
+  t->tolerance_value[k] = v;
+  t->tolerance_next = (k + 1) % MS_TOLERANCE_CACHE;
+  if (t->tolerance_n < MS_TOLERANCE_CACHE)
+    t->tolerance_n++;
+}
+
+/* The search of bucket b (load lambda) on the tracker's landscape,
+ * remembered unless the caller's tolerance_stop ended it.  Returns the
+ * value (s), or -1 for none (a failed or stopped search). */
+static double tolerance_search(ms_tracker *t, double lambda, long b) {
+  const ms_landscape *ls = &t->landscape;
+  t->tolerance_wait = MS_TOLERANCE_SEARCH_GAP;
+  ms_sim_config cfg;
+  ms_sim_config_init(&cfg, &ls->params);
+  cfg.scenario.offered_load =
+      fmax(lambda, pow(MS_TOLERANCE_BUCKET, (double)(b + 1)));
+  ms_tolerance_query q = {.kind = MS_TRIGGER_SERVERS,
+                          .max_hold = MS_TOLERANCE_MAX_STALL,
+                          .stop = t->tolerance_stop,
+                          .stop_ctx = t->tolerance_stop_ctx};
+  bool resume = t->tolerance_resume_builds == t->landscape_builds &&
+                t->tolerance_resume_bucket == b;
+  if (resume) {
+    q.resume = true;
+    q.resume_lo = t->tolerance_resume_lo;
+    q.resume_hi = t->tolerance_resume_hi;
+  }
+  t->tolerance_resume_builds = 0;
+  ms_tolerance res;
+  double v = -1.0;
+  t->tolerance_searches++;
+  if (ms_trigger_tolerance(&cfg, &q, &res, NULL) == MS_OK) {
+    if (res.kind == MS_TOLERANCE_BOUNDED ||
+        res.kind == MS_TOLERANCE_OVERLOADED || res.kind == MS_TOLERANCE_BEYOND)
+      v = res.tolerance;
+  } else if (q.stop != NULL && q.stop(q.stop_ctx)) {
+    /* stopped, not failed: the bracket reached is kept, and the search
+     * goes on from it in the next interval */
+    t->tolerance_stopped++;
+    if (res.stopped) {
+      t->tolerance_resume_builds = t->landscape_builds;
+      t->tolerance_resume_bucket = b;
+      t->tolerance_resume_lo = res.tolerance;
+      t->tolerance_resume_hi = res.latch;
+    }
+    t->tolerance_wait = 0;
+    return -1.0;
+  }
+  tolerance_remember(t, b, v);
+  return v;
+}
+
 /*
  * stall_tolerance (doc/outputs.md, "Stall tolerance"): the longest full
  * stall survived at the upper end of the 1 % bucket that holds the offered
@@ -379,12 +435,18 @@ static void headroom_note(ms_tracker *t, const ms_service_spec *spec,
  * service's last search and when the caller has not set tolerance_hold
  * (the plugin's per-cycle budget); until then the nearest remembered
  * bucket above it answers (a higher load's stall tolerance: shorter, so
- * the value still errs short), or, with none above, nothing.
+ * the value still errs short), or, with none above, nothing.  With
+ * tolerance_defer the search is left pending for
+ * ms_tracker_tolerance_search (the same answer meanwhile); a search the
+ * caller's tolerance_stop ends keeps its bracket, goes on from it in the
+ * next step, and until it ends the longest stall it saw survived is a
+ * lower bound too (the larger of the two answers).
  */
 static void stall_tolerance_report(ms_tracker *t, ms_report *r) {
   const ms_landscape *ls = &t->landscape;
   double lambda = r->offered_load;
   r->has_stall_tolerance = false;
+  t->tolerance_pending = false;
   if (t->tolerance_wait > 0)
     t->tolerance_wait--;
   if (ls->params.model.kind != MS_MODEL_ERLANG ||
@@ -413,36 +475,37 @@ static void stall_tolerance_report(ms_tracker *t, ms_report *r) {
   }
   if (i < t->tolerance_n) {
     v = t->tolerance_value[i];
-  } else if (t->tolerance_wait > 0 || t->tolerance_hold) {
-    if (above >= 0)
-      v = t->tolerance_value[above];
   } else {
-    t->tolerance_wait = MS_TOLERANCE_SEARCH_GAP;
-    ms_sim_config cfg;
-    ms_sim_config_init(&cfg, &ls->params);
-    cfg.scenario.offered_load =
-        fmax(lambda, pow(MS_TOLERANCE_BUCKET, (double)(b + 1)));
-    ms_tolerance_query q = {.kind = MS_TRIGGER_SERVERS,
-                            .max_hold = MS_TOLERANCE_MAX_STALL};
-    ms_tolerance res;
-    t->tolerance_searches++;
-    if (ms_trigger_tolerance(&cfg, &q, &res, NULL) == MS_OK) {
-      if (res.kind == MS_TOLERANCE_BOUNDED ||
-          res.kind == MS_TOLERANCE_OVERLOADED ||
-          res.kind == MS_TOLERANCE_BEYOND)
-        v = res.tolerance;
+    if (t->tolerance_wait > 0 || t->tolerance_hold || t->tolerance_defer) {
+      if (t->tolerance_defer && t->tolerance_wait == 0 && !t->tolerance_hold) {
+        t->tolerance_pending = true;
+        t->tolerance_pending_load = lambda;
+        t->tolerance_pending_bucket = b;
+      }
+    } else {
+      v = tolerance_search(t, lambda, b);
     }
-    int k = t->tolerance_next;
-    t->tolerance_bucket[k] = b;
-    t->tolerance_value[k] = v;
-    t->tolerance_next = (k + 1) % MS_TOLERANCE_CACHE;
-    if (t->tolerance_n < MS_TOLERANCE_CACHE)
-      t->tolerance_n++;
+    /* not known yet: the longest of the lower bounds at hand, the nearest
+     * bucket above (a higher load survives less) and the longest stall a
+     * stopped search of this bucket saw survived */
+    if (v < 0 && above >= 0)
+      v = t->tolerance_value[above];
+    if (t->tolerance_resume_builds == t->landscape_builds &&
+        t->tolerance_resume_bucket == b && t->tolerance_resume_lo > 0)
+      v = fmax(v, t->tolerance_resume_lo);
   }
   if (v >= 0) {
     r->has_stall_tolerance = true;
     r->stall_tolerance = v;
   }
+}
+
+bool ms_tracker_tolerance_search(ms_tracker *t) {
+  if (t == NULL || !t->tolerance_pending)
+    return false;
+  t->tolerance_pending = false;
+  tolerance_search(t, t->tolerance_pending_load, t->tolerance_pending_bucket);
+  return true;
 }
 
 /* The recovery load with r retries from the tracker's cache, computed on

@@ -1429,6 +1429,110 @@ START_TEST(test_stall_tolerance_output) {
 }
 END_TEST
 
+/* A stop hook that lets `left` polls go on, then says stop. */
+typedef struct {
+  long left, go;
+} stop_after;
+
+static int stop_after_polls(void *ctx) {
+  stop_after *sa = ctx;
+  if (sa->left <= 0)
+    return 1;
+  sa->left--;
+  sa->go++;
+  return 0;
+}
+
+/*
+ * stall_tolerance with the caller's stop hook (the plugin's cycle
+ * deadline): a search stopped part-way reports no value (nothing above to
+ * answer) and keeps the bracket it reached; the next step resumes it
+ * (no MS_TOLERANCE_SEARCH_GAP wait) and ends with the value of a tracker
+ * that was never stopped, also when every attempt is stopped after a few
+ * windows (the search progresses across steps).  A stopped search with a
+ * bucket above remembered answers with it.  The service of
+ * test_stall_tolerance_output.
+ */
+START_TEST(test_stall_tolerance_stopped) {
+  ms_service_spec s = erlang_spec();
+  ms_failure_model_erlang(&s.params.model, 10, 10.0, 1.0);
+  s.params.model.base_failure = 0.01;
+  ms_retry_policy_fixed(&s.params.policy, 3);
+  use(&s, MS_INPUT_OFFERED);
+  use(&s, MS_INPUT_POOL);
+  ms_tracker ref, t;
+  ms_tracker_init(&ref);
+  ms_tracker_init(&t);
+  ms_inputs in = values(NAN, 63, NAN, NAN, 10);
+  ms_step st;
+  ms_tracker_step(&ref, &s, &in, &st);
+  ck_assert(st.report.has_stall_tolerance);
+  double v63 = st.report.stall_tolerance;
+  /* stopped after 50 polls (a few probes' windows) */
+  stop_after sa = {.left = 50};
+  t.tolerance_stop = stop_after_polls;
+  t.tolerance_stop_ctx = &sa;
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert(st.ok && !st.report.has_stall_tolerance);
+  ck_assert_uint_eq(t.tolerance_searches, 1);
+  ck_assert_uint_eq(t.tolerance_stopped, 1);
+  ck_assert_int_eq(t.tolerance_n, 0);
+  ck_assert_int_eq(sa.go, 50);
+  ck_assert_uint_ne(t.tolerance_resume_builds, 0);
+  /* the next step resumes it, unstopped: the never-stopped value */
+  t.tolerance_stop = NULL;
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert_uint_eq(t.tolerance_searches, 2);
+  ck_assert(st.report.has_stall_tolerance);
+  ck_assert_double_eq(st.report.stall_tolerance, v63);
+  /* 12 servers (a rebuild): every attempt stopped after 40 polls, the
+   * search still ends, in a few steps, at the never-stopped value */
+  ms_tracker ref12;
+  ms_tracker_init(&ref12);
+  stop_after count = {.left = 1L << 40};
+  ref12.tolerance_stop = stop_after_polls;
+  ref12.tolerance_stop_ctx = &count;
+  in = values(NAN, 63, NAN, NAN, 12);
+  ms_tracker_step(&ref12, &s, &in, &st);
+  double v12 = st.report.stall_tolerance;
+  /* each attempt gets a sixth of the polls of the whole search (which
+   * takes 10 to 20 probes of similar length): room for a probe or two */
+  long room = count.go / 6;
+  t.tolerance_stop = stop_after_polls;
+  int steps = 0;
+  double last = 0;
+  do {
+    sa = (stop_after){.left = room};
+    ms_tracker_step(&t, &s, &in, &st);
+    steps++;
+    /* meanwhile, the longest stall seen survived: a lower bound that
+     * grows */
+    if (st.report.has_stall_tolerance) {
+      ck_assert_double_le(st.report.stall_tolerance, v12);
+      ck_assert_double_ge(st.report.stall_tolerance, last);
+      last = st.report.stall_tolerance;
+    }
+  } while (t.tolerance_stopped > 0 && st.report.stall_tolerance != v12 &&
+           steps < 100);
+  ck_assert_int_gt(steps, 2);
+  ck_assert_int_lt(steps, 100);
+  ck_assert(st.report.has_stall_tolerance);
+  ck_assert_double_eq(st.report.stall_tolerance, v12);
+  /* 60/s after the gap, stopped at once: 63's bucket (above) answers */
+  t.tolerance_stop = NULL;
+  for (int i = 0; i < MS_TOLERANCE_SEARCH_GAP; i++)
+    ms_tracker_step(&t, &s, &in, &st);
+  unsigned long stopped = t.tolerance_stopped;
+  sa = (stop_after){.left = 0};
+  t.tolerance_stop = stop_after_polls;
+  in = values(NAN, 60, NAN, NAN, 12);
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert_uint_eq(t.tolerance_stopped, stopped + 1);
+  ck_assert(st.report.has_stall_tolerance);
+  ck_assert_double_eq(st.report.stall_tolerance, v12);
+}
+END_TEST
+
 /* Load that flaps around the tipping load: one FAILURE, and one OKAY only
  * once the storm has stayed away for clear_after intervals. */
 START_TEST(test_flapping_storm_pages_once) {
@@ -1508,6 +1612,7 @@ int main(void) {
   tcase_add_test(tc, test_cold_start_in_storm);
   tcase_add_test(tc, test_flapping_storm_pages_once);
   tcase_add_test(tc, test_stall_tolerance_output);
+  tcase_add_test(tc, test_stall_tolerance_stopped);
   tcase_add_test(tc, test_safe_retries_output);
   tcase_add_test(tc, test_safe_retries_every_policy);
   suite_add_tcase(s, tc);

@@ -1749,6 +1749,81 @@ START_TEST(test_tolerance_bin_bound) {
 }
 END_TEST
 
+/* A stop hook: counts its polls, says stop from poll `at` on (0: never);
+ * go counts the polls that let the search go on. */
+typedef struct {
+  long polls, at, go;
+} stop_count;
+
+static int stop_at(void *ctx) {
+  stop_count *sc = ctx;
+  sc->polls++;
+  if (sc->at > 0 && sc->polls >= sc->at)
+    return 1;
+  sc->go++;
+  return 0;
+}
+
+/*
+ * ms_tolerance_query.stop: a hook that never says stop changes nothing
+ * (the same bracket, the same probes) and is polled before each probe and
+ * at each window; one that says stop ends the search with MS_ELIMIT at
+ * that poll, before a probe (poll 1) or inside one (a later poll).
+ */
+START_TEST(test_tolerance_stop) {
+  ms_sim_config c = config(60.0, 60.0);
+  ms_tolerance_query q = {.kind = MS_TRIGGER_SERVERS};
+  ms_tolerance ref, t;
+  ms_error err;
+  ck_assert_msg(ms_trigger_tolerance(&c, &q, &ref, &err) == MS_OK, "%s",
+                err.msg);
+  ck_assert_int_eq(ref.kind, MS_TOLERANCE_BOUNDED);
+  stop_count sc = {0};
+  q.stop = stop_at;
+  q.stop_ctx = &sc;
+  ck_assert_msg(ms_trigger_tolerance(&c, &q, &t, &err) == MS_OK, "%s", err.msg);
+  ck_assert_double_eq(t.tolerance, ref.tolerance);
+  ck_assert_double_eq(t.latch, ref.latch);
+  ck_assert_int_eq(t.probes, ref.probes);
+  /* one poll before each probe, one per window of it: windows of the
+   * sample interval over lead-in + hold + horizon */
+  ck_assert_int_gt(sc.polls,
+                   ref.probes * (long)(t.horizon / c.sample_interval));
+  long all = sc.polls;
+  sc = (stop_count){.at = 1};
+  ck_assert_int_eq(ms_trigger_tolerance(&c, &q, &t, &err), MS_ELIMIT);
+  ck_assert_msg(strstr(err.msg, "before a probe") != NULL, "%s", err.msg);
+  ck_assert_int_eq(sc.go, 0);
+  ck_assert(t.stopped && t.tolerance == 0 && t.latch == 0);
+  sc = (stop_count){.at = all / 2};
+  ck_assert_int_eq(ms_trigger_tolerance(&c, &q, &t, &err), MS_ELIMIT);
+  ck_assert_msg(strstr(err.msg, "stopped by the caller") != NULL, "%s",
+                err.msg);
+  ck_assert_int_eq(sc.go, all / 2 - 1);
+  ck_assert(t.stopped);
+  /* the bracket reached holds the answer, and resumed from it the search
+   * ends where the unstopped one did, with fewer probes */
+  ck_assert_double_le(t.tolerance, ref.tolerance);
+  ck_assert(t.latch == 0 || t.latch >= ref.latch);
+  int before = t.probes;
+  q.resume = true;
+  q.resume_lo = t.tolerance;
+  q.resume_hi = t.latch;
+  q.stop = NULL;
+  ck_assert_msg(ms_trigger_tolerance(&c, &q, &t, &err) == MS_OK, "%s", err.msg);
+  ck_assert_double_eq(t.tolerance, ref.tolerance);
+  ck_assert_double_eq(t.latch, ref.latch);
+  ck_assert_int_le(t.probes + before, ref.probes + 1);
+  /* a bracket that is not one is refused */
+  q.resume_lo = 2;
+  q.resume_hi = 1;
+  ck_assert_int_eq(ms_trigger_tolerance(&c, &q, &t, &err), MS_EINVAL);
+  q.resume_lo = -1;
+  q.resume_hi = 0;
+  ck_assert_int_eq(ms_trigger_tolerance(&c, &q, &t, &err), MS_EINVAL);
+}
+END_TEST
+
 /*
  * The stall tolerance against a brute-force scan: 120 stalls evenly spaced
  * over [0, 2 latch], each a fluid run built here.  The outcome must be a
@@ -1963,6 +2038,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(fluid, test_fluid_named_policies);
   tcase_add_test(fluid, test_stall_tolerance_scan);
   tcase_add_test(fluid, test_tolerance_bin_bound);
+  tcase_add_test(fluid, test_tolerance_stop);
   tcase_add_test(fluid, test_tolerance_limits);
   tcase_add_test(fluid, test_tolerance_errors);
   suite_add_tcase(s, fluid);

@@ -273,6 +273,29 @@ class Bounds(ScratchTest):
         self.assertIn("metastable lab: interrupted: the bracket reached is "
                       "printed above", err)
 
+    def test_sigint_tolerance(self):
+        # the heaviest service found (doc/performance.md): its search takes
+        # seconds, its long probes most of a second; Ctrl-C ends it at the
+        # next window, with the bracket reached, within a second
+        args = ["tolerance", "--model", "erlang", "--servers", "10000000",
+                "--service-time", "100ms", "--timeout", "1s",
+                "--base-failure", "0.01", "--retries", "10000", "--load",
+                "20200"]
+        proc = subprocess.Popen([METASTABLE] + args, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - t0
+        self.assertEqual(proc.returncode, 130, err)
+        self.assertEqual(out, "")
+        self.assertRegex(err, r"metastable tolerance: interrupted: \d+ probes "
+                         r"done, the stall (survived \S+ s|not bracketed)")
+        self.assertIn("nothing written", err)
+        # the whole search takes several seconds on this service
+        self.assertLess(took, 5.0)
+
     # ---- control bytes ---------------------------------------------------
 
     def test_control_bytes(self):

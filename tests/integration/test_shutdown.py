@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Integration test: a real collectd exits promptly on SIGTERM whatever the
+plugin's read cycle is doing.
+
+collectd 5.12 joins its read threads before it calls any shutdown callback,
+so its exit waits for the cycle under way: the cycle's wall-time bound
+(CycleBudget, at most 1 s, doc/configuration.md) is what bounds the exit.
+The service file is the heaviest found (doc/performance.md, "The worst
+allowed service"): 200 erlang services of 10^7 servers, 100 ms service
+time, 1 s timeout, 1 % base failure, 10,000 retries, offered 2*10^4 req/s,
+inside the bistable band, where every service wants a stall-tolerance
+search of most of a second.  Numbers of the file are the inputs (no statsd).
+
+Asserted, with Interval 10 (budget 1 s) and Interval 1 (0.2 s, searches to
+0.4 s): SIGTERM at moments inside the first and the second cycle, and the
+daemon is gone within the bound plus a margin for its own exit (0.25 s);
+the plugin's first cycle takes no longer than the bound plus one service's
+analysis (50 ms); no cycle takes more than half the interval; collectd
+never says the read function outlasted its interval.  Before the searches were deferred to the end of the cycle and
+stopped at its deadline, the first cycle took 1.28 s at Interval 10.
+"""
+import os
+import re
+import signal
+import sys
+import tempfile
+import time
+
+SRC = os.environ.get("MS_TOP_SRCDIR",
+                     os.path.dirname(os.path.dirname(os.path.dirname(
+                         os.path.abspath(__file__)))))
+BUILD = os.environ.get("MS_TOP_BUILDDIR", os.path.join(SRC, "build"))
+sys.path.insert(0, os.path.join(SRC, "tools"))
+import harness  # noqa: E402
+
+PLUGIN_DIR = os.path.join(BUILD, "plugin", ".libs")
+TYPES_DB = os.path.join(SRC, "conf", "types.db")
+N_SERVICES = 200
+EXIT_MARGIN = 0.25  # s: collectd's own exit after the cycle
+STEP_MARGIN = 0.05  # s: the service under way when the budget runs out
+FAILURES = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        FAILURES.append(what)
+
+
+def service_file(path):
+    with open(path, "w") as f:
+        f.write("services:\n")
+        for i in range(N_SERVICES):
+            f.write("  - name: heavy%d\n    model: erlang\n"
+                    "    servers: 10000000\n    service_time: 100ms\n"
+                    "    timeout: 1s\n    base_failure: 0.01\n"
+                    "    retries: 10000\n    inputs:\n"
+                    "      offered_rate: 20000\n" % i)
+
+
+def bound(interval):
+    """The cycle's wall-time bound, s (plugin/metastable.c): CycleBudget
+    0.2 of the interval, searches to 0.4 of it, at most 1 s."""
+    return min(1.0, max(0.2 * interval, 0.4 * interval))
+
+
+def run(work, interval, wait):
+    d = tempfile.mkdtemp(prefix="run-", dir=work)
+    svc = os.path.join(d, "services.yaml")
+    service_file(svc)
+    cd = harness.Collectd(d, PLUGIN_DIR, TYPES_DB, svc, interval=interval)
+    with cd:
+        cd.start()
+        time.sleep(wait)
+        t0 = time.time()
+        os.killpg(cd.proc.pid, signal.SIGTERM)
+        cd.proc.wait(60)
+        took = time.time() - t0
+    limit = bound(interval) + STEP_MARGIN + EXIT_MARGIN
+    check(took <= limit, "Interval %g, SIGTERM %.1f s after the start: exit "
+          "took %.3f s (at most %.2f s)" % (interval, wait, took, limit))
+    log = cd.log()
+    m = re.search(r"first read cycle of (\d+) services took ([0-9.]+) ms",
+                  log)
+    if m:
+        cycle = float(m.group(2)) / 1e3
+        check(cycle <= bound(interval) + STEP_MARGIN,
+              "Interval %g: the first cycle took %.3f s (at most %.2f s)" %
+              (interval, cycle, bound(interval) + STEP_MARGIN))
+    else:
+        # a SIGTERM inside the first cycle may come before its log line
+        check(wait < bound(interval),
+              "Interval %g: the first cycle logged its cost" % interval)
+    check("more than half the" not in log,
+          "Interval %g: no cycle took more than half the interval" %
+          interval)
+    check("above its read interval" not in log,
+          "Interval %g: collectd never says the read outlasted its "
+          "interval" % interval)
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="metastable-shutdown-")
+    print("work directory:", work)
+    for interval, wait in ((10, 0.3), (10, 0.9), (10, 10.4), (1, 0.3),
+                           (1, 2.3)):
+        run(work, interval, wait)
+    if FAILURES:
+        print("\n%d check(s) failed; logs in %s" % (len(FAILURES), work))
+        sys.exit(1)
+    print("all checks passed")
+
+
+if __name__ == "__main__":
+    main()
