@@ -3,6 +3,8 @@
 """metastable recommend: the issue's example worked by hand, and every
 answer checked with `metastable solve` (the landscape alone) against the
 rule safe = recovery load > (1 + margin) peak, the next step not safe."""
+import re
+
 import clitest
 from clitest import CliTest
 
@@ -51,6 +53,31 @@ class Recommend(CliTest):
         self.assertRegex(text, r"\n  retries +at most 0 ")
         self.assertRegex(text, r"\n  retry budget +at most 3\.3\d+ %")
         self.assertRegex(text, r"\n  servers +at least 193 ")
+
+    def test_printed_answers_are_safe(self):
+        # the text rounds towards the safe side: each "at most X" / "at
+        # least X" typed back into solve is safe (recovery load above 240);
+        # a fresh-user trial found "at most 3.355 %" (3.35498 %) unsafe
+        text = self.ok("recommend", *EX, "--load", "200").out
+        answers = dict(re.findall(r"\n  (\S.*?\S) +at (?:most|least) "
+                                  r"(\S+)", text))
+        options = {
+            "retry budget": lambda v: ["--retry-budget",
+                                       repr(float(v) / 100)],
+            "token ratio": lambda v: ["--token-ratio", v],
+            "gRPC token_ratio": lambda v: ["--grpc-throttling", "10:" + v],
+            "AWS quota refund": lambda v: ["--aws-retry-quota",
+                                           "500:5:10:" + v],
+            "Envoy budget_percent": lambda v: ["--envoy-retry-budget",
+                                               v + "%:3"],
+        }
+        self.assertEqual(set(options) - set(answers), set(), text)
+        for label, opt in options.items():
+            self.assertGreater(self.recovery(*EX, *opt(answers[label])), 240,
+                               "%s at most %s" % (label, answers[label]))
+        ex = list(EX)
+        ex[1] = answers["servers"]
+        self.assertGreater(self.recovery(*ex), 240)
 
     def test_margin(self):
         # margin 0: stable up to 200; 3 retries need c mu / 4 > 200: 161
