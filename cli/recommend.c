@@ -88,8 +88,7 @@ typedef struct {
  * for a largest safe value (up = false), up for a smallest, so that the
  * printed number typed back in is still safe (a fresh-user trial found
  * "at most 3.355 %" unsafe: the answer was 3.35498 %). */
-static void fmt_directed(char *buf, size_t len, double x, int digits,
-                         bool up) {
+static void fmt_directed(char *buf, size_t len, double x, int digits, bool up) {
   snprintf(buf, len, "%.*g", digits, x);
   double p = strtod(buf, NULL);
   if (!isfinite(x) || x == 0 || p == x || (up ? p > x : p < x))
