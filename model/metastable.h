@@ -90,7 +90,7 @@ const char *ms_status_name(int status);
  * asymptotic expansion (N. M. Temme, SIAM J. Math. Anal. 10, 1979; DLMF 8.12).
  * Cost is bounded independently of c (at most a few hundred flops). Accuracy:
  * relative error of B (absolute error of ln B) of at most 1.7e-13 for c <= 1000
- * and 5.1e-13 up to 1e7, measured against 60-digit references where B is a
+ * and 2.3e-13 up to 1e7, measured against 50/60-digit references where B is a
  * normal double and, where it underflows, as the relative error of ln B
  * (tests/check_erlang.c, doc/design.md §5; the tests allow 1e-12 and 1e-10),
  * for a < c. Errors: MS_EINVAL when c or a is outside the domain.
