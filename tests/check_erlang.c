@@ -64,6 +64,65 @@ END_TEST
 START_TEST(test_dense_grid) { check_file("erlang_dense.csv"); }
 END_TEST
 
+/*
+ * The wide set (tools/gen_erlang_wide.py): 5,000 points, c log-uniform on
+ * [1, 10^7], rho from 1e-6 to 1 - 1e-12, references at 50 digits.  The worst
+ * error of B, of C (on the value where it is a normal double, on the log
+ * where it underflows) and of ln P(W > T) (log_error) per decade of c,
+ * printed, each against the bound of its decade: the accuracy
+ * doc/design.md §5 states, which the code meets today.
+ */
+#define WIDE_DECADES 7
+static const double wide_bound[WIDE_DECADES] = {3e-14,   2e-13, 3e-13, 4e-13,
+                                                1.5e-13, 2e-13, 1e-13};
+static const double wide_tail_bound = 2e-15;
+
+static int wide_decade(long c) {
+  int d = 0;
+  for (long p = 10; c > p && d < WIDE_DECADES - 1; p *= 10)
+    d++;
+  return d;
+}
+
+START_TEST(test_wide_set) {
+  erlang_wide_row *rows;
+  size_t n = read_erlang_wide_csv("erlang_wide.csv", &rows);
+  ck_assert_uint_eq(n, 5000);
+  double wb[WIDE_DECADES] = {0}, wc[WIDE_DECADES] = {0}, wt[WIDE_DECADES] = {0};
+  int count[WIDE_DECADES] = {0};
+  for (size_t i = 0; i < n; i++) {
+    const erlang_wide_row *r = &rows[i];
+    ms_erlang_values v;
+    ck_assert_int_eq(ms_erlang(r->servers, r->offered, &v, NULL), MS_OK);
+    double lt;
+    ck_assert_int_eq(
+        ms_ln_wait_tail(r->servers, 1.0, r->offered, r->timeout, &lt, NULL),
+        MS_OK);
+    double eb = value_error(v.erlang_b, v.ln_erlang_b, r->ln_b);
+    double ec = value_error(v.erlang_c, v.ln_erlang_c, r->ln_c);
+    double et = log_error(lt, r->ln_wait);
+    int d = wide_decade(r->servers);
+    ck_assert_msg(fmax(eb, ec) <= wide_bound[d] && et <= wide_tail_bound,
+                  "erlang_wide.csv:%d: c=%ld a=%.17g T=%.17g: B %.3g, C "
+                  "%.3g, ln P(W > T) %.3g",
+                  r->line, r->servers, r->offered, r->timeout, eb, ec, et);
+    count[d]++;
+    wb[d] = fmax(wb[d], eb);
+    wc[d] = fmax(wc[d], ec);
+    wt[d] = fmax(wt[d], et);
+  }
+  printf("erlang_wide.csv: worst relative error per decade of c\n"
+         "%8s %5s %10s %10s %12s\n",
+         "c up to", "rows", "B", "C", "ln P(W > T)");
+  for (int d = 0; d < WIDE_DECADES; d++) {
+    printf("%8.0e %5d %10.2e %10.2e %12.2e\n", pow(10, d + 1), count[d], wb[d],
+           wc[d], wt[d]);
+    ck_assert_int_gt(count[d], 500);
+  }
+  free(rows);
+}
+END_TEST
+
 /* Erlang B of the overloaded loss system, a >= c (C = 1 by convention);
  * B(10, 20) = 0.5379631..., exp of the reference's ln B. */
 START_TEST(test_overload_grid) {
@@ -224,6 +283,7 @@ Suite *erlang_suite(void) {
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_shared_fixture);
   tcase_add_test(tc, test_dense_grid);
+  tcase_add_test(tc, test_wide_set);
   tcase_add_test(tc, test_overload_grid);
   tcase_add_test(tc, test_recursion_agrees);
   tcase_add_test(tc, test_closed_forms);

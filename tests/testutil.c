@@ -55,3 +55,58 @@ double ln_value_error(double computed_ln, double ref_ln) {
     return fabs(expm1(computed_ln - ref_ln));
   return fabs(computed_ln - ref_ln) / fabs(ref_ln);
 }
+
+size_t read_erlang_wide_csv(const char *name, erlang_wide_row **rows) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", MS_TEST_DATA, name);
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "cannot open %s", path);
+  char line[1024];
+  size_t n = 0, cap = 1024;
+  erlang_wide_row *r = malloc(cap * sizeof *r);
+  int lineno = 0;
+  while (fgets(line, sizeof line, f)) {
+    lineno++;
+    if (line[0] == '#' || line[0] == '\n' || strncmp(line, "servers", 7) == 0)
+      continue;
+    if (n == cap)
+      r = realloc(r, (cap *= 2) * sizeof *r);
+    erlang_wide_row *x = &r[n];
+    x->line = lineno;
+    /* servers,offered,erlang_b,erlang_c,ln_b,ln_c,timeout,ln_wait_tail */
+    char *p = line, *end;
+    x->servers = strtol(p, &end, 10);
+    int ok = end != p && *end == ',';
+    long double v[6];
+    for (int k = 0; k < 7 && ok; k++) {
+      p = end + 1;
+      if (k == 0) /* the exact doubles, read as such */
+        x->offered = strtod(p, &end);
+      else if (k == 5)
+        x->timeout = strtod(p, &end);
+      else
+        v[k - 1] = strtold(p, &end);
+      ok = end != p && (*end == ',' || (k == 6 && (*end == '\n' || !*end)));
+    }
+    ck_assert_msg(ok, "%s:%d: malformed row", path, lineno);
+    x->ln_b = v[2];
+    x->ln_c = v[3];
+    x->ln_wait = v[5];
+    n++;
+  }
+  fclose(f);
+  ck_assert_msg(n > 0, "%s: no rows", path);
+  *rows = r;
+  return n;
+}
+
+double value_error(double value, double ln_value, long double ref_ln) {
+  if (ref_ln >= logl(DBL_MIN))
+    return (double)fabsl((long double)value / expl(ref_ln) - 1.0L);
+  return (double)fabsl(((long double)ln_value - ref_ln) / ref_ln);
+}
+
+double log_error(double computed_ln, long double ref_ln) {
+  return (double)(fabsl((long double)computed_ln - ref_ln) /
+                  fmaxl(1.0L, fabsl(ref_ln)));
+}

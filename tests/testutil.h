@@ -30,4 +30,30 @@ size_t read_erlang_csv(const char *name, erlang_row **rows);
  */
 double ln_value_error(double computed_ln, double ref_ln);
 
+/* One row of tests/data/erlang_wide.csv (tools/gen_erlang_wide.py), the
+ * references in long double so that their rounding (below 1e-19 relative)
+ * does not hide an error of a few ulps. */
+typedef struct {
+  long servers;
+  double offered, timeout;         /* exact doubles */
+  long double ln_b, ln_c, ln_wait; /* ln B, ln C, ln P(W > T) at mu = 1 */
+  int line;
+} erlang_wide_row;
+
+/* Read MS_TEST_DATA/name as erlang_wide_row; as read_erlang_csv. */
+size_t read_erlang_wide_csv(const char *name, erlang_wide_row **rows);
+
+/*
+ * The error measure of doc/design.md §5 for a computed value and its log
+ * against a reference log: where the reference value is a normal double,
+ * the relative error of the value itself, |value / e^ref_ln - 1|; where it
+ * underflows, the relative error of the log.
+ */
+double value_error(double value, double ln_value, long double ref_ln);
+
+/* Error of a computed log of a probability against a reference log:
+ * |ln - ref| / max(1, |ref|), the relative error of the probability where
+ * |ln| <= 1, of its log beyond (doc/design.md §5). */
+double log_error(double computed_ln, long double ref_ln);
+
 #endif
