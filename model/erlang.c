@@ -20,8 +20,11 @@
 #include <float.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "internal.h"
+#include "log_table.h"
 #include "temme_coeffs.h"
 
 /* ln(2 pi) */
@@ -106,6 +109,158 @@ double ms_bd0(double x, double M) {
   return x * l + M - x;
 }
 
+/*
+ * Double-double arithmetic (doc/design.md §5): a value is an unevaluated sum
+ * hi + lo of two doubles with |lo| <= ulp(hi) / 2.  two_sum and two_prod
+ * return the rounded result and its exact rounding error (Knuth's TwoSum;
+ * the product by a fused multiply-add where the target has one, else by
+ * Dekker's splitting, exact for |a b| below 2^996).
+ */
+typedef struct {
+  double hi, lo;
+} dd;
+
+static inline dd two_sum(double a, double b) {
+  double s = a + b, bb = s - a;
+  return (dd){s, (a - (s - bb)) + (b - bb)};
+}
+
+static inline dd two_prod(double a, double b) {
+  double p = a * b;
+#if defined(__FMA__) || defined(FP_FAST_FMA)
+  return (dd){p, fma(a, b, -p)};
+#else
+  const double split = 134217729.0; /* 2^27 + 1 */
+  double ta = split * a, ah = ta - (ta - a), al = a - ah;
+  double tb = split * b, bh = tb - (tb - b), bl = b - bh;
+  return (dd){p, ((ah * bh - p) + ah * bl + al * bh) + al * bl};
+#endif
+}
+
+/* hi + lo renormalised (Dekker's Fast2Sum): the error term is exact when the
+ * exponent of hi is at least lo's, or hi is 0; hi is fl(hi + lo) always. */
+static inline dd dd_norm(double hi, double lo) {
+  double s = hi + lo;
+  return (dd){s, lo - (s - hi)};
+}
+
+/* e^(hi + lo) = e^hi (1 + lo) to within an ulp: |lo| <= 2^-53 |hi| makes
+ * lo^2 / 2 < 2^-60 for |hi| < 746, where the result is not 0. */
+static inline double dd_exp(dd v) {
+  double e = exp(v.hi);
+  return e + e * v.lo;
+}
+
+static inline uint64_t double_bits(double x) {
+  uint64_t u;
+  memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+static inline double bits_double(uint64_t u) {
+  double x;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+#define MS_MANTISSA_BITS ((UINT64_C(1) << 52) - 1)
+
+/* x with the 9 lowest bits of its significand cleared: its product by a
+ * multiple of 2^-8 below 2 (9 significant bits) is exact. */
+static inline double head44(double x) {
+  return bits_double(double_bits(x) & ~UINT64_C(0x1ff));
+}
+
+/*
+ * ln y + ylo / y as a double-double for a normal y > 0, |ylo| <= ulp(y),
+ * with an absolute error below 1e-20 + 2^-104 |ln y|.  With y = 2^e m,
+ * m in [1, 2), and G = j / 256 the nearest such number to 2 / m (j in
+ * [256, 512]), t = m G / 2 - 1 is exact and |t| <= 2^-9, so
+ *   ln y = (e + 1) ln 2 - ln G + t + (log1p(t) - t),
+ * ln G from a 50-digit table (tools/gen_log_table.py), the last term
+ * (below 2^-19) by its Taylor series to t^7.
+ */
+static dd dd_log(double y, double ylo) {
+  uint64_t u = double_bits(y);
+  int e = (int)(u >> 52) - 1023;
+  double m = bits_double((u & MS_MANTISSA_BITS) | (UINT64_C(1023) << 52));
+  int j = (int)(512.0 / m + 0.5);
+  double g = j * (1.0 / 256), mh = head44(m);
+  double t = (mh * g * 0.5 - 1.0) + (m - mh) * g * 0.5;
+  double p = t * t *
+             (-0.5 + t * (1.0 / 3 +
+                          t * (-0.25 + t * (0.2 + t * (-1.0 / 6 + t / 7.0)))));
+  double k = (double)(e + 1);
+  const double *lg = ms_log_table[j - 256];
+  dd s = dd_norm(k * MS_LN2_HI, -lg[0]); /* k = 0 or |k ln 2| >= lg[0] */
+  dd s2 = two_sum(s.hi, t);
+  double lo =
+      s.lo + s2.lo + ((k * MS_LN2_MID - lg[1]) + k * MS_LN2_LO + p + ylo / y);
+  return dd_norm(s2.hi, lo);
+}
+
+/*
+ * The deviance bd0(x, M) = x ln(x/M) + M - x as a double-double, for an
+ * integer-valued 1 <= x <= 2^30 and M > 0 finite (doc/design.md §5: an
+ * extended deviance in the manner of Welinder's for R, derived there).
+ * For any g > 0, with t = M g / x - 1,
+ *   bd0 = M (1 - g) + x ln g - x (log1p(t) - t).
+ * g = 2^k G, G = j / 256 in [1, 2], is chosen so that |t| <= 2^-9: then
+ * M g and t are exact (or exact double-doubles), M (1 - g) and x ln g are
+ * double-double products, and -x (log1p(t) - t) = (x t^2 / 2)(1 - 2t/3 +
+ * ...) has its leading factor as a double-double and the rest, at most
+ * 2^-8.4 of it, in double.  Absolute error below 2^-100 x (|ln g| + 1) +
+ * 2e-19 x t^2: 1e-17 where bd0 < 750, relative 1e-19 beyond.
+ */
+static dd ebd0(double x, double M) {
+  /* M1 = M 2^k in (x/2, x]: M's significand with x's exponent */
+  int k = 0;
+  double ms = M;
+  if (ms < DBL_MIN) {
+    ms *= 0x1p64;
+    k = 64;
+  }
+  uint64_t ux = double_bits(x), um = double_bits(ms);
+  int ex = (int)(ux >> 52), em = (int)(um >> 52);
+  double m1 = bits_double((um & MS_MANTISSA_BITS) | ((uint64_t)ex << 52));
+  k += ex - em;
+  if (m1 > x) {
+    m1 *= 0.5;
+    k--;
+  }
+  int j = (int)(256.0 * x / m1 + 0.5);
+  double g = j * (1.0 / 256), mh = head44(m1);
+  /* P = M g = M1 G exactly, n = P - x exactly, t = n / x */
+  double p_hi = mh * g, p_lo = (m1 - mh) * g;
+  dd n = two_sum(p_hi - x, p_lo);
+  double th = n.hi / x;
+  dd tx = two_prod(th, x);
+  double tl = (((n.hi - tx.hi) - tx.lo) + n.lo) / x;
+  /* Q = -x (log1p(t) - t) = (n t / 2)(1 + t poly(t)) */
+  dd nt = two_prod(n.hi, th);
+  nt.lo += n.hi * tl + n.lo * th;
+  double poly =
+      -2.0 / 3 +
+      th * (0.5 +
+            th * (-0.4 + th * (1.0 / 3 +
+                               th * (-2.0 / 7 + th * (0.25 - th * 2.0 / 9)))));
+  dd q = {0.5 * nt.hi, 0.5 * nt.lo + 0.5 * nt.hi * th * poly};
+  /* A = M (1 - g) = M - P */
+  dd am = two_sum(M, -p_hi);
+  am.lo -= p_lo;
+  /* X = x ln g = x (k ln 2 + ln G) */
+  double kd = (double)k;
+  const double *lg = ms_log_table[j - 256];
+  dd lng = dd_norm(kd * MS_LN2_HI, lg[0]);
+  lng.lo += (kd * MS_LN2_MID + lg[1]) + kd * MS_LN2_LO;
+  dd xl = two_prod(x, lng.hi);
+  xl.lo += x * lng.lo;
+  dd s = two_sum(am.hi, xl.hi);
+  s = dd_norm(s.hi, s.lo + (am.lo + xl.lo));
+  dd s2 = two_sum(s.hi, q.hi);
+  return dd_norm(s2.hi, s2.lo + (s.lo + q.lo));
+}
+
 /* ln pmf(c; a) of a Poisson variable of mean a > 0, c >= 1; ln_cd = ln c. */
 static double ln_poisson_pmf(long c, double ln_cd, double a) {
   return -stirlerr(c) - ms_bd0((double)c, a) - 0.5 * (MS_LN_2PI + ln_cd);
@@ -168,30 +323,57 @@ static double temme_lower(double s, double x) {
 #define MS_TEMME_MIN_SERVERS 40
 #define MS_TEMME_RHO 0.6
 
-void ms_erlang_terms_unchecked(long c, double a, ms_erlang_terms *t) {
-  double cd = (double)c, ln_cd = log(cd);
-  double ln_pmf = ln_poisson_pmf(c, ln_cd, a);
-  double ln_cdf;
-  if (c >= MS_TEMME_MIN_SERVERS && a >= MS_TEMME_RHO * (cd + 1.0)) {
-    ln_cdf = log1p(-temme_lower(cd + 1.0, a));
-  } else {
-    /* 1 - cdf(c; a) = pmf(c; a) sum_{n>=1} prod_{j=1}^{n} a / (c + j) */
-    double term = 1.0, tail = 0.0;
-    for (long j = 1; j < 100000; j++) {
-      term *= a / (cd + (double)j);
-      tail += term;
-      if (term <= 1e-18 * tail)
-        break;
-    }
-    ln_cdf = log1p(-exp(ln_pmf) * tail);
+/*
+ * ln pmf(c; a) = -stirlerr(c) - bd0(c, a) - ln(2 pi c) / 2 as a double-double
+ * (Loader's form with the extended deviance); ln_c = ln c.
+ */
+static dd ln_poisson_pmf_dd(long c, dd ln_c, double a) {
+  dd b = ebd0((double)c, a);
+  dd h = two_sum(MS_LN_2PI_HI, ln_c.hi);
+  h.lo += MS_LN_2PI_LO + ln_c.lo;
+  dd s = two_sum(-b.hi, -0.5 * h.hi);
+  return dd_norm(s.hi, s.lo - (b.lo + 0.5 * h.lo) - stirlerr(c));
+}
+
+/* ln cdf(c; a) = ln Q(c + 1, a), a < c, from the lower tail (see the head
+ * of the file); ln_pmf is ln pmf(c; a). */
+static double ln_poisson_cdf_below(long c, double a, dd ln_pmf) {
+  double cd = (double)c;
+  if (c >= MS_TEMME_MIN_SERVERS && a >= MS_TEMME_RHO * (cd + 1.0))
+    return log1p(-temme_lower(cd + 1.0, a));
+  /* 1 - cdf(c; a) = pmf(c; a) sum_{n>=1} prod_{j=1}^{n} a / (c + j) */
+  double term = 1.0, tail = 0.0;
+  for (long j = 1; j < 100000; j++) {
+    term *= a / (cd + (double)j);
+    tail += term;
+    if (term <= 1e-18 * tail)
+      break;
   }
-  t->ln_b = ln_pmf - ln_cdf;
-  t->b = exp(t->ln_b);
-  /* C = c B / ((c - a) + a B): c - a is exact when a >= c/2 (Sterbenz), and
-   * both terms of the sum are positive, so nothing cancels. */
-  t->ln_c = t->ln_b + ln_cd - log((cd - a) + a * t->b);
-  if (t->ln_c > 0.0)
-    t->ln_c = 0.0;
+  return log1p(-dd_exp(ln_pmf) * tail);
+}
+
+void ms_erlang_terms_unchecked(long c, double a, ms_erlang_terms *t) {
+  double cd = (double)c;
+  dd ln_c = dd_log(cd, 0.0);
+  dd ln_pmf = ln_poisson_pmf_dd(c, ln_c, a);
+  double ln_cdf = ln_poisson_cdf_below(c, a, ln_pmf);
+  dd lb = dd_norm(ln_pmf.hi, -ln_cdf); /* |ln pmf| > 0.9 > |ln cdf| */
+  lb = dd_norm(lb.hi, lb.lo + ln_pmf.lo);
+  t->ln_b = lb.hi;
+  t->ln_b_lo = lb.lo;
+  t->b = dd_exp(lb);
+  /* C = c B / w, w = (c - a) + a B: c - a as an exact double-double, and
+   * both terms of w positive, so nothing cancels. */
+  dd cma = dd_norm(cd, -a);
+  dd w = two_sum(cma.hi, a * t->b);
+  dd ln_w = dd_log(w.hi, w.lo + cma.lo);
+  dd s = two_sum(lb.hi, ln_c.hi);
+  dd s2 = two_sum(s.hi, -ln_w.hi);
+  dd lc = dd_norm(s2.hi, s2.lo + (s.lo + ((lb.lo + ln_c.lo) - ln_w.lo)));
+  if (lc.hi > 0.0)
+    lc = (dd){0.0, 0.0};
+  t->ln_c = lc.hi;
+  t->ln_c_lo = lc.lo;
 }
 
 /*
@@ -206,7 +388,7 @@ void ms_erlang_terms_unchecked(long c, double a, ms_erlang_terms *t) {
  * step) keeps the error of the longest sum under 1e-14.  B >= 1/(c + 1)
  * here, so it never underflows.
  */
-static double overload_ln_b(long c, double a) {
+static void overload_ln_b(long c, double a, ms_erlang_terms *t) {
   long double al = (long double)a, term = 1.0L, tail = 0.0L;
   for (long j = 0; j < c; j++) {
     term *= (long double)(c - j) / al;
@@ -214,7 +396,10 @@ static double overload_ln_b(long c, double a) {
     if (term <= 1e-19L * tail)
       break;
   }
-  return -(double)log1pl(tail);
+  long double ln_b = -log1pl(tail);
+  t->ln_b = (double)ln_b;
+  t->ln_b_lo = (double)(ln_b - (long double)t->ln_b);
+  t->b = (double)(1.0L / (1.0L + tail));
 }
 
 /* c in [1, MS_MAX_SERVERS], a finite and > 0; below_c: a < c too. */
@@ -239,9 +424,8 @@ static void erlang_terms(long c, double a, ms_erlang_terms *t) {
     ms_erlang_terms_unchecked(c, a, t);
     return;
   }
-  t->ln_b = overload_ln_b(c, a);
-  t->b = exp(t->ln_b);
-  t->ln_c = 0.0;
+  overload_ln_b(c, a, t);
+  t->ln_c = t->ln_c_lo = 0.0;
 }
 
 int ms_erlang_ln_b(long c, double a, double *ln_b, ms_error *err) {
@@ -273,7 +457,7 @@ int ms_erlang(long c, double a, ms_erlang_values *out, ms_error *err) {
   out->ln_erlang_b = t.ln_b;
   out->ln_erlang_c = t.ln_c;
   out->erlang_b = t.b;
-  out->erlang_c = exp(t.ln_c);
+  out->erlang_c = dd_exp((dd){t.ln_c, t.ln_c_lo});
   out->steady_state = a < (double)c;
   return MS_OK;
 }
@@ -322,7 +506,7 @@ int ms_ln_wait_tail(long c, double mu, double x, double T, double *ln_tail,
     return MS_OK;
   }
   double a = x / mu;
-  double ln_c;
+  double ln_c, ln_c_lo = 0.0;
   if (a >= (double)c) {
     ln_c = 0.0; /* x < c mu but x/mu rounds up to c: C = 1 to rounding */
   } else if (!(a >= DBL_MIN)) {
@@ -332,8 +516,11 @@ int ms_ln_wait_tail(long c, double mu, double x, double T, double *ln_tail,
     ms_erlang_terms t;
     ms_erlang_terms_unchecked(c, a, &t);
     ln_c = t.ln_c;
+    ln_c_lo = t.ln_c_lo;
   }
-  double r = ln_c - (cmu - x) * T;
+  double y = (cmu - x) * T;
+  dd rs = two_sum(ln_c, -y);
+  double r = y <= DBL_MAX ? rs.hi + (rs.lo + ln_c_lo) : -DBL_MAX;
   *ln_tail = r < -DBL_MAX ? -DBL_MAX : r;
   return MS_OK;
 }

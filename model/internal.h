@@ -44,11 +44,15 @@ bool ms_collapsed_basin(const ms_landscape *ls, const ms_equilibrium *eq, int n,
 extern const size_t ms_number_output_offsets[];
 extern const int ms_number_outputs;
 
-/* Erlang B and the terms needed by derivatives, for 0 < a < c. */
+/* Erlang B and the terms needed by derivatives, for 0 < a < c.  The logs
+ * are double-doubles: ln_b + ln_b_lo is ln B to about 1e-16 absolute while
+ * B is a normal double (doc/design.md §5), ln_b alone the nearest double. */
 typedef struct {
-  double ln_b; /* ln B(c, a) */
-  double b;    /* B(c, a), may underflow to 0 */
-  double ln_c; /* ln C(c, a) */
+  double ln_b;    /* ln B(c, a) */
+  double ln_b_lo; /* the rest of ln B, |ln_b_lo| <= ulp(ln_b) / 2 */
+  double b;       /* B(c, a), may underflow to 0 */
+  double ln_c;    /* ln C(c, a) */
+  double ln_c_lo; /* the rest of ln C */
 } ms_erlang_terms;
 
 /* No argument checks: c in [1, MS_MAX_SERVERS], 0 < a < c. */

@@ -33,11 +33,11 @@ size_t read_erlang_csv(const char *name, erlang_row **rows) {
     x->line = lineno;
     int got;
     if (columns == 6) {
-      got = sscanf(line, "%ld,%lf,%lf,%lf,%lf,%lf", &x->servers, &x->offered,
+      got = sscanf(line, "%ld,%lf,%Lf,%Lf,%Lf,%Lf", &x->servers, &x->offered,
                    &x->b, &x->c, &x->ln_b, &x->ln_c);
       ck_assert_msg(got == 6, "%s:%d: malformed row", path, lineno);
     } else {
-      got = sscanf(line, "%ld,%lf,%lf,%lf", &x->servers, &x->offered, &x->ln_b,
+      got = sscanf(line, "%ld,%lf,%Lf,%Lf", &x->servers, &x->offered, &x->ln_b,
                    &x->ln_c);
       ck_assert_msg(got == 4, "%s:%d: malformed row", path, lineno);
       x->b = x->c = NAN;
