@@ -341,7 +341,22 @@ static double ln_poisson_cdf_below(long c, double a, dd ln_pmf) {
   double cd = (double)c;
   if (c >= MS_TEMME_MIN_SERVERS && a >= MS_TEMME_RHO * (cd + 1.0))
     return log1p(-temme_lower(cd + 1.0, a));
-  /* 1 - cdf(c; a) = pmf(c; a) sum_{n>=1} prod_{j=1}^{n} a / (c + j) */
+  /* 1 - cdf(c; a) = pmf(c; a) sum_{n>=1} prod_{j=1}^{n} a / (c + j).  Each
+   * term carries the rounding of its j steps; below MS_TEMME_MIN_SERVERS
+   * near saturation there are over a hundred of them and 1 - cdf is near
+   * 1/2, so its absolute error would reach 8e-16 in B (doc/design.md §5):
+   * there the sum is in long double.  Beyond, a < 0.6 (c + 1) and the
+   * terms shrink by 0.6 a step. */
+  if (c < MS_TEMME_MIN_SERVERS) {
+    long double al = (long double)a, term = 1.0L, tail = 0.0L;
+    for (long j = 1; j < 100000; j++) {
+      term *= al / ((long double)c + (long double)j);
+      tail += term;
+      if (term <= 1e-19L * tail)
+        break;
+    }
+    return log1p(-dd_exp(ln_pmf) * (double)tail);
+  }
   double term = 1.0, tail = 0.0;
   for (long j = 1; j < 100000; j++) {
     term *= a / (cd + (double)j);

@@ -92,8 +92,9 @@ const char *ms_status_name(int status);
  * otherwise by Temme's uniform asymptotic expansion (N. M. Temme, SIAM J.
  * Math. Anal. 10, 1979; DLMF 8.12).  Cost is bounded independently of c (at
  * most a few hundred flops).  Accuracy: relative error of B (of the value
- * ms_erlang returns) of at most 8.5e-16 for c <= 1000 and 3e-16 up to 1e7
- * where B is a normal double, and where it underflows the relative error
+ * ms_erlang returns; of C likewise) of at most 3.7e-16 for c <= 1000 and
+ * 2.8e-16 up to 1e7 where it is a normal double, and where it underflows
+ * the relative error
  * of ln B, measured against 50/60-digit references at 6,479 points
  * (tests/check_erlang.c, doc/design.md §5; the tests allow 2e-15 and
  * 1e-14).  ln_b is the double nearest ln B to within that: where |ln B| is
@@ -151,7 +152,7 @@ int ms_erlang_ln_b_recursive(long c, double a, double *ln_b, ms_error *err);
  *   T   client timeout, s, finite, >= 0
  *   ln_tail  out: ln P(W > T), finite, <= 0
  * Accuracy: ln C as a double-double (ms_erlang_ln_b) less (c mu - x) T,
- * rounded once: |error| / max(1, |ln P|) at most 3.2e-16 over the 5,000
+ * rounded once: |error| / max(1, |ln P|) at most 3.1e-16 over the 5,000
  * points of tests/data/erlang_wide.csv (mu = 1, so x / mu is exact; a
  * rounded x / mu adds its own rounding, amplified by c / (c - a) near
  * saturation).  Errors: MS_EINVAL outside the domain.
