@@ -255,6 +255,18 @@ static void map_row(const ms_cli_model *m, const ms_tolerance_query *full,
   }
 }
 
+/* A map probe that failed, or that Ctrl-C stopped (the query's stop hook,
+ * kept from the search's): the message and exit status of each. */
+static int map_failed(ms_cli_progress *prog, size_t done, size_t total,
+                      const ms_error *err) {
+  ms_cli_progress_end(prog);
+  if (ms_cli_interrupted())
+    return ms_cli_interrupt_exit("trigger map: %zu of %zu probes done; "
+                                 "nothing written",
+                                 done, total);
+  return ms_cli_fail("trigger map: %s", err->msg);
+}
+
 /* Map rows: at most MAP_SIZES, one per server lost for a small pool. */
 static int map_rows(const ms_cli_model *m, const ms_tolerance_query *q) {
   if (q->kind == MS_TRIGGER_LOAD)
@@ -290,7 +302,6 @@ static int map_probe(const ms_cli_model *m, const ms_sim_config *cfg,
   ms_cli_progress prog;
   size_t total = (size_t)rows * (MAP_DURATIONS + 1), done = 0;
   ms_cli_progress_start(&prog, "trigger map", total);
-  ms_cli_interrupt_catch();
   ms_error err;
   for (int i = 0; i < rows; i++) {
     if (ms_cli_interrupted()) {
@@ -305,15 +316,8 @@ static int map_probe(const ms_cli_model *m, const ms_sim_config *cfg,
     q.max_hold = fmin(dhi, 86400.0);
     q.check_monotone = false;
     ms_tolerance ti;
-    q.stop = stop_on_interrupt;
-    if (ms_trigger_tolerance(cfg, &q, &ti, &err) != MS_OK) {
-      ms_cli_progress_end(&prog);
-      if (ms_cli_interrupted())
-        return ms_cli_interrupt_exit("trigger map: %zu of %zu probes done; "
-                                     "nothing written",
-                                     done, total);
-      return ms_cli_fail("trigger map: %s", err.msg);
-    }
+    if (ms_trigger_tolerance(cfg, &q, &ti, &err) != MS_OK)
+      return map_failed(&prog, done, total, &err);
     if (ti.kind == MS_TOLERANCE_BOUNDED || ti.kind == MS_TOLERANCE_OVERLOADED) {
       mp->bx[mp->nb] =
           fmax(ti.kind == MS_TOLERANCE_BOUNDED ? 0.5 * (ti.tolerance + ti.latch)
@@ -326,10 +330,8 @@ static int map_probe(const ms_cli_model *m, const ms_sim_config *cfg,
     for (int k = 0; k < MAP_DURATIONS; k++) {
       double d = dlo * pow(dhi / dlo, (double)k / (MAP_DURATIONS - 1));
       bool latched;
-      if (ms_tolerance_probe(cfg, &q, d, &latched, NULL, &err) != MS_OK) {
-        ms_cli_progress_end(&prog);
-        return ms_cli_fail("trigger map: %s", err.msg);
-      }
+      if (ms_tolerance_probe(cfg, &q, d, &latched, NULL, &err) != MS_OK)
+        return map_failed(&prog, done, total, &err);
       if (latched_before && !latched)
         mp->violations++;
       latched_before = latched_before || latched;
@@ -472,13 +474,12 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   ms_cli_interrupt_catch();
   q.stop = stop_on_interrupt;
   if (ms_trigger_tolerance(&cfg, &q, &t, &err) != MS_OK) {
-    if (ms_cli_interrupted())
+    if (t.stopped)
       return ms_cli_interrupt_exit(
           "%d probes done, the stall %s; nothing written", t.probes,
           bracket_text(&t, (char[96]){0}, 96));
     return ms_cli_fail("tolerance: %s", err.msg);
   }
-  q.stop = NULL;
   if (a.map != NULL && (r = draw_map(m, &cfg, &q, &t, &a)) != 0)
     return r;
   if (!t.monotone)

@@ -782,7 +782,8 @@ typedef struct {
                         when not asked */
   double tipping_load, recovery_load; /* req/s, of the landscape */
   bool stopped; /* q->stop ended the search (MS_ELIMIT): tolerance and
-                   latch are the bracket reached, for q->resume_lo/hi */
+                   latch are the bracket reached, for q->resume_lo/hi;
+                   every field is 0 on an error before the first probe */
 } ms_tolerance;
 
 /* The most fluid bins one probe of ms_trigger_tolerance may take (2^20):

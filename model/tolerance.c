@@ -37,6 +37,7 @@ typedef struct {
   double tipping_load; /* req/s, of the landscape */
   double lead_in;      /* s before the trigger */
   double horizon;      /* s after it */
+  bool *stopped;       /* set when q.stop ends a probe, or NULL */
 } setup;
 
 static int query_check(const ms_sim_config *c, const ms_tolerance_query *q,
@@ -86,6 +87,7 @@ static int setup_init(const ms_sim_config *c, const ms_tolerance_query *q,
   if (st != MS_OK)
     return st;
   s->cfg = *c;
+  s->stopped = NULL;
   s->cfg.queue_memory = true;
   s->cfg.scenario.n_triggers = 0;
   s->q = *q;
@@ -156,11 +158,16 @@ static int run_probe(const setup *s, double hold, double horizon, bool *latched,
     t->load = s->q.spike_load;
   ms_sim_summary sum;
   bool hook = s->q.stop != NULL;
-  if (hook && s->q.stop(s->q.stop_ctx))
+  if (hook && s->q.stop(s->q.stop_ctx)) {
+    if (s->stopped != NULL)
+      *s->stopped = true;
     return ms_fail(err, MS_ELIMIT, "stopped by the caller before a probe");
+  }
   st = ms_sim_fluid(&cfg, hook ? stop_sink : NULL, (void *)&s->q, &sum, err);
   if (st != MS_OK)
     return st;
+  if (sum.stopped && s->stopped != NULL)
+    *s->stopped = true;
   if (sum.stopped)
     return ms_fail(err, MS_ELIMIT,
                    "stopped by the caller %g s into a probe of a %g s "
@@ -240,19 +247,10 @@ static int verify_unbounded(const setup *s, ms_tolerance *out, ms_error *err) {
   return MS_OK;
 }
 
-/* The probes of the bracket and bisection below: a stop keeps the bracket
- * reached in out (tolerance: the longest hold recovered, latch: the
- * shortest latched, 0 for none) for a resumed search. */
-static int search_probe(const setup *s, double hold, bool *latched,
-                        ms_tolerance *out, ms_error *err) {
-  int st = run_probe(s, hold, s->horizon, latched, NULL, &out->probes, err);
-  if (st != MS_OK && s->q.stop != NULL && s->q.stop(s->q.stop_ctx))
-    out->stopped = true;
-  return st;
-}
-
 /* Bracket and bisect: lo recovers, hi latches (from a resumed bracket
- * when q gives one). */
+ * when q gives one).  out->tolerance and out->latch follow the bracket, so
+ * that a search q.stop ends leaves the bracket reached (latch 0: none
+ * latched yet) for a resumed one. */
 static int search(const setup *s, ms_tolerance *out, ms_error *err) {
   bool latched;
   int st;
@@ -261,7 +259,8 @@ static int search(const setup *s, ms_tolerance *out, ms_error *err) {
   out->tolerance = lo;
   out->latch = known;
   if (!s->q.resume) {
-    if ((st = search_probe(s, 0.0, &latched, out, err)) != MS_OK)
+    if ((st = run_probe(s, 0.0, s->horizon, &latched, NULL, &out->probes,
+                        err)) != MS_OK)
       return st;
     if (latched)
       return ms_fail(err, MS_ENOCONV,
@@ -271,7 +270,8 @@ static int search(const setup *s, ms_tolerance *out, ms_error *err) {
   }
   double hi = known > 0 ? known : fmin(fmax(s->tau, 2.0 * lo), s->q.max_hold);
   while (known == 0.0) {
-    if ((st = search_probe(s, hi, &latched, out, err)) != MS_OK)
+    if ((st = run_probe(s, hi, s->horizon, &latched, NULL, &out->probes,
+                        err)) != MS_OK)
       return st;
     if (latched) {
       known = out->latch = hi;
@@ -289,7 +289,8 @@ static int search(const setup *s, ms_tolerance *out, ms_error *err) {
   double res = fmax(s->q.rel_tol * hi, out->dt);
   while (hi - lo > res) {
     double mid = lo + 0.5 * (hi - lo);
-    if ((st = search_probe(s, mid, &latched, out, err)) != MS_OK)
+    if ((st = run_probe(s, mid, s->horizon, &latched, NULL, &out->probes,
+                        err)) != MS_OK)
       return st;
     if (latched)
       hi = out->latch = mid;
@@ -317,6 +318,7 @@ int ms_trigger_tolerance(const ms_sim_config *c, const ms_tolerance_query *q,
                          ms_tolerance *out, ms_error *err) {
   if (c == NULL || q == NULL || out == NULL)
     return ms_fail(err, MS_EINVAL, "NULL argument to ms_trigger_tolerance");
+  memset(out, 0, sizeof *out);
   setup s;
   int st = setup_init(c, q, &s, err);
   if (st != MS_OK)
@@ -324,7 +326,7 @@ int ms_trigger_tolerance(const ms_sim_config *c, const ms_tolerance_query *q,
   ms_landscape ls;
   if ((st = ms_landscape_build(&c->service, &ls, err)) != MS_OK)
     return st;
-  memset(out, 0, sizeof *out);
+  s.stopped = &out->stopped;
   s.tipping_load = ls.tipping_load;
   out->tipping_load = ls.tipping_load;
   out->recovery_load = ls.recovery_load;

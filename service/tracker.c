@@ -404,16 +404,14 @@ static double tolerance_search(ms_tracker *t, double lambda, long b) {
     if (res.kind == MS_TOLERANCE_BOUNDED ||
         res.kind == MS_TOLERANCE_OVERLOADED || res.kind == MS_TOLERANCE_BEYOND)
       v = res.tolerance;
-  } else if (q.stop != NULL && q.stop(q.stop_ctx)) {
+  } else if (res.stopped) {
     /* stopped, not failed: the bracket reached is kept, and the search
      * goes on from it in the next interval */
     t->tolerance_stopped++;
-    if (res.stopped) {
-      t->tolerance_resume_builds = t->landscape_builds;
-      t->tolerance_resume_bucket = b;
-      t->tolerance_resume_lo = res.tolerance;
-      t->tolerance_resume_hi = res.latch;
-    }
+    t->tolerance_resume_builds = t->landscape_builds;
+    t->tolerance_resume_bucket = b;
+    t->tolerance_resume_lo = res.tolerance;
+    t->tolerance_resume_hi = res.latch;
     t->tolerance_wait = 0;
     return -1.0;
   }
