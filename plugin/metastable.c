@@ -558,9 +558,8 @@ static void read_service(plugin_state *st, size_t s, cycle *cy) {
   log_glob_sums(st, ss, glob);
   in.interval = CDTIME_T_TO_DOUBLE(st->interval);
   if (ok) {
-    /* stall_tolerance's searches wait for the end of the cycle
-     * (run_searches): the step leaves them pending */
-    ss->tracker.tolerance_defer = true;
+    /* the tracker defers its stall_tolerance search (reload_service_init)
+     * to run_searches */
     ms_tracker_step(&ss->tracker, ss->spec, &in, &step);
     ok = step.ok;
     if (!ok)

@@ -24,6 +24,9 @@ void reload_service_init(service_state *ss, const ms_service_spec *spec) {
   memset(ss, 0, sizeof *ss);
   ss->spec = spec;
   ms_tracker_init(&ss->tracker);
+  /* stall_tolerance's searches wait for the end of the read cycle
+   * (run_searches in metastable.c) */
+  ss->tracker.tolerance_defer = true;
   C_COMPLAIN_INIT(&ss->complaint);
   C_COMPLAIN_INIT(&ss->partial);
   C_COMPLAIN_INIT(&ss->calibration);

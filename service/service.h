@@ -329,7 +329,7 @@ typedef struct {
 /* Intervals a tracker waits after a stall-tolerance search before its
  * next one (about 6 ms each): a service searches at most once per
  * MS_TOLERANCE_SEARCH_GAP intervals, and others take their turn under the
- * plugin's per-cycle budget (ms_tracker.tolerance_hold). */
+ * plugin's per-cycle budget (ms_tracker.tolerance_defer). */
 #define MS_TOLERANCE_SEARCH_GAP 5
 
 /* The memory of one service between intervals. */
@@ -364,9 +364,7 @@ typedef struct {
   long tolerance_bucket[MS_TOLERANCE_CACHE];
   double tolerance_value[MS_TOLERANCE_CACHE]; /* s; < 0: none */
   unsigned long tolerance_searches;           /* searches run, for tests */
-  int tolerance_wait;  /* intervals until the next search is allowed */
-  bool tolerance_hold; /* set by the caller: no search in this step (the
-                          plugin's per-cycle budget is spent) */
+  int tolerance_wait; /* intervals until the next search is allowed */
   /* set by the caller, or NULL: a search under way ends when it returns
    * non-zero (ms_tolerance_query.stop: the plugin's cycle deadline); the
    * bucket is then not remembered, and searched again after the gap */

@@ -430,8 +430,7 @@ static double tolerance_search(ms_tracker *t, double lambda, long b) {
  * MS_TOLERANCE_MAX_STALL when no stall up to it latches; none when the
  * search fails (a run too long for the engine's limits).  A bucket not
  * remembered is searched only MS_TOLERANCE_SEARCH_GAP intervals after the
- * service's last search and when the caller has not set tolerance_hold
- * (the plugin's per-cycle budget); until then the nearest remembered
+ * service's last search; until then the nearest remembered
  * bucket above it answers (a higher load's stall tolerance: shorter, so
  * the value still errs short), or, with none above, nothing.  With
  * tolerance_defer the search is left pending for
@@ -474,8 +473,8 @@ static void stall_tolerance_report(ms_tracker *t, ms_report *r) {
   if (i < t->tolerance_n) {
     v = t->tolerance_value[i];
   } else {
-    if (t->tolerance_wait > 0 || t->tolerance_hold || t->tolerance_defer) {
-      if (t->tolerance_defer && t->tolerance_wait == 0 && !t->tolerance_hold) {
+    if (t->tolerance_wait > 0 || t->tolerance_defer) {
+      if (t->tolerance_wait == 0) {
         t->tolerance_pending = true;
         t->tolerance_pending_load = lambda;
         t->tolerance_pending_bucket = b;

@@ -1315,6 +1315,18 @@ static bool stall_run_latches(long servers, double lambda, double hold) {
   return sum.final_storm;
 }
 
+/* The service of the stall_tolerance tests: 10 servers x 100 ms, 1 s
+ * timeout, 3 retries, 1 % base failure, offered rate and pool as inputs. */
+static ms_service_spec stall_spec(void) {
+  ms_service_spec s = erlang_spec();
+  ms_failure_model_erlang(&s.params.model, 10, 10.0, 1.0);
+  s.params.model.base_failure = 0.01;
+  ms_retry_policy_fixed(&s.params.policy, 3);
+  use(&s, MS_INPUT_OFFERED);
+  use(&s, MS_INPUT_POOL);
+  return s;
+}
+
 /*
  * stall_tolerance: 10 servers x 100 ms, 1 s timeout, 3 retries, 1 % base
  * failure (tipping 93.66/s, recovery 25/s).  The value is the search's at
@@ -1322,18 +1334,14 @@ static bool stall_run_latches(long servers, double lambda, double hold) {
  * lambda / ln 1.01), and fluid runs built here confirm it: a stall that
  * long recovers, one 0.1 s (two bins) longer latches.  It is searched once
  * per bucket (the cache), at most once per MS_TOLERANCE_SEARCH_GAP
- * intervals and not while the caller holds it (the nearest bucket above
- * answering meanwhile, or nothing), again after the landscape is rebuilt
+ * intervals and, when the caller defers it, by the caller's
+ * ms_tracker_tolerance_search (the nearest bucket above answering
+ * meanwhile, or nothing), again after the landscape is rebuilt
  * (the pool changed); absent below the recovery load and for the capacity
  * model, 0 above the tipping load with no search.
  */
 START_TEST(test_stall_tolerance_output) {
-  ms_service_spec s = erlang_spec();
-  ms_failure_model_erlang(&s.params.model, 10, 10.0, 1.0);
-  s.params.model.base_failure = 0.01;
-  ms_retry_policy_fixed(&s.params.policy, 3);
-  use(&s, MS_INPUT_OFFERED);
-  use(&s, MS_INPUT_POOL);
+  ms_service_spec s = stall_spec();
   ms_tracker t;
   ms_tracker_init(&t);
   ms_inputs in = values(NAN, 60, NAN, NAN, 10);
@@ -1379,14 +1387,19 @@ START_TEST(test_stall_tolerance_output) {
     ck_assert_double_eq(st.report.stall_tolerance, v);
   }
   ck_assert_uint_eq(t.tolerance_searches, 2);
-  /* held by the caller (the plugin's budget spent): still no search */
-  t.tolerance_hold = true;
+  /* deferred by the caller (the plugin): no search in the step, the
+   * nearest bucket above answering, the search left pending */
+  t.tolerance_defer = true;
   in = values(NAN, 55, NAN, NAN, 10);
   ms_tracker_step(&t, &s, &in, &st);
   ck_assert_uint_eq(t.tolerance_searches, 2);
   ck_assert_double_eq(st.report.stall_tolerance, v);
-  t.tolerance_hold = false;
-  /* then 55 is searched, longer than 60's */
+  ck_assert(t.tolerance_pending);
+  /* then 55 is searched, by the caller's call, and the next step reports
+   * it, longer than 60's */
+  ck_assert(ms_tracker_tolerance_search(&t));
+  ck_assert(!ms_tracker_tolerance_search(&t)); /* nothing pending now */
+  t.tolerance_defer = false;
   ms_tracker_step(&t, &s, &in, &st);
   ck_assert_uint_eq(t.tolerance_searches, 3);
   ck_assert(st.report.stall_tolerance > v);
@@ -1454,12 +1467,7 @@ static int stop_after_polls(void *ctx) {
  * test_stall_tolerance_output.
  */
 START_TEST(test_stall_tolerance_stopped) {
-  ms_service_spec s = erlang_spec();
-  ms_failure_model_erlang(&s.params.model, 10, 10.0, 1.0);
-  s.params.model.base_failure = 0.01;
-  ms_retry_policy_fixed(&s.params.policy, 3);
-  use(&s, MS_INPUT_OFFERED);
-  use(&s, MS_INPUT_POOL);
+  ms_service_spec s = stall_spec();
   ms_tracker ref, t;
   ms_tracker_init(&ref);
   ms_tracker_init(&t);
