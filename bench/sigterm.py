@@ -14,7 +14,6 @@ seconds (default 0.3) after its start and prints how long it took to
 exit, with the plugin's log lines about its cycles.
 """
 import os
-import signal
 import sys
 import tempfile
 import time
@@ -48,10 +47,7 @@ def main():
     with cd:
         cd.start()
         time.sleep(wait)
-        t0 = time.time()
-        os.killpg(cd.proc.pid, signal.SIGTERM)
-        cd.proc.wait(300)
-        took = time.time() - t0
+        took = cd.terminate_timed(300)
     print("%d services, retries %d, tiers %d: SIGTERM %.1f s after the "
           "start, exit took %.3f s" % (n, retries, tiers, wait, took))
     for line in cd.log().splitlines():

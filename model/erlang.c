@@ -335,6 +335,19 @@ static dd ln_poisson_pmf_dd(long c, dd ln_c, double a) {
   return dd_norm(s.hi, s.lo - (b.lo + 0.5 * h.lo) - stirlerr(c));
 }
 
+/* sum_{n>=1} prod_{j=1}^{n} a / (c + j), c = cd: (1 - cdf(c; a)) / pmf(c; a)
+ * for a < c, to a relative 1e-18 (terms shrink by a / c a step). */
+static double upper_series(double a, double cd) {
+  double term = 1.0, tail = 0.0;
+  for (long j = 1; j < 100000; j++) {
+    term *= a / (cd + (double)j);
+    tail += term;
+    if (term <= 1e-18 * tail)
+      break;
+  }
+  return tail;
+}
+
 /* ln cdf(c; a) = ln Q(c + 1, a), a < c, from the lower tail (see the head
  * of the file); ln_pmf is ln pmf(c; a). */
 static double ln_poisson_cdf_below(long c, double a, dd ln_pmf) {
@@ -357,14 +370,7 @@ static double ln_poisson_cdf_below(long c, double a, dd ln_pmf) {
     }
     return log1p(-dd_exp(ln_pmf) * (double)tail);
   }
-  double term = 1.0, tail = 0.0;
-  for (long j = 1; j < 100000; j++) {
-    term *= a / (cd + (double)j);
-    tail += term;
-    if (term <= 1e-18 * tail)
-      break;
-  }
-  return log1p(-dd_exp(ln_pmf) * tail);
+  return log1p(-dd_exp(ln_pmf) * upper_series(a, cd));
 }
 
 void ms_erlang_terms_unchecked(long c, double a, ms_erlang_terms *t) {
@@ -598,14 +604,7 @@ void ms_poisson_cdf(long n, double y, double *ln_cdf, double *ln_ratio) {
     if (n >= MS_TEMME_MIN_SERVERS && y >= MS_TEMME_RHO * s) {
       lower = temme_lower(s, y);
     } else {
-      double term = 1.0, tail = 0.0;
-      for (long j = 1; j < 100000; j++) {
-        term *= y / (nd + (double)j);
-        tail += term;
-        if (term <= 1e-18 * tail)
-          break;
-      }
-      lower = exp(ln_pmf) * tail;
+      lower = exp(ln_pmf) * upper_series(y, nd);
     }
     *ln_cdf = log1p(-lower);
     *ln_ratio = *ln_cdf - ln_pmf;

@@ -24,9 +24,7 @@ typedef struct {
 
 static size_t read_mmck_csv(mmck_row **rows) {
   char path[1024];
-  snprintf(path, sizeof path, "%s/%s", MS_TEST_DATA, "mmck_reference.csv");
-  FILE *f = fopen(path, "r");
-  ck_assert_msg(f != NULL, "cannot open %s", path);
+  FILE *f = test_data_open("mmck_reference.csv", path, sizeof path);
   char line[1024];
   size_t n = 0, cap = 1024;
   mmck_row *r = malloc(cap * sizeof *r);

@@ -8,11 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t read_erlang_csv(const char *name, erlang_row **rows) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", MS_TEST_DATA, name);
+FILE *test_data_open(const char *name, char *path, size_t len) {
+  snprintf(path, len, "%s/%s", MS_TEST_DATA, name);
   FILE *f = fopen(path, "r");
   ck_assert_msg(f != NULL, "cannot open %s", path);
+  return f;
+}
+
+size_t read_erlang_csv(const char *name, erlang_row **rows) {
+  char path[1024];
+  FILE *f = test_data_open(name, path, sizeof path);
   char line[1024];
   size_t n = 0, cap = 256;
   erlang_row *r = malloc(cap * sizeof *r);
@@ -58,9 +63,7 @@ double ln_value_error(double computed_ln, double ref_ln) {
 
 size_t read_erlang_wide_csv(const char *name, erlang_wide_row **rows) {
   char path[1024];
-  snprintf(path, sizeof path, "%s/%s", MS_TEST_DATA, name);
-  FILE *f = fopen(path, "r");
-  ck_assert_msg(f != NULL, "cannot open %s", path);
+  FILE *f = test_data_open(name, path, sizeof path);
   char line[1024];
   size_t n = 0, cap = 1024;
   erlang_wide_row *r = malloc(cap * sizeof *r);

@@ -4,6 +4,7 @@
 #define MS_TESTUTIL_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* One row of an Erlang reference file, the references in long double (their
  * rounding to a double would be an error of up to 5.7e-14 in B at
@@ -23,6 +24,10 @@ typedef struct {
  * fails the running test when the file is missing or malformed.
  */
 size_t read_erlang_csv(const char *name, erlang_row **rows);
+
+/* MS_TEST_DATA/name opened for reading, its path written to path (len
+ * bytes); a check failure when it cannot be opened. */
+FILE *test_data_open(const char *name, char *path, size_t len);
 
 /*
  * Error of a computed ln v against a reference ln v, as doc/design.md §5

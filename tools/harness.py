@@ -12,11 +12,31 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.parse
 import urllib.request
 
 HOSTNAME = "mshost"
+
+# The integration tests' checks: each prints a line, the failures are
+# counted, and finish() reports them and sets the exit status.
+FAILURES = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        FAILURES.append(what)
+
+
+def finish(work):
+    """Exit 1 with the count of failed checks and where the logs are, or
+    say all passed."""
+    if FAILURES:
+        print("\n%d check(s) failed; logs in %s" % (len(FAILURES), work))
+        sys.exit(1)
+    print("all checks passed")
 
 
 def free_port(kind=socket.SOCK_STREAM):
@@ -114,6 +134,14 @@ class Collectd:
 
     def running(self):
         return self.proc is not None and self.proc.poll() is None
+
+    def terminate_timed(self, timeout=60):
+        """SIGTERM to the daemon's process group; returns the seconds until
+        it exited (collectd waits for the read cycle under way)."""
+        t0 = time.time()
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        self.proc.wait(timeout)
+        return time.time() - t0
 
     def stop(self):
         _stop_group(self.proc)

@@ -39,13 +39,7 @@ import harness  # noqa: E402
 PLUGIN_DIR = os.path.join(BUILD, "plugin", ".libs")
 TYPES_DB = os.path.join(SRC, "conf", "types.db")
 CLI = os.path.join(BUILD, "cli", "metastable")
-FAILURES = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILURES.append(what)
+check = harness.check
 
 
 def close(a, b, rel):
@@ -513,10 +507,7 @@ def main():
         check(cd.running(), "collectd still running at the end")
     check(not cd.running(), "collectd stopped")
     check(prom.proc.poll() is not None, "prometheus stopped")
-    if FAILURES:
-        print("\n%d check(s) failed; logs in %s" % (len(FAILURES), work))
-        sys.exit(1)
-    print("all checks passed")
+    harness.finish(work)
 
 
 def learner_checks(cd, tip_model):
