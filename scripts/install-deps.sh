@@ -3,8 +3,9 @@
 # Install the Debian 12 packages collectd-metastable needs.
 #   scripts/install-deps.sh            build, run and demo
 #   scripts/install-deps.sh --lab      also what the storm lab needs
+#   scripts/install-deps.sh --deb      also what make deb needs (debhelper)
 #   scripts/install-deps.sh --test     also what the test suite needs (the
-#                                      storm lab's packages included)
+#                                      storm lab's and --deb's included)
 # fonts-dejavu-core: the plots name DejaVu Sans (and tests/cli/test_plot.py
 # measures texts with its metrics).
 # libprotobuf-c1 and libmicrohttpd12: collectd-core only recommends them, but
@@ -26,11 +27,15 @@ libcurl3-gnutls"
 fuzz="clang libclang-rt-14-dev"
 # the integration test opens the Prometheus console page in a browser
 browser="chromium"
+# the package test (tests/package/test_deb.py): make deb and lintian
+deb="debhelper dpkg-dev lintian"
 if [ "${1:-}" = "--lab" ]; then
   pkgs="$pkgs $lab"
+elif [ "${1:-}" = "--deb" ]; then
+  pkgs="$pkgs $deb"
 elif [ "${1:-}" = "--test" ]; then
   pkgs="$pkgs $lab prometheus prometheus-alertmanager python3 jq mandoc
-  clang-format $fuzz $browser"
+  clang-format $fuzz $browser $deb"
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
     pkgs="$pkgs nodejs npm"
 fi
