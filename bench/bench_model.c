@@ -4,7 +4,9 @@
  * instead (bench/naive.c), and how accurate both are.
  *
  *   bench/bench_model [--quick] [--csv FILE [--append]] [--data DIR]
- *                     [--naive-max-servers N]
+ *                     [--naive-max-servers N] [--no-peers | --peers-only]
+ *                     [--python CMD] [--octave CMD]
+ *                     [--octave-max-servers N] [--peer-points N]
  *
  * The naive analysis is run up to --naive-max-servers (default 10^5: at
  * 10^6 it takes over half a minute per run); its Erlang evaluation at
@@ -19,19 +21,34 @@
  *     naive dense-grid analysis, with the speed ratio and the difference of
  *     their tipping and recovery loads; and the two parts separately;
  *  3. the per-interval step (ms_tracker_step) when only the offered load
- *     changed since the last interval.
+ *     changed since the last interval;
+ *  4. the worst allowed configurations, every interval rebuilt;
+ *  5. Erlang B and C beside the peers on every point of the three
+ *     reference files: worst error and time per call of ms_erlang, of the
+ *     naive recursion, of GNU Octave's queueing package (erlangb, erlangc;
+ *     bench/peers.m) and of SciPy's two usual forms (bench/peers.py), each
+ *     peer in one process of its own over all its points, its values
+ *     judged here against the same references.  A peer that is not
+ *     installed is skipped with a line saying so.  Octave's recursion is
+ *     interpreted, about 0.5 us per server: it runs on at most
+ *     --peer-points points per column above 10^4 (default 100), none above
+ *     --octave-max-servers (default 10^6).  --peers-only: this section
+ *     alone.
  * --quick runs every code path once or twice (the smoke test of make
- * check); its numbers mean nothing.  --instructions runs a fixed number of
- * calls of each case for bench/instructions.sh (callgrind), which turns
- * them into instructions per call: a measure that other work on the
- * machine does not disturb.
+ * check; the peers on two points per column); its numbers mean nothing.
+ * --instructions runs a fixed number of calls of each case for
+ * bench/instructions.sh (callgrind), which turns them into instructions per
+ * call: a measure that other work on the machine does not disturb.
  */
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench_util.h"
 #include "metastable.h"
@@ -40,6 +57,9 @@
 
 #ifndef MS_BENCH_DATA
 #define MS_BENCH_DATA "tests/data"
+#endif
+#ifndef MS_BENCH_SRC
+#define MS_BENCH_SRC "."
 #endif
 #ifndef MS_BENCH_CFLAGS
 #define MS_BENCH_CFLAGS "?"
@@ -61,6 +81,10 @@ static struct {
   bool append;
   const char *data_dir;
   long naive_max_servers;
+  bool peers, peers_only;
+  const char *python, *octave;
+  long octave_max_servers;
+  int peer_points;
   const bench_plan *plan;
   bench_plan naive_plan;
   FILE *csv;
@@ -106,7 +130,37 @@ static int decade_of(long c) {
   return d;
 }
 
-static void accuracy_file(const char *name, accuracy *acc) {
+/* One reference point of the three files, the references in long double;
+ * b, cc 0 where the file prints no value (the dense grid). */
+typedef struct {
+  long c;
+  double a;
+  long double b, cc, ln_b, ln_c;
+} ref_point;
+
+static struct {
+  ref_point *p;
+  size_t n, cap;
+} points;
+
+/* One row: the shared fixture's 6 columns, the dense grid's 4 or the wide
+ * set's 8 (servers,offered_erlangs,erlang_b,erlang_c,ln_erlang_b,
+ * ln_erlang_c,timeout,ln_wait_tail).  Returns false when malformed. */
+static bool parse_row(const char *line, int columns, ref_point *r) {
+  double t;
+  long double lw;
+  r->b = r->cc = 0.0L;
+  if (columns == 8)
+    return sscanf(line, "%ld,%lf,%Lf,%Lf,%Lf,%Lf,%lf,%Lf", &r->c, &r->a, &r->b,
+                  &r->cc, &r->ln_b, &r->ln_c, &t, &lw) == 8;
+  if (columns == 6)
+    return sscanf(line, "%ld,%lf,%Lf,%Lf,%Lf,%Lf", &r->c, &r->a, &r->b, &r->cc,
+                  &r->ln_b, &r->ln_c) == 6;
+  return columns == 4 &&
+         sscanf(line, "%ld,%lf,%Lf,%Lf", &r->c, &r->a, &r->ln_b, &r->ln_c) == 4;
+}
+
+static void load_points(const char *name) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", opt.data_dir, name);
   FILE *f = fopen(path, "r");
@@ -125,41 +179,80 @@ static void accuracy_file(const char *name, accuracy *acc) {
         columns += *p == ',';
       continue;
     }
-    long c;
-    double a;
-    long double b, cc, ln_b, ln_c;
-    if (columns == 6
-            ? sscanf(line, "%ld,%lf,%Lf,%Lf,%Lf,%Lf", &c, &a, &b, &cc, &ln_b,
-                     &ln_c) != 6
-            : sscanf(line, "%ld,%lf,%Lf,%Lf", &c, &a, &ln_b, &ln_c) != 4) {
+    if (points.n == points.cap) {
+      points.cap = points.cap ? 2 * points.cap : 1024;
+      points.p = realloc(points.p, points.cap * sizeof *points.p);
+      if (points.p == NULL)
+        die("out of memory");
+    }
+    if (!parse_row(line, columns, &points.p[points.n])) {
       fprintf(stderr, "bench_model: %s: malformed row: %s", path, line);
       exit(2);
     }
-    int d = decade_of(c);
+    points.n++;
+  }
+  fclose(f);
+}
+
+/* The error of one B and C against a point's references (row_error of
+ * each, the worse); < 0 when a value is not usable.  A peer that gives its
+ * logs (has_log) is judged on them where the reference underflows a
+ * double, and they must be finite; one that gives values only must give
+ * normal doubles (a subnormal or 0 has lost its digits), and is judged on
+ * them.  The caller counts the unusable as underflows. */
+static double point_error(const ref_point *r, bool has_log, double b, double c,
+                          double ln_b, double ln_c) {
+  bool ok = has_log
+                ? isfinite(ln_b) && isfinite(ln_c)
+                : b >= DBL_MIN && c >= DBL_MIN && isfinite(b) && isfinite(c);
+  if (!ok)
+    return -1;
+  if (!has_log) {
+    ln_b = log(b);
+    ln_c = log(c);
+  }
+  return fmax(row_error(b, ln_b, r->b, r->ln_b),
+              row_error(c, ln_c, r->cc, r->ln_c));
+}
+
+/* The naive recursion's B and C at every point, and the seconds each took
+ * (for the table beside the peers). */
+static double *naive_b, *naive_c, *naive_time;
+
+static void accuracy_points(accuracy *acc) {
+  naive_b = calloc(points.n, sizeof *naive_b);
+  naive_c = calloc(points.n, sizeof *naive_c);
+  naive_time = calloc(points.n, sizeof *naive_time);
+  if (!naive_b || !naive_c || !naive_time)
+    die("out of memory");
+  for (size_t i = 0; i < points.n; i++) {
+    const ref_point *r = &points.p[i];
+    int d = decade_of(r->c);
     ms_erlang_values v;
-    if (ms_erlang(c, a, &v, NULL) != MS_OK)
+    if (ms_erlang(r->c, r->a, &v, NULL) != MS_OK)
       die("ms_erlang rejected a reference row");
     /* the shared fixture prints its values to 17 digits, its logs to 17
      * too (5e-15 of B at ln B = -40): its values where they are normal */
-    if (columns != 6)
-      b = cc = 0.0L;
-    double e = fmax(row_error(v.erlang_b, v.ln_erlang_b, b, ln_b),
-                    row_error(v.erlang_c, v.ln_erlang_c, cc, ln_c));
+    double e = point_error(r, true, v.erlang_b, v.erlang_c, v.ln_erlang_b,
+                           v.ln_erlang_c);
     acc->rows[d]++;
     acc->model[d] = fmax(acc->model[d], e);
-    if (opt.quick && c > 1000)
+    naive_time[i] = -1;
+    if (opt.quick && r->c > 1000)
       continue;
-    double nb = naive_erlang_b(c, a);
-    double nc = (double)c * nb / ((double)c - a * (1.0 - nb));
+    double t0 = bench_now();
+    double nb = naive_erlang_b(r->c, r->a);
+    double nc = (double)r->c * nb / ((double)r->c - r->a * (1.0 - nb));
+    naive_time[i] = bench_now() - t0;
+    naive_b[i] = nb;
+    naive_c[i] = nc;
     if (!(nb >= DBL_MIN) || !(nc >= DBL_MIN)) {
       acc->naive_underflow[d]++;
       continue;
     }
     acc->naive_rows[d]++;
-    acc->naive[d] = fmax(acc->naive[d], fmax(row_error(nb, log(nb), b, ln_b),
-                                             row_error(nc, log(nc), cc, ln_c)));
+    acc->naive[d] = fmax(acc->naive[d], point_error(r, false, nb, nc, 0, 0));
   }
-  fclose(f);
 }
 
 /* ---- 1. one evaluation of ln P(W > T) ---------------------------------- */
@@ -589,6 +682,334 @@ static void bench_worst(void) {
   }
 }
 
+/* ---- 5. beside the peers ----------------------------------------------- */
+
+/* The columns of issue 18's table: c up to 10, 10^3, 10^4, 10^6, 10^7. */
+#define N_COLS 5
+static const long col_top[N_COLS] = {10, 1000, 10000, 1000000, 10000000};
+static const char *const col_name[N_COLS] = {"10", "10^3", "10^4", "10^6",
+                                             "10^7"};
+
+static int col_of(long c) {
+  int k = 0;
+  while (k < N_COLS - 1 && c > col_top[k])
+    k++;
+  return k;
+}
+
+typedef struct {
+  const char *name, *form; /* the table's row; the peer script's form */
+  double err[N_COLS];      /* worst error over the usable points, or -1 */
+  int run[N_COLS], unusable[N_COLS];
+  double time[N_COLS];   /* seconds per call (one B and one C), or -1 */
+  double vector[N_COLS]; /* per point of one call on arrays, or -1 */
+  const char *skipped;   /* why the row was not run, or NULL */
+  bool has_log;          /* gives ln B and ln C of its own (point_error) */
+} peer_row;
+
+enum { ROW_MODEL, ROW_NAIVE, ROW_OCTAVE, ROW_SCIPY_PMF, ROW_SCIPY_LOG, N_ROWS };
+
+static peer_row rows[N_ROWS] = {
+    {.name = "this project (ms_erlang)", .has_log = true},
+    {.name = "the O(c) recursion (bench/naive.c)"},
+    {.name = "GNU Octave queueing `erlangb`/`erlangc`",
+     .form = "octave_queueing"},
+    {.name = "SciPy pmf/cdf", .form = "scipy_pmf_cdf"},
+    {.name = "SciPy logpmf - log gammaincc",
+     .form = "scipy_logpmf_gammaincc",
+     .has_log = true},
+};
+
+static int col_points[N_COLS];
+
+static void row_add(peer_row *r, size_t i, double b, double c, double ln_b,
+                    double ln_c) {
+  int k = col_of(points.p[i].c);
+  double e = point_error(&points.p[i], r->has_log, b, c, ln_b, ln_c);
+  r->run[k]++;
+  if (e < 0)
+    r->unusable[k]++;
+  else
+    r->err[k] = fmax(r->err[k], e);
+}
+
+typedef struct {
+  size_t *idx;
+  size_t n;
+} col_ctx;
+
+static void run_col(void *p, long i) {
+  col_ctx *t = p;
+  ms_erlang_values v;
+  (void)i;
+  for (size_t j = 0; j < t->n; j++) {
+    ms_erlang(points.p[t->idx[j]].c, points.p[t->idx[j]].a, &v, NULL);
+    sink = v.erlang_c;
+  }
+}
+
+/* The project's and the naive recursion's rows (the naive values and times
+ * from accuracy_points). */
+static void own_rows(void) {
+  size_t *idx = malloc(points.n * sizeof *idx);
+  if (idx == NULL)
+    die("out of memory");
+  double naive_sum[N_COLS] = {0};
+  for (int k = 0; k < N_COLS; k++) {
+    col_ctx t = {.idx = idx, .n = 0};
+    for (size_t i = 0; i < points.n; i++)
+      if (col_of(points.p[i].c) == k)
+        idx[t.n++] = i;
+    col_points[k] = (int)t.n;
+    for (size_t j = 0; j < t.n; j++) {
+      ms_erlang_values v;
+      ms_erlang(points.p[idx[j]].c, points.p[idx[j]].a, &v, NULL);
+      row_add(&rows[ROW_MODEL], idx[j], v.erlang_b, v.erlang_c, v.ln_erlang_b,
+              v.ln_erlang_c);
+      size_t i = idx[j];
+      if (naive_time[i] < 0)
+        continue;
+      row_add(&rows[ROW_NAIVE], i, naive_b[i], naive_c[i], log(naive_b[i]),
+              log(naive_c[i]));
+      naive_sum[k] += naive_time[i];
+    }
+    bench_stats st;
+    bench_measure(opt.plan, run_col, &t, &st);
+    rows[ROW_MODEL].time[k] = t.n ? st.median / (double)t.n : -1;
+    rows[ROW_NAIVE].time[k] =
+        rows[ROW_NAIVE].run[k] ? naive_sum[k] / rows[ROW_NAIVE].run[k] : -1;
+  }
+  free(idx);
+}
+
+/* Write the points a peer evaluates, "column,servers,offered" per line, to
+ * path: in each column beyond c = first_capped at most max_points of them,
+ * spread evenly over the column's points, and none with c > max_servers. sel[j]
+ * is the point of line j.  Returns the number of lines. */
+static size_t write_peer_points(const char *path, long max_servers,
+                                long first_capped, int max_points,
+                                size_t *sel) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL)
+    die("cannot write the peers' points");
+  size_t n = 0;
+  int seen[N_COLS] = {0}, taken[N_COLS] = {0};
+  for (size_t i = 0; i < points.n; i++) {
+    int k = col_of(points.p[i].c);
+    if (points.p[i].c > max_servers)
+      continue;
+    /* point number seen[k] of the column is taken when it is the first at
+     * or past taken[k] / max_points of the way through */
+    long want = (long)taken[k] * col_points[k] / max_points;
+    if (col_top[k] > first_capped &&
+        (seen[k]++ < want || taken[k] >= max_points))
+      continue;
+    taken[k]++;
+    fprintf(f, "%d,%ld,%.17g\n", k, points.p[i].c, points.p[i].a);
+    sel[n++] = i;
+  }
+  fclose(f);
+  return n;
+}
+
+/* Read a peer's OUT file (bench/peers.py's docstring): its values into
+ * their rows, its times; the version line into note. */
+static void read_peer(const char *path, const size_t *sel, size_t n_sel,
+                      char *note, size_t note_len) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    die("a peer wrote no output");
+  char line[512], form[64];
+  while (fgets(line, sizeof line, f)) {
+    if (line[0] == '#') {
+      line[strcspn(line, "\n")] = 0;
+      snprintf(note, note_len, "%.150s", line + 2);
+      continue;
+    }
+    int k, n;
+    double t, a, v[4];
+    size_t j;
+    peer_row *r = NULL;
+    bool timing = strncmp(line, "time,", 5) == 0,
+         vector = strncmp(line, "vector,", 7) == 0;
+    if (timing || vector) {
+      if (sscanf(strchr(line, ',') + 1, "%63[^,],%d,%d,%lf", form, &k, &n,
+                 &t) != 4 ||
+          k < 0 || k >= N_COLS || n <= 0)
+        die("a peer's time line is malformed");
+    } else if (sscanf(line, "%63[^,],%zu,%lf,%lf,%lf,%lf,%lf", form, &j, &a,
+                      &v[0], &v[1], &v[2], &v[3]) != 7 ||
+               j >= n_sel || a != points.p[sel[j]].a)
+      die("a peer's value line is malformed or at another point");
+    for (int i = 0; i < N_ROWS; i++)
+      if (rows[i].form && strcmp(rows[i].form, form) == 0)
+        r = &rows[i];
+    if (r == NULL)
+      die("a peer's form is unknown");
+    if (timing)
+      r->time[k] = t / n;
+    else if (vector)
+      r->vector[k] = t / n;
+    else
+      row_add(r, sel[j], v[0], v[1], v[2], v[3]);
+  }
+  fclose(f);
+}
+
+/* Run one peer script on the points (write_peer_points' selection): the command
+ * is cmd, the points' and the output's paths, then tail.  A peer that is not
+ * installed says so in one line and is skipped. */
+static void run_peer(const char *what, const char *cmd_head,
+                     const char *cmd_tail, long max_servers, long first_capped,
+                     int max_points, int first, int last) {
+  char pts[] = "/tmp/bench_model_points.XXXXXX";
+  char out[] = "/tmp/bench_model_peer.XXXXXX";
+  int fd1 = mkstemp(pts), fd2 = mkstemp(out);
+  if (fd1 < 0 || fd2 < 0)
+    die("cannot create temporary files");
+  close(fd1);
+  close(fd2);
+  size_t *sel = malloc(points.n * sizeof *sel);
+  if (sel == NULL)
+    die("out of memory");
+  size_t n = write_peer_points(pts, max_servers, first_capped, max_points, sel);
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "%s %s %s%s", cmd_head, pts, out, cmd_tail);
+  fflush(stdout);
+  int rc = system(cmd);
+  rc = rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+  char note[160] = "";
+  if (rc == 0)
+    read_peer(out, sel, n, note, sizeof note);
+  else if (rc != 3) /* 3: the script said what it lacks */
+    printf("   %s: not run (%s exited %d%s): its row is skipped\n", what,
+           cmd_head, rc, rc == 127 ? ", not installed" : "");
+  for (int i = first; i <= last; i++)
+    rows[i].skipped = rc == 0 ? NULL : "not installed";
+  if (rc == 0)
+    printf("   %s: %s, %zu points\n", what, note, n);
+  unlink(pts);
+  unlink(out);
+  free(sel);
+}
+
+static void cell_error(const peer_row *r, int k, char *buf, size_t len) {
+  if (r->skipped || r->run[k] == 0) {
+    snprintf(buf, len, "—");
+    return;
+  }
+  int m = r->err[k] < 0 ? snprintf(buf, len, "underflow")
+                        : snprintf(buf, len, "%.1e", r->err[k]);
+  if (r->unusable[k] && r->err[k] >= 0)
+    m += snprintf(buf + m, len - (size_t)m, " (%d)", r->unusable[k]);
+  if (r->run[k] < col_points[k])
+    snprintf(buf + m, len - (size_t)m, " [%d]", r->run[k]);
+}
+
+static void print_peer_tables(void) {
+  char cell[64];
+  printf("\n| c up to |");
+  for (int k = 0; k < N_COLS; k++)
+    printf(" %s |", col_name[k]);
+  printf("\n|---|---|---|---|---|---|\n| points |");
+  for (int k = 0; k < N_COLS; k++)
+    printf(" %d |", col_points[k]);
+  printf("\n");
+  for (int i = 0; i < N_ROWS; i++) {
+    printf("| %s |", rows[i].name);
+    for (int k = 0; k < N_COLS; k++) {
+      cell_error(&rows[i], k, cell, sizeof cell);
+      printf(" %s |", cell);
+    }
+    printf("\n");
+  }
+  printf("\n| time per call (B and C) |");
+  for (int k = 0; k < N_COLS; k++)
+    printf(" %s |", col_name[k]);
+  printf("\n|---|---|---|---|---|---|\n");
+  for (int i = 0; i < N_ROWS; i++) {
+    printf("| %s |", rows[i].name);
+    for (int k = 0; k < N_COLS; k++)
+      printf(" %s |", rows[i].skipped || rows[i].time[k] < 0
+                          ? "—"
+                          : bench_fmt_time(rows[i].time[k], cell, 32));
+    printf("\n");
+  }
+  for (int i = ROW_SCIPY_PMF; i <= ROW_SCIPY_LOG && !rows[i].skipped; i++) {
+    printf("| %s, one call on a column's arrays, per point |", rows[i].name);
+    for (int k = 0; k < N_COLS; k++)
+      printf(" %s |", rows[i].vector[k] < 0
+                          ? "—"
+                          : bench_fmt_time(rows[i].vector[k], cell, 32));
+    printf("\n");
+  }
+}
+
+static void peer_csv(void) {
+  for (int i = 0; i < N_ROWS; i++)
+    for (int k = 0; k < N_COLS && !rows[i].skipped; k++) {
+      if (rows[i].run[k] == 0)
+        continue;
+      char name[64], note[160];
+      bench_stats st = {.min = rows[i].time[k],
+                        .median = rows[i].time[k],
+                        .max = rows[i].time[k],
+                        .runs = 1,
+                        .calls_per_run = rows[i].run[k]};
+      snprintf(name, sizeof name, "peers_%s",
+               i == ROW_MODEL   ? "ms_erlang"
+               : i == ROW_NAIVE ? "naive_recursion"
+                                : rows[i].form);
+      snprintf(note, sizeof note,
+               "c in (%ld, %ld]: %d of %d points, %d underflowed",
+               k ? col_top[k - 1] : 0, col_top[k], rows[i].run[k],
+               col_points[k], rows[i].unusable[k]);
+      bench_csv_row(opt.csv, name, col_top[k], 0, 0, &st, 0, rows[i].err[k],
+                    note);
+    }
+}
+
+static void bench_peers(void) {
+  printf("\n5. Erlang B and C beside the peers, on the %zu reference points "
+         "of tests/data\n   (erlang_reference.csv, erlang_dense.csv, "
+         "erlang_wide.csv; 50- and 60-digit values)\n\n",
+         points.n);
+  for (int i = 0; i < N_ROWS; i++)
+    for (int k = 0; k < N_COLS; k++)
+      rows[i].err[k] = rows[i].time[k] = rows[i].vector[k] = -1;
+  own_rows();
+  char cmd[1024];
+  int quick = opt.quick ? 2 : INT_MAX;
+  if (!opt.peers)
+    rows[ROW_OCTAVE].skipped = rows[ROW_SCIPY_PMF].skipped =
+        rows[ROW_SCIPY_LOG].skipped = "not asked";
+  else {
+    snprintf(cmd, sizeof cmd,
+             "%s --no-gui --no-window-system --quiet --norc "
+             "%s/bench/peers.m",
+             opt.octave, MS_BENCH_SRC);
+    run_peer("GNU Octave queueing", cmd, " 2>/dev/null",
+             opt.quick ? 10000 : opt.octave_max_servers, opt.quick ? 0 : 10000,
+             opt.quick ? 2 : opt.peer_points, ROW_OCTAVE, ROW_OCTAVE);
+    snprintf(cmd, sizeof cmd, "%s %s/bench/peers.py", opt.python, MS_BENCH_SRC);
+    run_peer("SciPy", cmd, "", MS_MAX_SERVERS, opt.quick ? 0 : MS_MAX_SERVERS,
+             quick, ROW_SCIPY_PMF, ROW_SCIPY_LOG);
+  }
+  print_peer_tables();
+  printf("\n   worst relative error of B and C (of ln B, ln C where the "
+         "reference underflows a double);\n   (k): points where the peer's "
+         "B or C is not a normal double (its log not finite, for those that "
+         "give logs), left out of its worst error;\n   [n]: the peer was run "
+         "on n of the column's points, "
+         "spread evenly; —: not run\n");
+  if (opt.peers && !opt.quick)
+    printf("   Octave: at most %d points per column above 10^4, none with "
+           "c > %ld "
+           "(--peer-points, --octave-max-servers)\n",
+           opt.peer_points, opt.octave_max_servers);
+  peer_csv();
+}
+
 /* ---- instruction counts (bench/instructions.sh) ------------------------ */
 
 /* One case for callgrind: a warm-up call (lazy binding, first-call paths),
@@ -633,6 +1054,11 @@ static void instructions(void) {
 int main(int argc, char **argv) {
   opt.data_dir = MS_BENCH_DATA;
   opt.naive_max_servers = 100000;
+  opt.peers = true;
+  opt.python = "python3";
+  opt.octave = "octave";
+  opt.octave_max_servers = 1000000;
+  opt.peer_points = 100;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0)
       opt.quick = true;
@@ -646,10 +1072,24 @@ int main(int argc, char **argv) {
       opt.data_dir = argv[++i];
     else if (strcmp(argv[i], "--naive-max-servers") == 0 && i + 1 < argc)
       opt.naive_max_servers = strtol(argv[++i], NULL, 10);
+    else if (strcmp(argv[i], "--no-peers") == 0)
+      opt.peers = false;
+    else if (strcmp(argv[i], "--peers-only") == 0)
+      opt.peers_only = true;
+    else if (strcmp(argv[i], "--python") == 0 && i + 1 < argc)
+      opt.python = argv[++i];
+    else if (strcmp(argv[i], "--octave") == 0 && i + 1 < argc)
+      opt.octave = argv[++i];
+    else if (strcmp(argv[i], "--octave-max-servers") == 0 && i + 1 < argc)
+      opt.octave_max_servers = strtol(argv[++i], NULL, 10);
+    else if (strcmp(argv[i], "--peer-points") == 0 && i + 1 < argc)
+      opt.peer_points = (int)strtol(argv[++i], NULL, 10);
     else {
       fprintf(stderr,
               "usage: %s [--quick] [--csv FILE [--append]] [--data DIR] "
-              "[--naive-max-servers N] [--instructions]\n",
+              "[--naive-max-servers N] [--instructions]\n"
+              "       [--no-peers | --peers-only] [--python CMD] "
+              "[--octave CMD] [--octave-max-servers N] [--peer-points N]\n",
               argv[0]);
       return 2;
     }
@@ -679,12 +1119,17 @@ int main(int argc, char **argv) {
 
   accuracy acc;
   memset(&acc, 0, sizeof acc);
-  accuracy_file("erlang_reference.csv", &acc);
-  accuracy_file("erlang_dense.csv", &acc);
-  bench_wait_tail(&acc);
-  bench_analysis();
-  bench_step();
-  bench_worst();
+  load_points("erlang_reference.csv");
+  load_points("erlang_dense.csv");
+  load_points("erlang_wide.csv");
+  accuracy_points(&acc);
+  if (!opt.peers_only) {
+    bench_wait_tail(&acc);
+    bench_analysis();
+    bench_step();
+    bench_worst();
+  }
+  bench_peers();
   if (opt.csv)
     fclose(opt.csv);
   return 0;
