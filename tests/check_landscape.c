@@ -14,6 +14,7 @@
 #include "exact.h"
 #include "internal.h"
 #include "metastable.h"
+#include "testutil.h"
 
 /* ---- the reference numbers (doc/design.md §2) ----------------------- */
 
@@ -825,6 +826,159 @@ START_TEST(test_far_beyond_saturation) {
 }
 END_TEST
 
+/* ---- the 50-digit landscapes (tools/gen_landscape.py) ----------------- */
+
+/* One row of tests/data/landscape.csv: a quantity of service `service` (its
+ * parameters on every row), at offered_load (0: of the landscape), the
+ * index-th equilibrium; the reference in long double; condition
+ * 1/|1 - E(x)| at an equilibrium. */
+typedef struct {
+  int service, line;
+  ms_service_params s;
+  char quantity[32];
+  double offered;
+  int index;
+  long double value;
+  double condition;
+} landscape_row;
+
+static bool parse_landscape_row(const char *line, landscape_row *x) {
+  char model[16];
+  long c;
+  double mu, T, C, base, cond;
+  int r, k, used = 0;
+  if (sscanf(line, "%d,%15[^,],%ld,%lf,%lf,%lf,%lf,%d,%d,%31[^,],%lf,%d,%n",
+             &x->service, model, &c, &mu, &T, &C, &base, &r, &k, x->quantity,
+             &x->offered, &x->index, &used) != 12 ||
+      used == 0)
+    return false;
+  char *end;
+  x->value = strtold(line + used, &end);
+  if (end == line + used || *end != ',' || sscanf(end + 1, "%lf", &cond) != 1)
+    return false;
+  x->condition = cond;
+  if (strcmp(model, "erlang") == 0)
+    ms_failure_model_erlang(&x->s.model, c, mu, T);
+  else
+    ms_failure_model_capacity(&x->s.model, C);
+  x->s.model.base_failure = base;
+  ms_retry_policy_fixed(&x->s.policy, r);
+  x->s.policy.tiers = k;
+  return true;
+}
+
+static size_t read_landscape_csv(landscape_row **rows) {
+  char path[1024];
+  FILE *f = test_data_open("landscape.csv", path, sizeof path);
+  char line[1024];
+  size_t n = 0, cap = 512;
+  landscape_row *r = malloc(cap * sizeof *r);
+  int lineno = 0;
+  while (fgets(line, sizeof line, f)) {
+    lineno++;
+    if (line[0] == '#' || strncmp(line, "service,", 8) == 0)
+      continue;
+    if (n == cap)
+      r = realloc(r, (cap *= 2) * sizeof *r);
+    r[n].line = lineno;
+    ck_assert_msg(parse_landscape_row(line, &r[n]), "%s:%d: malformed row",
+                  path, lineno);
+    n++;
+  }
+  fclose(f);
+  ck_assert_msg(n > 0, "%s: no rows", path);
+  *rows = r;
+  return n;
+}
+
+/* The quantities of the file and what the test allows of each (doc/design.md
+ * §5, "What the landscape inherits"): relative errors, an equilibrium's
+ * divided by its condition number (at least 1).  Measured worst over the
+ * 36 services: 3.6e-16, 2.2e-16, 1.25e-15, 1.6e-16, 1.5e-15, 1.1e-15; the
+ * bounds about three times that. */
+enum { Q_TIP, Q_TIP_X, Q_REC, Q_REC_X, Q_X, Q_P, N_Q };
+static const char *const q_names[N_Q] = {
+    "tipping_load",   "tipping_effective_load",
+    "recovery_load",  "recovery_effective_load",
+    "effective_load", "failure_probability"};
+static const double q_allowed[N_Q] = {1e-15, 1e-15, 4e-15, 5e-16, 4e-15, 4e-15};
+
+static double landscape_value(const ms_landscape *ls, int q) {
+  return q == Q_TIP     ? ls->tipping_load
+         : q == Q_TIP_X ? ls->tipping_effective_load
+         : q == Q_REC   ? ls->recovery_load
+                        : ls->recovery_effective_load;
+}
+
+START_TEST(test_landscape_reference) {
+  landscape_row *rows;
+  size_t n = read_landscape_csv(&rows);
+  double worst[N_Q] = {0}, raw[N_Q] = {0}, cond[N_Q] = {0};
+  int worst_line[N_Q] = {0}, services = 0;
+  ms_landscape ls;
+  ms_equilibrium eq[MS_MAX_EQUILIBRIA];
+  int n_eq = 0;
+  double eq_load = -1;
+  for (size_t i = 0; i < n; i++) {
+    landscape_row *w = &rows[i];
+    ms_error err;
+    if (i == 0 || w->service != rows[i - 1].service) {
+      ck_assert_msg(ms_landscape_build(&w->s, &ls, &err) == MS_OK,
+                    "line %d: %s", w->line, err.msg);
+      services++;
+      eq_load = -1;
+    }
+    if (w->offered > 0 && w->offered != eq_load) {
+      ck_assert_msg(ms_equilibria(&ls, w->offered, eq, &n_eq, &err) == MS_OK,
+                    "line %d: %s", w->line, err.msg);
+      eq_load = w->offered;
+    }
+    int q = -1;
+    for (int k = 0; k < N_Q; k++)
+      if (strcmp(w->quantity, q_names[k]) == 0)
+        q = k;
+    double got;
+    if (strcmp(w->quantity, "equilibria") == 0) {
+      ck_assert_msg(n_eq == (int)w->value, "line %d: %d equilibria, want %d",
+                    w->line, n_eq, (int)w->value);
+      continue;
+    }
+    ck_assert_msg(q >= 0, "line %d: unknown quantity %s", w->line, w->quantity);
+    if (q >= Q_X) {
+      ck_assert_msg(w->index < n_eq, "line %d: no equilibrium %d", w->line,
+                    w->index);
+      got = q == Q_X ? eq[w->index].effective_load
+                     : eq[w->index].failure_probability;
+    } else
+      got = landscape_value(&ls, q);
+    /* a reference below the normal doubles (a failure probability of
+     * 1e-22502, or 0 below capacity) wants a value below them too */
+    double e = w->value < DBL_MIN
+                   ? (got < DBL_MIN ? 0.0 : INFINITY)
+                   : (double)fabsl((long double)got / w->value - 1.0L);
+    raw[q] = fmax(raw[q], e);
+    cond[q] = fmax(cond[q], w->condition);
+    if (q >= Q_X)
+      e /= fmax(1.0, w->condition);
+    if (e > worst[q]) {
+      worst[q] = e;
+      worst_line[q] = w->line;
+    }
+    ck_assert_msg(e <= q_allowed[q],
+                  "line %d: %s %.17g, want %.20Lg: error %.3g (condition "
+                  "%.3g), allowed %.3g",
+                  w->line, w->quantity, got, w->value, e, w->condition,
+                  q_allowed[q]);
+  }
+  ck_assert_int_ge(services, 30);
+  for (int k = 0; k < N_Q; k++)
+    printf("landscape.csv: %s worst error %.2e over condition (line %d), "
+           "%.2e relative, largest condition %.3g\n",
+           q_names[k], worst[k], worst_line[k], raw[k], cond[k]);
+  free(rows);
+}
+END_TEST
+
 Suite *landscape_suite(void) {
   Suite *s = suite_create("landscape");
   TCase *tc = tcase_create("seed");
@@ -837,6 +991,7 @@ Suite *landscape_suite(void) {
   tcase_add_loop_test(tc, test_brute_force_extrema, 0, N_CASES);
   tcase_add_loop_test(tc, test_count_changes_at_fold, 0, N_CASES);
   tcase_add_test(tc, test_erlang_recovery_load);
+  tcase_add_test(tc, test_landscape_reference);
   tcase_add_test(tc, test_caps_hold);
   tcase_add_test(tc, test_sign_bounds_agree);
   tcase_add_test(tc, test_service_time_cv);
