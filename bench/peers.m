@@ -22,7 +22,7 @@ endif
 try
   pkg load queueing
 catch
-  printf ("Octave has no queueing package (%s): its row is skipped\n",
+  printf ("   Octave has no queueing package (%s): its row is skipped\n",
           lasterr ());
   exit (3);
 end_try_catch

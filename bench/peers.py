@@ -40,7 +40,7 @@ def main():
         from scipy.special import gammaincc
         from scipy.stats import poisson
     except ImportError as e:
-        print("SciPy is not installed for %s (%s): its rows are skipped"
+        print("   SciPy is not installed for %s (%s): its rows are skipped"
               % (sys.executable, e))
         return 3
 
