@@ -7,7 +7,8 @@ tests/data/landscape.csv (doc/design.md §5, "What the landscape inherits"):
 
 For a few dozen services, spread over pool sizes 1 ... 10^6, service
 rates, timeouts, retry counts, tiers and base failures, with the erlang
-model and the capacity model: the tipping load, the recovery load, the
+model, the capacity model and the queue-limited erlang model (queue_limit
+-1: none; rejections_final 0 or 1): the tipping load, the recovery load, the
 effective loads at which they lie, and the equilibria (effective load x and
 failure probability p of each, the number of them) at a few offered loads,
 in 50-digit arithmetic at the exact doubles the file prints.
@@ -25,6 +26,8 @@ Independent of the C code, from the model's equations (doc/design.md
             as in tools/gen_erlang_wide.py;
   capacity  p = base up to C, 1 - (1 - base) C / x above; x p' = 0 below,
             (1 - base) C / x above;
+  queue     M/M/c/K from its states (mmck below), the slope of p_retry by
+            mpmath's numerical derivative, A of p_retry;
   lambda(x) = x / A(p(x))^k,  E(x) = x p'(x) k A'(p) / A(p),
   d ln lambda / d ln x = 1 - E.
 
@@ -68,26 +71,75 @@ def ln_erlang(c, a):
     return lb, lc
 
 
-def fail(svc, x):
-    """p(x) and x p'(x) (the right-hand slope at a kink)."""
+def mmck(svc, x):
+    """p and p_retry of the queue-limited erlang model at x > 0 (doc/
+    design.md §1.9, by its states): with a = x / mu, rho = a / c,
+    G = 1 / B(c, a) = sum_{j <= c} (a^j / j!) / (a^c / c!) and
+    Z_n = G + rho + ... + rho^n,
+      P_block = rho^K / Z_K,
+      W = sum_{m < K} rho^m F(m; tau) / Z_(K-1),  tau = c mu T,
+    F the Poisson cdf, each term accumulated; then
+      p = P_block + (1 - P_block)(base + (1 - base) W),
+      p_retry = p, or p - P_block when rejections are final."""
+    c, K = svc["servers"], svc["queue"]
+    mu, T = mp.mpf(svc["mu"]), mp.mpf(svc["timeout"])
     base = mp.mpf(svc["base"])
+    a = x / mu
+    rho = a / c
+    tau = c * mu * T
+    G, t = mp.mpf(1), mp.mpf(1)
+    for j in range(c, 0, -1):  # t = (a^(j-1)/(j-1)!) / (a^c/c!)
+        t = t * j / a
+        G += t
+    Z, S, rp = G, mp.mpf(0), mp.mpf(1)  # Z_(m-1), rho^m
+    pois = mp.exp(-tau)
+    F = pois  # F(0; tau)
+    for m in range(K):
+        S += rp * F
+        rp *= rho
+        Z += rp
+        pois = pois * tau / (m + 1)
+        F += pois
+    # now Z = Z_K, rp = rho^K, S the numerator of W over Z_(K-1)
+    Zk1 = Z - rp
+    block = rp / Z
+    W = S / Zk1
+    fails = base + (1 - base) * W
+    p = block + (1 - block) * fails
+    return p, (1 - block) * fails if svc["final"] else p
+
+
+def fail(svc, x):
+    """p_retry(x), x p_retry'(x) (the right-hand slope at a kink) and
+    p(x)."""
+    base = mp.mpf(svc["base"])
+    if svc.get("queue") is not None:
+        if x == 0:
+            return base, mp.mpf(0), base
+        p, pr = mmck(svc, x)
+        # the slope by mpmath's numerical derivative (its step and
+        # extra working precision chosen for the working precision)
+        dpr = mp.diff(lambda t: mmck(svc, t)[1], x)
+        return pr, x * dpr, p
     if svc["model"] == "capacity":
         C = mp.mpf(svc["capacity"])
         if x <= C:
-            return base, mp.mpf(0)
-        return 1 - (1 - base) * C / x, (1 - base) * C / x
+            return base, mp.mpf(0), base
+        p = 1 - (1 - base) * C / x
+        return p, (1 - base) * C / x, p
     c, mu, T = svc["servers"], mp.mpf(svc["mu"]), mp.mpf(svc["timeout"])
     cmu = c * mu
     if x >= cmu:
-        return mp.mpf(1), mp.mpf(0)
+        return mp.mpf(1), mp.mpf(0), mp.mpf(1)
     if x == 0:
-        return base, mp.mpf(0)
+        return base, mp.mpf(0), base
     a = x / mu
     lb, lc = ln_erlang(c, a)
     B = mp.exp(lb)
     q = mp.exp(lc - (cmu - x) * T)
     xdlnq = (c - a) + a * (1 - B) / (c - a + a * B) + x * T
-    return base + (1 - base) * q, (1 - base) * q * xdlnq
+    p = base + (1 - base) * q
+    return p, (1 - base) * q * xdlnq, p
 
 
 def amp(svc, p):
@@ -100,8 +152,8 @@ def amp(svc, p):
 
 def point(svc, x):
     """lambda(x), E(x), p(x)."""
-    p, xdp = fail(svc, x)
-    A, dA = amp(svc, p)
+    pr, xdp, p = fail(svc, x)
+    A, dA = amp(svc, pr)
     k = svc["tiers"]
     return x / A ** k, xdp * k * dA / A, p
 
@@ -155,9 +207,15 @@ def solve(f, lo, hi):
 def grid(svc):
     """Points on each side of the kink (c mu or C) and dense towards it."""
     X = x_cap(svc)
+    above = [X * (1 + mp.mpf(10) ** (s / mp.mpf(10)))
+             for s in range(-120, 151)]
     if svc["model"] == "capacity":
-        pts = [X / 2, X] + [X * (1 + mp.mpf(10) ** (s / mp.mpf(10)))
-                            for s in range(-120, 151)]
+        pts = [X / 2, X] + above
+    elif svc.get("queue") is not None:  # smooth at c mu
+        pts = [X * j / 16 for j in range(1, 16)]
+        pts += [X * (1 - mp.mpf(10) ** (-s / mp.mpf(10)))
+                for s in range(3, 121)]
+        pts += [X] + above
     else:
         pts = [X * j / 16 for j in range(1, 16)]
         pts += [X * (1 - mp.mpf(10) ** (-s / mp.mpf(10)))
@@ -229,7 +287,9 @@ def equilibria(svc, ext, L):
             roots.append(solve(f, lo, hi))
     out = []
     for x in roots:
-        p, xdp = fail(svc, x)
+        pr, xdp, p = fail(svc, x)
+        if svc.get("queue") is not None:
+            xdp = x * mp.diff(lambda t: mmck(svc, t)[0], x)
         _, E, _ = point(svc, x)
         cx = max(1, 1 / abs(1 - E))
         cp = max(1, abs(xdp / p) * cx) if p > 0 else mp.mpf(1)
@@ -265,6 +325,19 @@ def services():
         out.append({"model": "capacity", "servers": 0, "mu": 0.0,
                     "timeout": 0.0, "capacity": C, "base": base,
                     "retries": r, "tiers": k})
+    # the queue-limited erlang model (doc/design.md §1.9): its example
+    # (30 servers, 300 places), rejections retried and final, and a few
+    # more
+    for c, mu, T, K, r, k, base, final in (
+            (30, 10.0, 1.0, 300, 3, 1, 0.0, False),
+            (30, 10.0, 1.0, 300, 3, 1, 0.0, True),
+            (4, 10.0, 0.1, 3, 2, 1, 0.0, False),
+            (1, 2.0, 1.0, 10, 3, 2, 0.0, False),
+            (200, 5.0, 2.0, 50, 3, 1, 0.01, True),
+            (1000, 100.0, 0.05, 2000, 5, 1, 0.0, False)):
+        out.append({"model": "erlang", "servers": c, "mu": mu, "timeout": T,
+                    "capacity": 0.0, "base": base, "retries": r, "tiers": k,
+                    "queue": K, "final": final})
     return out
 
 
@@ -303,8 +376,8 @@ def main():
               "lambda(x) or x (at least 1)\n"
               % (len(services()), SEED))
     out.write("service,model,servers,service_rate,timeout,capacity,"
-              "base_failure,retries,tiers,quantity,offered_load,index,"
-              "value,condition\n")
+              "base_failure,retries,tiers,queue_limit,rejections_final,"
+              "quantity,offered_load,index,value,condition\n")
     for n, svc in enumerate(services()):
         with mp.workdps(50):
             lo = rows(svc)
@@ -317,10 +390,11 @@ def main():
                          % (n, a[0], a[3], b[3]))
         assert len(lo) == len(hi)
         for q, L, i, v, cond in lo:
-            out.write("%d,%s,%d,%r,%r,%r,%r,%d,%d,%s,%r,%d,%s,%s\n" % (
+            out.write("%d,%s,%d,%r,%r,%r,%r,%d,%d,%d,%d,%s,%r,%d,%s,%s\n" % (
                 n, svc["model"], svc["servers"], svc["mu"], svc["timeout"],
                 svc["capacity"], svc["base"], svc["retries"], svc["tiers"],
-                q, L, i, mp.nstr(v, 25), mp.nstr(cond, 3)))
+                svc.get("queue", -1), svc.get("final", False), q, L, i,
+                mp.nstr(v, 25), mp.nstr(cond, 3)))
         out.flush()
 
 
