@@ -72,8 +72,8 @@ def ln_erlang(c, a):
 
 
 def mmck(svc, x):
-    """p and p_retry of the queue-limited erlang model at x > 0 (doc/
-    design.md §1.9, by its states): with a = x / mu, rho = a / c,
+    """p and p_retry of the queue-limited erlang model at x > 0, by its
+    states (doc/design.md §1.9): with a = x / mu, rho = a / c,
     G = 1 / B(c, a) = sum_{j <= c} (a^j / j!) / (a^c / c!) and
     Z_n = G + rho + ... + rho^n,
       P_block = rho^K / Z_K,
