@@ -91,6 +91,7 @@ static ms_service_file conf_file;
 static reload_watch conf_watch; /* what was loaded, for the reload */
 static bool conf_loaded;
 static double conf_cycle_budget = CYCLE_BUDGET_DEFAULT;
+static int conf_shard_k, conf_shard_n; /* Shard "K/N"; 0/0: every service */
 
 /*
  * Load the service file during configuration.  collectd 5.12 checks a
@@ -118,8 +119,8 @@ static int load_service_file(void) {
   ms_service_file_free(&conf_file);
   conf_loaded = false;
   char err[1024];
-  if (reload_load_first(conf_service_file, &conf_file, &conf_watch, err,
-                        sizeof err) != 0) {
+  if (reload_load_first(conf_service_file, conf_shard_k, conf_shard_n,
+                        &conf_file, &conf_watch, err, sizeof err) != 0) {
     ERROR(PLUGIN_NAME " plugin: %s; the service file is rejected whole, and "
                       "with it collectd's configuration: collectd does not "
                       "start until the file is fixed",
@@ -154,6 +155,28 @@ static int config_cycle_budget(const oconfig_item_t *child) {
         : child->values[0].type == OCONFIG_TYPE_STRING ? "a string"
                                                        : "a boolean");
   return -1;
+}
+
+/* Shard "K/N": the services of shard K of N only (ms_shard_of); else a
+ * located error (the option, what it got, the bound). */
+static int config_shard(const oconfig_item_t *child) {
+  char err[256];
+  if (child->values_num != 1 || child->values[0].type != OCONFIG_TYPE_STRING) {
+    ERROR(PLUGIN_NAME " plugin: <Plugin metastable> Shard: takes one string "
+                      "\"K/N\", shard K of N with 1 <= K <= N <= %d (e.g. "
+                      "Shard \"1/2\"), not %s",
+          MS_SHARD_MAX,
+          child->values_num != 1 ? "several values or none"
+          : child->values[0].type == OCONFIG_TYPE_NUMBER ? "a number"
+                                                         : "a boolean");
+    return -1;
+  }
+  if (ms_shard_parse(child->values[0].value.string, &conf_shard_k,
+                     &conf_shard_n, err, sizeof err) != 0) {
+    ERROR(PLUGIN_NAME " plugin: <Plugin metastable> Shard %s", err);
+    return -1;
+  }
+  return 0;
 }
 
 static int ms_config(oconfig_item_t *ci) {
@@ -191,6 +214,9 @@ static int ms_config(oconfig_item_t *ci) {
     } else if (strcasecmp("CycleBudget", child->key) == 0) {
       if (config_cycle_budget(child) != 0)
         return -1;
+    } else if (strcasecmp("Shard", child->key) == 0) {
+      if (config_shard(child) != 0)
+        return -1;
     } else if (strcasecmp("Values", child->key) == 0) {
       conf_values_given = true;
       for (int j = 0; j < child->values_num; j++) {
@@ -211,7 +237,7 @@ static int ms_config(oconfig_item_t *ci) {
     } else {
       WARNING(PLUGIN_NAME " plugin: unknown option \"%s\" ignored "
                           "(known: ServiceFile, Host, Interval, Values, "
-                          "CycleBudget)",
+                          "CycleBudget, Shard)",
               child->key);
     }
   }
@@ -752,6 +778,8 @@ static int ms_init(void) {
   C_COMPLAIN_INIT(&st->many_calibration);
   C_COMPLAIN_INIT(&st->deferred);
   st->budget_share = conf_cycle_budget;
+  st->shard_k = conf_shard_k;
+  st->shard_n = conf_shard_n;
   st->path = conf_service_file;
   st->host = conf_host;
   conf_service_file = conf_host = NULL;
@@ -764,7 +792,8 @@ static int ms_init(void) {
   memset(&conf_file, 0, sizeof conf_file);
   conf_loaded = false;
   st->n_services = st->file.n_services;
-  st->services = calloc(st->n_services, sizeof *st->services);
+  st->services =
+      calloc(st->n_services ? st->n_services : 1, sizeof *st->services);
   if (st->services == NULL) {
     ERROR(PLUGIN_NAME " plugin: out of memory for %zu services",
           st->n_services);
@@ -789,10 +818,14 @@ static int ms_init(void) {
   st->interval = conf_interval ? conf_interval : plugin_get_interval();
   /* collectd's write threads take some thousands of values per second:
    * say what this configuration asks of them. */
-  INFO(PLUGIN_NAME " plugin %s: watching %zu service%s from %s; up to %zu "
+  char shard[96] = "";
+  if (st->shard_n > 0)
+    snprintf(shard, sizeof shard, " of shard %d/%d (%zu in other shards)",
+             st->shard_k, st->shard_n, st->reload.outside_shard);
+  INFO(PLUGIN_NAME " plugin %s: watching %zu service%s%s from %s; up to %zu "
                    "values per service every %.3g s (%.0f values/s)",
-       ms_version(), st->n_services, st->n_services == 1 ? "" : "s", st->path,
-       per_service, CDTIME_T_TO_DOUBLE(st->interval),
+       ms_version(), st->n_services, st->n_services == 1 ? "" : "s", shard,
+       st->path, per_service, CDTIME_T_TO_DOUBLE(st->interval),
        (double)(st->n_services * per_service) /
            CDTIME_T_TO_DOUBLE(st->interval));
   user_data_t ud = {.data = st, .free_func = state_free};
@@ -811,6 +844,7 @@ static int ms_shutdown(void) {
   ms_service_file_free(&conf_file);
   conf_loaded = false;
   conf_cycle_budget = CYCLE_BUDGET_DEFAULT; /* the options' defaults again */
+  conf_shard_k = conf_shard_n = 0;
   conf_interval = 0;
   conf_values_given = false;
   memset(conf_wanted, 0, sizeof conf_wanted);
