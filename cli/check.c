@@ -34,10 +34,11 @@ static const char help[] =
     "only constants give.\n"
     "\n"
     "  --strict             exit 1 when there is a warning\n"
-    "  --shards N           instead of the summaries, each service's shard\n"
-    "                       among N aggregators (Shard \"K/N\" of the plugin,\n"
-    "                       1 <= N <= 1024) and the services per shard; in\n"
-    "                       JSON, \"shard\" per service and \"shards\"\n"
+    "  --shards N           each service's shard among N aggregators (Shard\n"
+    "                       \"K/N\" of the plugin, 1 <= N <= 1024) and the\n"
+    "                       services per shard: in text instead of the\n"
+    "                       summaries; in JSON \"shard\" in each service and\n"
+    "                       \"shards\"\n"
     "  --format text|json   text (default) or one JSON object with the file,\n"
     "                       its services and the warnings\n";
 
