@@ -680,6 +680,35 @@ static size_t read_services(plugin_state *st, cycle *cy, cdtime_t budget) {
   return n - done;
 }
 
+/*
+ * The shard's heartbeat (doc/outputs.md, "Shards"), with Shard "K/N" only:
+ * every cycle <host>/metastable/shard_services-K, the services this
+ * aggregator analyses (its shard's share of the service file, 0 for an
+ * empty shard), and <host>/metastable/shard_count-K, N; both GAUGEs of
+ * conf/types.db, at the cycle's time, whatever Values says.  No plugin
+ * instance: no service can be taken for it (write_prometheus gives the
+ * shard as the label type="K").
+ */
+static void dispatch_shard(const plugin_state *st, const char *host,
+                           cdtime_t now) {
+  if (st->shard_n == 0)
+    return;
+  value_t value;
+  value_list_t vl = VALUE_LIST_INIT;
+  vl.values = &value;
+  vl.values_len = 1;
+  vl.time = now;
+  sstrncpy(vl.host, host, sizeof vl.host);
+  sstrncpy(vl.plugin, PLUGIN_NAME, sizeof vl.plugin);
+  snprintf(vl.type_instance, sizeof vl.type_instance, "%d", st->shard_k);
+  sstrncpy(vl.type, "shard_services", sizeof vl.type);
+  value.gauge = (gauge_t)st->n_services;
+  plugin_dispatch_values(&vl);
+  sstrncpy(vl.type, "shard_count", sizeof vl.type);
+  value.gauge = (gauge_t)st->shard_n;
+  plugin_dispatch_values(&vl);
+}
+
 /* One rate-limited warning while services are left out of their cycle,
  * with what to do; released once a cycle analyses them all again. */
 static void log_deferred(plugin_state *st, size_t deferred, cdtime_t budget) {
@@ -742,6 +771,7 @@ static int ms_read(user_data_t *ud) {
       CYCLE_CEILING_SECONDS, SEARCH_SHARE * CDTIME_T_TO_DOUBLE(st->interval)));
   cy.search_end = cy.started + (budget > share ? budget : share);
   size_t deferred = read_services(st, &cy, budget);
+  dispatch_shard(st, cy.host, cy.started);
   run_searches(st, &cy);
   log_problems(st, cy.named, cy.n_bad, cy.n_back, cy.back);
   if (cy.n_calibration > MAX_NAMED_PER_CYCLE)

@@ -42,7 +42,20 @@ static struct {
 } seen[MAX_SEEN];
 static size_t n_seen;
 
+/* The shard's heartbeat of the last cycle (no plugin instance): its type
+ * instance, shard_services and shard_count (-1: not dispatched). */
+static char beat_shard[64];
+static double beat_services, beat_count;
+
 static void on_value(const value_list_t *vl) {
+  if (vl->plugin_instance[0] == '\0') {
+    sstrncpy(beat_shard, vl->type_instance, sizeof beat_shard);
+    if (strcmp(vl->type, "shard_services") == 0)
+      beat_services = vl->values[0].gauge;
+    else if (strcmp(vl->type, "shard_count") == 0)
+      beat_count = vl->values[0].gauge;
+    return;
+  }
   size_t i;
   for (i = 0; i < n_seen; i++)
     if (strcmp(seen[i].name, vl->plugin_instance) == 0)
@@ -62,6 +75,8 @@ static void on_value(const value_list_t *vl) {
 /* One read cycle with the counters reset before it. */
 static void cycle(stub_counters *c) {
   n_seen = 0;
+  beat_shard[0] = '\0';
+  beat_services = beat_count = -1;
   stub_counters_reset();
   ck_assert_int_eq(stub_call_read(), 0);
   stub_counters_get(c);
@@ -157,6 +172,8 @@ static void assert_reloaded(const char *counts) {
 START_TEST(test_valid_change_applied) {
   start(file_ab, 10.0);
   stub_counters c;
+  ck_assert_double_eq(beat_services, -1); /* no Shard: no heartbeat */
+  ck_assert_double_eq(beat_count, -1);
   ck_assert_double_eq(reporting("a"), 1);
   ck_assert_double_eq(reporting("b"), 1);
   ck_assert_double_eq(reporting("c"), -1);
@@ -476,6 +493,12 @@ static size_t assert_shard_only(int k, int n, int total) {
   }
   ck_assert_uint_eq(n_seen, in);
   ck_assert_uint_eq(c.lookups, in);
+  /* the heartbeat: <host>/metastable/shard_services-K and shard_count-K */
+  char want[16];
+  snprintf(want, sizeof want, "%d", k);
+  ck_assert_str_eq(beat_shard, want);
+  ck_assert_double_eq(beat_services, (double)in);
+  ck_assert_double_eq(beat_count, n);
   return in;
 }
 
