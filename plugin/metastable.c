@@ -682,12 +682,14 @@ static size_t read_services(plugin_state *st, cycle *cy, cdtime_t budget) {
 
 /*
  * The shard's heartbeat (doc/outputs.md, "Shards"), with Shard "K/N" only:
- * every cycle <host>/metastable/shard_services-K, the services this
+ * every cycle <host>/metastable-shard/shard_services-K, the services this
  * aggregator analyses (its shard's share of the service file, 0 for an
- * empty shard), and <host>/metastable/shard_count-K, N; both GAUGEs of
- * conf/types.db, at the cycle's time, whatever Values says.  No plugin
- * instance: no service can be taken for it (write_prometheus gives the
- * shard as the label type="K").
+ * empty shard), and <host>/metastable-shard/shard_count-K, N; both GAUGEs
+ * of conf/types.db, at the cycle's time, whatever Values says.  The plugin
+ * instance "shard" is there for write_prometheus: without one, collectd
+ * 5.12's write_prometheus names the type instance's label after the plugin
+ * (metastable="K"); with it the label is type="K".  Those two types are no
+ * service's output, so a service called "shard" is not taken for them.
  */
 static void dispatch_shard(const plugin_state *st, const char *host,
                            cdtime_t now) {
@@ -700,6 +702,7 @@ static void dispatch_shard(const plugin_state *st, const char *host,
   vl.time = now;
   sstrncpy(vl.host, host, sizeof vl.host);
   sstrncpy(vl.plugin, PLUGIN_NAME, sizeof vl.plugin);
+  sstrncpy(vl.plugin_instance, "shard", sizeof vl.plugin_instance);
   snprintf(vl.type_instance, sizeof vl.type_instance, "%d", st->shard_k);
   sstrncpy(vl.type, "shard_services", sizeof vl.type);
   value.gauge = (gauge_t)st->n_services;

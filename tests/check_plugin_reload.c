@@ -42,13 +42,15 @@ static struct {
 } seen[MAX_SEEN];
 static size_t n_seen;
 
-/* The shard's heartbeat of the last cycle (no plugin instance): its type
- * instance, shard_services and shard_count (-1: not dispatched). */
+/* The shard's heartbeat of the last cycle (plugin instance "shard", types
+ * shard_*): its type instance, shard_services and shard_count (-1: not
+ * dispatched). */
 static char beat_shard[64];
 static double beat_services, beat_count;
 
 static void on_value(const value_list_t *vl) {
-  if (vl->plugin_instance[0] == '\0') {
+  if (strncmp(vl->type, "shard_", 6) == 0) {
+    ck_assert_str_eq(vl->plugin_instance, "shard");
     sstrncpy(beat_shard, vl->type_instance, sizeof beat_shard);
     if (strcmp(vl->type, "shard_services") == 0)
       beat_services = vl->values[0].gauge;
@@ -493,7 +495,7 @@ static size_t assert_shard_only(int k, int n, int total) {
   }
   ck_assert_uint_eq(n_seen, in);
   ck_assert_uint_eq(c.lookups, in);
-  /* the heartbeat: <host>/metastable/shard_services-K and shard_count-K */
+  /* the heartbeat: <host>/metastable-shard/shard_services-K, shard_count-K */
   char want[16];
   snprintf(want, sizeof want, "%d", k);
   ck_assert_str_eq(beat_shard, want);
