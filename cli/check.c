@@ -20,7 +20,8 @@
 #include "json.h"
 
 static const char help[] =
-    "Usage: metastable check [--strict] [--format text|json] FILE\n"
+    "Usage: metastable check [--strict] [--shards N] [--format text|json] "
+    "FILE\n"
     "\n"
     "Validate a service file as the plugin does, and summarise each service:\n"
     "its model and parameters, its tipping and recovery loads, and which\n"
@@ -33,14 +34,20 @@ static const char help[] =
     "only constants give.\n"
     "\n"
     "  --strict             exit 1 when there is a warning\n"
+    "  --shards N           each service's shard among N aggregators (Shard\n"
+    "                       \"K/N\" of the plugin, 1 <= N <= 1024) and the\n"
+    "                       services per shard: in text instead of the\n"
+    "                       summaries; in JSON \"shard\" in each service and\n"
+    "                       \"shards\"\n"
     "  --format text|json   text (default) or one JSON object with the file,\n"
     "                       its services and the warnings\n";
 
-enum { OPT_STRICT = 1, OPT_FORMAT };
+enum { OPT_STRICT = 1, OPT_FORMAT, OPT_SHARDS };
 
 static const struct option options[] = {
     {"strict", no_argument, NULL, OPT_STRICT},
     {"format", required_argument, NULL, OPT_FORMAT},
+    {"shards", required_argument, NULL, OPT_SHARDS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -85,6 +92,7 @@ typedef struct {
   bool strict;
   ms_format format;
   bool help;
+  long shards; /* --shards N; 0: not asked */
 } check_args;
 
 static int take_option(void *args, int c, const char *arg) {
@@ -97,6 +105,8 @@ static int take_option(void *args, int c, const char *arg) {
   case OPT_FORMAT:
     return ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
                          &a->format);
+  case OPT_SHARDS:
+    return ms_cli_long("--shards", arg, 1, MS_SHARD_MAX, &a->shards);
   default:
     return -1;
   }
@@ -346,7 +356,8 @@ static void write_text_service(const service_check *s) {
     printf("  notifications  OKAY after %d healthy intervals\n", clear);
 }
 
-static void write_json_service(ms_json *j, const service_check *s) {
+/* One service's object; its "shard" among --shards (0: not asked). */
+static void write_json_service(ms_json *j, const service_check *s, int shard) {
   const ms_service_spec *sp = s->sp;
   const ms_landscape *ls = &s->ls;
   const ms_failure_model *m = &sp->params.model;
@@ -421,6 +432,8 @@ static void write_json_service(ms_json *j, const service_check *s) {
   else
     ms_json_null(j, "headroom_warning");
   ms_json_int(j, "clear_after", ms_service_settings_of(sp).clear_after);
+  if (shard > 0)
+    ms_json_int(j, "shard", shard);
   ms_json_end_object(j);
 }
 
@@ -441,8 +454,49 @@ static void write_json_warnings(ms_json *j, const char *path,
   ms_json_end_array(j);
 }
 
+/* The assignment to shards (--shards): each service's shard, the
+ * services per shard and their balance. */
+typedef struct {
+  int n;          /* shards */
+  int *shard;     /* per service, 1-based */
+  size_t *counts; /* per shard */
+  ms_shard_stats stats;
+} shard_plan;
+
+static void write_json_shards(ms_json *j, const shard_plan *p) {
+  ms_json_begin_object(j, "shards");
+  ms_json_int(j, "n", p->n);
+  ms_json_string(j, "hash", "jump(fnv1a64(name), n) + 1");
+  ms_json_begin_array(j, "services");
+  for (int k = 0; k < p->n; k++)
+    ms_json_int(j, NULL, (long)p->counts[k]);
+  ms_json_end_array(j);
+  ms_json_int(j, "min", (long)p->stats.min);
+  ms_json_int(j, "max", (long)p->stats.max);
+  ms_json_number(j, "mean", p->stats.mean);
+  ms_json_number(j, "max_over_mean", p->stats.max_over_mean);
+  ms_json_end_object(j);
+}
+
+static void write_text_shards(const service_check *c, size_t n,
+                              const shard_plan *p) {
+  int width = 7;
+  for (size_t i = 0; i < n; i++)
+    if ((int)strlen(c[i].sp->name) > width)
+      width = (int)strlen(c[i].sp->name);
+  printf("\n%-*s  shard\n", width, "service");
+  for (size_t i = 0; i < n; i++)
+    printf("%-*s  %d/%d\n", width, c[i].sp->name, p->shard[i], p->n);
+  printf("\nshard  services\n");
+  for (int k = 0; k < p->n; k++)
+    printf("%5d  %zu\n", k + 1, p->counts[k]);
+  printf("\nbalance: min %zu, max %zu, mean %.4g services per shard; max / "
+         "mean %.4g\n",
+         p->stats.min, p->stats.max, p->stats.mean, p->stats.max_over_mean);
+}
+
 static void write_all(const check_args *a, const char *path,
-                      const service_check *c, size_t n) {
+                      const service_check *c, size_t n, const shard_plan *p) {
   if (a->format == MS_FORMAT_JSON) {
     ms_json j;
     ms_json_init(&j, stdout, 2);
@@ -450,14 +504,22 @@ static void write_all(const check_args *a, const char *path,
     ms_json_string(&j, "file", path);
     ms_json_begin_array(&j, "services");
     for (size_t i = 0; i < n; i++)
-      write_json_service(&j, &c[i]);
+      write_json_service(&j, &c[i], p != NULL ? p->shard[i] : 0);
     ms_json_end_array(&j);
+    if (p != NULL)
+      write_json_shards(&j, p);
     write_json_warnings(&j, path, c, n);
     ms_json_end_object(&j);
     ms_json_finish(&j);
     return;
   }
   printf("%s: %zu service%s, valid\n", path, n, n == 1 ? "" : "s");
+  if (p != NULL) {
+    printf("%d shard%s: shard = jump(FNV-1a 64 of the name, %d) + 1\n", p->n,
+           p->n == 1 ? "" : "s", p->n);
+    write_text_shards(c, n, p);
+    return;
+  }
   for (size_t i = 0; i < n; i++) {
     printf("\n");
     write_text_service(&c[i]);
@@ -492,7 +554,23 @@ static int run(ms_service_file *f, service_check **checks, int argc,
       return r;
     n_warnings += (*checks)[i].n_warnings;
   }
-  write_all(&a, path, *checks, f->n_services);
+  shard_plan plan = {.n = (int)a.shards};
+  if (a.shards > 0) {
+    plan.shard = calloc(f->n_services ? f->n_services : 1, sizeof *plan.shard);
+    plan.counts = calloc((size_t)a.shards, sizeof *plan.counts);
+    if (plan.shard == NULL || plan.counts == NULL) {
+      free(plan.shard);
+      free(plan.counts);
+      return ms_cli_fail("out of memory");
+    }
+    for (size_t i = 0; i < f->n_services; i++)
+      plan.shard[i] = ms_shard_of(f->services[i].name, plan.n);
+    ms_shard_balance(plan.shard, f->n_services, plan.n, plan.counts,
+                     &plan.stats);
+  }
+  write_all(&a, path, *checks, f->n_services, a.shards > 0 ? &plan : NULL);
+  free(plan.shard);
+  free(plan.counts);
   fflush(stdout);
   for (size_t i = 0; i < f->n_services; i++)
     for (int k = 0; k < (*checks)[i].n_warnings; k++) {

@@ -91,6 +91,7 @@ static ms_service_file conf_file;
 static reload_watch conf_watch; /* what was loaded, for the reload */
 static bool conf_loaded;
 static double conf_cycle_budget = CYCLE_BUDGET_DEFAULT;
+static int conf_shard_k, conf_shard_n; /* Shard "K/N"; 0/0: every service */
 
 /*
  * Load the service file during configuration.  collectd 5.12 checks a
@@ -118,8 +119,8 @@ static int load_service_file(void) {
   ms_service_file_free(&conf_file);
   conf_loaded = false;
   char err[1024];
-  if (reload_load_first(conf_service_file, &conf_file, &conf_watch, err,
-                        sizeof err) != 0) {
+  if (reload_load_first(conf_service_file, conf_shard_k, conf_shard_n,
+                        &conf_file, &conf_watch, err, sizeof err) != 0) {
     ERROR(PLUGIN_NAME " plugin: %s; the service file is rejected whole, and "
                       "with it collectd's configuration: collectd does not "
                       "start until the file is fixed",
@@ -154,6 +155,28 @@ static int config_cycle_budget(const oconfig_item_t *child) {
         : child->values[0].type == OCONFIG_TYPE_STRING ? "a string"
                                                        : "a boolean");
   return -1;
+}
+
+/* Shard "K/N": the services of shard K of N only (ms_shard_of); else a
+ * located error (the option, what it got, the bound). */
+static int config_shard(const oconfig_item_t *child) {
+  char err[256];
+  if (child->values_num != 1 || child->values[0].type != OCONFIG_TYPE_STRING) {
+    ERROR(PLUGIN_NAME " plugin: <Plugin metastable> Shard: takes one string "
+                      "\"K/N\", shard K of N with 1 <= K <= N <= %d (e.g. "
+                      "Shard \"1/2\"), not %s",
+          MS_SHARD_MAX,
+          child->values_num != 1 ? "several values or none"
+          : child->values[0].type == OCONFIG_TYPE_NUMBER ? "a number"
+                                                         : "a boolean");
+    return -1;
+  }
+  if (ms_shard_parse(child->values[0].value.string, &conf_shard_k,
+                     &conf_shard_n, err, sizeof err) != 0) {
+    ERROR(PLUGIN_NAME " plugin: <Plugin metastable> Shard %s", err);
+    return -1;
+  }
+  return 0;
 }
 
 static int ms_config(oconfig_item_t *ci) {
@@ -191,6 +214,9 @@ static int ms_config(oconfig_item_t *ci) {
     } else if (strcasecmp("CycleBudget", child->key) == 0) {
       if (config_cycle_budget(child) != 0)
         return -1;
+    } else if (strcasecmp("Shard", child->key) == 0) {
+      if (config_shard(child) != 0)
+        return -1;
     } else if (strcasecmp("Values", child->key) == 0) {
       conf_values_given = true;
       for (int j = 0; j < child->values_num; j++) {
@@ -211,7 +237,7 @@ static int ms_config(oconfig_item_t *ci) {
     } else {
       WARNING(PLUGIN_NAME " plugin: unknown option \"%s\" ignored "
                           "(known: ServiceFile, Host, Interval, Values, "
-                          "CycleBudget)",
+                          "CycleBudget, Shard)",
               child->key);
     }
   }
@@ -654,6 +680,38 @@ static size_t read_services(plugin_state *st, cycle *cy, cdtime_t budget) {
   return n - done;
 }
 
+/*
+ * The shard's heartbeat (doc/outputs.md, "Shards"), with Shard "K/N" only:
+ * every cycle <host>/metastable-shard/shard_services-K, the services this
+ * aggregator analyses (its shard's share of the service file, 0 for an
+ * empty shard), and <host>/metastable-shard/shard_count-K, N; both GAUGEs
+ * of conf/types.db, at the cycle's time, whatever Values says.  The plugin
+ * instance "shard" is there for write_prometheus: without one, collectd
+ * 5.12's write_prometheus names the type instance's label after the plugin
+ * (metastable="K"); with it the label is type="K".  Those two types are no
+ * service's output, so a service called "shard" is not taken for them.
+ */
+static void dispatch_shard(const plugin_state *st, const char *host,
+                           cdtime_t now) {
+  if (st->shard_n == 0)
+    return;
+  value_t value;
+  value_list_t vl = VALUE_LIST_INIT;
+  vl.values = &value;
+  vl.values_len = 1;
+  vl.time = now;
+  sstrncpy(vl.host, host, sizeof vl.host);
+  sstrncpy(vl.plugin, PLUGIN_NAME, sizeof vl.plugin);
+  sstrncpy(vl.plugin_instance, "shard", sizeof vl.plugin_instance);
+  snprintf(vl.type_instance, sizeof vl.type_instance, "%d", st->shard_k);
+  sstrncpy(vl.type, "shard_services", sizeof vl.type);
+  value.gauge = (gauge_t)st->n_services;
+  plugin_dispatch_values(&vl);
+  sstrncpy(vl.type, "shard_count", sizeof vl.type);
+  value.gauge = (gauge_t)st->shard_n;
+  plugin_dispatch_values(&vl);
+}
+
 /* One rate-limited warning while services are left out of their cycle,
  * with what to do; released once a cycle analyses them all again. */
 static void log_deferred(plugin_state *st, size_t deferred, cdtime_t budget) {
@@ -716,6 +774,7 @@ static int ms_read(user_data_t *ud) {
       CYCLE_CEILING_SECONDS, SEARCH_SHARE * CDTIME_T_TO_DOUBLE(st->interval)));
   cy.search_end = cy.started + (budget > share ? budget : share);
   size_t deferred = read_services(st, &cy, budget);
+  dispatch_shard(st, cy.host, cy.started);
   run_searches(st, &cy);
   log_problems(st, cy.named, cy.n_bad, cy.n_back, cy.back);
   if (cy.n_calibration > MAX_NAMED_PER_CYCLE)
@@ -752,6 +811,8 @@ static int ms_init(void) {
   C_COMPLAIN_INIT(&st->many_calibration);
   C_COMPLAIN_INIT(&st->deferred);
   st->budget_share = conf_cycle_budget;
+  st->shard_k = conf_shard_k;
+  st->shard_n = conf_shard_n;
   st->path = conf_service_file;
   st->host = conf_host;
   conf_service_file = conf_host = NULL;
@@ -764,7 +825,8 @@ static int ms_init(void) {
   memset(&conf_file, 0, sizeof conf_file);
   conf_loaded = false;
   st->n_services = st->file.n_services;
-  st->services = calloc(st->n_services, sizeof *st->services);
+  st->services =
+      calloc(st->n_services ? st->n_services : 1, sizeof *st->services);
   if (st->services == NULL) {
     ERROR(PLUGIN_NAME " plugin: out of memory for %zu services",
           st->n_services);
@@ -789,10 +851,14 @@ static int ms_init(void) {
   st->interval = conf_interval ? conf_interval : plugin_get_interval();
   /* collectd's write threads take some thousands of values per second:
    * say what this configuration asks of them. */
-  INFO(PLUGIN_NAME " plugin %s: watching %zu service%s from %s; up to %zu "
+  char shard[96] = "";
+  if (st->shard_n > 0)
+    snprintf(shard, sizeof shard, " of shard %d/%d (%zu in other shards)",
+             st->shard_k, st->shard_n, st->reload.outside_shard);
+  INFO(PLUGIN_NAME " plugin %s: watching %zu service%s%s from %s; up to %zu "
                    "values per service every %.3g s (%.0f values/s)",
-       ms_version(), st->n_services, st->n_services == 1 ? "" : "s", st->path,
-       per_service, CDTIME_T_TO_DOUBLE(st->interval),
+       ms_version(), st->n_services, st->n_services == 1 ? "" : "s", shard,
+       st->path, per_service, CDTIME_T_TO_DOUBLE(st->interval),
        (double)(st->n_services * per_service) /
            CDTIME_T_TO_DOUBLE(st->interval));
   user_data_t ud = {.data = st, .free_func = state_free};
@@ -811,6 +877,7 @@ static int ms_shutdown(void) {
   ms_service_file_free(&conf_file);
   conf_loaded = false;
   conf_cycle_budget = CYCLE_BUDGET_DEFAULT; /* the options' defaults again */
+  conf_shard_k = conf_shard_n = 0;
   conf_interval = 0;
   conf_values_given = false;
   memset(conf_wanted, 0, sizeof conf_wanted);

@@ -32,16 +32,9 @@ void reload_service_init(service_state *ss, const ms_service_spec *spec) {
   C_COMPLAIN_INIT(&ss->calibration);
 }
 
-/* FNV-1a, 64 bits (Fowler, Noll, Vo): a content's fingerprint, to know a
- * content already refused (or in use) without keeping it. */
-static uint64_t fnv1a(const char *p, size_t n) {
-  uint64_t h = 14695981039346656037ULL;
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)p[i];
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
+/* A content's fingerprint (FNV-1a 64, the shards' hash: ms_fnv1a64), to
+ * know a content already refused (or in use) without keeping it. */
+static uint64_t fnv1a(const char *p, size_t n) { return ms_fnv1a64(p, n); }
 
 static void remember_stat(reload_watch *w, const struct stat *sb) {
   w->dev = sb->st_dev;
@@ -143,16 +136,21 @@ static int apply(plugin_state *st, ms_service_file *file, cdtime_t started) {
   st->services = next;
   st->n_services = st->file.n_services;
   st->inputs = inputs;
-  INFO(PLUGIN_NAME " plugin: service file %s reloaded: %zu service%s (%zu "
+  char shard[96] = "";
+  if (st->shard_n > 0)
+    snprintf(shard, sizeof shard, " of shard %d/%d (%zu in other shards)",
+             st->shard_k, st->shard_n, st->reload.outside_shard);
+  INFO(PLUGIN_NAME " plugin: service file %s reloaded: %zu service%s%s (%zu "
                    "added, %zu removed, %zu kept with their state) in %.1f ms",
-       st->path, st->n_services, st->n_services == 1 ? "" : "s",
+       st->path, st->n_services, st->n_services == 1 ? "" : "s", shard,
        st->n_services - kept, before - kept, kept,
        1e3 * CDTIME_T_TO_DOUBLE(cdtime() - started));
   return 0;
 }
 
-int reload_load_first(const char *path, ms_service_file *out, reload_watch *w,
-                      char *err, size_t errlen) {
+int reload_load_first(const char *path, int shard_k, int shard_n,
+                      ms_service_file *out, reload_watch *w, char *err,
+                      size_t errlen) {
   memset(w, 0, sizeof *w);
   memset(out, 0, sizeof *out);
   struct stat sb;
@@ -167,6 +165,7 @@ int reload_load_first(const char *path, ms_service_file *out, reload_watch *w,
   free(buf);
   if (r != 0)
     return -1;
+  w->outside_shard = ms_service_file_keep_shard(out, shard_k, shard_n);
   if (looked) {
     w->started = true;
     remember_stat(w, &sb);
@@ -234,7 +233,11 @@ void reload_service_file(plugin_state *st) {
     refuse(st, hash, err);
     return;
   }
+  size_t outside = w->outside_shard;
+  w->outside_shard =
+      ms_service_file_keep_shard(&file, st->shard_k, st->shard_n);
   if (apply(st, &file, started) != 0) {
+    w->outside_shard = outside;
     ms_service_file_free(&file);
     memset(&w->mtime, 0, sizeof w->mtime); /* try again next cycle */
     ERROR(PLUGIN_NAME " plugin: out of memory reloading %s; the %zu "

@@ -33,10 +33,12 @@ typedef struct {
   ino_t ino;
   off_t size;
   struct timespec mtime;
-  uint64_t running;  /* hash of the contents in use */
-  bool has_rejected; /* a content was refused and logged */
-  uint64_t rejected; /* its hash (or its read error's) */
-  bool missing;      /* the file is gone; warned once */
+  uint64_t running;     /* hash of the contents in use */
+  bool has_rejected;    /* a content was refused and logged */
+  uint64_t rejected;    /* its hash (or its read error's) */
+  bool missing;         /* the file is gone; warned once */
+  size_t outside_shard; /* services of the file in use left out: other
+                           shards' */
 } reload_watch;
 
 typedef struct {
@@ -56,6 +58,7 @@ typedef struct {
   bool summary_mode;             /* many_bad's summary in use */
   unsigned few_streak;           /* cycles with few bad, in summary mode */
   double budget_share;           /* CycleBudget */
+  int shard_k, shard_n;          /* Shard "K/N" (0/0: every service) */
   size_t next;                   /* first service of the next cycle */
   size_t next_search;            /* first service run_searches tries */
   c_complain_t deferred;         /* services carried to the next cycle */

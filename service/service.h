@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "metastable.h"
 #include "units.h" /* ms_parse_number, ms_parse_duration, ms_parse_rate */
@@ -199,6 +200,52 @@ ms_service_settings ms_service_settings_of(const ms_service_spec *sp);
 /* The service called name, or NULL. */
 const ms_service_spec *ms_service_file_find(const ms_service_file *f,
                                             const char *name);
+
+/* ------------------------------------------------------------------ */
+/* Sharding (service/shard.c; doc/configuration.md, "Shard")           */
+/* ------------------------------------------------------------------ */
+
+/* The most shards: Shard "K/N" takes 1 <= K <= N <= MS_SHARD_MAX. */
+#define MS_SHARD_MAX 1024
+
+/* FNV-1a, 64 bits (Fowler, Noll, Vo; offset basis 14695981039346656037,
+ * prime 1099511628211) of len bytes at data; any bytes, len 0 gives the
+ * offset basis.  Pure, no error. */
+uint64_t ms_fnv1a64(const void *data, size_t len);
+
+/* Jump consistent hashing (Lamping and Veach 2014, fig. 1): the bucket of
+ * key among buckets, in [0, buckets - 1]; from buckets to buckets + 1 a
+ * key either stays or moves to the new bucket buckets.  -1 when buckets
+ * < 1. */
+int32_t ms_jump_hash(uint64_t key, int32_t buckets);
+
+/* The shard of the service called name among n: 1-based, in [1, n],
+ * ms_jump_hash(ms_fnv1a64(name's bytes, no terminator), n) + 1.  Part of
+ * the interface: the same on every machine and in every version.  0 when
+ * name is NULL or n is outside [1, MS_SHARD_MAX]. */
+int ms_shard_of(const char *name, int n);
+
+/* "K/N" (decimal integers, nothing else) into *k, *n; 0, or -1 with what
+ * is wrong in err (not K/N; outside 1 <= K <= N <= MS_SHARD_MAX). */
+int ms_shard_parse(const char *text, int *k, int *n, char *err, size_t errlen);
+
+/* Keep in f only the services of shard k of n (ms_shard_of), in their
+ * order; the others are freed.  Returns how many were left out.  k, n as
+ * ms_shard_parse accepts them; n = 0 keeps every service. */
+size_t ms_service_file_keep_shard(ms_service_file *f, int k, int n);
+
+/* The balance of an assignment: services per shard. */
+typedef struct {
+  size_t min, max;      /* services in the least and most loaded shard */
+  double mean;          /* services / shards */
+  double max_over_mean; /* max / mean, >= 1; 0 for no service */
+} ms_shard_stats;
+
+/* counts[0 .. n-1] (the caller's array of n) the services per shard of
+ * shard[0 .. n_services-1] (each in [1, n]), and their stats; 0, or -1
+ * when n is outside [1, MS_SHARD_MAX] or a shard outside [1, n]. */
+int ms_shard_balance(const int *shard, size_t n_services, int n, size_t *counts,
+                     ms_shard_stats *stats);
 
 /* ------------------------------------------------------------------ */
 /* The per-interval step                                               */

@@ -1000,6 +1000,25 @@ void ms_service_file_free(ms_service_file *f) {
   memset(f, 0, sizeof *f);
 }
 
+size_t ms_service_file_keep_shard(ms_service_file *f, int k, int n) {
+  if (n == 0)
+    return 0;
+  size_t kept = 0;
+  for (size_t i = 0; i < f->n_services; i++) {
+    ms_service_spec *sp = &f->services[i];
+    if (ms_shard_of(sp->name, n) != k) {
+      free(sp->name);
+      for (int j = 0; j < MS_INPUT_COUNT; j++)
+        free(sp->inputs[j].pattern);
+      continue;
+    }
+    f->services[kept++] = *sp;
+  }
+  size_t out = f->n_services - kept;
+  f->n_services = kept;
+  return out;
+}
+
 bool ms_input_observed(const ms_service_spec *sp, ms_input_id id) {
   ms_source_kind k = sp->inputs[id].kind;
   return k == MS_SOURCE_IDENTIFIER || k == MS_SOURCE_GLOB;

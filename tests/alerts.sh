@@ -21,7 +21,7 @@ promtool test rules "$top/tests/alerts/metastable-alerts.test.yml"
 # The Alertmanager example: valid, and every alert reaches the receiver its
 # severity asks for.
 amtool check-config "$top/conf/alertmanager.yml"
-[ "$(grep -c 'severity: page$' "$top/conf/metastable-alerts.yml")" -eq 7 ] &&
+[ "$(grep -c 'severity: page$' "$top/conf/metastable-alerts.yml")" -eq 9 ] &&
   [ "$(grep -c 'severity: ticket$' "$top/conf/metastable-alerts.yml")" -eq 4 ] || {
   echo "alerts: the rules' severities changed: update the routing checks below" >&2
   exit 1
@@ -31,7 +31,8 @@ for route in MetastableRetryStorm:page:pager MetastableFailure:page:pager \
   MetastableTippingPointNear:page:pager MetastableTippingPointNear:ticket:tickets \
   MetastableRetryPolicyDangerous:ticket:tickets MetastableNotReporting:page:pager \
   MetastableNotReporting:ticket:tickets MetastableModelMisfit:ticket:tickets \
-  MetastableAbsent:page:pager; do
+  MetastableAbsent:page:pager MetastableShardDown:page:pager \
+  MetastableShardsMissing:page:pager; do
   alert=${route%%:*}
   receiver=${route##*:}
   severity=${route#*:}
@@ -110,6 +111,14 @@ misfit after 10m|/alert: MetastableModelMisfit/,/for:/s/for: 15m/for: 10m/
 misfit as a page|/alert: MetastableModelMisfit/,/severity:/s/severity: ticket/severity: page/
 misfit text with the sign turned|s/{{ if gt $value 0.0 }}more{{ else }}fewer{{ end }}/{{ if lt $value 0.0 }}more{{ else }}fewer{{ end }}/
 misfit text with a wrong configured service time|s# / collectd_metastable_service_time_ratio"# * collectd_metastable_service_time_ratio"#
+shard down after 5 minutes of silence instead of 3|s/shard:timestamp\[1h\]) > 180,/shard:timestamp[1h]) > 300,/
+shard down forgets after 10 minutes|s/shard:timestamp\[1h\]/shard:timestamp[10m]/
+shard down remembers a day|s/shard:timestamp\[1h\]/shard:timestamp[1d]/
+shard down per host, not per shard|s/max by (type) (timestamp(collectd_metastable_shard_services))/max by (type, instance) (timestamp(collectd_metastable_shard_services))/
+shard down without its 2 minutes|/alert: MetastableShardDown/,/for:/s/for: 2m/for: 0m/
+shards missing counts a shard silent for 10 minutes|s/shard_services) >= time() - 180))/shard_services) >= time() - 600))/
+shards missing also when all report|s/^          < max(last_over_time(collectd_metastable_shard_count\[1h\]))$/          <= max(last_over_time(collectd_metastable_shard_count[1h]))/
+shards missing after 10m|/alert: MetastableShardsMissing/,/for:/s/for: 5m/for: 10m/
 MUTANTS
 [ "$survivors" -eq 0 ] || exit 1
 echo "alerts: all $n mutants rejected"

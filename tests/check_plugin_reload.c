@@ -7,8 +7,10 @@
  * stops), a broken one is refused with its located error logged once per
  * content while the old services go on, a service kept across a reload
  * keeps its tracker (a storm announced is not announced again), a deleted
- * file is warned about once and loaded again when it is back, and an
- * unchanged file (even touched) is not reloaded.
+ * file is warned about once and loaded again when it is back, an
+ * unchanged file (even touched) is not reloaded, and with Shard "K/N" only
+ * the shard's services are analysed (their inputs alone read), before and
+ * after a reload.
  */
 #include <check.h>
 #include <fcntl.h>
@@ -40,7 +42,22 @@ static struct {
 } seen[MAX_SEEN];
 static size_t n_seen;
 
+/* The shard's heartbeat of the last cycle (plugin instance "shard", types
+ * shard_*): its type instance, shard_services and shard_count (-1: not
+ * dispatched). */
+static char beat_shard[64];
+static double beat_services, beat_count;
+
 static void on_value(const value_list_t *vl) {
+  if (strncmp(vl->type, "shard_", 6) == 0) {
+    ck_assert_str_eq(vl->plugin_instance, "shard");
+    sstrncpy(beat_shard, vl->type_instance, sizeof beat_shard);
+    if (strcmp(vl->type, "shard_services") == 0)
+      beat_services = vl->values[0].gauge;
+    else if (strcmp(vl->type, "shard_count") == 0)
+      beat_count = vl->values[0].gauge;
+    return;
+  }
   size_t i;
   for (i = 0; i < n_seen; i++)
     if (strcmp(seen[i].name, vl->plugin_instance) == 0)
@@ -60,6 +77,8 @@ static void on_value(const value_list_t *vl) {
 /* One read cycle with the counters reset before it. */
 static void cycle(stub_counters *c) {
   n_seen = 0;
+  beat_shard[0] = '\0';
+  beat_services = beat_count = -1;
   stub_counters_reset();
   ck_assert_int_eq(stub_call_read(), 0);
   stub_counters_get(c);
@@ -155,6 +174,8 @@ static void assert_reloaded(const char *counts) {
 START_TEST(test_valid_change_applied) {
   start(file_ab, 10.0);
   stub_counters c;
+  ck_assert_double_eq(beat_services, -1); /* no Shard: no heartbeat */
+  ck_assert_double_eq(beat_count, -1);
   ck_assert_double_eq(reporting("a"), 1);
   ck_assert_double_eq(reporting("b"), 1);
   ck_assert_double_eq(reporting("c"), -1);
@@ -438,6 +459,123 @@ START_TEST(test_tracker_carry) {
 }
 END_TEST
 
+/* A file of n services s0 ... s<n-1> (SERVICE), each fed from
+ * h/statsd/derive-s<i> at 10 req/s. */
+static void shard_file(char *buf, size_t len, int n) {
+  size_t at = (size_t)snprintf(buf, len, "services:\n");
+  for (int i = 0; i < n; i++) {
+    char name[16], rate[64];
+    snprintf(name, sizeof name, "s%d", i);
+    at += (size_t)snprintf(buf + at, len - at,
+                           "  - name: %s\n    model: capacity\n    capacity: "
+                           "100\n    retries: 1\n    inputs:\n      "
+                           "offered_rate: \"h/statsd/derive-%s\"\n",
+                           name, name);
+    ck_assert_uint_lt(at, len);
+    snprintf(rate, sizeof rate, "h/statsd/derive-%s", name);
+    stub_cache_set(rate, 10.0);
+  }
+  stub_cache_commit();
+}
+
+/* The services of shard k of n among s0 ... s<total-1> report, the others
+ * dispatch nothing, and only the shard's inputs are read (one identifier
+ * each); returns how many are in the shard. */
+static size_t assert_shard_only(int k, int n, int total) {
+  stub_counters c;
+  cycle(&c);
+  size_t in = 0;
+  for (int i = 0; i < total; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "s%d", i);
+    bool mine = ms_shard_of(name, n) == k;
+    ck_assert_msg(reporting(name) == (mine ? 1 : -1), "%s: %g (shard %d/%d)",
+                  name, reporting(name), ms_shard_of(name, n), n);
+    in += mine;
+  }
+  ck_assert_uint_eq(n_seen, in);
+  ck_assert_uint_eq(c.lookups, in);
+  /* the heartbeat: <host>/metastable-shard/shard_services-K, shard_count-K */
+  char want[16];
+  snprintf(want, sizeof want, "%d", k);
+  ck_assert_str_eq(beat_shard, want);
+  ck_assert_double_eq(beat_services, (double)in);
+  ck_assert_double_eq(beat_count, n);
+  return in;
+}
+
+/* Shard "K/N": two aggregators share one file, each service in exactly one
+ * of them; a reload keeps the shard. */
+START_TEST(test_shard_kept_across_reload) {
+  static char text[8192];
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  shard_file(text, sizeof text, 6);
+  put(text);
+  stub_on_value = on_value;
+  size_t per_shard[2];
+  for (int k = 1; k <= 2; k++) {
+    const char *opts[] = {"Shard", k == 1 ? "1/2" : "2/2", NULL};
+    module_register();
+    ck_assert_msg(stub_call_config_options(path, opts) == 0 &&
+                      stub_call_init() == 0,
+                  "%s", stub_last_warning());
+    ck_assert_msg(strstr(stub_last_message(),
+                         k == 1 ? "of shard 1/2" : "of shard 2/2") != NULL,
+                  "%s", stub_last_message());
+    per_shard[k - 1] = assert_shard_only(k, 2, 6);
+    shard_file(text, sizeof text, 8); /* two more services */
+    put(text);
+    assert_shard_only(k, 2, 8);
+    ck_assert_ptr_nonnull(strstr(stub_last_message(), " of shard "));
+    stub_free_read_user_data();
+    stub_call_shutdown();
+    shard_file(text, sizeof text, 6);
+    put(text);
+  }
+  ck_assert_uint_eq(per_shard[0] + per_shard[1], 6);
+  ck_assert_uint_gt(per_shard[0], 0);
+  ck_assert_uint_gt(per_shard[1], 0);
+  stop();
+}
+END_TEST
+
+/* A Shard that is not "K/N" with 1 <= K <= N <= MS_SHARD_MAX fails the
+ * configuration with a line that says so. */
+START_TEST(test_shard_refused) {
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  put(file_ab);
+  static const char *const bad[][2] = {
+      {"0/2", "1 <= K <= N <= 1024"}, {"3/2", "1 <= K <= N <= 1024"},
+      {"1/0", "1 <= K <= N <= 1024"}, {"1/1025", "1 <= K <= N <= 1024"},
+      {"a/b", "is not K/N"},          {"1/2/3", "is not K/N"},
+      {"-1/2", "is not K/N"},         {"1 / 2", "is not K/N"},
+      {"2", "not a number"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *opts[] = {"Shard", bad[i][0], NULL};
+    module_register();
+    ck_assert_int_ne(stub_call_config_options(path, opts), 0);
+    const char *want = strcmp(bad[i][1], "not a number") == 0
+                           ? "Shard: takes one string \"K/N\""
+                           : bad[i][1];
+    ck_assert_msg(strstr(stub_last_warning(), "<Plugin metastable> Shard") !=
+                          NULL &&
+                      strstr(stub_last_warning(), want) != NULL,
+                  "%s: %s", bad[i][0], stub_last_warning());
+    stub_call_shutdown();
+  }
+  const char *opts[] = {"Shard", "1024/1024", NULL};
+  module_register();
+  ck_assert_int_eq(stub_call_config_options(path, opts), 0);
+  stub_call_shutdown();
+  unlink(path);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("plugin_reload");
   TCase *tc = tcase_create("reload");
@@ -449,6 +587,8 @@ int main(void) {
   tcase_add_test(tc, test_unreadable_refused_once);
   tcase_add_test(tc, test_changed_before_first_cycle);
   tcase_add_test(tc, test_counter_reset_across_reload);
+  tcase_add_test(tc, test_shard_kept_across_reload);
+  tcase_add_test(tc, test_shard_refused);
   suite_add_tcase(s, tc);
   tc = tcase_create("tracker");
   tcase_add_test(tc, test_tracker_carry);

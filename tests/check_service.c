@@ -1593,6 +1593,125 @@ START_TEST(test_cold_start_in_storm) {
 }
 END_TEST
 
+/* The shards' hash on the published vectors: FNV-1a 64 from the FNV
+ * reference suite (draft-eastlake-fnv), jump hashing's known answers as
+ * the paper's implementations give them. */
+START_TEST(test_shard_hash_vectors) {
+  ck_assert_uint_eq(ms_fnv1a64("", 0), 0xcbf29ce484222325ULL);
+  ck_assert_uint_eq(ms_fnv1a64("a", 1), 0xaf63dc4c8601ec8cULL);
+  ck_assert_uint_eq(ms_fnv1a64("foobar", 6), 0x85944171f73967e8ULL);
+  static const struct {
+    uint64_t key;
+    int32_t buckets, bucket;
+  } jump[] = {
+      {1, 1, 0},        {42, 57, 43},           {0xDEAD10CC, 1, 0},
+      {256, 1024, 520}, {0xDEAD10CC, 666, 361}, {1, 128, 55},
+      {129, 128, 120},  {UINT64_MAX, 128, 92},  {128, 100000000, 38172097},
+  };
+  for (size_t i = 0; i < sizeof jump / sizeof jump[0]; i++)
+    ck_assert_int_eq(ms_jump_hash(jump[i].key, jump[i].buckets),
+                     jump[i].bucket);
+  ck_assert_int_eq(ms_jump_hash(1, 0), -1);
+  ck_assert_int_eq(ms_shard_of("a", 666),
+                   ms_jump_hash(0xaf63dc4c8601ec8cULL, 666) + 1);
+  ck_assert_int_eq(ms_shard_of("a", 0), 0);
+  ck_assert_int_eq(ms_shard_of("a", MS_SHARD_MAX + 1), 0);
+}
+END_TEST
+
+/* From N to N + 1 shards a service stays or moves to the new shard, and
+ * about 1/(N + 1) of them move; services spread evenly. */
+START_TEST(test_shard_moves_and_balance) {
+  enum { SERVICES = 4000 };
+  static int shard[SERVICES];
+  size_t counts[8];
+  for (int n = 1; n < 8; n++) {
+    size_t moved = 0;
+    for (int i = 0; i < SERVICES; i++) {
+      char name[32];
+      snprintf(name, sizeof name, "svc-%d", i);
+      int a = ms_shard_of(name, n), b = ms_shard_of(name, n + 1);
+      ck_assert_int_ge(a, 1);
+      ck_assert_int_le(a, n);
+      ck_assert(b == a || b == n + 1);
+      moved += b != a;
+      shard[i] = b;
+    }
+    /* binomial(4000, 1/(n+1)): 5 standard deviations */
+    double p = 1.0 / (n + 1), mean = SERVICES * p;
+    double sd = sqrt(SERVICES * p * (1 - p));
+    ck_assert_double_le(fabs((double)moved - mean), 5 * sd);
+    ms_shard_stats st;
+    ck_assert_int_eq(ms_shard_balance(shard, SERVICES, n + 1, counts, &st), 0);
+    size_t sum = 0;
+    for (int k = 0; k <= n; k++)
+      sum += counts[k];
+    ck_assert_uint_eq(sum, SERVICES);
+    ck_assert_double_eq(st.mean, (double)SERVICES / (n + 1));
+    ck_assert_double_le((double)st.max - st.mean, 5 * sd);
+    ck_assert_double_le(st.mean - (double)st.min, 5 * sd);
+  }
+  shard[0] = 9;
+  ck_assert_int_eq(ms_shard_balance(shard, 1, 8, counts, &(ms_shard_stats){0}),
+                   -1);
+}
+END_TEST
+
+/* "K/N" parsed, and refused with what is wrong. */
+START_TEST(test_shard_parse) {
+  int k = 0, n = 0;
+  char err[256];
+  ck_assert_int_eq(ms_shard_parse("3/4", &k, &n, err, sizeof err), 0);
+  ck_assert_int_eq(k, 3);
+  ck_assert_int_eq(n, 4);
+  ck_assert_int_eq(ms_shard_parse("1024/1024", &k, &n, err, sizeof err), 0);
+  static const char *const bad[] = {"",     "1",    "/2",  "1/",
+                                    "0/1",  "2/1",  "1/0", "1/1025",
+                                    "+1/2", "1/2 ", "x/2", "1/9999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    k = n = -7;
+    ck_assert_int_eq(ms_shard_parse(bad[i], &k, &n, err, sizeof err), -1);
+    ck_assert_int_eq(k, -7);
+    ck_assert_ptr_nonnull(strstr(err, bad[i]));
+  }
+}
+END_TEST
+
+/* ms_service_file_keep_shard keeps the shard's services in order. */
+START_TEST(test_keep_shard) {
+  const char text[] =
+      "services:\n"
+      "  - {name: a, model: capacity, capacity: 10, retries: 1,\n"
+      "     inputs: {offered_rate: 5}}\n"
+      "  - {name: b, model: capacity, capacity: 10, retries: 1,\n"
+      "     inputs: {offered_rate: 5}}\n"
+      "  - {name: c, model: capacity, capacity: 10, retries: 1,\n"
+      "     inputs: {offered_rate: 5}}\n"
+      "  - {name: d, model: capacity, capacity: 10, retries: 1,\n"
+      "     inputs: {offered_rate: 5}}\n"
+      "  - {name: e, model: capacity, capacity: 10, retries: 1,\n"
+      "     inputs: {offered_rate: 5}}\n";
+  const char *names[] = {"a", "b", "c", "d", "e"};
+  for (int k = 1; k <= 3; k++) {
+    ms_service_file f;
+    char err[256];
+    ck_assert_int_eq(
+        ms_service_file_parse(text, sizeof text - 1, "t", &f, err, sizeof err),
+        0);
+    size_t want = 0;
+    for (int i = 0; i < 5; i++)
+      want += ms_shard_of(names[i], 3) == k;
+    ck_assert_uint_eq(ms_service_file_keep_shard(&f, k, 3), 5 - want);
+    ck_assert_uint_eq(f.n_services, want);
+    size_t j = 0;
+    for (int i = 0; i < 5; i++)
+      if (ms_shard_of(names[i], 3) == k)
+        ck_assert_str_eq(f.services[j++].name, names[i]);
+    ms_service_file_free(&f);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("service");
   TCase *tc = tcase_create("file");
@@ -1606,6 +1725,10 @@ int main(void) {
   tcase_add_test(tc, test_policies_and_tiers);
   tcase_add_test(tc, test_percent_and_minutes);
   tcase_add_test(tc, test_constant_rate_inputs);
+  tcase_add_test(tc, test_shard_hash_vectors);
+  tcase_add_test(tc, test_shard_moves_and_balance);
+  tcase_add_test(tc, test_shard_parse);
+  tcase_add_test(tc, test_keep_shard);
   tcase_add_test(tc, test_missing_inputs);
   tcase_add_test(tc, test_walk_every_key);
   tcase_add_test(tc, test_walk_errors);

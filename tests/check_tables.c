@@ -20,6 +20,8 @@ START_TEST(test_types_db_is_the_table) {
   char line[256];
   int row = 0;
   while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "# Not per service", 17) == 0)
+      break; /* the shards' heartbeat, doc/outputs.md */
     if (line[0] == '#' || line[0] == '\n')
       continue;
     char name[64], ds[128];

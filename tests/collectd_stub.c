@@ -379,6 +379,7 @@ void stub_cache_clear(void) {
 int uc_get_rate_by_name(const char *name, gauge_t **ret_values,
                         size_t *ret_values_num) {
   pthread_mutex_lock(&cache_lock);
+  counters.lookups++;
   cache_entry *e = cache_find(name);
   int status = -1;
   if (e != NULL) {
@@ -398,6 +399,7 @@ int uc_get_rate_by_name(const char *name, gauge_t **ret_values,
 int uc_get_value_by_name(const char *name, value_t **ret_values,
                          size_t *ret_values_num) {
   pthread_mutex_lock(&cache_lock);
+  counters.lookups++;
   cache_entry *e = cache_find(name);
   int status = -1;
   if (e != NULL) {

@@ -75,6 +75,7 @@ typedef struct {
       notifications_warning, log_error, log_warning, log_info;
   double value_sum; /* of every dispatched gauge, to check they are finite */
   size_t non_finite;
+  size_t lookups; /* uc_get_rate_by_name and uc_get_value_by_name calls */
 } stub_counters;
 void stub_counters_get(stub_counters *out);
 void stub_counters_reset(void);

@@ -65,7 +65,10 @@ class Collectd:
 
     def __init__(self, workdir, plugin_dir, types_db, service_file,
                  statsd_port=None, prometheus_port=None, interval=1,
-                 extra_config=""):
+                 extra_config="", hostname=HOSTNAME, metastable_options=""):
+        """service_file None: no metastable plugin (an edge host that only
+        forwards); metastable_options: more lines of <Plugin metastable>;
+        hostname: collectd's Hostname."""
         self.workdir = workdir
         self.socket = os.path.join(workdir, "collectd.sock")
         self.conf = os.path.join(workdir, "collectd.conf")
@@ -76,7 +79,7 @@ class Collectd:
         self._log_offset = 0
         group = _group_name()
         parts = [
-            'Hostname "%s"' % HOSTNAME,
+            'Hostname "%s"' % hostname,
             "FQDNLookup false",
             "Interval %g" % interval,
             'BaseDir "%s"' % workdir,
@@ -104,11 +107,12 @@ class Collectd:
             # written; the csv files are also handy when debugging
             parts += ["LoadPlugin csv",
                       '<Plugin csv>\n  DataDir "%s/csv"\n</Plugin>' % workdir]
-        parts += [extra_config,
-                  'PluginDir "%s"' % plugin_dir,
-                  "LoadPlugin metastable",
-                  '<Plugin metastable>\n  ServiceFile "%s"\n</Plugin>'
-                  % service_file]
+        parts.append(extra_config)
+        if service_file is not None:
+            parts += ['PluginDir "%s"' % plugin_dir,
+                      "LoadPlugin metastable",
+                      '<Plugin metastable>\n  ServiceFile "%s"\n%s</Plugin>'
+                      % (service_file, metastable_options)]
         with open(self.conf, "w") as f:
             f.write("\n".join(parts) + "\n")
 
@@ -287,8 +291,11 @@ class Prometheus:
 
     def __init__(self, workdir, target_port, rule_files=(), interval="1s",
                  consoles=None):
-        """consoles: a directory of console templates to serve under
+        """target_port: the write_prometheus port to scrape, or a list of
+        them; consoles: a directory of console templates to serve under
         /consoles/ (with CONSOLE_LIBRARIES), or None."""
+        ports = target_port if isinstance(target_port, (list, tuple)) else [
+            target_port]
         self.workdir = workdir
         self.consoles = consoles
         self.port = free_port()
@@ -307,8 +314,9 @@ class Prometheus:
                 "  - job_name: collectd\n"
                 "    honor_labels: true\n"
                 "    static_configs:\n"
-                "      - targets: ['127.0.0.1:%d']\n"
-                % (interval, interval, rules, target_port))
+                "      - targets: [%s]\n"
+                % (interval, interval, rules,
+                   ", ".join("'127.0.0.1:%d'" % p for p in ports)))
         self.conf = conf
 
     def start(self, timeout=60):

@@ -348,9 +348,14 @@ class Pointers(unittest.TestCase):
 
 # ---- the output tables ----------------------------------------------------
 
-def types_db():
+def types_db(per_service=True):
+    """The rows of conf/types.db: the per-service outputs, or (per_service
+    false) the types after them, the shards' heartbeat."""
     rows = []
-    for line in read("conf/types.db").split("\n"):
+    text = read("conf/types.db")
+    at = text.index("# Not per service")
+    text = text[:at] if per_service else text[at:]
+    for line in text.split("\n"):
         if line.strip() and not line.startswith("#"):
             name, ds = line.split()
             rows.append((name, ds))
@@ -409,6 +414,14 @@ class Outputs(unittest.TestCase):
         self.assertEqual(got, want)
         for r in rows:
             self.assertTrue(r[1] and r[2], r)
+
+    def test_shard_table(self):
+        # the types after the outputs: the shards' heartbeat
+        rows = table(read("doc/outputs.md"), "| shard value | unit |")
+        self.assertIsNotNone(rows, "doc/outputs.md has no shard table")
+        self.assertEqual([(r[0], r[3]) for r in rows],
+                         [("`%s`" % n, "`%s`" % ds)
+                          for n, ds in types_db(per_service=False)])
 
     def test_readme_table(self):
         rows = table(read("README.md"), self.HEADER)
