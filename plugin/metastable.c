@@ -91,7 +91,9 @@ static ms_service_file conf_file;
 static reload_watch conf_watch; /* what was loaded, for the reload */
 static bool conf_loaded;
 static double conf_cycle_budget = CYCLE_BUDGET_DEFAULT;
-static int conf_shard_k, conf_shard_n; /* Shard "K/N"; 0/0: every service */
+static int conf_shard_k, conf_shard_n;     /* Shard "K/N"; 0/0: every service */
+static long conf_new_series = PACING_AUTO; /* NewSeriesPerInterval */
+static unsigned conf_full_every = 1;       /* FullEvery */
 
 /*
  * Load the service file during configuration.  collectd 5.12 checks a
@@ -179,6 +181,46 @@ static int config_shard(const oconfig_item_t *child) {
   return 0;
 }
 
+/* NewSeriesPerInterval "auto" | 0 | N (pacing.h). */
+static int config_new_series(const oconfig_item_t *child) {
+  if (child->values_num == 1 && child->values[0].type == OCONFIG_TYPE_STRING &&
+      strcasecmp(child->values[0].value.string, "auto") == 0) {
+    conf_new_series = PACING_AUTO;
+    return 0;
+  }
+  if (child->values_num == 1 && child->values[0].type == OCONFIG_TYPE_NUMBER) {
+    double n = child->values[0].value.number;
+    if (n >= 0 && n <= PACING_LIMIT_MAX && n == floor(n)) {
+      conf_new_series = (long)n;
+      return 0;
+    }
+  }
+  ERROR(PLUGIN_NAME " plugin: <Plugin metastable> NewSeriesPerInterval: "
+                    "takes \"auto\" (the default: as many as collectd's "
+                    "write_prometheus creates in %g of the interval), 0 (no "
+                    "limit) or a whole number of new series per interval up "
+                    "to %ld",
+        PACING_AUTO_SHARE, PACING_LIMIT_MAX);
+  return -1;
+}
+
+/* FullEvery N (pacing.h). */
+static int config_full_every(const oconfig_item_t *child) {
+  if (child->values_num == 1 && child->values[0].type == OCONFIG_TYPE_NUMBER) {
+    double n = child->values[0].value.number;
+    if (n >= 1 && n <= PACING_FULL_EVERY_MAX && n == floor(n)) {
+      conf_full_every = (unsigned)n;
+      return 0;
+    }
+  }
+  ERROR(PLUGIN_NAME " plugin: <Plugin metastable> FullEvery: takes a whole "
+                    "number of intervals from 1 (every value every "
+                    "interval, the default) to %d: the essential values go "
+                    "every interval, the others every N-th",
+        PACING_FULL_EVERY_MAX);
+  return -1;
+}
+
 static int ms_config(oconfig_item_t *ci) {
   bool file_given = false;
   for (int i = 0; i < ci->children_num; i++) {
@@ -217,6 +259,12 @@ static int ms_config(oconfig_item_t *ci) {
     } else if (strcasecmp("Shard", child->key) == 0) {
       if (config_shard(child) != 0)
         return -1;
+    } else if (strcasecmp("NewSeriesPerInterval", child->key) == 0) {
+      if (config_new_series(child) != 0)
+        return -1;
+    } else if (strcasecmp("FullEvery", child->key) == 0) {
+      if (config_full_every(child) != 0)
+        return -1;
     } else if (strcasecmp("Values", child->key) == 0) {
       conf_values_given = true;
       for (int j = 0; j < child->values_num; j++) {
@@ -237,7 +285,8 @@ static int ms_config(oconfig_item_t *ci) {
     } else {
       WARNING(PLUGIN_NAME " plugin: unknown option \"%s\" ignored "
                           "(known: ServiceFile, Host, Interval, Values, "
-                          "CycleBudget, Shard)",
+                          "CycleBudget, Shard, NewSeriesPerInterval, "
+                          "FullEvery)",
               child->key);
     }
   }
@@ -382,10 +431,14 @@ static void log_glob_sums(plugin_state *st, service_state *ss,
  * configuration wants; observations only when observed.  One value list serves
  * them all (plugin_dispatch_values copies it): host, plugin and instance
  * are written once, then only the type and the value change; every value
- * of a read cycle carries the cycle's time.
+ * of a read cycle carries the cycle's time.  The pacing (pacing.h) decides
+ * which go this cycle: the essential values every cycle, the others in
+ * full cycles only (FullEvery, with an interval of that many cycles), and
+ * of the series collectd does not hold yet only those its budget admits.
+ * s: the service's index in the file.
  */
-static void dispatch_report(const char *host, const char *service,
-                            const ms_report *r, const bool *wanted,
+static void dispatch_report(plugin_state *st, service_state *ss,
+                            const char *host, const ms_report *r, size_t s,
                             cdtime_t now) {
   value_list_t vl = VALUE_LIST_INIT;
   value_t value;
@@ -394,13 +447,23 @@ static void dispatch_report(const char *host, const char *service,
   vl.time = now;
   sstrncpy(vl.host, host, sizeof vl.host);
   sstrncpy(vl.plugin, PLUGIN_NAME, sizeof vl.plugin);
-  sstrncpy(vl.plugin_instance, service, sizeof vl.plugin_instance);
-  for (int i = 0; i < MS_OUT_COUNT; i++) {
-    if (!wanted[i] || !ms_report_output(r, (ms_output)i, &value.gauge))
-      continue;
-    sstrncpy(vl.type, ms_output_get((ms_output)i)->name, sizeof vl.type);
-    plugin_dispatch_values(&vl);
-  }
+  sstrncpy(vl.plugin_instance, ss->spec->name, sizeof vl.plugin_instance);
+  bool full = pacing_service_begin(&st->pacing, &ss->pacing, s, (int)r->state,
+                                   r->storm);
+  /* the essential values first: the others make room for them */
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < MS_OUT_COUNT; i++) {
+      ms_output o = (ms_output)i;
+      bool essential = pacing_essential(o);
+      if (essential != (pass == 0) || !st->wanted[i] || !(full || essential) ||
+          !ms_report_output(r, o, &value.gauge) ||
+          !pacing_admit(&st->pacing, &ss->pacing, o))
+        continue;
+      sstrncpy(vl.type, ms_output_get(o)->name, sizeof vl.type);
+      vl.interval = st->interval * pacing_cycles_of(&st->pacing, o);
+      plugin_dispatch_values(&vl);
+    }
+  pacing_service_end(&ss->pacing);
 }
 
 static void dispatch_notes(const char *host, const char *service,
@@ -602,7 +665,7 @@ static void read_service(plugin_state *st, size_t s, cycle *cy) {
     /* the heartbeat, alone: a zeroed report has reporting = 0 and no
      * other value (doc/outputs.md) */
     static const ms_report none;
-    dispatch_report(cy->host, ss->spec->name, &none, st->wanted, cy->started);
+    dispatch_report(st, ss, cy->host, &none, s, cy->started);
     return;
   }
   if (ss->in_trouble && ++ss->ok_streak >= USABLE_AFTER) {
@@ -613,8 +676,7 @@ static void read_service(plugin_state *st, size_t s, cycle *cy) {
       cy->back[cy->n_back] = ss->spec->name;
     cy->n_back++;
   }
-  dispatch_report(cy->host, ss->spec->name, &step.report, st->wanted,
-                  cy->started);
+  dispatch_report(st, ss, cy->host, &step.report, s, cy->started);
   dispatch_notes(cy->host, ss->spec->name, &step);
   log_calibration(st, ss, &step, &cy->n_calibration);
 }
@@ -758,11 +820,55 @@ static void log_cycle_cost(plugin_state *st, cdtime_t took) {
                            "interval");
 }
 
+/* What the pacing of new series will do, once at init. */
+static void log_pacing_setup(const plugin_state *st) {
+  const pacing *p = &st->pacing;
+  char every[128] = "";
+  if (p->full_every > 1)
+    snprintf(every, sizeof every,
+             "; FullEvery %u: the essential values every interval, the "
+             "others every %u intervals",
+             p->full_every, p->full_every);
+  if (p->limit == PACING_AUTO)
+    INFO(PLUGIN_NAME " plugin: new series for collectd's write path: as "
+                     "many per interval as write_prometheus creates in "
+                     "%.3g s (a new series among 10,000 of a type costs it "
+                     "about %.2g ms here)%s",
+         p->budget, 1e3 * pacing_cost(p, 10000), every);
+  else if (p->limit > 0)
+    INFO(PLUGIN_NAME " plugin: new series for collectd's write path: at "
+                     "most %ld per interval%s",
+         p->limit, every);
+  else if (p->full_every > 1)
+    INFO(PLUGIN_NAME " plugin: new series: no limit%s", every);
+}
+
+/* One rate-limited line while new series wait for a later cycle, and one
+ * when none does any more. */
+static void log_pacing(plugin_state *st) {
+  const pacing *p = &st->pacing;
+  if (p->held > 0)
+    ms_complain(st, LOG_INFO, &st->warming,
+                PLUGIN_NAME " plugin: introducing new series to collectd's "
+                            "write path gradually (NewSeriesPerInterval): "
+                            "%zu this interval, %zu wait (%zu of them "
+                            "essential, which go first), %zu written",
+                p->admitted, p->held, p->held_essential, p->total);
+  else
+    ms_release(st, LOG_INFO, &st->warming,
+               PLUGIN_NAME " plugin: every series is in collectd's write "
+                           "path: %zu series",
+               p->total);
+}
+
 static int ms_read(user_data_t *ud) {
   plugin_state *st = ud->data;
   pthread_mutex_lock(&st->lock);
   reload_service_file(st); /* a changed service file (reload.c) */
   cycle cy = {.started = cdtime()};
+  pacing_cycle_start(&st->pacing);
+  for (size_t i = 0; i < st->n_services; i++)
+    pacing_count(&st->pacing, &st->services[i].pacing);
   inputs_refresh(st->inputs);
   cy.host = st->host != NULL ? st->host : hostname_g;
   cy.search_budget = DOUBLE_TO_CDTIME_T(TOLERANCE_BUDGET_SHARE *
@@ -776,6 +882,7 @@ static int ms_read(user_data_t *ud) {
   size_t deferred = read_services(st, &cy, budget);
   dispatch_shard(st, cy.host, cy.started);
   run_searches(st, &cy);
+  log_pacing(st);
   log_problems(st, cy.named, cy.n_bad, cy.n_back, cy.back);
   if (cy.n_calibration > MAX_NAMED_PER_CYCLE)
     ms_complain(st, LOG_NOTICE, &st->many_calibration,
@@ -849,6 +956,14 @@ static int ms_init(void) {
   }
   /* in init, collectd's context holds the plugin's interval */
   st->interval = conf_interval ? conf_interval : plugin_get_interval();
+  /* collectd forgets a value after Timeout intervals (default 2) */
+  const char *timeout = global_option_get("Timeout");
+  long lives = timeout != NULL ? strtol(timeout, NULL, 10) : 2;
+  pacing_init(&st->pacing, conf_new_series, conf_full_every,
+              lives >= 1 ? (unsigned)lives : 2,
+              CDTIME_T_TO_DOUBLE(st->interval), st->wanted);
+  C_COMPLAIN_INIT(&st->warming);
+  log_pacing_setup(st);
   /* collectd's write threads take some thousands of values per second:
    * say what this configuration asks of them. */
   char shard[96] = "";
@@ -878,6 +993,8 @@ static int ms_shutdown(void) {
   conf_loaded = false;
   conf_cycle_budget = CYCLE_BUDGET_DEFAULT; /* the options' defaults again */
   conf_shard_k = conf_shard_n = 0;
+  conf_new_series = PACING_AUTO;
+  conf_full_every = 1;
   conf_interval = 0;
   conf_values_given = false;
   memset(conf_wanted, 0, sizeof conf_wanted);

@@ -23,6 +23,7 @@
 void reload_service_init(service_state *ss, const ms_service_spec *spec) {
   memset(ss, 0, sizeof *ss);
   ss->spec = spec;
+  pacing_service_init(&ss->pacing);
   ms_tracker_init(&ss->tracker);
   /* stall_tolerance's searches wait for the end of the read cycle
    * (run_searches in metastable.c) */

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "inputs.h"
+#include "pacing.h"
 #include "service.h"
 
 typedef struct {
@@ -24,6 +25,7 @@ typedef struct {
   bool in_trouble;          /* complained about, not yet declared usable */
   bool just_back;           /* declared usable again this cycle */
   unsigned ok_streak;       /* usable intervals in a row while in trouble */
+  pacing_service pacing;    /* its series in collectd's write path */
 } service_state;
 
 /* What the reload (plugin/reload.c) remembers of the service file. */
@@ -66,6 +68,8 @@ typedef struct {
   unsigned log_lines;            /* lines logged in it */
   size_t log_suppressed;         /* lines left out in it */
   reload_watch reload;           /* the service file, watched for changes */
+  pacing pacing;                 /* new series, FullEvery (pacing.h) */
+  c_complain_t warming;          /* new series held back */
 } plugin_state;
 
 #endif

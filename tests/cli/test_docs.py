@@ -16,6 +16,10 @@
 * The output tables: doc/outputs.md and README.md list exactly the values
   of conf/types.db, in its order, with its data sources.
 * Service files shown in the documents load and solve.
+* The essential values (plugin/pacing.c, ESSENTIAL: dispatched every
+  interval and first to collectd's write path) hold every value a paging
+  alert of conf/metastable-alerts.yml reads, and doc/configuration.md and
+  the man page list exactly them.
 
 Everything is read from $srcdir (clitest.SRCDIR), so the test runs the same
 from a git checkout and from an unpacked release tarball (make distcheck).
@@ -442,6 +446,62 @@ def yaml_blocks(text):
             block = None
         elif block is not None:
             block.append(line)
+
+
+def essential_values():
+    """The outputs of plugin/pacing.c's ESSENTIAL list, as type names."""
+    text = read("plugin/pacing.c")
+    block = text.split("ESSENTIAL[] = {", 1)[1].split("};", 1)[0]
+    return {m.lower() for m in re.findall(r"MS_OUT_([A-Z_]+)", block)}
+
+
+def paging_alert_values():
+    """{alert: the collectd_metastable_ values its expr reads} of the page
+    alerts (each rule from its '- alert:' line to the next), a recording
+    rule (collectd_metastable:a:b) read as the values of its own expr;
+    the shards' heartbeats (not per service, never paced) left out."""
+    text = read("conf/metastable-alerts.yml")
+    recorded = {}
+    for m in re.finditer(r"- record: (\S+)\n\s*expr: ([^\n]*)", text):
+        recorded[m.group(1)] = set(
+            re.findall(r"collectd_metastable_([a-z_]+)", m.group(2)))
+    out = {}
+    rules = re.split(r"\n\s*- alert: ", text)
+    for rule in rules[1:]:
+        name = rule.split("\n", 1)[0].strip()
+        if not re.search(r"\bseverity: page\b", rule):
+            continue
+        expr = rule.split("expr:", 1)[1]
+        expr = re.split(r"\n\s*(for|labels|annotations|keep_firing_for):",
+                        expr)[0]
+        used = set(re.findall(r"collectd_metastable_([a-z_]+)", expr))
+        for rec in re.findall(r"collectd_metastable:[a-z_:]+", expr):
+            used |= recorded[rec]
+        out[name] = {v for v in used if not v.startswith("shard_")}
+    return out
+
+
+class Essential(unittest.TestCase):
+    def test_paging_alerts_read_essential_values(self):
+        essential = essential_values()
+        alerts = paging_alert_values()
+        self.assertGreaterEqual(len(alerts), 5)
+        self.assertGreaterEqual(sum(1 for u in alerts.values() if u), 5)
+        for name, used in alerts.items():
+            self.assertLessEqual(used, essential, name)
+
+    def test_documents_list_them(self):
+        essential = essential_values()
+        doc = read("doc/configuration.md")
+        listed = doc.split("The essential values:", 1)[1].split("\n\n")[0]
+        self.assertEqual(set(re.findall(r"`([a-z_]+)`", listed)), essential)
+        man = joined(read("doc/collectd-metastable.5"))
+        listed = man.split("The essential values:", 1)[1].split(".PP")[0]
+        self.assertEqual(set(re.findall(r"\b([a-z]+(?:_[a-z]+)+|state|"
+                                        r"storm|reporting|recovering)\b",
+                                        listed.replace("\\fB", " ")
+                                        .replace("\\fR", " "))),
+                         essential)
 
 
 class ServiceFiles(CliTest):
