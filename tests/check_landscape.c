@@ -872,28 +872,15 @@ static bool parse_landscape_row(const char *line, landscape_row *x) {
   return true;
 }
 
+static bool landscape_row_of(const char *line, int lineno, void *row) {
+  landscape_row *x = row;
+  x->line = lineno;
+  return parse_landscape_row(line, x);
+}
+
 static size_t read_landscape_csv(landscape_row **rows) {
-  char path[1024];
-  FILE *f = test_data_open("landscape.csv", path, sizeof path);
-  char line[1024];
-  size_t n = 0, cap = 512;
-  landscape_row *r = malloc(cap * sizeof *r);
-  int lineno = 0;
-  while (fgets(line, sizeof line, f)) {
-    lineno++;
-    if (line[0] == '#' || strncmp(line, "service,", 8) == 0)
-      continue;
-    if (n == cap)
-      r = realloc(r, (cap *= 2) * sizeof *r);
-    r[n].line = lineno;
-    ck_assert_msg(parse_landscape_row(line, &r[n]), "%s:%d: malformed row",
-                  path, lineno);
-    n++;
-  }
-  fclose(f);
-  ck_assert_msg(n > 0, "%s: no rows", path);
-  *rows = r;
-  return n;
+  return test_data_rows("landscape.csv", "service,", sizeof **rows,
+                        landscape_row_of, (void **)rows);
 }
 
 /* The quantities of the file and what the test allows of each (doc/design.md

@@ -22,32 +22,21 @@ typedef struct {
   int line;
 } mmck_row;
 
+static bool mmck_row_of(const char *line, int lineno, void *row) {
+  mmck_row *x = row;
+  x->line = lineno;
+  int used = 0;
+  int got = sscanf(line, "%ld,%ld,%lf,%lf,%lf,%lf,%n", &x->c, &x->K, &x->mu,
+                   &x->x, &x->T, &x->ln_block, &used);
+  if (got != 6 || used == 0)
+    return false;
+  x->has_wait = sscanf(line + used, "%lf", &x->ln_wait) == 1;
+  return true;
+}
+
 static size_t read_mmck_csv(mmck_row **rows) {
-  char path[1024];
-  FILE *f = test_data_open("mmck_reference.csv", path, sizeof path);
-  char line[1024];
-  size_t n = 0, cap = 1024;
-  mmck_row *r = malloc(cap * sizeof *r);
-  int lineno = 0;
-  while (fgets(line, sizeof line, f)) {
-    lineno++;
-    if (line[0] == '#' || strncmp(line, "servers", 7) == 0)
-      continue;
-    if (n == cap)
-      r = realloc(r, (cap *= 2) * sizeof *r);
-    mmck_row *x = &r[n];
-    x->line = lineno;
-    int used = 0;
-    int got = sscanf(line, "%ld,%ld,%lf,%lf,%lf,%lf,%n", &x->c, &x->K, &x->mu,
-                     &x->x, &x->T, &x->ln_block, &used);
-    ck_assert_msg(got == 6 && used > 0, "%s:%d: malformed row", path, lineno);
-    x->has_wait = sscanf(line + used, "%lf", &x->ln_wait) == 1;
-    n++;
-  }
-  fclose(f);
-  ck_assert_msg(n > 0, "%s: no rows", path);
-  *rows = r;
-  return n;
+  return test_data_rows("mmck_reference.csv", "servers", sizeof **rows,
+                        mmck_row_of, (void **)rows);
 }
 
 /* What the tests allow: 1e-12 up to c + K = 10^4, 1e-10 beyond, where the

@@ -55,6 +55,35 @@ size_t read_erlang_csv(const char *name, erlang_row **rows) {
   return n;
 }
 
+size_t test_data_rows(const char *name, const char *header, size_t row_size,
+                      bool (*parse)(const char *line, int lineno, void *row),
+                      void **rows) {
+  char path[1024];
+  FILE *f = test_data_open(name, path, sizeof path);
+  char line[1024];
+  size_t n = 0, cap = 512;
+  char *r = malloc(cap * row_size);
+  ck_assert_ptr_nonnull(r);
+  int lineno = 0;
+  while (fgets(line, sizeof line, f)) {
+    lineno++;
+    if (line[0] == '#' || line[0] == '\n' ||
+        strncmp(line, header, strlen(header)) == 0)
+      continue;
+    if (n == cap) {
+      r = realloc(r, (cap *= 2) * row_size);
+      ck_assert_ptr_nonnull(r);
+    }
+    ck_assert_msg(parse(line, lineno, r + n * row_size), "%s:%d: malformed row",
+                  path, lineno);
+    n++;
+  }
+  fclose(f);
+  ck_assert_msg(n > 0, "%s: no rows", path);
+  *rows = r;
+  return n;
+}
+
 double ln_value_error(double computed_ln, double ref_ln) {
   if (ref_ln >= log(DBL_MIN))
     return fabs(expm1(computed_ln - ref_ln));

@@ -3,6 +3,7 @@
 #ifndef MS_TESTUTIL_H
 #define MS_TESTUTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -28,6 +29,16 @@ size_t read_erlang_csv(const char *name, erlang_row **rows);
 /* MS_TEST_DATA/name opened for reading, its path written to path (len
  * bytes); a check failure when it cannot be opened. */
 FILE *test_data_open(const char *name, char *path, size_t len);
+
+/* The rows of MS_TEST_DATA/name, each parsed by parse(line, row) into a
+ * row of row_size bytes (lineno: the line's number, for the row to keep), into
+ * a malloc'd array at *rows (the caller frees it); comment lines ('#'), empty
+ * lines and the header (a line starting with header) skipped.  A check failure
+ * names the file and line of a row parse refuses, and a file without rows.
+ * Returns the number of rows. */
+size_t test_data_rows(const char *name, const char *header, size_t row_size,
+                      bool (*parse)(const char *line, int lineno, void *row),
+                      void **rows);
 
 /*
  * Error of a computed ln v against a reference ln v, as doc/design.md §5

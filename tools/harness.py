@@ -30,6 +30,19 @@ def check(cond, what):
         FAILURES.append(what)
 
 
+def wait(cond, what, timeout, step=0.2):
+    """cond()'s first true result, polled every step seconds for timeout
+    seconds; None and a failed check saying what did not happen."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        r = cond()
+        if r:
+            return r
+        time.sleep(step)
+    check(False, what + " (within %d s)" % timeout)
+    return None
+
+
 def finish(work):
     """Exit 1 with the count of failed checks and where the logs are, or
     say all passed."""

@@ -118,14 +118,7 @@ def forged_packet(host, type_instance, value, when):
 
 
 def wait(cond, what, timeout=DEADLINE):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        r = cond()
-        if r:
-            return r
-        time.sleep(0.5)
-    check(False, what + " (within %d s)" % timeout)
-    return None
+    return harness.wait(cond, what, timeout, 0.5)
 
 
 def solve(load):

@@ -77,14 +77,7 @@ def samples(work, service):
 
 
 def wait(cond, what, timeout=DEADLINE):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        r = cond()
-        if r:
-            return r
-        time.sleep(0.2)
-    check(False, what + " (within %d s)" % timeout)
-    return None
+    return harness.wait(cond, what, timeout, 0.2)
 
 
 def cycles_after(work, service, t, n):
