@@ -71,8 +71,8 @@ typedef struct {
 } pacing;
 
 /* Whether output o is essential: one of the values the paging alert rules
- * read (conf/metastable-alerts.yml; tests/alerts.sh holds the two to each
- * other), dispatched every cycle and admitted first. */
+ * read (conf/metastable-alerts.yml; tests/cli/test_docs.py holds the two
+ * to each other), dispatched every cycle and admitted first. */
 bool pacing_essential(ms_output o);
 
 /* Sets *p up: limit PACING_AUTO, 0 or 1..PACING_LIMIT_MAX; full_every

@@ -19,6 +19,7 @@
  * options fail the configuration with a message that says what is wanted.
  */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 #include "plugin.h"
 
 #include "collectd_stub.h"
+#include "pacing.h"
 
 void module_register(void);
 
@@ -287,6 +289,65 @@ START_TEST(test_expired_series_paced_again) {
 }
 END_TEST
 
+/* The auto budget's arithmetic, against the documented cost written out
+ * here: a new series of a type that has k costs unit (k + 1) log2(k + 2),
+ * and a cycle admits new series while their sum stays within 5 % of the
+ * interval.  The unit is set by hand (not timed), so the counts follow
+ * from the formula alone. */
+static size_t expected_admitted(size_t k0, double unit, double budget,
+                                long double *spent) {
+  size_t m = 0;
+  *spent = 0;
+  for (size_t k = k0;; k++, m++) {
+    long double cost = (long double)unit * (k + 1) * log2l((long double)k + 2);
+    if (m > 0 && *spent + cost > budget)
+      return m;
+    *spent += cost;
+  }
+}
+
+START_TEST(test_auto_budget_arithmetic) {
+  enum { N = 3000 };
+  static pacing_service ps[N];
+  bool wanted[MS_OUT_COUNT];
+  for (int o = 0; o < MS_OUT_COUNT; o++)
+    wanted[o] = true;
+  pacing p;
+  pacing_init(&p, 0, 1, TIMEOUT, 10.0, wanted); /* 0: nothing timed */
+  p.limit = PACING_AUTO;
+  p.unit = 2e-7; /* s per comparison */
+  ck_assert_double_eq_tol(p.budget, 0.5, 1e-12);
+  for (size_t s = 0; s < N; s++)
+    pacing_service_init(&ps[s]);
+  size_t live = 0;
+  for (int cycle = 0; cycle < 3; cycle++) {
+    pacing_cycle_start(&p);
+    for (size_t s = 0; s < N; s++)
+      pacing_count(&p, &ps[s]);
+    ck_assert_uint_eq(p.live[MS_OUT_STATE], live);
+    size_t admitted = 0, first_held = N;
+    for (size_t s = 0; s < N; s++) {
+      pacing_service_begin(&p, &ps[s], s, 0, 0);
+      if (pacing_admit(&p, &ps[s], MS_OUT_STATE)) {
+        admitted++;
+        /* the live ones, then new ones in the file's order */
+        ck_assert_uint_lt(s, first_held == N ? N : first_held);
+      } else if (first_held == N) {
+        first_held = s;
+      }
+      pacing_service_end(&ps[s]);
+    }
+    size_t fresh = admitted - live;
+    long double spent;
+    ck_assert_uint_eq(fresh, expected_admitted(live, p.unit, p.budget, &spent));
+    /* the cost charged is the formula's, to rounding */
+    ck_assert_double_eq_tol(p.spent, (double)spent, 1e-12 * (double)spent);
+    live = admitted;
+  }
+  ck_assert_uint_lt(live, N); /* the budget did hold some back */
+}
+END_TEST
+
 START_TEST(test_bad_options) {
   static const char *const bad[][3] = {
       {"NewSeriesPerInterval", "-1", NULL},
@@ -324,6 +385,7 @@ int main(void) {
   tcase_add_test(tc, test_auto_small_fleet_at_once);
   tcase_add_test(tc, test_full_every);
   tcase_add_test(tc, test_expired_series_paced_again);
+  tcase_add_test(tc, test_auto_budget_arithmetic);
   tcase_add_test(tc, test_bad_options);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

@@ -451,7 +451,7 @@ def yaml_blocks(text):
 def essential_values():
     """The outputs of plugin/pacing.c's ESSENTIAL list, as type names."""
     text = read("plugin/pacing.c")
-    block = text.split("ESSENTIAL[] = {", 1)[1].split("};", 1)[0]
+    block = text.split("ESSENTIAL[MS_OUT_COUNT] = {", 1)[1].split("};", 1)[0]
     return {m.lower() for m in re.findall(r"MS_OUT_([A-Z_]+)", block)}
 
 
