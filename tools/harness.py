@@ -25,9 +25,11 @@ FAILURES = []
 
 
 def check(cond, what):
+    """Print and count one check; returns cond."""
     print(("ok   " if cond else "FAIL ") + what, flush=True)
     if not cond:
         FAILURES.append(what)
+    return cond
 
 
 def wait(cond, what, timeout, step=0.2):

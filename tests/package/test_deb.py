@@ -72,15 +72,9 @@ SNAPSHOT_SKIP = ("/var/lib/dpkg", "/var/lib/apt", "/var/lib/systemd",
 # overrides (and nothing in /etc)
 DEBIAN_ONLY = ("/etc", "/usr/share/doc", "/usr/share/lintian")
 APT = ["apt-get", "-y", "-q", "-o", "DPkg::Lock::Timeout=300"]
-FAILURES = []
 TIMES = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILURES.append(what)
-    return cond
+check = harness.check
+FAILURES = harness.FAILURES
 
 
 def run(args, timeout=600, **kw):
