@@ -181,6 +181,15 @@ static int config_shard(const oconfig_item_t *child) {
   return 0;
 }
 
+/* Whether the option has one value, a whole number from lo to hi (in *n). */
+static bool whole_number_in(const oconfig_item_t *child, double lo, double hi,
+                            double *n) {
+  if (child->values_num != 1 || child->values[0].type != OCONFIG_TYPE_NUMBER)
+    return false;
+  *n = child->values[0].value.number;
+  return *n >= lo && *n <= hi && *n == floor(*n);
+}
+
 /* NewSeriesPerInterval "auto" | 0 | N (pacing.h). */
 static int config_new_series(const oconfig_item_t *child) {
   if (child->values_num == 1 && child->values[0].type == OCONFIG_TYPE_STRING &&
@@ -188,12 +197,10 @@ static int config_new_series(const oconfig_item_t *child) {
     conf_new_series = PACING_AUTO;
     return 0;
   }
-  if (child->values_num == 1 && child->values[0].type == OCONFIG_TYPE_NUMBER) {
-    double n = child->values[0].value.number;
-    if (n >= 0 && n <= PACING_LIMIT_MAX && n == floor(n)) {
-      conf_new_series = (long)n;
-      return 0;
-    }
+  double n;
+  if (whole_number_in(child, 0, PACING_LIMIT_MAX, &n)) {
+    conf_new_series = (long)n;
+    return 0;
   }
   ERROR(PLUGIN_NAME " plugin: <Plugin metastable> NewSeriesPerInterval: "
                     "takes \"auto\" (the default: as many as collectd's "
@@ -206,12 +213,10 @@ static int config_new_series(const oconfig_item_t *child) {
 
 /* FullEvery N (pacing.h). */
 static int config_full_every(const oconfig_item_t *child) {
-  if (child->values_num == 1 && child->values[0].type == OCONFIG_TYPE_NUMBER) {
-    double n = child->values[0].value.number;
-    if (n >= 1 && n <= PACING_FULL_EVERY_MAX && n == floor(n)) {
-      conf_full_every = (unsigned)n;
-      return 0;
-    }
+  double n;
+  if (whole_number_in(child, 1, PACING_FULL_EVERY_MAX, &n)) {
+    conf_full_every = (unsigned)n;
+    return 0;
   }
   ERROR(PLUGIN_NAME " plugin: <Plugin metastable> FullEvery: takes a whole "
                     "number of intervals from 1 (every value every "
