@@ -186,7 +186,10 @@ int ms_cli_check_real(const char *opt, const char *text, double lo, double hi,
   char *end;
   errno = 0;
   double x = strtod(text, &end);
-  if (end == text || *end != '\0' || errno == ERANGE || !isfinite(x)) {
+  /* ERANGE with a subnormal result is a number (strtod flags the lost
+   * precision); with 0 or an infinity it is not one a double holds */
+  bool out_of_doubles = errno == ERANGE && (x == 0 || !isfinite(x));
+  if (end == text || *end != '\0' || out_of_doubles || !isfinite(x)) {
     snprintf(msg, len, "%s: '%s' is not a number", opt, text);
     return -1;
   }

@@ -426,6 +426,14 @@ START_TEST(test_option_checks) {
   ck_assert_int_eq(
       ms_cli_check_real("--p", "1e999", 0, 1, 0, &x, msg, sizeof msg), -1);
   ck_assert_str_eq(msg, "--p: '1e999' is not a number");
+  /* a subnormal is a number: strtod sets ERANGE for it too */
+  ck_assert_int_eq(ms_cli_check_real("--p", "1e-310", 0, 1, MS_RANGE_LO_OPEN,
+                                     &x, msg, sizeof msg),
+                   0);
+  ck_assert_double_eq(x, 1e-310);
+  ck_assert_int_eq(
+      ms_cli_check_real("--p", "1e-400", 0, 1, 0, &x, msg, sizeof msg), -1);
+  ck_assert_str_eq(msg, "--p: '1e-400' is not a number");
   ck_assert_int_eq(ms_cli_check_long("--n", "12x", 1, 10, &n, msg, sizeof msg),
                    -1);
   ck_assert_str_eq(msg, "--n: '12x' is not a whole number");
