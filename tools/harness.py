@@ -80,10 +80,12 @@ class Collectd:
 
     def __init__(self, workdir, plugin_dir, types_db, service_file,
                  statsd_port=None, prometheus_port=None, interval=1,
-                 extra_config="", hostname=HOSTNAME, metastable_options=""):
+                 extra_config="", hostname=HOSTNAME, metastable_options="",
+                 csv=True):
         """service_file None: no metastable plugin (an edge host that only
         forwards); metastable_options: more lines of <Plugin metastable>;
-        hostname: collectd's Hostname."""
+        hostname: collectd's Hostname; csv False: no csv plugin when there
+        is no write_prometheus (extra_config loads another writer)."""
         self.workdir = workdir
         self.socket = os.path.join(workdir, "collectd.sock")
         self.conf = os.path.join(workdir, "collectd.conf")
@@ -117,7 +119,7 @@ class Collectd:
             parts += ["LoadPlugin write_prometheus",
                       '<Plugin write_prometheus>\n  Host "127.0.0.1"\n'
                       '  Port "%d"\n</Plugin>' % prometheus_port]
-        else:
+        elif csv:
             # a write plugin keeps collectd from logging that nothing is
             # written; the csv files are also handy when debugging
             parts += ["LoadPlugin csv",
