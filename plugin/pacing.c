@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Pacing of new series and FullEvery (pacing.h; doc/configuration.md,
- * "Large fleets").
+ * Pacing of new series and FullEvery (pacing.h; doc/fleets.md).
  */
 #include "pacing.h"
 

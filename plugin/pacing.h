@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Pacing of new series (doc/configuration.md, "Large fleets"): how many
+ * Pacing of new series (doc/fleets.md): how many
  * values that collectd's write path does not know yet the plugin dispatches
  * per read cycle, and which values go every cycle.
  *

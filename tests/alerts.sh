@@ -16,13 +16,14 @@ done
 
 promtool check rules "$top/conf/metastable-alerts.yml"
 promtool check config "$top/conf/prometheus.yml"
+promtool check config "$top/conf/prometheus-global.yml"
 promtool test rules "$top/tests/alerts/metastable-alerts.test.yml"
 
 # The Alertmanager example: valid, and every alert reaches the receiver its
 # severity asks for.
 amtool check-config "$top/conf/alertmanager.yml"
 [ "$(grep -c 'severity: page$' "$top/conf/metastable-alerts.yml")" -eq 9 ] &&
-  [ "$(grep -c 'severity: ticket$' "$top/conf/metastable-alerts.yml")" -eq 4 ] || {
+  [ "$(grep -c 'severity: ticket$' "$top/conf/metastable-alerts.yml")" -eq 5 ] || {
   echo "alerts: the rules' severities changed: update the routing checks below" >&2
   exit 1
 }
@@ -32,7 +33,7 @@ for route in MetastableRetryStorm:page:pager MetastableFailure:page:pager \
   MetastableRetryPolicyDangerous:ticket:tickets MetastableNotReporting:page:pager \
   MetastableNotReporting:ticket:tickets MetastableModelMisfit:ticket:tickets \
   MetastableAbsent:page:pager MetastableShardDown:page:pager \
-  MetastableShardsMissing:page:pager; do
+  MetastableShardsMissing:page:pager MetastableShardTwice:ticket:tickets; do
   alert=${route%%:*}
   receiver=${route##*:}
   severity=${route#*:}
@@ -119,6 +120,9 @@ shard down without its 2 minutes|/alert: MetastableShardDown/,/for:/s/for: 2m/fo
 shards missing counts a shard silent for 10 minutes|s/shard_services) >= time() - 180))/shard_services) >= time() - 600))/
 shards missing also when all report|s/^          < max(last_over_time(collectd_metastable_shard_count\[1h\]))$/          <= max(last_over_time(collectd_metastable_shard_count[1h]))/
 shards missing after 10m|/alert: MetastableShardsMissing/,/for:/s/for: 5m/for: 10m/
+shard twice also for a shard reported once|s/shard_services) >= time() - 180) > 1,/shard_services) >= time() - 180) > 0,/
+shard twice without its 10 minutes|/alert: MetastableShardTwice/,/for:/s/for: 10m/for: 0m/
+shard twice as a page|/alert: MetastableShardTwice/,/severity:/s/severity: ticket/severity: page/
 MUTANTS
 [ "$survivors" -eq 0 ] || exit 1
 echo "alerts: all $n mutants rejected"

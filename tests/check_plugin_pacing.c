@@ -40,7 +40,7 @@ void module_register(void);
 #define INTERVAL TIME_T_TO_CDTIME_T_STATIC(10)
 #define MAX_SERIES 4096
 
-/* doc/configuration.md, "Large fleets": the essential values */
+/* doc/fleets.md: the essential values */
 static const char *const ESSENTIAL[] = {"storm",
                                         "state",
                                         "reporting",

@@ -213,7 +213,8 @@ class Links(unittest.TestCase):
                     "doc/design.md", "doc/configuration.md",
                     "doc/outputs.md", "doc/alerts-dashboard.md",
                     "doc/metastable.md", "doc/simulation.md",
-                    "doc/storm-lab.md", "doc/performance.md"):
+                    "doc/storm-lab.md", "doc/performance.md",
+                    "doc/fleets.md"):
             self.assertTrue(os.path.exists(os.path.join(SRCDIR, doc)), doc)
 
     def test_links(self):
@@ -492,7 +493,7 @@ class Essential(unittest.TestCase):
 
     def test_documents_list_them(self):
         essential = essential_values()
-        doc = read("doc/configuration.md")
+        doc = read("doc/fleets.md")
         listed = doc.split("The essential values:", 1)[1].split("\n\n")[0]
         self.assertEqual(set(re.findall(r"`([a-z_]+)`", listed)), essential)
         man = joined(read("doc/collectd-metastable.5"))
