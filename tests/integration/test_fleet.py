@@ -70,14 +70,16 @@ def service_file():
 def shard_rules(path):
     """The shard rules of conf/metastable-alerts.yml (its text from "#
     Shards" to the next section), minutes made seconds: 180 s of silence
-    -> 3 s, `for: 2m` -> 2s, `for: 5m` -> 5s, the hour kept.  Returns how
+    -> 3 s, `for: 2m` -> 2s, `for: 5m` -> 5s, `for: 10m` -> 10s, the hour
+    kept.  Returns how
     many rules."""
     with open(os.path.join(SRC, "conf", "metastable-alerts.yml")) as f:
         text = f.read()
     text = text[text.index("      # Shards (Shard"):
                 text.index("      # Nothing from the plugin at all")]
     for a, b in (("> 180,", "> 3,"), ("time() - 180", "time() - 3"),
-                 ("for: 2m", "for: 2s"), ("for: 5m", "for: 5s")):
+                 ("for: 2m", "for: 2s"), ("for: 5m", "for: 5s"),
+                 ("for: 10m", "for: 10s")):
         text = text.replace(a, b)
     with open(path, "w") as f:
         f.write("groups:\n  - name: shards\n    rules:\n" + text)
@@ -242,6 +244,10 @@ def shard_down(prom, agg2):
         check(("MetastableShardDown", "1") not in names,
               "MetastableShardDown fires for shard 2 only, %.0f s after "
               "agg2 stopped" % (time.time() - t0))
+        # each shard had one aggregator all along
+        check(not any(n == "MetastableShardTwice" for n, _ in names),
+              "MetastableShardTwice silent (%s)" % sorted(
+                  n for n, _ in names))
     if wait(lambda: firing() and ("MetastableShardsMissing", None) in
             firing(), "MetastableShardsMissing fires"):
         check(True, "MetastableShardsMissing fires, %.0f s after agg2 "
@@ -278,8 +284,8 @@ def run(work):
         extra_config=network(net[2], False, servers=net[:2]),
         hostname="edge")
     rules = os.path.join(work, "shard-rules.yml")
-    check(shard_rules(rules) == 3, "the shard rules of "
-          "conf/metastable-alerts.yml: one record, two alerts")
+    check(shard_rules(rules) == 4, "the shard rules of "
+          "conf/metastable-alerts.yml: one record, three alerts")
     prom = harness.Prometheus(work, prom_ports, rule_files=[rules])
     statsd = harness.Statsd(statsd_port)
     with aggs[0], aggs[1], edge, prom:
