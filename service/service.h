@@ -202,7 +202,7 @@ const ms_service_spec *ms_service_file_find(const ms_service_file *f,
                                             const char *name);
 
 /* ------------------------------------------------------------------ */
-/* Sharding (service/shard.c; doc/configuration.md, "Shard")           */
+/* Sharding (service/shard.c; doc/fleets.md)                           */
 /* ------------------------------------------------------------------ */
 
 /* The most shards: Shard "K/N" takes 1 <= K <= N <= MS_SHARD_MAX. */

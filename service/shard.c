@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * collectd-metastable: which aggregator analyses which service
- * (service/service.h, "Sharding"; doc/configuration.md, "Shard").
+ * (service/service.h, "Sharding"; doc/fleets.md, "Sharding across
+ * aggregators").
  *
  * A service goes to shard jump(FNV-1a-64(name), N) + 1 of N: the 64-bit
  * FNV-1a hash of its name's bytes (Fowler, Noll, Vo; the parameters of

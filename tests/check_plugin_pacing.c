@@ -10,7 +10,7 @@
  * (write_prometheus drops the series with it); a value whose identifier
  * the cache does not hold creates a series.  Asserted against it:
  * creations per cycle never above NewSeriesPerInterval; the essential
- * values (doc/configuration.md's list, written out below) created before
+ * values (doc/fleets.md's list, written out below) created before
  * any other; every value every cycle once warm, with nothing created
  * again; the auto default creates a small fleet in its first cycle;
  * FullEvery N sends the other values in one cycle of every N with an
