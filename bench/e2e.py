@@ -107,8 +107,22 @@ class Sink:
         with self.lock:
             return dict(self.latest)
 
+    def serve(self, server):
+        """Serve server (a socketserver on 127.0.0.1, port 0) in a thread."""
+        self.server = server
+        self.port = server.server_address[1]
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+
     def stop(self):
-        pass
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def load_flushed(plugin):
+    """LoadPlugin of a writer that buffers, flushed every second: it sends
+    the last, partly filled buffer of a cycle at the next flush, not when
+    it is full."""
+    return "<LoadPlugin %s>\n  FlushInterval 1\n</LoadPlugin>\n" % plugin
 
 
 class GraphiteSink(Sink):
@@ -137,21 +151,12 @@ class GraphiteSink(Sink):
             allow_reuse_address = True
             daemon_threads = True
 
-        self.server = Server(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever,
-                         daemon=True).start()
+        self.serve(Server(("127.0.0.1", 0), Handler))
 
     def config(self):
-        return ("<LoadPlugin write_graphite>\n  FlushInterval 1\n"
-                "</LoadPlugin>\n<Plugin write_graphite>\n"
+        return (load_flushed("write_graphite") + "<Plugin write_graphite>\n"
                 '  <Node "sink">\n    Host "127.0.0.1"\n    Port "%d"\n'
                 '    Protocol "tcp"\n  </Node>\n</Plugin>\n' % self.port)
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
-
 
 PUTVAL = re.compile(rb'^PUTVAL "?([^" ]+)"? (?:\S+=\S+ )*([0-9.]+):')
 
@@ -186,23 +191,14 @@ class HttpSink(Sink):
             def log_message(self, *a):
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                                      Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever,
-                         daemon=True).start()
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        self.serve(server)
 
     def config(self):
-        return ("<LoadPlugin write_http>\n  FlushInterval 1\n</LoadPlugin>\n"
-                "<Plugin write_http>\n"
+        return (load_flushed("write_http") + "<Plugin write_http>\n"
                 '  <Node "sink">\n    URL "http://127.0.0.1:%d/"\n'
                 '    Format "Command"\n  </Node>\n</Plugin>\n' % self.port)
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
-
 
 class NetworkSink(Sink):
     """collectd's binary protocol over UDP (collectd's network plugin):
@@ -224,10 +220,10 @@ class NetworkSink(Sink):
         self.port = self.sock.getsockname()[1]
         self.packets = 0
         self.running = True
-        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread = threading.Thread(target=self.receive, daemon=True)
         self.thread.start()
 
-    def serve(self):
+    def receive(self):
         while self.running:
             try:
                 data = self.sock.recv(65536)
@@ -265,8 +261,7 @@ class NetworkSink(Sink):
             i += length
 
     def config(self):
-        return ("<LoadPlugin network>\n  FlushInterval 1\n</LoadPlugin>\n"
-                '<Plugin network>\n  Server "127.0.0.1" "%d"\n</Plugin>\n'
+        return (load_flushed("network") + '<Plugin network>\n  Server "127.0.0.1" "%d"\n</Plugin>\n'
                 % self.port)
 
     def stop(self):
@@ -286,11 +281,6 @@ def proc_stat(pid):
     with open("/proc/%d/status" % pid) as f:
         rss = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) / 1024
     return cpu, rss
-
-
-# FlushInterval 1 in every sink's LoadPlugin: a writer that buffers
-# (write_graphite, write_http, network) sends its last, partly filled
-# buffer of a cycle at the next flush, not when it is full.
 
 
 class Fleet:
