@@ -71,8 +71,7 @@ def shard_rules(path):
     """The shard rules of conf/metastable-alerts.yml (its text from "#
     Shards" to the next section), minutes made seconds: 180 s of silence
     -> 3 s, `for: 2m` -> 2s, `for: 5m` -> 5s, `for: 10m` -> 10s, the hour
-    kept.  Returns how
-    many rules."""
+    kept.  Returns how many rules."""
     with open(os.path.join(SRC, "conf", "metastable-alerts.yml")) as f:
         text = f.read()
     text = text[text.index("      # Shards (Shard"):
