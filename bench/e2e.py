@@ -393,7 +393,7 @@ def run_fleet(args, n, per, out):
           "%s; RSS at the end %.0f MB%s" %
           (n, per, expected, args.writer,
            "%d shards" % args.shards if args.shards > 1 else "one daemon",
-           "every series fresh from interval %d on (%d s)" %
+           "every series fresh from interval %d on (%g s)" %
            (warm, (warm - 0.5) * args.interval) if warm else
            "never every series fresh",
            "%.2f s per interval" % (sum(after) / len(after)) if after
@@ -415,6 +415,21 @@ def main():
                     help="lines for <Plugin metastable>")
     ap.add_argument("--csv", help="also write every row to this CSV file")
     args = ap.parse_args()
+    sizes = [int(x) for x in args.services.split(",") if x.strip().isdigit()]
+    if len(sizes) != len(args.services.split(",")) or min(sizes) < 1:
+        ap.error("--services: fleet sizes of 1 or more, comma-separated")
+    if args.shards < 1 or args.shards > 1024:
+        ap.error("--shards: 1 to 1024 (Shard \"K/N\" takes N up to 1024)")
+    if args.intervals < 1:
+        ap.error("--intervals: 1 or more")
+    if args.interval <= 0:
+        ap.error("--interval: seconds, more than 0")
+    if args.writer != "prometheus" and args.interval < 5:
+        # flushed every second (load_flushed), read half an interval after
+        # the cycle: a shorter interval reads before the last flush
+        ap.error("--writer %s: --interval 5 or more (the writer's last "
+                 "buffer of a cycle goes at its flush, every second)"
+                 % args.writer)
     if args.plugin_config and not args.plugin_config.endswith("\n"):
         args.plugin_config += "\n"
     writer = None
@@ -426,7 +441,7 @@ def main():
                                     "rss_mb"])
         writer.writeheader()
     per = values_per_service(args)
-    for n in [int(x) for x in args.services.split(",")]:
+    for n in sizes:
         run_fleet(args, n, per, writer)
 
 
