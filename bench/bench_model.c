@@ -356,7 +356,7 @@ static double jitter(long i) { return 1.0 + 1e-7 * (double)(i & 7); }
 static void run_analysis(void *p, long i) {
   analysis_ctx *a = p;
   ms_landscape ls;
-  ms_report r;
+  ms_analysis r;
   ms_observation o = {.offered_load = a->lambda * jitter(i)};
   if (ms_landscape_build(&a->s, &ls, NULL) != MS_OK ||
       ms_analyze(&ls, &o, &r, NULL) != MS_OK)
@@ -375,7 +375,7 @@ static void run_build(void *p, long i) {
 
 static void run_analyze_only(void *p, long i) {
   analysis_ctx *a = p;
-  ms_report r;
+  ms_analysis r;
   ms_observation o = {.offered_load = a->lambda * jitter(i)};
   if (ms_analyze(&a->ls, &o, &r, NULL) != MS_OK)
     die("analysis failed");
@@ -422,7 +422,7 @@ static void bench_analysis(void) {
     long c = servers[i];
     analysis_ctx a;
     analysis_setup(&a, c);
-    ms_report r;
+    ms_analysis r;
     ms_observation o = {.offered_load = a.lambda};
     if (ms_analyze(&a.ls, &o, &r, NULL) != MS_OK)
       die("analysis failed");
@@ -513,7 +513,7 @@ static void run_step(void *p, long i) {
   ms_step st;
   ms_tracker_step(&k->tracker, &k->spec, &k->in, &st);
   k->not_ok += !st.ok;
-  sink = st.report.effective_load;
+  sink = st.report.analysis.effective_load;
 }
 
 static void step_setup(step_ctx *k, long c) {
@@ -600,7 +600,7 @@ typedef struct {
 static void run_worst(void *p, long i) {
   worst_ctx *w = p;
   ms_landscape ls;
-  ms_report r;
+  ms_analysis r;
   ms_observation o = {.offered_load =
                           w->tipping * 0.02 * (double)(1 + (i % 100))};
   if (ms_landscape_build(&w->s, &ls, NULL) != MS_OK ||

@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "metastable.h"
+
 const bench_plan bench_plan_full = {
     .run_target = 2e-4, .budget = 0.25, .min_runs = 3, .max_runs = 201};
 const bench_plan bench_plan_quick = {
@@ -19,13 +21,8 @@ double bench_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 double bench_median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  ms_sort_doubles(v, (size_t)n);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 

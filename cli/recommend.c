@@ -2,7 +2,7 @@
 /*
  * metastable recommend: the settings under which a service is safe at a
  * peak load, stable at every offered load up to (1 + margin) peak so that
- * any storm ends with its trigger (model/plan.c; doc/design.md §1.3-1.4).
+ * any storm ends with its trigger (model/recommend.c; doc/design.md §1.3-1.4).
  */
 #include <math.h>
 #include <stdio.h>
@@ -64,7 +64,7 @@ static int take_option(void *args, int c, const char *arg) {
   case OPT_LOAD:
     return ms_cli_param("--load", arg, MS_PARAM_OFFERED_LOAD, &a->load);
   case OPT_MARGIN:
-    return ms_cli_share("--margin", arg, 0.0, MS_PLAN_MAX_MARGIN,
+    return ms_cli_share("--margin", arg, 0.0, MS_RECOMMEND_MAX_MARGIN,
                         MS_RANGE_CLOSED, &a->margin);
   case OPT_FORMAT:
     return ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
@@ -81,7 +81,7 @@ typedef struct {
   bool share;        /* written as a percentage in text */
   const char *unit;  /* text unit after the value, or "" */
   bool has;          /* computed for this service */
-  ms_plan_answer a;
+  ms_recommend_answer a;
 } row;
 
 /* x to `digits` significant digits, rounded towards the safe side: down
@@ -184,7 +184,7 @@ static void write_json(const ms_cli_model *m, const recommend_args *a,
 }
 
 /* Each setting's answer into rows[i].a, searched with the others as
- * configured (model/plan.c).  Returns 0, or an exit code with the message
+ * configured (model/recommend.c).  Returns 0, or an exit code with the message
  * printed (a model error, Ctrl-C). */
 static int search(const ms_service_params *s, const recommend_args *a,
                   row *rows, const ms_param *knobs, int n) {
@@ -204,14 +204,14 @@ static int search(const ms_service_params *s, const recommend_args *a,
       continue;
     int st;
     if (knobs[i] == MS_PARAM_RETRIES)
-      st = ms_plan_max_retries(s, a->load, a->margin, &rows[i].a, &err);
+      st = ms_recommend_max_retries(s, a->load, a->margin, &rows[i].a, &err);
     else if (knobs[i] == MS_PARAM_SERVERS)
-      st = ms_plan_min_servers(s, a->load, a->margin, &rows[i].a, &err);
+      st = ms_recommend_min_servers(s, a->load, a->margin, &rows[i].a, &err);
     else
-      st = ms_plan_knob(s, knobs[i],
-                        knobs[i] == MS_PARAM_CAPACITY ||
-                            knobs[i] == MS_PARAM_TIMEOUT,
-                        a->load, a->margin, &rows[i].a, &err);
+      st = ms_recommend_knob(s, knobs[i],
+                             knobs[i] == MS_PARAM_CAPACITY ||
+                                 knobs[i] == MS_PARAM_TIMEOUT,
+                             a->load, a->margin, &rows[i].a, &err);
     if (st != MS_OK) {
       ms_cli_progress_end(&prog);
       return ms_cli_fail("model: %s: %s", rows[i].label, err.msg);
@@ -237,7 +237,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
    * plugin's safe_retries uses it), else the default */
   if (isnan(a.margin))
     a.margin = m->spec != NULL ? ms_service_settings_of(m->spec).safety_margin
-                               : MS_PLAN_DEFAULT_MARGIN;
+                               : MS_RECOMMEND_DEFAULT_MARGIN;
   const ms_service_params *s = &m->params;
   bool erlang = s->model.kind == MS_MODEL_ERLANG;
   bool one_tier = s->policy.tiers == 1;
@@ -307,7 +307,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   ms_error err;
   ms_landscape ls;
   bool safe;
-  if (ms_plan_safe(s, a.load, a.margin, &safe, &ls, &err) != MS_OK)
+  if (ms_recommend_safe(s, a.load, a.margin, &safe, &ls, &err) != MS_OK)
     return ms_cli_fail("model: %s", err.msg);
   if ((r = search(s, &a, rows, knobs, n)) != 0)
     return r;

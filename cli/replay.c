@@ -196,10 +196,10 @@ static void write_json_row(ms_json *j, const ms_trace_row *row,
  * ("overloaded STORM", "stable STORM (recovering)"). */
 static void verdict_text(const ms_step *st, char *buf, size_t len) {
   const ms_report *r = &st->report;
-  snprintf(buf, len, "%s%s", ms_state_name(r->state),
-           !r->storm       ? ""
-           : r->recovering ? " STORM (recovering)"
-                           : " STORM");
+  snprintf(buf, len, "%s%s", ms_state_name(r->analysis.state),
+           !r->analysis.storm       ? ""
+           : r->analysis.recovering ? " STORM (recovering)"
+                                    : " STORM");
 }
 
 /* One row of the text table (the demo's, scripts/demo.sh): time as
@@ -216,27 +216,29 @@ static void write_text_row(const ms_trace_row *row, const ms_step *st,
   if (!st->ok) {
     printf("%-24s (no verdict: %s)\n", row->time_text, st->problem);
   } else {
-    if (r->tipping_load != *last_tip || r->recovery_load != *last_rec) {
+    if (r->analysis.tipping_load != *last_tip ||
+        r->analysis.recovery_load != *last_rec) {
       printf("%-24s model: tipping load %.1f req/s, recovery load %.1f "
              "req/s\n",
-             "", r->tipping_load, r->recovery_load);
-      *last_tip = r->tipping_load;
-      *last_rec = r->recovery_load;
+             "", r->analysis.tipping_load, r->analysis.recovery_load);
+      *last_tip = r->analysis.tipping_load;
+      *last_rec = r->analysis.recovery_load;
     }
     char room[32], verdict[64], seen[32];
-    if (r->has_observed_effective_load)
-      snprintf(seen, sizeof seen, "%.1f", r->observed_effective_load);
+    if (r->analysis.has_observed_effective_load)
+      snprintf(seen, sizeof seen, "%.1f", r->analysis.observed_effective_load);
     else
       snprintf(seen, sizeof seen, "-");
-    if (r->storm)
-      snprintf(room, sizeof room, "shed %.0f", r->shed_load);
+    if (r->analysis.storm)
+      snprintf(room, sizeof room, "shed %.0f", r->analysis.shed_load);
     else
-      snprintf(room, sizeof room, "%.1f%%", 100 * r->tipping_headroom);
+      snprintf(room, sizeof room, "%.1f%%", 100 * r->analysis.tipping_headroom);
     verdict_text(st, verdict, sizeof verdict);
     bool changed = strcmp(verdict, last_verdict) != 0;
     printf("%-24s %9.1f %10s %10.1f %9.1f %10s  %s%s\n", row->time_text,
-           r->offered_load, seen, r->effective_load, r->self_inflicted_load,
-           room, verdict, changed ? "  <- state change" : "");
+           r->analysis.offered_load, seen, r->analysis.effective_load,
+           r->analysis.self_inflicted_load, room, verdict,
+           changed ? "  <- state change" : "");
     snprintf(last_verdict, vlen, "%s", verdict);
   }
   for (int k = 0; k < st->n_notes; k++)
@@ -342,15 +344,15 @@ static void replay_chart_row(replay_chart *c, const ms_trace_row *row,
   const ms_report *r = &st->report;
   c->t[i] = row->unix_time;
   c->ok[i] = st->ok;
-  c->off[i] = st->ok ? r->offered_load : NAN;
-  c->eff[i] = st->ok ? r->effective_load : NAN;
-  c->obs[i] = st->ok && r->has_observed_effective_load
-                  ? r->observed_effective_load
+  c->off[i] = st->ok ? r->analysis.offered_load : NAN;
+  c->eff[i] = st->ok ? r->analysis.effective_load : NAN;
+  c->obs[i] = st->ok && r->analysis.has_observed_effective_load
+                  ? r->analysis.observed_effective_load
                   : NAN;
-  c->tip[i] = st->ok ? r->tipping_load : NAN;
-  c->rec[i] = st->ok ? r->recovery_load : NAN;
-  c->storm[i] = st->ok && r->storm;
-  c->recovering[i] = st->ok && r->storm && r->recovering;
+  c->tip[i] = st->ok ? r->analysis.tipping_load : NAN;
+  c->rec[i] = st->ok ? r->analysis.recovery_load : NAN;
+  c->storm[i] = st->ok && r->analysis.storm;
+  c->recovering[i] = st->ok && r->analysis.storm && r->analysis.recovering;
   for (int k = 0; k < st->n_notes; k++)
     c->notes[i] |= (unsigned char)(1u << st->notes[k].severity);
 }

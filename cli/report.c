@@ -109,7 +109,8 @@ int ms_report_finite(const ms_report *r, char *msg, size_t len) {
     for (char *c = what; *c; c++)
       if (*c == '_')
         *c = ' ';
-    return not_finite(what, v, r->offered_load, msg, len);
+    return not_finite(what, v, r->analysis.offered_load, msg, len);
   }
-  return ms_equilibria_finite(r->eq, r->equilibria, r->offered_load, msg, len);
+  return ms_equilibria_finite(r->analysis.eq, r->analysis.equilibria,
+                              r->analysis.offered_load, msg, len);
 }

@@ -1225,50 +1225,6 @@ static int check_engine(const sim_args *a, const ms_cli_model *m) {
 
 /* ---- many seeds --------------------------------------------------------- */
 
-/*
- * The Wilson score interval for a binomial proportion: k successes in n
- * trials (0 <= k <= n, n >= 1), z the normal quantile of the confidence
- * (1.959964 for 95 %).  With p = k/n,
- *   centre = (p + z^2/(2n)) / (1 + z^2/n),
- *   half   = z / (1 + z^2/n) sqrt(p (1 - p)/n + z^2/(4 n^2)),
- * the interval [centre - half, centre + half], inside [0, 1], and not
- * empty at k = 0 or k = n as the normal (Wald) interval is.  Source:
- * E. B. Wilson, "Probable inference, the law of succession, and
- * statistical inference", JASA 22(158), 1927; A. Agresti and B. A. Coull,
- * "Approximate is better than 'exact' for interval estimation of binomial
- * proportions", The American Statistician 52(2), 1998 (its coverage).
- */
-static void wilson_interval(long k, long n, double z, double *lo, double *hi) {
-  double p = (double)k / (double)n, nn = (double)n, z2 = z * z;
-  double centre = (p + z2 / (2 * nn)) / (1 + z2 / nn);
-  double half = z / (1 + z2 / nn) * sqrt(p * (1 - p) / nn + z2 / (4 * nn * nn));
-  *lo = fmax(0.0, centre - half);
-  *hi = fmin(1.0, centre + half);
-  if (k == 0)
-    *lo = 0.0; /* exactly: centre = half there */
-  if (k == n)
-    *hi = 1.0;
-}
-
-/* The normal quantile of 97.5 %: the 95 % two-sided interval. */
-#define Z_95 1.959963984540054
-
-/* The q-quantile (q in [0, 1]) of the sorted x[0..n-1], n >= 1, by linear
- * interpolation between order statistics at h = (n - 1) q (R's type 7,
- * Hyndman and Fan, The American Statistician 50(4), 1996). */
-static double quantile(const double *x, size_t n, double q) {
-  double h = (double)(n - 1) * q;
-  size_t i = (size_t)floor(h);
-  if (i + 1 >= n)
-    return x[n - 1];
-  return x[i] + (h - (double)i) * (x[i + 1] - x[i]);
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* One run of --seeds. */
 typedef struct {
   uint64_t seed;
@@ -1297,9 +1253,9 @@ static void seed_summary(const seed_run *run, long n, double *rt,
     else
       rt[st->recovered_n++] = run[i].recovery_time;
   }
-  qsort(rt, (size_t)st->recovered_n, sizeof *rt, cmp_double);
+  ms_sort_doubles(rt, (size_t)st->recovered_n);
   st->p = (double)st->latched / (double)n;
-  wilson_interval(st->latched, n, Z_95, &st->lo, &st->hi);
+  ms_wilson_interval(st->latched, n, MS_Z95, &st->lo, &st->hi);
 }
 
 /* The singular for a count of exactly 1, else the plural. */
@@ -1323,8 +1279,9 @@ static void seeds_text(const ms_cli_model *m, const ms_sim_config *c,
            "returned, %ld %s: min %.4g s, quartiles %.4g, %.4g, %.4g s, "
            "max %.4g s\n",
            ms_scenario_trigger_end(&c->scenario), st->recovered_n,
-           plural(st->recovered_n, "run", "runs"), x[0], quantile(x, k, 0.25),
-           quantile(x, k, 0.5), quantile(x, k, 0.75), x[k - 1]);
+           plural(st->recovered_n, "run", "runs"), x[0],
+           ms_quantile_sorted(x, k, 0.25), ms_quantile_sorted(x, k, 0.5),
+           ms_quantile_sorted(x, k, 0.75), x[k - 1]);
   }
 }
 
@@ -1361,9 +1318,9 @@ static void seeds_json(const ms_cli_model *m, const ms_sim_config *c,
   size_t k = (size_t)st->recovered_n;
   const double *x = st->rt;
   json_opt(&j, "min", k > 0, k > 0 ? x[0] : 0);
-  json_opt(&j, "q1", k > 0, k > 0 ? quantile(x, k, 0.25) : 0);
-  json_opt(&j, "median", k > 0, k > 0 ? quantile(x, k, 0.5) : 0);
-  json_opt(&j, "q3", k > 0, k > 0 ? quantile(x, k, 0.75) : 0);
+  json_opt(&j, "q1", k > 0, k > 0 ? ms_quantile_sorted(x, k, 0.25) : 0);
+  json_opt(&j, "median", k > 0, k > 0 ? ms_quantile_sorted(x, k, 0.5) : 0);
+  json_opt(&j, "q3", k > 0, k > 0 ? ms_quantile_sorted(x, k, 0.75) : 0);
   json_opt(&j, "max", k > 0, k > 0 ? x[k - 1] : 0);
   ms_json_end_object(&j);
   ms_json_begin_array(&j, "runs_detail");

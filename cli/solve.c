@@ -73,7 +73,7 @@ static const struct option options[] = {
 };
 
 static const char *state_story(const ms_report *r) {
-  switch (r->state) {
+  switch (r->analysis.state) {
   case MS_STATE_STABLE:
     return "below the recovery load, only the healthy equilibrium exists";
   case MS_STATE_VULNERABLE:
@@ -94,13 +94,13 @@ static void write_text(const ms_cli_model *m, const ms_landscape *ls,
                        const ms_report *r, bool has_queue) {
   printf("service        %s%s%s\n", m->name[0] ? m->name : "",
          m->name[0] ? ": " : "", m->summary);
-  printf("offered load   %.6g req/s\n\n", r->offered_load);
-  printf("Equilibria at %.6g req/s, ascending:\n", r->offered_load);
+  printf("offered load   %.6g req/s\n\n", r->analysis.offered_load);
+  printf("Equilibria at %.6g req/s, ascending:\n", r->analysis.offered_load);
   printf("  %16s  %14s  %13s  %s\n", "effective load", "failure prob.",
          "amplification", "stability");
-  int op = r->collapsed_basin ? r->equilibria - 1 : 0;
-  for (int i = 0; i < r->equilibria; i++) {
-    const ms_equilibrium *e = &r->eq[i];
+  int op = r->analysis.collapsed_basin ? r->analysis.equilibria - 1 : 0;
+  for (int i = 0; i < r->analysis.equilibria; i++) {
+    const ms_equilibrium *e = &r->analysis.eq[i];
     const char *note = "";
     if (i == op)
       note = "<- operating point";
@@ -114,46 +114,49 @@ static void write_text(const ms_cli_model *m, const ms_landscape *ls,
   if (ls->has_fold && ls->tipping_load > ls->recovery_load) {
     printf("tipping load   %.6g req/s (the healthy equilibrium disappears "
            "above it)\n",
-           r->tipping_load);
+           r->analysis.tipping_load);
     printf("recovery load  %.6g req/s (the collapsed equilibrium "
            "disappears below it)\n",
-           r->recovery_load);
+           r->analysis.recovery_load);
   } else {
     printf("tipping load   %.6g req/s (the loop reaches capacity above it; "
            "no hysteresis band)\n",
-           r->tipping_load);
-    printf("recovery load  %.6g req/s\n", r->recovery_load);
+           r->analysis.tipping_load);
+    printf("recovery load  %.6g req/s\n", r->analysis.recovery_load);
   }
   printf("headroom       %.6g req/s, %.3g %% of the tipping load\n",
-         r->tipping_distance, 100 * r->tipping_headroom);
-  printf("state          %s: %s\n", ms_state_name(r->state), state_story(r));
+         r->analysis.tipping_distance, 100 * r->analysis.tipping_headroom);
+  printf("state          %s: %s\n", ms_state_name(r->analysis.state),
+         state_story(r));
   const char *why = "";
-  if (r->state == MS_STATE_OVERLOADED && !r->storm)
+  if (r->analysis.state == MS_STATE_OVERLOADED && !r->analysis.storm)
     why = " (above the tipping load, nothing failing yet: the next trigger "
           "latches)";
-  else if (r->recovering)
+  else if (r->analysis.recovering)
     why = " (the collapsed equilibrium is gone, attempts still fail)";
-  printf("storm          %s%s\n", r->storm ? "yes" : "no", why);
-  if (r->storm && r->shed_load > 0)
-    printf("shed load      %.6g req/s to end the storm\n", r->shed_load);
-  else if (r->storm)
+  printf("storm          %s%s\n", r->analysis.storm ? "yes" : "no", why);
+  if (r->analysis.storm && r->analysis.shed_load > 0)
+    printf("shed load      %.6g req/s to end the storm\n",
+           r->analysis.shed_load);
+  else if (r->analysis.storm)
     printf("shed load      0 req/s: the storm ends as the backlog drains\n");
-  if (r->has_drain_time)
+  if (r->analysis.has_drain_time)
     printf("drain time     %.6g s to serve the queue at this load\n",
-           r->drain_time);
+           r->analysis.drain_time);
   else if (has_queue)
     printf("drain time     never: the queue grows at this load\n");
   /* the root is accurate to a few ulps: do not show -1e-13 attempts/s
    * of self-inflicted load to a person */
-  double self = r->self_inflicted_load;
-  if (fabs(self) < 1e-9 * fmax(r->offered_load, 1e-300))
+  double self = r->analysis.self_inflicted_load;
+  if (fabs(self) < 1e-9 * fmax(r->analysis.offered_load, 1e-300))
     self = 0;
   printf("effective load %.6g attempts/s%s: %.6g self-inflicted, "
          "amplification %.6g, failure probability %.4g, utilization %.4g "
          "%%\n",
-         r->effective_load,
-         r->certified ? " (certified by an exact enclosure)" : "", self,
-         r->amplification, r->failure_probability, 100 * r->utilization);
+         r->analysis.effective_load,
+         r->analysis.certified ? " (certified by an exact enclosure)" : "",
+         self, r->analysis.amplification, r->analysis.failure_probability,
+         100 * r->analysis.utilization);
 }
 
 static void write_json(const ms_cli_model *m, const ms_report *r) {
@@ -165,14 +168,15 @@ static void write_json(const ms_cli_model *m, const ms_report *r) {
   else
     ms_json_null(&j, "service");
   ms_report_json(&j, r, false);
-  ms_json_bool(&j, "certified", r->certified);
+  ms_json_bool(&j, "certified", r->analysis.certified);
   ms_json_begin_array(&j, "equilibria");
-  for (int i = 0; i < r->equilibria; i++) {
+  for (int i = 0; i < r->analysis.equilibria; i++) {
     ms_json_begin_object(&j, NULL);
-    ms_json_number(&j, "effective_load", r->eq[i].effective_load);
-    ms_json_number(&j, "failure_probability", r->eq[i].failure_probability);
-    ms_json_number(&j, "amplification", r->eq[i].amplification);
-    ms_json_bool(&j, "stable", r->eq[i].stable);
+    ms_json_number(&j, "effective_load", r->analysis.eq[i].effective_load);
+    ms_json_number(&j, "failure_probability",
+                   r->analysis.eq[i].failure_probability);
+    ms_json_number(&j, "amplification", r->analysis.eq[i].amplification);
+    ms_json_bool(&j, "stable", r->analysis.eq[i].stable);
     ms_json_end_object(&j);
   }
   ms_json_end_array(&j);
@@ -338,12 +342,14 @@ static int run(ms_cli_model *m, int argc, char **argv) {
       .has_queue_length = a.has_queue,
       .queue_length = a.queue,
   };
-  ms_report rep;
-  if (ms_analyze(&ls, &obs, &rep, &err) != MS_OK)
+  ms_analysis an;
+  if (ms_analyze(&ls, &obs, &an, &err) != MS_OK)
     return ms_cli_fail("model: %s", err.msg);
   /* the capacity model's root, certified by an exact enclosure; without
    * one (a tangency) the double root stands, marked not certified */
-  ms_report_certify(&ls, &rep, NULL);
+  ms_analysis_certify(&ls, &an, NULL);
+  ms_report rep;
+  ms_report_of(&rep, &an);
   char msg[256];
   if (ms_report_finite(&rep, msg, sizeof msg) != 0)
     return ms_cli_fail("model: %s", msg);

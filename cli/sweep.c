@@ -770,7 +770,7 @@ static int vary_row_at(const ms_cli_model *base, const vary_knob *k, double v,
   ms_observation obs = {.offered_load = load};
   int st = ms_landscape_build(&mv.params, &ls, &err);
   if (st == MS_OK)
-    st = ms_analyze(&ls, &obs, &rep, &err);
+    st = ms_analyze(&ls, &obs, &rep.analysis, &err);
   ms_cli_model_free(&mv);
   if (st != MS_OK)
     return ms_cli_fail("model with --vary %s %s: %s", k->name, text, err.msg);
@@ -778,7 +778,7 @@ static int vary_row_at(const ms_cli_model *base, const vary_knob *k, double v,
                     .tipping = ls.tipping_load,
                     .recovery = ls.recovery_load,
                     .band = ls.tipping_load - ls.recovery_load,
-                    .state = rep.state};
+                    .state = rep.analysis.state};
   if (!isfinite(row->tipping) || !isfinite(row->recovery))
     return ms_cli_fail("model with --vary %s %s: the tipping load is beyond "
                        "the range of a double",

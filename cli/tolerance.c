@@ -3,8 +3,8 @@
  * metastable tolerance: the longest full stall (or, with --spike-size, the
  * longest spike) the service survives at an offered load without latching
  * into a storm, by bisection on the trigger's length with the fluid engine
- * (ms_trigger_tolerance, model/sim.h), and the trigger map of Huang et al.,
- * OSDI 2022 (trigger size x duration -> recovers or latches) as a picture.
+ * (ms_trigger_tolerance, model/tolerance.h), and the trigger map of Huang et
+ * al., OSDI 2022 (trigger size x duration -> recovers or latches) as a picture.
  */
 #include <math.h>
 #include <stdio.h>

@@ -439,7 +439,7 @@ static int check_erlang_args(long c, double a, bool below_c, ms_error *err) {
   return MS_OK;
 }
 
-/* Both values for valid arguments: C = 1 for a >= c (metastable.h). */
+/* Both values for valid arguments: C = 1 for a >= c (erlang.h). */
 static void erlang_terms(long c, double a, ms_erlang_terms *t) {
   if (a < (double)c) {
     ms_erlang_terms_unchecked(c, a, t);

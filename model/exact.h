@@ -30,7 +30,7 @@ extern "C" {
  * evaluation of the map reduces it: at 100 retries x 10 tiers one
  * certification takes 0.4 s, at 10,000 retries (MS_MAX_RETRIES) a single
  * tier took 132 s (metastable solve --capacity 1 --retries 10000
- * --base-failure 0.1 --load 0.95).  Beyond it ms_report_certify leaves the
+ * --base-failure 0.1 --load 0.95).  Beyond it ms_analysis_certify leaves the
  * double root uncertified and ms_exact_check refuses the service.
  */
 #define MS_EXACT_MAX_RETRIES 100
@@ -115,7 +115,7 @@ int ms_exact_certify(const ms_service_params *s, double lambda, double x,
                      double *lo, double *hi, ms_error *err);
 
 /*
- * ms_report_certify: certify the operating point of a capacity-model report:
+ * ms_analysis_certify: certify the operating point of a capacity-model report:
  * r->effective_load (the double root of ms_analyze, within 3e-14 relative
  * of the exact one) becomes the midpoint of its exact enclosure
  * (ms_exact_certify, relative width <= 2^-60), the self-inflicted load,
@@ -129,7 +129,7 @@ int ms_exact_certify(const ms_service_params *s, double lambda, double x,
  * MS_EINVAL for a NULL argument; MS_ENOCONV when no enclosure is found near the
  * root (a tangency), r unchanged.
  */
-int ms_report_certify(const ms_landscape *ls, ms_report *r, ms_error *err);
+int ms_analysis_certify(const ms_landscape *ls, ms_analysis *r, ms_error *err);
 
 /* Decimal digits of |z| (1 for 0), exactly. */
 size_t ms_exact_digits(const mpz_t z);

@@ -28,21 +28,16 @@ static inline bool ms_param_ok(ms_param id, double v) {
 #define MS_PARAM_CHECK(id, v, err)                                             \
   (ms_param_ok((id), (v)) ? MS_OK : ms_param_check((id), (v), (err)))
 
-/* The offsets in ms_report of the outputs of kind MS_OUTPUT_NUMBER (the
- * computed doubles, which ms_analyze checks are finite), and their count
- * (outputs.c). */
-/* The storm flag, recovering, shed_load, drain_time and reporting of a
- * report whose state and equilibria ms_analyze has set (model/verdict.c,
+/* The storm flag, recovering, shed_load and drain_time of an analysis
+ * whose state and equilibria ms_analyze has set (model/verdict.c,
  * doc/design.md §1.7). */
-void ms_verdict(const ms_landscape *ls, const ms_observation *o, ms_report *r);
+void ms_verdict(const ms_landscape *ls, const ms_observation *o,
+                ms_analysis *r);
 /* Which basin of the band the service is in, from the observations, else
  * the previous state (model/verdict.c, doc/design.md §1.4).  eq, n: the
  * equilibria at o->offered_load. */
 bool ms_collapsed_basin(const ms_landscape *ls, const ms_equilibrium *eq, int n,
                         const ms_observation *o);
-
-extern const size_t ms_number_output_offsets[];
-extern const int ms_number_outputs;
 
 /* Erlang B and the terms needed by derivatives, for 0 < a < c.  The logs
  * are double-doubles: ln_b + ln_b_lo is ln B to about 1e-16 absolute while

@@ -684,13 +684,13 @@ static int check_observation(const ms_observation *o, ms_error *err) {
 }
 
 int ms_analyze(const ms_landscape *ls, const ms_observation *obs,
-               ms_report *out, ms_error *err) {
+               ms_analysis *out, ms_error *err) {
   if (ls == NULL || obs == NULL || out == NULL)
     return ms_fail(err, MS_EINVAL, "NULL argument to ms_analyze");
   int st = check_observation(obs, err);
   if (st != MS_OK)
     return st;
-  ms_report r;
+  ms_analysis r;
   memset(&r, 0, sizeof r);
   double lambda = obs->offered_load;
   st = ms_equilibria(ls, lambda, r.eq, &r.equilibria, err);
@@ -724,17 +724,25 @@ int ms_analyze(const ms_landscape *ls, const ms_observation *obs,
   r.has_observed_failure_ratio = obs->has_observed_failure;
   r.observed_failure_ratio = obs->observed_failure;
   ms_verdict(ls, obs, &r);
-  /* the computed outputs; the others are counts, codes and the checked
+  /* the computed values; the others are counts, codes and the checked
    * observations */
-  for (int i = 0; i < ms_number_outputs; i++) {
-    double v;
-    memcpy(&v, (const char *)&r + ms_number_output_offsets[i], sizeof v);
-    if (!isfinite(v))
+  const double computed[] = {r.offered_load,
+                             r.effective_load,
+                             r.self_inflicted_load,
+                             r.amplification,
+                             r.failure_probability,
+                             r.utilization,
+                             r.tipping_load,
+                             r.recovery_load,
+                             r.tipping_distance,
+                             r.tipping_headroom,
+                             r.shed_load};
+  for (size_t i = 0; i < sizeof computed / sizeof computed[0]; i++)
+    if (!isfinite(computed[i]))
       return ms_fail(err, MS_EINVAL,
                      "offered load %g/s gives values beyond a double's range "
                      "for this service",
                      lambda);
-  }
   *out = r;
   return MS_OK;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The parameter rules of MS_PARAMS (metastable.h): the one place where the
+ * The parameter rules of MS_PARAMS (model/loop.h): the one place where the
  * range of a service parameter is decided and put into words.
  */
 #include <math.h>

@@ -488,11 +488,6 @@ double ms_scenario_offered_load(const ms_scenario *sc, double t) {
   return v > 0.0 ? v : 0.0;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Integral of max(0, f) over [u, w] where f is linear with f(m) = fm. */
 static double positive_part_integral(double u, double w, double m, double fm,
                                      double slope) {
@@ -531,7 +526,7 @@ double ms_scenario_mean_offered_load(const ms_scenario *sc, double t0,
       if (e[j] > t0 && e[j] < t1)
         bp[n++] = e[j];
   }
-  qsort(bp, (size_t)n, sizeof *bp, cmp_double);
+  ms_sort_doubles(bp, (size_t)n);
   double area = 0.0;
   for (int i = 0; i + 1 < n; i++) {
     double u = bp[i], w = bp[i + 1];
@@ -764,7 +759,7 @@ static void window_rates(ms_sim_sample *s, const ms_sim_config *c, double t_end,
  * the simulated service (doc/design.md §1.7): the window's offered load,
  * attempts and failure ratio, the backlog where the engine has a queue
  * (the DES, the queue-memory fluid engine), and the previous window's
- * state and storm flag; the storm flag is the verdict's (ms_report.storm),
+ * state and storm flag; the storm flag is the verdict's (ms_analysis.storm),
  * not the state's, so it stays up while the observed attempts still fail
  * beyond the healthy level and does not rise past the tipping load before
  * they do.  A pool of no servers has only the collapsed state and no
@@ -799,7 +794,7 @@ static int judge_window(ms_sim_recorder *r, ms_sim_sample *s, ms_error *err) {
                           .interval = r->counted ? s->width : MS_SIM_FLUID_TAU,
                           .has_queue_length = r->counted || c->queue_memory,
                           .queue_length = s->backlog};
-    ms_report rep;
+    ms_analysis rep;
     int st = ms_analyze(ls, &obs, &rep, err);
     if (st != MS_OK)
       return st;
@@ -928,84 +923,6 @@ void ms_sim_recorder_finish(ms_sim_recorder *r, double duration, double events,
 /* ------------------------------------------------------------------ */
 /* Dispatch and threshold search                                       */
 /* ------------------------------------------------------------------ */
-
-const char *ms_sim_engine_name(ms_sim_engine e) {
-  switch (e) {
-  case MS_ENGINE_FLUID:
-    return "fluid";
-  case MS_ENGINE_DES:
-    return "des";
-  }
-  return "unknown";
-}
-
-int ms_sim_run(ms_sim_engine engine, const ms_sim_config *c, ms_sim_sink sink,
-               void *ctx, ms_sim_summary *summary, ms_error *err) {
-  switch (engine) {
-  case MS_ENGINE_FLUID:
-    return ms_sim_fluid(c, sink, ctx, summary, err);
-  case MS_ENGINE_DES:
-    return ms_sim_des(c, sink, ctx, summary, err);
-  }
-  return ms_fail(err, MS_EINVAL, "engine %d is neither fluid nor des",
-                 (int)engine);
-}
-
-/* Whether a run with trigger i held for `hold` ends in a storm. */
-static int latches(ms_sim_engine engine, const ms_sim_config *c, int i,
-                   double hold, bool *storm, ms_error *err) {
-  ms_sim_config probe = *c;
-  probe.scenario.triggers[i].hold = hold;
-  ms_sim_summary sum;
-  int st = ms_sim_run(engine, &probe, NULL, NULL, &sum, err);
-  if (st == MS_OK)
-    *storm = !sum.recovered;
-  return st;
-}
-
-int ms_sim_latch_threshold(ms_sim_engine engine, const ms_sim_config *c,
-                           int trigger, double lo, double hi, double rel_tol,
-                           double *threshold, ms_error *err) {
-  if (c == NULL || threshold == NULL)
-    return ms_fail(err, MS_EINVAL, "NULL argument to ms_sim_latch_threshold");
-  if (trigger < 0 || trigger >= c->scenario.n_triggers)
-    return ms_fail(err, MS_EINVAL, "trigger index %d is outside [0, %d)",
-                   trigger, c->scenario.n_triggers);
-  if (!isfinite(lo) || !isfinite(hi) || lo < 0.0 || !(hi > lo))
-    return ms_fail(err, MS_EINVAL,
-                   "hold bracket [%g, %g] s needs 0 <= lo < hi, finite", lo,
-                   hi);
-  if (!(rel_tol > 0.0 && rel_tol < 1.0))
-    return ms_fail(err, MS_EINVAL, "relative tolerance %g is outside (0, 1)",
-                   rel_tol);
-  bool storm;
-  int st = latches(engine, c, trigger, lo, &storm, err);
-  if (st != MS_OK)
-    return st;
-  if (storm)
-    return ms_fail(err, MS_EINVAL,
-                   "a hold of lo = %g s already ends in a storm", lo);
-  st = latches(engine, c, trigger, hi, &storm, err);
-  if (st != MS_OK)
-    return st;
-  if (!storm)
-    return ms_fail(err, MS_EINVAL,
-                   "a hold of hi = %g s still ends out of storm", hi);
-  while (hi - lo > rel_tol * hi) {
-    double mid = lo + 0.5 * (hi - lo);
-    st = latches(engine, c, trigger, mid, &storm, err);
-    if (st != MS_OK)
-      return st;
-    if (storm)
-      hi = mid;
-    else
-      lo = mid;
-  }
-  *threshold = lo + 0.5 * (hi - lo);
-  return MS_OK;
-}
-
-/* ---- memory --------------------------------------------------------- */
 
 /* The longest backoff wait before retry r (the last), s. */
 static double longest_backoff(const ms_backoff *b, int r) {

@@ -1,35 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * collectd-metastable: transient behaviour of the retry feedback loop.
+ * Simulation: how a service gets to its equilibria, and whether a trigger
+ * (a spike, a stall, a ramp) leaves it in a storm once it is gone
+ * (doc/design.md §6).  Two engines share one configuration, one scenario
+ * and one output (windows judged by ms_analyze, as the plugin judges an
+ * interval): the fluid engine (ms_sim_fluid) and the discrete-event engine
+ * (ms_sim_des).  One retrying tier only: tiers > 1 are refused (A^k is a
+ * steady-state composition with no single queue to simulate).
  *
- * The fixed point of metastable.h says where a service can settle; these
- * engines say how it gets there, and whether a trigger (a load spike, a pool
- * that shrinks for a few seconds, a ramp) leaves it in a storm after the
- * trigger is gone.  Two engines share one configuration, one scenario and
- * one output format:
- *
- *  - the fluid engine (ms_sim_fluid): time in bins of width dt; failed
- *    attempts are scheduled as retries into later bins by the backoff
- *    policy.  Memoryless variant (doc/design.md §6): each bin fails with p() of
- * its own attempt rate.  Queue-memory variant: the mean number in the M/M/c
- *    system is carried between bins, drained by the busy servers, and the
- *    wait tail follows it (pointwise stationary fluid flow approximation).
- *  - the discrete-event engine (ms_sim_des): an M/M/c FIFO queue with
- *    exponential service (or M/G/c: ms_service_dist), Poisson first
- *    attempts, clients that time out and retry while the server still
- *    serves what they abandoned, seeded and reproducible.
- *
- * Conventions are those of metastable.h (rates per second, times in
- * seconds, MS_OK or a negative ms_status with a message in *err, no NaN or
- * infinite result, no printing, reentrant), with one exception: the engines
- * allocate their working memory (retry schedule, event heap, queue) at the
- * start of a run, grow it by doubling when needed (never per event), and
- * free it before they return.  Results reach the caller through a sink
- * callback (one call per sample window) and a summary struct.
- *
- * Scope: one retrying tier (policy.tiers == 1).  The layered amplification
- * A^k of doc/design.md §1.2 is a steady-state composition with no single
- * queueing mechanism to simulate; the engines refuse tiers > 1 with MS_EINVAL.
+ * Conventions: base.h, with one exception: the engines allocate their
+ * working memory at the start of a run, grow it by doubling (never per
+ * event) and free it before they return.
  */
 #ifndef METASTABLE_SIM_H
 #define METASTABLE_SIM_H
@@ -37,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "metastable.h"
+#include "landscape.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -424,7 +405,7 @@ typedef struct {
    * offered load, its attempt rate, failure ratio and, where the engine
    * has a queue, backlog as observations, and the previous window's state
    * and storm flag for hysteresis), against the pool at the window's end.
-   * storm is the verdict's flag (ms_report.storm, doc/design.md §1.7): up
+   * storm is the verdict's flag (ms_analysis.storm, doc/design.md §1.7): up
    * while the attempts fail beyond the healthy level, also in a stable
    * state when the previous window was a storm.  A pool of 0 servers is
    * overloaded and in storm, with tipping and recovery load 0. */
@@ -506,99 +487,48 @@ typedef enum {
 const char *ms_sim_engine_name(ms_sim_engine e);
 
 /*
- * ms_sim_fluid: the fluid simulation of one scenario.
- *
- * Bin i covers [i dt, (i + 1) dt).  Its first attempts are lambda dt
- * (lambda at the middle of the bin); its retries are those the schedule
- * holds for it, less what the budget, the token bucket or the named policy
- * refuses (its fluid: gRPC's token_count as a mean, the share of decisions
- * above max_tokens/2 spread over one token; Envoy's concurrency by Little's
- * law with the model's hold time E[min(R, T)] at the last bin's x;
- * Finagle's windows as rings of bins over ttl; the AWS quota paying what
- * the retries ask, by the cause of the failure each follows); x is their
- * sum per second.  The bin's attempts fail with probability
- *   memoryless:   p(x) of the pool in force (metastable.h), the doc/design.md
- * §6 engine: no backlog survives a bin; queue memory: 1 - (1 - base)(1 - C(c, c
- * rho) exp(-c mu (1 - rho) T)), where rho is the utilisation whose stationary
- * M/M/c queue holds the mean number in system N, and N follows dN/dt = x - c mu
- * rho(N) (implicit Euler step per bin): the pointwise stationary fluid flow
- * approximation of D. Tipper and M. K. Sundareshan, "Numerical methods for
- *                 modeling computer networks under nonstationary
- *                 conditions", IEEE JSAC 8(9), 1990, and W.-P. Wang,
- *                 D. Tipper, S. Banerjee, "A simple approximation for
- *                 modeling nonstationary queues", IEEE INFOCOM 1996.  In a
- *                 steady state rho = x / (c mu) and p is the model's p(x);
- *                 after a spike or a stall the backlog keeps p high until it
- *                 drains.  Erlang model only.
- * A failed attempt's request is retried after the failure is known (a
- * timeout after T, any other failure after one mean service time 1/mu;
- * immediately in the capacity model) plus the backoff delay; the retry's
- * mass is spread over the bins its delay distribution reaches (exactly for
- * a uniform position of the attempt within its bin), and never earlier
- * than the next bin.  A pool of 0 servers fails every attempt.
- *
+ * ms_sim_fluid: the fluid simulation of one scenario (doc/design.md §6).
+ * Time runs in bins of width c->dt; a bin's attempts are its first
+ * attempts (lambda at the bin's middle, times dt) and the retries the
+ * schedule holds for it, less what the budget, bucket or named policy
+ * refuses.  They fail with p(x) of the pool in force (memoryless), or,
+ * with queue_memory, with the wait tail of the stationary M/M/c queue that
+ * holds the carried mean number in system (the pointwise stationary fluid
+ * flow approximation; erlang model only).  Failures come back as retries
+ * after the time to notice them plus the backoff, spread exactly over the
+ * bins the delay reaches, never earlier than the next bin.  A pool of 0
+ * fails every attempt.  Deterministic.
  *   c        a configuration (ms_sim_config_check)
- *   sink     called once per window, or NULL
- *   ctx      passed to sink
+ *   sink     called once per window, or NULL; ctx is passed to it
  *   summary  out, or NULL
- * Cost: O(bins x r x support of the delay kernels); memory
- * O(r x kernel support).  Deterministic.
+ * Cost: O(bins x r x the delay kernels' support).
  * Errors: MS_EINVAL (configuration; queue memory with the capacity model),
- * MS_ELIMIT (more than MS_SIM_MAX_BINS bins, or a retry that lands more
- * than 2^22 bins after its attempt: raise dt), MS_ENOMEM, MS_ENOCONV.
+ * MS_ELIMIT (more than MS_SIM_MAX_BINS bins, or a retry landing more than
+ * 2^22 bins after its attempt: raise dt), MS_ENOMEM, MS_ENOCONV.
+ * Source: D. Tipper and M. K. Sundareshan, IEEE JSAC 8(9), 1990; W.-P.
+ * Wang, D. Tipper and S. Banerjee, IEEE INFOCOM 1996.
  */
 int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
                  ms_sim_summary *summary, ms_error *err);
 
 /*
- * ms_sim_des: the discrete-event simulation of one scenario.
- *
- * Requests arrive as a Poisson process of rate lambda(t) (thinning, P. A. W.
- * Lewis and G. S. Shedler, Naval Res. Logist. Q. 26, 1979).  Every attempt
- * joins one FIFO queue in front of c servers with exponential service of
- * rate mu (M/M/c), or service times of c->service_dist (M/G/c; the
- * exponential default draws the same numbers as before it existed).  The
- * client gives up on an attempt whose service has not started T seconds
- * after it was sent, which is the event the model's
- * P(W > T) counts; the abandoned attempt stays in the queue and is served
- * anyway, as a server that cannot see the client's timeout does.  An attempt
- * whose service starts in time fails with probability base, known when its
- * service completes.  After a failure the client waits the backoff delay
- * (sampled per request: decorrelated jitter keeps each request's previous
- * sleep) and retries, at most r times, subject to the budget or token
- * bucket as in ms_sim_config, or to the named policy (service.policy.kind)
- * as its stack runs it, decided when the client learns of the failure:
- * gRFC A6's token_count (max_tokens to start; -1 per failed attempt, +ratio
- * per success; a retry while it is above max_tokens/2), Envoy's
- * retry_budget (retries in flight, from the decision to their outcome,
- * below max(min_retry_concurrency, budget_percent x attempts in flight)),
- * Finagle's RetryBudget (percent x the requests of the last ttl seconds +
- * min_per_second x ttl - the retries of the last ttl seconds >= 1), the
- * AWS quota (capacity to start; a retry takes timeout_cost after a
- * timeout, retry_cost after another failure, and is refused when the
- * quota holds less; a successful retry returns its cost, a successful
- * first attempt adds refund).  A refused retry fails its request.  When a
- * SERVERS trigger shrinks the pool, servers finish their current attempt
- * and take no new one.
- *
- * Randomness: xoshiro256** seeded through splitmix64 (D. Blackman and
- * S. Vigna, "Scrambled linear pseudorandom number generators", ACM TOMS
- * 47(4), 2021); exponential variates by inversion.  Equal seeds and
- * configurations give equal runs on every platform with IEEE doubles.
- *
- * Implementation: one binary heap of service completions and retries; the
- * arrivals, the pool changes and the timeouts need none (timeouts happen in
- * queue order, so the oldest live waiting attempt is always the next to
- * time out, and abandoned attempts are kept as a count).  Arrays grow by
- * doubling; nothing is allocated per event.  Speed (bench/bench_sim, one
- * core of the development machine): 10^6 requests in 0.1 s of CPU with
- * 1000 servers and 1-s windows, 0.7 s with 10 servers over 16,667 windows
- * (the per-window verdict dominates), 0.9 s in a storm (4 x 10^6
- * attempts).
- *
- * Arguments, output and errors as ms_sim_fluid (erlang model only; MS_EINVAL
- * also for a service_dist that cannot have the model's cv; MS_ELIMIT when
- * more than 2^31 requests are in flight at once).
+ * ms_sim_des: the discrete-event simulation of one scenario (doc/design.md
+ * §6).  Poisson first attempts of rate lambda(t); one FIFO queue in front
+ * of c servers, exponential service of rate mu or c->service_dist (M/G/c);
+ * a client abandons an attempt whose service has not started T s after it
+ * was sent, and the server still serves it; a served attempt fails with
+ * the base failure.  A failed request is retried after its backoff, at
+ * most r times, subject to the budget, the bucket or the named policy run
+ * as its stack runs it (doc/design.md §6).  When a SERVERS trigger shrinks
+ * the pool, servers finish their attempt and take no new one.  Equal
+ * seeds and configurations give equal runs on every IEEE platform.
+ * Nothing is allocated per event.
+ * Arguments, output and errors as ms_sim_fluid (erlang model only;
+ * MS_EINVAL also for a service_dist that cannot have the model's cv;
+ * MS_ELIMIT beyond 2^31 requests in flight at once).
+ * Source: P. A. W. Lewis and G. S. Shedler, Naval Res. Logist. Q. 26, 1979
+ * (thinning); D. Blackman and S. Vigna, ACM TOMS 47(4), 2021
+ * (xoshiro256**).
  */
 int ms_sim_des(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
                ms_sim_summary *summary, ms_error *err);
@@ -610,47 +540,15 @@ int ms_sim_des(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
 
 /*
  * ms_sim_memory_estimate: the peak memory of one run of engine with c,
- * bytes, computed before the run from the configuration alone, so that a
- * run that cannot fit is refused before it allocates.
- *
- * Fixed part: MS_SIM_MEMORY_BASE (the program, the landscape, stdio).
- * With lambda^ = offered_load + the sum of the LOAD triggers' positive
- * loads (a bound on the offered load at any time), r the retries, T the
- * timeout, B the longest backoff wait (0 none, base constant, the
- * ceiling of retry r for exponential backoff and the two jitters
- * (ms_backoff_ceiling), cap for decorrelated jitter), c^ the largest pool (the
- * servers, or a SERVERS trigger's), W the budget window (Finagle: its ttl) when
- * a budget counts:
- *
- *   DES    attempts/s are at most A = lambda^ (1 + r), so by Little's law
- *          the waiting attempts whose client still waits are at most
- *          N_q = A T, the requests in flight N_r = c^ + lambda^ ((1 + r) T
- *          + r B) (capped at 2^31, where ms_sim_des stops), the events
- *          (services, pending retries) N_e = c^ + lambda^ r B, the budget's
- *          send times N_b = A W;  bytes = 2 (22 N_r + 24 N_e) + 48 (N_q +
- *          N_b): 22 bytes a request (retries done, last sleep, cost, free
- *          id), 24 an event, 16 a queue entry, arrays that double (x 2) and
- *          rings copied when they grow (x 3).
- *   fluid  with dt the bin width (ms_sim_config.dt or its default), J =
- *          ceil((T + B) / dt) + 2 the ring of the retry schedule, k the
- *          delay distributions built (1 for none and constant, up to the
- *          first capped ceiling for exponential and the jitters, at most
- *          64 for decorrelated), nb = W / dt:  bytes = 8 r J (+ 8 J for the
- *          AWS quota) + 16 k J (the kernels) + 24 k 4097 (decorrelated
- *          jitter's cells) + 16 nb.
- *
- * The DES figure is an upper bound reached in a storm, where every attempt
- * times out: the measured peak RSS of such runs was 0.37 to 0.40 times the
- * estimate (4 storms of 50,000 to 400,000 req/s, with and without backoff,
- * 23 to 64 MB), and tests/check_sim.c holds it within [1/4, 1]; a healthy
- * run needs less (down to 1/(1 + r) of the queue terms, and the fixed
- * part is generous: 3 MB measured).  The fluid figure counts the large arrays;
- * the bins themselves are not kept.  A run outside a sink's keeping: the
- * windows a caller keeps are its own (sizeof (ms_sim_sample) each).
- *
- * c must pass ms_sim_config_check.  Returns MS_OK with *bytes (finite: DBL_MAX
- * where the count overflows), or MS_EINVAL (another engine, a dt that does not
- * divide the windows).
+ * bytes, from the configuration alone, so that a run that cannot fit is
+ * refused before it allocates.  MS_SIM_MEMORY_BASE plus the engine's
+ * arrays by Little's law (the formula: doc/design.md §6, "Memory").  For
+ * the DES it bounds a storm, where every attempt times out: a measured
+ * peak lies within [1/4, 1] of it (tests/check_sim.c).
+ *   c      must pass ms_sim_config_check
+ *   bytes  out: finite (DBL_MAX where the count overflows)
+ * Errors: MS_EINVAL (another engine, a dt that does not divide the
+ * windows).
  */
 int ms_sim_memory_estimate(ms_sim_engine engine, const ms_sim_config *c,
                            double *bytes, ms_error *err);
@@ -681,160 +579,6 @@ int ms_sim_run(ms_sim_engine engine, const ms_sim_config *c, ms_sim_sink sink,
 int ms_sim_latch_threshold(ms_sim_engine engine, const ms_sim_config *c,
                            int trigger, double lo, double hi, double rel_tol,
                            double *threshold, ms_error *err);
-
-/* ------------------------------------------------------------------ */
-/* Trigger tolerance                                                   */
-/* ------------------------------------------------------------------ */
-
-/*
- * The longest trigger a service survives at its offered load: the stall
- * tolerance ("at this load the service survives a 2.3 s stall of its
- * dependency") and the spike tolerance.  A trigger is one of
- *   MS_TRIGGER_SERVERS  the pool has `servers` servers (0: a full stall,
- *                       all servers gone while the clients go on sending
- *                       and retrying) for `hold` seconds;
- *   MS_TRIGGER_LOAD     `spike_load` req/s more for `hold` seconds.
- *
- * Each probe is one run of the fluid engine with queue memory
- * (ms_sim_fluid, doc/design.md §6), the erlang model only.  The run
- * starts empty at the offered load lambda, settles for a lead-in of
- * 5 tau, applies the trigger for `hold` seconds, and goes on for a horizon
- * of
- *   20 tau + 3 c mu T / (c mu - lambda A(base))
- * after it, where tau = T + 1/mu + the mean backoff before the last
- * retry (one turn of the loop: a timeout, a service, a wait) and the second
- * term is three times the time to drain a backlog of one timeout horizon
- * c mu T at the healthy amplification (ms_drain_time).  The probe
- * *latches* when the plugin's state on the run's last window is a storm
- * state (ms_sim_summary.final_state metastable or overloaded): the
- * window's attempt rate lies beyond the unstable equilibrium, in the collapsed
- * basin (doc/design.md §1.4), after the backlog the trigger left has had three
- * drain times to go.  Not the storm flag (final_storm), which also stays
- * up in the healthy basin while a backlog still drains (recovering). Inside the
- * band a backlog past c mu T makes every attempt time out, so the attempts
- * settle at the collapsed equilibrium and never come back: a trajectory that
- * has not recovered by the end of the horizon has latched.
- *
- * Sources: the trigger map (trigger size x duration -> recovers or
- * latches) of L. Huang, M. Magnusson, A. B. Muralikrishna, S. Estyak,
- * R. Isaacs, A. Aghayev, T. Zhu, A. Charapko, "Metastable Failures in the
- * Wild", OSDI 2022, sec. 5; the fluid engine of doc/design.md §6.
- */
-typedef struct {
-  ms_trigger_kind kind; /* SERVERS: a stall; LOAD: a spike */
-  long servers;         /* SERVERS: the pool during the stall, 0 .. servers - 1
-                           of the model (0: a full stall) */
-  double spike_load;    /* LOAD: req/s added, finite, > 0 */
-  double rel_tol;       /* bisection: stop when latch - tolerance <=
-                           max(rel_tol latch, dt), in (0, 0.5]; 0: 0.01 */
-  double max_hold;      /* longest trigger searched, s, (0, 86400]; 0: 3600 */
-  bool check_monotone;  /* run two more probes: half the tolerance must
-                           recover and twice the latch hold must latch */
-  /* stop, or NULL: polled with stop_ctx before each probe and at each of
-   * its sample windows; non-zero ends the search with MS_ELIMIT ("stopped
-   * by the caller"), so a caller bounds a search by a deadline or Ctrl-C
-   * (a window is milliseconds at most: bench/bench_sim) */
-  int (*stop)(void *stop_ctx);
-  void *stop_ctx;
-  /* resume: go on from the bracket a search of the same service, load and
-   * query returned when stopped (its tolerance and latch: resume_lo s
-   * recovered, resume_hi s latched, 0: none latched yet), probing neither
-   * again, nor the hold of 0 */
-  bool resume;
-  double resume_lo, resume_hi;
-} ms_tolerance_query;
-
-typedef enum {
-  MS_TOLERANCE_BOUNDED = 0,   /* a trigger of tolerance s is survived, one of
-                                 latch s latches */
-  MS_TOLERANCE_UNBOUNDED = 1, /* no trigger of this kind latches: below the
-                                 recovery load (no collapsed equilibrium),
-                                 or a spike that stays at or under the
-                                 tipping load */
-  MS_TOLERANCE_BEYOND = 2,    /* inside the band, but no trigger up to
-                                 max_hold latched: tolerance = max_hold */
-  MS_TOLERANCE_OVERLOADED = 3 /* above the tipping load: the service latches
-                                 with no trigger at all; tolerance 0 */
-} ms_tolerance_kind;
-
-/* "bounded", "unbounded", "beyond", "overloaded"; "unknown" otherwise. */
-const char *ms_tolerance_kind_name(ms_tolerance_kind k);
-
-typedef struct {
-  ms_tolerance_kind kind;
-  double tolerance;  /* s: the longest hold a probe recovered from (the
-                        lower end of the final bracket); 0 when
-                        overloaded, max_hold when unbounded or beyond */
-  double latch;      /* s: the shortest hold a probe latched at (the upper
-                        end); 0 when none latched */
-  double resolution; /* s: the bisection's stopping width, max(rel_tol
-                        latch, dt) */
-  double lead_in;    /* s of the run before the trigger starts */
-  double horizon;    /* s of the run after the trigger ends */
-  double dt;         /* s, the fluid bin width used */
-  int probes;        /* fluid runs made */
-  bool verified;     /* unbounded: a probe of max_hold, at most 100 tau,
-                        with a horizon that drains the largest backlog it
-                        can leave, recovered, as the landscape says it
-                        must (false when that run would exceed a day) */
-  double checked;    /* s: the hold of that probe; 0 when not run */
-  bool monotone;     /* check_monotone: both extra probes agreed; true
-                        when not asked */
-  double tipping_load, recovery_load; /* req/s, of the landscape */
-  bool stopped; /* q->stop ended the search (MS_ELIMIT): tolerance and
-                   latch are the bracket reached, for q->resume_lo/hi;
-                   every field is 0 on an error before the first probe */
-} ms_tolerance;
-
-/* The most fluid bins one probe of ms_trigger_tolerance may take (2^20):
- * the bins are T/20 wide, so a timeout short against the service time
- * makes the run long in bins (16 servers at 1 s behind a 7 us timeout:
- * 6e7 bins a probe, 22 s a search, found by fuzz_model); such a search is
- * refused rather than run, in the plugin's read cycle above all. */
-#define MS_TOLERANCE_MAX_BINS 1048576.0
-
-/*
- * ms_trigger_tolerance: the longest trigger of query q that the service of
- * c survives at the offered load c->scenario.offered_load.
- *   c    a configuration for ms_sim_fluid: its service (erlang model, one
- *        tier), backoff, budget window, token capacity, sample interval
- *        and dt are used; its scenario's triggers and duration and its
- *        queue_memory are replaced (queue memory on)
- *   q    the trigger (above)
- *   out  the result
- * Method: the landscape first (ms_landscape_build): above the tipping
- * load OVERLOADED without a probe; below the recovery load (and for a
- * spike whose peak lambda + spike_load stays at or below the tipping
- * load) UNBOUNDED, checked by one long probe (verified; a probe that
- * latches there is the error MS_ENOCONV: the engine and the landscape
- * disagree).  Otherwise a hold of 0 must recover (MS_ENOCONV if not: the
- * run does not settle healthy), then the hold doubles from tau until a
- * probe latches (BEYOND past max_hold), then bisection on the hold
- * keeps one recovering and one latching end until the bracket is within
- * the resolution.  The outcome is assumed monotone in the hold (a longer
- * trigger leaves a larger backlog); check_monotone tests it at two more
- * holds.  Cost: about log2(max_hold / tau) + log2(1 / rel_tol) fluid runs
- * of lead-in + hold + horizon each (bench/bench_sim measures one).
- * Errors: MS_EINVAL (configuration, query, capacity model, tiers > 1),
- * MS_ENOCONV (above), MS_ELIMIT (a probe longer than MS_SIM_MAX_DURATION
- * or of more than MS_TOLERANCE_MAX_BINS fluid bins, or q->stop said stop),
- * and those of the engine.
- */
-int ms_trigger_tolerance(const ms_sim_config *c, const ms_tolerance_query *q,
-                         ms_tolerance *out, ms_error *err);
-
-/*
- * ms_tolerance_probe: one probe of ms_trigger_tolerance: whether the
- * trigger of q held for `hold` s (finite, >= 0) latches at the offered load
- * c->scenario.offered_load, by the run described above.
- *   latched   out: the run's last window is in storm
- *   scenario  out, or NULL: the scenario that was run (lead-in, trigger,
- *             horizon), for a caller that runs it again or shows it
- * Errors: as ms_trigger_tolerance, MS_ENOCONV excepted.
- */
-int ms_tolerance_probe(const ms_sim_config *c, const ms_tolerance_query *q,
-                       double hold, bool *latched, ms_scenario *scenario,
-                       ms_error *err);
 
 #ifdef __cplusplus
 }

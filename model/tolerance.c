@@ -80,7 +80,7 @@ static int query_check(const ms_sim_config *c, const ms_tolerance_query *q,
 }
 
 /* The lead-in, the horizon and the loop time of doc comment of
- * ms_trigger_tolerance (model/sim.h). */
+ * ms_trigger_tolerance (model/tolerance.h). */
 static int setup_init(const ms_sim_config *c, const ms_tolerance_query *q,
                       setup *s, ms_error *err) {
   int st = query_check(c, q, err);
@@ -179,7 +179,7 @@ static int run_probe(const setup *s, double hold, double horizon, bool *latched,
    * window's state is metastable or overloaded), not the verdict's storm
    * flag (ms_sim_summary.final_storm).  The flag also stays up through a
    * recovery tail, a backlog still draining back in the healthy basin
-   * (ms_report.recovering), which is a trigger survived, only slowly; and
+   * (ms_analysis.recovering), which is a trigger survived, only slowly; and
    * the question is whether the trigger moved the loop into the other
    * basin, which the state answers. */
   *latched = ms_state_storm(sum.final_state) != 0;

@@ -179,7 +179,8 @@ int ms_drain_time(const ms_service_params *s, double lambda, double queue,
   return MS_OK;
 }
 
-void ms_verdict(const ms_landscape *ls, const ms_observation *o, ms_report *r) {
+void ms_verdict(const ms_landscape *ls, const ms_observation *o,
+                ms_analysis *r) {
   double lambda = o->offered_load;
   bool storm;
   if (!observed(ls, o)) {
@@ -223,5 +224,4 @@ void ms_verdict(const ms_landscape *ls, const ms_observation *o, ms_report *r) {
       r->drain_time = t;
     }
   }
-  r->reporting = 1;
 }

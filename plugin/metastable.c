@@ -453,8 +453,8 @@ static void dispatch_report(plugin_state *st, service_state *ss,
   sstrncpy(vl.host, host, sizeof vl.host);
   sstrncpy(vl.plugin, PLUGIN_NAME, sizeof vl.plugin);
   sstrncpy(vl.plugin_instance, ss->spec->name, sizeof vl.plugin_instance);
-  bool full = pacing_service_begin(&st->pacing, &ss->pacing, s, (int)r->state,
-                                   r->storm);
+  bool full = pacing_service_begin(&st->pacing, &ss->pacing, s,
+                                   (int)r->analysis.state, r->analysis.storm);
   /* the essential values first: the others make room for them */
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < MS_OUT_COUNT; i++) {

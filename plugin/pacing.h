@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "metastable.h"
+#include "outputs.h"
 
 /* NewSeriesPerInterval: "auto" (the default), 0 (no limit) or a count. */
 #define PACING_AUTO (-1L)

@@ -349,7 +349,7 @@ bool ms_calibration_misfit(ms_calibration *c, const ms_service_spec *spec,
                            char *msg, size_t len) {
   /* a storm's transient is not the steady state the model describes:
    * streaks wait for calm */
-  if (r->storm || previous_storm || learning(c, spec))
+  if (r->analysis.storm || previous_storm || learning(c, spec))
     return false;
   bool failures =
       r->has_model_residual && fabs(r->model_residual) > misfit_threshold(spec);
@@ -373,9 +373,9 @@ bool ms_calibration_misfit(ms_calibration *c, const ms_service_spec *spec,
     n = snprintf(msg, len,
                  "the model does not fit %s: observed failures %.3g%% where "
                  "the model predicts %.3g%% at %.5g attempts/s (z %+.3g)",
-                 spec->name, 100 * r->observed_failure_ratio,
-                 100 * r->model_failure_ratio, r->observed_effective_load,
-                 r->model_residual);
+                 spec->name, 100 * r->analysis.observed_failure_ratio,
+                 100 * r->model_failure_ratio,
+                 r->analysis.observed_effective_load, r->model_residual);
   else
     n = snprintf(msg, len, "the model does not fit %s", spec->name);
   used = n > 0 ? (size_t)n : 0;

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "metastable.h"
+#include "outputs.h"
 #include "units.h" /* ms_parse_number, ms_parse_duration, ms_parse_rate */
 
 #ifdef __cplusplus
@@ -134,8 +135,8 @@ typedef struct {
   double headroom_warning; /* WARNING when tipping headroom falls below */
   bool has_safety_margin;
   double safety_margin; /* safe_retries: stable up to (1 + it) times the
-                           offered load, [0, MS_PLAN_MAX_MARGIN]; absent:
-                           MS_PLAN_DEFAULT_MARGIN */
+                           offered load, [0, MS_RECOMMEND_MAX_MARGIN]; absent:
+                           MS_RECOMMEND_DEFAULT_MARGIN */
   int clear_after;      /* OKAY (and re-arming the WARNING) after this
                            many intervals without a storm; 0 means
                            MS_DEFAULT_CLEAR_AFTER */
@@ -191,7 +192,7 @@ typedef struct {
   int calibration_intervals;    /* samples, >= 2 */
   double misfit_threshold;      /* |z|, > 0 */
   int misfit_intervals;         /* intervals, >= 1 */
-  double safety_margin;         /* share, [0, MS_PLAN_MAX_MARGIN] */
+  double safety_margin;         /* share, [0, MS_RECOMMEND_MAX_MARGIN] */
 } ms_service_settings;
 
 /* The settings of sp, defaults filled in. */
@@ -400,11 +401,11 @@ typedef struct {
    * tolerance_builds: the last MS_TOLERANCE_CACHE buckets seen, so that a
    * load wandering over a few buckets searches each once */
   /* safe_retries: the recovery load at the retry counts the bisection
-   * asked for (ms_plan_retry_recovery), NAN where not computed, kept until
+   * asked for (ms_recommend_retry_recovery), NAN where not computed, kept until
    * the landscape is rebuilt */
   unsigned long safe_builds; /* landscape_builds they belong to; 0: none */
-  int safe_n;                /* counts examined (ms_plan_retry_counts) */
-  double safe_recovery[MS_PLAN_MAX_RETRIES + 1]; /* req/s */
+  int safe_n;                /* counts examined (ms_recommend_retry_counts) */
+  double safe_recovery[MS_RECOMMEND_MAX_RETRIES + 1]; /* req/s */
   unsigned long safe_computed; /* recovery loads computed, for tests */
   unsigned long tolerance_builds;
   int tolerance_n, tolerance_next;

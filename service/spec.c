@@ -736,7 +736,7 @@ static int read_settings(service_reader *r) {
     if (ms_yaml_get_share(r->ld, sm, "safety_margin", &sp->safety_margin) !=
             0 ||
         ms_yaml_check_range(r->ld, sm, "safety_margin", sp->safety_margin, 0.0,
-                            MS_PLAN_MAX_MARGIN, MS_BOUND_CLOSED) != 0)
+                            MS_RECOMMEND_MAX_MARGIN, MS_BOUND_CLOSED) != 0)
       return -1;
     sp->has_safety_margin = true;
   }
@@ -1038,8 +1038,8 @@ ms_service_settings ms_service_settings_of(const ms_service_spec *sp) {
           OR_DEFAULT(sp->misfit_threshold, MS_DEFAULT_MISFIT_THRESHOLD),
       .misfit_intervals =
           OR_DEFAULT(sp->misfit_intervals, MS_DEFAULT_MISFIT_INTERVALS),
-      .safety_margin =
-          sp->has_safety_margin ? sp->safety_margin : MS_PLAN_DEFAULT_MARGIN,
+      .safety_margin = sp->has_safety_margin ? sp->safety_margin
+                                             : MS_RECOMMEND_DEFAULT_MARGIN,
   };
 #undef OR_DEFAULT
   return s;

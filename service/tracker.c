@@ -255,16 +255,17 @@ static void evidence(const ms_landscape *ls, const ms_report *r,
                      const ms_inference *inf, char *buf, size_t len) {
   double horizon = ms_timeout_horizon(&ls->params.model);
   bool backlog = inf->has_queue_length && inf->queue_length > horizon;
-  if (backlog && r->has_observed_failure_ratio)
+  if (backlog && r->analysis.has_observed_failure_ratio)
     snprintf(buf, len, "%.5g queued > %.5g, %.3g%% failing", inf->queue_length,
-             horizon, 100 * r->observed_failure_ratio);
+             horizon, 100 * r->analysis.observed_failure_ratio);
   else if (backlog)
     snprintf(buf, len, "%.5g queued > %.5g", inf->queue_length, horizon);
-  else if (r->has_observed_failure_ratio)
+  else if (r->analysis.has_observed_failure_ratio)
     snprintf(buf, len, "%.3g%% of attempts failing",
-             100 * r->observed_failure_ratio);
-  else if (r->has_observed_effective_load)
-    snprintf(buf, len, "%.5g attempts/s observed", r->observed_effective_load);
+             100 * r->analysis.observed_failure_ratio);
+  else if (r->analysis.has_observed_effective_load)
+    snprintf(buf, len, "%.5g attempts/s observed",
+             r->analysis.observed_effective_load);
   else if (inf->has_queue_length)
     snprintf(buf, len, "%.5g waiting", inf->queue_length);
   else
@@ -276,7 +277,7 @@ static void evidence(const ms_landscape *ls, const ms_report *r,
 static bool storm_notes(ms_tracker *t, const ms_report *r, int clear_after,
                         ms_step *out) {
   char ev[96];
-  if (r->storm) {
+  if (r->analysis.storm) {
     t->calm_streak = 0;
     if (t->storm_announced)
       return false;
@@ -285,9 +286,10 @@ static bool storm_notes(ms_tracker *t, const ms_report *r, int clear_after,
          "retry storm (%s, %s): offered %.5g req/s, effective %.5g "
          "attempts/s, %.5g self-inflicted; shed %.5g req/s (recovery load "
          "%.5g req/s, tipping %.5g)",
-         ms_state_name(r->state), ev, r->offered_load, r->effective_load,
-         r->self_inflicted_load, r->shed_load, r->recovery_load,
-         r->tipping_load);
+         ms_state_name(r->analysis.state), ev, r->analysis.offered_load,
+         r->analysis.effective_load, r->analysis.self_inflicted_load,
+         r->analysis.shed_load, r->analysis.recovery_load,
+         r->analysis.tipping_load);
     t->storm_announced = true;
     return true;
   }
@@ -297,8 +299,8 @@ static bool storm_notes(ms_tracker *t, const ms_report *r, int clear_after,
          "retry storm over: healthy for %d interval%s (%s, %s): offered "
          "%.5g req/s, recovery load %.5g, tipping load %.5g req/s",
          t->calm_streak, t->calm_streak == 1 ? "" : "s",
-         ms_state_name(r->state), ev, r->offered_load, r->recovery_load,
-         r->tipping_load);
+         ms_state_name(r->analysis.state), ev, r->analysis.offered_load,
+         r->analysis.recovery_load, r->analysis.tipping_load);
     t->storm_announced = false;
     t->calm_streak = 0;
   }
@@ -312,27 +314,29 @@ static bool storm_notes(ms_tracker *t, const ms_report *r, int clear_after,
  * again after clear_after intervals under the tipping load. */
 static bool latch_note(ms_tracker *t, const ms_report *r, double tau,
                        int clear_after, ms_step *out) {
-  if (r->state == MS_STATE_OVERLOADED && !r->storm) {
+  if (r->analysis.state == MS_STATE_OVERLOADED && !r->analysis.storm) {
     t->latch_streak = 0;
     if (t->latch_warned || t->storm_announced ||
-        !ms_beyond_noise(r->offered_load, r->tipping_load, tau > 0 ? tau : 1.0))
+        !ms_beyond_noise(r->analysis.offered_load, r->analysis.tipping_load,
+                         tau > 0 ? tau : 1.0))
       return false;
     if (t->landscape.has_fold)
       note(out, MS_NOTE_WARNING,
            "above the tipping load and nothing failing yet: offered %.5g > "
            "%.5g req/s; the next trigger latches a retry storm that lasts "
            "until offered load is under the recovery load %.5g req/s",
-           r->offered_load, r->tipping_load, r->recovery_load);
+           r->analysis.offered_load, r->analysis.tipping_load,
+           r->analysis.recovery_load);
     else
       note(out, MS_NOTE_WARNING,
            "above the load the service takes and nothing failing yet: "
            "offered %.5g > %.5g req/s (no hysteresis band: attempts fail "
            "while it lasts, no storm outlasts it)",
-           r->offered_load, r->tipping_load);
+           r->analysis.offered_load, r->analysis.tipping_load);
     t->latch_warned = true;
     return true;
   }
-  if (t->latch_warned && r->state != MS_STATE_OVERLOADED &&
+  if (t->latch_warned && r->analysis.state != MS_STATE_OVERLOADED &&
       ++t->latch_streak >= clear_after) {
     t->latch_warned = false;
     t->latch_streak = 0;
@@ -348,15 +352,15 @@ static void headroom_note(ms_tracker *t, const ms_service_spec *spec,
                           ms_step *out) {
   if (!spec->has_headroom_warning)
     return;
-  if (r->tipping_headroom < spec->headroom_warning) {
+  if (r->analysis.tipping_headroom < spec->headroom_warning) {
     t->roomy_streak = 0;
     if (!t->headroom_warned) {
       if (!quiet)
         note(out, MS_NOTE_WARNING,
              "tipping headroom %.3g%% is below %.3g%%: offered %.5g req/s, "
              "tipping load %.5g req/s",
-             100 * r->tipping_headroom, 100 * spec->headroom_warning,
-             r->offered_load, r->tipping_load);
+             100 * r->analysis.tipping_headroom, 100 * spec->headroom_warning,
+             r->analysis.offered_load, r->analysis.tipping_load);
       t->headroom_warned = true;
     }
   } else if (t->headroom_warned && ++t->roomy_streak >= clear_after) {
@@ -422,7 +426,7 @@ static double tolerance_search(ms_tracker *t, double lambda, long b) {
 /*
  * stall_tolerance (doc/outputs.md, "Stall tolerance"): the longest full
  * stall survived at the upper end of the 1 % bucket that holds the offered
- * load, by ms_trigger_tolerance (model/sim.h), searched once per bucket
+ * load, by ms_trigger_tolerance (model/tolerance.h), searched once per bucket
  * and landscape and then taken from the tracker's cache.  The upper end
  * makes the value the same whatever load in the bucket came first, and
  * errs on the short side.  Erlang model, one tier; none below the
@@ -441,7 +445,7 @@ static double tolerance_search(ms_tracker *t, double lambda, long b) {
  */
 static void stall_tolerance_report(ms_tracker *t, ms_report *r) {
   const ms_landscape *ls = &t->landscape;
-  double lambda = r->offered_load;
+  double lambda = r->analysis.offered_load;
   r->has_stall_tolerance = false;
   t->tolerance_pending = false;
   if (t->tolerance_wait > 0)
@@ -511,7 +515,7 @@ static double safe_recovery(ms_tracker *t, int r) {
   if (isnan(t->safe_recovery[r])) {
     double v;
     t->safe_computed++;
-    if (ms_plan_retry_recovery(&t->landscape.params, r, &v, NULL) == MS_OK)
+    if (ms_recommend_retry_recovery(&t->landscape.params, r, &v, NULL) == MS_OK)
       t->safe_recovery[r] = v;
   }
   return t->safe_recovery[r];
@@ -519,9 +523,9 @@ static double safe_recovery(ms_tracker *t, int r) {
 
 /*
  * safe_retries (doc/outputs.md, "Safe retries"): the largest retry count r
- * in [0, ms_plan_retry_counts) at which the service, otherwise as the
+ * in [0, ms_recommend_retry_counts) at which the service, otherwise as the
  * model has it now, is safe at this interval's offered load with the
- * file's safety_margin (ms_plan_recovery_safe), the answer of `metastable
+ * file's safety_margin (ms_recommend_recovery_safe), the answer of `metastable
  * recommend`'s max_safe_retries.  The recovery load does not grow with r
  * (more retries amplify every failure probability at least as much, so
  * the collapsed branch reaches at least as low a load; tests/check_service.c
@@ -535,21 +539,21 @@ static void safe_retries_report(ms_tracker *t, const ms_service_spec *spec,
   r->has_safe_retries = false;
   if (t->safe_builds != t->landscape_builds) {
     t->safe_builds = t->landscape_builds;
-    t->safe_n = ms_plan_retry_counts(&t->landscape.params);
-    for (int i = 0; i <= MS_PLAN_MAX_RETRIES; i++)
+    t->safe_n = ms_recommend_retry_counts(&t->landscape.params);
+    for (int i = 0; i <= MS_RECOMMEND_MAX_RETRIES; i++)
       t->safe_recovery[i] = NAN;
   }
-  double lambda = r->offered_load,
+  double lambda = r->analysis.offered_load,
          m = ms_service_settings_of(spec).safety_margin;
   if (!isfinite(lambda) ||
-      !ms_plan_recovery_safe(safe_recovery(t, 0), lambda, m))
+      !ms_recommend_recovery_safe(safe_recovery(t, 0), lambda, m))
     return;
   int lo = 0, hi = t->safe_n - 1; /* lo safe; above hi nothing examined */
-  if (ms_plan_recovery_safe(safe_recovery(t, hi), lambda, m))
+  if (ms_recommend_recovery_safe(safe_recovery(t, hi), lambda, m))
     lo = hi;
   while (hi - lo > 1) { /* lo safe, hi not */
     int mid = lo + (hi - lo) / 2;
-    if (ms_plan_recovery_safe(safe_recovery(t, mid), lambda, m))
+    if (ms_recommend_recovery_safe(safe_recovery(t, mid), lambda, m))
       lo = mid;
     else
       hi = mid;
@@ -609,12 +613,13 @@ void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
       .has_queue_length = inf->has_queue_length,
       .queue_length = inf->queue_length,
   };
-  if (ms_analyze(&t->landscape, &obs, &out->report, &err) != MS_OK) {
+  if (ms_analyze(&t->landscape, &obs, &out->report.analysis, &err) != MS_OK) {
     out->bad = MS_INPUT_COUNT;
     snprintf(out->problem, sizeof out->problem, "model: %s", err.msg);
     return;
   }
   out->ok = true;
+  out->report.reporting = 1;
   ms_calibration_report(&t->calibration, spec, &t->landscape, inf,
                         tau > 0 ? tau : 1.0, &out->report);
   stall_tolerance_report(t, &out->report);
@@ -635,7 +640,7 @@ void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
   if (ms_calibration_misfit(&t->calibration, spec, &t->landscape, r, t->storm,
                             clear_after, room, misfit, sizeof misfit))
     note(out, MS_NOTE_WARNING, "%s", misfit);
-  t->state = r->state;
-  t->storm = r->storm != 0;
+  t->state = r->analysis.state;
+  t->storm = r->analysis.storm != 0;
   t->has_state = true;
 }

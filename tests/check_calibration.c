@@ -347,9 +347,9 @@ START_TEST(test_learns_service_time) {
   ck_assert_double_eq_tol(r->service_time_ratio,
                           r->service_time_estimate / 0.08, 1e-12);
   /* the model uses the learned value: within the 1 % threshold of truth */
-  ck_assert_double_eq_tol(r->tipping_load, want.tipping_load,
+  ck_assert_double_eq_tol(r->analysis.tipping_load, want.tipping_load,
                           0.02 * want.tipping_load);
-  ck_assert_double_eq_tol(r->recovery_load, want.recovery_load,
+  ck_assert_double_eq_tol(r->analysis.recovery_load, want.recovery_load,
                           0.02 * want.recovery_load);
   ck_assert_msg(tr.landscape_builds <= 6, "%lu builds", tr.landscape_builds);
   fprintf(stderr,
@@ -357,8 +357,8 @@ START_TEST(test_learns_service_time) {
           "from interval %d of %d; %lu landscape builds; tipping load %.5g "
           "(truth %.5g), recovery %.5g (truth %.5g)\n",
           r->service_time_estimate, r->service_time_error, switched_at + 1, n,
-          tr.landscape_builds, r->tipping_load, want.tipping_load,
-          r->recovery_load, want.recovery_load);
+          tr.landscape_builds, r->analysis.tipping_load, want.tipping_load,
+          r->analysis.recovery_load, want.recovery_load);
   ms_service_file_free(&f);
 }
 END_TEST
@@ -391,7 +391,7 @@ START_TEST(test_residual_and_misfit) {
       ck_assert_msg(st.ok, "%s", st.problem);
       ck_assert(st.report.has_model_residual &&
                 st.report.has_model_failure_ratio);
-      ck_assert_int_eq(st.report.storm, 0);
+      ck_assert_int_eq(st.report.analysis.storm, 0);
       sum += st.report.model_residual;
       sum2 += st.report.model_residual * st.report.model_residual;
       for (int k = 0; k < st.n_notes; k++)
@@ -540,7 +540,7 @@ START_TEST(test_bad_calibration_inputs) {
       else
         ck_assert_str_eq(why, "");
       ck_assert(!st.report.has_service_time_estimate);
-      ck_assert(isfinite(st.report.tipping_load));
+      ck_assert(isfinite(st.report.analysis.tipping_load));
       ck_assert_double_eq(st.report.calibrated, 0);
     }
     ck_assert_uint_eq(tr.calibration.service_time.samples, 0);

@@ -30,7 +30,7 @@
 #include "check_run.h"
 #include "exact.h"
 #include "metastable.h"
-#include "sim.h"
+#include "outputs.h"
 
 /* ------------------------------------------------------------------ */
 /* Edge sets and the verdict on one call                               */
@@ -244,6 +244,44 @@ static void drive_param_check(void) {
   }
 }
 
+/* The summaries of repeated runs: Wilson's interval at every edge of z
+ * and of the counts, a sort of every edge (NaN and the infinities
+ * included), and the quantiles of the finite ones at every edge of q. */
+static void drive_statistics(void) {
+  edges z = EDGES(0.0, 1.0, MS_Z95, 1e300);
+  const long counts[] = {LONG_MIN, -1, 0, 1, 2, 1000, LONG_MAX};
+  int nc = (int)(sizeof counts / sizeof counts[0]);
+  for (int i = 0; i < z.n; i++)
+    for (int k = 0; k < nc; k++)
+      for (int n = 0; n < nc; n++) {
+        double lo = NAN, hi = NAN;
+        ms_wilson_interval(counts[k], counts[n], z.v[i], &lo, &hi);
+        verdict("ms_wilson_interval", MS_OK, OUTS(lo, hi), "%ld of %ld, z %a",
+                counts[k], counts[n], z.v[i]);
+        ck_assert_msg(lo >= 0 && lo <= hi && hi <= 1,
+                      "ms_wilson_interval(%ld, %ld, %a) = [%a, %a]", counts[k],
+                      counts[n], z.v[i], lo, hi);
+      }
+  edges x = EDGES(-1.0, 0.0, 1.0, 1e300);
+  ms_sort_doubles(x.v, (size_t)x.n);
+  int finite = 0;
+  for (int i = 0; i < x.n; i++) {
+    CALLED("ms_sort_doubles", MS_OK, "at %d", i);
+    ck_assert_msg(i == 0 || !(x.v[i] < x.v[i - 1]) ||
+                      (isnan(x.v[i - 1]) && isnan(x.v[i])),
+                  "ms_sort_doubles: %a before %a", x.v[i - 1], x.v[i]);
+    ck_assert_msg(!isnan(x.v[i]) || i + 1 == x.n || isnan(x.v[i + 1]),
+                  "ms_sort_doubles: NaN before %a", x.v[i + 1]);
+    if (isfinite(x.v[i]))
+      x.v[finite++] = x.v[i];
+  }
+  edges q = EDGES(0.0, 0.5, 1.0);
+  for (int i = 0; i < q.n; i++)
+    for (int n = 1; n <= finite; n++)
+      VALUE("ms_quantile_sorted", ms_quantile_sorted(x.v, (size_t)n, q.v[i]),
+            "%d values, q %a", n, q.v[i]);
+}
+
 static void drive_probabilities(void) {
   edges pr = EDGES(0.0, 0.5, 1.0, 1e-300);
   edges n = EDGES(0.0, 1.0, 1000.0, 0x1p53, 1e300);
@@ -259,9 +297,9 @@ static void drive_probabilities(void) {
       for (int k = 0; k < n.n; k++) {
         COUNTED("ms_beyond_noise", ms_beyond_noise(r.v[i], r.v[j], n.v[k]),
                 "%a, %a, %a", r.v[i], r.v[j], n.v[k]);
-        COUNTED("ms_plan_recovery_safe",
-                ms_plan_recovery_safe(r.v[i], r.v[j], n.v[k]), "%a, %a, %a",
-                r.v[i], r.v[j], n.v[k]);
+        COUNTED("ms_recommend_recovery_safe",
+                ms_recommend_recovery_safe(r.v[i], r.v[j], n.v[k]),
+                "%a, %a, %a", r.v[i], r.v[j], n.v[k]);
       }
 }
 
@@ -499,13 +537,15 @@ static void equilibria_verdict(const ms_landscape *ls, double lambda,
 }
 
 /* Every output of a report, and its equilibria, finite. */
-static void report_verdict(int rc, const ms_report *r, const char *in) {
+static void report_verdict(int rc, const ms_analysis *r, const char *in) {
   verdict("ms_analyze", rc, 0, NULL, "%s", in);
   if (rc != MS_OK)
     return;
+  ms_report rep;
+  ms_report_of(&rep, r);
   for (int id = 0; id < MS_OUT_COUNT; id++) {
     double v = 0;
-    if (ms_report_output(r, (ms_output)id, &v))
+    if (ms_report_output(&rep, (ms_output)id, &v))
       verdict("ms_analyze", rc, OUTS(v), "%s: output %s", in,
               ms_output_get((ms_output)id)->name);
   }
@@ -569,20 +609,20 @@ static void service_calls(const ms_service_params *s, const char *in) {
   landscape_verdict(rc, &ls, in);
   if (ok != MS_OK || rc != MS_OK)
     return;
-  int counts = ms_plan_retry_counts(s);
-  VALUE("ms_plan_retry_counts", (double)counts, "%s", in);
-  rc = ms_plan_retry_recovery(s, counts - 1, &v, NULL);
-  verdict("ms_plan_retry_recovery", rc, OUTS(v), "%s, %d", in, counts - 1);
+  int counts = ms_recommend_retry_counts(s);
+  VALUE("ms_recommend_retry_counts", (double)counts, "%s", in);
+  rc = ms_recommend_retry_recovery(s, counts - 1, &v, NULL);
+  verdict("ms_recommend_retry_recovery", rc, OUTS(v), "%s, %d", in, counts - 1);
   bool safe;
-  rc = ms_plan_safe(s, 0.5 * ls.recovery_load, 0.2, &safe, NULL, NULL);
-  verdict("ms_plan_safe", rc, 0, NULL, "%s, %a, 0.2", in,
+  rc = ms_recommend_safe(s, 0.5 * ls.recovery_load, 0.2, &safe, NULL, NULL);
+  verdict("ms_recommend_safe", rc, 0, NULL, "%s, %a, 0.2", in,
           0.5 * ls.recovery_load);
   const double loads[] = {0, ls.recovery_load, ls.tipping_load,
                           2 * ls.tipping_load};
   for (int i = 0; i < 4; i++) {
     equilibria_verdict(&ls, loads[i], in);
     ms_observation o = typical_observation(loads[i]);
-    ms_report r;
+    ms_analysis r;
     rc = ms_analyze(&ls, &o, &r, NULL);
     report_verdict(rc, &r, in);
   }
@@ -645,13 +685,13 @@ static void service_args(const ms_service_params *s, int b) {
         exact_calls(s, x.v[i], x.v[j], "base 0");
     }
   }
-  edges m = EDGES(0.0, 0.2, MS_PLAN_MAX_MARGIN);
+  edges m = EDGES(0.0, 0.2, MS_RECOMMEND_MAX_MARGIN);
   for (int i = 0; i < x.n; i += 4) {
     for (int j = 0; j < m.n; j++) {
       bool safe;
       double peak = x.v[i];
-      int rc = ms_plan_safe(s, peak, m.v[j], &safe, NULL, NULL);
-      CALLED("ms_plan_safe", rc, "base %d, %a, %a", b, peak, m.v[j]);
+      int rc = ms_recommend_safe(s, peak, m.v[j], &safe, NULL, NULL);
+      CALLED("ms_recommend_safe", rc, "base %d, %a, %a", b, peak, m.v[j]);
     }
   }
 }
@@ -663,23 +703,25 @@ static void plan_args(const ms_service_params *s, int b) {
   ck_assert_int_eq(ms_landscape_build(s, &ls, NULL), MS_OK);
   double peak = 0.5 * ls.recovery_load;
   edges ep = EDGES(0.0, peak, MS_MAX_RATE);
-  edges em = EDGES(0.0, 0.2, MS_PLAN_MAX_MARGIN);
+  edges em = EDGES(0.0, 0.2, MS_RECOMMEND_MAX_MARGIN);
   for (int i = 0; i < ep.n + em.n; i++) {
     double pk = i < ep.n ? ep.v[i] : peak;
     double mg = i < ep.n ? 0.2 : em.v[i - ep.n];
-    ms_plan_answer a;
-    int rc = ms_plan_max_retries(s, pk, mg, &a, NULL);
-    verdict("ms_plan_max_retries", rc,
+    ms_recommend_answer a;
+    int rc = ms_recommend_max_retries(s, pk, mg, &a, NULL);
+    verdict("ms_recommend_max_retries", rc,
             OUTS(a.value, a.tipping_load, a.recovery_load), "base %d, %a, %a",
             b, pk, mg);
-    rc = ms_plan_knob(s,
-                      s->model.kind == MS_MODEL_CAPACITY ? MS_PARAM_CAPACITY
-                                                         : MS_PARAM_TIMEOUT,
-                      s->model.kind == MS_MODEL_CAPACITY, pk, mg, &a, NULL);
-    verdict("ms_plan_knob", rc, OUTS(a.value, a.tipping_load, a.recovery_load),
-            "base %d, %a, %a", b, pk, mg);
-    rc = ms_plan_min_servers(s, pk, mg, &a, NULL);
-    verdict("ms_plan_min_servers", rc,
+    rc =
+        ms_recommend_knob(s,
+                          s->model.kind == MS_MODEL_CAPACITY ? MS_PARAM_CAPACITY
+                                                             : MS_PARAM_TIMEOUT,
+                          s->model.kind == MS_MODEL_CAPACITY, pk, mg, &a, NULL);
+    verdict("ms_recommend_knob", rc,
+            OUTS(a.value, a.tipping_load, a.recovery_load), "base %d, %a, %a",
+            b, pk, mg);
+    rc = ms_recommend_min_servers(s, pk, mg, &a, NULL);
+    verdict("ms_recommend_min_servers", rc,
             OUTS(a.value, a.tipping_load, a.recovery_load), "base %d, %a, %a",
             b, pk, mg);
   }
@@ -697,7 +739,7 @@ static void analyze_args(const ms_service_params *s, int b) {
       double *field[] = {&o.offered_load, &o.observed_attempts,
                          &o.observed_failure, &o.interval, &o.queue_length};
       *field[f] = e.v[i];
-      ms_report r;
+      ms_analysis r;
       char in[64];
       snprintf(in, sizeof in, "base %d, observation field %d = %a", b, f,
                e.v[i]);
@@ -982,18 +1024,19 @@ static const row functions[] = {
     DRIVEN(ms_failure_onset_load, "service_fields, service_args"),
     DRIVEN(ms_inflight_capacity, "service_fields"),
     DRIVEN(ms_worst_amplification, "service_fields"),
-    DRIVEN(ms_plan_safe, "service_fields, service_args"),
-    DRIVEN(ms_plan_recovery_safe, "probabilities"),
-    DRIVEN(ms_plan_retry_counts, "service_fields"),
-    DRIVEN(ms_plan_retry_recovery, "service_fields"),
-    DRIVEN(ms_plan_max_retries, "plan_args"),
-    DRIVEN(ms_plan_knob, "plan_args"),
-    DRIVEN(ms_plan_min_servers, "plan_args"),
+    DRIVEN(ms_recommend_safe, "service_fields, service_args"),
+    DRIVEN(ms_recommend_recovery_safe, "probabilities"),
+    DRIVEN(ms_recommend_retry_counts, "service_fields"),
+    DRIVEN(ms_recommend_retry_recovery, "service_fields"),
+    DRIVEN(ms_recommend_max_retries, "plan_args"),
+    DRIVEN(ms_recommend_knob, "plan_args"),
+    DRIVEN(ms_recommend_min_servers, "plan_args"),
     NO_DOUBLE(ms_state_name, "an enum"),
     NO_DOUBLE(ms_state_storm, "an enum"),
     NO_DOUBLE(ms_output_get, "an enum"),
     NO_DOUBLE(ms_output_find, "a string"),
     DRIVEN(ms_report_output, "service_fields, analyze_args (reports made)"),
+    NO_DOUBLE(ms_report_of, "copies an analysis, reads no double"),
     DRIVEN(ms_beyond_noise, "probabilities"),
     DRIVEN(ms_timeout_horizon, "service_fields"),
     DRIVEN(ms_drain_time, "service_fields, service_args"),
@@ -1002,6 +1045,9 @@ static const row functions[] = {
     DRIVEN(ms_estimator_get, "estimator"),
     DRIVEN(ms_estimator_effective_samples, "estimator"),
     DRIVEN(ms_failure_residual, "probabilities"),
+    DRIVEN(ms_wilson_interval, "statistics"),
+    DRIVEN(ms_sort_doubles, "statistics"),
+    DRIVEN(ms_quantile_sorted, "statistics"),
     DRIVEN(ms_analyze, "service_fields, analyze_args"),
     NO_DOUBLE(ms_backoff_name, "an enum"),
     NO_DOUBLE(ms_backoff_from_name, "a string"),
@@ -1039,7 +1085,8 @@ static const row functions[] = {
     NO_DOUBLE(ms_exact_enclose, "exact numbers only"),
     NO_DOUBLE(ms_exact_fixed_point, "exact numbers only"),
     DRIVEN(ms_exact_certify, "service_fields, service_args"),
-    NO_DOUBLE(ms_report_certify, "a report of ms_analyze; no double given"),
+    NO_DOUBLE(ms_analysis_certify,
+              "an analysis of ms_analyze; no double given"),
     NO_DOUBLE(ms_exact_digits, "an integer"),
     NO_DOUBLE(ms_exact_iterate, "exact numbers only"),
 };
@@ -1197,6 +1244,7 @@ EDGE_TEST(wait_tails)
 EDGE_TEST(mmck_block)
 EDGE_TEST(param_check)
 EDGE_TEST(probabilities)
+EDGE_TEST(statistics)
 EDGE_TEST(estimator)
 EDGE_TEST(constructors)
 EDGE_TEST(service_fields)
@@ -1222,6 +1270,7 @@ int main(void) {
   ADD(mmck_block);
   ADD(param_check);
   ADD(probabilities);
+  ADD(statistics);
   ADD(estimator);
   ADD(constructors);
   ADD(service_fields);

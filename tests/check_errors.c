@@ -138,7 +138,7 @@ static int analyze_with(ms_observation o, ms_error *err, double *out) {
   ms_service_params s = good_erlang();
   ms_landscape ls;
   ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
-  ms_report r;
+  ms_analysis r;
   r.offered_load = SENTINEL;
   int st = ms_analyze(&ls, &o, &r, err);
   *out = r.offered_load;
@@ -287,7 +287,7 @@ START_TEST(test_timeout_span) {
                   "case %zu: recovery %.17g, no-timeout limit %.17g", i,
                   ls.recovery_load, rec);
     ms_observation o = {.offered_load = 0.55 * tip};
-    ms_report rep;
+    ms_analysis rep;
     ck_assert_int_eq(ms_analyze(&ls, &o, &rep, NULL), MS_OK);
     ck_assert_int_eq(rep.state, MS_STATE_VULNERABLE);
     ck_assert_int_eq(rep.storm, 0);

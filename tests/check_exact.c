@@ -124,12 +124,12 @@ START_TEST(test_certify_many) {
         ms_landscape ls;
         ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
         ms_observation o = {.offered_load = lam};
-        ms_report rep;
+        ms_analysis rep;
         ck_assert_int_eq(ms_analyze(&ls, &o, &rep, NULL), MS_OK);
         /* the per-interval path reports the double root, uncertified */
         ck_assert(!rep.certified);
         double root = rep.effective_load;
-        ck_assert_int_eq(ms_report_certify(&ls, &rep, NULL), MS_OK);
+        ck_assert_int_eq(ms_analysis_certify(&ls, &rep, NULL), MS_OK);
         ck_assert_msg(rep.certified, "r=%d base=%g lambda=%g", r, base, lam);
         ms_exact_capacity e;
         ms_exact_capacity_init(&e);

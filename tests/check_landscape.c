@@ -26,21 +26,21 @@ static ms_service_params capacity_service(double C, double base, int r) {
   return s;
 }
 
-static ms_report analyze(const ms_service_params *s, double lambda) {
+static ms_analysis analyze(const ms_service_params *s, double lambda) {
   ms_landscape ls;
   ms_error err;
   ck_assert_msg(ms_landscape_build(s, &ls, &err) == MS_OK, "%s", err.msg);
   ms_observation o = {.offered_load = lambda};
-  ms_report r;
+  ms_analysis r;
   ck_assert_msg(ms_analyze(&ls, &o, &r, &err) == MS_OK, "%s", err.msg);
-  ck_assert_msg(ms_report_certify(&ls, &r, &err) == MS_OK, "%s", err.msg);
+  ck_assert_msg(ms_analysis_certify(&ls, &r, &err) == MS_OK, "%s", err.msg);
   return r;
 }
 
 START_TEST(test_seed_fixed_points) {
   ms_service_params s = capacity_service(1.0, 0.1, 3);
   /* lambda = 0.80 -> 0.8888, 0.90 -> 0.9999, 0.95 -> 1.72736 at 47.9 % */
-  ms_report r = analyze(&s, 0.80);
+  ms_analysis r = analyze(&s, 0.80);
   ck_assert_double_eq_tol(r.effective_load, 0.8888, 5e-5);
   ck_assert_int_eq(r.state, MS_STATE_STABLE);
   r = analyze(&s, 0.90);
@@ -61,7 +61,7 @@ START_TEST(test_seed_retry_sweep) {
   const double want[] = {0.95, 1.168, 1.439, 1.727};
   for (int r = 0; r <= 3; r++) {
     ms_service_params s = capacity_service(1.0, 0.1, r);
-    ms_report rep = analyze(&s, 0.95);
+    ms_analysis rep = analyze(&s, 0.95);
     ck_assert_msg(fabs(rep.effective_load - want[r]) < 5e-4,
                   "r=%d: %.6f, want %.3f", r, rep.effective_load, want[r]);
   }
@@ -274,11 +274,6 @@ static void make_cases(void) {
 
 #define BRUTE_N 120000
 
-static int cmp_double(const void *a, const void *b) {
-  double u = *(const double *)a, v = *(const double *)b;
-  return (u > v) - (u < v);
-}
-
 /* lambda(x) on a dense grid that reaches far into the wait-tail
  * transition; x ascending. */
 static int brute_grid(const ms_service_params *s, double *x, double *lam) {
@@ -298,7 +293,7 @@ static int brute_grid(const ms_service_params *s, double *x, double *lam) {
       x[n++] = C * pow(10.0, -2.0 + 12.0 * i / (BRUTE_N - 1));
     x[n++] = C;
   }
-  qsort(x, (size_t)n, sizeof *x, cmp_double);
+  ms_sort_doubles(x, (size_t)n);
   for (int i = 0; i < n; i++)
     ck_assert_int_eq(ms_offered_load_at(s, x[i], &lam[i], NULL), MS_OK);
   return n;
@@ -683,7 +678,7 @@ START_TEST(test_states) {
   ck_assert(ls.has_fold);
   ck_assert_double_eq_tol(ls.recovery_load, 150.0, 1e-12);
   double band = 0.5 * (ls.recovery_load + ls.tipping_load);
-  ms_report r;
+  ms_analysis r;
   ms_observation o = {.offered_load = band};
   /* cold start in the band: healthy basin */
   ck_assert_int_eq(ms_analyze(&ls, &o, &r, NULL), MS_OK);
@@ -769,7 +764,7 @@ START_TEST(test_extreme_loads) {
   ms_landscape ls;
   ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
   ms_observation o = {.offered_load = 1e300};
-  ms_report r;
+  ms_analysis r;
   ms_error err = {{0}};
   ck_assert_int_eq(ms_analyze(&ls, &o, &r, &err), MS_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.msg, "too large"));

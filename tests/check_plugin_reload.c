@@ -432,7 +432,7 @@ START_TEST(test_tracker_carry) {
   in.value[MS_INPUT_OFFERED] = 500;
   ms_step step;
   ms_tracker_step(&t, a, &in, &step);
-  ck_assert(step.ok && step.report.storm);
+  ck_assert(step.ok && step.report.analysis.storm);
   ck_assert(t.has_landscape && t.storm && t.storm_announced);
   ck_assert_uint_eq(t.calibration.intervals, 0); /* nothing to learn */
   t.calibration.intervals = 7;                   /* stands for learning */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Capacity planning (model/plan.c) against a brute-force scan: a service
+ * Capacity planning (model/recommend.c) against a brute-force scan: a service
  * is safe at peak L with margin m when, at every offered load of a fine
  * grid up to (1 + m) L and at (1 + m) L itself, ms_equilibria finds one
  * equilibrium and it is below saturation (the healthy one; no collapsed
@@ -34,7 +34,7 @@ static bool scan_safe(const ms_service_params *s, double peak, double margin) {
 
 static bool plan_safe(const ms_service_params *s, double peak, double m) {
   bool safe;
-  ck_assert_int_eq(ms_plan_safe(s, peak, m, &safe, NULL, NULL), MS_OK);
+  ck_assert_int_eq(ms_recommend_safe(s, peak, m, &safe, NULL, NULL), MS_OK);
   return safe;
 }
 
@@ -82,9 +82,9 @@ END_TEST
 
 START_TEST(test_the_issue_example) {
   ms_service_params s = example();
-  ms_plan_answer a;
+  ms_recommend_answer a;
   /* retries: 0 is safe (recovery c mu = 250 > 240), 1 is not (125) */
-  ck_assert_int_eq(ms_plan_max_retries(&s, 200, 0.2, &a, NULL), MS_OK);
+  ck_assert_int_eq(ms_recommend_max_retries(&s, 200, 0.2, &a, NULL), MS_OK);
   ck_assert(a.safe);
   ck_assert_double_eq(a.value, 0);
   ck_assert_double_eq(a.recovery_load, 250);
@@ -97,7 +97,7 @@ START_TEST(test_the_issue_example) {
   }
   /* the budget: below about 3.4 %; the answer safe, 1e-6 more not */
   ck_assert_int_eq(
-      ms_plan_knob(&s, MS_PARAM_RETRY_BUDGET, false, 200, 0.2, &a, NULL),
+      ms_recommend_knob(&s, MS_PARAM_RETRY_BUDGET, false, 200, 0.2, &a, NULL),
       MS_OK);
   ck_assert(a.safe && a.value > 0.033 && a.value < 0.035);
   t = s;
@@ -107,7 +107,7 @@ START_TEST(test_the_issue_example) {
   t.policy.retry_budget = a.value + 1e-6;
   ck_assert(!scan_safe(&t, 200, 0.2));
   /* servers: c mu / 4 > 240 needs c > 192 (doc/design.md §1.3) */
-  ck_assert_int_eq(ms_plan_min_servers(&s, 200, 0.2, &a, NULL), MS_OK);
+  ck_assert_int_eq(ms_recommend_min_servers(&s, 200, 0.2, &a, NULL), MS_OK);
   ck_assert(a.safe);
   ck_assert_double_eq(a.value, 193);
   ck_assert_double_eq_tol(a.recovery_load, 193 * 5.0 / 4, 1e-9);
@@ -118,8 +118,8 @@ START_TEST(test_the_issue_example) {
   ck_assert(!scan_safe(&t, 200, 0.2));
   /* the timeout: a fixed count's recovery load c mu / (r + 1) does not
    * depend on it, so no timeout is safe */
-  ck_assert_int_eq(ms_plan_knob(&s, MS_PARAM_TIMEOUT, true, 200, 0.2, &a, NULL),
-                   MS_OK);
+  ck_assert_int_eq(
+      ms_recommend_knob(&s, MS_PARAM_TIMEOUT, true, 200, 0.2, &a, NULL), MS_OK);
   ck_assert(!a.safe);
   ck_assert_double_eq_tol(a.recovery_load, 62.5, 1e-12);
 }
@@ -132,8 +132,8 @@ START_TEST(test_retries_scan) {
   s.policy.has_token = true;
   s.policy.token_ratio = 0.02;
   for (double peak = 150; peak <= 210; peak += 5) {
-    ms_plan_answer a;
-    ck_assert_int_eq(ms_plan_max_retries(&s, peak, 0.2, &a, NULL), MS_OK);
+    ms_recommend_answer a;
+    ck_assert_int_eq(ms_recommend_max_retries(&s, peak, 0.2, &a, NULL), MS_OK);
     int best = -1;
     bool after_unsafe = false;
     for (int r = 0; r <= 12; r++) {
@@ -166,9 +166,9 @@ START_TEST(test_timeout_direction) {
   ms_service_params s = example();
   s.policy.has_budget = true;
   s.policy.retry_budget = 0.03;
-  ms_plan_answer a;
-  ck_assert_int_eq(ms_plan_knob(&s, MS_PARAM_TIMEOUT, true, 200, 0.2, &a, NULL),
-                   MS_OK);
+  ms_recommend_answer a;
+  ck_assert_int_eq(
+      ms_recommend_knob(&s, MS_PARAM_TIMEOUT, true, 200, 0.2, &a, NULL), MS_OK);
   ck_assert(a.safe && a.value > 1 && a.value < 10);
   for (double T = a.value * 1.001; T < 1e4; T *= 1.5) {
     ms_service_params t = s;
@@ -195,8 +195,8 @@ START_TEST(test_named_knobs) {
                                  MS_PARAM_ENVOY_BUDGET};
   for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
     ms_service_params s = example();
-    ms_plan_answer a;
-    ck_assert_int_eq(ms_plan_knob(&s, ids[i], false, 200, 0.2, &a, NULL),
+    ms_recommend_answer a;
+    ck_assert_int_eq(ms_recommend_knob(&s, ids[i], false, 200, 0.2, &a, NULL),
                      MS_OK);
     ck_assert_msg(a.safe && !a.at_bound, "knob %zu", i);
     /* the same service the planner varied, by its own setting */

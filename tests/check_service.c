@@ -954,7 +954,7 @@ START_TEST(test_infer_missing_zero) {
   in = values(0, NAN, NAN, NAN, NAN);
   ms_tracker_step(&t, &s, &in, &st);
   ck_assert_msg(st.ok, "%s", st.problem);
-  ck_assert_int_eq(st.report.state, MS_STATE_STABLE);
+  ck_assert_int_eq(st.report.analysis.state, MS_STATE_STABLE);
   ck_assert_double_eq(st.inference.offered_load, 0);
 }
 END_TEST
@@ -1021,10 +1021,11 @@ START_TEST(test_verdict_moments) {
     ms_step st;
     ms_tracker_step(&t, &s, &in, &st);
     ck_assert_msg(st.ok, "interval %zu: %s", i, st.problem);
-    ck_assert_msg(
-        st.report.storm == m->storm && st.report.recovering == m->recovering,
-        "interval %zu: storm %d recovering %d (state %s)", i, st.report.storm,
-        st.report.recovering, ms_state_name(st.report.state));
+    ck_assert_msg(st.report.analysis.storm == m->storm &&
+                      st.report.analysis.recovering == m->recovering,
+                  "interval %zu: storm %d recovering %d (state %s)", i,
+                  st.report.analysis.storm, st.report.analysis.recovering,
+                  ms_state_name(st.report.analysis.state));
     ck_assert_msg(st.n_notes == (m->note != NULL), "interval %zu: %d notes", i,
                   st.n_notes);
     if (m->note) {
@@ -1083,9 +1084,10 @@ START_TEST(test_incident) {
     ms_step st;
     ms_tracker_step(&t, &s, &in, &st);
     ck_assert_msg(st.ok, "interval %zu: %s", i, st.problem);
-    ck_assert_msg(
-        st.report.state == script[i].state, "interval %zu: state %s, want %s",
-        i, ms_state_name(st.report.state), ms_state_name(script[i].state));
+    ck_assert_msg(st.report.analysis.state == script[i].state,
+                  "interval %zu: state %s, want %s", i,
+                  ms_state_name(st.report.analysis.state),
+                  ms_state_name(script[i].state));
     int f = 0, o = 0;
     for (int n = 0; n < st.n_notes; n++) {
       f += st.notes[n].severity == MS_NOTE_FAILURE;
@@ -1134,7 +1136,7 @@ START_TEST(test_headroom_warning_and_recovery) {
   in = values(NAN, 200, NAN, NAN, 20); /* tipping ~195: overloaded */
   ms_tracker_step(&t, &s, &in, &st);
   ck_assert(st.ok);
-  ck_assert_int_eq(st.report.state, MS_STATE_OVERLOADED);
+  ck_assert_int_eq(st.report.analysis.state, MS_STATE_OVERLOADED);
   ck_assert_int_eq(st.n_notes, 1); /* FAILURE; headroom was already low */
   ck_assert_int_eq(st.notes[0].severity, MS_NOTE_FAILURE);
   ms_tracker_step(&t, &s, &in, &st);
@@ -1172,7 +1174,7 @@ static int scan_safe_retries(const ms_service_params *p, double lambda,
 /*
  * safe_retries: the largest retry count safe at this interval's offered
  * load with the file's safety_margin (default 0.2), against the scan above
- * over every count to MS_PLAN_MAX_RETRIES; absent when none is safe; the
+ * over every count to MS_RECOMMEND_MAX_RETRIES; absent when none is safe; the
  * margin moves it; the recovery loads are computed once per landscape.
  * Service of recommend's example: 50 servers x 200 ms, 2 s timeout, 3
  * retries (recovery loads about 250, 125, 83 req/s for 0, 1, 2 retries).
@@ -1191,7 +1193,8 @@ START_TEST(test_safe_retries_output) {
     ms_step st;
     ms_tracker_step(&t, &s, &in, &st);
     ck_assert(st.ok);
-    int ref = scan_safe_retries(&s.params, loads[i], 0.2, MS_PLAN_MAX_RETRIES);
+    int ref =
+        scan_safe_retries(&s.params, loads[i], 0.2, MS_RECOMMEND_MAX_RETRIES);
     ck_assert(ref >= 0);
     if (want[i] != -2)
       ck_assert_int_eq(ref, want[i]);
@@ -1207,7 +1210,7 @@ START_TEST(test_safe_retries_output) {
   ms_step st;
   ms_tracker_step(&t, &s, &in, &st);
   ck_assert(st.report.safe_retries >= 2 &&
-            st.report.safe_retries < MS_PLAN_MAX_RETRIES);
+            st.report.safe_retries < MS_RECOMMEND_MAX_RETRIES);
   /* past the recovery load of no retries (250 / 1.2): none is safe */
   in = values(NAN, 220, NAN, NAN, NAN);
   ms_tracker_step(&t, &s, &in, &st);
@@ -1229,7 +1232,7 @@ END_TEST
  * The bisection of safe_retries assumes the recovery load does not grow
  * with the retry count: checked over every count for each kind of policy,
  * and the tracker's answer equals the full scan of every count by
- * ms_plan_max_retries (itself held to a scan of the loads in
+ * ms_recommend_max_retries (itself held to a scan of the loads in
  * tests/check_recommend.c) at loads across the range.
  */
 START_TEST(test_safe_retries_every_policy) {
@@ -1254,11 +1257,12 @@ START_TEST(test_safe_retries_every_policy) {
   ms_retry_policy_fixed(&c[n++].policy, 10);
   for (int i = 0; i < n; i++) {
     ck_assert_int_eq(ms_service_params_check(&c[i], NULL), MS_OK);
-    int counts = ms_plan_retry_counts(&c[i]);
+    int counts = ms_recommend_retry_counts(&c[i]);
     double prev = INFINITY;
     for (int r = 0; r < counts; r++) {
       double rec;
-      ck_assert_int_eq(ms_plan_retry_recovery(&c[i], r, &rec, NULL), MS_OK);
+      ck_assert_int_eq(ms_recommend_retry_recovery(&c[i], r, &rec, NULL),
+                       MS_OK);
       ck_assert_msg(rec <= prev * (1 + 1e-12), "case %d: r %d: %g > %g", i, r,
                     rec, prev);
       prev = rec;
@@ -1270,17 +1274,18 @@ START_TEST(test_safe_retries_every_policy) {
     ms_tracker t;
     ms_tracker_init(&t);
     double r0;
-    ck_assert_int_eq(ms_plan_retry_recovery(&c[i], 0, &r0, NULL), MS_OK);
+    ck_assert_int_eq(ms_recommend_retry_recovery(&c[i], 0, &r0, NULL), MS_OK);
     for (double f = 0.01; f < 1.0; f *= 1.7) {
       double lambda = f * r0;
       ms_inputs in = values(NAN, lambda, NAN, NAN, NAN);
       ms_step st;
       ms_tracker_step(&t, &s, &in, &st);
       ck_assert(st.ok);
-      ms_plan_answer a;
-      ck_assert_int_eq(
-          ms_plan_max_retries(&c[i], lambda, MS_PLAN_DEFAULT_MARGIN, &a, NULL),
-          MS_OK);
+      ms_recommend_answer a;
+      ck_assert_int_eq(ms_recommend_max_retries(&c[i], lambda,
+                                                MS_RECOMMEND_DEFAULT_MARGIN, &a,
+                                                NULL),
+                       MS_OK);
       ck_assert_int_eq(st.report.has_safe_retries, a.safe);
       if (a.safe)
         ck_assert_msg(st.report.safe_retries == a.value,
@@ -1565,7 +1570,7 @@ START_TEST(test_flapping_storm_pages_once) {
     ms_step st;
     ms_tracker_step(&t, &s, &in, &st);
     ck_assert(st.ok);
-    ck_assert_int_eq(st.report.storm, load[i] > 99.0);
+    ck_assert_int_eq(st.report.analysis.storm, load[i] > 99.0);
     int f = 0, o = 0;
     for (int n = 0; n < st.n_notes; n++) {
       f += st.notes[n].severity == MS_NOTE_FAILURE;
@@ -1587,7 +1592,7 @@ START_TEST(test_cold_start_in_storm) {
   ms_inputs in = values(400, 200, NAN, NAN, NAN);
   ms_step st;
   ms_tracker_step(&t, &s, &in, &st);
-  ck_assert_int_eq(st.report.state, MS_STATE_METASTABLE);
+  ck_assert_int_eq(st.report.analysis.state, MS_STATE_METASTABLE);
   ck_assert_int_eq(st.n_notes, 1);
   ck_assert_int_eq(st.notes[0].severity, MS_NOTE_FAILURE);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The two tables of the model header: MS_OUTPUTS against conf/types.db (the
- * types collectd is told about must be exactly the outputs, in order, with
- * the same ranges), and MS_PARAMS, whose ranges every front end reports.
+ * The two tables: MS_OUTPUTS (service/outputs.h) against conf/types.db
+ * (the types collectd is told about must be exactly the outputs, in
+ * order, with the same ranges), and MS_PARAMS (model/loop.h), whose
+ * ranges every front end reports.
  */
 #include <float.h>
 #include <math.h>
@@ -11,6 +12,7 @@
 
 #include "check_suites.h"
 #include "metastable.h"
+#include "outputs.h"
 
 /* ---- outputs ----------------------------------------------------------- */
 
@@ -67,11 +69,13 @@ START_TEST(test_report_output) {
   ms_observation obs = {.offered_load = 200.0,
                         .has_observed_attempts = true,
                         .observed_attempts = 399.5};
+  ms_analysis an;
+  ck_assert_int_eq(ms_analyze(&ls, &obs, &an, NULL), MS_OK);
   ms_report r;
-  ck_assert_int_eq(ms_analyze(&ls, &obs, &r, NULL), MS_OK);
+  ms_report_of(&r, &an);
   double v;
   ck_assert(ms_report_output(&r, MS_OUT_TIPPING_LOAD, &v));
-  ck_assert(v == r.tipping_load);
+  ck_assert(v == an.tipping_load);
   ck_assert(ms_report_output(&r, MS_OUT_STATE, &v));
   ck_assert(v == (double)MS_STATE_METASTABLE);
   ck_assert(ms_report_output(&r, MS_OUT_STORM, &v) && v == 1.0);

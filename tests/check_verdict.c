@@ -25,8 +25,8 @@ static ms_landscape band_service(void) {
   return ls;
 }
 
-static ms_report analyze(const ms_landscape *ls, const ms_observation *o) {
-  ms_report r;
+static ms_analysis analyze(const ms_landscape *ls, const ms_observation *o) {
+  ms_analysis r;
   ms_error e;
   ck_assert_msg(ms_analyze(ls, o, &r, &e) == MS_OK, "%s", e.msg);
   return r;
@@ -49,7 +49,7 @@ START_TEST(test_above_tipping_nothing_failing) {
                       .has_observed_failure = true,
                       .observed_failure = 0.0,
                       .interval = 10.0};
-  ms_report r = analyze(&ls, &o);
+  ms_analysis r = analyze(&ls, &o);
   ck_assert_int_eq(r.state, MS_STATE_OVERLOADED); /* the model's verdict */
   ck_assert_int_eq(r.storm, 0);                   /* nothing observed */
   ck_assert_int_eq(r.recovering, 0);
@@ -78,7 +78,7 @@ START_TEST(test_noise_bound_edge) {
   ms_landscape ls = band_service();
   double lambda = 200.0, tau = 10.0;
   ms_observation o = {.offered_load = lambda, .interval = tau};
-  ms_report r = analyze(&ls, &o);
+  ms_analysis r = analyze(&ls, &o);
   ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
   double x = r.eq[0].effective_load, p = r.eq[0].failure_probability;
   if (ls.healthy_ceiling > p) {
@@ -129,7 +129,7 @@ START_TEST(test_noise_false_alarms) {
   for (int i = 0; i < 3; i++) {
     for (int k = 0; k < 3; k++) {
       ms_observation o = {.offered_load = loads[i], .interval = taus[k]};
-      ms_report r0 = analyze(&ls, &o);
+      ms_analysis r0 = analyze(&ls, &o);
       double x = r0.eq[0].effective_load, p = r0.eq[0].failure_probability;
       long n = lround(x * taus[k]);
       int draws = 4000, alarms = 0;
@@ -170,7 +170,7 @@ START_TEST(test_recovery_tail) {
                       .has_previous = true,
                       .previous = MS_STATE_METASTABLE,
                       .previous_storm = true};
-  ms_report r = analyze(&ls, &o);
+  ms_analysis r = analyze(&ls, &o);
   ck_assert_int_eq(r.state, MS_STATE_STABLE);
   ck_assert_int_eq(r.storm, 1);
   ck_assert_int_eq(r.recovering, 1);
@@ -216,11 +216,10 @@ START_TEST(test_model_only) {
                           .has_previous = true,
                           .previous = (ms_state)prev,
                           .previous_storm = prev >= 2};
-      ms_report r = analyze(&ls, &o);
+      ms_analysis r = analyze(&ls, &o);
       ck_assert_int_eq(r.storm, ms_state_storm(r.state));
       ck_assert_int_eq(r.recovering, 0);
       ck_assert(!r.has_drain_time);
-      ck_assert_int_eq(r.reporting, 1);
     }
 }
 END_TEST
@@ -281,7 +280,7 @@ START_TEST(test_drain_time) {
                       .has_previous = true,
                       .previous = MS_STATE_METASTABLE,
                       .previous_storm = true};
-  ms_report r = analyze(&ls, &o);
+  ms_analysis r = analyze(&ls, &o);
   ck_assert_int_eq(r.storm, 1);
   ck_assert(!r.has_drain_time); /* it does not drain */
   ck_assert_double_eq_tol(r.shed_load, 70 - 200.0 / 3, 1e-9);
@@ -320,7 +319,7 @@ START_TEST(test_no_flapping_near_tipping) {
   ms_landscape ls = band_service();
   double lambda = 0.9999 * ls.tipping_load, tau = 10.0;
   ms_observation o = {.offered_load = lambda, .interval = tau};
-  ms_report r = analyze(&ls, &o);
+  ms_analysis r = analyze(&ls, &o);
   ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
   double retries = r.eq[0].effective_load - lambda; /* per second */
   unsigned short seed[3] = {7, 0, 0};
@@ -363,7 +362,7 @@ START_TEST(test_overloaded_without_storm_then_band) {
                       .has_previous = true,
                       .previous = MS_STATE_OVERLOADED,
                       .previous_storm = false};
-  ms_report r = analyze(&ls, &o);
+  ms_analysis r = analyze(&ls, &o);
   ck_assert_int_eq(r.equilibria, 3);
   /* the split's retries are within the noise of 0 in a 1 s interval */
   ck_assert_double_lt(r.eq[1].effective_load - lambda,
@@ -389,7 +388,7 @@ START_TEST(test_queue_only) {
                       .interval = 10.0,
                       .has_previous = true,
                       .previous = MS_STATE_OVERLOADED};
-  ms_report r = analyze(&ls, &o);
+  ms_analysis r = analyze(&ls, &o);
   ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
   ck_assert_int_eq(r.storm, 0);
   o.queue_length = 301.0;
@@ -421,7 +420,7 @@ START_TEST(test_no_retries_no_attempt_evidence) {
                       .has_observed_attempts = true,
                       .observed_attempts = 152.0,
                       .interval = 10.0};
-  ms_report r = analyze(&ls, &o);
+  ms_analysis r = analyze(&ls, &o);
   ck_assert_int_eq(r.state, MS_STATE_OVERLOADED);
   ck_assert_int_eq(r.storm, 0);
   /* failures beyond the base failure do show it */

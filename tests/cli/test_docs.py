@@ -382,13 +382,13 @@ def table(text, header):
 
 
 def header_outputs():
-    """(name, unit) of each row of MS_OUTPUTS in model/metastable.h, the
+    """(name, unit) of each row of MS_OUTPUTS in service/outputs.h, the
     one home of the outputs."""
-    text = read("model/metastable.h")
+    text = read("service/outputs.h")
     body = text[text.index("#define MS_OUTPUTS(X)"):]
     body = body[:body.index("/* clang-format on */")]
-    return re.findall(r'X\((?:\w+), (\w+), MS_OUTPUT_\w+,\s*\\\s*"([^"]*)"',
-                      body)
+    return re.findall(r'X\((?:\w+), (\w+), (?:analysis\.)?, MS_OUTPUT_\w+,'
+                      r'\s*\\\s*"([^"]*)"', body)
 
 
 class Outputs(unittest.TestCase):

@@ -136,8 +136,8 @@ ERRORS = [
 
 def service_parameters():
     """(key, unit, whole) of every MS_SCOPE_SERVICE row of MS_PARAMS in
-    model/metastable.h, the one home of the parameters."""
-    with open(os.path.join(SRCDIR, "model", "metastable.h"),
+    model/loop.h, the one home of the parameters."""
+    with open(os.path.join(SRCDIR, "model", "loop.h"),
               encoding="utf-8") as f:
         text = f.read()
     body = text[text.index("#define MS_PARAMS(X)"):]
@@ -150,7 +150,7 @@ def service_parameters():
 
 def policy_fields():
     """The MS_SCOPE_POLICY rows of MS_PARAMS: (map, field)."""
-    with open(os.path.join(SRCDIR, "model", "metastable.h"),
+    with open(os.path.join(SRCDIR, "model", "loop.h"),
               encoding="utf-8") as f:
         text = f.read()
     body = text[text.index("#define MS_PARAMS(X)"):]

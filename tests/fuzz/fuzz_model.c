@@ -177,13 +177,14 @@ static void fuzz_plan(bytes *b) {
     return;
   bool safe;
   ms_landscape ls;
-  if (ms_plan_safe(&s, peak, margin, &safe, &ls, &err) == MS_OK)
+  if (ms_recommend_safe(&s, peak, margin, &safe, &ls, &err) == MS_OK)
     check_landscape(&ls);
-  ms_plan_answer a;
-  if (ms_plan_max_retries(&s, peak, margin, &a, &err) == MS_OK) {
-    need_finite(a.value, "ms_plan_max_retries: value not finite");
-    need_finite(a.tipping_load, "ms_plan_max_retries: tipping not finite");
-    need_finite(a.recovery_load, "ms_plan_max_retries: recovery not finite");
+  ms_recommend_answer a;
+  if (ms_recommend_max_retries(&s, peak, margin, &a, &err) == MS_OK) {
+    need_finite(a.value, "ms_recommend_max_retries: value not finite");
+    need_finite(a.tipping_load, "ms_recommend_max_retries: tipping not finite");
+    need_finite(a.recovery_load,
+                "ms_recommend_max_retries: recovery not finite");
   }
 }
 

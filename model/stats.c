@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Calibration (doc/design.md §1.8): the exponentially weighted estimator
- * behind every learned parameter, and the residual that says how far the
- * model's failure probability is from what is observed.
+ * Statistics (stats.h): the exponentially weighted estimator behind every
+ * learned parameter and the residual that says how far the model's
+ * failure probability is from what is observed (doc/design.md §1.8); the
+ * Wilson interval and quantiles that summarise repeated runs.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -95,4 +97,45 @@ double ms_failure_residual(double observed, double predicted, double attempts) {
   double kl = ms_bd0(qk, pm) + ms_bd0(qs, ps);
   double r = sqrt(2.0) * sqrt(n1) * sqrt(kl > 0 ? kl : 0);
   return qk < pm ? -r : r;
+}
+
+void ms_wilson_interval(long k, long n, double z, double *lo, double *hi) {
+  if (!(n >= 1 && k >= 0 && k <= n && isfinite(z) && z >= 0)) {
+    *lo = 0.0;
+    *hi = 1.0;
+    return;
+  }
+  double p = (double)k / (double)n, nn = (double)n, z2 = z * z;
+  double centre = (p + z2 / (2 * nn)) / (1 + z2 / nn);
+  double half = z / (1 + z2 / nn) * sqrt(p * (1 - p) / nn + z2 / (4 * nn * nn));
+  *lo = fmax(0.0, centre - half);
+  *hi = fmin(1.0, centre + half);
+  if (k == 0)
+    *lo = 0.0; /* exactly: centre = half there */
+  if (k == n)
+    *hi = 1.0;
+}
+
+/* Ascending, NaN last, so that a comparison never lies to qsort. */
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  if (isnan(x) || isnan(y))
+    return isnan(x) - isnan(y);
+  return (x > y) - (x < y);
+}
+
+void ms_sort_doubles(double *x, size_t n) {
+  if (x != NULL && n > 1)
+    qsort(x, n, sizeof *x, cmp_double);
+}
+
+double ms_quantile_sorted(const double *x, size_t n, double q) {
+  if (x == NULL || n == 0)
+    return NAN;
+  q = fmin(fmax(q, 0.0), 1.0);
+  double h = (double)(n - 1) * q;
+  size_t i = (size_t)floor(h);
+  if (i + 1 >= n)
+    return x[n - 1];
+  return x[i] + (h - (double)i) * (x[i + 1] - x[i]);
 }

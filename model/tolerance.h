@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Trigger tolerance: the longest stall or spike a service survives at its
+ * offered load, by probes of the fluid engine with queue memory (sim.h,
+ * doc/design.md §6).  Conventions: base.h.
+ */
+#ifndef METASTABLE_TOLERANCE_H
+#define METASTABLE_TOLERANCE_H
+
+#include "sim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * The longest trigger a service survives at its offered load: the stall
+ * tolerance ("at this load the service survives a 2.3 s stall of its
+ * dependency") and the spike tolerance.  A trigger is one of
+ *   MS_TRIGGER_SERVERS  the pool has `servers` servers (0: a full stall,
+ *                       all servers gone while the clients go on sending
+ *                       and retrying) for `hold` seconds;
+ *   MS_TRIGGER_LOAD     `spike_load` req/s more for `hold` seconds.
+ *
+ * Each probe is one run of the fluid engine with queue memory
+ * (ms_sim_fluid, doc/design.md §6), the erlang model only.  The run
+ * starts empty at the offered load lambda, settles for a lead-in of
+ * 5 tau, applies the trigger for `hold` seconds, and goes on for a horizon
+ * of
+ *   20 tau + 3 c mu T / (c mu - lambda A(base))
+ * after it, where tau = T + 1/mu + the mean backoff before the last
+ * retry (one turn of the loop: a timeout, a service, a wait) and the second
+ * term is three times the time to drain a backlog of one timeout horizon
+ * c mu T at the healthy amplification (ms_drain_time).  The probe
+ * *latches* when the plugin's state on the run's last window is a storm
+ * state (ms_sim_summary.final_state metastable or overloaded): the
+ * window's attempt rate lies beyond the unstable equilibrium, in the collapsed
+ * basin (doc/design.md §1.4), after the backlog the trigger left has had three
+ * drain times to go.  Not the storm flag (final_storm), which also stays
+ * up in the healthy basin while a backlog still drains (recovering). Inside the
+ * band a backlog past c mu T makes every attempt time out, so the attempts
+ * settle at the collapsed equilibrium and never come back: a trajectory that
+ * has not recovered by the end of the horizon has latched.
+ *
+ * Sources: the trigger map (trigger size x duration -> recovers or
+ * latches) of L. Huang, M. Magnusson, A. B. Muralikrishna, S. Estyak,
+ * R. Isaacs, A. Aghayev, T. Zhu, A. Charapko, "Metastable Failures in the
+ * Wild", OSDI 2022, sec. 5; the fluid engine of doc/design.md §6.
+ */
+typedef struct {
+  ms_trigger_kind kind; /* SERVERS: a stall; LOAD: a spike */
+  long servers;         /* SERVERS: the pool during the stall, 0 .. servers - 1
+                           of the model (0: a full stall) */
+  double spike_load;    /* LOAD: req/s added, finite, > 0 */
+  double rel_tol;       /* bisection: stop when latch - tolerance <=
+                           max(rel_tol latch, dt), in (0, 0.5]; 0: 0.01 */
+  double max_hold;      /* longest trigger searched, s, (0, 86400]; 0: 3600 */
+  bool check_monotone;  /* run two more probes: half the tolerance must
+                           recover and twice the latch hold must latch */
+  /* stop, or NULL: polled with stop_ctx before each probe and at each of
+   * its sample windows; non-zero ends the search with MS_ELIMIT ("stopped
+   * by the caller"), so a caller bounds a search by a deadline or Ctrl-C
+   * (a window is milliseconds at most: bench/bench_sim) */
+  int (*stop)(void *stop_ctx);
+  void *stop_ctx;
+  /* resume: go on from the bracket a search of the same service, load and
+   * query returned when stopped (its tolerance and latch: resume_lo s
+   * recovered, resume_hi s latched, 0: none latched yet), probing neither
+   * again, nor the hold of 0 */
+  bool resume;
+  double resume_lo, resume_hi;
+} ms_tolerance_query;
+
+typedef enum {
+  MS_TOLERANCE_BOUNDED = 0,   /* a trigger of tolerance s is survived, one of
+                                 latch s latches */
+  MS_TOLERANCE_UNBOUNDED = 1, /* no trigger of this kind latches: below the
+                                 recovery load (no collapsed equilibrium),
+                                 or a spike that stays at or under the
+                                 tipping load */
+  MS_TOLERANCE_BEYOND = 2,    /* inside the band, but no trigger up to
+                                 max_hold latched: tolerance = max_hold */
+  MS_TOLERANCE_OVERLOADED = 3 /* above the tipping load: the service latches
+                                 with no trigger at all; tolerance 0 */
+} ms_tolerance_kind;
+
+/* "bounded", "unbounded", "beyond", "overloaded"; "unknown" otherwise. */
+const char *ms_tolerance_kind_name(ms_tolerance_kind k);
+
+typedef struct {
+  ms_tolerance_kind kind;
+  double tolerance;  /* s: the longest hold a probe recovered from (the
+                        lower end of the final bracket); 0 when
+                        overloaded, max_hold when unbounded or beyond */
+  double latch;      /* s: the shortest hold a probe latched at (the upper
+                        end); 0 when none latched */
+  double resolution; /* s: the bisection's stopping width, max(rel_tol
+                        latch, dt) */
+  double lead_in;    /* s of the run before the trigger starts */
+  double horizon;    /* s of the run after the trigger ends */
+  double dt;         /* s, the fluid bin width used */
+  int probes;        /* fluid runs made */
+  bool verified;     /* unbounded: a probe of max_hold, at most 100 tau,
+                        with a horizon that drains the largest backlog it
+                        can leave, recovered, as the landscape says it
+                        must (false when that run would exceed a day) */
+  double checked;    /* s: the hold of that probe; 0 when not run */
+  bool monotone;     /* check_monotone: both extra probes agreed; true
+                        when not asked */
+  double tipping_load, recovery_load; /* req/s, of the landscape */
+  bool stopped; /* q->stop ended the search (MS_ELIMIT): tolerance and
+                   latch are the bracket reached, for q->resume_lo/hi;
+                   every field is 0 on an error before the first probe */
+} ms_tolerance;
+
+/* The most fluid bins one probe of ms_trigger_tolerance may take (2^20):
+ * the bins are T/20 wide, so a timeout short against the service time
+ * makes the run long in bins (16 servers at 1 s behind a 7 us timeout:
+ * 6e7 bins a probe, 22 s a search, found by fuzz_model); such a search is
+ * refused rather than run, in the plugin's read cycle above all. */
+#define MS_TOLERANCE_MAX_BINS 1048576.0
+
+/*
+ * ms_trigger_tolerance: the longest trigger of query q that the service of
+ * c survives at the offered load c->scenario.offered_load.
+ *   c    a configuration for ms_sim_fluid: its service (erlang model, one
+ *        tier), backoff, budget window, token capacity, sample interval
+ *        and dt are used; its scenario's triggers and duration and its
+ *        queue_memory are replaced (queue memory on)
+ *   q    the trigger (above)
+ *   out  the result
+ * Method: the landscape first (ms_landscape_build): above the tipping
+ * load OVERLOADED without a probe; below the recovery load (and for a
+ * spike whose peak lambda + spike_load stays at or below the tipping
+ * load) UNBOUNDED, checked by one long probe (verified; a probe that
+ * latches there is the error MS_ENOCONV: the engine and the landscape
+ * disagree).  Otherwise a hold of 0 must recover (MS_ENOCONV if not: the
+ * run does not settle healthy), then the hold doubles from tau until a
+ * probe latches (BEYOND past max_hold), then bisection on the hold
+ * keeps one recovering and one latching end until the bracket is within
+ * the resolution.  The outcome is assumed monotone in the hold (a longer
+ * trigger leaves a larger backlog); check_monotone tests it at two more
+ * holds.  Cost: about log2(max_hold / tau) + log2(1 / rel_tol) fluid runs
+ * of lead-in + hold + horizon each (bench/bench_sim measures one).
+ * Errors: MS_EINVAL (configuration, query, capacity model, tiers > 1),
+ * MS_ENOCONV (above), MS_ELIMIT (a probe longer than MS_SIM_MAX_DURATION
+ * or of more than MS_TOLERANCE_MAX_BINS fluid bins, or q->stop said stop),
+ * and those of the engine.
+ */
+int ms_trigger_tolerance(const ms_sim_config *c, const ms_tolerance_query *q,
+                         ms_tolerance *out, ms_error *err);
+
+/*
+ * ms_tolerance_probe: one probe of ms_trigger_tolerance: whether the
+ * trigger of q held for `hold` s (finite, >= 0) latches at the offered load
+ * c->scenario.offered_load, by the run described above.
+ *   latched   out: the run's last window is in storm
+ *   scenario  out, or NULL: the scenario that was run (lead-in, trigger,
+ *             horizon), for a caller that runs it again or shows it
+ * Errors: as ms_trigger_tolerance, MS_ENOCONV excepted.
+ */
+int ms_tolerance_probe(const ms_sim_config *c, const ms_tolerance_query *q,
+                       double hold, bool *latched, ms_scenario *scenario,
+                       ms_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
