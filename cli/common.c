@@ -962,19 +962,6 @@ const char *ms_cli_fmt_share(char *buf, size_t len, double x, int digits) {
   return buf;
 }
 
-const char *ms_cli_fmt_double(char buf[32], double x) {
-  if (isnan(x))
-    return strcpy(buf, "nan");
-  if (isinf(x))
-    return strcpy(buf, x > 0 ? "inf" : "-inf");
-  for (int prec = 15; prec <= 17; prec++) {
-    snprintf(buf, 32, "%.*g", prec, x);
-    if (prec == 17 || strtod(buf, NULL) == x)
-      break;
-  }
-  return buf;
-}
-
 void ms_cli_csv_field(FILE *f, const char *text) {
   if (text[strcspn(text, ",\"\r\n")] == '\0') {
     fputs(text, f);

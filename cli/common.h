@@ -325,10 +325,6 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
 /* Output                                                              */
 /* ------------------------------------------------------------------ */
 
-/* The shortest decimal (%.15g, %.16g or %.17g) that reads back as exactly
- * x; "nan", "inf", "-inf" for the non-finite.  buf has room for 32. */
-const char *ms_cli_fmt_double(char buf[32], double x);
-
 /* A share x (a probability, a fraction, >= 0) for people, with digits
  * significant digits: exactly 0 as "0", else a percentage ("1 %",
  * "0.025 %") down to 0.001 %, below that the share itself in scientific

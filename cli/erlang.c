@@ -75,7 +75,7 @@ static const struct option options[] = {
 static void print_probability(const char *name, double v, double ln_v) {
   char a[32], ln_name[32];
   if (v > 0) {
-    printf("%-13s %s\n", name, ms_cli_fmt_double(a, v));
+    printf("%-13s %s\n", name, ms_format_double(a, v));
   } else {
     double l10 = ln_v / log(10.0);
     double e = floor(l10);
@@ -83,7 +83,7 @@ static void print_probability(const char *name, double v, double ln_v) {
            pow(10.0, l10 - e), e);
   }
   snprintf(ln_name, sizeof ln_name, "ln_%s", name);
-  printf("%-13s %s\n", ln_name, ms_cli_fmt_double(a, ln_v));
+  printf("%-13s %s\n", ln_name, ms_format_double(a, ln_v));
 }
 
 /* What the command line asks for.  A NaN service rate or timeout is one
@@ -202,7 +202,7 @@ static void write_text(const erlang_args *a, const ms_erlang_values *v,
   char b1[32], b2[32], b3[32];
   printf("%-13s %ld\n", "servers", a->servers);
   printf("%-13s %s erlangs (utilization %.4g %%)\n", "offered",
-         ms_cli_fmt_double(b1, a->offered),
+         ms_format_double(b1, a->offered),
          100 * a->offered / (double)a->servers);
   print_probability("erlang_b", v->erlang_b, v->ln_erlang_b);
   if (v->steady_state)
@@ -214,9 +214,9 @@ static void write_text(const erlang_args *a, const ms_erlang_values *v,
   if (tail) {
     printf("%-13s service rate %s/s per server, arrival rate %s/s, "
            "timeout %s s\n",
-           "queue", ms_cli_fmt_double(b1, a->mu),
-           ms_cli_fmt_double(b2, a->offered * a->mu),
-           ms_cli_fmt_double(b3, a->timeout));
+           "queue", ms_format_double(b1, a->mu),
+           ms_format_double(b2, a->offered * a->mu),
+           ms_format_double(b3, a->timeout));
     print_probability("wait_tail", exp(ln_tail), ln_tail);
   }
 }
@@ -261,15 +261,15 @@ static int run_queue_limited(const erlang_args *a) {
   printf("%-13s %ld, queue limit %ld (M/M/c/K)\n", "servers", a->servers,
          a->queue_limit);
   printf("%-13s %s erlangs (utilization %.4g %%)\n", "offered",
-         ms_cli_fmt_double(b1, a->offered),
+         ms_format_double(b1, a->offered),
          100 * a->offered / (double)a->servers);
   print_probability("blocking_probability", exp(ln_block), ln_block);
   if (tail) {
     printf("%-13s service rate %s/s per server, arrival rate %s/s, "
            "timeout %s s\n",
-           "queue", ms_cli_fmt_double(b1, a->mu),
-           ms_cli_fmt_double(b2, a->offered * a->mu),
-           ms_cli_fmt_double(b3, a->timeout));
+           "queue", ms_format_double(b1, a->mu),
+           ms_format_double(b2, a->offered * a->mu),
+           ms_format_double(b3, a->timeout));
     if (a->queue_limit > 0)
       print_probability("wait_tail", wait, ln_tail);
     else

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * metastable fit: a service's parameters estimated from a trace (the
- * estimation is cli/fit_model.c, described in cli/fit.h).  The trace is
- * read as replay reads it (cli/trace.h), each row through the plugin's
+ * estimation is service/fit.c, described in service/fit.h).  The trace is
+ * read as replay reads it (service/trace.h), each row through the plugin's
  * own inference (ms_infer); the result is printed with its 95 %
  * intervals, written as a service file, and drawn.
  */
@@ -16,7 +16,7 @@
 #include "fit.h"
 #include "json.h"
 #include "plot.h"
-#include "trace.h"
+#include "source.h"
 
 static const char help[] =
     "Usage: metastable fit --spec FILE [--service NAME] [MODEL OPTIONS]\n"

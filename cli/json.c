@@ -99,7 +99,7 @@ void ms_json_number(ms_json *j, const char *key, double x) {
     return;
   }
   char buf[32];
-  fputs(ms_cli_fmt_double(buf, x), j->f);
+  fputs(ms_format_double(buf, x), j->f);
 }
 
 void ms_json_int(ms_json *j, const char *key, long long x) {

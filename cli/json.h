@@ -5,7 +5,7 @@
  * never sits in memory.
  *
  *  - numbers: the shortest decimal that reads back as exactly the same
- *    double (at most 17 significant digits, ms_cli_fmt_double); NaN and the
+ *    double (at most 17 significant digits, ms_format_double); NaN and the
  *    infinities, which JSON cannot hold, are written as null;
  *  - strings: UTF-8 passed through, '"' and '\' escaped, control characters
  *    as \n, \t, ... or \u00XX;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * metastable replay: a post-mortem.  A metrics trace (cli/trace.h) is run
+ * metastable replay: a post-mortem.  A metrics trace (service/trace.h) is run
  * row by row through ms_tracker_step, the per-interval step the collectd
  * plugin runs (service/service.h): the same inference of the offered load,
  * the same state machine with its hysteresis, the same notifications.  So
@@ -17,7 +17,7 @@
 #include "json.h"
 #include "plot.h"
 #include "report.h"
-#include "trace.h"
+#include "source.h"
 
 static const char help[] =
     "Usage: metastable replay --spec FILE [--service NAME] [MODEL OPTIONS]\n"
@@ -116,7 +116,7 @@ static const struct option options[] = {
 static void write_csv_row(const ms_trace_row *row, const ms_step *st) {
   char b[32];
   ms_cli_csv_field(stdout, row->time_text);
-  printf(",%s,", ms_cli_fmt_double(b, row->unix_time));
+  printf(",%s,", ms_format_double(b, row->unix_time));
   const ms_inference *inf = &st->inference;
   static const ms_report none; /* no report: reporting 0 alone */
   ms_report_csv(stdout, st->ok ? &st->report : &none);
@@ -125,11 +125,11 @@ static void write_csv_row(const ms_trace_row *row, const ms_step *st) {
   else
     fputs(",", stdout);
   if (st->ok && inf->has_observed_attempts)
-    printf(",%s", ms_cli_fmt_double(b, inf->observed_attempts));
+    printf(",%s", ms_format_double(b, inf->observed_attempts));
   else
     fputs(",", stdout);
   if (st->ok && inf->has_observed_failure)
-    printf(",%s", ms_cli_fmt_double(b, inf->observed_failure));
+    printf(",%s", ms_format_double(b, inf->observed_failure));
   else
     fputs(",", stdout);
   fputc(',', stdout);

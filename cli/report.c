@@ -42,7 +42,7 @@ void ms_report_csv(FILE *f, const ms_report *r) {
     case MS_OUTPUT_NUMBER:
     case MS_OUTPUT_OBSERVED:
     case MS_OUTPUT_OPTIONAL:
-      fputs(ms_cli_fmt_double(buf, v), f);
+      fputs(ms_format_double(buf, v), f);
       break;
     }
   }
@@ -78,7 +78,7 @@ static int not_finite(const char *what, double v, double lambda, char *msg,
                       size_t len) {
   char l[32];
   snprintf(msg, len, "the %s at offered load %s req/s is %s", what,
-           ms_cli_fmt_double(l, lambda),
+           ms_format_double(l, lambda),
            isnan(v) ? "not a number" : "beyond the range of a double");
   return -1;
 }

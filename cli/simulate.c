@@ -341,7 +341,7 @@ static int parse_backoff(const char *text, ms_backoff *b) {
 /* ---- collecting the run ------------------------------------------------- */
 
 /* The CSV header: simulate's own columns, then the same window as a
- * trace that `metastable replay` and `metastable fit` read (cli/trace.h):
+ * trace that `metastable replay` and `metastable fit` read (service/trace.h):
  * the inputs by their names, pool_size with the erlang model, and with
  * the DES what the servers did (the calibration inputs busy_servers,
  * completion_rate and latency), which the fluid engine does not measure:
@@ -362,25 +362,25 @@ static void csv_row(FILE *f, const ms_sim_sample *s, bool erlang) {
   char b[16][32];
   fprintf(
       f, "%s,%s,%s,%s,%s,%s,%s,%s,%s,%ld,%s,%s,%s,%d,%s,%s,%s,%s",
-      ms_cli_fmt_double(b[0], s->time), ms_cli_fmt_double(b[1], s->offered),
-      ms_cli_fmt_double(b[2], s->attempts), ms_cli_fmt_double(b[3], s->retries),
-      ms_cli_fmt_double(b[4], s->failures), ms_cli_fmt_double(b[5], s->goodput),
-      ms_cli_fmt_double(b[6], s->given_up), ms_cli_fmt_double(b[7], s->refused),
-      ms_cli_fmt_double(b[8], s->backlog), s->servers,
-      ms_cli_fmt_double(b[9], s->failure_ratio),
-      ms_cli_fmt_double(b[10], s->amplification), ms_state_name(s->state),
-      s->storm, ms_cli_fmt_double(b[11], s->tipping_load),
-      ms_cli_fmt_double(b[12], s->recovery_load),
-      s->has_healthy ? ms_cli_fmt_double(b[13], s->healthy_load) : "",
-      s->has_collapsed ? ms_cli_fmt_double(b[14], s->collapsed_load) : "");
+      ms_format_double(b[0], s->time), ms_format_double(b[1], s->offered),
+      ms_format_double(b[2], s->attempts), ms_format_double(b[3], s->retries),
+      ms_format_double(b[4], s->failures), ms_format_double(b[5], s->goodput),
+      ms_format_double(b[6], s->given_up), ms_format_double(b[7], s->refused),
+      ms_format_double(b[8], s->backlog), s->servers,
+      ms_format_double(b[9], s->failure_ratio),
+      ms_format_double(b[10], s->amplification), ms_state_name(s->state),
+      s->storm, ms_format_double(b[11], s->tipping_load),
+      ms_format_double(b[12], s->recovery_load),
+      s->has_healthy ? ms_format_double(b[13], s->healthy_load) : "",
+      s->has_collapsed ? ms_format_double(b[14], s->collapsed_load) : "");
   /* the trace: the same numbers under the inputs' names */
   fprintf(f, ",%s,%s,%s,%s,%s", b[1], b[2], b[3], b[4], b[8]);
   if (erlang)
     fprintf(f, ",%ld", s->servers);
   if (s->has_service)
-    fprintf(f, ",%s,%s,%s", ms_cli_fmt_double(b[0], s->busy_servers),
-            ms_cli_fmt_double(b[1], s->completion_rate),
-            s->has_latency ? ms_cli_fmt_double(b[2], s->latency) : "");
+    fprintf(f, ",%s,%s,%s", ms_format_double(b[0], s->busy_servers),
+            ms_format_double(b[1], s->completion_rate),
+            s->has_latency ? ms_format_double(b[2], s->latency) : "");
   fputc('\n', f);
 }
 
@@ -1349,10 +1349,10 @@ static void seeds_csv(const seed_stats *st, const seed_run *run) {
     const seed_run *r = &run[i];
     bool rec = r->stormed && r->recovered;
     printf("%llu,%d,%s,%s,%s,%s\n", (unsigned long long)r->seed, r->recovered,
-           r->stormed ? ms_cli_fmt_double(b[0], r->first_storm_at) : "",
-           rec ? ms_cli_fmt_double(b[1], r->storm_ended_at) : "",
-           rec ? ms_cli_fmt_double(b[2], r->recovery_time) : "",
-           ms_cli_fmt_double(b[3], r->amplification));
+           r->stormed ? ms_format_double(b[0], r->first_storm_at) : "",
+           rec ? ms_format_double(b[1], r->storm_ended_at) : "",
+           rec ? ms_format_double(b[2], r->recovery_time) : "",
+           ms_format_double(b[3], r->amplification));
   }
 }
 

@@ -129,7 +129,7 @@ static int write_table(const ms_landscape *ls, double from, double to,
       if (st == MS_OK)
         return ms_cli_fail("model: %s", msg);
       return ms_cli_fail("model at offered load %s: %s",
-                         ms_cli_fmt_double(b[0], lam), err.msg);
+                         ms_format_double(b[0], lam), err.msg);
     }
     if (format == MS_FORMAT_JSON) {
       ms_json_begin_object(&j, NULL);
@@ -146,12 +146,12 @@ static int write_table(const ms_landscape *ls, double from, double to,
       ms_json_end_array(&j);
       ms_json_end_object(&j);
     } else {
-      ms_cli_fmt_double(b[0], lam);
+      ms_format_double(b[0], lam);
       for (int k = 0; k < n; k++)
         printf("%s,%d,%d,%s,%s,%s,%d\n", b[0], n, k,
-               ms_cli_fmt_double(b[1], eq[k].effective_load),
-               ms_cli_fmt_double(b[2], eq[k].failure_probability),
-               ms_cli_fmt_double(b[3], eq[k].amplification), eq[k].stable);
+               ms_format_double(b[1], eq[k].effective_load),
+               ms_format_double(b[2], eq[k].failure_probability),
+               ms_format_double(b[3], eq[k].amplification), eq[k].stable);
     }
     ms_cli_progress_update(&prog, (size_t)i);
   }
@@ -809,10 +809,10 @@ static void write_vary_table(const sweep_args *a, const vary_row *rows,
   } else if (a->format == MS_FORMAT_CSV) {
     printf("%s,tipping_load,recovery_load,band_width,state\n", key);
     for (size_t i = 0; i < n; i++)
-      printf("%s,%s,%s,%s,%s\n", ms_cli_fmt_double(b[0], rows[i].value),
-             ms_cli_fmt_double(b[1], rows[i].tipping),
-             ms_cli_fmt_double(b[2], rows[i].recovery),
-             ms_cli_fmt_double(b[3], rows[i].band),
+      printf("%s,%s,%s,%s,%s\n", ms_format_double(b[0], rows[i].value),
+             ms_format_double(b[1], rows[i].tipping),
+             ms_format_double(b[2], rows[i].recovery),
+             ms_format_double(b[3], rows[i].band),
              ms_state_name(rows[i].state));
   } else {
     printf("%-14s %14s %14s %14s  state at %g req/s\n", key, "tipping req/s",

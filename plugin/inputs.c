@@ -55,27 +55,15 @@ struct inputs_s {
 
 /* ---- hashing ------------------------------------------------------------ */
 
-#define FNV_OFFSET 1469598103934665603ULL
-#define FNV_PRIME 1099511628211ULL
-
-/* FNV-1a of the first n bytes of s, or of s up to its NUL when that comes
- * first (n = SIZE_MAX: a whole string in one pass), continuing from h
- * (FNV_OFFSET to start): the one hash of identifier lists, components and
- * counter names. */
-static uint64_t fnv1a(uint64_t h, const char *s, size_t n) {
-  for (size_t i = 0; i < n && s[i] != '\0'; i++)
-    h = (h ^ (unsigned char)s[i]) * FNV_PRIME;
-  return h;
-}
-
 /* Of the identifier list: tells when globs must be matched again (hosts
  * and metrics come and go; matching every glob against every identifier
  * each interval would cost services x identifiers). */
 static uint64_t hash_names(char **names, size_t n) {
-  uint64_t h = FNV_OFFSET;
+  uint64_t h = MS_FNV1A64_OFFSET;
   for (size_t i = 0; i < n; i++) {
-    h = fnv1a(h, names[i], SIZE_MAX);
-    h = fnv1a(h, "\xff", 1); /* a byte no name holds: "ab","c" != "a","bc" */
+    h = ms_fnv1a64_update(h, names[i], strlen(names[i]));
+    /* a byte no name holds: "ab","c" != "a","bc" */
+    h = ms_fnv1a64_update(h, "\xff", 1);
   }
   return h ^ n;
 }
@@ -177,8 +165,8 @@ static int name_index_build(name_index *ix, int component, char **names,
       ix->odd[ix->n_odd++] = i;
       continue;
     }
-    size_t b = fnv1a(FNV_OFFSET, names[i] + start[component], len[component]) &
-               ix->mask;
+    size_t b =
+        ms_fnv1a64(names[i] + start[component], len[component]) & ix->mask;
     ix->next[i] = ix->head[b];
     ix->head[b] = i + 1;
   }
@@ -191,8 +179,7 @@ static void match_glob(glob_matches *g, const char *pattern, char **names,
                        size_t n, const name_index *ix, size_t *scratch) {
   size_t cnt = 0;
   if (ix != NULL) {
-    size_t b =
-        fnv1a(FNV_OFFSET, pattern + g->anchor_start, g->anchor_len) & ix->mask;
+    size_t b = ms_fnv1a64(pattern + g->anchor_start, g->anchor_len) & ix->mask;
     for (size_t i = ix->head[b]; i != 0; i = ix->next[i - 1])
       if (fnmatch(pattern, names[i - 1], FNM_PATHNAME) == 0)
         scratch[cnt++] = i - 1;
@@ -285,7 +272,7 @@ static counter_slot *counter_lookup(counter_memory *m, const char *name) {
     for (size_t i = 0; i < m->cap; i++)
       if (m->slot[i].name != NULL) {
         const char *old = m->slot[i].name;
-        size_t j = fnv1a(FNV_OFFSET, old, SIZE_MAX) & (cap - 1);
+        size_t j = ms_fnv1a64(old, strlen(old)) & (cap - 1);
         while (slot[j].name != NULL)
           j = (j + 1) & (cap - 1);
         slot[j] = m->slot[i];
@@ -294,7 +281,7 @@ static counter_slot *counter_lookup(counter_memory *m, const char *name) {
     m->slot = slot;
     m->cap = cap;
   }
-  size_t j = fnv1a(FNV_OFFSET, name, SIZE_MAX) & (m->cap - 1);
+  size_t j = ms_fnv1a64(name, strlen(name)) & (m->cap - 1);
   while (m->slot[j].name != NULL && strcmp(m->slot[j].name, name) != 0)
     j = (j + 1) & (m->cap - 1);
   if (m->slot[j].name == NULL) {

@@ -23,7 +23,7 @@
  *
  * Nothing here may crash, block or flood the daemon: a service whose inputs
  * are missing reports nothing that interval and logs one rate-limited
- * warning (c_complain); a cycle stops analysing services once its budget
+ * warning (ms_complain); a cycle stops analysing services once its budget
  * is spent and takes the rest first in the next cycle (round robin); the
  * plugin logs at most LOG_LINES_PER_WINDOW lines a minute; the read
  * callback always returns 0 so the daemon never suspends it.
@@ -32,7 +32,6 @@
 
 #include "plugin.h"
 #include "utils/common/common.h"
-#include "utils_complain.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -314,8 +313,8 @@ static void state_free(void *p) {
 /*
  * The plugin-wide bound on the log (LOG_LINES_PER_WINDOW lines per minute
  * of the clock).  Every line of the read cycle goes through log_take; a
- * rate-limited complaint is first asked whether collectd's c_complain would
- * say anything (its own back-off: utils_complain.h), and only then counted.
+ * rate-limited complaint is first asked whether its back-off allows it
+ * (ms_complain, log_backoff in state.h), and only then counted.
  * log_roll, at a new minute, says how many lines the last one left out.
  * Called under the plugin's lock.
  */
@@ -359,52 +358,53 @@ ms_log(plugin_state *st, int level, const char *format, ...) {
   plugin_log(level, "%s", msg);
 }
 
-/* c_complain under the bound.  A complaint left out still takes its step of
- * back-off, the one collectd 5.12's c_complain takes (utils_complain.c: the
- * plugin's interval first, then doubling, at most a day), so that a
- * suppressed complaint is not retried every cycle. */
-__attribute__((format(printf, 4, 5))) static void
-ms_complain(plugin_state *st, int level, c_complain_t *c, const char *format,
-            ...) {
-  cdtime_t now = cdtime();
-  if (c->last + c->interval > now)
-    return; /* c_complain would be quiet */
-  if (!log_take(st)) {
-    c->last = now;
-    if (c->interval < plugin_get_interval())
-      c->interval = plugin_get_interval();
-    else if (c->interval < TIME_T_TO_CDTIME_T(86400) / 2)
-      c->interval *= 2;
-    else
-      c->interval = TIME_T_TO_CDTIME_T(86400);
-    c->complained_once = false;
-    return;
-  }
-  char msg[512];
-  va_list ap;
-  va_start(ap, format);
-  vsnprintf(msg, sizeof msg, format, ap);
-  va_end(ap);
-  c_complain(level, c, "%s", msg);
+/* Whether a line with back-off b may be said now (log_backoff, state.h):
+ * takes the step of back-off when it may. */
+static bool backoff_due(log_backoff *b, cdtime_t now) {
+  if (b->interval > 0 && b->last + b->interval > now)
+    return false;
+  b->last = now;
+  cdtime_t day = TIME_T_TO_CDTIME_T(86400);
+  if (b->interval < plugin_get_interval())
+    b->interval = plugin_get_interval();
+  else
+    b->interval = b->interval < day / 2 ? 2 * b->interval : day;
+  return true;
 }
 
-/* c_release under the bound: a release left out resets the complaint
- * silently, as C_COMPLAIN_INIT does. */
+/* A rate-limited complaint under the plugin's bound: said when its
+ * back-off allows and the minute's lines are not used up; a line the
+ * bound leaves out still takes its step of back-off, so that it is not
+ * tried again every cycle. */
 __attribute__((format(printf, 4, 5))) static void
-ms_release(plugin_state *st, int level, c_complain_t *c, const char *format,
-           ...) {
-  if (c->interval == 0)
-    return; /* c_release would be quiet */
-  if (!log_take(st)) {
-    C_COMPLAIN_INIT(c);
+ms_complain(plugin_state *st, int level, log_backoff *b, const char *format,
+            ...) {
+  if (!backoff_due(b, cdtime()) || !log_take(st))
     return;
-  }
   char msg[512];
   va_list ap;
   va_start(ap, format);
   vsnprintf(msg, sizeof msg, format, ap);
   va_end(ap);
-  c_release(level, c, "%s", msg);
+  plugin_log(level, "%s", msg);
+}
+
+/* The end of a complaint: said once (under the bound) when it had been
+ * complained of, and the back-off reset. */
+__attribute__((format(printf, 4, 5))) static void
+ms_release(plugin_state *st, int level, log_backoff *b, const char *format,
+           ...) {
+  if (b->interval == 0)
+    return; /* nothing was said */
+  *b = (log_backoff){0};
+  if (!log_take(st))
+    return;
+  char msg[512];
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(msg, sizeof msg, format, ap);
+  va_end(ap);
+  plugin_log(level, "%s", msg);
 }
 
 /* A glob input summed without some of its matches: said at INFO,
@@ -535,7 +535,7 @@ static bool in_summary_mode(plugin_state *st, size_t n_bad) {
 /*
  * Tell the operator which services report nothing, without flooding: when
  * few services have problems each is named through its own rate-limited
- * complaint (c_complain); when many do, one summary line, rate-limited too,
+ * complaint (ms_complain); when many do, one summary line, rate-limited too,
  * that names the first few of them and counts the others (in_summary_mode
  * says which).  Recoveries likewise: one line per service when few, else
  * one line.
@@ -583,7 +583,7 @@ static void log_problems(plugin_state *st, const problem *named, size_t n_bad,
       continue;
     ss->just_back = false;
     if (n_back > MAX_NAMED_PER_CYCLE)
-      C_COMPLAIN_INIT(&ss->complaint); /* released silently */
+      ss->complaint = (log_backoff){0}; /* released silently */
     else
       ms_release(st, LOG_INFO, &ss->complaint,
                  PLUGIN_NAME " plugin: service \"%s\": inputs usable again "
@@ -918,10 +918,10 @@ static int ms_init(void) {
     return -1;
   }
   pthread_mutex_init(&st->lock, NULL);
-  C_COMPLAIN_INIT(&st->slow_cycle);
-  C_COMPLAIN_INIT(&st->many_bad);
-  C_COMPLAIN_INIT(&st->many_calibration);
-  C_COMPLAIN_INIT(&st->deferred);
+  st->slow_cycle = (log_backoff){0};
+  st->many_bad = (log_backoff){0};
+  st->many_calibration = (log_backoff){0};
+  st->deferred = (log_backoff){0};
   st->budget_share = conf_cycle_budget;
   st->shard_k = conf_shard_k;
   st->shard_n = conf_shard_n;
@@ -967,7 +967,7 @@ static int ms_init(void) {
   pacing_init(&st->pacing, conf_new_series, conf_full_every,
               lives >= 1 ? (unsigned)lives : 2,
               CDTIME_T_TO_DOUBLE(st->interval), st->wanted);
-  C_COMPLAIN_INIT(&st->warming);
+  st->warming = (log_backoff){0};
   log_pacing_setup(st);
   /* collectd's write threads take some thousands of values per second:
    * say what this configuration asks of them. */

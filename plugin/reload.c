@@ -9,7 +9,6 @@
 
 #include "plugin.h"
 #include "utils/common/common.h"
-#include "utils_complain.h"
 
 #include <errno.h>
 #include <string.h>
@@ -28,14 +27,10 @@ void reload_service_init(service_state *ss, const ms_service_spec *spec) {
   /* stall_tolerance's searches wait for the end of the read cycle
    * (run_searches in metastable.c) */
   ss->tracker.tolerance_defer = true;
-  C_COMPLAIN_INIT(&ss->complaint);
-  C_COMPLAIN_INIT(&ss->partial);
-  C_COMPLAIN_INIT(&ss->calibration);
+  ss->complaint = (log_backoff){0};
+  ss->partial = (log_backoff){0};
+  ss->calibration = (log_backoff){0};
 }
-
-/* A content's fingerprint (FNV-1a 64, the shards' hash: ms_fnv1a64), to
- * know a content already refused (or in use) without keeping it. */
-static uint64_t fnv1a(const char *p, size_t n) { return ms_fnv1a64(p, n); }
 
 static void remember_stat(reload_watch *w, const struct stat *sb) {
   w->dev = sb->st_dev;
@@ -56,10 +51,12 @@ static int read_contents(const char *path, char **buf, size_t *len,
                          uint64_t *hash, char *err, size_t errlen) {
   if (ms_yaml_read_file(path, MS_SERVICE_FILE_MAX_BYTES, buf, len, err,
                         errlen) != 0) {
-    *hash = fnv1a(err, strlen(err)) ^ 1; /* never a content's by chance */
+    *hash = ms_fnv1a64(err, strlen(err)) ^ 1; /* never a content's by chance */
     return -1;
   }
-  *hash = fnv1a(*buf, *len);
+  /* a content's fingerprint, to know a content already refused (or in
+   * use) without keeping it */
+  *hash = ms_fnv1a64(*buf, *len);
   return 0;
 }
 

@@ -16,16 +16,26 @@
 #include "pacing.h"
 #include "service.h"
 
+/* The back-off of one rate-limited log line (metastable.c: ms_complain):
+ * said at most once per `interval`, which starts at the plugin's interval
+ * and doubles at each line, up to a day, as collectd's utils_complain.c
+ * does; ms_release says the condition is over and resets it.  Zeroed:
+ * nothing said yet. */
+typedef struct {
+  cdtime_t last;     /* when it was last said */
+  cdtime_t interval; /* quiet until last + interval; 0 after a release */
+} log_backoff;
+
 typedef struct {
   const ms_service_spec *spec;
   ms_tracker tracker;
-  c_complain_t complaint;
-  c_complain_t partial;     /* a glob summed without some of its matches */
-  c_complain_t calibration; /* a calibration input gave no sample */
-  bool in_trouble;          /* complained about, not yet declared usable */
-  bool just_back;           /* declared usable again this cycle */
-  unsigned ok_streak;       /* usable intervals in a row while in trouble */
-  pacing_service pacing;    /* its series in collectd's write path */
+  log_backoff complaint;
+  log_backoff partial;     /* a glob summed without some of its matches */
+  log_backoff calibration; /* a calibration input gave no sample */
+  bool in_trouble;         /* complained about, not yet declared usable */
+  bool just_back;          /* declared usable again this cycle */
+  unsigned ok_streak;      /* usable intervals in a row while in trouble */
+  pacing_service pacing;   /* its series in collectd's write path */
 } service_state;
 
 /* What the reload (plugin/reload.c) remembers of the service file. */
@@ -50,26 +60,26 @@ typedef struct {
   ms_service_file file;
   service_state *services;
   size_t n_services;
-  inputs_t *inputs;              /* globs matched, COUNTER values seen */
-  bool wanted[MS_OUT_COUNT];     /* outputs to dispatch */
-  cdtime_t interval;             /* between read cycles */
-  unsigned long cycles;          /* read cycles run */
-  c_complain_t slow_cycle;       /* a cycle took more than half the interval */
-  c_complain_t many_bad;         /* many services without usable inputs */
-  c_complain_t many_calibration; /* many calibration inputs unusable */
-  bool summary_mode;             /* many_bad's summary in use */
-  unsigned few_streak;           /* cycles with few bad, in summary mode */
-  double budget_share;           /* CycleBudget */
-  int shard_k, shard_n;          /* Shard "K/N" (0/0: every service) */
-  size_t next;                   /* first service of the next cycle */
-  size_t next_search;            /* first service run_searches tries */
-  c_complain_t deferred;         /* services carried to the next cycle */
-  uint64_t log_window;           /* the minute the counts below are of */
-  unsigned log_lines;            /* lines logged in it */
-  size_t log_suppressed;         /* lines left out in it */
-  reload_watch reload;           /* the service file, watched for changes */
-  pacing pacing;                 /* new series, FullEvery (pacing.h) */
-  c_complain_t warming;          /* new series held back */
+  inputs_t *inputs;             /* globs matched, COUNTER values seen */
+  bool wanted[MS_OUT_COUNT];    /* outputs to dispatch */
+  cdtime_t interval;            /* between read cycles */
+  unsigned long cycles;         /* read cycles run */
+  log_backoff slow_cycle;       /* a cycle took more than half the interval */
+  log_backoff many_bad;         /* many services without usable inputs */
+  log_backoff many_calibration; /* many calibration inputs unusable */
+  bool summary_mode;            /* many_bad's summary in use */
+  unsigned few_streak;          /* cycles with few bad, in summary mode */
+  double budget_share;          /* CycleBudget */
+  int shard_k, shard_n;         /* Shard "K/N" (0/0: every service) */
+  size_t next;                  /* first service of the next cycle */
+  size_t next_search;           /* first service run_searches tries */
+  log_backoff deferred;         /* services carried to the next cycle */
+  uint64_t log_window;          /* the minute the counts below are of */
+  unsigned log_lines;           /* lines logged in it */
+  size_t log_suppressed;        /* lines left out in it */
+  reload_watch reload;          /* the service file, watched for changes */
+  pacing pacing;                /* new series, FullEvery (pacing.h) */
+  log_backoff warming;          /* new series held back */
 } plugin_state;
 
 #endif

@@ -25,13 +25,6 @@ static double misfit_threshold(const ms_service_spec *s) {
 /* A learned service time is taken into use only once its standard error
  * is under this share of it. */
 #define SERVICE_TIME_MAX_REL_ERROR 0.1
-/* The base failure is sampled where the overload part of p(x) (the wait
- * tail, or the excess over the capacity) is under this, and the attempt
- * rate under BASE_MAX_UTILIZATION of the saturation load. */
-#define BASE_MAX_OVERLOAD 1e-3
-#define BASE_MAX_UTILIZATION 0.9
-/* The largest base failure taken into use (the model needs base < 1). */
-#define BASE_MAX 0.999
 /* A service time misfit is also this far (relatively) from the one used. */
 #define SERVICE_TIME_MISFIT 0.1
 
@@ -115,8 +108,8 @@ static void sample_base_failure(ms_calibration *c, const ms_failure_model *m,
   if (storm || !inf->has_observed_failure || !inf->has_observed_attempts)
     return;
   double x = inf->observed_attempts;
-  if (x <= 0 || x > BASE_MAX_UTILIZATION * ms_saturation_load(m) ||
-      overload_part(m, x) > BASE_MAX_OVERLOAD)
+  if (x <= 0 || x > MS_LOW_LOAD_UTILIZATION * ms_saturation_load(m) ||
+      overload_part(m, x) > MS_LOW_LOAD_OVERLOAD)
     return;
   ms_error e;
   ms_estimator_add(&c->base_failure, inf->observed_failure, x * span, tau, &e);
@@ -167,7 +160,7 @@ static void substitute(const ms_calibration *c, const ms_service_spec *spec,
   }
   if ((c->in_use & MS_CALIBRATE_BASE_FAILURE) &&
       ms_estimator_get(&c->base_failure, &m, NULL)) {
-    double b = fmin(fmax(m, 0.0), BASE_MAX);
+    double b = fmin(fmax(m, 0.0), MS_BASE_FAILURE_MAX);
     fm->base_failure = old && fabs(old->base_failure - b) <=
                                    thr * fmax(old->base_failure, 0.01)
                            ? old->base_failure

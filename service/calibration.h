@@ -13,6 +13,17 @@
 
 #include "service.h"
 
+/* Low load, where the base failure is learned (online) or estimated
+ * (service/fit.c): the overload part of p(x) (the wait tail, or the
+ * excess over the capacity) under MS_LOW_LOAD_OVERLOAD and the attempt
+ * rate under MS_LOW_LOAD_UTILIZATION of the saturation load
+ * (doc/design.md §1.8). */
+#define MS_LOW_LOAD_OVERLOAD 1e-3
+#define MS_LOW_LOAD_UTILIZATION 0.9
+/* The largest base failure learned or estimated (the model needs
+ * base < 1). */
+#define MS_BASE_FAILURE_MAX 0.999
+
 /*
  * ms_calibration_update: take this interval's samples and decide the
  * parameters the model uses.

@@ -211,8 +211,13 @@ const ms_service_spec *ms_service_file_find(const ms_service_file *f,
 
 /* FNV-1a, 64 bits (Fowler, Noll, Vo; offset basis 14695981039346656037,
  * prime 1099511628211) of len bytes at data; any bytes, len 0 gives the
- * offset basis.  Pure, no error. */
+ * offset basis.  Pure, no error.  The one FNV-1a of the tree: shards, and
+ * the plugin's hash tables of identifiers. */
+#define MS_FNV1A64_OFFSET 14695981039346656037ULL
 uint64_t ms_fnv1a64(const void *data, size_t len);
+/* The same, continuing from hash h (MS_FNV1A64_OFFSET to start), so that
+ * several pieces hash as their concatenation. */
+uint64_t ms_fnv1a64_update(uint64_t h, const void *data, size_t len);
 
 /* Jump consistent hashing (Lamping and Veach 2014, fig. 1): the bucket of
  * key among buckets, in [0, buckets - 1]; from buckets to buckets + 1 a

@@ -21,14 +21,17 @@
 
 #include "service.h"
 
-uint64_t ms_fnv1a64(const void *data, size_t len) {
+uint64_t ms_fnv1a64_update(uint64_t h, const void *data, size_t len) {
   const unsigned char *p = data;
-  uint64_t h = 14695981039346656037ULL; /* offset basis */
   for (size_t i = 0; i < len; i++) {
     h ^= p[i];
     h *= 1099511628211ULL; /* the 64-bit FNV prime, 2^40 + 2^8 + 0xb3 */
   }
   return h;
+}
+
+uint64_t ms_fnv1a64(const void *data, size_t len) {
+  return ms_fnv1a64_update(MS_FNV1A64_OFFSET, data, len);
 }
 
 /* The paper's figure 1, its double arithmetic kept: each step is stored

@@ -159,3 +159,16 @@ ms_parse_result ms_parse_param(ms_param id, const char *text, double *out,
   *out = x;
   return MS_PARSE_OK;
 }
+
+const char *ms_format_double(char buf[32], double x) {
+  if (isnan(x))
+    return strcpy(buf, "nan");
+  if (isinf(x))
+    return strcpy(buf, x > 0 ? "inf" : "-inf");
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(buf, 32, "%.*g", prec, x);
+    if (prec == 17 || strtod(buf, NULL) == x)
+      break;
+  }
+  return buf;
+}

@@ -17,6 +17,14 @@ extern "C" {
 #endif
 
 /*
+ * ms_format_double: x as the shortest decimal (%.15g, %.16g or %.17g)
+ * that reads back as exactly x (doc/design.md §4: what the command's CSV
+ * and JSON write); "nan", "inf", "-inf" for the non-finite.
+ *   buf  at least 32 bytes; returned
+ */
+const char *ms_format_double(char buf[32], double x);
+
+/*
  * ms_parse_number: text is one finite number for strtod ("12", "1e-3",
  * " 2.5 "; blanks around it allowed).  Returns 0 with *out set, or -1.
  */

@@ -39,16 +39,16 @@ static char *capture(void (*fn)(FILE *, const void *), const void *arg) {
 
 START_TEST(test_fmt_double) {
   char b[32];
-  ck_assert_str_eq(ms_cli_fmt_double(b, 0.1), "0.1");
-  ck_assert_str_eq(ms_cli_fmt_double(b, 0.95), "0.95");
-  ck_assert_str_eq(ms_cli_fmt_double(b, 1.0 / 3), "0.3333333333333333");
-  ck_assert_str_eq(ms_cli_fmt_double(b, 200), "200");
-  ck_assert_str_eq(ms_cli_fmt_double(b, -0.0), "-0");
-  ck_assert_str_eq(ms_cli_fmt_double(b, 1e300), "1e+300");
-  ck_assert_str_eq(ms_cli_fmt_double(b, 4.9406564584124654e-324),
+  ck_assert_str_eq(ms_format_double(b, 0.1), "0.1");
+  ck_assert_str_eq(ms_format_double(b, 0.95), "0.95");
+  ck_assert_str_eq(ms_format_double(b, 1.0 / 3), "0.3333333333333333");
+  ck_assert_str_eq(ms_format_double(b, 200), "200");
+  ck_assert_str_eq(ms_format_double(b, -0.0), "-0");
+  ck_assert_str_eq(ms_format_double(b, 1e300), "1e+300");
+  ck_assert_str_eq(ms_format_double(b, 4.9406564584124654e-324),
                    "4.94065645841247e-324");
-  ck_assert_str_eq(ms_cli_fmt_double(b, NAN), "nan");
-  ck_assert_str_eq(ms_cli_fmt_double(b, -INFINITY), "-inf");
+  ck_assert_str_eq(ms_format_double(b, NAN), "nan");
+  ck_assert_str_eq(ms_format_double(b, -INFINITY), "-inf");
   /* every double reads back exactly, in at most 17 digits */
   srand(12345);
   for (int i = 0; i < 200000; i++) {
@@ -59,7 +59,7 @@ START_TEST(test_fmt_double) {
     memcpy(&x, &bits, sizeof x);
     if (!isfinite(x))
       continue;
-    ms_cli_fmt_double(b, x);
+    ms_format_double(b, x);
     ck_assert_msg(strtod(b, NULL) == x, "%s", b);
     ck_assert(strlen(b) <= 24);
   }

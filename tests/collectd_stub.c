@@ -10,7 +10,6 @@
 #include "plugin.h"
 #include "utils/common/common.h"
 #include "utils_cache.h"
-#include "utils_complain.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -136,60 +135,6 @@ void plugin_log(int level, const char *format, ...) {
 
 const char *stub_last_warning(void) { return last_warning; }
 const char *stub_last_message(void) { return last_message; }
-
-/* utils_complain: report, then stay quiet for an interval that doubles on
- * every report, up to a day; c_release reports once and resets. */
-static int complain_due(c_complain_t *c) {
-  cdtime_t now = cdtime();
-  if (c->last + c->interval > now)
-    return 0;
-  c->last = now;
-  if (c->interval < plugin_get_interval())
-    c->interval = plugin_get_interval();
-  else
-    c->interval *= 2;
-  if (c->interval > TIME_T_TO_CDTIME_T_STATIC(86400))
-    c->interval = TIME_T_TO_CDTIME_T_STATIC(86400);
-  return 1;
-}
-
-/* Format and log one complaint or release. */
-static void vcomplain(int level, const char *format, va_list ap) {
-  char msg[512];
-  vsnprintf(msg, sizeof msg, format, ap);
-  plugin_log(level, "%s", msg);
-}
-
-void c_complain(int level, c_complain_t *c, const char *format, ...) {
-  if (!complain_due(c))
-    return;
-  c->complained_once = false;
-  va_list ap;
-  va_start(ap, format);
-  vcomplain(level, format, ap);
-  va_end(ap);
-}
-
-void c_complain_once(int level, c_complain_t *c, const char *format, ...) {
-  if (c->complained_once || !complain_due(c))
-    return;
-  c->complained_once = true;
-  va_list ap;
-  va_start(ap, format);
-  vcomplain(level, format, ap);
-  va_end(ap);
-}
-
-void c_do_release(int level, c_complain_t *c, const char *format, ...) {
-  if (c->interval == 0)
-    return;
-  c->interval = 0;
-  c->complained_once = false;
-  va_list ap;
-  va_start(ap, format);
-  vcomplain(level, format, ap);
-  va_end(ap);
-}
 
 /* ---- registration ---------------------------------------------------------
  */

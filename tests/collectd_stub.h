@@ -21,9 +21,8 @@
  *                 plugin_dispatch_notification counts (the daemon calls the
  *                 notification plugins, none by default);
  *   registration  plugin_register_*: remembers the callbacks;
- *   logging       plugin_log formats the message and counts it by level;
- *                 c_complain / c_do_release rate-limit as collectd's
- *                 utils_complain does;
+ *   logging       plugin_log formats the message and counts it by level
+ *                 (the plugin's back-off is its own: plugin/state.h);
  *   utilities     cdtime (the real clock, or the test's: stub_clock_set),
  *                 sstrncpy, sstrerror, cf_util_get_string, cf_util_get_cdtime,
  *                 plugin_get_interval (10 s, collectd's default Interval,

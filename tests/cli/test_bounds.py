@@ -6,7 +6,7 @@ Ctrl-C, and control bytes in messages.
 
 Where the bound is the feature (a stream refused at once, a run refused
 before it allocates) the tests assert a generous time bound; the numbers
-of the limits come from cli/trace.h and model/sim.h."""
+of the limits come from service/trace.h and model/sim.h."""
 import json
 import os
 import re

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target: the CSV trace reader (cli/trace.c) over a stream of the
+ * Fuzz target: the CSV trace reader (service/trace.c) over a stream of the
  * input's bytes (fmemopen), row by row as metastable replay and fit read
  * a file.  Every row it returns has a finite time inside the trace's range,
  * times that increase; a rejection says why.  (Values may be NaN or
@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (ms_trace_open(&t, f, "fuzz.csv", err, sizeof err) != 0) {
     if (err[0] == '\0')
       abort();
-    ms_trace_close(&t); /* as after a good open (cli/trace.c's callers) */
+    ms_trace_close(&t); /* as after a good open (service/trace.c's callers) */
     fclose(f);
     return 0;
   }

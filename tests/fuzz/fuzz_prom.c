@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target: the Prometheus query_range reader (cli/trace.c,
+ * Fuzz target: the Prometheus query_range reader (service/trace.c,
  * ms_trace_from_prometheus).  The input is one response, or two split at
  * the first NUL byte (arrival_rate's and error_rate's), written to
  * temporary files as the reader takes paths.  An accepted pair becomes a

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Metrics traces for `metastable replay`.
+ * Metrics traces: the offline twin of the plugin's inputs (plugin/
+ * inputs.c), read by `metastable replay` and `metastable fit`.
  *
  * A trace is CSV (RFC 4180; blank lines and lines starting with '#' are
  * skipped) with a header naming its columns:
@@ -31,8 +32,8 @@
  * A Prometheus query_range response (JSON, one series) per input can be
  * turned into such a trace: ms_trace_from_prometheus.
  */
-#ifndef METASTABLE_CLI_TRACE_H
-#define METASTABLE_CLI_TRACE_H
+#ifndef METASTABLE_SERVICE_TRACE_H
+#define METASTABLE_SERVICE_TRACE_H
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -129,95 +130,5 @@ void ms_trace_close(ms_trace *t);
  */
 int ms_trace_from_prometheus(const char *const files[MS_INPUT_COUNT], FILE *out,
                              char *err, size_t errlen);
-
-/* ------------------------------------------------------------------ */
-/* A command's trace: replay and fit read it the same way               */
-/* ------------------------------------------------------------------ */
-
-/* Where the trace comes from: a CSV file, or Prometheus responses. */
-typedef struct {
-  const char *path;                 /* TRACE.csv, "-" for stdin, or NULL */
-  const char *prom[MS_INPUT_COUNT]; /* --prometheus-json files, by input */
-  bool any_prom;                    /* some prom[] given */
-  const char *write_trace;          /* --write-trace OUT.csv, or NULL */
-} ms_trace_source;
-
-/* The rows of a whole trace, read and checked before anything is done
- * with them. */
-typedef struct {
-  ms_trace_row *rows; /* malloc'd */
-  size_t n;
-  char name[256]; /* the trace in messages: its path, "(stdin)", or the
-                     --write-trace file or "(Prometheus trace)" */
-} ms_trace_rows;
-
-/* The options of a trace source, for a command's option table (after its
- * own, whose ids stay below MS_OPT_TRACE_PROMETHEUS). */
-enum {
-  MS_OPT_TRACE_PROMETHEUS = 0x1000, /* --prometheus-json INPUT=FILE */
-  MS_OPT_TRACE_WRITE,               /* --write-trace OUT.csv */
-};
-#define MS_TRACE_SOURCE_LONG_OPTIONS                                           \
-  {"prometheus-json", required_argument, NULL, MS_OPT_TRACE_PROMETHEUS}, {     \
-    "write-trace", required_argument, NULL, MS_OPT_TRACE_WRITE                 \
-  }
-
-/*
- * ms_trace_source_option: take a trace source option (an MS_OPT_TRACE_*
- * id) with its argument, for a command's take callback (ms_cli_parse).
- * Returns 0, MS_EXIT_USAGE with the message printed, or -1 when id is
- * not a trace source option.
- */
-int ms_trace_source_option(ms_trace_source *s, int id, const char *arg);
-
-/*
- * ms_trace_source_args: what follows the options of a command that reads
- * one trace: argv[first], when there, is TRACE.csv; nothing may follow
- * it; the service file must be given (spec_path); then
- * ms_trace_source_check.  Returns 0, or MS_EXIT_USAGE with the message
- * printed.
- */
-int ms_trace_source_args(ms_trace_source *s, const char *spec_path, int argc,
-                         char **argv, int first);
-
-/*
- * ms_trace_source_prometheus: take `--prometheus-json INPUT=FILE` (arg is
- * INPUT=FILE, INPUT an input's name, each input at most once).  Returns 0,
- * or MS_EXIT_USAGE with the message printed (ms_cli_usage).
- */
-int ms_trace_source_prometheus(ms_trace_source *s, const char *arg);
-
-/*
- * ms_trace_source_check: one source of the trace: a file or Prometheus
- * responses, not both, and --write-trace only with the responses.
- * Returns 0, or MS_EXIT_USAGE with the message printed.
- */
-int ms_trace_source_check(const ms_trace_source *s);
-
-/*
- * ms_trace_load: read the whole trace for service spec: the columns are
- * checked against the service's inputs (a column for every input read
- * from collectd: else "name:1:1: no column 'x'"; a warning on stderr for
- * each column the service does not use), then every row (ms_trace_next).
- * From Prometheus responses the merged trace is built in memory (and
- * saved to write_trace when given).  Progress on stderr when it is a
- * terminal.
- *   out  the rows (release with ms_trace_rows_free, also on failure)
- * Returns 0, or MS_EXIT_RUNTIME with the message printed (ms_cli_fail):
- * a file that cannot be read, a bad header or row as name:line:column,
- * out of memory.  A trace with a header and no rows is not an error here.
- */
-int ms_trace_load(const ms_trace_source *s, const ms_service_spec *spec,
-                  ms_trace_rows *out);
-
-void ms_trace_rows_free(ms_trace_rows *r);
-
-/*
- * ms_trace_inputs: the inputs of row i as the plugin would see them: the
- * row's values, and the interval its rates cover, the time since the row
- * before (the first row: the time to the next one; 0, unknown, for a
- * trace of one row), as the plugin's cover its interval.
- */
-void ms_trace_inputs(const ms_trace_rows *r, size_t i, ms_inputs *in);
 
 #endif

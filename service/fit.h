@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * metastable fit: the parameters of a service estimated from a whole
- * trace, offline (the per-interval calibration of service.h learns the
- * service time and the base failure online; this also finds the timeout
- * and the retries, with their confidence intervals).
+ * The estimation of `metastable fit`: the parameters of a service
+ * estimated from a whole trace, offline (the per-interval calibration of
+ * service.h learns the service time and the base failure online; this also
+ * finds the timeout and the retries, with their confidence intervals).
  *
  * One interval of the trace gives, through ms_infer (the plugin's own
  * reading of the inputs), its offered load lambda, its attempt rate x,

@@ -1,25 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* metastable fit: the estimation (fit.h). */
+/* The estimation of `metastable fit` (fit.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "calibration.h"
 #include "fit.h"
 
-/* The 97.5 % point of the standard normal, and half the 95 % point of
- * chi-square with one degree of freedom (3.841458820694124 / 2). */
-#define Z95 1.959963984540054
+/* Half the 95 % point of chi-square with one degree of freedom
+ * (3.841458820694124 / 2). */
 #define HALF_CHI2_95 1.920729410347062
 /* Probabilities are kept inside [P_EPS, 1 - P_EPS] in the logs: a model
  * that says 1 where one attempt succeeded costs ln(1e-12) = -27.6 for it,
  * not minus infinity. */
 #define P_EPS 1e-12
-/* Low load (the base failure's sample): the overload part of p(x) under
- * this, the attempt rate under LOW_UTILIZATION of saturation (as the
- * online calibration, service/calibration.c). */
-#define LOW_OVERLOAD 1e-3
-#define LOW_UTILIZATION 0.9
 /* Most attempts failing: a storm, or below saturation a draining backlog. */
 #define MOSTLY_FAILING 0.5
 /* The grid of ln T (or ln C): points per decade, and its span around the
@@ -137,8 +132,8 @@ static void fit_service_time(const ms_fit_obs *o, size_t n,
   p->fitted = true;
   p->value = mean;
   p->se = se;
-  p->lo = fmax(0.0, mean - Z95 * se);
-  p->hi = mean + Z95 * se;
+  p->lo = fmax(0.0, mean - MS_Z95 * se);
+  p->hi = mean + MS_Z95 * se;
   p->identified = ms_param_check(MS_PARAM_SERVICE_TIME, mean, NULL) == MS_OK;
   snprintf(p->why, sizeof p->why, "%s",
            law ? "utilisation law: busy_servers / completion_rate" : "latency");
@@ -267,12 +262,11 @@ static void base_slope(const lik *L, double b, double *d1, double *d2) {
   *d2 = h;
 }
 
-/* The most likely base at the current tails, in [0, BASE_MAX]: the root
- * of the slope by Newton's method, kept inside the bracket where the
- * slope changes sign (bisection when a step leaves it). */
-#define BASE_MAX 0.999
+/* The most likely base at the current tails, in [0, MS_BASE_FAILURE_MAX]: the
+ * root of the slope by Newton's method, kept inside the bracket where the slope
+ * changes sign (bisection when a step leaves it). */
 static double best_base(lik *L, double *ll) {
-  double lo = 0, hi = BASE_MAX, g, h, b;
+  double lo = 0, hi = MS_BASE_FAILURE_MAX, g, h, b;
   base_slope(L, lo, &g, &h);
   if (g <= 0) {
     *ll = base_ll(L, 0.0);
@@ -283,7 +277,7 @@ static double best_base(lik *L, double *ll) {
     *ll = base_ll(L, hi);
     return hi;
   }
-  b = L->b_hint > 0 && L->b_hint < BASE_MAX ? L->b_hint : 0.01;
+  b = L->b_hint > 0 && L->b_hint < MS_BASE_FAILURE_MAX ? L->b_hint : 0.01;
   for (int i = 0; i < 100; i++) {
     base_slope(L, b, &g, &h);
     if (g > 0)
@@ -468,8 +462,8 @@ static void mark_low_load(ms_fit_obs *o, size_t n, const lik *L) {
     ms_fit_obs *oi = &o[L->idx[j]];
     ms_failure_model mm = obs_model(oi, &L->m);
     oi->low_load = oi->q <= MOSTLY_FAILING &&
-                   oi->x <= LOW_UTILIZATION * ms_saturation_load(&mm) &&
-                   L->tail[j] <= LOW_OVERLOAD;
+                   oi->x <= MS_LOW_LOAD_UTILIZATION * ms_saturation_load(&mm) &&
+                   L->tail[j] <= MS_LOW_LOAD_OVERLOAD;
   }
 }
 
@@ -507,9 +501,9 @@ static void fit_failure_model(lik *L, ms_fit_param *base, ms_fit_param *shape,
   base->lo = max_over_u(L, &g, 0.0) >= target
                  ? 0.0
                  : base_bound(L, &g, target, b_hat, 0.0);
-  base->hi = max_over_u(L, &g, BASE_MAX) >= target
+  base->hi = max_over_u(L, &g, MS_BASE_FAILURE_MAX) >= target
                  ? INFINITY
-                 : base_bound(L, &g, target, b_hat, BASE_MAX);
+                 : base_bound(L, &g, target, b_hat, MS_BASE_FAILURE_MAX);
   base->identified = isfinite(base->hi);
   /* the shape the fitted service takes, and its base */
   double used = shape->identified || theta0 < shape->lo || theta0 > shape->hi
