@@ -59,8 +59,7 @@ def layout():
     """{directory: set of names} from doc/design.md §3's listing: a line
     "dir/  ..." opens a directory, a line "  name  ..." names one of its
     entries (a file, or a subdirectory with its slash)."""
-    with open(os.path.join(SRCDIR, "doc", "design.md"),
-              encoding="utf-8") as f:
+    with open(os.path.join(SRCDIR, "doc/design.md"), encoding="utf-8") as f:
         text = f.read()
     sec = text[text.index("## §3 Layout"):text.index("## §4")]
     block = sec[sec.index("```\n") + 4:]
