@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "plot.h"
 #include "sanitize.h"
 
 /* ---- diagnostics ----------------------------------------------------- */
@@ -116,37 +117,6 @@ int ms_cli_bad_option(int c, char **argv, const struct option *options) {
   if (matches > 1)
     return ms_cli_usage("option '%.*s' is ambiguous: %s", (int)n, word, names);
   return ms_cli_usage("unknown option '%.*s'", (int)n, word);
-}
-
-int ms_cli_parse(int argc, char **argv, const struct option *options,
-                 ms_cli_model *m, ms_cli_take take, void *args, bool *help,
-                 int *first_arg) {
-  int c;
-  optind = 0;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-    int r = m != NULL ? ms_cli_model_option(m, c, optarg) : -1;
-    if (r < 0 && c == 'h') {
-      *help = true;
-      return 0;
-    }
-    if (r < 0)
-      r = take(args, c, optarg);
-    if (r < 0)
-      return ms_cli_bad_option(c, argv, options);
-    if (r > 0)
-      return r;
-  }
-  if (first_arg != NULL)
-    *first_arg = optind;
-  else if (optind < argc)
-    return ms_cli_usage("unexpected argument '%s'", argv[optind]);
-  return 0;
-}
-
-int ms_cli_help(const char *text) {
-  fputs(text, stdout);
-  return ms_cli_finish_output(MS_EXIT_OK);
 }
 
 /* ---- option values --------------------------------------------------- */
@@ -432,6 +402,302 @@ static const policy_option policy_options[] = {
 
 #define N_POLICY_OPTIONS (sizeof policy_options / sizeof policy_options[0])
 
+/* The model options that are neither numbers nor policies, in --help's
+ * order: --model first, --layering after the numbers, the rest after the
+ * policies. */
+static const ms_cli_option model_head[] = {
+    {"--model", "erlang|capacity", MS_OPT_MODEL,
+     "failure model (default: implied by the options)"},
+};
+static const ms_cli_option model_layering[] = {
+    {"--layering", "nested|independent", MS_OPT_LAYERING,
+     "how the tiers' retries compose: nested when each tier's timeout "
+     "covers the chain below, else independent (default; A^k, the worst "
+     "case)"},
+};
+static const ms_cli_option model_tail[] = {
+    {"--latency-objective", "S", MS_OPT_LATENCY_OBJECTIVE,
+     "erlang, without --queue-limit: queue limit round(servers x service "
+     "rate x S)"},
+    {"--retry-rejections", "true|false", MS_OPT_RETRY_REJECTIONS,
+     "whether a rejected attempt is retried (default true)"},
+    {"--no-retry-rejections", NULL, MS_OPT_NO_RETRY_REJECTIONS,
+     "a rejection ends its request"},
+    {"--spec", "FILE", MS_OPT_SPEC,
+     "take the service from a service file (YAML); options given as well "
+     "override its values"},
+    {"--service", "NAME", MS_OPT_SERVICE,
+     "which service of the file (optional when it has one)"},
+};
+
+#define N_OF(a) (sizeof(a) / sizeof(a)[0])
+
+/* The k-th model option in --help's order into *out, its help composed in
+ * buf (a number's: what it is and its range, from MS_PARAMS).  Returns
+ * false past the last. */
+static bool model_entry(size_t k, ms_cli_option *out, char *buf, size_t len) {
+  if (k < N_OF(model_head)) {
+    *out = model_head[k];
+    return true;
+  }
+  k -= N_OF(model_head);
+  if (k < N_OF(model_options)) {
+    const model_option *o = &model_options[k];
+    char range[96];
+    snprintf(buf, len, "%s, %s", o->what,
+             ms_param_range(o->param, range, sizeof range));
+    *out = (ms_cli_option){o->name, o->arg, o->opt, buf};
+    return true;
+  }
+  k -= N_OF(model_options);
+  if (k < N_OF(model_layering)) {
+    *out = model_layering[k];
+    return true;
+  }
+  k -= N_OF(model_layering);
+  if (k < N_OF(policy_options)) {
+    const policy_option *o = &policy_options[k];
+    *out = (ms_cli_option){o->name, o->arg, o->opt, o->what};
+    return true;
+  }
+  k -= N_OF(policy_options);
+  if (k < N_OF(model_tail)) {
+    *out = model_tail[k];
+    return true;
+  }
+  return false;
+}
+
+/* The options several commands share: one entry and one parser
+ * (ms_cli_shared_option) for all of them.  --format and --plot say what
+ * a command writes and draws, so most commands give their own entry for
+ * them, with these ids. */
+static const ms_cli_option shared_options[] = {
+    {"--load", "L", MS_OPT_LOAD, "offered load, requests/s, >= 0"},
+    {"--margin", "M", MS_OPT_MARGIN,
+     "share above the load to stay stable at, [0, 10], also as a percentage "
+     "(default: the --spec service's safety_margin, else 20 %)"},
+    {"--latency-objective", "D", MS_OPT_OBJECTIVE,
+     "the wait an admitted request may have, s, > 0 (default: the timeout): "
+     "it sets the queue bound, capacity x D, and not the model's queue "
+     "limit"},
+    {"--format", "text|json", MS_OPT_FORMAT,
+     "text (default) or one JSON object"},
+    {"--plot", "FILE", MS_OPT_PLOT,
+     "draw the picture into FILE (.svg or .png) with gnuplot"},
+    {"--title", "TEXT", MS_OPT_TITLE, "the plot's title"},
+};
+
+static bool is_end(const ms_cli_option *o) {
+  return o->name == NULL && o->id == 0 && o->help == NULL;
+}
+
+static bool is_heading(const ms_cli_option *o) {
+  return o->name == NULL && o->id == 0 && o->help != NULL;
+}
+
+/* The entry an option of a table stands for: itself, or for MS_CLI_SHARED
+ * the shared or model option with its id (help composed in buf).  An id
+ * that is neither is a mistake in the table: abort. */
+static ms_cli_option resolve(const ms_cli_option *o, char *buf, size_t len) {
+  if (o->name != NULL)
+    return *o;
+  for (size_t i = 0; i < N_OF(shared_options); i++)
+    if (shared_options[i].id == o->id)
+      return shared_options[i];
+  ms_cli_option e;
+  for (size_t k = 0; model_entry(k, &e, buf, len); k++)
+    if (e.id == o->id)
+      return e;
+  fprintf(stderr, "metastable: internal error: no option %d\n", o->id);
+  abort();
+}
+
+/* Whether the table has an option called name. */
+static bool has_option(const ms_cli_option *options, const char *name) {
+  char buf[400];
+  for (const ms_cli_option *o = options; !is_end(o); o++)
+    if (!is_heading(o) && strcmp(resolve(o, buf, sizeof buf).name, name) == 0)
+      return true;
+  return false;
+}
+
+/* Most options of one command (simulate has 45 with the model's). */
+#define MAX_OPTIONS 80
+
+static void add_long_option(struct option *longopts, size_t *n,
+                            const ms_cli_option *o) {
+  if (*n >= MAX_OPTIONS) {
+    fprintf(stderr, "metastable: internal error: more than %d options\n",
+            MAX_OPTIONS);
+    abort();
+  }
+  longopts[(*n)++] = (struct option){
+      o->name + 2, o->arg ? required_argument : no_argument, NULL, o->id};
+}
+
+int ms_cli_parse(int argc, char **argv, const ms_cli_option *options,
+                 ms_cli_model *m, ms_cli_take take, void *args, bool *help,
+                 int *first_arg) {
+  struct option longopts[MAX_OPTIONS + 2];
+  size_t n = 0;
+  char buf[400];
+  for (const ms_cli_option *o = options; !is_end(o); o++)
+    if (!is_heading(o)) {
+      ms_cli_option e = resolve(o, buf, sizeof buf);
+      add_long_option(longopts, &n, &e);
+    }
+  ms_cli_option e;
+  for (size_t k = 0; m != NULL && model_entry(k, &e, buf, sizeof buf); k++)
+    if (!has_option(options, e.name))
+      add_long_option(longopts, &n, &e);
+  longopts[n++] = (struct option){"help", no_argument, NULL, 'h'};
+  longopts[n] = (struct option){NULL, 0, NULL, 0};
+  int c;
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    int r = m != NULL ? ms_cli_model_option(m, c, optarg) : -1;
+    if (r < 0 && c == 'h') {
+      *help = true;
+      return 0;
+    }
+    if (r < 0)
+      r = take(args, c, optarg);
+    if (r < 0)
+      return ms_cli_bad_option(c, argv, longopts);
+    if (r > 0)
+      return r;
+  }
+  if (first_arg != NULL)
+    *first_arg = optind;
+  else if (optind < argc)
+    return ms_cli_usage("unexpected argument '%s'", argv[optind]);
+  return 0;
+}
+
+/* --help's layout: the options' help from this column, lines up to this
+ * width (the model's ranges are read back at this column by
+ * tests/cli/test_usage.py, the options by tools/cli_docs.py and the bash
+ * completion). */
+#define HELP_COLUMN 27
+#define HELP_WIDTH 79
+
+/* Whether a line may break at the space w[at]: not inside a short
+ * bracket such as a range, "[0, 10]" or "(0, 1]". */
+static bool breakable(const char *w, size_t at) {
+  int depth = 0;
+  size_t open = at;
+  while (open > 0 && depth >= 0) {
+    open--;
+    if (strchr(")]", w[open]))
+      depth++;
+    else if (strchr("([", w[open]))
+      depth--;
+  }
+  if (depth >= 0)
+    return true;
+  size_t close = at + strcspn(w + at, ")]");
+  return w[close] == '\0' || close - open > 16;
+}
+
+/* "  --name ARG" and its help wrapped to HELP_WIDTH from HELP_COLUMN (on
+ * the next line when the name and its value reach the column). */
+static void print_option(const ms_cli_option *o) {
+  int col =
+      printf("  %s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+  if (col >= HELP_COLUMN) {
+    putchar('\n');
+    col = 0;
+  }
+  const char *w = o->help;
+  while (*w) {
+    size_t len = strlen(w), room = HELP_WIDTH - HELP_COLUMN;
+    if (len > room) {
+      len = room;
+      while (len > 0 && (w[len] != ' ' || !breakable(w, len)))
+        len--;
+      if (len == 0)
+        len = strcspn(w, " ");
+    }
+    printf("%*s%.*s\n", HELP_COLUMN - col, "", (int)len, w);
+    col = 0;
+    w += len;
+    while (*w == ' ')
+      w++;
+  }
+}
+
+int ms_cli_help(const char *usage, const ms_cli_option *options, bool model) {
+  char buf[400];
+  fputs(usage, stdout);
+  if (!is_heading(options))
+    fputs("\nOptions:\n", stdout);
+  for (const ms_cli_option *o = options; !is_end(o); o++) {
+    if (is_heading(o)) {
+      printf("\n%s\n", o->help);
+      continue;
+    }
+    ms_cli_option e = resolve(o, buf, sizeof buf);
+    print_option(&e);
+  }
+  if (model) {
+    fputs("\nModel options (seconds and per second; 100ms, 2m, 1.5h, 10/s "
+          "and 10% work):\n",
+          stdout);
+    ms_cli_option e;
+    for (size_t k = 0; model_entry(k, &e, buf, sizeof buf); k++)
+      if (!has_option(options, e.name))
+        print_option(&e);
+  }
+  return ms_cli_finish_output(MS_EXIT_OK);
+}
+
+/* ---- shared options ---------------------------------------------------- */
+
+void ms_cli_shared_init(ms_cli_shared *s, ms_format format, unsigned formats) {
+  *s = (ms_cli_shared){.load = NAN,
+                       .margin = NAN,
+                       .latency_objective = NAN,
+                       .formats = formats,
+                       .format = format};
+}
+
+int ms_cli_shared_option(void *shared, int id, const char *arg) {
+  ms_cli_shared *s = shared;
+  switch (id) {
+  case MS_OPT_LOAD:
+    return ms_cli_param("--load", arg, MS_PARAM_OFFERED_LOAD, &s->load);
+  case MS_OPT_MARGIN:
+    return ms_cli_share("--margin", arg, 0.0, MS_PLAN_MAX_MARGIN,
+                        MS_RANGE_CLOSED, &s->margin);
+  case MS_OPT_OBJECTIVE:
+    return ms_cli_duration("--latency-objective", arg, 0.0, MS_MAX_DURATION,
+                           MS_RANGE_LO_OPEN, &s->latency_objective);
+  case MS_OPT_FORMAT: {
+    ms_format accepted[3];
+    size_t n = 0;
+    for (int f = MS_FORMAT_TEXT; f <= MS_FORMAT_JSON; f++)
+      if (s->formats & 1u << f)
+        accepted[n++] = (ms_format)f;
+    s->has_format = true;
+    return ms_cli_format(arg, accepted, n, &s->format);
+  }
+  case MS_OPT_PLOT: {
+    ms_plot_format f;
+    if (ms_plot_format_of(arg, &f) != 0)
+      return ms_cli_usage("--plot: '%s' must end in .svg or .png", arg);
+    s->plot = arg;
+    return 0;
+  }
+  case MS_OPT_TITLE:
+    s->title = arg;
+    return 0;
+  default:
+    return -1;
+  }
+}
+
 /* NAME A:B:...: each field by its parameter's rule; "default" or an empty
  * field leaves the default. */
 static int policy_option_parse(ms_cli_model *m, const policy_option *o,
@@ -483,69 +749,6 @@ static const model_option *model_option_of(int opt) {
     if (model_options[i].opt == opt)
       return &model_options[i];
   return NULL;
-}
-
-int ms_cli_help_model(const char *command_help) {
-  fputs(command_help, stdout);
-  fputs("Model: numbers are seconds and per second, durations also as 100ms, "
-        "250us,\n2m or 1.5h, rates also as 10/s, shares also as 10%:\n"
-        "  --model erlang|capacity  failure model (default: implied by the "
-        "options)\n",
-        stdout);
-  for (size_t i = 0; i < N_MODEL_OPTIONS; i++) {
-    const model_option *o = &model_options[i];
-    char left[32], range[96];
-    snprintf(left, sizeof left, "%s %s", o->name, o->arg);
-    ms_param_range(o->param, range, sizeof range);
-    /* one line when it fits in 80 columns, else the range below */
-    if (27 + strlen(o->what) + 2 + strlen(range) <= 80)
-      printf("  %-24s %s, %s\n", left, o->what, range);
-    else
-      printf("  %-24s %s,\n  %-24s %s\n", left, o->what, "", range);
-  }
-  fputs("  --layering nested|independent\n"
-        "                           how the tiers' retries compose: nested "
-        "when each\n"
-        "                           tier's timeout covers the chain below, "
-        "else\n"
-        "                           independent (default; A^k, the worst "
-        "case)\n",
-        stdout);
-  for (size_t i = 0; i < N_POLICY_OPTIONS; i++) {
-    const policy_option *o = &policy_options[i];
-    printf("  %s %s\n", o->name, o->arg);
-    /* the description wrapped at 80 columns under the option */
-    const char *w = o->what;
-    while (*w) {
-      size_t len = strlen(w);
-      if (len > 53) {
-        len = 53;
-        while (len > 0 && w[len] != ' ')
-          len--;
-      }
-      printf("%27s%.*s\n", "", (int)len, w);
-      w += len;
-      while (*w == ' ')
-        w++;
-    }
-  }
-  fputs("  --latency-objective S    erlang, without --queue-limit: "
-        "queue limit\n"
-        "                           round(servers x service rate x S)\n"
-        "  --retry-rejections true|false  whether a rejected attempt is "
-        "retried\n"
-        "                           (default true)\n"
-        "  --no-retry-rejections    a rejection ends its request\n",
-        stdout);
-  fputs("  --spec FILE              take the service from a service file "
-        "(YAML);\n"
-        "                           options given as well override its "
-        "values\n"
-        "  --service NAME           which service of the file (optional "
-        "when it\n"
-        "                           has one)\n",
-        stdout);
-  return ms_cli_finish_output(MS_EXIT_OK);
 }
 
 #define GIVEN(m, opt) ((m)->given[(opt)-MS_OPT_MODEL])

@@ -13,7 +13,7 @@
 #include "json.h"
 #include "report.h"
 
-static const char help[] =
+static const char usage[] =
     "Usage: metastable solve [MODEL OPTIONS] [--format text|json]\n"
     "       metastable solve [MODEL OPTIONS] --load L [--observed-load X]\n"
     "                        [--observed-failure P] [--previous STATE]\n"
@@ -25,51 +25,38 @@ static const char help[] =
     "loads, the bistable band between them and the saturation load.\n"
     "With --load: every equilibrium of the retry loop x = L * A(p(x)) at\n"
     "offered load L, the tipping and recovery loads, the headroom and the\n"
-    "state.  The options below but --format need --load.\n"
-    "\n"
-    "  --load L              offered load, first attempts/s, >= 0\n"
-    "  --observed-load X     observed attempts/s reaching the service: "
-    "decides\n"
-    "                        the basin in the bistable band\n"
-    "  --observed-failure P  observed failed share of attempts, [0, 1]\n"
-    "  --previous STATE      last state (stable, vulnerable, metastable,\n"
-    "                        overloaded): decides the basin when nothing is\n"
-    "                        observed; default healthy (cold start)\n"
-    "  --previous-storm 0|1  last storm flag (default: 1 for metastable and\n"
-    "                        overloaded): a storm goes on while observed\n"
-    "                        failures exceed the healthy level\n"
-    "  --interval S          seconds the observed rates cover (noise of the\n"
-    "                        counts; default 1 s)\n"
-    "  --queue-length Q      requests waiting: gives the drain time\n"
-    "  --format text|json    text (default) or one JSON object with the "
-    "keys\n"
-    "                        the plugin dispatches and an \"equilibria\" "
-    "array\n"
-    "\n";
+    "state.  The options below but --format need --load.\n";
 
 enum {
-  OPT_LOAD = MS_OPT_MODEL_END,
-  OPT_OBSERVED_LOAD,
+  OPT_OBSERVED_LOAD = MS_OPT_SHARED_END,
   OPT_OBSERVED_FAILURE,
   OPT_PREVIOUS,
   OPT_PREVIOUS_STORM,
   OPT_INTERVAL,
   OPT_QUEUE_LENGTH,
-  OPT_FORMAT,
 };
 
-static const struct option options[] = {
-    MS_CLI_MODEL_LONG_OPTIONS,
-    {"load", required_argument, NULL, OPT_LOAD},
-    {"observed-load", required_argument, NULL, OPT_OBSERVED_LOAD},
-    {"observed-failure", required_argument, NULL, OPT_OBSERVED_FAILURE},
-    {"previous", required_argument, NULL, OPT_PREVIOUS},
-    {"previous-storm", required_argument, NULL, OPT_PREVIOUS_STORM},
-    {"interval", required_argument, NULL, OPT_INTERVAL},
-    {"queue-length", required_argument, NULL, OPT_QUEUE_LENGTH},
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+static const ms_cli_option options[] = {
+    MS_CLI_SHARED(MS_OPT_LOAD),
+    {"--observed-load", "X", OPT_OBSERVED_LOAD,
+     "observed attempts/s reaching the service: decides the basin in the "
+     "bistable band"},
+    {"--observed-failure", "P", OPT_OBSERVED_FAILURE,
+     "observed failed share of attempts, [0, 1]"},
+    {"--previous", "STATE", OPT_PREVIOUS,
+     "last state (stable, vulnerable, metastable, overloaded): decides the "
+     "basin when nothing is observed; default healthy (cold start)"},
+    {"--previous-storm", "0|1", OPT_PREVIOUS_STORM,
+     "last storm flag (default: 1 for metastable and overloaded): a storm "
+     "goes on while observed failures exceed the healthy level"},
+    {"--interval", "S", OPT_INTERVAL,
+     "seconds the observed rates cover (noise of the counts; default 1 s)"},
+    {"--queue-length", "Q", OPT_QUEUE_LENGTH,
+     "requests waiting: gives the drain time"},
+    {"--format", "text|json", MS_OPT_FORMAT,
+     "text (default) or one JSON object with the keys the plugin dispatches "
+     "and an \"equilibria\" array"},
+    MS_CLI_END,
 };
 
 static const char *state_story(const ms_report *r) {
@@ -239,12 +226,12 @@ static void write_landscape_json(const ms_cli_model *m,
 
 /* What the command line asks for, besides the model. */
 typedef struct {
-  double load, observed_load, observed_failure, interval, queue;
+  ms_cli_shared sh; /* --load, --format */
+  double observed_load, observed_failure, interval, queue;
   bool has_observed_load, has_observed_failure, has_previous, has_queue;
   bool has_interval;            /* --interval given */
   int previous, previous_storm; /* previous_storm -1: from the state */
-  ms_format format;
-  bool help; /* --help: print it and do nothing else */
+  bool help;                    /* --help: print it and do nothing else */
 } solve_args;
 
 /* One option of the command (ms_cli_take). */
@@ -252,11 +239,8 @@ static int take_option(void *args, int c, const char *arg) {
   static const char *const states[] = {"stable", "vulnerable", "metastable",
                                        "overloaded", NULL};
   static const char *const flags[] = {"0", "1", NULL};
-  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
   solve_args *a = args;
   switch (c) {
-  case OPT_LOAD:
-    return ms_cli_param("--load", arg, MS_PARAM_OFFERED_LOAD, &a->load);
   case OPT_OBSERVED_LOAD:
     a->has_observed_load = true;
     return ms_cli_param("--observed-load", arg, MS_PARAM_OBSERVED_ATTEMPTS,
@@ -277,22 +261,20 @@ static int take_option(void *args, int c, const char *arg) {
     a->has_queue = true;
     return ms_cli_param("--queue-length", arg, MS_PARAM_QUEUE_LENGTH,
                         &a->queue);
-  case OPT_FORMAT:
-    return ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
-                         &a->format);
   default:
-    return -1;
+    return ms_cli_shared_option(&a->sh, c, arg);
   }
 }
 
 static int run(ms_cli_model *m, int argc, char **argv) {
-  solve_args a = {.load = NAN, .previous_storm = -1, .format = MS_FORMAT_TEXT};
+  solve_args a = {.previous_storm = -1};
+  ms_cli_shared_init(&a.sh, MS_FORMAT_TEXT, MS_FORMATS_TEXT_JSON);
   int r = ms_cli_parse(argc, argv, options, m, take_option, &a, &a.help, NULL);
   if (r != 0)
     return r;
   if (a.help)
-    return ms_cli_help_model(help);
-  double load = a.load;
+    return ms_cli_help(usage, options, true);
+  double load = a.sh.load;
   if (a.previous_storm >= 0 && !a.has_previous)
     return ms_cli_usage("--previous-storm needs --previous STATE");
   if (isnan(load)) {
@@ -317,7 +299,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   if (ms_landscape_build(&m->params, &ls, &err) != MS_OK)
     return ms_cli_fail("model: %s", err.msg);
   if (isnan(load)) {
-    if (a.format == MS_FORMAT_JSON)
+    if (a.sh.format == MS_FORMAT_JSON)
       write_landscape_json(m, &ls);
     else
       write_landscape_text(m, &ls);
@@ -347,7 +329,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   char msg[256];
   if (ms_report_finite(&rep, msg, sizeof msg) != 0)
     return ms_cli_fail("model: %s", msg);
-  if (a.format == MS_FORMAT_JSON)
+  if (a.sh.format == MS_FORMAT_JSON)
     write_json(m, &rep);
   else
     write_text(m, &ls, &rep, a.has_queue);
