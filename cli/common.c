@@ -347,10 +347,12 @@ static const model_option model_options[] = {
      "erlang: mean service time 1/mu", MS_PARAM_SERVICE_TIME},
     {MS_OPT_SERVICE_RATE, "--service-rate", "MU",
      "erlang: service rate of one server", MS_PARAM_SERVICE_RATE},
-    {MS_OPT_TIMEOUT, "--timeout", "T", "erlang: client timeout",
+    {MS_OPT_TIMEOUT, "--timeout", "T",
+     "erlang: client timeout (an attempt that waits longer fails)",
      MS_PARAM_TIMEOUT},
     {MS_OPT_SERVICE_TIME_CV, "--service-time-cv", "CV",
-     "erlang: service time's coefficient of variation (default 1)",
+     "erlang: service time's coefficient of variation (default 1: "
+     "exponential; else the M/G/c approximation)",
      MS_PARAM_SERVICE_TIME_CV},
     {MS_OPT_CAPACITY, "--capacity", "C", "capacity: requests/s served",
      MS_PARAM_CAPACITY},
@@ -359,14 +361,16 @@ static const model_option model_options[] = {
      MS_PARAM_BASE_FAILURE},
     {MS_OPT_RETRIES, "--retries", "R", "retries per request per tier",
      MS_PARAM_RETRIES},
-    {MS_OPT_TIERS, "--tiers", "K", "layers that each retry (default 1)",
+    {MS_OPT_TIERS, "--tiers", "K",
+     "layers that each retry (default 1; amplification up to (R + 1)^K)",
      MS_PARAM_TIERS},
     {MS_OPT_RETRY_BUDGET, "--retry-budget", "B",
      "retries at most this share of requests", MS_PARAM_RETRY_BUDGET},
     {MS_OPT_TOKEN_RATIO, "--token-ratio", "T",
      "token-bucket retry quota, tokens per success", MS_PARAM_TOKEN_RATIO},
     {MS_OPT_QUEUE_LIMIT, "--queue-limit", "K",
-     "erlang: waiting places; arrivals beyond are rejected",
+     "erlang: waiting places; an attempt that finds every server busy and "
+     "every place taken is rejected at once (M/M/c/K)",
      MS_PARAM_QUEUE_LIMIT},
 };
 
@@ -383,20 +387,24 @@ typedef struct {
 
 static const policy_option policy_options[] = {
     {MS_OPT_GRPC_THROTTLING, "--grpc-throttling", "MAX:RATIO",
-     "gRPC retry throttling (gRFC A6): max_tokens, token_ratio", MS_POLICY_GRPC,
-     2},
+     "gRPC retry throttling (gRFC A6): a bucket of MAX tokens (1 to 1000); "
+     "each failed attempt takes one, each success adds RATIO, (0, 1]; no "
+     "retry while the bucket is at most half full",
+     MS_POLICY_GRPC, 2},
     {MS_OPT_ENVOY_RETRY_BUDGET, "--envoy-retry-budget", "PCT:MIN",
-     "Envoy retry_budget: budget_percent, min_retry_concurrency "
-     "(default 20%:3; a field left empty, or the word default, takes the "
-     "default)",
+     "Envoy's retry budget: retries in flight at most PCT of the requests in "
+     "flight, or MIN (default 20%:3; a field left empty, or the word "
+     "default, takes the default); erlang model, one tier",
      MS_POLICY_ENVOY, 0},
     {MS_OPT_FINAGLE_RETRY_BUDGET, "--finagle-retry-budget", "PCT:MIN:TTL",
-     "Finagle/Linkerd RetryBudget: percent, min_per_second, ttl "
-     "(default 20%:10:10s, or default)",
+     "Finagle's and Linkerd's RetryBudget: retries at most PCT of the "
+     "requests (0 to 10) plus MIN per second, over a window of TTL (default "
+     "20%:10:10s, or default)",
      MS_POLICY_FINAGLE, 0},
     {MS_OPT_AWS_RETRY_QUOTA, "--aws-retry-quota", "CAP:COST:TCOST:REFUND",
-     "AWS SDK standard retry quota: capacity, retry_cost, timeout_cost, "
-     "refund (default 500:5:10:1, or default)",
+     "the AWS SDKs' standard retry quota: a bucket of CAP tokens; a retry "
+     "takes COST (TCOST after a timeout), a first-attempt success returns "
+     "REFUND (default 500:5:10:1, or default)",
      MS_POLICY_AWS, 0},
 };
 
@@ -602,11 +610,12 @@ static bool breakable(const char *w, size_t at) {
 }
 
 /* "  --name ARG" and its help wrapped to HELP_WIDTH from HELP_COLUMN (on
- * the next line when the name and its value reach the column). */
+ * the next line when fewer than two spaces would separate them, so that a
+ * reader of --help tells a value from the text). */
 static void print_option(const ms_cli_option *o) {
   int col =
       printf("  %s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-  if (col >= HELP_COLUMN) {
+  if (col > HELP_COLUMN - 2) {
     putchar('\n');
     col = 0;
   }

@@ -24,10 +24,10 @@
 
 static const char usage[] =
     "Usage: metastable simulate [MODEL OPTIONS] [--engine fluid|des]\n"
-    "                           [--seed S] [--seeds N]\n"
+    "                           [--memoryless] [--seed S] [--seeds N]\n"
     "                           [--scenario FILE] [--load L] [--duration D]\n"
-    "                           [TRIGGERS] "
-    "[--backoff KIND[,BASE[,CAP[,MULT]]]]\n"
+    "                           [--spike|--ramp|--drop|--stall FIELDS ...]\n"
+    "                           [--backoff KIND[,BASE[,CAP[,MULT]]]]\n"
     "                           [--format text|csv|json] [--plot FILE]\n"
     "\n"
     "Run a scenario through a simulation of the retry loop and report the\n"
