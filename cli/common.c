@@ -769,6 +769,22 @@ void ms_cli_model_free(ms_cli_model *m) {
   m->spec = NULL;
 }
 
+int ms_cli_with_model(int (*run)(ms_cli_model *m, int argc, char **argv),
+                      int argc, char **argv) {
+  ms_cli_model m;
+  ms_cli_model_init(&m);
+  int rc = run(&m, argc, argv);
+  ms_cli_model_free(&m);
+  return rc;
+}
+
+void ms_cli_json_service(ms_json *j, const ms_cli_model *m) {
+  if (m->name[0])
+    ms_json_string(j, "service", m->name);
+  else
+    ms_json_null(j, "service");
+}
+
 int ms_cli_model_option(ms_cli_model *m, int opt, const char *arg) {
   if (opt < MS_OPT_MODEL || opt >= MS_OPT_MODEL_END)
     return -1;
@@ -1048,6 +1064,8 @@ int ms_cli_model_resolve(ms_cli_model *m, bool need_servers) {
   ms_cli_describe(
       &p, erlang && (need_servers || GIVEN(m, MS_OPT_SERVERS) || file_servers),
       m->summary, sizeof m->summary);
+  snprintf(m->label, sizeof m->label, "%s%s%s", m->name, m->name[0] ? ": " : "",
+           m->summary);
   return 0;
 }
 

@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "json.h"
 #include "metastable.h"
 #include "service.h"
 
@@ -334,10 +335,21 @@ struct ms_cli_model {
   ms_service_params params;    /* the service to solve */
   char name[64];               /* the service's name, or "" */
   char summary[256];           /* "erlang model: 30 servers, ..." */
+  char label[330];             /* "api: erlang model: ...", or the summary
+                                  alone when the service has no name */
 };
 
 void ms_cli_model_init(ms_cli_model *m);
 void ms_cli_model_free(ms_cli_model *m);
+
+/* The entry point of a command that takes the model options: run(m, argc,
+ * argv) with m set up before and freed after; its exit code. */
+int ms_cli_with_model(int (*run)(ms_cli_model *m, int argc, char **argv),
+                      int argc, char **argv);
+
+/* "service": the service's name, or null when it has none (no --spec), as
+ * the JSON outputs begin. */
+void ms_cli_json_service(ms_json *j, const ms_cli_model *m);
 
 /* If opt is a model option, take its value: returns 0 when taken,
  * MS_EXIT_USAGE for a bad value (message printed), -1 when opt is not a

@@ -368,8 +368,7 @@ static const char *ms_text(char buf[32], double v) {
 
 static void write_text(const ms_cli_model *m, const escape *e, double load,
                        double latency_objective) {
-  printf("service      %s%s%s\n", m->name[0] ? m->name : "",
-         m->name[0] ? ": " : "", m->summary);
+  printf("service      %s\n", m->label);
   printf("normal load  %.6g req/s; latency objective %.4g s\n\n", load,
          latency_objective);
   printf("%-10s %10s %10s %10s %8s %9s %9s %9s\n", "escape", "tipping",
@@ -402,10 +401,7 @@ static void write_json(const ms_cli_model *m, const escape *e, double load,
   ms_json j;
   ms_json_init(&j, stdout, 3);
   ms_json_begin_object(&j, NULL);
-  if (m->name[0])
-    ms_json_string(&j, "service", m->name);
-  else
-    ms_json_null(&j, "service");
+  ms_cli_json_service(&j, m);
   ms_json_number(&j, "normal_load", load);
   ms_json_number(&j, "latency_objective", latency_objective);
   ms_json_begin_array(&j, "escapes");
@@ -583,9 +579,5 @@ static int run(ms_cli_model *m, int argc, char **argv) {
 }
 
 int ms_cmd_escapes(int argc, char **argv) {
-  ms_cli_model m;
-  ms_cli_model_init(&m);
-  int rc = run(&m, argc, argv);
-  ms_cli_model_free(&m);
-  return rc;
+  return ms_cli_with_model(run, argc, argv);
 }

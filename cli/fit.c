@@ -510,9 +510,5 @@ static int run(ms_cli_model *m, int argc, char **argv) {
 }
 
 int ms_cmd_fit(int argc, char **argv) {
-  ms_cli_model m;
-  ms_cli_model_init(&m);
-  int rc = run(&m, argc, argv);
-  ms_cli_model_free(&m);
-  return rc;
+  return ms_cli_with_model(run, argc, argv);
 }

@@ -198,8 +198,7 @@ static void text_health_check(const plan *p) {
 
 static void write_text(const ms_cli_model *m, const plan *p) {
   const ms_retry_policy *pol = &m->params.policy;
-  printf("Capacity plan for %s%s%s.\n\n", m->name[0] ? m->name : "",
-         m->name[0] ? ": " : "", m->summary);
+  printf("Capacity plan for %s.\n\n", m->label);
   printf("- Retry amplification at the base failure rate (%.4g %%): %.6g "
          "attempt%s per request.\n",
          100 * p->base, p->amp_base, p->amp_base == 1 ? "" : "s");
@@ -244,10 +243,7 @@ static void write_json(const ms_cli_model *m, const plan *p) {
   ms_json j;
   ms_json_init(&j, stdout, 1);
   ms_json_begin_object(&j, NULL);
-  if (m->name[0])
-    ms_json_string(&j, "service", m->name);
-  else
-    ms_json_null(&j, "service");
+  ms_cli_json_service(&j, m);
   ms_json_number(&j, "base_failure", p->base);
   ms_json_number(&j, "retry_amplification", p->amp_base);
   ms_json_number(&j, "retry_onset_share", p->onset_share);
@@ -298,9 +294,5 @@ static int run(ms_cli_model *m, int argc, char **argv) {
 }
 
 int ms_cmd_plan(int argc, char **argv) {
-  ms_cli_model m;
-  ms_cli_model_init(&m);
-  int rc = run(&m, argc, argv);
-  ms_cli_model_free(&m);
-  return rc;
+  return ms_cli_with_model(run, argc, argv);
 }

@@ -73,8 +73,7 @@ static void fmt_value(const row *w, char *buf, size_t len) {
 
 static void write_text(const ms_cli_model *m, const ms_cli_shared *a, bool safe,
                        const ms_landscape *ls, const row *rows, int n) {
-  printf("service        %s%s%s\n", m->name[0] ? m->name : "",
-         m->name[0] ? ": " : "", m->summary);
+  printf("service        %s\n", m->label);
   printf("peak load      %.6g req/s, margin %.4g %%: safe means stable up to "
          "%.6g req/s\n",
          a->load, 100 * a->margin, (1 + a->margin) * a->load);
@@ -107,10 +106,7 @@ static void write_json(const ms_cli_model *m, const ms_cli_shared *a, bool safe,
   ms_json j;
   ms_json_init(&j, stdout, 2);
   ms_json_begin_object(&j, NULL);
-  if (m->name[0])
-    ms_json_string(&j, "service", m->name);
-  else
-    ms_json_null(&j, "service");
+  ms_cli_json_service(&j, m);
   ms_json_number(&j, "peak_load", a->load);
   ms_json_number(&j, "margin", a->margin);
   ms_json_number(&j, "safe_load", (1 + a->margin) * a->load);
@@ -282,9 +278,5 @@ static int run(ms_cli_model *m, int argc, char **argv) {
 }
 
 int ms_cmd_recommend(int argc, char **argv) {
-  ms_cli_model m;
-  ms_cli_model_init(&m);
-  int rc = run(&m, argc, argv);
-  ms_cli_model_free(&m);
-  return rc;
+  return ms_cli_with_model(run, argc, argv);
 }

@@ -463,8 +463,7 @@ static void write_text_head(const ms_cli_model *m, const ms_sim_config *c,
                             ms_sim_engine e, const ms_landscape *ls,
                             long seeds) {
   char b[256];
-  printf("service:   %s%s%s\n", m->name[0] ? m->name : "",
-         m->name[0] ? ": " : "", m->summary);
+  printf("service:   %s\n", m->label);
   printf("landscape: tipping load %.6g/s, recovery load %.6g/s, capacity "
          "%.6g/s\n",
          ls->tipping_load, ls->recovery_load, ls->saturation_load);
@@ -1537,9 +1536,5 @@ static int run(ms_cli_model *m, int argc, char **argv) {
 }
 
 int ms_cmd_simulate(int argc, char **argv) {
-  ms_cli_model m;
-  ms_cli_model_init(&m);
-  int rc = run(&m, argc, argv);
-  ms_cli_model_free(&m);
-  return rc;
+  return ms_cli_with_model(run, argc, argv);
 }

@@ -79,8 +79,7 @@ static const char *state_story(const ms_report *r) {
 
 static void write_text(const ms_cli_model *m, const ms_landscape *ls,
                        const ms_report *r, bool has_queue) {
-  printf("service        %s%s%s\n", m->name[0] ? m->name : "",
-         m->name[0] ? ": " : "", m->summary);
+  printf("service        %s\n", m->label);
   printf("offered load   %.6g req/s\n\n", r->offered_load);
   printf("Equilibria at %.6g req/s, ascending:\n", r->offered_load);
   printf("  %16s  %14s  %13s  %s\n", "effective load", "failure prob.",
@@ -147,10 +146,7 @@ static void write_json(const ms_cli_model *m, const ms_report *r) {
   ms_json j;
   ms_json_init(&j, stdout, 2);
   ms_json_begin_object(&j, NULL);
-  if (m->name[0])
-    ms_json_string(&j, "service", m->name);
-  else
-    ms_json_null(&j, "service");
+  ms_cli_json_service(&j, m);
   ms_report_json(&j, r, false);
   ms_json_bool(&j, "certified", r->certified);
   ms_json_begin_array(&j, "equilibria");
@@ -176,8 +172,7 @@ static bool has_band(const ms_landscape *ls) {
  * the saturation load (doc/design.md §1.3). */
 static void write_landscape_text(const ms_cli_model *m,
                                  const ms_landscape *ls) {
-  printf("service          %s%s%s\n", m->name[0] ? m->name : "",
-         m->name[0] ? ": " : "", m->summary);
+  printf("service          %s\n", m->label);
   if (has_band(ls)) {
     printf("tipping load     %.6g req/s (the healthy equilibrium disappears "
            "above it)\n",
@@ -209,10 +204,7 @@ static void write_landscape_json(const ms_cli_model *m,
   ms_json j;
   ms_json_init(&j, stdout, 2);
   ms_json_begin_object(&j, NULL);
-  if (m->name[0])
-    ms_json_string(&j, "service", m->name);
-  else
-    ms_json_null(&j, "service");
+  ms_cli_json_service(&j, m);
   ms_json_number(&j, "tipping_load", ls->tipping_load);
   ms_json_number(&j, "recovery_load", ls->recovery_load);
   ms_json_bool(&j, "band", has_band(ls));
@@ -337,9 +329,5 @@ static int run(ms_cli_model *m, int argc, char **argv) {
 }
 
 int ms_cmd_solve(int argc, char **argv) {
-  ms_cli_model m;
-  ms_cli_model_init(&m);
-  int rc = run(&m, argc, argv);
-  ms_cli_model_free(&m);
-  return rc;
+  return ms_cli_with_model(run, argc, argv);
 }

@@ -123,8 +123,7 @@ static void write_text(const ms_cli_model *m, double load,
   char trig[64];
   trigger_text(q, trig, sizeof trig);
   const char *what = q->kind == MS_TRIGGER_SERVERS ? "stall" : "spike";
-  printf("service:   %s%s%s\n", m->name[0] ? m->name : "",
-         m->name[0] ? ": " : "", m->summary);
+  printf("service:   %s\n", m->label);
   printf("landscape: tipping load %.6g/s, recovery load %.6g/s\n",
          t->tipping_load, t->recovery_load);
   printf("load:      %.6g/s\n", load);
@@ -184,10 +183,7 @@ static void write_json(const ms_cli_model *m, double load,
   ms_json j;
   ms_json_init(&j, stdout, 1);
   ms_json_begin_object(&j, NULL);
-  if (m->name[0])
-    ms_json_string(&j, "service", m->name);
-  else
-    ms_json_null(&j, "service");
+  ms_cli_json_service(&j, m);
   ms_json_number(&j, "offered_load", load);
   ms_json_string(&j, "trigger",
                  q->kind == MS_TRIGGER_SERVERS ? "stall" : "spike");
@@ -471,9 +467,5 @@ static int run(ms_cli_model *m, int argc, char **argv) {
 }
 
 int ms_cmd_tolerance(int argc, char **argv) {
-  ms_cli_model m;
-  ms_cli_model_init(&m);
-  int rc = run(&m, argc, argv);
-  ms_cli_model_free(&m);
-  return rc;
+  return ms_cli_with_model(run, argc, argv);
 }
