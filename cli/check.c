@@ -47,6 +47,8 @@ static const ms_cli_option options[] = {
     MS_CLI_END,
 };
 
+static const ms_cli_syntax syntax = {usage, options};
+
 /* From c mu T on (the requests the pool completes in one timeout) the wait
  * tail P(W > T) <= e^(-(c mu - x) T) is 0 in double precision (below
  * e^-744.44, the smallest subnormal) for every effective load x below
@@ -523,11 +525,9 @@ static int run(ms_service_file *f, service_check **checks, int argc,
   ms_cli_shared_init(&a.sh, MS_FORMAT_TEXT, MS_FORMATS_TEXT_JSON);
   int first;
   int r =
-      ms_cli_parse(argc, argv, options, NULL, take_option, &a, &a.help, &first);
-  if (r != 0)
+      ms_cli_parse(argc, argv, &syntax, NULL, take_option, &a, &a.help, &first);
+  if (r != 0 || a.help)
     return r;
-  if (a.help)
-    return ms_cli_help(usage, options, false);
   if (first >= argc)
     return ms_cli_usage("give the service file: FILE");
   if (first + 1 < argc)

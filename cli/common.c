@@ -245,51 +245,50 @@ int ms_cli_check_param(const char *opt, const char *text, ms_param id,
   return 0;
 }
 
+/* The usage error a check reported in msg when it failed, else 0. */
+static int usage_if(int failed, const char *msg) {
+  return failed ? ms_cli_usage("%s", msg) : 0;
+}
+
 int ms_cli_param(const char *opt, const char *text, ms_param id, double *out) {
   char msg[400];
-  if (ms_cli_check_param(opt, text, id, out, msg, sizeof msg))
-    return ms_cli_usage("%s", msg);
-  return 0;
+  return usage_if(ms_cli_check_param(opt, text, id, out, msg, sizeof msg), msg);
 }
 
 int ms_cli_real(const char *opt, const char *text, double lo, double hi,
                 int bounds, double *out) {
   char msg[400];
-  if (ms_cli_check_real(opt, text, lo, hi, bounds, out, msg, sizeof msg))
-    return ms_cli_usage("%s", msg);
-  return 0;
+  return usage_if(
+      ms_cli_check_real(opt, text, lo, hi, bounds, out, msg, sizeof msg), msg);
 }
 
 int ms_cli_long(const char *opt, const char *text, long lo, long hi,
                 long *out) {
   char msg[400];
-  if (ms_cli_check_long(opt, text, lo, hi, out, msg, sizeof msg))
-    return ms_cli_usage("%s", msg);
-  return 0;
+  return usage_if(ms_cli_check_long(opt, text, lo, hi, out, msg, sizeof msg),
+                  msg);
 }
 
 int ms_cli_rate(const char *opt, const char *text, double lo, double hi,
                 int bounds, double *out) {
   char msg[400];
-  if (ms_cli_check_rate(opt, text, lo, hi, bounds, out, msg, sizeof msg))
-    return ms_cli_usage("%s", msg);
-  return 0;
+  return usage_if(
+      ms_cli_check_rate(opt, text, lo, hi, bounds, out, msg, sizeof msg), msg);
 }
 
 int ms_cli_duration(const char *opt, const char *text, double lo, double hi,
                     int bounds, double *out) {
   char msg[400];
-  if (ms_cli_check_duration(opt, text, lo, hi, bounds, out, msg, sizeof msg))
-    return ms_cli_usage("%s", msg);
-  return 0;
+  return usage_if(
+      ms_cli_check_duration(opt, text, lo, hi, bounds, out, msg, sizeof msg),
+      msg);
 }
 
 int ms_cli_share(const char *opt, const char *text, double lo, double hi,
                  int bounds, double *out) {
   char msg[400];
-  if (ms_cli_check_share(opt, text, lo, hi, bounds, out, msg, sizeof msg))
-    return ms_cli_usage("%s", msg);
-  return 0;
+  return usage_if(
+      ms_cli_check_share(opt, text, lo, hi, bounds, out, msg, sizeof msg), msg);
 }
 
 int ms_cli_choice(const char *opt, const char *text, const char *const *choices,
@@ -544,9 +543,12 @@ static void add_long_option(struct option *longopts, size_t *n,
       o->name + 2, o->arg ? required_argument : no_argument, NULL, o->id};
 }
 
-int ms_cli_parse(int argc, char **argv, const ms_cli_option *options,
+static int print_help(const ms_cli_syntax *syntax, bool model);
+
+int ms_cli_parse(int argc, char **argv, const ms_cli_syntax *syntax,
                  ms_cli_model *m, ms_cli_take take, void *args, bool *help,
                  int *first_arg) {
+  const ms_cli_option *options = syntax->options;
   struct option longopts[MAX_OPTIONS + 2];
   size_t n = 0;
   char buf[400];
@@ -568,7 +570,7 @@ int ms_cli_parse(int argc, char **argv, const ms_cli_option *options,
     int r = m != NULL ? ms_cli_model_option(m, c, optarg) : -1;
     if (r < 0 && c == 'h') {
       *help = true;
-      return 0;
+      return print_help(syntax, m != NULL);
     }
     if (r < 0)
       r = take(args, c, optarg);
@@ -637,9 +639,11 @@ static void print_option(const ms_cli_option *o) {
   }
 }
 
-int ms_cli_help(const char *usage, const ms_cli_option *options, bool model) {
+/* --help: the usage, the options, the model options with model. */
+static int print_help(const ms_cli_syntax *syntax, bool model) {
+  const ms_cli_option *options = syntax->options;
   char buf[400];
-  fputs(usage, stdout);
+  fputs(syntax->usage, stdout);
   if (!is_heading(options))
     fputs("\nOptions:\n", stdout);
   for (const ms_cli_option *o = options; !is_end(o); o++) {
@@ -778,7 +782,9 @@ int ms_cli_with_model(int (*run)(ms_cli_model *m, int argc, char **argv),
   return rc;
 }
 
-void ms_cli_json_service(ms_json *j, const ms_cli_model *m) {
+void ms_cli_json_begin(ms_json *j, int pretty_depth, const ms_cli_model *m) {
+  ms_json_init(j, stdout, pretty_depth);
+  ms_json_begin_object(j, NULL);
   if (m->name[0])
     ms_json_string(j, "service", m->name);
   else
@@ -1066,6 +1072,16 @@ int ms_cli_model_resolve(ms_cli_model *m, bool need_servers) {
       m->summary, sizeof m->summary);
   snprintf(m->label, sizeof m->label, "%s%s%s", m->name, m->name[0] ? ": " : "",
            m->summary);
+  return 0;
+}
+
+int ms_cli_model_landscape(ms_cli_model *m, ms_landscape *ls) {
+  int r = ms_cli_model_resolve(m, true);
+  if (r != 0)
+    return r;
+  ms_error err;
+  if (ms_landscape_build(&m->params, ls, &err) != MS_OK)
+    return ms_cli_fail("model: %s", err.msg);
   return 0;
 }
 

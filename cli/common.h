@@ -138,32 +138,33 @@ typedef struct {
  * (the message printed), or -1 when id is none of the command's options. */
 typedef int (*ms_cli_take)(void *args, int id, const char *arg);
 
+/* A command's command line: what --help prints and ms_cli_parse reads. */
+typedef struct {
+  const char *usage;            /* the usage lines, a blank line and what
+                                   the command does, ending in a newline */
+  const ms_cli_option *options; /* its options, in --help's order */
+} ms_cli_syntax;
+
 /*
  * ms_cli_parse: the option loop every sub-command shares: getopt_long over
- * argv (argv[0] the sub-command) with the options of the table (and the
- * model options when m is not NULL; an option of the table shadows a model
+ * argv (argv[0] the sub-command) with the options of syntax (and the model
+ * options when m is not NULL; an option of the command shadows a model
  * option of the same name, as plan's --latency-objective does), in the
  * order given, stopping at the first bad option so that the message names
  * the one the user got wrong first.  A model option goes to m
- * (ms_cli_model_option), --help sets *help and stops, any other option
- * goes to take; what neither takes is an unknown option or a missing value
- * (ms_cli_bad_option).  The arguments after the options: with first_arg
- * NULL there must be none ("unexpected argument 'x'"), else *first_arg is
- * the index of the first.  Returns 0 or the exit code of the message
- * printed.
+ * (ms_cli_model_option), any other option to take; what neither takes is
+ * an unknown option or a missing value (ms_cli_bad_option).  --help prints
+ * the command's help (the usage, the options wrapped at 79 columns from
+ * column 27, then the model options with their ranges from MS_PARAMS but
+ * those the command shadows), sets *help and stops.  The arguments after
+ * the options: with first_arg NULL there must be none ("unexpected
+ * argument 'x'"), else *first_arg is the index of the first.  Returns 0 or
+ * the exit code of the message printed (with *help, of writing the help:
+ * MS_EXIT_OK unless stdout failed).
  */
-int ms_cli_parse(int argc, char **argv, const ms_cli_option *options,
+int ms_cli_parse(int argc, char **argv, const ms_cli_syntax *syntax,
                  ms_cli_model *m, ms_cli_take take, void *args, bool *help,
                  int *first_arg);
-
-/*
- * ms_cli_help: a command's --help on stdout: usage (the usage lines, a
- * blank line and what the command does, ending in a newline), then the
- * options of the table, then, with model, the model options with their
- * ranges (from MS_PARAMS) but those the table shadows.  Returns MS_EXIT_OK
- * (or MS_EXIT_RUNTIME when stdout cannot be written).
- */
-int ms_cli_help(const char *usage, const ms_cli_option *options, bool model);
 
 /* ------------------------------------------------------------------ */
 /* Option values                                                       */
@@ -347,9 +348,10 @@ void ms_cli_model_free(ms_cli_model *m);
 int ms_cli_with_model(int (*run)(ms_cli_model *m, int argc, char **argv),
                       int argc, char **argv);
 
-/* "service": the service's name, or null when it has none (no --spec), as
- * the JSON outputs begin. */
-void ms_cli_json_service(ms_json *j, const ms_cli_model *m);
+/* Begin a command's JSON object on stdout (pretty_depth as for
+ * ms_json_init) with its first key, "service": the service's name, or null
+ * when it has none (no --spec). */
+void ms_cli_json_begin(ms_json *j, int pretty_depth, const ms_cli_model *m);
 
 /* If opt is a model option, take its value: returns 0 when taken,
  * MS_EXIT_USAGE for a bad value (message printed), -1 when opt is not a
@@ -370,6 +372,11 @@ int ms_cli_model_option(ms_cli_model *m, int opt, const char *arg);
  * missing, contradictory or belong to the other model.
  */
 int ms_cli_model_resolve(ms_cli_model *m, bool need_servers);
+
+/* ms_cli_model_resolve(m, true), then the service's landscape
+ * (ms_landscape_build) into *ls.  Returns 0, or the exit code of the
+ * message printed ("model: ..." when the model fails). */
+int ms_cli_model_landscape(ms_cli_model *m, ms_landscape *ls);
 
 /*
  * ms_cli_model_service: the service of --spec as the plugin would run it,

@@ -50,6 +50,8 @@ static const ms_cli_option options[] = {
     MS_CLI_END,
 };
 
+static const ms_cli_syntax syntax = {usage, options};
+
 /* A probability for people, also where it underflows (from its log), and
  * then its natural log on the next line. */
 static void print_probability(const char *name, double v, double ln_v) {
@@ -125,7 +127,7 @@ static int take_option(void *args, int c, const char *arg) {
  * at --help), so that the message names the option the user got wrong
  * first.  Returns 0 or the exit code of the message printed. */
 static int parse_options(erlang_args *a, int argc, char **argv) {
-  return ms_cli_parse(argc, argv, options, NULL, take_option, a, &a->help,
+  return ms_cli_parse(argc, argv, &syntax, NULL, take_option, a, &a->help,
                       NULL);
 }
 
@@ -255,10 +257,8 @@ static int run_queue_limited(const erlang_args *a) {
 
 static int run(erlang_args *a, int argc, char **argv) {
   int r = parse_options(a, argc, argv);
-  if (r != 0)
+  if (r != 0 || a->help)
     return r;
-  if (a->help)
-    return ms_cli_help(usage, options, false);
   if ((r = check_args(a)) != 0)
     return r;
   if (a->queue_limit >= 0)

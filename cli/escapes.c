@@ -49,6 +49,8 @@ static const ms_cli_option options[] = {
     MS_CLI_END,
 };
 
+static const ms_cli_syntax syntax = {usage, options};
+
 typedef enum {
   ESC_NONE,
   ESC_BOUND,
@@ -399,9 +401,7 @@ static void write_text(const ms_cli_model *m, const escape *e, double load,
 static void write_json(const ms_cli_model *m, const escape *e, double load,
                        double latency_objective) {
   ms_json j;
-  ms_json_init(&j, stdout, 3);
-  ms_json_begin_object(&j, NULL);
-  ms_cli_json_service(&j, m);
+  ms_cli_json_begin(&j, 3, m);
   ms_json_number(&j, "normal_load", load);
   ms_json_number(&j, "latency_objective", latency_objective);
   ms_json_begin_array(&j, "escapes");
@@ -526,12 +526,10 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   ms_cli_shared a;
   bool help = false;
   ms_cli_shared_init(&a, MS_FORMAT_TEXT, MS_FORMATS_TEXT_JSON);
-  int r = ms_cli_parse(argc, argv, options, m, ms_cli_shared_option, &a, &help,
+  int r = ms_cli_parse(argc, argv, &syntax, m, ms_cli_shared_option, &a, &help,
                        NULL);
-  if (r != 0)
+  if (r != 0 || help)
     return r;
-  if (help)
-    return ms_cli_help(usage, options, true);
   if ((r = ms_cli_model_resolve(m, true)) != 0)
     return r;
   const ms_service_params *base = &m->params;

@@ -71,6 +71,8 @@ static const ms_cli_option options[] = {
     MS_CLI_END,
 };
 
+static const ms_cli_syntax syntax = {usage, options};
+
 /* ---- values for people --------------------------------------------------- */
 
 typedef enum { UNIT_SECONDS, UNIT_SHARE, UNIT_RATE, UNIT_COUNT } unit;
@@ -421,7 +423,7 @@ static int take_option(void *args, int c, const char *arg) {
 static int parse_options(fit_args *a, ms_cli_model *m, int argc, char **argv) {
   int first;
   int r =
-      ms_cli_parse(argc, argv, options, m, take_option, a, &a->help, &first);
+      ms_cli_parse(argc, argv, &syntax, m, take_option, a, &a->help, &first);
   if (r != 0 || a->help)
     return r;
   return ms_trace_source_args(&a->source, m->spec_path, argc, argv, first);
@@ -485,10 +487,8 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   fit_args a = {0};
   ms_cli_shared_init(&a.sh, MS_FORMAT_TEXT, MS_FORMATS_TEXT_JSON);
   int r = parse_options(&a, m, argc, argv);
-  if (r != 0)
+  if (r != 0 || a.help)
     return r;
-  if (a.help)
-    return ms_cli_help(usage, options, true);
   if ((r = ms_cli_model_resolve(m, false)) != 0)
     return r;
   const ms_retry_policy *pol = &m->params.policy;

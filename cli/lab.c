@@ -79,6 +79,8 @@ static const ms_cli_option options[] = {
     MS_CLI_END,
 };
 
+static const ms_cli_syntax syntax = {usage, options};
+
 /* ---- exact decimals -------------------------------------------------- */
 
 /* q to `digits` significant digits in the style of %g ("1.72736",
@@ -353,7 +355,7 @@ static int take_option(void *args, int c, const char *arg) {
  * first.  Returns 0 or the exit code of the message printed. */
 static int parse_options(lab_args *a, int argc, char **argv) {
   int r =
-      ms_cli_parse(argc, argv, options, NULL, take_option, a, &a->help, NULL);
+      ms_cli_parse(argc, argv, &syntax, NULL, take_option, a, &a->help, NULL);
   if (r != 0 || a->help)
     return r;
   if (!a->load)
@@ -612,10 +614,8 @@ static int run(ms_exact_capacity *e, int argc, char **argv) {
                 .bits = 60,
                 .max_seconds = 60};
   int r = parse_options(&a, argc, argv);
-  if (r != 0)
+  if (r != 0 || a.help)
     return r;
-  if (a.help)
-    return ms_cli_help(usage, options, false);
   if ((r = read_exact(e, &a)) != 0)
     return r;
   a.deadline = now_seconds() + a.max_seconds;

@@ -50,6 +50,8 @@ static const ms_cli_option options[] = {
     MS_CLI_END,
 };
 
+static const ms_cli_syntax syntax = {usage, options};
+
 typedef struct {
   ms_cli_shared sh;                /* --latency-objective, --format */
   double hc_timeout, hc_tolerance; /* NaN: default */
@@ -241,9 +243,7 @@ static void write_text(const ms_cli_model *m, const plan *p) {
 
 static void write_json(const ms_cli_model *m, const plan *p) {
   ms_json j;
-  ms_json_init(&j, stdout, 1);
-  ms_json_begin_object(&j, NULL);
-  ms_cli_json_service(&j, m);
+  ms_cli_json_begin(&j, 1, m);
   ms_json_number(&j, "base_failure", p->base);
   ms_json_number(&j, "retry_amplification", p->amp_base);
   ms_json_number(&j, "retry_onset_share", p->onset_share);
@@ -270,17 +270,13 @@ static void write_json(const ms_cli_model *m, const plan *p) {
 static int run(ms_cli_model *m, int argc, char **argv) {
   plan_args a = {.hc_timeout = NAN, .hc_tolerance = 0.01};
   ms_cli_shared_init(&a.sh, MS_FORMAT_TEXT, MS_FORMATS_TEXT_JSON);
-  int r = ms_cli_parse(argc, argv, options, m, take_option, &a, &a.help, NULL);
-  if (r != 0)
-    return r;
-  if (a.help)
-    return ms_cli_help(usage, options, true);
-  if ((r = ms_cli_model_resolve(m, true)) != 0)
+  int r = ms_cli_parse(argc, argv, &syntax, m, take_option, &a, &a.help, NULL);
+  if (r != 0 || a.help)
     return r;
   ms_landscape ls;
+  if ((r = ms_cli_model_landscape(m, &ls)) != 0)
+    return r;
   ms_error err;
-  if (ms_landscape_build(&m->params, &ls, &err) != MS_OK)
-    return ms_cli_fail("model: %s", err.msg);
   plan p = {.latency_objective = a.sh.latency_objective,
             .hc_timeout = a.hc_timeout,
             .hc_tolerance = a.hc_tolerance};

@@ -36,6 +36,8 @@ static const ms_cli_option options[] = {
     MS_CLI_END,
 };
 
+static const ms_cli_syntax syntax = {usage, options};
+
 /* One row of the answers. */
 typedef struct {
   const char *key;   /* JSON key: "max_safe_retries" */
@@ -104,9 +106,7 @@ static void write_text(const ms_cli_model *m, const ms_cli_shared *a, bool safe,
 static void write_json(const ms_cli_model *m, const ms_cli_shared *a, bool safe,
                        const ms_landscape *ls, const row *rows, int n) {
   ms_json j;
-  ms_json_init(&j, stdout, 2);
-  ms_json_begin_object(&j, NULL);
-  ms_cli_json_service(&j, m);
+  ms_cli_json_begin(&j, 2, m);
   ms_json_number(&j, "peak_load", a->load);
   ms_json_number(&j, "margin", a->margin);
   ms_json_number(&j, "safe_load", (1 + a->margin) * a->load);
@@ -181,12 +181,10 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   ms_cli_shared a;
   bool help = false;
   ms_cli_shared_init(&a, MS_FORMAT_TEXT, MS_FORMATS_TEXT_JSON);
-  int r = ms_cli_parse(argc, argv, options, m, ms_cli_shared_option, &a, &help,
+  int r = ms_cli_parse(argc, argv, &syntax, m, ms_cli_shared_option, &a, &help,
                        NULL);
-  if (r != 0)
+  if (r != 0 || help)
     return r;
-  if (help)
-    return ms_cli_help(usage, options, true);
   if (isnan(a.load))
     return ms_cli_usage("give the peak offered load with --load L "
                         "(requests/s)");

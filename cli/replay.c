@@ -64,6 +64,8 @@ static const ms_cli_option options[] = {
     MS_CLI_END,
 };
 
+static const ms_cli_syntax syntax = {usage, options};
+
 static void write_csv_row(const ms_trace_row *row, const ms_step *st) {
   char b[32];
   ms_cli_csv_field(stdout, row->time_text);
@@ -649,7 +651,7 @@ static int parse_options(replay_args *a, ms_cli_model *m, int argc,
                          char **argv) {
   int first;
   int r =
-      ms_cli_parse(argc, argv, options, m, take_option, a, &a->help, &first);
+      ms_cli_parse(argc, argv, &syntax, m, take_option, a, &a->help, &first);
   if (r != 0 || a->help)
     return r;
   return ms_trace_source_args(&a->source, m->spec_path, argc, argv, first);
@@ -659,10 +661,8 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   replay_args a = {0};
   ms_cli_shared_init(&a.sh, MS_FORMAT_CSV, MS_FORMATS_ALL);
   int r = parse_options(&a, m, argc, argv);
-  if (r != 0)
+  if (r != 0 || a.help)
     return r;
-  if (a.help)
-    return ms_cli_help(usage, options, true);
   if ((r = ms_cli_model_resolve(m, false)) != 0)
     return r;
   ms_service_spec spec;

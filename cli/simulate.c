@@ -139,6 +139,8 @@ static const ms_cli_option options[] = {
     MS_CLI_END,
 };
 
+static const ms_cli_syntax syntax = {usage, options};
+
 /* ---- trigger options ---------------------------------------------------- */
 
 /* A trigger as written, parsed once the model is known (a stall's third
@@ -1026,7 +1028,7 @@ static int take_option(void *args, int c, const char *arg) {
  * at --help), so that the message names the option the user got wrong
  * first.  Returns 0 or the exit code of the message printed. */
 static int parse_options(sim_args *a, ms_cli_model *m, int argc, char **argv) {
-  int st = ms_cli_parse(argc, argv, options, m, take_option, a, &a->help, NULL);
+  int st = ms_cli_parse(argc, argv, &syntax, m, take_option, a, &a->help, NULL);
   if (st == 0 && !a->help && a->seeds > 0) {
     /* --seeds runs the discrete-event engine */
     if (a->has_engine && a->engine != MS_ENGINE_DES)
@@ -1506,10 +1508,8 @@ static int run(ms_cli_model *m, int argc, char **argv) {
                 .backoff = {MS_BACKOFF_NONE, 0, 0, 0}};
   ms_cli_shared_init(&a.sh, MS_FORMAT_TEXT, MS_FORMATS_ALL);
   int st = parse_options(&a, m, argc, argv);
-  if (st != 0)
+  if (st != 0 || a.help)
     return st;
-  if (a.help)
-    return ms_cli_help(usage, options, true);
   if ((st = ms_cli_model_resolve(m, true)) != 0)
     return st;
 

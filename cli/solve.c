@@ -59,6 +59,8 @@ static const ms_cli_option options[] = {
     MS_CLI_END,
 };
 
+static const ms_cli_syntax syntax = {usage, options};
+
 static const char *state_story(const ms_report *r) {
   switch (r->state) {
   case MS_STATE_STABLE:
@@ -144,9 +146,7 @@ static void write_text(const ms_cli_model *m, const ms_landscape *ls,
 
 static void write_json(const ms_cli_model *m, const ms_report *r) {
   ms_json j;
-  ms_json_init(&j, stdout, 2);
-  ms_json_begin_object(&j, NULL);
-  ms_cli_json_service(&j, m);
+  ms_cli_json_begin(&j, 2, m);
   ms_report_json(&j, r, false);
   ms_json_bool(&j, "certified", r->certified);
   ms_json_begin_array(&j, "equilibria");
@@ -202,9 +202,7 @@ static void write_landscape_text(const ms_cli_model *m,
 static void write_landscape_json(const ms_cli_model *m,
                                  const ms_landscape *ls) {
   ms_json j;
-  ms_json_init(&j, stdout, 2);
-  ms_json_begin_object(&j, NULL);
-  ms_cli_json_service(&j, m);
+  ms_cli_json_begin(&j, 2, m);
   ms_json_number(&j, "tipping_load", ls->tipping_load);
   ms_json_number(&j, "recovery_load", ls->recovery_load);
   ms_json_bool(&j, "band", has_band(ls));
@@ -261,11 +259,9 @@ static int take_option(void *args, int c, const char *arg) {
 static int run(ms_cli_model *m, int argc, char **argv) {
   solve_args a = {.previous_storm = -1};
   ms_cli_shared_init(&a.sh, MS_FORMAT_TEXT, MS_FORMATS_TEXT_JSON);
-  int r = ms_cli_parse(argc, argv, options, m, take_option, &a, &a.help, NULL);
-  if (r != 0)
+  int r = ms_cli_parse(argc, argv, &syntax, m, take_option, &a, &a.help, NULL);
+  if (r != 0 || a.help)
     return r;
-  if (a.help)
-    return ms_cli_help(usage, options, true);
   double load = a.sh.load;
   if (a.previous_storm >= 0 && !a.has_previous)
     return ms_cli_usage("--previous-storm needs --previous STATE");
@@ -283,13 +279,9 @@ static int run(ms_cli_model *m, int argc, char **argv) {
                           "load with --load L (requests/s)",
                           needs);
   }
-  if ((r = ms_cli_model_resolve(m, true)) != 0)
-    return r;
-
   ms_landscape ls;
-  ms_error err;
-  if (ms_landscape_build(&m->params, &ls, &err) != MS_OK)
-    return ms_cli_fail("model: %s", err.msg);
+  if ((r = ms_cli_model_landscape(m, &ls)) != 0)
+    return r;
   if (isnan(load)) {
     if (a.sh.format == MS_FORMAT_JSON)
       write_landscape_json(m, &ls);
@@ -313,6 +305,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
       .queue_length = a.queue,
   };
   ms_report rep;
+  ms_error err;
   if (ms_analyze(&ls, &obs, &rep, &err) != MS_OK)
     return ms_cli_fail("model: %s", err.msg);
   /* the capacity model's root, certified by an exact enclosure; without

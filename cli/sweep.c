@@ -82,6 +82,8 @@ static const ms_cli_option options[] = {
     MS_CLI_END,
 };
 
+static const ms_cli_syntax syntax = {usage, options};
+
 /* ---- the table ------------------------------------------------------- */
 
 static int write_table(const ms_landscape *ls, double from, double to,
@@ -979,7 +981,7 @@ static int take_option(void *args, int c, const char *arg) {
  * first.  Returns 0 or the exit code of the message printed. */
 static int parse_options(sweep_args *a, ms_cli_model *m, int argc,
                          char **argv) {
-  return ms_cli_parse(argc, argv, options, m, take_option, a, &a->help, NULL);
+  return ms_cli_parse(argc, argv, &syntax, m, take_option, a, &a->help, NULL);
 }
 
 /* The options that only make sense together: a range with its steps, and
@@ -1028,21 +1030,15 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   sweep_args a = {.from = NAN, .to = NAN, .steps = 0, .vary = -1};
   ms_cli_shared_init(&a.sh, MS_FORMAT_CSV, MS_FORMATS_ALL);
   int r = parse_options(&a, m, argc, argv);
-  if (r != 0)
+  if (r != 0 || a.help)
     return r;
-  if (a.help)
-    return ms_cli_help(usage, options, true);
   if ((r = check_args(&a)) != 0)
     return r;
   if (a.vary >= 0)
     return run_vary(m, &a);
-  if ((r = ms_cli_model_resolve(m, true)) != 0)
-    return r;
-
   ms_landscape ls;
-  ms_error err;
-  if (ms_landscape_build(&m->params, &ls, &err) != MS_OK)
-    return ms_cli_fail("model: %s", err.msg);
+  if ((r = ms_cli_model_landscape(m, &ls)) != 0)
+    return r;
   if (a.sh.has_format || !a.sh.plot) {
     r = write_table(&ls, a.from, a.to, a.steps, a.sh.format);
     if (r)

@@ -57,6 +57,8 @@ static const ms_cli_option options[] = {
     MS_CLI_END,
 };
 
+static const ms_cli_syntax syntax = {usage, options};
+
 typedef struct {
   ms_cli_shared sh; /* --load, --title (the map's), --format */
   double spike, precision, max_duration;
@@ -181,9 +183,7 @@ static void json_or_null(ms_json *j, const char *key, bool has, double v) {
 static void write_json(const ms_cli_model *m, double load,
                        const ms_tolerance_query *q, const ms_tolerance *t) {
   ms_json j;
-  ms_json_init(&j, stdout, 1);
-  ms_json_begin_object(&j, NULL);
-  ms_cli_json_service(&j, m);
+  ms_cli_json_begin(&j, 1, m);
   ms_json_number(&j, "offered_load", load);
   ms_json_string(&j, "trigger",
                  q->kind == MS_TRIGGER_SERVERS ? "stall" : "spike");
@@ -413,11 +413,9 @@ static int draw_map(const ms_cli_model *m, const ms_sim_config *cfg,
 static int run(ms_cli_model *m, int argc, char **argv) {
   tolerance_args a = {0};
   ms_cli_shared_init(&a.sh, MS_FORMAT_TEXT, MS_FORMATS_TEXT_JSON);
-  int r = ms_cli_parse(argc, argv, options, m, take_option, &a, &a.help, NULL);
-  if (r != 0)
+  int r = ms_cli_parse(argc, argv, &syntax, m, take_option, &a, &a.help, NULL);
+  if (r != 0 || a.help)
     return r;
-  if (a.help)
-    return ms_cli_help(usage, options, true);
   if (isnan(a.sh.load))
     return ms_cli_usage("give the offered load with --load L (requests/s)");
   if ((r = ms_cli_model_resolve(m, true)) != 0)
