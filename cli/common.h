@@ -299,14 +299,14 @@ typedef struct {
 
 /* The options of replay and fit that read a trace from Prometheus (their
  * ids and their parser, ms_trace_source_option, are trace.h's). */
-#define MS_CLI_TRACE_OPTIONS                                                   \
-  {"--prometheus-json", "INPUT=FILE", MS_OPT_TRACE_PROMETHEUS,                 \
-   "instead of a CSV trace: a Prometheus /api/v1/query_range response (one "   \
-   "series) for INPUT (arrival_rate, ...); repeat per input"},                 \
-  {                                                                            \
-    "--write-trace", "OUT.csv", MS_OPT_TRACE_WRITE,                            \
-        "also save the trace built from the Prometheus responses"              \
-  }
+/* clang-format off */
+#define MS_CLI_TRACE_OPTIONS                                                 \
+  {"--prometheus-json", "INPUT=FILE", MS_OPT_TRACE_PROMETHEUS,               \
+   "instead of a CSV trace: a Prometheus /api/v1/query_range response (one " \
+   "series) for INPUT (arrival_rate, ...); repeat per input"},               \
+  {"--write-trace", "OUT.csv", MS_OPT_TRACE_WRITE,                           \
+   "also save the trace built from the Prometheus responses"}
+/* clang-format on */
 
 /* Nothing given yet; --format's default and the formats it accepts
  * (MS_FORMATS_*). */
