@@ -19,7 +19,7 @@
 #include "common.h"
 #include "json.h"
 
-static const char help[] =
+static const char usage[] =
     "Usage: metastable check [--strict] [--shards N] [--format text|json] "
     "FILE\n"
     "\n"
@@ -31,26 +31,23 @@ static const char help[] =
     "cannot work as meant: a service time longer than the timeout, a timeout\n"
     "so long that the wait tail underflows, inputs that give no observation\n"
     "(the storm flag then comes from the model alone), an offered load that\n"
-    "only constants give.\n"
-    "\n"
-    "  --strict             exit 1 when there is a warning\n"
-    "  --shards N           each service's shard among N aggregators (Shard\n"
-    "                       \"K/N\" of the plugin, 1 <= N <= 1024) and the\n"
-    "                       services per shard: in text instead of the\n"
-    "                       summaries; in JSON \"shard\" in each service and\n"
-    "                       \"shards\"\n"
-    "  --format text|json   text (default) or one JSON object with the file,\n"
-    "                       its services and the warnings\n";
+    "only constants give.\n";
 
-enum { OPT_STRICT = 1, OPT_FORMAT, OPT_SHARDS };
+enum { OPT_STRICT = MS_OPT_SHARED_END, OPT_SHARDS };
 
-static const struct option options[] = {
-    {"strict", no_argument, NULL, OPT_STRICT},
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"shards", required_argument, NULL, OPT_SHARDS},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+static const ms_cli_option options[] = {
+    {"--strict", NULL, OPT_STRICT, "exit 1 when there is a warning"},
+    {"--shards", "N", OPT_SHARDS,
+     "each service's shard among N aggregators (Shard \"K/N\" of the plugin, "
+     "1 <= N <= 1024) and the services per shard: in text instead of the "
+     "summaries; in JSON \"shard\" in each service and \"shards\""},
+    {"--format", "text|json", MS_OPT_FORMAT,
+     "text (default) or one JSON object with the file, its services and the "
+     "warnings"},
+    MS_CLI_END,
 };
+
+static const ms_cli_syntax syntax = {usage, options};
 
 /* From c mu T on (the requests the pool completes in one timeout) the wait
  * tail P(W > T) <= e^(-(c mu - x) T) is 0 in double precision (below
@@ -90,25 +87,21 @@ typedef struct {
 
 typedef struct {
   bool strict;
-  ms_format format;
+  ms_cli_shared sh; /* --format */
   bool help;
   long shards; /* --shards N; 0: not asked */
 } check_args;
 
 static int take_option(void *args, int c, const char *arg) {
-  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
   check_args *a = args;
   switch (c) {
   case OPT_STRICT:
     a->strict = true;
     return 0;
-  case OPT_FORMAT:
-    return ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
-                         &a->format);
   case OPT_SHARDS:
     return ms_cli_long("--shards", arg, 1, MS_SHARD_MAX, &a->shards);
   default:
-    return -1;
+    return ms_cli_shared_option(&a->sh, c, arg);
   }
 }
 
@@ -497,7 +490,7 @@ static void write_text_shards(const service_check *c, size_t n,
 
 static void write_all(const check_args *a, const char *path,
                       const service_check *c, size_t n, const shard_plan *p) {
-  if (a->format == MS_FORMAT_JSON) {
+  if (a->sh.format == MS_FORMAT_JSON) {
     ms_json j;
     ms_json_init(&j, stdout, 2);
     ms_json_begin_object(&j, NULL);
@@ -528,14 +521,13 @@ static void write_all(const check_args *a, const char *path,
 
 static int run(ms_service_file *f, service_check **checks, int argc,
                char **argv) {
-  check_args a = {.format = MS_FORMAT_TEXT};
+  check_args a = {0};
+  ms_cli_shared_init(&a.sh, MS_FORMAT_TEXT, MS_FORMATS_TEXT_JSON);
   int first;
   int r =
-      ms_cli_parse(argc, argv, options, NULL, take_option, &a, &a.help, &first);
-  if (r != 0)
+      ms_cli_parse(argc, argv, &syntax, NULL, take_option, &a, &a.help, &first);
+  if (r != 0 || a.help)
     return r;
-  if (a.help)
-    return ms_cli_help(help);
   if (first >= argc)
     return ms_cli_usage("give the service file: FILE");
   if (first + 1 < argc)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "plot.h"
 #include "sanitize.h"
 
 /* ---- diagnostics ----------------------------------------------------- */
@@ -116,37 +117,6 @@ int ms_cli_bad_option(int c, char **argv, const struct option *options) {
   if (matches > 1)
     return ms_cli_usage("option '%.*s' is ambiguous: %s", (int)n, word, names);
   return ms_cli_usage("unknown option '%.*s'", (int)n, word);
-}
-
-int ms_cli_parse(int argc, char **argv, const struct option *options,
-                 ms_cli_model *m, ms_cli_take take, void *args, bool *help,
-                 int *first_arg) {
-  int c;
-  optind = 0;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-    int r = m != NULL ? ms_cli_model_option(m, c, optarg) : -1;
-    if (r < 0 && c == 'h') {
-      *help = true;
-      return 0;
-    }
-    if (r < 0)
-      r = take(args, c, optarg);
-    if (r < 0)
-      return ms_cli_bad_option(c, argv, options);
-    if (r > 0)
-      return r;
-  }
-  if (first_arg != NULL)
-    *first_arg = optind;
-  else if (optind < argc)
-    return ms_cli_usage("unexpected argument '%s'", argv[optind]);
-  return 0;
-}
-
-int ms_cli_help(const char *text) {
-  fputs(text, stdout);
-  return ms_cli_finish_output(MS_EXIT_OK);
 }
 
 /* ---- option values --------------------------------------------------- */
@@ -275,51 +245,50 @@ int ms_cli_check_param(const char *opt, const char *text, ms_param id,
   return 0;
 }
 
+/* The usage error a check reported in msg when it failed, else 0. */
+static int usage_if(int failed, const char *msg) {
+  return failed ? ms_cli_usage("%s", msg) : 0;
+}
+
 int ms_cli_param(const char *opt, const char *text, ms_param id, double *out) {
   char msg[400];
-  if (ms_cli_check_param(opt, text, id, out, msg, sizeof msg))
-    return ms_cli_usage("%s", msg);
-  return 0;
+  return usage_if(ms_cli_check_param(opt, text, id, out, msg, sizeof msg), msg);
 }
 
 int ms_cli_real(const char *opt, const char *text, double lo, double hi,
                 int bounds, double *out) {
   char msg[400];
-  if (ms_cli_check_real(opt, text, lo, hi, bounds, out, msg, sizeof msg))
-    return ms_cli_usage("%s", msg);
-  return 0;
+  return usage_if(
+      ms_cli_check_real(opt, text, lo, hi, bounds, out, msg, sizeof msg), msg);
 }
 
 int ms_cli_long(const char *opt, const char *text, long lo, long hi,
                 long *out) {
   char msg[400];
-  if (ms_cli_check_long(opt, text, lo, hi, out, msg, sizeof msg))
-    return ms_cli_usage("%s", msg);
-  return 0;
+  return usage_if(ms_cli_check_long(opt, text, lo, hi, out, msg, sizeof msg),
+                  msg);
 }
 
 int ms_cli_rate(const char *opt, const char *text, double lo, double hi,
                 int bounds, double *out) {
   char msg[400];
-  if (ms_cli_check_rate(opt, text, lo, hi, bounds, out, msg, sizeof msg))
-    return ms_cli_usage("%s", msg);
-  return 0;
+  return usage_if(
+      ms_cli_check_rate(opt, text, lo, hi, bounds, out, msg, sizeof msg), msg);
 }
 
 int ms_cli_duration(const char *opt, const char *text, double lo, double hi,
                     int bounds, double *out) {
   char msg[400];
-  if (ms_cli_check_duration(opt, text, lo, hi, bounds, out, msg, sizeof msg))
-    return ms_cli_usage("%s", msg);
-  return 0;
+  return usage_if(
+      ms_cli_check_duration(opt, text, lo, hi, bounds, out, msg, sizeof msg),
+      msg);
 }
 
 int ms_cli_share(const char *opt, const char *text, double lo, double hi,
                  int bounds, double *out) {
   char msg[400];
-  if (ms_cli_check_share(opt, text, lo, hi, bounds, out, msg, sizeof msg))
-    return ms_cli_usage("%s", msg);
-  return 0;
+  return usage_if(
+      ms_cli_check_share(opt, text, lo, hi, bounds, out, msg, sizeof msg), msg);
 }
 
 int ms_cli_choice(const char *opt, const char *text, const char *const *choices,
@@ -377,10 +346,12 @@ static const model_option model_options[] = {
      "erlang: mean service time 1/mu", MS_PARAM_SERVICE_TIME},
     {MS_OPT_SERVICE_RATE, "--service-rate", "MU",
      "erlang: service rate of one server", MS_PARAM_SERVICE_RATE},
-    {MS_OPT_TIMEOUT, "--timeout", "T", "erlang: client timeout",
+    {MS_OPT_TIMEOUT, "--timeout", "T",
+     "erlang: client timeout (an attempt that waits longer fails)",
      MS_PARAM_TIMEOUT},
     {MS_OPT_SERVICE_TIME_CV, "--service-time-cv", "CV",
-     "erlang: service time's coefficient of variation (default 1)",
+     "erlang: service time's coefficient of variation (default 1: "
+     "exponential; else the M/G/c approximation)",
      MS_PARAM_SERVICE_TIME_CV},
     {MS_OPT_CAPACITY, "--capacity", "C", "capacity: requests/s served",
      MS_PARAM_CAPACITY},
@@ -389,14 +360,16 @@ static const model_option model_options[] = {
      MS_PARAM_BASE_FAILURE},
     {MS_OPT_RETRIES, "--retries", "R", "retries per request per tier",
      MS_PARAM_RETRIES},
-    {MS_OPT_TIERS, "--tiers", "K", "layers that each retry (default 1)",
+    {MS_OPT_TIERS, "--tiers", "K",
+     "layers that each retry (default 1; amplification up to (R + 1)^K)",
      MS_PARAM_TIERS},
     {MS_OPT_RETRY_BUDGET, "--retry-budget", "B",
      "retries at most this share of requests", MS_PARAM_RETRY_BUDGET},
     {MS_OPT_TOKEN_RATIO, "--token-ratio", "T",
      "token-bucket retry quota, tokens per success", MS_PARAM_TOKEN_RATIO},
     {MS_OPT_QUEUE_LIMIT, "--queue-limit", "K",
-     "erlang: waiting places; arrivals beyond are rejected",
+     "erlang: waiting places; an attempt that finds every server busy and "
+     "every place taken is rejected at once (M/M/c/K)",
      MS_PARAM_QUEUE_LIMIT},
 };
 
@@ -413,24 +386,330 @@ typedef struct {
 
 static const policy_option policy_options[] = {
     {MS_OPT_GRPC_THROTTLING, "--grpc-throttling", "MAX:RATIO",
-     "gRPC retry throttling (gRFC A6): max_tokens, token_ratio", MS_POLICY_GRPC,
-     2},
+     "gRPC retry throttling (gRFC A6): a bucket of MAX tokens (1 to 1000); "
+     "each failed attempt takes one, each success adds RATIO, (0, 1]; no "
+     "retry while the bucket is at most half full",
+     MS_POLICY_GRPC, 2},
     {MS_OPT_ENVOY_RETRY_BUDGET, "--envoy-retry-budget", "PCT:MIN",
-     "Envoy retry_budget: budget_percent, min_retry_concurrency "
-     "(default 20%:3; a field left empty, or the word default, takes the "
-     "default)",
+     "Envoy's retry budget: retries in flight at most PCT of the requests in "
+     "flight, or MIN (default 20%:3; a field left empty, or the word "
+     "default, takes the default); erlang model, one tier",
      MS_POLICY_ENVOY, 0},
     {MS_OPT_FINAGLE_RETRY_BUDGET, "--finagle-retry-budget", "PCT:MIN:TTL",
-     "Finagle/Linkerd RetryBudget: percent, min_per_second, ttl "
-     "(default 20%:10:10s, or default)",
+     "Finagle's and Linkerd's RetryBudget: retries at most PCT of the "
+     "requests (0 to 10) plus MIN per second, over a window of TTL (default "
+     "20%:10:10s, or default)",
      MS_POLICY_FINAGLE, 0},
     {MS_OPT_AWS_RETRY_QUOTA, "--aws-retry-quota", "CAP:COST:TCOST:REFUND",
-     "AWS SDK standard retry quota: capacity, retry_cost, timeout_cost, "
-     "refund (default 500:5:10:1, or default)",
+     "the AWS SDKs' standard retry quota: a bucket of CAP tokens; a retry "
+     "takes COST (TCOST after a timeout), a first-attempt success returns "
+     "REFUND (default 500:5:10:1, or default)",
      MS_POLICY_AWS, 0},
 };
 
 #define N_POLICY_OPTIONS (sizeof policy_options / sizeof policy_options[0])
+
+/* The model options that are neither numbers nor policies, in --help's
+ * order: --model first, --layering after the numbers, the rest after the
+ * policies. */
+static const ms_cli_option model_head[] = {
+    {"--model", "erlang|capacity", MS_OPT_MODEL,
+     "failure model (default: implied by the options)"},
+};
+static const ms_cli_option model_layering[] = {
+    {"--layering", "nested|independent", MS_OPT_LAYERING,
+     "how the tiers' retries compose: nested when each tier's timeout "
+     "covers the chain below, else independent (default; A^k, the worst "
+     "case)"},
+};
+static const ms_cli_option model_tail[] = {
+    {"--latency-objective", "S", MS_OPT_LATENCY_OBJECTIVE,
+     "erlang, without --queue-limit: queue limit round(servers x service "
+     "rate x S)"},
+    {"--retry-rejections", "true|false", MS_OPT_RETRY_REJECTIONS,
+     "whether a rejected attempt is retried (default true)"},
+    {"--no-retry-rejections", NULL, MS_OPT_NO_RETRY_REJECTIONS,
+     "a rejection ends its request"},
+    {"--spec", "FILE", MS_OPT_SPEC,
+     "take the service from a service file (YAML); options given as well "
+     "override its values"},
+    {"--service", "NAME", MS_OPT_SERVICE,
+     "which service of the file (optional when it has one)"},
+};
+
+#define N_OF(a) (sizeof(a) / sizeof(a)[0])
+
+/* The k-th model option in --help's order into *out, its help composed in
+ * buf (a number's: what it is and its range, from MS_PARAMS).  Returns
+ * false past the last. */
+static bool model_entry(size_t k, ms_cli_option *out, char *buf, size_t len) {
+  if (k < N_OF(model_head)) {
+    *out = model_head[k];
+    return true;
+  }
+  k -= N_OF(model_head);
+  if (k < N_OF(model_options)) {
+    const model_option *o = &model_options[k];
+    char range[96];
+    snprintf(buf, len, "%s, %s", o->what,
+             ms_param_range(o->param, range, sizeof range));
+    *out = (ms_cli_option){o->name, o->arg, o->opt, buf};
+    return true;
+  }
+  k -= N_OF(model_options);
+  if (k < N_OF(model_layering)) {
+    *out = model_layering[k];
+    return true;
+  }
+  k -= N_OF(model_layering);
+  if (k < N_OF(policy_options)) {
+    const policy_option *o = &policy_options[k];
+    *out = (ms_cli_option){o->name, o->arg, o->opt, o->what};
+    return true;
+  }
+  k -= N_OF(policy_options);
+  if (k < N_OF(model_tail)) {
+    *out = model_tail[k];
+    return true;
+  }
+  return false;
+}
+
+/* The options several commands share: one entry and one parser
+ * (ms_cli_shared_option) for all of them.  --format and --plot say what
+ * a command writes and draws, so most commands give their own entry for
+ * them, with these ids. */
+static const ms_cli_option shared_options[] = {
+    {"--load", "L", MS_OPT_LOAD, "offered load, requests/s, >= 0"},
+    {"--margin", "M", MS_OPT_MARGIN,
+     "share above the load to stay stable at, [0, 10], also as a percentage "
+     "(default: the --spec service's safety_margin, else 20 %)"},
+    {"--latency-objective", "D", MS_OPT_OBJECTIVE,
+     "the wait an admitted request may have, s, > 0 (default: the timeout): "
+     "it sets the queue bound, capacity x D, and not the model's queue "
+     "limit"},
+    {"--format", "text|json", MS_OPT_FORMAT,
+     "text (default) or one JSON object"},
+    {"--plot", "FILE", MS_OPT_PLOT,
+     "draw the picture into FILE (.svg or .png) with gnuplot"},
+    {"--title", "TEXT", MS_OPT_TITLE, "the plot's title"},
+};
+
+static bool is_end(const ms_cli_option *o) {
+  return o->name == NULL && o->id == 0 && o->help == NULL;
+}
+
+static bool is_heading(const ms_cli_option *o) {
+  return o->name == NULL && o->id == 0 && o->help != NULL;
+}
+
+/* The entry an option of a table stands for: itself, or for MS_CLI_SHARED
+ * the shared or model option with its id (help composed in buf).  An id
+ * that is neither is a mistake in the table: abort. */
+static ms_cli_option resolve(const ms_cli_option *o, char *buf, size_t len) {
+  if (o->name != NULL)
+    return *o;
+  for (size_t i = 0; i < N_OF(shared_options); i++)
+    if (shared_options[i].id == o->id)
+      return shared_options[i];
+  ms_cli_option e;
+  for (size_t k = 0; model_entry(k, &e, buf, len); k++)
+    if (e.id == o->id)
+      return e;
+  fprintf(stderr, "metastable: internal error: no option %d\n", o->id);
+  abort();
+}
+
+/* Whether the table has an option called name. */
+static bool has_option(const ms_cli_option *options, const char *name) {
+  char buf[400];
+  for (const ms_cli_option *o = options; !is_end(o); o++)
+    if (!is_heading(o) && strcmp(resolve(o, buf, sizeof buf).name, name) == 0)
+      return true;
+  return false;
+}
+
+/* Most options of one command (simulate has 45 with the model's). */
+#define MAX_OPTIONS 80
+
+static void add_long_option(struct option *longopts, size_t *n,
+                            const ms_cli_option *o) {
+  if (*n >= MAX_OPTIONS) {
+    fprintf(stderr, "metastable: internal error: more than %d options\n",
+            MAX_OPTIONS);
+    abort();
+  }
+  longopts[(*n)++] = (struct option){
+      o->name + 2, o->arg ? required_argument : no_argument, NULL, o->id};
+}
+
+static int print_help(const ms_cli_syntax *syntax, bool model);
+
+int ms_cli_parse(int argc, char **argv, const ms_cli_syntax *syntax,
+                 ms_cli_model *m, ms_cli_take take, void *args, bool *help,
+                 int *first_arg) {
+  const ms_cli_option *options = syntax->options;
+  struct option longopts[MAX_OPTIONS + 2];
+  size_t n = 0;
+  char buf[400];
+  for (const ms_cli_option *o = options; !is_end(o); o++)
+    if (!is_heading(o)) {
+      ms_cli_option e = resolve(o, buf, sizeof buf);
+      add_long_option(longopts, &n, &e);
+    }
+  ms_cli_option e;
+  for (size_t k = 0; m != NULL && model_entry(k, &e, buf, sizeof buf); k++)
+    if (!has_option(options, e.name))
+      add_long_option(longopts, &n, &e);
+  longopts[n++] = (struct option){"help", no_argument, NULL, 'h'};
+  longopts[n] = (struct option){NULL, 0, NULL, 0};
+  int c;
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    int r = m != NULL ? ms_cli_model_option(m, c, optarg) : -1;
+    if (r < 0 && c == 'h') {
+      *help = true;
+      return print_help(syntax, m != NULL);
+    }
+    if (r < 0)
+      r = take(args, c, optarg);
+    if (r < 0)
+      return ms_cli_bad_option(c, argv, longopts);
+    if (r > 0)
+      return r;
+  }
+  if (first_arg != NULL)
+    *first_arg = optind;
+  else if (optind < argc)
+    return ms_cli_usage("unexpected argument '%s'", argv[optind]);
+  return 0;
+}
+
+/* --help's layout: the options' help from this column, lines up to this
+ * width (the model's ranges are read back at this column by
+ * tests/cli/test_usage.py, the options by tools/cli_docs.py and the bash
+ * completion). */
+#define HELP_COLUMN 27
+#define HELP_WIDTH 79
+
+/* Whether a line may break at the space w[at]: not inside a short
+ * bracket such as a range, "[0, 10]" or "(0, 1]". */
+static bool breakable(const char *w, size_t at) {
+  int depth = 0;
+  size_t open = at;
+  while (open > 0 && depth >= 0) {
+    open--;
+    if (strchr(")]", w[open]))
+      depth++;
+    else if (strchr("([", w[open]))
+      depth--;
+  }
+  if (depth >= 0)
+    return true;
+  size_t close = at + strcspn(w + at, ")]");
+  return w[close] == '\0' || close - open > 16;
+}
+
+/* "  --name ARG" and its help wrapped to HELP_WIDTH from HELP_COLUMN (on
+ * the next line when fewer than two spaces would separate them, so that a
+ * reader of --help tells a value from the text). */
+static void print_option(const ms_cli_option *o) {
+  int col =
+      printf("  %s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+  if (col > HELP_COLUMN - 2) {
+    putchar('\n');
+    col = 0;
+  }
+  const char *w = o->help;
+  while (*w) {
+    size_t len = strlen(w), room = HELP_WIDTH - HELP_COLUMN;
+    if (len > room) {
+      len = room;
+      while (len > 0 && (w[len] != ' ' || !breakable(w, len)))
+        len--;
+      if (len == 0)
+        len = strcspn(w, " ");
+    }
+    printf("%*s%.*s\n", HELP_COLUMN - col, "", (int)len, w);
+    col = 0;
+    w += len;
+    while (*w == ' ')
+      w++;
+  }
+}
+
+/* --help: the usage, the options, the model options with model. */
+static int print_help(const ms_cli_syntax *syntax, bool model) {
+  const ms_cli_option *options = syntax->options;
+  char buf[400];
+  fputs(syntax->usage, stdout);
+  if (!is_heading(options))
+    fputs("\nOptions:\n", stdout);
+  for (const ms_cli_option *o = options; !is_end(o); o++) {
+    if (is_heading(o)) {
+      printf("\n%s\n", o->help);
+      continue;
+    }
+    ms_cli_option e = resolve(o, buf, sizeof buf);
+    print_option(&e);
+  }
+  if (model) {
+    fputs("\nModel options (seconds and per second; 100ms, 2m, 1.5h, 10/s "
+          "and 10% work):\n",
+          stdout);
+    ms_cli_option e;
+    for (size_t k = 0; model_entry(k, &e, buf, sizeof buf); k++)
+      if (!has_option(options, e.name))
+        print_option(&e);
+  }
+  return ms_cli_finish_output(MS_EXIT_OK);
+}
+
+/* ---- shared options ---------------------------------------------------- */
+
+void ms_cli_shared_init(ms_cli_shared *s, ms_format format, unsigned formats) {
+  *s = (ms_cli_shared){.load = NAN,
+                       .margin = NAN,
+                       .latency_objective = NAN,
+                       .formats = formats,
+                       .format = format};
+}
+
+int ms_cli_shared_option(void *shared, int id, const char *arg) {
+  ms_cli_shared *s = shared;
+  switch (id) {
+  case MS_OPT_LOAD:
+    return ms_cli_param("--load", arg, MS_PARAM_OFFERED_LOAD, &s->load);
+  case MS_OPT_MARGIN:
+    return ms_cli_share("--margin", arg, 0.0, MS_RECOMMEND_MAX_MARGIN,
+                        MS_RANGE_CLOSED, &s->margin);
+  case MS_OPT_OBJECTIVE:
+    return ms_cli_duration("--latency-objective", arg, 0.0, MS_MAX_DURATION,
+                           MS_RANGE_LO_OPEN, &s->latency_objective);
+  case MS_OPT_FORMAT: {
+    ms_format accepted[3];
+    size_t n = 0;
+    for (int f = MS_FORMAT_TEXT; f <= MS_FORMAT_JSON; f++)
+      if (s->formats & 1u << f)
+        accepted[n++] = (ms_format)f;
+    s->has_format = true;
+    return ms_cli_format(arg, accepted, n, &s->format);
+  }
+  case MS_OPT_PLOT: {
+    ms_plot_format f;
+    if (ms_plot_format_of(arg, &f) != 0)
+      return ms_cli_usage("--plot: '%s' must end in .svg or .png", arg);
+    s->plot = arg;
+    return 0;
+  }
+  case MS_OPT_TITLE:
+    s->title = arg;
+    return 0;
+  default:
+    return -1;
+  }
+}
 
 /* NAME A:B:...: each field by its parameter's rule; "default" or an empty
  * field leaves the default. */
@@ -485,69 +764,6 @@ static const model_option *model_option_of(int opt) {
   return NULL;
 }
 
-int ms_cli_help_model(const char *command_help) {
-  fputs(command_help, stdout);
-  fputs("Model: numbers are seconds and per second, durations also as 100ms, "
-        "250us,\n2m or 1.5h, rates also as 10/s, shares also as 10%:\n"
-        "  --model erlang|capacity  failure model (default: implied by the "
-        "options)\n",
-        stdout);
-  for (size_t i = 0; i < N_MODEL_OPTIONS; i++) {
-    const model_option *o = &model_options[i];
-    char left[32], range[96];
-    snprintf(left, sizeof left, "%s %s", o->name, o->arg);
-    ms_param_range(o->param, range, sizeof range);
-    /* one line when it fits in 80 columns, else the range below */
-    if (27 + strlen(o->what) + 2 + strlen(range) <= 80)
-      printf("  %-24s %s, %s\n", left, o->what, range);
-    else
-      printf("  %-24s %s,\n  %-24s %s\n", left, o->what, "", range);
-  }
-  fputs("  --layering nested|independent\n"
-        "                           how the tiers' retries compose: nested "
-        "when each\n"
-        "                           tier's timeout covers the chain below, "
-        "else\n"
-        "                           independent (default; A^k, the worst "
-        "case)\n",
-        stdout);
-  for (size_t i = 0; i < N_POLICY_OPTIONS; i++) {
-    const policy_option *o = &policy_options[i];
-    printf("  %s %s\n", o->name, o->arg);
-    /* the description wrapped at 80 columns under the option */
-    const char *w = o->what;
-    while (*w) {
-      size_t len = strlen(w);
-      if (len > 53) {
-        len = 53;
-        while (len > 0 && w[len] != ' ')
-          len--;
-      }
-      printf("%27s%.*s\n", "", (int)len, w);
-      w += len;
-      while (*w == ' ')
-        w++;
-    }
-  }
-  fputs("  --latency-objective S    erlang, without --queue-limit: "
-        "queue limit\n"
-        "                           round(servers x service rate x S)\n"
-        "  --retry-rejections true|false  whether a rejected attempt is "
-        "retried\n"
-        "                           (default true)\n"
-        "  --no-retry-rejections    a rejection ends its request\n",
-        stdout);
-  fputs("  --spec FILE              take the service from a service file "
-        "(YAML);\n"
-        "                           options given as well override its "
-        "values\n"
-        "  --service NAME           which service of the file (optional "
-        "when it\n"
-        "                           has one)\n",
-        stdout);
-  return ms_cli_finish_output(MS_EXIT_OK);
-}
-
 #define GIVEN(m, opt) ((m)->given[(opt)-MS_OPT_MODEL])
 
 void ms_cli_model_init(ms_cli_model *m) { memset(m, 0, sizeof *m); }
@@ -555,6 +771,24 @@ void ms_cli_model_init(ms_cli_model *m) { memset(m, 0, sizeof *m); }
 void ms_cli_model_free(ms_cli_model *m) {
   ms_service_file_free(&m->file);
   m->spec = NULL;
+}
+
+int ms_cli_with_model(int (*run)(ms_cli_model *m, int argc, char **argv),
+                      int argc, char **argv) {
+  ms_cli_model m;
+  ms_cli_model_init(&m);
+  int rc = run(&m, argc, argv);
+  ms_cli_model_free(&m);
+  return rc;
+}
+
+void ms_cli_json_begin(ms_json *j, int pretty_depth, const ms_cli_model *m) {
+  ms_json_init(j, stdout, pretty_depth);
+  ms_json_begin_object(j, NULL);
+  if (m->name[0])
+    ms_json_string(j, "service", m->name);
+  else
+    ms_json_null(j, "service");
 }
 
 int ms_cli_model_option(ms_cli_model *m, int opt, const char *arg) {
@@ -836,6 +1070,18 @@ int ms_cli_model_resolve(ms_cli_model *m, bool need_servers) {
   ms_cli_describe(
       &p, erlang && (need_servers || GIVEN(m, MS_OPT_SERVERS) || file_servers),
       m->summary, sizeof m->summary);
+  snprintf(m->label, sizeof m->label, "%s%s%s", m->name, m->name[0] ? ": " : "",
+           m->summary);
+  return 0;
+}
+
+int ms_cli_model_landscape(ms_cli_model *m, ms_landscape *ls) {
+  int r = ms_cli_model_resolve(m, true);
+  if (r != 0)
+    return r;
+  ms_error err;
+  if (ms_landscape_build(&m->params, ls, &err) != MS_OK)
+    return ms_cli_fail("model: %s", err.msg);
   return 0;
 }
 

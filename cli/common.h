@@ -17,11 +17,14 @@
  * Adding a sub-command (e.g. `simulate`): write cli/simulate.c with
  * `int ms_cmd_simulate(int argc, char **argv)`, declare it below, add one
  * line to the table in cli/main.c and the file to cli/Makefile.inc.  Inside,
- * parse the options with ms_cli_parse (the command's own in a take
- * function; the model options with MS_CLI_MODEL_LONG_OPTIONS, then
- * ms_cli_model_resolve), report problems with ms_cli_usage (exit 2) or
- * ms_cli_fail (exit 1), and write results only to stdout (CONTRIBUTING.md,
- * "A new sub-command").
+ * list the options in an ms_cli_option table (the command's own, the shared
+ * ones by MS_CLI_SHARED), parse them with ms_cli_parse (the command's own
+ * in a take function that hands the rest to ms_cli_shared_option; the
+ * model options then go to ms_cli_model_resolve), print --help with
+ * ms_cli_help, report problems with ms_cli_usage (exit 2) or ms_cli_fail
+ * (exit 1), and write results only to stdout (CONTRIBUTING.md, "A new
+ * sub-command").  The docs' option lists are made from --help
+ * (tools/cli_docs.py): run it after changing an option.
  */
 #ifndef METASTABLE_CLI_COMMON_H
 #define METASTABLE_CLI_COMMON_H
@@ -31,6 +34,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "json.h"
 #include "metastable.h"
 #include "service.h"
 
@@ -50,6 +54,9 @@ enum {
   MS_EXIT_INTERRUPTED = 130, /* stopped by SIGINT (128 + 2, as a shell
                                 reports a job killed by Ctrl-C) */
 };
+
+/* Output formats of the sub-commands. */
+typedef enum { MS_FORMAT_TEXT, MS_FORMAT_CSV, MS_FORMAT_JSON } ms_format;
 
 /* A sub-command: argv[0] is its name ("solve"), the rest its arguments.
  * Returns an exit code (MS_EXIT_*). */
@@ -101,30 +108,63 @@ int ms_cli_bad_option(int c, char **argv, const struct option *options);
 
 typedef struct ms_cli_model ms_cli_model;
 
-/* A sub-command's own options, for ms_cli_parse: take option c (its
- * getopt_long value) with its argument arg (NULL for a flag) into args.
- * Returns 0, an exit code (the message printed), or -1 when c is none of
- * the command's options. */
-typedef int (*ms_cli_take)(void *args, int c, const char *arg);
+/*
+ * One option of a command, as ms_cli_parse takes it and --help shows it:
+ * "  --name ARG" and its help wrapped to 79 columns from column 27.  The
+ * option lists of doc/metastable.1 and doc/metastable.md are made from
+ * --help (tools/cli_docs.py), so a table is the one source of its
+ * command's options.  A table ends with MS_CLI_END; MS_CLI_HEADING starts a
+ * group under a heading ("Engine:"); MS_CLI_SHARED stands for an option
+ * whose entry lives in common.c: a shared option (MS_OPT_LOAD...) or a
+ * model option (MS_OPT_SERVERS..., for a command that takes it without the
+ * model: erlang, lab).
+ */
+typedef struct {
+  const char *name; /* "--load" */
+  const char *arg;  /* its value as --help writes it: "L", "text|json"
+                       (words the option accepts); NULL for a switch */
+  int id;           /* the value the take function receives */
+  const char *help; /* what it does: one paragraph, no line breaks */
+} ms_cli_option;
+
+/* clang-format off */
+#define MS_CLI_SHARED(id) {NULL, NULL, (id), NULL}
+#define MS_CLI_HEADING(text) {NULL, NULL, 0, (text)}
+#define MS_CLI_END {NULL, NULL, 0, NULL}
+/* clang-format on */
+
+/* A command's own options, for ms_cli_parse: take option id with its
+ * argument arg (NULL for a switch) into args.  Returns 0, an exit code
+ * (the message printed), or -1 when id is none of the command's options. */
+typedef int (*ms_cli_take)(void *args, int id, const char *arg);
+
+/* A command's command line: what --help prints and ms_cli_parse reads. */
+typedef struct {
+  const char *usage;            /* the usage lines, a blank line and what
+                                   the command does, ending in a newline */
+  const ms_cli_option *options; /* its options, in --help's order */
+} ms_cli_syntax;
 
 /*
  * ms_cli_parse: the option loop every sub-command shares: getopt_long over
- * argv (argv[0] the sub-command) with optstring ":h" and options, in the
+ * argv (argv[0] the sub-command) with the options of syntax (and the model
+ * options when m is not NULL; an option of the command shadows a model
+ * option of the same name, as plan's --latency-objective does), in the
  * order given, stopping at the first bad option so that the message names
- * the one the user got wrong first.  A model option goes to m (when m is
- * not NULL: ms_cli_model_option), --help sets *help and stops, any other
- * option goes to take; what neither takes is an unknown option or a
- * missing value (ms_cli_bad_option).  The arguments after the options:
- * with first_arg NULL there must be none ("unexpected argument 'x'"), else
- * *first_arg is the index of the first.  Returns 0 or the exit code of the
- * message printed.
+ * the one the user got wrong first.  A model option goes to m
+ * (ms_cli_model_option), any other option to take; what neither takes is
+ * an unknown option or a missing value (ms_cli_bad_option).  --help prints
+ * the command's help (the usage, the options wrapped at 79 columns from
+ * column 27, then the model options with their ranges from MS_PARAMS but
+ * those the command shadows), sets *help and stops.  The arguments after
+ * the options: with first_arg NULL there must be none ("unexpected
+ * argument 'x'"), else *first_arg is the index of the first.  Returns 0 or
+ * the exit code of the message printed (with *help, of writing the help:
+ * MS_EXIT_OK unless stdout failed).
  */
-int ms_cli_parse(int argc, char **argv, const struct option *options,
+int ms_cli_parse(int argc, char **argv, const ms_cli_syntax *syntax,
                  ms_cli_model *m, ms_cli_take take, void *args, bool *help,
                  int *first_arg);
-
-/* Write text to stdout and return MS_EXIT_OK: the --help of a command. */
-int ms_cli_help(const char *text);
 
 /* ------------------------------------------------------------------ */
 /* Option values                                                       */
@@ -222,47 +262,61 @@ enum {
   MS_OPT_NO_RETRY_REJECTIONS,
   MS_OPT_SPEC,
   MS_OPT_SERVICE,
-  MS_OPT_MODEL_END, /* sub-commands number their own options from here */
+  MS_OPT_MODEL_END, /* the shared options are numbered from here */
 };
 
-/* The model options as struct option entries, to put first in a
- * sub-command's long options array. */
+/* getopt_long values of the options several commands share (their
+ * entries and their parser are in common.c: ms_cli_shared_option). */
+enum {
+  MS_OPT_LOAD = MS_OPT_MODEL_END, /* --load L: offered load, req/s */
+  MS_OPT_MARGIN,                  /* --margin M: share above the load */
+  MS_OPT_OBJECTIVE,               /* --latency-objective D of plan and
+                                     escapes: the queue bound only */
+  MS_OPT_FORMAT,                  /* --format text|json (or its own entry) */
+  MS_OPT_PLOT,                    /* --plot FILE, .svg or .png (its own entry:
+                                     what the picture shows) */
+  MS_OPT_TITLE,                   /* --title TEXT: the plot's title */
+  MS_OPT_SHARED_END, /* sub-commands number their own options from here */
+};
+
+/* Formats --format accepts, as flags for ms_cli_shared_init. */
+enum {
+  MS_FORMATS_TEXT_JSON = 1 << MS_FORMAT_TEXT | 1 << MS_FORMAT_JSON,
+  MS_FORMATS_ALL = MS_FORMATS_TEXT_JSON | 1 << MS_FORMAT_CSV,
+};
+
+/* The values of the shared options, as given. */
+typedef struct {
+  double load;              /* --load, req/s; NaN until given */
+  double margin;            /* --margin, a share; NaN until given */
+  double latency_objective; /* --latency-objective, s; NaN until given */
+  unsigned formats;         /* the formats --format accepts (1 << format) */
+  ms_format format;         /* --format, else the command's default */
+  bool has_format;          /* --format given */
+  const char *plot;         /* --plot FILE (.svg or .png), or NULL */
+  const char *title;        /* --title TEXT, or NULL */
+} ms_cli_shared;
+
+/* The options of replay and fit that read a trace from Prometheus (their
+ * ids and their parser, ms_trace_source_option, are trace.h's). */
 /* clang-format off */
-#define MS_CLI_MODEL_LONG_OPTIONS                                      \
-  {"model", required_argument, NULL, MS_OPT_MODEL},                    \
-  {"servers", required_argument, NULL, MS_OPT_SERVERS},                \
-  {"service-time", required_argument, NULL, MS_OPT_SERVICE_TIME},      \
-  {"service-rate", required_argument, NULL, MS_OPT_SERVICE_RATE},      \
-  {"timeout", required_argument, NULL, MS_OPT_TIMEOUT},                \
-  {"service-time-cv", required_argument, NULL, MS_OPT_SERVICE_TIME_CV}, \
-  {"capacity", required_argument, NULL, MS_OPT_CAPACITY},              \
-  {"base-failure", required_argument, NULL, MS_OPT_BASE_FAILURE},      \
-  {"retries", required_argument, NULL, MS_OPT_RETRIES},                \
-  {"tiers", required_argument, NULL, MS_OPT_TIERS},                    \
-  {"retry-budget", required_argument, NULL, MS_OPT_RETRY_BUDGET},      \
-  {"token-ratio", required_argument, NULL, MS_OPT_TOKEN_RATIO},        \
-  {"layering", required_argument, NULL, MS_OPT_LAYERING},              \
-  {"grpc-throttling", required_argument, NULL, MS_OPT_GRPC_THROTTLING},\
-  {"envoy-retry-budget", required_argument, NULL,                      \
-   MS_OPT_ENVOY_RETRY_BUDGET},                                         \
-  {"finagle-retry-budget", required_argument, NULL,                    \
-   MS_OPT_FINAGLE_RETRY_BUDGET},                                       \
-  {"aws-retry-quota", required_argument, NULL, MS_OPT_AWS_RETRY_QUOTA},\
-  {"queue-limit", required_argument, NULL, MS_OPT_QUEUE_LIMIT},        \
-  {"latency-objective", required_argument, NULL,                       \
-   MS_OPT_LATENCY_OBJECTIVE},                                          \
-  {"retry-rejections", required_argument, NULL,                        \
-   MS_OPT_RETRY_REJECTIONS},                                           \
-  {"no-retry-rejections", no_argument, NULL,                           \
-   MS_OPT_NO_RETRY_REJECTIONS},                                        \
-  {"spec", required_argument, NULL, MS_OPT_SPEC},                      \
-  {"service", required_argument, NULL, MS_OPT_SERVICE}
+#define MS_CLI_TRACE_OPTIONS                                                 \
+  {"--prometheus-json", "INPUT=FILE", MS_OPT_TRACE_PROMETHEUS,               \
+   "instead of a CSV trace: a Prometheus /api/v1/query_range response (one " \
+   "series) for INPUT (arrival_rate, ...); repeat per input"},               \
+  {"--write-trace", "OUT.csv", MS_OPT_TRACE_WRITE,                           \
+   "also save the trace built from the Prometheus responses"}
 /* clang-format on */
 
-/* Write a sub-command's --help text, then the model options with their
- * ranges (from MS_PARAMS), to stdout; returns MS_EXIT_OK (or
- * MS_EXIT_RUNTIME when stdout cannot be written). */
-int ms_cli_help_model(const char *command_help);
+/* Nothing given yet; --format's default and the formats it accepts
+ * (MS_FORMATS_*). */
+void ms_cli_shared_init(ms_cli_shared *s, ms_format format, unsigned formats);
+
+/* Take shared option id (MS_OPT_LOAD...) with its argument into s: 0, an
+ * exit code (a bad value: the message printed), or -1 when id is not a
+ * shared option.  An ms_cli_take over s, for a command whose options are
+ * all shared. */
+int ms_cli_shared_option(void *s, int id, const char *arg);
 
 /* What the model options said, and the service they resolve to. */
 struct ms_cli_model {
@@ -282,10 +336,22 @@ struct ms_cli_model {
   ms_service_params params;    /* the service to solve */
   char name[64];               /* the service's name, or "" */
   char summary[256];           /* "erlang model: 30 servers, ..." */
+  char label[330];             /* "api: erlang model: ...", or the summary
+                                  alone when the service has no name */
 };
 
 void ms_cli_model_init(ms_cli_model *m);
 void ms_cli_model_free(ms_cli_model *m);
+
+/* The entry point of a command that takes the model options: run(m, argc,
+ * argv) with m set up before and freed after; its exit code. */
+int ms_cli_with_model(int (*run)(ms_cli_model *m, int argc, char **argv),
+                      int argc, char **argv);
+
+/* Begin a command's JSON object on stdout (pretty_depth as for
+ * ms_json_init) with its first key, "service": the service's name, or null
+ * when it has none (no --spec). */
+void ms_cli_json_begin(ms_json *j, int pretty_depth, const ms_cli_model *m);
 
 /* If opt is a model option, take its value: returns 0 when taken,
  * MS_EXIT_USAGE for a bad value (message printed), -1 when opt is not a
@@ -306,6 +372,11 @@ int ms_cli_model_option(ms_cli_model *m, int opt, const char *arg);
  * missing, contradictory or belong to the other model.
  */
 int ms_cli_model_resolve(ms_cli_model *m, bool need_servers);
+
+/* ms_cli_model_resolve(m, true), then the service's landscape
+ * (ms_landscape_build) into *ls.  Returns 0, or the exit code of the
+ * message printed ("model: ..." when the model fails). */
+int ms_cli_model_landscape(ms_cli_model *m, ms_landscape *ls);
 
 /*
  * ms_cli_model_service: the service of --spec as the plugin would run it,
@@ -335,9 +406,6 @@ const char *ms_cli_fmt_share(char *buf, size_t len, double x, int digits);
 /* Write text as one CSV field (RFC 4180: quoted when it holds a comma, a
  * quote, or a line break; quotes doubled). */
 void ms_cli_csv_field(FILE *f, const char *text);
-
-/* Output formats of the sub-commands. */
-typedef enum { MS_FORMAT_TEXT, MS_FORMAT_CSV, MS_FORMAT_JSON } ms_format;
 
 /* The value of --format: text must name one of the n formats in accepted
  * ("text", "csv" or "json"), and *out is then that format.  Returns 0, or

@@ -11,9 +11,7 @@
 #include "common.h"
 #include "json.h"
 
-/* The --help text; the %s are the model's ranges (MS_PARAMS) of --servers,
- * --service-rate, --service-time and --timeout. */
-static const char help[] =
+static const char usage[] =
     "Usage: metastable erlang --servers N --offered A\n"
     "                         [--service-rate MU | --service-time S "
     "--timeout T]\n"
@@ -26,49 +24,33 @@ static const char help[] =
     "probability that an arrival waits longer than T.  At A >= N the loss\n"
     "system still has its B; the queue has no steady state, and C and "
     "P(W > T)\n"
-    "are 1 (every arrival waits, ever longer).\n"
-    "\n"
-    "  --servers N         servers c, %s\n"
-    "  --offered A         offered traffic in erlangs (arrival rate / "
-    "service\n"
-    "                      rate of one server), A > 0\n"
-    "  --service-rate MU   service rate of one server, 1/s,\n"
-    "                      %s\n"
-    "  --service-time S    or its mean service time 1/MU (100ms works),\n"
-    "                      %s\n"
-    "  --timeout T         client timeout, s, %s\n"
-    "  --queue-limit K     the M/M/c/K queue instead: K waiting places, %s;\n"
-    "                      arrivals that find them taken are rejected, any\n"
-    "                      A > 0; gives blocking_probability and the wait\n"
-    "                      tail of the admitted arrivals\n"
-    "  --format text|json  JSON keys: erlang_b, erlang_c, ln_erlang_b,\n"
-    "                      ln_erlang_c, steady_state (A < N) (with\n"
-    "                      --queue-limit: blocking_probability,\n"
-    "                      ln_blocking_probability), and wait_tail,\n"
-    "                      ln_wait_tail; every number to full double "
-    "precision\n";
+    "are 1 (every arrival waits, ever longer).  With --queue-limit K, the\n"
+    "M/M/c/K queue at any A > 0: the share of arrivals rejected\n"
+    "(blocking_probability) and the wait tail of the admitted ones.\n";
 
 enum {
-  OPT_SERVERS = 0x100,
-  OPT_OFFERED,
-  OPT_SERVICE_RATE,
-  OPT_SERVICE_TIME,
-  OPT_TIMEOUT,
-  OPT_FORMAT,
-  OPT_QUEUE_LIMIT,
+  OPT_OFFERED = MS_OPT_SHARED_END,
 };
 
-static const struct option options[] = {
-    {"servers", required_argument, NULL, OPT_SERVERS},
-    {"offered", required_argument, NULL, OPT_OFFERED},
-    {"service-rate", required_argument, NULL, OPT_SERVICE_RATE},
-    {"service-time", required_argument, NULL, OPT_SERVICE_TIME},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"queue-limit", required_argument, NULL, OPT_QUEUE_LIMIT},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+/* The model's options where they mean the same (their ranges too). */
+static const ms_cli_option options[] = {
+    MS_CLI_SHARED(MS_OPT_SERVERS),
+    {"--offered", "A", OPT_OFFERED,
+     "offered traffic in erlangs (arrival rate / service rate of one "
+     "server), A > 0"},
+    MS_CLI_SHARED(MS_OPT_SERVICE_RATE),
+    MS_CLI_SHARED(MS_OPT_SERVICE_TIME),
+    MS_CLI_SHARED(MS_OPT_TIMEOUT),
+    MS_CLI_SHARED(MS_OPT_QUEUE_LIMIT),
+    {"--format", "text|json", MS_OPT_FORMAT,
+     "JSON keys: erlang_b, erlang_c, ln_erlang_b, ln_erlang_c, steady_state "
+     "(A < N) (with --queue-limit: blocking_probability, "
+     "ln_blocking_probability), and wait_tail, ln_wait_tail; every number to "
+     "full double precision"},
+    MS_CLI_END,
 };
+
+static const ms_cli_syntax syntax = {usage, options};
 
 /* A probability for people, also where it underflows (from its log), and
  * then its natural log on the next line. */
@@ -91,18 +73,17 @@ static void print_probability(const char *name, double v, double ln_v) {
 typedef struct {
   long servers; /* 0 until given */
   double offered, mu, timeout;
-  ms_format format;
+  ms_cli_shared sh; /* --format */
   long queue_limit; /* -1 until given: M/M/c/K with K waiting places */
   bool help;        /* --help: print it and do nothing else */
 } erlang_args;
 
 /* One option of the command (ms_cli_take). */
 static int take_option(void *args, int c, const char *arg) {
-  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
   erlang_args *a = args;
   int r = 0;
   switch (c) {
-  case OPT_SERVERS: {
+  case MS_OPT_SERVERS: {
     double v;
     r = ms_cli_param("--servers", arg, MS_PARAM_SERVERS, &v);
     a->servers = (long)v;
@@ -112,13 +93,13 @@ static int take_option(void *args, int c, const char *arg) {
     r = ms_cli_real("--offered", arg, 0, INFINITY, MS_RANGE_LO_OPEN,
                     &a->offered);
     break;
-  case OPT_SERVICE_RATE:
+  case MS_OPT_SERVICE_RATE:
     if (!isnan(a->mu))
       return ms_cli_usage("give --service-rate or --service-time, not "
                           "both");
     r = ms_cli_param("--service-rate", arg, MS_PARAM_SERVICE_RATE, &a->mu);
     break;
-  case OPT_SERVICE_TIME: {
+  case MS_OPT_SERVICE_TIME: {
     if (!isnan(a->mu))
       return ms_cli_usage("give --service-rate or --service-time, not "
                           "both");
@@ -127,21 +108,17 @@ static int take_option(void *args, int c, const char *arg) {
     a->mu = 1.0 / t;
     break;
   }
-  case OPT_TIMEOUT:
+  case MS_OPT_TIMEOUT:
     r = ms_cli_param("--timeout", arg, MS_PARAM_TIMEOUT, &a->timeout);
     break;
-  case OPT_FORMAT:
-    r = ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
-                      &a->format);
-    break;
-  case OPT_QUEUE_LIMIT: {
+  case MS_OPT_QUEUE_LIMIT: {
     double v;
     r = ms_cli_param("--queue-limit", arg, MS_PARAM_QUEUE_LIMIT, &v);
     a->queue_limit = (long)v;
     break;
   }
   default:
-    return -1;
+    return ms_cli_shared_option(&a->sh, c, arg);
   }
   return r;
 }
@@ -150,7 +127,7 @@ static int take_option(void *args, int c, const char *arg) {
  * at --help), so that the message names the option the user got wrong
  * first.  Returns 0 or the exit code of the message printed. */
 static int parse_options(erlang_args *a, int argc, char **argv) {
-  return ms_cli_parse(argc, argv, options, NULL, take_option, a, &a->help,
+  return ms_cli_parse(argc, argv, &syntax, NULL, take_option, a, &a->help,
                       NULL);
 }
 
@@ -236,7 +213,7 @@ static int run_queue_limited(const erlang_args *a) {
     return ms_cli_fail("%s", err.msg);
   /* K = 0: no admitted arrival waits, the tail is 0 */
   double wait = a->queue_limit > 0 ? exp(ln_tail) : 0.0;
-  if (a->format == MS_FORMAT_JSON) {
+  if (a->sh.format == MS_FORMAT_JSON) {
     ms_json j;
     ms_json_init(&j, stdout, 1);
     ms_json_begin_object(&j, NULL);
@@ -280,17 +257,8 @@ static int run_queue_limited(const erlang_args *a) {
 
 static int run(erlang_args *a, int argc, char **argv) {
   int r = parse_options(a, argc, argv);
-  if (r != 0)
+  if (r != 0 || a->help)
     return r;
-  if (a->help) {
-    char c[96], mu[96], t[96], to[96], k[96];
-    printf(help, ms_param_range(MS_PARAM_SERVERS, c, sizeof c),
-           ms_param_range(MS_PARAM_SERVICE_RATE, mu, sizeof mu),
-           ms_param_range(MS_PARAM_SERVICE_TIME, t, sizeof t),
-           ms_param_range(MS_PARAM_TIMEOUT, to, sizeof to),
-           ms_param_range(MS_PARAM_QUEUE_LIMIT, k, sizeof k));
-    return ms_cli_finish_output(MS_EXIT_OK);
-  }
   if ((r = check_args(a)) != 0)
     return r;
   if (a->queue_limit >= 0)
@@ -305,7 +273,7 @@ static int run(erlang_args *a, int argc, char **argv) {
   if (tail && ms_ln_wait_tail(a->servers, a->mu, a->offered * a->mu, a->timeout,
                               &ln_tail, &err) != MS_OK)
     return ms_cli_fail("%s", err.msg);
-  if (a->format == MS_FORMAT_JSON)
+  if (a->sh.format == MS_FORMAT_JSON)
     write_json(a, &v, tail, ln_tail);
   else
     write_text(a, &v, tail, ln_tail);
@@ -317,7 +285,7 @@ int ms_cmd_erlang(int argc, char **argv) {
                    .offered = NAN,
                    .mu = NAN,
                    .timeout = NAN,
-                   .format = MS_FORMAT_TEXT,
                    .queue_limit = -1};
+  ms_cli_shared_init(&a.sh, MS_FORMAT_TEXT, MS_FORMATS_TEXT_JSON);
   return run(&a, argc, argv);
 }

@@ -17,7 +17,7 @@
 #include "plot.h"
 #include "sim.h"
 
-static const char help[] =
+static const char usage[] =
     "Usage: metastable escapes [MODEL OPTIONS] [--load L]\n"
     "                          [--latency-objective D] [--plot FILE]\n"
     "                          [--format text|json]\n"
@@ -28,17 +28,9 @@ static const char help[] =
     "timeout), discard (the server drops work whose client has given up),\n"
     "damp (clients halve their retry rate after each failure).  For each:\n"
     "tipping and recovery loads, band width, stall tolerance, and its cost\n"
-    "at the normal load (requests rejected, legitimate retries denied at\n"
-    "the base failure rate, latency added).  Needs the erlang model.\n"
-    "\n"
-    "  --load L               normal offered load, req/s (default: half the\n"
-    "                         tipping load of the service as given)\n"
-    "  --latency-objective D  the bound's wait objective, s (default: the\n"
-    "                         timeout); it sets the bound's queue only\n"
-    "  --plot FILE            draw each escape's band, recovery to tipping\n"
-    "                         load, into FILE (.svg or .png; gnuplot)\n"
-    "  --format text|json     a table (default) or one JSON object\n"
-    "\n";
+    "at the normal load L (default: half the tipping load of the service as\n"
+    "given): requests rejected, legitimate retries denied at the base\n"
+    "failure rate, latency added.  Needs the erlang model.\n";
 
 /* The retry budget of the budget escape: Beyer et al., Site Reliability
  * Engineering, ch. 21's 10 % per client. */
@@ -47,55 +39,17 @@ static const char help[] =
  * attempt before it. */
 #define ESCAPE_DAMP 0.5
 
-enum {
-  OPT_LATENCY_OBJECTIVE = MS_OPT_MODEL_END,
-  OPT_LOAD,
-  OPT_PLOT,
-  OPT_FORMAT,
+static const ms_cli_option options[] = {
+    MS_CLI_SHARED(MS_OPT_LOAD),
+    MS_CLI_SHARED(MS_OPT_OBJECTIVE),
+    {"--plot", "FILE", MS_OPT_PLOT,
+     "draw each escape's band, recovery to tipping load, into FILE (.svg or "
+     ".png; gnuplot)"},
+    MS_CLI_SHARED(MS_OPT_FORMAT),
+    MS_CLI_END,
 };
 
-/* --latency-objective first, so that getopt_long gives it to this
- * command: it sets the bound escape's queue, not the service's. */
-static const struct option options[] = {
-    {"latency-objective", required_argument, NULL, OPT_LATENCY_OBJECTIVE},
-    MS_CLI_MODEL_LONG_OPTIONS,
-    {"load", required_argument, NULL, OPT_LOAD},
-    {"plot", required_argument, NULL, OPT_PLOT},
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
-
-typedef struct {
-  double load, latency_objective; /* NaN: default */
-  const char *plot;
-  ms_format format;
-  bool help;
-} escapes_args;
-
-static int take_option(void *args, int c, const char *arg) {
-  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
-  escapes_args *a = args;
-  switch (c) {
-  case OPT_LATENCY_OBJECTIVE:
-    return ms_cli_duration("--latency-objective", arg, 0.0, MS_MAX_DURATION,
-                           MS_RANGE_LO_OPEN, &a->latency_objective);
-  case OPT_LOAD:
-    return ms_cli_param("--load", arg, MS_PARAM_OFFERED_LOAD, &a->load);
-  case OPT_PLOT: {
-    ms_plot_format f;
-    if (ms_plot_format_of(arg, &f) != 0)
-      return ms_cli_usage("--plot: '%s' must end in .svg or .png", arg);
-    a->plot = arg;
-    return 0;
-  }
-  case OPT_FORMAT:
-    return ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
-                         &a->format);
-  default:
-    return -1;
-  }
-}
+static const ms_cli_syntax syntax = {usage, options};
 
 typedef enum {
   ESC_NONE,
@@ -416,8 +370,7 @@ static const char *ms_text(char buf[32], double v) {
 
 static void write_text(const ms_cli_model *m, const escape *e, double load,
                        double latency_objective) {
-  printf("service      %s%s%s\n", m->name[0] ? m->name : "",
-         m->name[0] ? ": " : "", m->summary);
+  printf("service      %s\n", m->label);
   printf("normal load  %.6g req/s; latency objective %.4g s\n\n", load,
          latency_objective);
   printf("%-10s %10s %10s %10s %8s %9s %9s %9s\n", "escape", "tipping",
@@ -448,12 +401,7 @@ static void write_text(const ms_cli_model *m, const escape *e, double load,
 static void write_json(const ms_cli_model *m, const escape *e, double load,
                        double latency_objective) {
   ms_json j;
-  ms_json_init(&j, stdout, 3);
-  ms_json_begin_object(&j, NULL);
-  if (m->name[0])
-    ms_json_string(&j, "service", m->name);
-  else
-    ms_json_null(&j, "service");
+  ms_cli_json_begin(&j, 3, m);
   ms_json_number(&j, "normal_load", load);
   ms_json_number(&j, "latency_objective", latency_objective);
   ms_json_begin_array(&j, "escapes");
@@ -575,13 +523,13 @@ static int draw(const ms_cli_model *m, const escape *e, double load,
 }
 
 static int run(ms_cli_model *m, int argc, char **argv) {
-  escapes_args a = {
-      .load = NAN, .latency_objective = NAN, .format = MS_FORMAT_TEXT};
-  int r = ms_cli_parse(argc, argv, options, m, take_option, &a, &a.help, NULL);
-  if (r != 0)
+  ms_cli_shared a;
+  bool help = false;
+  ms_cli_shared_init(&a, MS_FORMAT_TEXT, MS_FORMATS_TEXT_JSON);
+  int r = ms_cli_parse(argc, argv, &syntax, m, ms_cli_shared_option, &a, &help,
+                       NULL);
+  if (r != 0 || help)
     return r;
-  if (a.help)
-    return ms_cli_help_model(help);
   if ((r = ms_cli_model_resolve(m, true)) != 0)
     return r;
   const ms_service_params *base = &m->params;
@@ -629,9 +577,5 @@ static int run(ms_cli_model *m, int argc, char **argv) {
 }
 
 int ms_cmd_escapes(int argc, char **argv) {
-  ms_cli_model m;
-  ms_cli_model_init(&m);
-  int rc = run(&m, argc, argv);
-  ms_cli_model_free(&m);
-  return rc;
+  return ms_cli_with_model(run, argc, argv);
 }

@@ -18,7 +18,7 @@
 #include "plot.h"
 #include "source.h"
 
-static const char help[] =
+static const char usage[] =
     "Usage: metastable fit --spec FILE [--service NAME] [MODEL OPTIONS]\n"
     "                      [--format text|json] [--write-spec OUT.yaml]\n"
     "                      [--plot OUT.svg|png] [--title TEXT] TRACE.csv\n"
@@ -50,39 +50,28 @@ static const char help[] =
     "left out of the failures' likelihood.  Also printed: how far each model\n"
     "is from the observed failures (RMS of the residual z, deviance) and\n"
     "the tipping and recovery loads.\n"
-    "\n"
-    "  --spec FILE, --service NAME  the service file and service (required)\n"
-    "  MODEL OPTIONS           override the file's values (the configured\n"
-    "                          ones the fit is compared with)\n"
-    "  --format text|json      text (default) or one JSON object\n"
-    "  --write-spec OUT.yaml   write the fitted service as a service file "
-    "(its\n"
-    "                          inputs and settings as in FILE)\n"
-    "  --plot OUT.svg|png      draw observed, fitted and configured failure\n"
-    "                          ratio against the attempt rate with gnuplot;\n"
-    "                          the results are then written only when\n"
-    "                          --format is given\n"
-    "  --title TEXT            the plot's title\n"
-    "  --prometheus-json INPUT=FILE, --write-trace OUT.csv  as for replay\n"
-    "\n";
+    "The service file and service are required; model options override\n"
+    "the file's values (the configured ones the fit is compared with).\n";
 
 enum {
-  OPT_FORMAT = MS_OPT_MODEL_END,
-  OPT_WRITE_SPEC,
-  OPT_PLOT,
-  OPT_TITLE,
+  OPT_WRITE_SPEC = MS_OPT_SHARED_END,
 };
 
-static const struct option options[] = {
-    MS_CLI_MODEL_LONG_OPTIONS,
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"write-spec", required_argument, NULL, OPT_WRITE_SPEC},
-    {"plot", required_argument, NULL, OPT_PLOT},
-    {"title", required_argument, NULL, OPT_TITLE},
-    MS_TRACE_SOURCE_LONG_OPTIONS,
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+static const ms_cli_option options[] = {
+    MS_CLI_SHARED(MS_OPT_FORMAT),
+    {"--write-spec", "OUT.yaml", OPT_WRITE_SPEC,
+     "write the fitted service as a service file (its inputs and settings as "
+     "in FILE)"},
+    {"--plot", "OUT.svg|png", MS_OPT_PLOT,
+     "draw observed, fitted and configured failure ratio against the attempt "
+     "rate with gnuplot; the results are then written only when --format is "
+     "given"},
+    MS_CLI_SHARED(MS_OPT_TITLE),
+    MS_CLI_TRACE_OPTIONS,
+    MS_CLI_END,
 };
+
+static const ms_cli_syntax syntax = {usage, options};
 
 /* ---- values for people --------------------------------------------------- */
 
@@ -414,43 +403,27 @@ static int write_plot(const char *path, const char *title,
  */
 
 typedef struct {
-  ms_format format;
-  bool has_format;
+  ms_cli_shared sh; /* --format (without it, --plot draws only), --plot,
+                       --title */
   ms_trace_source source;
-  const char *write_spec, *plot_path, *title;
+  const char *write_spec;
   bool help;
 } fit_args;
 
 static int take_option(void *args, int c, const char *arg) {
-  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
   fit_args *a = args;
-  switch (c) {
-  case OPT_FORMAT:
-    a->has_format = true;
-    return ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
-                         &a->format);
-  case OPT_WRITE_SPEC:
+  if (c == OPT_WRITE_SPEC) {
     a->write_spec = arg;
     return 0;
-  case OPT_PLOT: {
-    ms_plot_format pf;
-    a->plot_path = arg;
-    return ms_plot_format_of(arg, &pf) == 0
-               ? 0
-               : ms_cli_usage("--plot: '%s' must end in .svg or .png", arg);
   }
-  case OPT_TITLE:
-    a->title = arg;
-    return 0;
-  default:
-    return ms_trace_source_option(&a->source, c, arg);
-  }
+  int r = ms_cli_shared_option(&a->sh, c, arg);
+  return r >= 0 ? r : ms_trace_source_option(&a->source, c, arg);
 }
 
 static int parse_options(fit_args *a, ms_cli_model *m, int argc, char **argv) {
   int first;
   int r =
-      ms_cli_parse(argc, argv, options, m, take_option, a, &a->help, &first);
+      ms_cli_parse(argc, argv, &syntax, m, take_option, a, &a->help, &first);
   if (r != 0 || a->help)
     return r;
   return ms_trace_source_args(&a->source, m->spec_path, argc, argv, first);
@@ -497,26 +470,25 @@ static int fit(const fit_args *a, const ms_cli_model *m,
   char err[512];
   if (rc == 0 && ms_fit_run(spec, obs, tr->n, &r, err, sizeof err) != 0)
     rc = ms_cli_fail("%s: %s", tr->name, err);
-  bool results = a->has_format || !a->plot_path;
-  if (rc == 0 && results && a->format == MS_FORMAT_JSON)
+  bool results = a->sh.has_format || !a->sh.plot;
+  if (rc == 0 && results && a->sh.format == MS_FORMAT_JSON)
     write_json(m, tr->name, &r);
   else if (rc == 0 && results)
     write_text(m, tr->name, &r);
   if (rc == 0 && a->write_spec)
     rc = write_spec_file(a->write_spec, spec, &r);
-  if (rc == 0 && a->plot_path)
-    rc = write_plot(a->plot_path, a->title, m, obs, tr->n, &r);
+  if (rc == 0 && a->sh.plot)
+    rc = write_plot(a->sh.plot, a->sh.title, m, obs, tr->n, &r);
   free(obs);
   return ms_cli_finish_output(rc);
 }
 
 static int run(ms_cli_model *m, int argc, char **argv) {
-  fit_args a = {.format = MS_FORMAT_TEXT};
+  fit_args a = {0};
+  ms_cli_shared_init(&a.sh, MS_FORMAT_TEXT, MS_FORMATS_TEXT_JSON);
   int r = parse_options(&a, m, argc, argv);
-  if (r != 0)
+  if (r != 0 || a.help)
     return r;
-  if (a.help)
-    return ms_cli_help_model(help);
   if ((r = ms_cli_model_resolve(m, false)) != 0)
     return r;
   const ms_retry_policy *pol = &m->params.policy;
@@ -538,9 +510,5 @@ static int run(ms_cli_model *m, int argc, char **argv) {
 }
 
 int ms_cmd_fit(int argc, char **argv) {
-  ms_cli_model m;
-  ms_cli_model_init(&m);
-  int rc = run(&m, argc, argv);
-  ms_cli_model_free(&m);
-  return rc;
+  return ms_cli_with_model(run, argc, argv);
 }

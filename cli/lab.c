@@ -21,9 +21,7 @@
 /* Largest --max-seconds, s (a day). */
 #define MAX_SECONDS 86400.0
 
-/* The --help text; the %d is the exact arithmetic's most retries
- * (MS_EXACT_MAX_RETRIES, below the model's). */
-static const char help[] =
+static const char usage[] =
     "Usage: metastable lab --load L --base-failure P --retries R "
     "[--capacity C]\n"
     "                      [--tiers K] [--retry-budget B] [--token-ratio "
@@ -36,56 +34,52 @@ static const char help[] =
     "iteration L0 = L, L(n+1) = L * A(p(Ln)) with the digits of every "
     "fraction,\n"
     "stopping when they pass the limit, then the exact bracket of the fixed\n"
-    "point found by bisection, and how many decimal places its ends share.\n"
-    "\n"
-    "  --load L          offered load, requests/s, > 0\n"
-    "  --base-failure P  failure probability below capacity, [0, 1)\n"
-    "  --retries R       retries per request, in [0, %d] (exact "
-    "arithmetic)\n"
-    "  --capacity C      capacity, requests/s, > 0 (default 1: loads in "
-    "units\n"
-    "                    of capacity)\n"
-    "  --tiers K, --retry-budget B, --token-ratio T   as for solve\n"
-    "  --iterations N    most iterates to show, 1..1000 (default 12)\n"
-    "  --digit-limit D   stop when a numerator or denominator has more than\n"
-    "                    D digits, 1..1000000 (default 3000)\n"
-    "  --bits B          bracket until its width is below 2^-B of its lower\n"
-    "                    end, 1..10000 (default 60)\n"
-    "  --max-seconds S   time budget of the iteration and the bisection, s,\n"
-    "                    (0, 86400] (default 60): when it runs out, the\n"
-    "                    bracket reached so far is printed with how far it "
-    "got\n"
-    "                    (Ctrl-C does the same, with exit status 130)\n";
+    "point found by bisection, and how many decimal places its ends share.\n";
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 enum {
-  OPT_LOAD = 0x100,
+  OPT_LOAD = MS_OPT_SHARED_END,
   OPT_BASE,
   OPT_RETRIES,
   OPT_CAPACITY,
-  OPT_TIERS,
-  OPT_BUDGET,
-  OPT_TOKEN,
   OPT_ITERATIONS,
   OPT_DIGITS,
   OPT_BITS,
   OPT_MAX_SECONDS,
 };
 
-static const struct option options[] = {
-    {"load", required_argument, NULL, OPT_LOAD},
-    {"base-failure", required_argument, NULL, OPT_BASE},
-    {"retries", required_argument, NULL, OPT_RETRIES},
-    {"capacity", required_argument, NULL, OPT_CAPACITY},
-    {"tiers", required_argument, NULL, OPT_TIERS},
-    {"retry-budget", required_argument, NULL, OPT_BUDGET},
-    {"token-ratio", required_argument, NULL, OPT_TOKEN},
-    {"iterations", required_argument, NULL, OPT_ITERATIONS},
-    {"digit-limit", required_argument, NULL, OPT_DIGITS},
-    {"bits", required_argument, NULL, OPT_BITS},
-    {"max-seconds", required_argument, NULL, OPT_MAX_SECONDS},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+/* --tiers, --retry-budget and --token-ratio are the model's, read
+ * exactly. */
+static const ms_cli_option options[] = {
+    {"--load", "L", OPT_LOAD, "offered load, requests/s, > 0"},
+    {"--base-failure", "P", OPT_BASE,
+     "failure probability below capacity, [0, 1)"},
+    {"--retries", "R", OPT_RETRIES,
+     "retries per request, in [0, " STR(MS_EXACT_MAX_RETRIES) "] (exact "
+                                                              "arithmetic)"},
+    {"--capacity", "C", OPT_CAPACITY,
+     "capacity, requests/s, > 0 (default 1: loads in units of capacity)"},
+    MS_CLI_SHARED(MS_OPT_TIERS),
+    MS_CLI_SHARED(MS_OPT_RETRY_BUDGET),
+    MS_CLI_SHARED(MS_OPT_TOKEN_RATIO),
+    {"--iterations", "N", OPT_ITERATIONS,
+     "most iterates to show, 1..1000 (default 12)"},
+    {"--digit-limit", "D", OPT_DIGITS,
+     "stop when a numerator or denominator has more than D digits, "
+     "1..1000000 (default 3000)"},
+    {"--bits", "B", OPT_BITS,
+     "bracket until its width is below 2^-B of its lower end, 1..10000 "
+     "(default 60)"},
+    {"--max-seconds", "S", OPT_MAX_SECONDS,
+     "time budget of the iteration and the bisection, s, (0, 86400] "
+     "(default 60): when it runs out, the bracket reached so far is printed "
+     "with how far it got (Ctrl-C does the same, with exit status 130)"},
+    MS_CLI_END,
 };
+
+static const ms_cli_syntax syntax = {usage, options};
 
 /* ---- exact decimals -------------------------------------------------- */
 
@@ -321,10 +315,10 @@ static int take_option(void *args, int c, const char *arg) {
   case OPT_CAPACITY:
     a->capacity = arg;
     break;
-  case OPT_BUDGET:
+  case MS_OPT_RETRY_BUDGET:
     a->budget = arg;
     break;
-  case OPT_TOKEN:
+  case MS_OPT_TOKEN_RATIO:
     a->token = arg;
     break;
   case OPT_RETRIES:
@@ -334,7 +328,7 @@ static int take_option(void *args, int c, const char *arg) {
                        "[0, %d] (exact arithmetic)",
                        arg, MS_EXACT_MAX_RETRIES);
     break;
-  case OPT_TIERS:
+  case MS_OPT_TIERS:
     r = take_whole("--tiers", arg, MS_PARAM_TIERS, &a->tiers);
     break;
   case OPT_ITERATIONS:
@@ -361,7 +355,7 @@ static int take_option(void *args, int c, const char *arg) {
  * first.  Returns 0 or the exit code of the message printed. */
 static int parse_options(lab_args *a, int argc, char **argv) {
   int r =
-      ms_cli_parse(argc, argv, options, NULL, take_option, a, &a->help, NULL);
+      ms_cli_parse(argc, argv, &syntax, NULL, take_option, a, &a->help, NULL);
   if (r != 0 || a->help)
     return r;
   if (!a->load)
@@ -620,12 +614,8 @@ static int run(ms_exact_capacity *e, int argc, char **argv) {
                 .bits = 60,
                 .max_seconds = 60};
   int r = parse_options(&a, argc, argv);
-  if (r != 0)
+  if (r != 0 || a.help)
     return r;
-  if (a.help) {
-    printf(help, MS_EXACT_MAX_RETRIES);
-    return ms_cli_finish_output(MS_EXIT_OK);
-  }
   if ((r = read_exact(e, &a)) != 0)
     return r;
   a.deadline = now_seconds() + a.max_seconds;

@@ -15,7 +15,7 @@
 #include "common.h"
 #include "json.h"
 
-static const char help[] =
+static const char usage[] =
     "Usage: metastable plan [MODEL OPTIONS] [--latency-objective D]\n"
     "                       [--health-check-timeout H]\n"
     "                       [--health-check-tolerance F] [--format "
@@ -27,67 +27,48 @@ static const char help[] =
     "loads, the in-flight capacity while a dependency times out (servers /\n"
     "timeout), the queue bound for admission control (throughput x latency\n"
     "objective), the load at which a health check starts removing replicas,\n"
-    "and the worst-case amplification of the tiers.\n"
-    "\n"
-    "  --latency-objective D       the wait an admitted request may have, s\n"
-    "                              (default: the timeout); here it sets only\n"
-    "                              the queue bound, not the model's queue\n"
-    "  --health-check-timeout H    the health check's timeout, s (default:\n"
-    "                              the timeout)\n"
-    "  --health-check-tolerance F  the share of failed checks the balancer\n"
-    "                              tolerates before it removes a replica,\n"
-    "                              (0, 1) (default 1 %)\n"
-    "  --format text|json          sentences for a design document (default)\n"
-    "                              or one JSON object\n"
-    "\n";
+    "and the worst-case amplification of the tiers.  The text is sentences\n"
+    "for a design document.\n";
 
 /* The share of attempts failing from overload at which the plan says
  * retries begin to fire (doc/design.md §1.10). */
 #define RETRY_ONSET_SHARE 0.01
 
 enum {
-  OPT_LATENCY_OBJECTIVE = MS_OPT_MODEL_END,
-  OPT_HC_TIMEOUT,
+  OPT_HC_TIMEOUT = MS_OPT_SHARED_END,
   OPT_HC_TOLERANCE,
-  OPT_FORMAT,
 };
 
-/* --latency-objective comes before the model options, so that getopt_long
- * gives it to this command: here it sets the queue bound only. */
-static const struct option options[] = {
-    {"latency-objective", required_argument, NULL, OPT_LATENCY_OBJECTIVE},
-    MS_CLI_MODEL_LONG_OPTIONS,
-    {"health-check-timeout", required_argument, NULL, OPT_HC_TIMEOUT},
-    {"health-check-tolerance", required_argument, NULL, OPT_HC_TOLERANCE},
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+static const ms_cli_option options[] = {
+    MS_CLI_SHARED(MS_OPT_OBJECTIVE),
+    {"--health-check-timeout", "H", OPT_HC_TIMEOUT,
+     "the health check's timeout, s (default: the timeout)"},
+    {"--health-check-tolerance", "F", OPT_HC_TOLERANCE,
+     "the share of failed checks the balancer tolerates before it removes a "
+     "replica, (0, 1) (default 1 %)"},
+    MS_CLI_SHARED(MS_OPT_FORMAT),
+    MS_CLI_END,
 };
+
+static const ms_cli_syntax syntax = {usage, options};
 
 typedef struct {
-  double latency_objective, hc_timeout, hc_tolerance; /* NaN: default */
-  ms_format format;
+  ms_cli_shared sh;                /* --latency-objective, --format */
+  double hc_timeout, hc_tolerance; /* NaN: default */
   bool help;
 } plan_args;
 
 static int take_option(void *args, int c, const char *arg) {
-  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
   plan_args *a = args;
   switch (c) {
-  case OPT_LATENCY_OBJECTIVE:
-    return ms_cli_duration("--latency-objective", arg, 0.0, MS_MAX_DURATION,
-                           MS_RANGE_LO_OPEN, &a->latency_objective);
   case OPT_HC_TIMEOUT:
     return ms_cli_duration("--health-check-timeout", arg, 0.0, MS_MAX_DURATION,
                            MS_RANGE_CLOSED, &a->hc_timeout);
   case OPT_HC_TOLERANCE:
     return ms_cli_share("--health-check-tolerance", arg, 0.0, 1.0,
                         MS_RANGE_LO_OPEN | MS_RANGE_HI_OPEN, &a->hc_tolerance);
-  case OPT_FORMAT:
-    return ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
-                         &a->format);
   default:
-    return -1;
+    return ms_cli_shared_option(&a->sh, c, arg);
   }
 }
 
@@ -219,8 +200,7 @@ static void text_health_check(const plan *p) {
 
 static void write_text(const ms_cli_model *m, const plan *p) {
   const ms_retry_policy *pol = &m->params.policy;
-  printf("Capacity plan for %s%s%s.\n\n", m->name[0] ? m->name : "",
-         m->name[0] ? ": " : "", m->summary);
+  printf("Capacity plan for %s.\n\n", m->label);
   printf("- Retry amplification at the base failure rate (%.4g %%): %.6g "
          "attempt%s per request.\n",
          100 * p->base, p->amp_base, p->amp_base == 1 ? "" : "s");
@@ -263,12 +243,7 @@ static void write_text(const ms_cli_model *m, const plan *p) {
 
 static void write_json(const ms_cli_model *m, const plan *p) {
   ms_json j;
-  ms_json_init(&j, stdout, 1);
-  ms_json_begin_object(&j, NULL);
-  if (m->name[0])
-    ms_json_string(&j, "service", m->name);
-  else
-    ms_json_null(&j, "service");
+  ms_cli_json_begin(&j, 1, m);
   ms_json_number(&j, "base_failure", p->base);
   ms_json_number(&j, "retry_amplification", p->amp_base);
   ms_json_number(&j, "retry_onset_share", p->onset_share);
@@ -293,27 +268,21 @@ static void write_json(const ms_cli_model *m, const plan *p) {
 }
 
 static int run(ms_cli_model *m, int argc, char **argv) {
-  plan_args a = {.latency_objective = NAN,
-                 .hc_timeout = NAN,
-                 .hc_tolerance = 0.01,
-                 .format = MS_FORMAT_TEXT};
-  int r = ms_cli_parse(argc, argv, options, m, take_option, &a, &a.help, NULL);
-  if (r != 0)
-    return r;
-  if (a.help)
-    return ms_cli_help_model(help);
-  if ((r = ms_cli_model_resolve(m, true)) != 0)
+  plan_args a = {.hc_timeout = NAN, .hc_tolerance = 0.01};
+  ms_cli_shared_init(&a.sh, MS_FORMAT_TEXT, MS_FORMATS_TEXT_JSON);
+  int r = ms_cli_parse(argc, argv, &syntax, m, take_option, &a, &a.help, NULL);
+  if (r != 0 || a.help)
     return r;
   ms_landscape ls;
+  if ((r = ms_cli_model_landscape(m, &ls)) != 0)
+    return r;
   ms_error err;
-  if (ms_landscape_build(&m->params, &ls, &err) != MS_OK)
-    return ms_cli_fail("model: %s", err.msg);
-  plan p = {.latency_objective = a.latency_objective,
+  plan p = {.latency_objective = a.sh.latency_objective,
             .hc_timeout = a.hc_timeout,
             .hc_tolerance = a.hc_tolerance};
   if (plan_compute(&ls, &p, &err) != MS_OK)
     return ms_cli_fail("model: %s", err.msg);
-  if (a.format == MS_FORMAT_JSON)
+  if (a.sh.format == MS_FORMAT_JSON)
     write_json(m, &p);
   else
     write_text(m, &p);
@@ -321,9 +290,5 @@ static int run(ms_cli_model *m, int argc, char **argv) {
 }
 
 int ms_cmd_plan(int argc, char **argv) {
-  ms_cli_model m;
-  ms_cli_model_init(&m);
-  int rc = run(&m, argc, argv);
-  ms_cli_model_free(&m);
-  return rc;
+  return ms_cli_with_model(run, argc, argv);
 }

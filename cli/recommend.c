@@ -12,14 +12,14 @@
 #include "common.h"
 #include "json.h"
 
-static const char help[] =
-    "Usage: metastable recommend [MODEL OPTIONS] --load PEAK [--margin M]\n"
+static const char usage[] =
+    "Usage: metastable recommend [MODEL OPTIONS] --load L [--margin M]\n"
     "                            [--format text|json]\n"
     "\n"
-    "The settings under which the service is safe at peak load PEAK: its\n"
-    "state is stable at every offered load up to (1 + M) PEAK, so no\n"
+    "The settings under which the service is safe at its peak offered load\n"
+    "L: its state is stable at every offered load up to (1 + M) L, so no\n"
     "collapsed equilibrium exists there and a storm ends once its trigger\n"
-    "is gone; that is, its recovery load exceeds (1 + M) PEAK.  Each answer\n"
+    "is gone; that is, its recovery load exceeds (1 + M) L.  Each answer\n"
     "changes one setting of the configured service and gives the tipping\n"
     "and recovery loads it yields: the largest safe retry count (0 to 100),\n"
     "the largest safe retry budget, token ratio and named policy knob at\n"
@@ -27,52 +27,16 @@ static const char help[] =
     "least safe capacity, and where the safe timeouts that reach the\n"
     "longest begin (erlang: the longest timeouts fail least below\n"
     "saturation, so there is no longest safe one; shorter ones may be safe\n"
-    "too).\n"
-    "\n"
-    "  --load PEAK         peak offered load, req/s, >= 0\n"
-    "  --margin M          share above the peak to stay stable at, [0, 10]\n"
-    "                      (default: the --spec service's safety_margin,\n"
-    "                      else 0.2, 20 %)\n"
-    "  --format text|json  text (default) or one JSON object\n"
-    "\n";
+    "too).\n";
 
-enum {
-  OPT_LOAD = MS_OPT_MODEL_END,
-  OPT_MARGIN,
-  OPT_FORMAT,
+static const ms_cli_option options[] = {
+    MS_CLI_SHARED(MS_OPT_LOAD),
+    MS_CLI_SHARED(MS_OPT_MARGIN),
+    MS_CLI_SHARED(MS_OPT_FORMAT),
+    MS_CLI_END,
 };
 
-static const struct option options[] = {
-    MS_CLI_MODEL_LONG_OPTIONS,
-    {"load", required_argument, NULL, OPT_LOAD},
-    {"margin", required_argument, NULL, OPT_MARGIN},
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
-
-typedef struct {
-  double load, margin;
-  ms_format format;
-  bool help;
-} recommend_args;
-
-static int take_option(void *args, int c, const char *arg) {
-  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
-  recommend_args *a = args;
-  switch (c) {
-  case OPT_LOAD:
-    return ms_cli_param("--load", arg, MS_PARAM_OFFERED_LOAD, &a->load);
-  case OPT_MARGIN:
-    return ms_cli_share("--margin", arg, 0.0, MS_RECOMMEND_MAX_MARGIN,
-                        MS_RANGE_CLOSED, &a->margin);
-  case OPT_FORMAT:
-    return ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
-                         &a->format);
-  default:
-    return -1;
-  }
-}
+static const ms_cli_syntax syntax = {usage, options};
 
 /* One row of the answers. */
 typedef struct {
@@ -109,11 +73,9 @@ static void fmt_value(const row *w, char *buf, size_t len) {
   }
 }
 
-static void write_text(const ms_cli_model *m, const recommend_args *a,
-                       bool safe, const ms_landscape *ls, const row *rows,
-                       int n) {
-  printf("service        %s%s%s\n", m->name[0] ? m->name : "",
-         m->name[0] ? ": " : "", m->summary);
+static void write_text(const ms_cli_model *m, const ms_cli_shared *a, bool safe,
+                       const ms_landscape *ls, const row *rows, int n) {
+  printf("service        %s\n", m->label);
   printf("peak load      %.6g req/s, margin %.4g %%: safe means stable up to "
          "%.6g req/s\n",
          a->load, 100 * a->margin, (1 + a->margin) * a->load);
@@ -141,16 +103,10 @@ static void write_text(const ms_cli_model *m, const recommend_args *a,
   }
 }
 
-static void write_json(const ms_cli_model *m, const recommend_args *a,
-                       bool safe, const ms_landscape *ls, const row *rows,
-                       int n) {
+static void write_json(const ms_cli_model *m, const ms_cli_shared *a, bool safe,
+                       const ms_landscape *ls, const row *rows, int n) {
   ms_json j;
-  ms_json_init(&j, stdout, 2);
-  ms_json_begin_object(&j, NULL);
-  if (m->name[0])
-    ms_json_string(&j, "service", m->name);
-  else
-    ms_json_null(&j, "service");
+  ms_cli_json_begin(&j, 2, m);
   ms_json_number(&j, "peak_load", a->load);
   ms_json_number(&j, "margin", a->margin);
   ms_json_number(&j, "safe_load", (1 + a->margin) * a->load);
@@ -186,8 +142,8 @@ static void write_json(const ms_cli_model *m, const recommend_args *a,
 /* Each setting's answer into rows[i].a, searched with the others as
  * configured (model/recommend.c).  Returns 0, or an exit code with the message
  * printed (a model error, Ctrl-C). */
-static int search(const ms_service_params *s, const recommend_args *a,
-                  row *rows, const ms_param *knobs, int n) {
+static int search(const ms_service_params *s, const ms_cli_shared *a, row *rows,
+                  const ms_param *knobs, int n) {
   ms_error err;
   ms_cli_progress prog;
   ms_cli_progress_start(&prog, "recommend", (size_t)n);
@@ -222,14 +178,15 @@ static int search(const ms_service_params *s, const recommend_args *a,
 }
 
 static int run(ms_cli_model *m, int argc, char **argv) {
-  recommend_args a = {.load = NAN, .margin = NAN, .format = MS_FORMAT_TEXT};
-  int r = ms_cli_parse(argc, argv, options, m, take_option, &a, &a.help, NULL);
-  if (r != 0)
+  ms_cli_shared a;
+  bool help = false;
+  ms_cli_shared_init(&a, MS_FORMAT_TEXT, MS_FORMATS_TEXT_JSON);
+  int r = ms_cli_parse(argc, argv, &syntax, m, ms_cli_shared_option, &a, &help,
+                       NULL);
+  if (r != 0 || help)
     return r;
-  if (a.help)
-    return ms_cli_help_model(help);
   if (isnan(a.load))
-    return ms_cli_usage("give the peak offered load with --load PEAK "
+    return ms_cli_usage("give the peak offered load with --load L "
                         "(requests/s)");
   if ((r = ms_cli_model_resolve(m, true)) != 0)
     return r;
@@ -319,9 +276,5 @@ static int run(ms_cli_model *m, int argc, char **argv) {
 }
 
 int ms_cmd_recommend(int argc, char **argv) {
-  ms_cli_model m;
-  ms_cli_model_init(&m);
-  int rc = run(&m, argc, argv);
-  ms_cli_model_free(&m);
-  return rc;
+  return ms_cli_with_model(run, argc, argv);
 }

@@ -19,18 +19,20 @@
 #include "report.h"
 #include "source.h"
 
-static const char help[] =
+static const char usage[] =
     "Usage: metastable replay --spec FILE [--service NAME] [MODEL OPTIONS]\n"
     "                         [--format text|csv|json] TRACE.csv\n"
     "       metastable replay --spec FILE [--service NAME] [--format "
     "text|csv|json]\n"
-    "                         --prometheus-json INPUT=FILE ... "
-    "[--write-trace OUT.csv]\n"
+    "                         --prometheus-json INPUT=FILE ...\n"
+    "                         [--write-trace OUT.csv]\n"
     "       (either form also takes --plot FILE)\n"
     "\n"
     "Run a metrics trace through the plugin's per-interval logic (inference,\n"
     "state machine, notifications) and write, per row, every value the\n"
     "plugin dispatches, with the notifications as they would have fired.\n"
+    "The service file and service are required; model options override the\n"
+    "file's values: what if?\n"
     "\n"
     "TRACE.csv ('-' for stdin) has a header row: 'time' (RFC 3339 such as\n"
     "2024-05-01T12:00:00Z, or Unix seconds), then any of arrival_rate,\n"
@@ -45,73 +47,24 @@ static const char help[] =
     "service file sets to a number keep that number.  Besides the plugin's\n"
     "values, a row says what calibration did (calibrate: in the service\n"
     "file): info, a learned value the model starts to use, and\n"
-    "calibration_problem, why an input gave no sample.\n"
-    "\n"
-    "  --spec FILE, --service NAME  the service file and service (required)\n"
-    "  MODEL OPTIONS           override the file's values: what if?\n"
-    "  --format text|csv|json  csv (default), a JSON array of rows, or text:\n"
-    "                          a table for people (time, offered load,\n"
-    "                          attempts observed, the model's effective and\n"
-    "                          self-inflicted load, headroom or the load to\n"
-    "                          shed in a storm, verdict, state changes\n"
-    "                          marked, notifications under their row)\n"
-    "                         --prometheus-json INPUT=FILE ... "
-    "[--write-trace OUT.csv]\n"
-    "       (either form also takes --plot FILE)\n"
-    "\n"
-    "Run a metrics trace through the plugin's per-interval logic (inference,\n"
-    "state machine, notifications) and write, per row, every value the\n"
-    "plugin dispatches, with the notifications as they would have fired.\n"
-    "\n"
-    "TRACE.csv ('-' for stdin) has a header row: 'time' (RFC 3339 such as\n"
-    "2024-05-01T12:00:00Z, or Unix seconds), then any of arrival_rate,\n"
-    "offered_rate, retry_rate, error_rate, pool_size, queue_length and the\n"
-    "calibration inputs busy_servers, completion_rate, latency; one row\n"
-    "per interval, times increasing (a row's rates cover the time since the\n"
-    "row before).  The CSV of 'metastable simulate' is such a trace.  An\n"
-    "empty cell is an input without a value that interval: the row has no\n"
-    "verdict (reporting 0, the plugin's heartbeat) unless the service file\n"
-    "says missing: zero for that input.\n"
-    "The service's inputs come from the columns named like them; inputs the\n"
-    "service file sets to a number keep that number.  Besides the plugin's\n"
-    "values, a row says what calibration did (calibrate: in the service\n"
-    "file): info, a learned value the model starts to use, and\n"
-    "calibration_problem, why an input gave no sample.\n"
-    "\n"
-    "  --spec FILE, --service NAME  the service file and service (required)\n"
-    "  MODEL OPTIONS           override the file's values: what if?\n"
-    "  --format text|csv|json  csv (default), a JSON array of rows, or text:\n"
-    "                          a table for people (time, offered load,\n"
-    "                          attempts observed, effective and "
-    "self-inflicted\n"
-    "                          load at the model's equilibrium, headroom or\n"
-    "                          the load to shed in a storm, verdict, state\n"
-    "                          changes marked, notifications under their row)\n"
-    "  --prometheus-json INPUT=FILE\n"
-    "                          instead of a CSV trace: a Prometheus\n"
-    "                          /api/v1/query_range response (one series) for\n"
-    "                          INPUT (arrival_rate, ...); repeat per input\n"
-    "  --write-trace OUT.csv   also save the trace built from them\n"
-    "  --plot FILE             also draw the post-mortem picture into FILE\n"
-    "                          (.svg or .png; gnuplot): offered load,\n"
-    "                          attempts observed and the model's effective\n"
-    "                          load against the tipping and recovery loads,\n"
-    "                          storms shaded, notifications marked\n"
-    "\n";
+    "calibration_problem, why an input gave no sample.\n";
 
-enum {
-  OPT_FORMAT = MS_OPT_MODEL_END,
-  OPT_PLOT,
+static const ms_cli_option options[] = {
+    {"--format", "text|csv|json", MS_OPT_FORMAT,
+     "csv (default), a JSON array of rows, or text: a table for people "
+     "(time, offered load, attempts observed, effective and self-inflicted "
+     "load at the model's equilibrium, headroom or the load to shed in a "
+     "storm, verdict, state changes marked, notifications under their row)"},
+    MS_CLI_TRACE_OPTIONS,
+    {"--plot", "FILE", MS_OPT_PLOT,
+     "also draw the post-mortem picture into FILE (.svg or .png; gnuplot): "
+     "offered load, attempts observed and the model's effective load "
+     "against the tipping and recovery loads, storms shaded, notifications "
+     "marked"},
+    MS_CLI_END,
 };
 
-static const struct option options[] = {
-    MS_CLI_MODEL_LONG_OPTIONS,
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"plot", required_argument, NULL, OPT_PLOT},
-    MS_TRACE_SOURCE_LONG_OPTIONS,
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
+static const ms_cli_syntax syntax = {usage, options};
 
 static void write_csv_row(const ms_trace_row *row, const ms_step *st) {
   char b[32];
@@ -680,34 +633,16 @@ static int write_verdicts(const ms_service_spec *spec, ms_format format,
 
 /* What the command line asks for. */
 typedef struct {
-  ms_format format;
+  ms_cli_shared sh;       /* --format, --plot */
   ms_trace_source source; /* TRACE.csv or --prometheus-json */
-  const char *plot;       /* --plot FILE, or NULL */
   bool help;              /* --help: print it and do nothing else */
 } replay_args;
 
 /* One option of the command (ms_cli_take). */
 static int take_option(void *args, int c, const char *arg) {
-  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_CSV,
-                                      MS_FORMAT_JSON};
   replay_args *a = args;
-  int r = 0;
-  switch (c) {
-  case OPT_FORMAT:
-    r = ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
-                      &a->format);
-    break;
-  case OPT_PLOT: {
-    ms_plot_format f;
-    if (ms_plot_format_of(arg, &f) != 0)
-      return ms_cli_usage("--plot: '%s' must end in .svg or .png", arg);
-    a->plot = arg;
-    break;
-  }
-  default:
-    return ms_trace_source_option(&a->source, c, arg);
-  }
-  return r;
+  int r = ms_cli_shared_option(&a->sh, c, arg);
+  return r >= 0 ? r : ms_trace_source_option(&a->source, c, arg);
 }
 
 /* Take the options in the order given, stopping at the first bad one (or
@@ -718,19 +653,18 @@ static int parse_options(replay_args *a, ms_cli_model *m, int argc,
                          char **argv) {
   int first;
   int r =
-      ms_cli_parse(argc, argv, options, m, take_option, a, &a->help, &first);
+      ms_cli_parse(argc, argv, &syntax, m, take_option, a, &a->help, &first);
   if (r != 0 || a->help)
     return r;
   return ms_trace_source_args(&a->source, m->spec_path, argc, argv, first);
 }
 
 static int run(ms_cli_model *m, int argc, char **argv) {
-  replay_args a = {.format = MS_FORMAT_CSV};
+  replay_args a = {0};
+  ms_cli_shared_init(&a.sh, MS_FORMAT_CSV, MS_FORMATS_ALL);
   int r = parse_options(&a, m, argc, argv);
-  if (r != 0)
+  if (r != 0 || a.help)
     return r;
-  if (a.help)
-    return ms_cli_help_model(help);
   if ((r = ms_cli_model_resolve(m, false)) != 0)
     return r;
   ms_service_spec spec;
@@ -738,18 +672,18 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   ms_trace_rows rows;
   r = ms_trace_load(&a.source, &spec, &rows);
   replay_chart chart;
-  bool drawing = r == 0 && a.plot != NULL;
+  bool drawing = r == 0 && a.sh.plot != NULL;
   if (drawing && replay_chart_alloc(&chart, rows.n) != 0) {
     replay_chart_free(&chart);
     ms_trace_rows_free(&rows);
     return ms_cli_fail("--plot: out of memory for %zu rows", rows.n);
   }
   if (r == 0)
-    r = write_verdicts(&spec, a.format, &rows, drawing ? &chart : NULL);
+    r = write_verdicts(&spec, a.sh.format, &rows, drawing ? &chart : NULL);
   /* the rows are out (and flushed) before the picture is drawn: a picture
    * that cannot be drawn loses none of them */
   if (r == 0 && drawing)
-    r = replay_plot(a.plot, m, rows.name, &rows, &chart);
+    r = replay_plot(a.sh.plot, m, rows.name, &rows, &chart);
   if (drawing)
     replay_chart_free(&chart);
   ms_trace_rows_free(&rows);
@@ -757,9 +691,5 @@ static int run(ms_cli_model *m, int argc, char **argv) {
 }
 
 int ms_cmd_replay(int argc, char **argv) {
-  ms_cli_model m;
-  ms_cli_model_init(&m);
-  int rc = run(&m, argc, argv);
-  ms_cli_model_free(&m);
-  return rc;
+  return ms_cli_with_model(run, argc, argv);
 }

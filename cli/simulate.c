@@ -22,12 +22,12 @@
 #include "sim.h"
 #include "trace.h"
 
-static const char help[] =
+static const char usage[] =
     "Usage: metastable simulate [MODEL OPTIONS] [--engine fluid|des]\n"
-    "                           [--seed S] [--seeds N]\n"
+    "                           [--memoryless] [--seed S] [--seeds N]\n"
     "                           [--scenario FILE] [--load L] [--duration D]\n"
-    "                           [TRIGGERS] "
-    "[--backoff KIND[,BASE[,CAP[,MULT]]]]\n"
+    "                           [--spike|--ramp|--drop|--stall FIELDS ...]\n"
+    "                           [--backoff KIND[,BASE[,CAP[,MULT]]]]\n"
     "                           [--format text|csv|json] [--plot FILE]\n"
     "\n"
     "Run a scenario through a simulation of the retry loop and report the\n"
@@ -35,96 +35,20 @@ static const char help[] =
     "state in every window, and whether a storm outlived its triggers (a\n"
     "storm ends when goodput returns: at most half the attempts fail; the\n"
     "triggers end with the last, whatever its kind; amplification is\n"
-    "attempts per request over the run, at most r + 1).\n"
-    "\n"
-    "Engine:\n"
-    "  --engine fluid|des  fluid (default): rates in bins of width dt, the\n"
-    "                      queue carried between bins (erlang model);\n"
-    "                      des: a discrete-event M/M/c simulation, clients\n"
-    "                      that time out and retry, servers that still serve\n"
-    "                      what was abandoned\n"
-    "  --memoryless        fluid: no queue between bins, each bin fails with\n"
-    "                      p() of its own attempt rate (the textbook fluid\n"
-    "                      model; always so for the capacity model)\n"
-    "  --dt D              fluid bin width, s (default T/20, dividing the\n"
-    "                      sample interval)\n"
-    "  --seed N            des: random seed, 0..2^53 (default 1); the same\n"
-    "                      seed gives the same run\n"
-    "  --seeds N           des: run N times, seeds --seed, --seed + 1, ...\n"
-    "                      (1..100000) and report the latch probability\n"
-    "                      (share of runs still in a storm at the end) with\n"
-    "                      its 95 % Wilson score interval and the spread of\n"
-    "                      the recovery times (triggers' end to goodput\n"
-    "                      back); csv: one row per run\n"
-    "  --service-dist D    des: service times exponential, deterministic,\n"
-    "                      lognormal, hyperexponential or gamma, with the\n"
-    "                      model's --service-time-cv (default: exponential\n"
-    "                      for cv 1, deterministic for 0, else lognormal)\n"
-    "\n"
-    "Scenario (a --scenario file first, then the options below on top;\n"
-    "triggers from both are kept):\n"
-    "  --scenario FILE     YAML scenario file (see metastable(1))\n"
-    "  --load L            baseline offered load, requests/s\n"
-    "  --duration D        simulated time, s (default 300)\n"
-    "  --spike S,H,L       L requests/s more from time S for H seconds\n"
-    "  --ramp S,R,H,F,L    up to L more over R s from S, held H s, down over\n"
-    "                      F s: a load test that climbs, holds and descends\n"
-    "  --drop S,H,L        L requests/s less from S for H seconds\n"
-    "  --stall S,H,N       the pool has N servers (0: a full stall) from S\n"
-    "                      for H seconds; capacity model: N is a capacity,\n"
-    "                      requests/s\n"
-    "  --backoff K[,B[,C[,M]]] none (default), constant,B, "
-    "exponential,B,C[,M],\n"
-    "                      full-jitter,B,C[,M], equal-jitter,B,C[,M] or\n"
-    "                      decorrelated-jitter,B,C: base B and cap C, s;\n"
-    "                      retry k waits up to min(C, B M^(k-1)), M in\n"
-    "                      [1, 1000] (default 2) (AWS Architecture Blog,\n"
-    "                      Exponential Backoff And Jitter, 2015)\n"
-    "  --budget-window D   retry budget window, s (default 10)\n"
-    "  --token-capacity N  token bucket size, tokens (default 100)\n"
-    "\n"
-    "Output:\n"
-    "  --sample-interval D window of every output row and of the plugin's\n"
-    "                      verdict, s (default 1; the DES needs windows long\n"
-    "                      enough for the observed rates to settle)\n"
-    "  --settle-tolerance F  band around an equilibrium that counts as\n"
-    "                      settled, relative (default 0.02; des: four Poisson\n"
-    "                      standard deviations of a window's count at the\n"
-    "                      baseline load when wider, at most 0.5)\n"
-    "  --format text|csv|json  text (default): the summary; csv: one row per\n"
-    "                      window: time,offered,attempts,retries,failures,\n"
-    "                      goodput,given_up,refused,backlog,servers,\n"
-    "                      failure_ratio,amplification (the window's\n"
-    "                      attempts / first attempts),state,storm,\n"
-    "                      tipping_load,recovery_load,healthy_load,\n"
-    "                      collapsed_load, then the window as a trace that\n"
-    "                      replay and fit read: offered_rate,arrival_rate,\n"
-    "                      retry_rate,error_rate,queue_length,pool_size\n"
-    "                      (erlang) and, des only, busy_servers,\n"
-    "                      completion_rate,latency (time-average busy\n"
-    "                      servers, completed attempts/s, their mean service\n"
-    "                      time; the fluid engine does not measure them);\n"
-    "                      json: the summary and the series\n"
-    "  --plot FILE         draw the time series into FILE (SVG or PNG by its\n"
-    "                      extension) with gnuplot: offered load, attempts,\n"
-    "                      goodput, the triggers and storm windows shaded,\n"
-    "                      the tipping and recovery loads drawn; the summary\n"
-    "                      is then written only when --format is given\n"
-    "  --title TEXT        the plot's title\n"
-    "\n";
+    "attempts per request over the run, at most r + 1).  A --scenario file\n"
+    "comes first, then the options on top; triggers from both are kept.\n";
 
 /* Most runs of --seeds. */
 #define MAX_SEEDS 100000L
 
 enum {
-  OPT_ENGINE = MS_OPT_MODEL_END,
+  OPT_ENGINE = MS_OPT_SHARED_END,
   OPT_MEMORYLESS,
   OPT_DT,
   OPT_SEED,
   OPT_SEEDS,
   OPT_SERVICE_DIST,
   OPT_SCENARIO,
-  OPT_LOAD,
   OPT_DURATION,
   OPT_SPIKE,
   OPT_RAMP,
@@ -135,37 +59,87 @@ enum {
   OPT_TOKEN_CAPACITY,
   OPT_SAMPLE_INTERVAL,
   OPT_SETTLE_TOLERANCE,
-  OPT_FORMAT,
-  OPT_PLOT,
-  OPT_TITLE,
 };
 
-static const struct option options[] = {
-    MS_CLI_MODEL_LONG_OPTIONS,
-    {"engine", required_argument, NULL, OPT_ENGINE},
-    {"memoryless", no_argument, NULL, OPT_MEMORYLESS},
-    {"dt", required_argument, NULL, OPT_DT},
-    {"seed", required_argument, NULL, OPT_SEED},
-    {"seeds", required_argument, NULL, OPT_SEEDS},
-    {"service-dist", required_argument, NULL, OPT_SERVICE_DIST},
-    {"scenario", required_argument, NULL, OPT_SCENARIO},
-    {"load", required_argument, NULL, OPT_LOAD},
-    {"duration", required_argument, NULL, OPT_DURATION},
-    {"spike", required_argument, NULL, OPT_SPIKE},
-    {"ramp", required_argument, NULL, OPT_RAMP},
-    {"drop", required_argument, NULL, OPT_DROP},
-    {"stall", required_argument, NULL, OPT_STALL},
-    {"backoff", required_argument, NULL, OPT_BACKOFF},
-    {"budget-window", required_argument, NULL, OPT_BUDGET_WINDOW},
-    {"token-capacity", required_argument, NULL, OPT_TOKEN_CAPACITY},
-    {"sample-interval", required_argument, NULL, OPT_SAMPLE_INTERVAL},
-    {"settle-tolerance", required_argument, NULL, OPT_SETTLE_TOLERANCE},
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"plot", required_argument, NULL, OPT_PLOT},
-    {"title", required_argument, NULL, OPT_TITLE},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+static const ms_cli_option options[] = {
+    MS_CLI_HEADING("Engine:"),
+    {"--engine", "fluid|des", OPT_ENGINE,
+     "fluid (default): rates in bins of width dt, the queue carried between "
+     "bins (erlang model); des: a discrete-event M/M/c simulation, clients "
+     "that time out and retry, servers that still serve what was "
+     "abandoned"},
+    {"--memoryless", NULL, OPT_MEMORYLESS,
+     "fluid: no queue between bins, each bin fails with p() of its own "
+     "attempt rate (the textbook fluid model; always so for the capacity "
+     "model)"},
+    {"--dt", "D", OPT_DT,
+     "fluid bin width, s (default T/20, dividing the sample interval)"},
+    {"--seed", "S", OPT_SEED,
+     "des: random seed, 0..2^53 (default 1); the same seed gives the same "
+     "run"},
+    {"--seeds", "N", OPT_SEEDS,
+     "des: run N times, seeds --seed, --seed + 1, ... (1..100000) and report "
+     "the latch probability (share of runs still in a storm at the end) "
+     "with its 95 % Wilson score interval and the spread of the recovery "
+     "times (triggers' end to goodput back); csv: one row per run"},
+    {"--service-dist", "D", OPT_SERVICE_DIST,
+     "des: service times exponential, deterministic, lognormal, "
+     "hyperexponential or gamma, with the model's --service-time-cv "
+     "(default: exponential for cv 1, deterministic for 0, else "
+     "lognormal)"},
+    MS_CLI_HEADING("Scenario:"),
+    {"--scenario", "FILE", OPT_SCENARIO,
+     "YAML scenario file (see metastable(1))"},
+    {"--load", "L", MS_OPT_LOAD, "baseline offered load, requests/s"},
+    {"--duration", "D", OPT_DURATION, "simulated time, s (default 300)"},
+    {"--spike", "S,H,L", OPT_SPIKE,
+     "L requests/s more from time S for H seconds"},
+    {"--ramp", "S,R,H,F,L", OPT_RAMP,
+     "up to L more over R s from S, held H s, down over F s: a load test "
+     "that climbs, holds and descends"},
+    {"--drop", "S,H,L", OPT_DROP, "L requests/s less from S for H seconds"},
+    {"--stall", "S,H,N", OPT_STALL,
+     "the pool has N servers (0: a full stall) from S for H seconds; "
+     "capacity model: N is a capacity, requests/s"},
+    {"--backoff", "K[,B[,C[,M]]]", OPT_BACKOFF,
+     "none (default), constant,B, exponential,B,C[,M], full-jitter,B,C[,M], "
+     "equal-jitter,B,C[,M] or decorrelated-jitter,B,C: base B and cap C, s; "
+     "retry k waits up to min(C, B M^(k-1)), M in [1, 1000] (default 2) "
+     "(AWS Architecture Blog, Exponential Backoff And Jitter, 2015)"},
+    {"--budget-window", "D", OPT_BUDGET_WINDOW,
+     "retry budget window, s (default 10)"},
+    {"--token-capacity", "N", OPT_TOKEN_CAPACITY,
+     "token bucket size, tokens (default 100)"},
+    MS_CLI_HEADING("Output:"),
+    {"--sample-interval", "D", OPT_SAMPLE_INTERVAL,
+     "window of every output row and of the plugin's verdict, s (default 1; "
+     "the DES needs windows long enough for the observed rates to "
+     "settle)"},
+    {"--settle-tolerance", "F", OPT_SETTLE_TOLERANCE,
+     "band around an equilibrium that counts as settled, relative (default "
+     "0.02; des: four Poisson standard deviations of a window's count at the "
+     "baseline load when wider, at most 0.5)"},
+    {"--format", "text|csv|json", MS_OPT_FORMAT,
+     "text (default): the summary; csv: one row per window: time, offered, "
+     "attempts, retries, failures, goodput, given_up, refused, backlog, "
+     "servers, failure_ratio, amplification (the window's attempts / first "
+     "attempts), state, storm, tipping_load, recovery_load, healthy_load, "
+     "collapsed_load, then the window as a trace that replay and fit read: "
+     "offered_rate, arrival_rate, retry_rate, error_rate, queue_length, "
+     "pool_size (erlang) and, des only, busy_servers, completion_rate, "
+     "latency (time-average busy servers, completed attempts/s, their mean "
+     "service time; the fluid "
+     "engine does not measure them); json: the summary and the series"},
+    {"--plot", "FILE", MS_OPT_PLOT,
+     "draw the time series into FILE (.svg or .png) with gnuplot: offered "
+     "load, attempts, goodput, the triggers and storm windows shaded, the "
+     "tipping and recovery loads drawn; the summary is then written only "
+     "when --format is given"},
+    MS_CLI_SHARED(MS_OPT_TITLE),
+    MS_CLI_END,
 };
+
+static const ms_cli_syntax syntax = {usage, options};
 
 /* ---- trigger options ---------------------------------------------------- */
 
@@ -491,8 +465,7 @@ static void write_text_head(const ms_cli_model *m, const ms_sim_config *c,
                             ms_sim_engine e, const ms_landscape *ls,
                             long seeds) {
   char b[256];
-  printf("service:   %s%s%s\n", m->name[0] ? m->name : "",
-         m->name[0] ? ": " : "", m->summary);
+  printf("service:   %s\n", m->label);
   printf("landscape: tipping load %.6g/s, recovery load %.6g/s, capacity "
          "%.6g/s\n",
          ls->tipping_load, ls->recovery_load, ls->saturation_load);
@@ -953,12 +926,12 @@ typedef struct {
   double load, duration, dt, budget_window, token_capacity, sample, settle;
   long seed;
   ms_backoff backoff;
-  const char *scenario_path, *plot_path, *title;
+  const char *scenario_path;
   trigger_arg targs[MS_SIM_MAX_TRIGGERS + 1]; /* parsed with the model */
   int n_targs;
-  ms_format format;
-  bool has_format; /* without --format, --plot draws only */
-  bool help;       /* --help: print it and do nothing else */
+  ms_cli_shared sh; /* --format (without it, --plot draws only), --plot,
+                       --title */
+  bool help;        /* --help: print it and do nothing else */
 } sim_args;
 
 /* One option of simulate's own (not a model option; ms_cli_take).
@@ -971,8 +944,6 @@ static int take_option(void *args, int c, const char *arg) {
   static const char *const dists[] = {"exponential", "deterministic",
                                       "lognormal",   "hyperexponential",
                                       "gamma",       NULL};
-  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_CSV,
-                                      MS_FORMAT_JSON};
   sim_args *a = args;
   int st = 0, k;
   switch (c) {
@@ -1004,7 +975,7 @@ static int take_option(void *args, int c, const char *arg) {
   case OPT_SCENARIO:
     a->scenario_path = arg;
     break;
-  case OPT_LOAD:
+  case MS_OPT_LOAD: /* its own range: the simulation's */
     st = ms_cli_rate("--load", arg, 0, MS_SIM_MAX_RATE, MS_RANGE_CLOSED,
                      &a->load);
     a->has_load = true;
@@ -1047,19 +1018,8 @@ static int take_option(void *args, int c, const char *arg) {
                       MS_RANGE_LO_OPEN | MS_RANGE_HI_OPEN, &a->settle);
     a->has_settle = true;
     break;
-  case OPT_FORMAT:
-    st = ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
-                       &a->format);
-    a->has_format = true;
-    break;
-  case OPT_PLOT:
-    a->plot_path = arg;
-    break;
-  case OPT_TITLE:
-    a->title = arg;
-    break;
   default:
-    return -1;
+    return ms_cli_shared_option(&a->sh, c, arg);
   }
   return st;
 }
@@ -1068,21 +1028,16 @@ static int take_option(void *args, int c, const char *arg) {
  * at --help), so that the message names the option the user got wrong
  * first.  Returns 0 or the exit code of the message printed. */
 static int parse_options(sim_args *a, ms_cli_model *m, int argc, char **argv) {
-  int st = ms_cli_parse(argc, argv, options, m, take_option, a, &a->help, NULL);
+  int st = ms_cli_parse(argc, argv, &syntax, m, take_option, a, &a->help, NULL);
   if (st == 0 && !a->help && a->seeds > 0) {
     /* --seeds runs the discrete-event engine */
     if (a->has_engine && a->engine != MS_ENGINE_DES)
       return ms_cli_usage("--seeds runs the discrete-event engine; the fluid "
                           "engine is deterministic (use --engine des)");
     a->engine = MS_ENGINE_DES;
-    if (a->plot_path)
+    if (a->sh.plot)
       return ms_cli_usage("--plot draws one run: give --seed S instead of "
                           "--seeds N");
-  }
-  if (st == 0 && !a->help && a->plot_path) {
-    ms_plot_format pf;
-    if (ms_plot_format_of(a->plot_path, &pf) != 0)
-      st = ms_cli_usage("--plot: '%s' must end in .svg or .png", a->plot_path);
   }
   return st;
 }
@@ -1405,9 +1360,9 @@ static int simulate_seeds(const sim_args *a, const ms_cli_model *m,
   if (code == MS_EXIT_OK) {
     seed_stats st;
     seed_summary(run, n, rt, &st);
-    if (a->format == MS_FORMAT_TEXT)
+    if (a->sh.format == MS_FORMAT_TEXT)
       seeds_text(m, cfg, ls, &st);
-    else if (a->format == MS_FORMAT_JSON)
+    else if (a->sh.format == MS_FORMAT_JSON)
       seeds_json(m, cfg, ls, &st, run);
     else
       seeds_csv(&st, run);
@@ -1422,10 +1377,10 @@ static int simulate_seeds(const sim_args *a, const ms_cli_model *m,
  * the summary as text, or only the plot when asked for one. */
 static int simulate(const sim_args *a, const ms_cli_model *m,
                     const ms_sim_config *cfg, const ms_landscape *ls) {
-  bool results = a->has_format || !a->plot_path;
+  bool results = a->sh.has_format || !a->sh.plot;
   collector col = {0};
-  col.stream_csv = results && a->format == MS_FORMAT_CSV;
-  col.keep = a->plot_path != NULL || (results && a->format == MS_FORMAT_JSON);
+  col.stream_csv = results && a->sh.format == MS_FORMAT_CSV;
+  col.keep = a->sh.plot != NULL || (results && a->sh.format == MS_FORMAT_JSON);
   col.erlang = cfg->service.model.kind == MS_MODEL_ERLANG;
   if (col.stream_csv)
     csv_header(stdout, col.erlang, a->engine == MS_ENGINE_DES);
@@ -1451,12 +1406,12 @@ static int simulate(const sim_args *a, const ms_cli_model *m,
   else if (st != MS_OK)
     code = ms_cli_fail("%s engine: %s", ms_sim_engine_name(a->engine), err.msg);
   if (code == MS_EXIT_OK) {
-    if (results && a->format == MS_FORMAT_TEXT)
+    if (results && a->sh.format == MS_FORMAT_TEXT)
       write_text(m, cfg, a->engine, ls, &sum);
-    if (results && a->format == MS_FORMAT_JSON)
+    if (results && a->sh.format == MS_FORMAT_JSON)
       write_json(m, cfg, a->engine, ls, &sum, &col);
-    if (a->plot_path)
-      code = write_plot(a->plot_path, a->title, m, cfg, a->engine, ls, &col);
+    if (a->sh.plot)
+      code = write_plot(a->sh.plot, a->sh.title, m, cfg, a->engine, ls, &col);
   }
   free(col.s);
   return ms_cli_finish_output(code);
@@ -1471,9 +1426,9 @@ static int check_memory(const sim_args *a, const ms_sim_config *cfg) {
   ms_error err;
   if (ms_sim_memory_estimate(a->engine, cfg, &bytes, &err) != MS_OK)
     return ms_cli_usage("%s", err.msg);
-  bool results = a->has_format || !a->plot_path;
-  bool keep = a->seeds == 0 && (a->plot_path != NULL ||
-                                (results && a->format == MS_FORMAT_JSON));
+  bool results = a->sh.has_format || !a->sh.plot;
+  bool keep = a->seeds == 0 && (a->sh.plot != NULL ||
+                                (results && a->sh.format == MS_FORMAT_JSON));
   double windows = ceil(cfg->scenario.duration / cfg->sample_interval);
   if (keep)
     bytes += 2.0 * windows * (double)sizeof(ms_sim_sample);
@@ -1507,13 +1462,11 @@ static int run(ms_cli_model *m, int argc, char **argv) {
                 .sample = 1,
                 .settle = 0.02,
                 .seed = 1,
-                .backoff = {MS_BACKOFF_NONE, 0, 0, 0},
-                .format = MS_FORMAT_TEXT};
+                .backoff = {MS_BACKOFF_NONE, 0, 0, 0}};
+  ms_cli_shared_init(&a.sh, MS_FORMAT_TEXT, MS_FORMATS_ALL);
   int st = parse_options(&a, m, argc, argv);
-  if (st != 0)
+  if (st != 0 || a.help)
     return st;
-  if (a.help)
-    return ms_cli_help_model(help);
   if ((st = ms_cli_model_resolve(m, true)) != 0)
     return st;
 
@@ -1540,9 +1493,5 @@ static int run(ms_cli_model *m, int argc, char **argv) {
 }
 
 int ms_cmd_simulate(int argc, char **argv) {
-  ms_cli_model m;
-  ms_cli_model_init(&m);
-  int rc = run(&m, argc, argv);
-  ms_cli_model_free(&m);
-  return rc;
+  return ms_cli_with_model(run, argc, argv);
 }

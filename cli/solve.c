@@ -13,7 +13,7 @@
 #include "json.h"
 #include "report.h"
 
-static const char help[] =
+static const char usage[] =
     "Usage: metastable solve [MODEL OPTIONS] [--format text|json]\n"
     "       metastable solve [MODEL OPTIONS] --load L [--observed-load X]\n"
     "                        [--observed-failure P] [--previous STATE]\n"
@@ -25,52 +25,41 @@ static const char help[] =
     "loads, the bistable band between them and the saturation load.\n"
     "With --load: every equilibrium of the retry loop x = L * A(p(x)) at\n"
     "offered load L, the tipping and recovery loads, the headroom and the\n"
-    "state.  The options below but --format need --load.\n"
-    "\n"
-    "  --load L              offered load, first attempts/s, >= 0\n"
-    "  --observed-load X     observed attempts/s reaching the service: "
-    "decides\n"
-    "                        the basin in the bistable band\n"
-    "  --observed-failure P  observed failed share of attempts, [0, 1]\n"
-    "  --previous STATE      last state (stable, vulnerable, metastable,\n"
-    "                        overloaded): decides the basin when nothing is\n"
-    "                        observed; default healthy (cold start)\n"
-    "  --previous-storm 0|1  last storm flag (default: 1 for metastable and\n"
-    "                        overloaded): a storm goes on while observed\n"
-    "                        failures exceed the healthy level\n"
-    "  --interval S          seconds the observed rates cover (noise of the\n"
-    "                        counts; default 1 s)\n"
-    "  --queue-length Q      requests waiting: gives the drain time\n"
-    "  --format text|json    text (default) or one JSON object with the "
-    "keys\n"
-    "                        the plugin dispatches and an \"equilibria\" "
-    "array\n"
-    "\n";
+    "state.  The options below but --format need --load.\n";
 
 enum {
-  OPT_LOAD = MS_OPT_MODEL_END,
-  OPT_OBSERVED_LOAD,
+  OPT_OBSERVED_LOAD = MS_OPT_SHARED_END,
   OPT_OBSERVED_FAILURE,
   OPT_PREVIOUS,
   OPT_PREVIOUS_STORM,
   OPT_INTERVAL,
   OPT_QUEUE_LENGTH,
-  OPT_FORMAT,
 };
 
-static const struct option options[] = {
-    MS_CLI_MODEL_LONG_OPTIONS,
-    {"load", required_argument, NULL, OPT_LOAD},
-    {"observed-load", required_argument, NULL, OPT_OBSERVED_LOAD},
-    {"observed-failure", required_argument, NULL, OPT_OBSERVED_FAILURE},
-    {"previous", required_argument, NULL, OPT_PREVIOUS},
-    {"previous-storm", required_argument, NULL, OPT_PREVIOUS_STORM},
-    {"interval", required_argument, NULL, OPT_INTERVAL},
-    {"queue-length", required_argument, NULL, OPT_QUEUE_LENGTH},
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+static const ms_cli_option options[] = {
+    MS_CLI_SHARED(MS_OPT_LOAD),
+    {"--observed-load", "X", OPT_OBSERVED_LOAD,
+     "observed attempts/s reaching the service: decides the basin in the "
+     "bistable band"},
+    {"--observed-failure", "P", OPT_OBSERVED_FAILURE,
+     "observed failed share of attempts, [0, 1]"},
+    {"--previous", "STATE", OPT_PREVIOUS,
+     "last state (stable, vulnerable, metastable, overloaded): decides the "
+     "basin when nothing is observed; default healthy (cold start)"},
+    {"--previous-storm", "0|1", OPT_PREVIOUS_STORM,
+     "last storm flag (default: 1 for metastable and overloaded): a storm "
+     "goes on while observed failures exceed the healthy level"},
+    {"--interval", "S", OPT_INTERVAL,
+     "seconds the observed rates cover (noise of the counts; default 1 s)"},
+    {"--queue-length", "Q", OPT_QUEUE_LENGTH,
+     "requests waiting: gives the drain time"},
+    {"--format", "text|json", MS_OPT_FORMAT,
+     "text (default) or one JSON object with the keys the plugin dispatches "
+     "and an \"equilibria\" array"},
+    MS_CLI_END,
 };
+
+static const ms_cli_syntax syntax = {usage, options};
 
 static const char *state_story(const ms_report *r) {
   switch (r->analysis.state) {
@@ -92,8 +81,7 @@ static const char *state_story(const ms_report *r) {
 
 static void write_text(const ms_cli_model *m, const ms_landscape *ls,
                        const ms_report *r, bool has_queue) {
-  printf("service        %s%s%s\n", m->name[0] ? m->name : "",
-         m->name[0] ? ": " : "", m->summary);
+  printf("service        %s\n", m->label);
   printf("offered load   %.6g req/s\n\n", r->analysis.offered_load);
   printf("Equilibria at %.6g req/s, ascending:\n", r->analysis.offered_load);
   printf("  %16s  %14s  %13s  %s\n", "effective load", "failure prob.",
@@ -161,12 +149,7 @@ static void write_text(const ms_cli_model *m, const ms_landscape *ls,
 
 static void write_json(const ms_cli_model *m, const ms_report *r) {
   ms_json j;
-  ms_json_init(&j, stdout, 2);
-  ms_json_begin_object(&j, NULL);
-  if (m->name[0])
-    ms_json_string(&j, "service", m->name);
-  else
-    ms_json_null(&j, "service");
+  ms_cli_json_begin(&j, 2, m);
   ms_report_json(&j, r, false);
   ms_json_bool(&j, "certified", r->analysis.certified);
   ms_json_begin_array(&j, "equilibria");
@@ -193,8 +176,7 @@ static bool has_band(const ms_landscape *ls) {
  * the saturation load (doc/design.md §1.3). */
 static void write_landscape_text(const ms_cli_model *m,
                                  const ms_landscape *ls) {
-  printf("service          %s%s%s\n", m->name[0] ? m->name : "",
-         m->name[0] ? ": " : "", m->summary);
+  printf("service          %s\n", m->label);
   if (has_band(ls)) {
     printf("tipping load     %.6g req/s (the healthy equilibrium disappears "
            "above it)\n",
@@ -224,12 +206,7 @@ static void write_landscape_text(const ms_cli_model *m,
 static void write_landscape_json(const ms_cli_model *m,
                                  const ms_landscape *ls) {
   ms_json j;
-  ms_json_init(&j, stdout, 2);
-  ms_json_begin_object(&j, NULL);
-  if (m->name[0])
-    ms_json_string(&j, "service", m->name);
-  else
-    ms_json_null(&j, "service");
+  ms_cli_json_begin(&j, 2, m);
   ms_json_number(&j, "tipping_load", ls->tipping_load);
   ms_json_number(&j, "recovery_load", ls->recovery_load);
   ms_json_bool(&j, "band", has_band(ls));
@@ -243,12 +220,12 @@ static void write_landscape_json(const ms_cli_model *m,
 
 /* What the command line asks for, besides the model. */
 typedef struct {
-  double load, observed_load, observed_failure, interval, queue;
+  ms_cli_shared sh; /* --load, --format */
+  double observed_load, observed_failure, interval, queue;
   bool has_observed_load, has_observed_failure, has_previous, has_queue;
   bool has_interval;            /* --interval given */
   int previous, previous_storm; /* previous_storm -1: from the state */
-  ms_format format;
-  bool help; /* --help: print it and do nothing else */
+  bool help;                    /* --help: print it and do nothing else */
 } solve_args;
 
 /* One option of the command (ms_cli_take). */
@@ -256,11 +233,8 @@ static int take_option(void *args, int c, const char *arg) {
   static const char *const states[] = {"stable", "vulnerable", "metastable",
                                        "overloaded", NULL};
   static const char *const flags[] = {"0", "1", NULL};
-  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
   solve_args *a = args;
   switch (c) {
-  case OPT_LOAD:
-    return ms_cli_param("--load", arg, MS_PARAM_OFFERED_LOAD, &a->load);
   case OPT_OBSERVED_LOAD:
     a->has_observed_load = true;
     return ms_cli_param("--observed-load", arg, MS_PARAM_OBSERVED_ATTEMPTS,
@@ -281,22 +255,18 @@ static int take_option(void *args, int c, const char *arg) {
     a->has_queue = true;
     return ms_cli_param("--queue-length", arg, MS_PARAM_QUEUE_LENGTH,
                         &a->queue);
-  case OPT_FORMAT:
-    return ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
-                         &a->format);
   default:
-    return -1;
+    return ms_cli_shared_option(&a->sh, c, arg);
   }
 }
 
 static int run(ms_cli_model *m, int argc, char **argv) {
-  solve_args a = {.load = NAN, .previous_storm = -1, .format = MS_FORMAT_TEXT};
-  int r = ms_cli_parse(argc, argv, options, m, take_option, &a, &a.help, NULL);
-  if (r != 0)
+  solve_args a = {.previous_storm = -1};
+  ms_cli_shared_init(&a.sh, MS_FORMAT_TEXT, MS_FORMATS_TEXT_JSON);
+  int r = ms_cli_parse(argc, argv, &syntax, m, take_option, &a, &a.help, NULL);
+  if (r != 0 || a.help)
     return r;
-  if (a.help)
-    return ms_cli_help_model(help);
-  double load = a.load;
+  double load = a.sh.load;
   if (a.previous_storm >= 0 && !a.has_previous)
     return ms_cli_usage("--previous-storm needs --previous STATE");
   if (isnan(load)) {
@@ -313,15 +283,11 @@ static int run(ms_cli_model *m, int argc, char **argv) {
                           "load with --load L (requests/s)",
                           needs);
   }
-  if ((r = ms_cli_model_resolve(m, true)) != 0)
-    return r;
-
   ms_landscape ls;
-  ms_error err;
-  if (ms_landscape_build(&m->params, &ls, &err) != MS_OK)
-    return ms_cli_fail("model: %s", err.msg);
+  if ((r = ms_cli_model_landscape(m, &ls)) != 0)
+    return r;
   if (isnan(load)) {
-    if (a.format == MS_FORMAT_JSON)
+    if (a.sh.format == MS_FORMAT_JSON)
       write_landscape_json(m, &ls);
     else
       write_landscape_text(m, &ls);
@@ -343,6 +309,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
       .queue_length = a.queue,
   };
   ms_analysis an;
+  ms_error err;
   if (ms_analyze(&ls, &obs, &an, &err) != MS_OK)
     return ms_cli_fail("model: %s", err.msg);
   /* the capacity model's root, certified by an exact enclosure; without
@@ -353,7 +320,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   char msg[256];
   if (ms_report_finite(&rep, msg, sizeof msg) != 0)
     return ms_cli_fail("model: %s", msg);
-  if (a.format == MS_FORMAT_JSON)
+  if (a.sh.format == MS_FORMAT_JSON)
     write_json(m, &rep);
   else
     write_text(m, &ls, &rep, a.has_queue);
@@ -361,9 +328,5 @@ static int run(ms_cli_model *m, int argc, char **argv) {
 }
 
 int ms_cmd_solve(int argc, char **argv) {
-  ms_cli_model m;
-  ms_cli_model_init(&m);
-  int rc = run(&m, argc, argv);
-  ms_cli_model_free(&m);
-  return rc;
+  return ms_cli_with_model(run, argc, argv);
 }

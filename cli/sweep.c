@@ -22,7 +22,7 @@
 #include "plot.h"
 #include "report.h"
 
-static const char help[] =
+static const char usage[] =
     "Usage: metastable sweep [MODEL OPTIONS] --from L0 --to L1 --steps N\n"
     "                        [--format csv|json] [--plot FILE.svg|FILE.png]\n"
     "                        [--load L] [--title TEXT] [--log-y]\n"
@@ -31,72 +31,58 @@ static const char help[] =
     "                        [--plot FILE.svg|FILE.png] [--title TEXT]\n"
     "\n"
     "Every equilibrium and its stability at the N + 1 offered loads\n"
-    "L0, L0 + (L1 - L0)/N, ..., L1.\n"
-    "\n"
-    "  --from L0, --to L1  offered loads, requests/s, 0 <= L0 < L1\n"
-    "  --steps N           intervals between them, 1..100000000\n"
-    "  --format csv|json   csv (default): one row per equilibrium, columns\n"
-    "                      offered_load,equilibria,index,effective_load,\n"
-    "                      failure_probability,amplification,stable;\n"
-    "                      json: one object per offered load\n"
-    "  --plot FILE         draw the bifurcation diagram (effective load "
-    "against\n"
-    "                      offered load) into FILE, SVG or PNG by its "
-    "extension,\n"
-    "                      with gnuplot; the table is then written only when\n"
-    "                      --format is given\n"
-    "  --load L            mark L as the operating point on the plot\n"
-    "  --title TEXT        the plot's title (default: the service's name)\n"
-    "  --log-y             effective load on a log axis (the default when "
-    "the\n"
-    "                      collapsed branch exceeds 30 times capacity)\n"
+    "L0, L0 + (L1 - L0)/N, ..., L1: in CSV one row per equilibrium, columns\n"
+    "offered_load,equilibria,index,effective_load,failure_probability,\n"
+    "amplification,stable; in JSON one object per offered load.\n"
     "\n"
     "With --vary, one row per value of a knob of the service instead: the\n"
     "service with that knob replaced, its tipping load, recovery load, band\n"
-    "width and state at the offered load L.\n"
-    "\n"
-    "  --vary KNOB         retries, servers (whole numbers), timeout (a\n"
-    "                      duration) or budget (the retry budget, a share,\n"
-    "                      also as 10%); --from A and --to B in its unit and\n"
-    "                      within its range (see the model options), A < B\n"
-    "  --steps N           retries, servers: N + 1 values evenly spread,\n"
-    "                      rounded (default: every whole number from A to B);\n"
-    "                      timeout, budget: N intervals (default 10); at most\n"
-    "                      10000 rows\n"
-    "  --load L            offered load, requests/s, at which the state of\n"
-    "                      each row is given (required)\n"
-    "  --format            text (default), csv or json: columns KNOB,\n"
-    "                      tipping_load,recovery_load,band_width,state\n"
-    "  --plot FILE         the tipping and recovery loads against the knob,\n"
-    "                      the band between them shaded, a line at L\n"
-    "\n";
+    "width and state at the offered load L (columns KNOB,tipping_load,\n"
+    "recovery_load,band_width,state).\n";
 
 enum {
-  OPT_FROM = MS_OPT_MODEL_END,
+  OPT_FROM = MS_OPT_SHARED_END,
   OPT_TO,
   OPT_STEPS,
-  OPT_FORMAT,
-  OPT_PLOT,
-  OPT_LOAD,
-  OPT_TITLE,
   OPT_LOG_Y,
   OPT_VARY,
 };
 
-static const struct option options[] = {
-    MS_CLI_MODEL_LONG_OPTIONS,
-    {"from", required_argument, NULL, OPT_FROM},
-    {"to", required_argument, NULL, OPT_TO},
-    {"steps", required_argument, NULL, OPT_STEPS},
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"plot", required_argument, NULL, OPT_PLOT},
-    {"load", required_argument, NULL, OPT_LOAD},
-    {"title", required_argument, NULL, OPT_TITLE},
-    {"log-y", no_argument, NULL, OPT_LOG_Y},
-    {"vary", required_argument, NULL, OPT_VARY},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+static const ms_cli_option options[] = {
+    {"--from", "L0", OPT_FROM,
+     "the first offered load, requests/s, >= 0; with --vary the knob's first "
+     "value A, in its unit and within its range (see the model options)"},
+    {"--to", "L1", OPT_TO,
+     "the last offered load, requests/s, above L0; with --vary the knob's "
+     "last value B, above A"},
+    {"--steps", "N", OPT_STEPS,
+     "intervals from L0 to L1, 1..100000000; with --vary: retries, servers: "
+     "N + 1 values evenly spread, rounded (default: every whole number from "
+     "A to B); timeout, budget: N intervals (default 10); at most 10000 "
+     "rows"},
+    {"--vary", "KNOB", OPT_VARY,
+     "sweep a knob of the service instead of the load: retries, servers "
+     "(whole numbers), timeout (a duration) or budget (the retry budget, a "
+     "share, also as 10%)"},
+    {"--load", "L", MS_OPT_LOAD,
+     "mark L as the operating point on the plot; with --vary the offered "
+     "load, requests/s, at which each row's state is given (required)"},
+    {"--format", "text|csv|json", MS_OPT_FORMAT,
+     "csv (default) or json; with --vary also text, the default there"},
+    {"--plot", "FILE", MS_OPT_PLOT,
+     "draw into FILE (.svg or .png) with gnuplot the bifurcation diagram "
+     "(effective load against offered load), or with --vary the tipping and "
+     "recovery loads against the knob, the band between them shaded, a line "
+     "at L; the table is then written only when --format is given"},
+    {"--title", "TEXT", MS_OPT_TITLE,
+     "the plot's title (default: the service's name)"},
+    {"--log-y", NULL, OPT_LOG_Y,
+     "effective load on a log axis (the default when the collapsed branch "
+     "exceeds 30 times capacity)"},
+    MS_CLI_END,
 };
+
+static const ms_cli_syntax syntax = {usage, options};
 
 /* ---- the table ------------------------------------------------------- */
 
@@ -657,13 +643,10 @@ static int draw(const ms_cli_model *m, const ms_landscape *ls, double from,
 
 /* What the command line asks for. */
 typedef struct {
-  double from, to; /* NaN until given */
-  long steps;      /* 0 until given */
-  ms_format format;
-  bool has_format;  /* without --format, --plot draws only */
-  const char *plot; /* --plot FILE, or NULL */
-  double load;      /* --load, or NaN */
-  const char *title;
+  double from, to;  /* NaN until given */
+  long steps;       /* 0 until given */
+  ms_cli_shared sh; /* --load, --format (without it, --plot draws only),
+                       --plot, --title */
   bool log_y;
   int vary;                      /* index into knobs, or -1: over the load */
   const char *from_arg, *to_arg; /* --from, --to as given */
@@ -708,7 +691,7 @@ static int check_vary_args(sweep_args *a) {
     return MS_EXIT_USAGE;
   if (!(a->from < a->to))
     return ms_cli_usage("--from %g must be below --to %g", a->from, a->to);
-  if (isnan(a->load))
+  if (isnan(a->sh.load))
     return ms_cli_usage("--vary: give the offered load at which each row's "
                         "state is given with --load L (requests/s)");
   bool whole = ms_param_get(k->param)->whole;
@@ -719,8 +702,8 @@ static int check_vary_args(sweep_args *a) {
   if (a->steps > MAX_VARY_ROWS - 1)
     return ms_cli_usage("--steps: with --vary at most %d, not %ld",
                         MAX_VARY_ROWS - 1, a->steps);
-  if (!a->has_format)
-    a->format = MS_FORMAT_TEXT;
+  if (!a->sh.has_format)
+    a->sh.format = MS_FORMAT_TEXT;
   return 0;
 }
 
@@ -791,7 +774,7 @@ static void write_vary_table(const sweep_args *a, const vary_row *rows,
                              size_t n) {
   const char *key = ms_param_get(knobs[a->vary].param)->key;
   char b[4][32];
-  if (a->format == MS_FORMAT_JSON) {
+  if (a->sh.format == MS_FORMAT_JSON) {
     ms_json j;
     ms_json_init(&j, stdout, 1);
     ms_json_begin_array(&j, NULL);
@@ -806,7 +789,7 @@ static void write_vary_table(const sweep_args *a, const vary_row *rows,
     }
     ms_json_end_array(&j);
     ms_json_finish(&j);
-  } else if (a->format == MS_FORMAT_CSV) {
+  } else if (a->sh.format == MS_FORMAT_CSV) {
     printf("%s,tipping_load,recovery_load,band_width,state\n", key);
     for (size_t i = 0; i < n; i++)
       printf("%s,%s,%s,%s,%s\n", ms_format_double(b[0], rows[i].value),
@@ -816,7 +799,7 @@ static void write_vary_table(const sweep_args *a, const vary_row *rows,
              ms_state_name(rows[i].state));
   } else {
     printf("%-14s %14s %14s %14s  state at %g req/s\n", key, "tipping req/s",
-           "recovery req/s", "band req/s", a->load);
+           "recovery req/s", "band req/s", a->sh.load);
     for (size_t i = 0; i < n; i++)
       printf("%-14.6g %14.6g %14.6g %14.6g  %s\n", rows[i].value,
              rows[i].tipping, rows[i].recovery, rows[i].band,
@@ -830,7 +813,7 @@ static void write_vary_table(const sweep_args *a, const vary_row *rows,
 static int draw_vary(const ms_cli_model *m, const sweep_args *a,
                      const vary_row *rows, size_t n) {
   const vary_knob *k = &knobs[a->vary];
-  double xs = 1, ymax = a->load;
+  double xs = 1, ymax = a->sh.load;
   const char *xname = k->name;
   if (k->param == MS_PARAM_TIMEOUT && a->to < 1)
     xs = 1e3, xname = "client timeout (ms)";
@@ -895,14 +878,14 @@ static int draw_vary(const ms_cli_model *m, const sweep_args *a,
   size_t ns = whole && n <= 40 ? 5 : 3;
   char load_text[64], b1[32], title[160], xlabel[128], ylabel[128];
   snprintf(load_text, sizeof load_text, "load %s req/s",
-           short_load(b1, a->load));
+           short_load(b1, a->sh.load));
   ms_plot_marker mk = {.vertical = false,
-                       .at = a->load / yu,
+                       .at = a->sh.load / yu,
                        .text = load_text,
                        .color = "#000000",
                        .text_pos = 0.02};
-  if (a->title)
-    snprintf(title, sizeof title, "%s", a->title);
+  if (a->sh.title)
+    snprintf(title, sizeof title, "%s", a->sh.title);
   else
     snprintf(title, sizeof title, "Tipping and recovery loads against %s%s%s",
              k->name, m->name[0] ? ": " : "", m->name);
@@ -926,7 +909,7 @@ static int draw_vary(const ms_cli_model *m, const sweep_args *a,
   p.n_markers = 1;
   char err[600];
   int rc = MS_EXIT_OK;
-  if (ms_plot_write(&p, a->plot, err, sizeof err) != 0)
+  if (ms_plot_write(&p, a->sh.plot, err, sizeof err) != 0)
     rc = ms_cli_fail("%s", err);
   free(x);
   return rc;
@@ -957,15 +940,15 @@ static int run_vary(ms_cli_model *m, const sweep_args *a) {
                                 i, n);
       break;
     }
-    r = vary_row_at(&base, k, v[i], a->load, &rows[i]);
+    r = vary_row_at(&base, k, v[i], a->sh.load, &rows[i]);
     ms_cli_progress_update(&prog, i + 1);
   }
   ms_cli_progress_end(&prog);
-  if (r == 0 && (a->has_format || !a->plot)) {
+  if (r == 0 && (a->sh.has_format || !a->sh.plot)) {
     write_vary_table(a, rows, n);
     r = ms_cli_finish_output(MS_EXIT_OK);
   }
-  if (r == 0 && a->plot)
+  if (r == 0 && a->sh.plot)
     r = draw_vary(m, a, rows, n);
   free(v), free(rows);
   return r;
@@ -973,48 +956,24 @@ static int run_vary(ms_cli_model *m, const sweep_args *a) {
 
 /* One option of the command (ms_cli_take). */
 static int take_option(void *args, int c, const char *arg) {
-  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_CSV,
-                                      MS_FORMAT_JSON};
   sweep_args *a = args;
-  int r = 0;
   switch (c) {
   case OPT_FROM: /* parsed once --vary is known (check_args) */
     a->from_arg = arg;
-    break;
+    return 0;
   case OPT_TO:
     a->to_arg = arg;
-    break;
+    return 0;
   case OPT_VARY:
-    r = ms_cli_choice("--vary", arg, knob_names, &a->vary);
-    break;
+    return ms_cli_choice("--vary", arg, knob_names, &a->vary);
   case OPT_STEPS:
-    r = ms_cli_long("--steps", arg, 1, 100000000, &a->steps);
-    break;
-  case OPT_FORMAT:
-    r = ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
-                      &a->format);
-    a->has_format = true;
-    break;
-  case OPT_PLOT: {
-    ms_plot_format f;
-    if (ms_plot_format_of(arg, &f) != 0)
-      return ms_cli_usage("--plot: '%s' must end in .svg or .png", arg);
-    a->plot = arg;
-    break;
-  }
-  case OPT_LOAD:
-    r = ms_cli_param("--load", arg, MS_PARAM_OFFERED_LOAD, &a->load);
-    break;
-  case OPT_TITLE:
-    a->title = arg;
-    break;
+    return ms_cli_long("--steps", arg, 1, 100000000, &a->steps);
   case OPT_LOG_Y:
     a->log_y = true;
-    break;
+    return 0;
   default:
-    return -1;
+    return ms_cli_shared_option(&a->sh, c, arg);
   }
-  return r;
 }
 
 /* Take the options in the order given, stopping at the first bad one (or
@@ -1022,7 +981,7 @@ static int take_option(void *args, int c, const char *arg) {
  * first.  Returns 0 or the exit code of the message printed. */
 static int parse_options(sweep_args *a, ms_cli_model *m, int argc,
                          char **argv) {
-  return ms_cli_parse(argc, argv, options, m, take_option, a, &a->help, NULL);
+  return ms_cli_parse(argc, argv, &syntax, m, take_option, a, &a->help, NULL);
 }
 
 /* The options that only make sense together: a range with its steps, and
@@ -1036,7 +995,7 @@ static int check_args(sweep_args *a) {
   if (a->to_arg &&
       ms_cli_rate("--to", a->to_arg, 0, MS_MAX_RATE, MS_RANGE_LO_OPEN, &a->to))
     return MS_EXIT_USAGE;
-  if (a->has_format && a->format == MS_FORMAT_TEXT)
+  if (a->sh.has_format && a->sh.format == MS_FORMAT_TEXT)
     return ms_cli_usage("--format text is for --vary: the sweep over the "
                         "offered load writes csv or json");
   if (isnan(a->from) || isnan(a->to))
@@ -1046,11 +1005,11 @@ static int check_args(sweep_args *a) {
     return ms_cli_usage("--from %g must be below --to %g", a->from, a->to);
   if (a->steps == 0)
     return ms_cli_usage("give the number of steps with --steps N");
-  if ((!isnan(a->load) || a->title || a->log_y) && !a->plot)
+  if ((!isnan(a->sh.load) || a->sh.title || a->log_y) && !a->sh.plot)
     return ms_cli_usage("%s is for the plot: give --plot FILE too",
-                        !isnan(a->load) ? "--load"
-                        : a->title      ? "--title"
-                                        : "--log-y");
+                        !isnan(a->sh.load) ? "--load"
+                        : a->sh.title      ? "--title"
+                                           : "--log-y");
   return 0;
 }
 
@@ -1068,47 +1027,33 @@ static int check_drawable(const ms_landscape *ls) {
 }
 
 static int run(ms_cli_model *m, int argc, char **argv) {
-  sweep_args a = {.from = NAN,
-                  .to = NAN,
-                  .steps = 0,
-                  .format = MS_FORMAT_CSV,
-                  .load = NAN,
-                  .vary = -1};
+  sweep_args a = {.from = NAN, .to = NAN, .steps = 0, .vary = -1};
+  ms_cli_shared_init(&a.sh, MS_FORMAT_CSV, MS_FORMATS_ALL);
   int r = parse_options(&a, m, argc, argv);
-  if (r != 0)
+  if (r != 0 || a.help)
     return r;
-  if (a.help)
-    return ms_cli_help_model(help);
   if ((r = check_args(&a)) != 0)
     return r;
   if (a.vary >= 0)
     return run_vary(m, &a);
-  if ((r = ms_cli_model_resolve(m, true)) != 0)
-    return r;
-
   ms_landscape ls;
-  ms_error err;
-  if (ms_landscape_build(&m->params, &ls, &err) != MS_OK)
-    return ms_cli_fail("model: %s", err.msg);
-  if (a.has_format || !a.plot) {
-    r = write_table(&ls, a.from, a.to, a.steps, a.format);
+  if ((r = ms_cli_model_landscape(m, &ls)) != 0)
+    return r;
+  if (a.sh.has_format || !a.sh.plot) {
+    r = write_table(&ls, a.from, a.to, a.steps, a.sh.format);
     if (r)
       return r;
     r = ms_cli_finish_output(MS_EXIT_OK);
     if (r)
       return r;
   }
-  if (!a.plot)
+  if (!a.sh.plot)
     return MS_EXIT_OK;
   if ((r = check_drawable(&ls)) != 0)
     return r;
-  return draw(m, &ls, a.from, a.to, a.load, a.title, a.log_y, a.plot);
+  return draw(m, &ls, a.from, a.to, a.sh.load, a.sh.title, a.log_y, a.sh.plot);
 }
 
 int ms_cmd_sweep(int argc, char **argv) {
-  ms_cli_model m;
-  ms_cli_model_init(&m);
-  int rc = run(&m, argc, argv);
-  ms_cli_model_free(&m);
-  return rc;
+  return ms_cli_with_model(run, argc, argv);
 }

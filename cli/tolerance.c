@@ -16,7 +16,7 @@
 #include "plot.h"
 #include "sim.h"
 
-static const char help[] =
+static const char usage[] =
     "Usage: metastable tolerance [MODEL OPTIONS] --load L [--spike-size S]\n"
     "                            [--precision R] [--max-duration D]\n"
     "                            [--map FILE] [--title TEXT]\n"
@@ -29,62 +29,47 @@ static const char help[] =
     "the queue carried between bins (erlang model, one tier); a probe\n"
     "latches when the run is still in a storm a horizon of 20 loop turns\n"
     "and three drain times after the trigger ended.  Below the recovery\n"
-    "load any stall is survived; above the tipping load none is.\n"
-    "\n"
-    "  --load L            offered load, requests/s, >= 0\n"
-    "  --spike-size S      a spike of S requests/s more instead of a stall\n"
-    "  --precision R       bisection: stop when the bracket is within R of\n"
-    "                      its upper end (or one bin), (0, 0.5] (default\n"
-    "                      0.01)\n"
-    "  --max-duration D    the longest trigger searched, s, (0, 86400]\n"
-    "                      (default 3600)\n"
-    "  --map FILE          draw the trigger map into FILE (SVG or PNG by its\n"
-    "                      extension) with gnuplot: trigger size (servers\n"
-    "                      lost, or spike size) against its duration, each\n"
-    "                      probe marked recovers or latches, and the\n"
-    "                      boundary; many simulations (progress on a\n"
-    "                      terminal)\n"
-    "  --title TEXT        the map's title\n"
-    "  --format text|json  text (default) or one JSON object\n"
-    "\n";
+    "load any stall is survived; above the tipping load none is.\n";
 
 enum {
-  OPT_LOAD = MS_OPT_MODEL_END,
-  OPT_SPIKE_SIZE,
+  OPT_SPIKE_SIZE = MS_OPT_SHARED_END,
   OPT_PRECISION,
   OPT_MAX_DURATION,
   OPT_MAP,
-  OPT_TITLE,
-  OPT_FORMAT,
 };
 
-static const struct option options[] = {
-    MS_CLI_MODEL_LONG_OPTIONS,
-    {"load", required_argument, NULL, OPT_LOAD},
-    {"spike-size", required_argument, NULL, OPT_SPIKE_SIZE},
-    {"precision", required_argument, NULL, OPT_PRECISION},
-    {"max-duration", required_argument, NULL, OPT_MAX_DURATION},
-    {"map", required_argument, NULL, OPT_MAP},
-    {"title", required_argument, NULL, OPT_TITLE},
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+static const ms_cli_option options[] = {
+    MS_CLI_SHARED(MS_OPT_LOAD),
+    {"--spike-size", "S", OPT_SPIKE_SIZE,
+     "a spike of S requests/s more instead of a stall"},
+    {"--precision", "R", OPT_PRECISION,
+     "bisection: stop when the bracket is within R of its upper end (or one "
+     "bin), (0, 0.5] (default 0.01)"},
+    {"--max-duration", "D", OPT_MAX_DURATION,
+     "the longest trigger searched, s, (0, 86400] (default 3600)"},
+    {"--map", "FILE", OPT_MAP,
+     "draw the trigger map into FILE (.svg or .png) with gnuplot: trigger "
+     "size (servers lost, or spike size) against its duration, each probe "
+     "marked recovers or latches, and the boundary; many simulations "
+     "(progress on a terminal)"},
+    MS_CLI_SHARED(MS_OPT_TITLE),
+    MS_CLI_SHARED(MS_OPT_FORMAT),
+    MS_CLI_END,
 };
+
+static const ms_cli_syntax syntax = {usage, options};
 
 typedef struct {
-  double load, spike, precision, max_duration;
+  ms_cli_shared sh; /* --load, --title (the map's), --format */
+  double spike, precision, max_duration;
   bool has_spike;
-  const char *map, *title;
-  ms_format format;
+  const char *map;
   bool help;
 } tolerance_args;
 
 static int take_option(void *args, int c, const char *arg) {
-  static const ms_format formats[] = {MS_FORMAT_TEXT, MS_FORMAT_JSON};
   tolerance_args *a = args;
   switch (c) {
-  case OPT_LOAD:
-    return ms_cli_param("--load", arg, MS_PARAM_OFFERED_LOAD, &a->load);
   case OPT_SPIKE_SIZE:
     a->has_spike = true;
     return ms_cli_rate("--spike-size", arg, 0, MS_SIM_MAX_RATE,
@@ -95,17 +80,15 @@ static int take_option(void *args, int c, const char *arg) {
   case OPT_MAX_DURATION:
     return ms_cli_duration("--max-duration", arg, 0, 86400, MS_RANGE_LO_OPEN,
                            &a->max_duration);
-  case OPT_MAP:
+  case OPT_MAP: {
+    ms_plot_format f;
+    if (ms_plot_format_of(arg, &f) != 0)
+      return ms_cli_usage("--map: '%s' must end in .svg or .png", arg);
     a->map = arg;
     return 0;
-  case OPT_TITLE:
-    a->title = arg;
-    return 0;
-  case OPT_FORMAT:
-    return ms_cli_format(arg, formats, sizeof formats / sizeof formats[0],
-                         &a->format);
+  }
   default:
-    return -1;
+    return ms_cli_shared_option(&a->sh, c, arg);
   }
 }
 
@@ -142,8 +125,7 @@ static void write_text(const ms_cli_model *m, double load,
   char trig[64];
   trigger_text(q, trig, sizeof trig);
   const char *what = q->kind == MS_TRIGGER_SERVERS ? "stall" : "spike";
-  printf("service:   %s%s%s\n", m->name[0] ? m->name : "",
-         m->name[0] ? ": " : "", m->summary);
+  printf("service:   %s\n", m->label);
   printf("landscape: tipping load %.6g/s, recovery load %.6g/s\n",
          t->tipping_load, t->recovery_load);
   printf("load:      %.6g/s\n", load);
@@ -201,12 +183,7 @@ static void json_or_null(ms_json *j, const char *key, bool has, double v) {
 static void write_json(const ms_cli_model *m, double load,
                        const ms_tolerance_query *q, const ms_tolerance *t) {
   ms_json j;
-  ms_json_init(&j, stdout, 1);
-  ms_json_begin_object(&j, NULL);
-  if (m->name[0])
-    ms_json_string(&j, "service", m->name);
-  else
-    ms_json_null(&j, "service");
+  ms_cli_json_begin(&j, 1, m);
   ms_json_number(&j, "offered_load", load);
   ms_json_string(&j, "trigger",
                  q->kind == MS_TRIGGER_SERVERS ? "stall" : "spike");
@@ -394,7 +371,7 @@ static int draw_map(const ms_cli_model *m, const ms_sim_config *cfg,
   snprintf(sub, sizeof sub,
            "%s; offered load %.6g/s (tipping %.6g/s, "
            "recovery %.6g/s)",
-           m->summary, a->load, t->tipping_load, t->recovery_load);
+           m->summary, a->sh.load, t->tipping_load, t->recovery_load);
   snprintf(title, sizeof title,
            "%s%strigger map: which %s outlasts its "
            "trigger",
@@ -402,7 +379,7 @@ static int draw_map(const ms_cli_model *m, const ms_sim_config *cfg,
            full->kind == MS_TRIGGER_SERVERS ? "stall" : "spike");
   ms_plot p;
   ms_plot_init(&p);
-  p.title = a->title ? a->title : title;
+  p.title = a->sh.title ? a->sh.title : title;
   p.subtitle = sub;
   p.xlabel = "trigger duration (s)";
   p.ylabel = full->kind == MS_TRIGGER_SERVERS ? "servers lost during the stall"
@@ -418,9 +395,9 @@ static int draw_map(const ms_cli_model *m, const ms_sim_config *cfg,
   /* a spike whose peak stays under the tipping load never latches */
   char mtext[96];
   snprintf(mtext, sizeof mtext, "peak at the tipping load (+%.4g/s)",
-           t->tipping_load - a->load);
+           t->tipping_load - a->sh.load);
   ms_plot_marker mk = {.vertical = false,
-                       .at = t->tipping_load - a->load,
+                       .at = t->tipping_load - a->sh.load,
                        .text = mtext,
                        .color = MS_PLOT_GREY};
   if (full->kind == MS_TRIGGER_LOAD && mk.at > 0) {
@@ -434,19 +411,13 @@ static int draw_map(const ms_cli_model *m, const ms_sim_config *cfg,
 }
 
 static int run(ms_cli_model *m, int argc, char **argv) {
-  tolerance_args a = {.load = NAN, .format = MS_FORMAT_TEXT};
-  int r = ms_cli_parse(argc, argv, options, m, take_option, &a, &a.help, NULL);
-  if (r != 0)
+  tolerance_args a = {0};
+  ms_cli_shared_init(&a.sh, MS_FORMAT_TEXT, MS_FORMATS_TEXT_JSON);
+  int r = ms_cli_parse(argc, argv, &syntax, m, take_option, &a, &a.help, NULL);
+  if (r != 0 || a.help)
     return r;
-  if (a.help)
-    return ms_cli_help_model(help);
-  if (isnan(a.load))
+  if (isnan(a.sh.load))
     return ms_cli_usage("give the offered load with --load L (requests/s)");
-  if (a.map != NULL) {
-    ms_plot_format fmt;
-    if (ms_plot_format_of(a.map, &fmt) != 0)
-      return ms_cli_usage("--map: '%s' must end in .svg or .png", a.map);
-  }
   if ((r = ms_cli_model_resolve(m, true)) != 0)
     return r;
   if (m->params.model.kind != MS_MODEL_ERLANG)
@@ -459,7 +430,7 @@ static int run(ms_cli_model *m, int argc, char **argv) {
                         m->params.policy.tiers);
   ms_sim_config cfg;
   ms_sim_config_init(&cfg, &m->params);
-  cfg.scenario.offered_load = a.load;
+  cfg.scenario.offered_load = a.sh.load;
   ms_tolerance_query q = {
       .kind = a.has_spike ? MS_TRIGGER_LOAD : MS_TRIGGER_SERVERS,
       .servers = 0,
@@ -486,17 +457,13 @@ static int run(ms_cli_model *m, int argc, char **argv) {
     fprintf(stderr, "metastable: tolerance: the outcome is not monotone in "
                     "the trigger's length (half the tolerance latched, or "
                     "twice the latching length recovered)\n");
-  if (a.format == MS_FORMAT_JSON)
-    write_json(m, a.load, &q, &t);
+  if (a.sh.format == MS_FORMAT_JSON)
+    write_json(m, a.sh.load, &q, &t);
   else
-    write_text(m, a.load, &q, &t);
+    write_text(m, a.sh.load, &q, &t);
   return ms_cli_finish_output(MS_EXIT_OK);
 }
 
 int ms_cmd_tolerance(int argc, char **argv) {
-  ms_cli_model m;
-  ms_cli_model_init(&m);
-  int rc = run(&m, argc, argv);
-  ms_cli_model_free(&m);
-  return rc;
+  return ms_cli_with_model(run, argc, argv);
 }

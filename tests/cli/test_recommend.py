@@ -85,7 +85,7 @@ class Recommend(CliTest):
         self.assertEqual(j["min_safe_servers"], 161)
         self.fails(2, "--margin: '11' is out of range", "recommend", *EX,
                    "--load", "200", "--margin", "11")
-        self.fails(2, "give the peak offered load with --load PEAK",
+        self.fails(2, "give the peak offered load with --load L",
                    "recommend", *EX)
 
     def test_spec_safety_margin(self):
