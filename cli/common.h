@@ -298,7 +298,7 @@ typedef struct {
 } ms_cli_shared;
 
 /* The options of replay and fit that read a trace from Prometheus (their
- * ids and their parser, ms_trace_source_option, are trace.h's). */
+ * ids and their parser, ms_trace_source_option, are source.h's). */
 /* clang-format off */
 #define MS_CLI_TRACE_OPTIONS                                                 \
   {"--prometheus-json", "INPUT=FILE", MS_OPT_TRACE_PROMETHEUS,               \

@@ -8,7 +8,6 @@
 #ifndef METASTABLE_CLI_SOURCE_H
 #define METASTABLE_CLI_SOURCE_H
 
-#include <getopt.h>
 #include <stdbool.h>
 
 #include "trace.h"
@@ -30,16 +29,12 @@ typedef struct {
                      --write-trace file or "(Prometheus trace)" */
 } ms_trace_rows;
 
-/* The options of a trace source, for a command's option table (after its
- * own, whose ids stay below MS_OPT_TRACE_PROMETHEUS). */
+/* The ids of a trace source's options (MS_CLI_TRACE_OPTIONS, common.h),
+ * after the command's own, whose ids stay below MS_OPT_TRACE_PROMETHEUS. */
 enum {
   MS_OPT_TRACE_PROMETHEUS = 0x1000, /* --prometheus-json INPUT=FILE */
   MS_OPT_TRACE_WRITE,               /* --write-trace OUT.csv */
 };
-#define MS_TRACE_SOURCE_LONG_OPTIONS                                           \
-  {"prometheus-json", required_argument, NULL, MS_OPT_TRACE_PROMETHEUS}, {     \
-    "write-trace", required_argument, NULL, MS_OPT_TRACE_WRITE                 \
-  }
 
 /*
  * ms_trace_source_option: take a trace source option (an MS_OPT_TRACE_*
