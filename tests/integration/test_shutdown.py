@@ -30,7 +30,7 @@ SRC = os.environ.get("MS_TOP_SRCDIR",
                      os.path.dirname(os.path.dirname(os.path.dirname(
                          os.path.abspath(__file__)))))
 BUILD = os.environ.get("MS_TOP_BUILDDIR", os.path.join(SRC, "build"))
-sys.path.insert(0, os.path.join(SRC, "tools"))
+sys.path.insert(0, os.path.join(SRC, "tests"))
 import harness  # noqa: E402
 
 PLUGIN_DIR = os.path.join(BUILD, "plugin", ".libs")
