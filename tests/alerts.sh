@@ -7,12 +7,8 @@
 # the unit tests must notice, one at a time, and fails if one goes unnoticed.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-for tool in promtool amtool; do
-  command -v "$tool" >/dev/null 2>&1 || {
-    echo "alerts: $tool not found: install the Debian packages prometheus and prometheus-alertmanager (scripts/install-deps.sh --test)" >&2
-    exit 1
-  }
-done
+. "$top/tests/require.sh"
+ms_require alerts promtool amtool
 
 promtool check rules "$top/conf/metastable-alerts.yml"
 promtool check config "$top/conf/prometheus.yml"

@@ -308,9 +308,7 @@ def run(work):
 
 
 def main():
-    for exe in ("collectd", "collectdctl", "prometheus"):
-        if shutil.which(exe) is None:
-            sys.exit("missing %s: run scripts/install-deps.sh --test" % exe)
+    harness.require("collectd", "collectdctl", "prometheus")
     work = tempfile.mkdtemp(prefix="metastable-fleet-")
     print("work directory:", work)
     t0 = time.time()

@@ -467,10 +467,11 @@ def quiet_scenario(cd, prom, sender):
 
 
 def main():
-    for exe in ("collectd", "collectdctl", "prometheus"):
-        if subprocess.run(["sh", "-c", "command -v " + exe],
-                          capture_output=True).returncode != 0:
-            sys.exit("missing %s: run scripts/install-deps.sh --test" % exe)
+    harness.require("collectd", "collectdctl", "prometheus", "chromium")
+    if not os.path.isdir(harness.Prometheus.CONSOLE_LIBRARIES):
+        harness.skip("%s not found: scripts/install-deps.sh --test installs "
+                     "it (Debian's prometheus)"
+                     % harness.Prometheus.CONSOLE_LIBRARIES)
     work = tempfile.mkdtemp(prefix="metastable-it-")
     print("work directory:", work)
     test_bad_file(work)

@@ -155,9 +155,7 @@ def scenario(cd, work, path):
 
 
 def main():
-    for exe in ("collectd", "collectdctl"):
-        if shutil.which(exe) is None:
-            sys.exit("missing %s: run scripts/install-deps.sh --test" % exe)
+    harness.require("collectd", "collectdctl")
     work = tempfile.mkdtemp(prefix="metastable-reload-")
     print("work directory:", work)
     path = os.path.join(work, "services.yaml")

@@ -91,6 +91,7 @@ def run(work, interval, wait):
 
 
 def main():
+    harness.require("collectd")
     work = tempfile.mkdtemp(prefix="metastable-shutdown-")
     print("work directory:", work)
     for interval, wait in ((10, 0.3), (10, 0.9), (10, 10.4), (1, 0.3),
