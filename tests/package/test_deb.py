@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: MIT
 """The Debian package, built, installed into this system, run and removed.
 
-Installs into the system (apt-get), so scripts/test.sh runs it last, after
-the sanitizers, as root; it skips (77) without root, without the build
-tools of scripts/install-deps.sh --test, or when collectd-metastable is
-installed already (it would not remove what it did not install): an
-error instead with MS_REQUIRE_ALL=1 (tests/harness.py, skip).
+Installs into the system (apt-get), so it runs last in make
+check-integration and make check-all (tests/Makefile.inc), as root; it
+skips (77) without root, without the build tools of
+scripts/install-deps.sh --test, or when collectd-metastable is installed
+already (it would not remove what it did not install): an error instead
+with MS_REQUIRE_ALL=1 (tests/harness.py, skip).
 
 Asserted:
 * make deb refuses a debian/changelog whose version is not configure's;
