@@ -8,7 +8,7 @@ collectd's write plugins, read back once per interval (doc/fleets.md).
         [--writer prometheus|graphite|http|network]
         [--plugin-config 'Values "state"'] [--csv OUT.csv]
 
-For each fleet size: a private collectd (tools/harness.py) with the plugin
+For each fleet size: a private collectd (tests/harness.py) with the plugin
 of BUILD watching N services of constant inputs (numbers in the service
 file: no input is read, so what is measured is the plugin's analysis and
 collectd's write path), and this script as the reader of what collectd
@@ -51,7 +51,7 @@ import time
 import urllib.request
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(SRC, "tools"))
+sys.path.insert(0, os.path.join(SRC, "tests"))
 import harness  # noqa: E402
 
 SERVICE = ("  - name: svc%05d\n    model: capacity\n    capacity: 100\n"

@@ -5,7 +5,7 @@ file (doc/performance.md, "The read cycle's budget").
 
     python3 bench/sigterm.py BUILD N RETRIES TIERS [WAIT] [MODEL] [LOAD]
 
-Starts a private collectd (tools/harness.py, Interval 10) with the plugin
+Starts a private collectd (tests/harness.py, Interval 10) with the plugin
 of BUILD watching N services of the model MODEL (YAML lines, default
 "model: capacity / capacity: 100 / base_failure: 0.01") with RETRIES
 retries and TIERS tiers and a constant offered load LOAD (default 0.5
@@ -19,7 +19,7 @@ import tempfile
 import time
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(SRC, "tools"))
+sys.path.insert(0, os.path.join(SRC, "tests"))
 import harness  # noqa: E402
 
 DEFAULT_MODEL = "model: capacity\n    capacity: 100\n    base_failure: 0.01"

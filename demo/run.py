@@ -16,7 +16,7 @@ import threading
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TOP, "tools"))
+sys.path.insert(0, os.path.join(TOP, "tests"))
 import harness  # noqa: E402
 
 STATE = {0: "stable", 1: "vulnerable", 2: "metastable", 3: "overloaded"}

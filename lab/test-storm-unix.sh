@@ -5,19 +5,14 @@
 # configuration gives it, and in the storm HAProxy sends the attempts per
 # request the queue-limited model predicts (within 15 %), and not the
 # unbounded model's.  Runs as root; about 90 s.  Skipped (77) without root
-# or the lab's packages.
+# or the lab's packages, an error then with MS_REQUIRE_ALL=1
+# (tests/require.sh).
 set -eu
 src=${MS_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 build=${MS_TOP_BUILDDIR:-$src/build}
-if [ "$(id -u)" -ne 0 ]; then
-  echo "test-storm-unix: skipped: needs root (php-fpm switches to nobody)"
-  exit 77
-fi
-for cmd in haproxy nginx php-fpm8.2 httperf socat curl python3 taskset setsid; do
-  if ! command -v "$cmd" >/dev/null 2>&1; then
-    echo "test-storm-unix: skipped: $cmd not installed (lab/install-deps.sh)"
-    exit 77
-  fi
-done
+. "$src/tests/require.sh"
+ms_require_root test-storm-unix "php-fpm switches to nobody"
+ms_require test-storm-unix collectd haproxy nginx php-fpm8.2 httperf socat \
+  curl python3 taskset setsid
 exec "$src/lab/storm-unix.sh" --skip-install --build "$build" \
   --out "$build/lab/test-unix"

@@ -7,12 +7,8 @@
 # the unit tests must notice, one at a time, and fails if one goes unnoticed.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-for tool in promtool amtool; do
-  command -v "$tool" >/dev/null 2>&1 || {
-    echo "alerts: $tool not found: install the Debian packages prometheus and prometheus-alertmanager (scripts/install-deps.sh --test)" >&2
-    exit 1
-  }
-done
+. "$top/tests/require.sh"
+ms_require alerts promtool amtool awk diff
 
 promtool check rules "$top/conf/metastable-alerts.yml"
 promtool check config "$top/conf/prometheus.yml"
@@ -51,21 +47,76 @@ done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/conf" "$work/tests/alerts"
-cp "$top/tests/alerts/metastable-alerts.test.yml" "$work/tests/alerts/"
+rules=$top/conf/metastable-alerts.yml
+mutant=$work/conf/metastable-alerts.yml
+
+# The unit tests' groups, each in a file of its own after the file's
+# header (rule_files, evaluation_interval).  promtool evaluates every group
+# on its own, so the file fails exactly when one of its groups does: a
+# mutant is rejected at its first failing group, tried first among the
+# groups that name what it changed.  Each group passes alone first.
+groups=$work/tests/alerts
+awk -v dir="$groups" '
+  /^  - name: / { if (file) close(file); n++
+                  file = sprintf("%s/group%03d.yml", dir, n)
+                  printf "%s", head > file }
+  !n { head = head $0 "\n"; next }
+  { print > file }' "$top/tests/alerts/metastable-alerts.test.yml"
+cp "$rules" "$mutant"
+for g in "$groups"/group*.yml; do
+  promtool test rules "$g" >/dev/null 2>&1 || {
+    echo "alerts: FAIL: the test group '$(sed -n 's/^  - name: //p' "$g")' fails on its own" >&2
+    exit 1
+  }
+done
+
+# The alerts and records whose rules the mutant changed, one a line: the
+# rule around each line diff reports.
+changed_rules() {
+  diff "$rules" "$mutant" |
+    sed -n 's/^\([0-9][0-9]*\)\(,\([0-9]*\)\)\{0,1\}[acd].*/\1 \3/p' |
+    awk -v rules="$rules" '
+      { lo[NR] = $1; hi[NR] = ($2 == "" ? $1 : $2) }
+      END {
+        while ((getline line < rules) > 0) {
+          i++
+          if (match(line, /- (alert|record): /))
+            name = substr(line, RSTART + RLENGTH)
+          for (k = 1; k <= NR; k++)
+            if (i >= lo[k] && i <= hi[k] && name != "") print name
+        }
+      }' | sort -u
+}
+
+# The name of the first test group that fails with the mutant, or nothing
+# (and status 1) when every group passes.
+rejecting_group() {
+  tried=""
+  first=$(changed_rules | while read -r name; do
+    grep -l -F -e "$name" "$groups"/group*.yml; done | sort -u)
+  for g in $first "$groups"/group*.yml; do
+    case " $tried " in *" $g "*) continue ;; esac
+    tried="$tried $g"
+    promtool test rules "$g" >/dev/null 2>&1 ||
+      { sed -n 's/^  - name: //p' "$g"; return 0; }
+  done
+  return 1
+}
+
 survivors=0
 n=0
 while IFS='|' read -r what edit; do
   [ -n "$what" ] || continue
   n=$((n + 1))
-  sed "$edit" "$top/conf/metastable-alerts.yml" >"$work/conf/metastable-alerts.yml"
-  if cmp -s "$top/conf/metastable-alerts.yml" "$work/conf/metastable-alerts.yml"; then
+  sed "$edit" "$rules" >"$mutant"
+  if cmp -s "$rules" "$mutant"; then
     echo "alerts: mutant '$what' does not apply (sed $edit): update tests/alerts.sh" >&2
     survivors=$((survivors + 1))
-  elif promtool test rules "$work/tests/alerts/metastable-alerts.test.yml" >/dev/null 2>&1; then
+  elif group=$(rejecting_group); then
+    echo "alerts: ok, unit tests reject: $what (test group '$group')"
+  else
     echo "alerts: FAIL: the unit tests accept a broken rule: $what" >&2
     survivors=$((survivors + 1))
-  else
-    echo "alerts: ok, unit tests reject: $what"
   fi
 done <<'MUTANTS'
 storm alert without its minute|s/^        for: 1m$/        for: 0m/

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The Check suites of tests/check_model. */
+/* The Check suites of the model library (tests/check_model.c). */
 #ifndef MS_CHECK_SUITES_H
 #define MS_CHECK_SUITES_H
 

@@ -21,12 +21,8 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 dashboard="$top/grafana/dashboards/collectd-metastable/collectd-metastable.json"
 queries="$top/tests/dashboard/queries.py"
-for tool in prometheus promtool python3 curl; do
-  command -v "$tool" >/dev/null 2>&1 || {
-    echo "dashboard-queries: $tool not found (scripts/install-deps.sh --test)" >&2
-    exit 1
-  }
-done
+. "$top/tests/require.sh"
+ms_require dashboard-queries prometheus promtool python3 curl
 
 work=$(mktemp -d)
 pid=""

@@ -14,12 +14,8 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 dashboard="$top/grafana/dashboards/collectd-metastable/collectd-metastable.json"
-for tool in node npm python3; do
-  command -v "$tool" >/dev/null 2>&1 || {
-    echo "dashboard: $tool not found (scripts/install-deps.sh --test)" >&2
-    exit 1
-  }
-done
+. "$top/tests/require.sh"
+ms_require dashboard node npm python3
 
 node_dir=${DASHBOARD_NODE_DIR:-$PWD/tests/dashboard-node}
 mkdir -p "$node_dir"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Integration test of a sharded fleet: three real collectd daemons and a
-Prometheus on loopback (tools/harness.py).
+Prometheus on loopback (tests/harness.py).
 
 * edge: statsd-fed inputs of SERVICES services, sent over collectd's
   network plugin to both aggregators with SecurityLevel Encrypt (user and
@@ -38,7 +38,7 @@ SRC = os.environ.get("MS_TOP_SRCDIR",
                      os.path.dirname(os.path.dirname(os.path.dirname(
                          os.path.abspath(__file__)))))
 BUILD = os.environ.get("MS_TOP_BUILDDIR", os.path.join(SRC, "build"))
-sys.path.insert(0, os.path.join(SRC, "tools"))
+sys.path.insert(0, os.path.join(SRC, "tests"))
 sys.path.insert(0, os.path.join(SRC, "tests", "cli"))
 import harness  # noqa: E402
 from test_shards import shard  # noqa: E402  the independent reference
@@ -308,9 +308,7 @@ def run(work):
 
 
 def main():
-    for exe in ("collectd", "collectdctl", "prometheus"):
-        if shutil.which(exe) is None:
-            sys.exit("missing %s: run scripts/install-deps.sh --test" % exe)
+    harness.require("collectd", "collectdctl", "prometheus")
     work = tempfile.mkdtemp(prefix="metastable-fleet-")
     print("work directory:", work)
     t0 = time.time()

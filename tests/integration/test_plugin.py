@@ -33,7 +33,7 @@ SRC = os.environ.get("MS_TOP_SRCDIR",
                      os.path.dirname(os.path.dirname(os.path.dirname(
                          os.path.abspath(__file__)))))
 BUILD = os.environ.get("MS_TOP_BUILDDIR", os.path.join(SRC, "build"))
-sys.path.insert(0, os.path.join(SRC, "tools"))
+sys.path.insert(0, os.path.join(SRC, "tests"))
 import harness  # noqa: E402
 
 PLUGIN_DIR = os.path.join(BUILD, "plugin", ".libs")
@@ -467,10 +467,11 @@ def quiet_scenario(cd, prom, sender):
 
 
 def main():
-    for exe in ("collectd", "collectdctl", "prometheus"):
-        if subprocess.run(["sh", "-c", "command -v " + exe],
-                          capture_output=True).returncode != 0:
-            sys.exit("missing %s: run scripts/install-deps.sh --test" % exe)
+    harness.require("collectd", "collectdctl", "prometheus", "chromium")
+    if not os.path.isdir(harness.Prometheus.CONSOLE_LIBRARIES):
+        harness.skip("%s not found: scripts/install-deps.sh --test installs "
+                     "it (Debian's prometheus)"
+                     % harness.Prometheus.CONSOLE_LIBRARIES)
     work = tempfile.mkdtemp(prefix="metastable-it-")
     print("work directory:", work)
     test_bad_file(work)

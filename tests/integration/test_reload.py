@@ -3,7 +3,7 @@
 """Integration test of the service file's reload inside a real collectd.
 
 A private collectd (Debian's collectd-core) runs in the foreground on
-loopback with the built plugin, unixsock and csv (tools/harness.py), one
+loopback with the built plugin, unixsock and csv (tests/harness.py), one
 read cycle a second.  The services' inputs are numbers in the file, so
 every service reports every cycle with offered_load equal to its file's
 offered_rate; the csv plugin's files say which services reported when.
@@ -27,7 +27,7 @@ SRC = os.environ.get("MS_TOP_SRCDIR",
                      os.path.dirname(os.path.dirname(os.path.dirname(
                          os.path.abspath(__file__)))))
 BUILD = os.environ.get("MS_TOP_BUILDDIR", os.path.join(SRC, "build"))
-sys.path.insert(0, os.path.join(SRC, "tools"))
+sys.path.insert(0, os.path.join(SRC, "tests"))
 import harness  # noqa: E402
 
 PLUGIN_DIR = os.path.join(BUILD, "plugin", ".libs")
@@ -155,9 +155,7 @@ def scenario(cd, work, path):
 
 
 def main():
-    for exe in ("collectd", "collectdctl"):
-        if shutil.which(exe) is None:
-            sys.exit("missing %s: run scripts/install-deps.sh --test" % exe)
+    harness.require("collectd", "collectdctl")
     work = tempfile.mkdtemp(prefix="metastable-reload-")
     print("work directory:", work)
     path = os.path.join(work, "services.yaml")

@@ -30,7 +30,7 @@ SRC = os.environ.get("MS_TOP_SRCDIR",
                      os.path.dirname(os.path.dirname(os.path.dirname(
                          os.path.abspath(__file__)))))
 BUILD = os.environ.get("MS_TOP_BUILDDIR", os.path.join(SRC, "build"))
-sys.path.insert(0, os.path.join(SRC, "tools"))
+sys.path.insert(0, os.path.join(SRC, "tests"))
 import harness  # noqa: E402
 
 PLUGIN_DIR = os.path.join(BUILD, "plugin", ".libs")
@@ -91,6 +91,7 @@ def run(work, interval, wait):
 
 
 def main():
+    harness.require("collectd")
     work = tempfile.mkdtemp(prefix="metastable-shutdown-")
     print("work directory:", work)
     for interval, wait in ((10, 0.3), (10, 0.9), (10, 10.4), (1, 0.3),

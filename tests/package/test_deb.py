@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: MIT
 """The Debian package, built, installed into this system, run and removed.
 
-Installs into the system (apt-get), so scripts/test.sh runs it last, after
-the sanitizers, as root; it skips (77) without root, without the build
-tools of scripts/install-deps.sh --test, or when collectd-metastable is
-installed already (it would not remove what it did not install).
+Installs into the system (apt-get), so it runs last in make
+check-integration and make check-all (tests/Makefile.inc), as root; it
+skips (77) without root, without the build tools of
+scripts/install-deps.sh --test, or when collectd-metastable is installed
+already (it would not remove what it did not install): an error instead
+with MS_REQUIRE_ALL=1 (tests/harness.py, skip).
 
 Asserted:
 * make deb refuses a debian/changelog whose version is not configure's;
@@ -53,7 +55,7 @@ SRC = os.environ.get("MS_TOP_SRCDIR",
                      os.path.dirname(os.path.dirname(os.path.dirname(
                          os.path.abspath(__file__)))))
 BUILD = os.environ.get("MS_TOP_BUILDDIR", os.path.join(SRC, "build"))
-sys.path.insert(0, os.path.join(SRC, "tools"))
+sys.path.insert(0, os.path.join(SRC, "tests"))
 import harness  # noqa: E402
 
 PKG = "collectd-metastable"
@@ -91,11 +93,6 @@ def timed(what, args, **kw):
     if r.returncode != 0:
         print(r.stdout[-4000:], r.stderr[-4000:], sep="\n")
     return r
-
-
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(77)
 
 
 def status():
@@ -476,18 +473,15 @@ def cleanup_copy(before):
 
 
 def main():
-    if os.geteuid() != 0:
-        skip("needs root: it installs the package with apt-get")
-    for tool in ("dpkg-buildpackage", "dh", "lintian", "apt-get",
-                 "collectd"):
-        if shutil.which(tool) is None:
-            skip("%s not found: run scripts/install-deps.sh --test" % tool)
+    harness.require("dpkg-buildpackage", "dh", "lintian", "apt-get",
+                    "collectd", root="it installs the package with apt-get")
     if status():
-        skip("%s is installed on this machine (%s): the test installs and "
-             "purges it, so it leaves one it did not install alone"
-             % (PKG, status().strip()))
+        harness.skip("%s is installed on this machine (%s): the test "
+                     "installs and purges it, so it leaves one it did not "
+                     "install alone" % (PKG, status().strip()))
     if os.path.lexists(SNIPPET):
-        skip("%s exists: the test writes it, as a user copies it" % SNIPPET)
+        harness.skip("%s exists: the test writes it, as a user copies it"
+                     % SNIPPET)
     deb = check_build()
     if deb is None:
         return 1

@@ -4,6 +4,10 @@
 Loopback only, free ports picked at run time, everything started is
 stopped again (process groups, even on exceptions: use the objects as
 context managers).  Standard library only.
+
+A test that lacks a tool or root says so through require() or skip():
+skipped outside CI, an error with MS_REQUIRE_ALL=1 (CONTRIBUTING.md,
+"Test").  tests/require.sh does the same for the shell tests.
 """
 import json
 import os
@@ -18,6 +22,44 @@ import urllib.parse
 import urllib.request
 
 HOSTNAME = "mshost"
+
+# Debian keeps daemons (collectd, php-fpm, haproxy, nginx) in /usr/sbin,
+# which a normal user's PATH lacks: look there too, here and in the
+# programs the tests start.
+for _sbin in ("/usr/sbin", "/sbin"):
+    if _sbin not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + _sbin
+
+
+def skip(why, test=None):
+    """A test that cannot run here, why in one line.  Outside CI it is
+    skipped: exit 77, automake's SKIP, or with test (a unittest.TestCase)
+    that test is.  With MS_REQUIRE_ALL=1 in the environment (.ci/run and
+    scripts/test.sh, which install everything first) nothing may be left
+    out: exit 99, automake's ERROR, or the TestCase fails."""
+    strict = os.environ.get("MS_REQUIRE_ALL") == "1"
+    if test is not None:
+        if strict:
+            test.fail(why + " (MS_REQUIRE_ALL=1: every test must run)")
+        test.skipTest(why)
+    name = os.path.basename(sys.argv[0])
+    if strict:
+        print("%s: ERROR: %s (MS_REQUIRE_ALL=1: every test must run)"
+              % (name, why), flush=True)
+        sys.exit(99)
+    print("%s: SKIP: %s" % (name, why), flush=True)
+    sys.exit(77)
+
+
+def require(*tools, root=None, test=None):
+    """skip() unless every tool is a command on the PATH and, when root is
+    given (why root is needed, in words), unless this runs as root."""
+    if root is not None and os.geteuid() != 0:
+        skip("needs root: %s" % root, test)
+    for tool in tools:
+        if shutil.which(tool) is None:
+            skip("%s not found: scripts/install-deps.sh --test installs it"
+                 % tool, test)
 
 # The integration tests' checks: each prints a line, the failures are
 # counted, and finish() reports them and sets the exit status.
