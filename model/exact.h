@@ -26,12 +26,12 @@ extern "C" {
 
 /*
  * Most retries of the exact arithmetic.  A(p) = 1 + p + ... + p^r of a
- * rational p = n/d has a denominator of r times d's digits, and every
- * evaluation of the map reduces it: at 100 retries x 10 tiers one
- * certification takes 0.4 s, at 10,000 retries (MS_MAX_RETRIES) a single
- * tier took 132 s (metastable solve --capacity 1 --retries 10000
- * --base-failure 0.1 --load 0.95).  Beyond it ms_analysis_certify leaves the
- * double root uncertified and ms_exact_check refuses the service.
+ * rational p = n/d has a denominator of r times d's digits (to the power
+ * of the tiers), so the cost of one evaluation of the map grows with r and
+ * the tiers: the slowest exact run of the tests, `metastable lab` at 100
+ * retries x 10 tiers and a load of 1e290, takes 1.5 s (doc/design.md
+ * §1.6).  Beyond the limit ms_analysis_certify leaves the double root
+ * uncertified and ms_exact_check refuses the service.
  */
 #define MS_EXACT_MAX_RETRIES 100
 
@@ -121,9 +121,9 @@ int ms_exact_certify(const ms_service_params *s, double lambda, double x,
  * (ms_exact_certify, relative width <= 2^-60), the self-inflicted load,
  * amplification and utilization follow it, and r->certified becomes true.
  *   ls  the landscape r was analysed with;  r  a report of ms_analyze
- * Allocates GMP numbers and costs up to hundreds of milliseconds with many
- * retries and tiers (398 ms measured at 100 x 10): for the command line and
- * the tests, never the per-interval path, which reports the double root.
+ * Allocates GMP numbers and its cost grows with the retries and tiers:
+ * for the command line and the tests, never the per-interval path, which
+ * reports the double root.
  * Returns MS_OK, leaving a report of the erlang model, of offered load 0 or
  * of more than MS_EXACT_MAX_RETRIES retries as it was (not certified);
  * MS_EINVAL for a NULL argument; MS_ENOCONV when no enclosure is found near the
