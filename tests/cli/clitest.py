@@ -49,6 +49,21 @@ def run(*args, env=None, stdin=None, cwd=None):
     return Result(list(args), proc)
 
 
+def have(tool):
+    """Whether a command is on the PATH.  Without it a check is left out,
+    unless MS_REQUIRE_ALL=1 (.ci/run, scripts/test.sh), where every check
+    must run: then its absence fails (tests/harness.py, skip)."""
+    import shutil
+    if shutil.which(tool):
+        return True
+    if os.environ.get("MS_REQUIRE_ALL") == "1":
+        raise AssertionError("%s not found (MS_REQUIRE_ALL=1: every test must "
+                             "run; scripts/install-deps.sh --test installs "
+                             "it)" % tool)
+    sys.stderr.write("%s not found: its checks are left out\n" % tool)
+    return False
+
+
 class CliTest(unittest.TestCase):
     def ok(self, *args, **kw):
         """Run, and require exit 0 and an empty stderr."""

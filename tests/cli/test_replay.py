@@ -9,7 +9,6 @@ import io
 import json
 import os
 import re
-import shutil
 import stat
 import tempfile
 import unittest
@@ -443,7 +442,7 @@ def runs(flags):
 PURPLE, GREEN, GREY = "#CC79A7", "#009E73", "#555555"
 
 
-@unittest.skipUnless(shutil.which("gnuplot"), "gnuplot is not installed")
+@unittest.skipUnless(clitest.have("gnuplot"), "gnuplot is not installed")
 class Plot(CliTest):
     """--plot: the picture's data (the gnuplot script, saved by a wrapper
     given as $METASTABLE_GNUPLOT) against the replay's CSV and, for the

@@ -5,7 +5,6 @@ option and its accepted range), 1 for runtime errors (naming the file and
 the reason); --help for every command; the man page is clean."""
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 
@@ -334,13 +333,13 @@ class Usage(CliTest):
                     th.group(2),
                     self.ok("--version").out.split()[-1])
                 # groff -ww warns about every questionable construct
-                if shutil.which("groff"):
+                if clitest.have("groff"):
                     r = subprocess.run(["groff", "-man", "-ww", "-z", page],
                                        capture_output=True, text=True)
                     self.assertEqual((r.returncode, r.stderr), (0, ""))
                 # mandoc: nothing but that it shows a month-and-year date
                 # as written (it parses only full dates)
-                if shutil.which("mandoc"):
+                if clitest.have("mandoc"):
                     r = subprocess.run(["mandoc", "-T", "lint", page],
                                        capture_output=True, text=True)
                     lines = [l for l in (r.stdout + r.stderr).splitlines()
@@ -387,7 +386,7 @@ class Usage(CliTest):
                               blocks[c], (c, opt))
 
     def test_rendered_service_label(self):
-        if not shutil.which("groff"):
+        if not clitest.have("groff"):
             self.skipTest("groff")
         page = os.path.join(SRCDIR, "doc/collectd-metastable.5")
         r = subprocess.run(["groff", "-man", "-Tutf8", "-P-cbou", page],
