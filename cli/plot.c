@@ -642,6 +642,16 @@ static int run_gnuplot(const ms_plot *p, const char *path, int out, char *err,
                "cannot draw %s: gnuplot not found (looked for '%s' in PATH): "
                "install the Debian package gnuplot-nox",
                path, prog);
+    else if (rc == EACCES && strchr(prog, '/') == NULL)
+      /* posix_spawnp says EACCES, not ENOENT, when a directory of PATH
+       * cannot be searched (a root-only one in a PATH that sudo or su
+       * kept) and the program is found nowhere else */
+      snprintf(err, errlen,
+               "cannot draw %s: '%s' could not be started from PATH "
+               "(permission denied: a directory of PATH is not searchable, "
+               "or the program is not executable); if it is missing, "
+               "install the Debian package gnuplot-nox",
+               path, prog);
     else
       snprintf(err, errlen, "cannot start %s: %s", prog, strerror(rc));
     return -1;
