@@ -1150,7 +1150,7 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
   }
   if (m->base_failure > 0)
     ADD(", base failure %s",
-        ms_cli_fmt_share(share, sizeof share, m->base_failure, 4));
+        ms_format_share(share, sizeof share, m->base_failure, 4));
   ADD(", %d retr%s", q->retries, q->retries == 1 ? "y" : "ies");
   if (q->has_tier_retries) {
     ADD(" at the dependency, then");
@@ -1172,12 +1172,12 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
     break;
   case MS_POLICY_ENVOY:
     ADD(", Envoy retry budget %s, min %g concurrent",
-        ms_cli_fmt_share(share, sizeof share, q->envoy_budget, 4),
+        ms_format_share(share, sizeof share, q->envoy_budget, 4),
         q->envoy_min_concurrency);
     break;
   case MS_POLICY_FINAGLE:
     ADD(", Finagle retry budget %s + %g/s, ttl %g s",
-        ms_cli_fmt_share(share, sizeof share, q->finagle_percent, 4),
+        ms_format_share(share, sizeof share, q->finagle_percent, 4),
         q->finagle_min_per_second, q->finagle_ttl);
     break;
   case MS_POLICY_AWS:
@@ -1189,7 +1189,7 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
   }
   if (q->has_budget)
     ADD(", retry budget %s",
-        ms_cli_fmt_share(share, sizeof share, q->retry_budget, 4));
+        ms_format_share(share, sizeof share, q->retry_budget, 4));
   if (q->has_token)
     ADD(", token ratio %.4g", q->token_ratio);
 #undef ADD
@@ -1197,16 +1197,6 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
 }
 
 /* ---- output ---------------------------------------------------------- */
-
-const char *ms_cli_fmt_share(char *buf, size_t len, double x, int digits) {
-  if (x == 0)
-    snprintf(buf, len, "0");
-  else if (100 * fabs(x) >= 1e-3)
-    snprintf(buf, len, "%.*g %%", digits, 100 * x);
-  else
-    snprintf(buf, len, "%.*g", digits, x); /* below 1e-5: %g's exponent */
-  return buf;
-}
 
 void ms_cli_csv_field(FILE *f, const char *text) {
   if (text[strcspn(text, ",\"\r\n")] == '\0') {

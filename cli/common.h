@@ -396,13 +396,6 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
 /* Output                                                              */
 /* ------------------------------------------------------------------ */
 
-/* A share x (a probability, a fraction, >= 0) for people, with digits
- * significant digits: exactly 0 as "0", else a percentage ("1 %",
- * "0.025 %") down to 0.001 %, below that the share itself in scientific
- * notation ("8.62e-40"), never a percentage of an exponent ("3.2e-43 %").
- * Into buf (at least 32 bytes), returned. */
-const char *ms_cli_fmt_share(char *buf, size_t len, double x, int digits);
-
 /* Write text as one CSV field (RFC 4180: quoted when it holds a comma, a
  * quote, or a line break; quotes doubled). */
 void ms_cli_csv_field(FILE *f, const char *text);

@@ -457,7 +457,7 @@ static const char *backoff_text(char *buf, size_t len, const ms_backoff *b) {
  * (at least 32 bytes): "0.7634 %" down to 0.001 %, below that in scientific
  * notation as a share ("8.6e-40"), never "8.6e-38 %"; exactly 0 as "0". */
 static const char *fmt_share(char *buf, size_t len, double x) {
-  return ms_cli_fmt_share(buf, len, x, 4);
+  return ms_format_share(buf, len, x, 4);
 }
 
 /* The scenario and the service, the head of both text outputs. */
@@ -534,17 +534,17 @@ static void write_text(const ms_cli_model *m, const ms_sim_config *c,
   if (s->settled_healthy)
     printf("settled:   at the healthy equilibrium (within %s) since "
            "%.6g s\n",
-           ms_cli_fmt_share(b, sizeof b, c->settle_tolerance, 3),
+           ms_format_share(b, sizeof b, c->settle_tolerance, 3),
            s->settled_at);
   else if (s->settled_collapsed)
     printf("settled:   at the collapsed equilibrium (within %s) since "
            "%.6g s\n",
-           ms_cli_fmt_share(b, sizeof b, c->settle_tolerance, 3),
+           ms_format_share(b, sizeof b, c->settle_tolerance, 3),
            s->settled_at);
   else
     printf("settled:   near no equilibrium (within %s) in the last "
            "window\n",
-           ms_cli_fmt_share(b, sizeof b, c->settle_tolerance, 3));
+           ms_format_share(b, sizeof b, c->settle_tolerance, 3));
   printf("last window: offered %.6g/s, attempts %.6g/s, failure ratio "
          "%s, state %s\n",
          s->final_offered, s->final_attempts,

@@ -77,6 +77,50 @@ bool ms_estimator_get(const ms_estimator *e, double *mean, double *se) {
   return true;
 }
 
+bool ms_estimator_standardize(const ms_estimator *e, double x, double w,
+                              double *z) {
+  if (e->samples < 2 || !(e->weight > 0) || !isfinite(x) || !(w > 0) ||
+      !isfinite(w))
+    return false;
+  double k = ms_estimator_effective_samples(e);
+  if (!(k > 1))
+    return false;
+  double sigma2 = e->scatter / e->count * (k / (k - 1));
+  double se2 = sigma2 * e->weight_sq / (e->weight * e->weight);
+  double var = sigma2 / w + se2;
+  if (!(var > 0) || !isfinite(var))
+    return false;
+  double v = (x - e->mean) / sqrt(var);
+  if (!isfinite(v))
+    return false;
+  *z = v;
+  return true;
+}
+
+int ms_cusum_add(ms_cusum *c, double z, unsigned long *since) {
+  if (isnan(z))
+    return 0;
+  z = fmin(fmax(z, -MS_CUSUM_CAP), MS_CUSUM_CAP);
+  c->up = fmax(0.0, c->up + z - MS_CUSUM_K);
+  c->down = fmax(0.0, c->down - z - MS_CUSUM_K);
+  c->up_n = c->up > 0 ? c->up_n + 1 : 0;
+  c->down_n = c->down > 0 ? c->down_n + 1 : 0;
+  int alarm = c->up > MS_CUSUM_H ? 1 : c->down > MS_CUSUM_H ? -1 : 0;
+  if (alarm != 0) {
+    if (since != NULL)
+      *since = alarm > 0 ? c->up_n : c->down_n;
+    *c = (ms_cusum){0};
+  }
+  return alarm;
+}
+
+double ms_cusum_level(const ms_cusum *c, unsigned long *since) {
+  bool up = c->up >= c->down;
+  if (since != NULL)
+    *since = up ? c->up_n : c->down_n;
+  return up ? c->up : c->down;
+}
+
 double ms_failure_residual(double observed, double predicted, double attempts) {
   if (!(observed >= 0 && observed <= 1 && predicted >= 0 && predicted <= 1 &&
         attempts > 0 && isfinite(attempts)))

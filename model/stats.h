@@ -74,6 +74,56 @@ bool ms_estimator_get(const ms_estimator *e, double *mean, double *se);
 double ms_estimator_effective_samples(const ms_estimator *e);
 
 /*
+ * ms_estimator_standardize: how far a new sample x of weight w lies from
+ * the estimate, in standard deviations of what a sample of that weight
+ * scatters by: z = (x - m) / sqrt(sigma^2 / w + se^2), sigma^2 the
+ * measured scatter per unit weight (above), se the mean's standard error.
+ *   x  finite;  w  finite, > 0
+ *   z  out: finite
+ * Returns false (z untouched) before the estimator has two samples, when
+ * its scatter is 0 (every sample equal: no scale to judge by), or for
+ * arguments outside the domain.  Source: the predictive distribution of
+ * a new observation under the weighted model of doc/design.md §1.8.
+ */
+bool ms_estimator_standardize(const ms_estimator *e, double x, double w,
+                              double *z);
+
+/*
+ * A two-sided CUSUM on standardized samples (E. S. Page, "Continuous
+ * inspection schemes", Biometrika 41, 1954): S+ = max(0, S+ + z - k),
+ * S- = max(0, S- - z - k), with each z clamped to +-MS_CUSUM_CAP so that
+ * a few wild samples (a trigger's) cannot raise an alarm alone: at
+ * least ceil(h / (cap - k)) = 6 samples beyond the cap are needed.
+ * With k = 0.5, h = 8 and the cap at 2, Siegmund's approximation
+ * (D. Siegmund, Sequential Analysis, 1985, ch. X) puts the false alarms
+ * at about one in 18,000 samples under no change, and a shift of 2
+ * standard deviations found after about 8 (tests/check_calibration.c
+ * holds both to a simulation).
+ */
+#define MS_CUSUM_K 0.5
+#define MS_CUSUM_H 8.0
+#define MS_CUSUM_CAP 2.0
+/* The level at which a change is suspected: half the threshold (the
+ * service time's error bar then covers it, doc/design.md §1.8). */
+#define MS_CUSUM_SUSPECT (MS_CUSUM_H / 2)
+typedef struct {
+  double up, down;            /* S+ and S- */
+  unsigned long up_n, down_n; /* samples since each was last 0 */
+} ms_cusum;
+
+/*
+ * ms_cusum_add: take standardized sample z (NaN is ignored).
+ * Returns +1 when S+ passes MS_CUSUM_H (a rise), -1 when S- does (a fall),
+ * else 0; on an alarm *since (may be NULL) is the samples since that sum
+ * was last 0 (the change's estimated start, this sample included) and the
+ * detector starts again from 0.
+ */
+int ms_cusum_add(ms_cusum *c, double z, unsigned long *since);
+
+/* The larger of S+ and S-, and the samples since it was last 0. */
+double ms_cusum_level(const ms_cusum *c, unsigned long *since);
+
+/*
  * ms_failure_residual: how far a failure ratio observed over n attempts is
  * from the model's failure probability p, as a signed likelihood-ratio
  * statistic (doc/design.md §1.8): with Anscombe's half-count correction

@@ -27,6 +27,66 @@ static double misfit_threshold(const ms_service_spec *s) {
 #define SERVICE_TIME_MAX_REL_ERROR 0.1
 /* A service time misfit is also this far (relatively) from the one used. */
 #define SERVICE_TIME_MISFIT 0.1
+/* The recovery tail after a storm, in which nothing is learned and the
+ * misfit window takes nothing: at least this long, and this many
+ * intervals (doc/design.md §1.8). */
+#define RECOVERY_TAIL_SECONDS 30.0
+#define RECOVERY_TAIL_INTERVALS 3u
+
+/* Whether this interval is in a storm or its recovery tail: the storm
+ * flag of the previous interval (this one's is not known yet), or a storm
+ * that ended less than the tail ago. */
+static bool unsettled(const ms_calibration *c, bool storm) {
+  return storm ||
+         (c->storm_seen && (c->calm_seconds < RECOVERY_TAIL_SECONDS ||
+                            c->calm_intervals < RECOVERY_TAIL_INTERVALS));
+}
+
+/* A service time sample this many standard deviations from the estimate
+ * is kept out of it (a trigger's slow requests: doc/design.md §1.8,
+ * "Changes"), though the change watch sees it. */
+#define OUTLIER_Z 4.0
+
+/* The storm clock: this interval (tau s) was in a storm, or not. */
+static void track_storms(ms_calibration *c, bool storm, double tau) {
+  if (storm) {
+    c->storm_seen = true;
+    c->calm_seconds = 0;
+    c->calm_intervals = 0;
+  } else if (c->storm_seen) {
+    c->calm_seconds += tau;
+    c->calm_intervals++;
+  }
+}
+
+/* The misfit window takes this interval's attempts and failures, outside
+ * storms and their tails, into the batch; a batch that spans
+ * MS_MISFIT_BATCH seconds goes into the estimators, judged by model m at
+ * its own attempt rate (doc/design.md §1.8, "The residual"). */
+static void feed_window(ms_calibration *c, const ms_failure_model *m,
+                        const ms_inference *inf, bool unsettled_now,
+                        double tau) {
+  ms_misfit_window *w = &c->window;
+  w->since += tau;
+  if (unsettled_now || !inf->has_observed_attempts ||
+      !inf->has_observed_failure || !(inf->observed_attempts >= 0))
+    return;
+  w->attempts += inf->observed_attempts * tau;
+  w->failures += inf->observed_failure * inf->observed_attempts * tau;
+  w->seconds += tau;
+  if (w->seconds < MS_MISFIT_BATCH)
+    return;
+  double x = w->attempts / w->seconds, p;
+  ms_estimator_add(&w->rate, x, w->seconds, w->since, NULL);
+  if (w->attempts > 0 && ms_failure_probability(m, x, &p, NULL) == MS_OK) {
+    ms_estimator_add(&w->observed, w->failures / w->attempts, w->attempts,
+                     w->since, NULL);
+    ms_estimator_add(&w->predicted, p, w->attempts, w->since, NULL);
+    ms_estimator_add(&w->excess, w->failures / w->attempts - p, w->attempts,
+                     w->since, NULL);
+  }
+  w->attempts = w->failures = w->seconds = w->since = 0;
+}
 
 /* The overload part of p(x) (doc/design.md §1.1): p(x) of the model
  * without its base failure, P(W > T) or (x - C)/x. */
@@ -98,6 +158,86 @@ ms_sample_kind ms_service_time_sample(const ms_inference *inf, long servers,
            ? inf->completion_rate * span
            : 1.0;
   return MS_SAMPLE_LATENCY;
+}
+
+/* Keep a sample in the change watch's ring. */
+static void watch_keep(ms_change_watch *cw, double x, double w, double dt) {
+  cw->x[cw->next] = x;
+  cw->w[cw->next] = w;
+  cw->dt[cw->next] = dt;
+  cw->next = (cw->next + 1) % MS_CHANGE_RING;
+  if (cw->n < MS_CHANGE_RING)
+    cw->n++;
+}
+
+/* The weighted mean of the ring's last `last` samples (all it holds when
+ * it holds fewer), with the fading the estimator would give them; 0
+ * samples: false. */
+static bool ring_mean(const ms_change_watch *cw, unsigned long last,
+                      double *mean) {
+  unsigned k = last < cw->n ? (unsigned)last : cw->n;
+  double sw = 0, swx = 0;
+  for (unsigned i = 1; i <= k; i++) {
+    unsigned j = (cw->next + MS_CHANGE_RING - i) % MS_CHANGE_RING;
+    sw += cw->w[j];
+    swx += cw->w[j] * cw->x[j];
+  }
+  if (!(sw > 0))
+    return false;
+  *mean = swx / sw;
+  return true;
+}
+
+/* The estimator started again from the ring's last `last` samples. */
+static void restart(ms_estimator *e, const ms_change_watch *cw,
+                    unsigned long last, double time_constant) {
+  ms_estimator_init(e, time_constant);
+  unsigned k = last < cw->n ? (unsigned)last : cw->n;
+  for (unsigned i = k; i > 0; i--) {
+    unsigned j = (cw->next + MS_CHANGE_RING - i) % MS_CHANGE_RING;
+    ms_estimator_add(e, cw->x[j], cw->w[j], i == k ? 0.0 : cw->dt[j], NULL);
+  }
+}
+
+/* One service time sample (x s, weight w), dt s after the previous one
+ * (doc/design.md §1.8, "Changes"): judged against the estimate once it
+ * rests on calibration_intervals samples; a change the CUSUM finds starts
+ * the estimator again from the samples since the change began (and says
+ * so in info); an outlier is kept out; anything else is learned. */
+static void learn_service_time(ms_calibration *c, const ms_service_spec *spec,
+                               double x, double w, double dt, char *info,
+                               size_t info_len) {
+  ms_change_watch *cw = &c->watch;
+  double z;
+  bool judged = c->service_time.samples >= min_samples(spec) &&
+                ms_estimator_standardize(&c->service_time, x, w, &z);
+  watch_keep(cw, x, w, dt);
+  cw->last_held_out = false;
+  if (!judged) {
+    ms_estimator_add(&c->service_time, x, w, dt, NULL);
+    return;
+  }
+  unsigned long since = 0;
+  int alarm = ms_cusum_add(&cw->cusum, z, &since);
+  if (alarm != 0) {
+    double before = NAN, after = NAN;
+    ms_estimator_get(&c->service_time, &before, NULL);
+    restart(&c->service_time, cw, since, time_constant(spec));
+    ring_mean(cw, since, &after);
+    cw->changes++;
+    if (info_len > 0 && info[0] == '\0')
+      snprintf(info, info_len,
+               "the service time changed: %.4g ms before, %.4g ms over the "
+               "last %lu samples; learning it again from those",
+               1e3 * before, 1e3 * after, since);
+    return;
+  }
+  if (fabs(z) > OUTLIER_Z) {
+    cw->held_out++;
+    cw->last_held_out = true;
+    return;
+  }
+  ms_estimator_add(&c->service_time, x, w, dt, NULL);
 }
 
 /* The base failure sample: the failure ratio where the model says nothing
@@ -205,20 +345,32 @@ void ms_calibration_update(ms_calibration *c, const ms_service_spec *spec,
     info[0] = '\0';
   if (problem_len > 0)
     problem[0] = '\0';
-  /* nothing to learn from: the file's parameters, at no cost */
-  if (spec->calibrate == 0 && !ms_input_observed(spec, MS_INPUT_BUSY) &&
-      !ms_input_observed(spec, MS_INPUT_COMPLETION) &&
-      !ms_input_observed(spec, MS_INPUT_LATENCY))
-    return;
+  if (!(tau > 0 && isfinite(tau)))
+    tau = 1.0;
   if (!c->ready) {
     double tc = time_constant(spec);
     ms_estimator_init(&c->service_time, tc);
     ms_estimator_init(&c->base_failure, tc);
     ms_estimator_init(&c->servers, tc);
+    ms_estimator_init(&c->window.rate, tc);
+    ms_estimator_init(&c->window.observed, tc);
+    ms_estimator_init(&c->window.predicted, tc);
+    ms_estimator_init(&c->window.excess, tc);
     c->ready = true;
   }
-  if (!(tau > 0 && isfinite(tau)))
-    tau = 1.0;
+  bool hold = unsettled(c, storm);
+  track_storms(c, storm, tau);
+  /* a storm forgets the change watch's evidence: the samples just before
+   * it are its trigger's, a transient; a real change shows again after */
+  if (storm)
+    c->watch.cusum = (ms_cusum){0};
+  feed_window(c, current ? &current->params.model : &params->model, inf, hold,
+              tau);
+  /* nothing to learn from: the file's parameters, at no cost */
+  if (spec->calibrate == 0 && !ms_input_observed(spec, MS_INPUT_BUSY) &&
+      !ms_input_observed(spec, MS_INPUT_COMPLETION) &&
+      !ms_input_observed(spec, MS_INPUT_LATENCY))
+    return;
   c->intervals++;
   /* a sample counts for at most one time constant of the estimator: a
    * trace's row after a gap of a day must not outweigh everything after
@@ -229,19 +381,24 @@ void ms_calibration_update(ms_calibration *c, const ms_service_spec *spec,
   ms_service_params in_use = *params;
   substitute(c, spec, current, &in_use);
   double x, w;
-  if (erlang && ms_service_time_sample(
-                    inf, in_use.model.servers,
-                    (spec->calibrate & MS_CALIBRATE_SERVERS) != 0, storm, tau,
-                    span, &x, &w, problem, problem_len) > MS_SAMPLE_NONE)
-    ms_estimator_add(&c->service_time, x, w, tau, NULL);
+  c->watch.since += tau;
+  if (erlang &&
+      ms_service_time_sample(inf, in_use.model.servers,
+                             (spec->calibrate & MS_CALIBRATE_SERVERS) != 0,
+                             storm, tau, span, &x, &w, problem,
+                             problem_len) > MS_SAMPLE_NONE &&
+      !hold) {
+    learn_service_time(c, spec, x, w, c->watch.since, info, info_len);
+    c->watch.since = 0;
+  }
   if (spec->calibrate & MS_CALIBRATE_BASE_FAILURE)
     sample_base_failure(c, current ? &current->params.model : &in_use.model,
-                        storm, inf, tau, span);
+                        hold, inf, tau, span);
   if (erlang && (spec->calibrate & MS_CALIBRATE_SERVERS))
     sample_servers(c, inf, tau);
   /* take into use what is known well enough now */
   int before = c->in_use;
-  size_t used = 0;
+  size_t used = info_len > 0 ? strlen(info) : 0;
   for (int i = 0; i < 3; i++) {
     int f = 1 << i;
     if (!(spec->calibrate & f) || (c->in_use & f) || !ready(c, spec, i))
@@ -267,6 +424,47 @@ void ms_calibration_update(ms_calibration *c, const ms_service_spec *spec,
     *params = in_use;
 }
 
+/* The misfit window's verdict (doc/design.md §1.8, "The residual"): the
+ * batches' mean excess e of the failure ratio q over the model's p at
+ * each batch's own attempt rate, as a z-score.  More failures than the
+ * model's (e > 0) are judged against the failures the model itself
+ * allows: binomial at p, widened by the dispersion the batches' ratios
+ * show (failures come in bursts); fewer (e < 0) against the batches'
+ * own scatter of e, which carries the noise of p where a batch's rate
+ * nears saturation.  Never less than the binomial error at the larger
+ * of q and p, so that a few stray failures where the model predicts none
+ * are not a misfit.  false until the window holds two batches. */
+typedef struct {
+  double attempts_rate, observed, predicted, z;
+} window_verdict;
+
+static bool window_residual(const ms_misfit_window *w, window_verdict *v) {
+  double x, p, e, se, q, se_q;
+  if (!ms_estimator_get(&w->rate, &x, NULL) ||
+      !ms_estimator_get(&w->predicted, &p, NULL) ||
+      !ms_estimator_get(&w->excess, &e, &se) ||
+      !ms_estimator_get(&w->observed, &q, &se_q))
+    return false;
+  double n = w->excess.weight; /* attempts in the window, faded */
+  double var;
+  if (e > 0) {
+    /* the dispersion: the ratios' scatter per attempt (se_q^2 = sigma^2
+     * sum a^2 w / (sum a w)^2) over a binomial one at their mean,
+     * q (1 - q); at least 1 */
+    double sigma2 = se_q * se_q * n * n / w->observed.weight_sq;
+    double phi = q > 0 && q < 1 ? sigma2 / (q * (1 - q)) : 1.0;
+    var = fmax(phi, 1.0) * p * (1 - p) / n;
+  } else {
+    var = se * se;
+  }
+  /* one failure where none is predicted is not a misfit: the count's own
+   * Poisson error at the larger ratio */
+  var = fmax(var, fmax(p * (1 - p), q * (1 - q)) / n);
+  var = fmax(var, 1.0 / (n * n)); /* finite when nothing fails */
+  *v = (window_verdict){x, q, p, e / sqrt(var)};
+  return isfinite(v->z);
+}
+
 void ms_calibration_report(const ms_calibration *c, const ms_service_spec *spec,
                            const ms_landscape *ls, const ms_inference *inf,
                            double tau, ms_report *r) {
@@ -277,6 +475,16 @@ void ms_calibration_report(const ms_calibration *c, const ms_service_spec *spec,
       ms_estimator_get(&c->service_time, &m, &se)) {
     r->has_service_time_estimate = r->has_service_time_error = true;
     r->service_time_estimate = m;
+    /* the latest sample held out, or a change suspected (the CUSUM past
+     * half its threshold) and not yet confirmed: the estimate may lag the
+     * samples since by their distance, which the error bar covers
+     * (doc/design.md §1.8, "Changes") */
+    unsigned long since;
+    double recent;
+    bool suspect = ms_cusum_level(&c->watch.cusum, &since) >= MS_CUSUM_SUSPECT;
+    if ((suspect || c->watch.last_held_out) &&
+        ring_mean(&c->watch, suspect && since > 0 ? since : 1, &recent))
+      se = hypot(se, recent - m);
     r->service_time_error = se;
     r->has_service_time_ratio = true;
     r->service_time_ratio = m * spec->params.model.service_rate;
@@ -301,10 +509,14 @@ void ms_calibration_report(const ms_calibration *c, const ms_service_spec *spec,
   if (inf->has_observed_attempts && inf->has_observed_failure &&
       ms_failure_probability(&ls->params.model, inf->observed_attempts, &p,
                              NULL) == MS_OK) {
-    r->has_model_failure_ratio = r->has_model_residual = true;
+    r->has_model_failure_ratio = true;
     r->model_failure_ratio = p;
-    r->model_residual = ms_failure_residual(inf->observed_failure, p,
-                                            inf->observed_attempts * tau);
+  }
+  /* the residual: the window's, not this interval's (doc/design.md §1.8) */
+  window_verdict v;
+  if (c->ready && window_residual(&c->window, &v)) {
+    r->has_model_residual = true;
+    r->model_residual = v.z;
   }
 }
 
@@ -362,13 +574,16 @@ bool ms_calibration_misfit(ms_calibration *c, const ms_service_spec *spec,
   c->misfit_warned = true;
   size_t used = 0;
   int n;
-  if (failures)
+  window_verdict v;
+  char obs[32], pred[32];
+  if (failures && window_residual(&c->window, &v))
     n = snprintf(msg, len,
-                 "the model does not fit %s: observed failures %.3g%% where "
-                 "the model predicts %.3g%% at %.5g attempts/s (z %+.3g)",
-                 spec->name, 100 * r->analysis.observed_failure_ratio,
-                 100 * r->model_failure_ratio,
-                 r->analysis.observed_effective_load, r->model_residual);
+                 "the model does not fit %s: observed failures %s where the "
+                 "model predicts %s at %.5g attempts/s (z %+.3g, over the "
+                 "last %.0f s outside storms)",
+                 spec->name, ms_format_share(obs, sizeof obs, v.observed, 3),
+                 ms_format_share(pred, sizeof pred, v.predicted, 3),
+                 v.attempts_rate, v.z, time_constant(spec));
   else
     n = snprintf(msg, len, "the model does not fit %s", spec->name);
   used = n > 0 ? (size_t)n : 0;

@@ -128,7 +128,7 @@ typedef enum {
     "the model's failure probability at the observed attempt rate")           \
   X(MODEL_RESIDUAL, model_residual, , MS_OUTPUT_OPTIONAL,                     \
     "z-score", "U", "U",                                                      \
-    "observed vs model failure ratio, signed likelihood-ratio z (0: fits)")   \
+    "observed vs model failures over a window outside storms, z (0: fits)")   \
   X(REPORTING, reporting, , MS_OUTPUT_FLAG,                                   \
     "0 or 1", "0", "1",                                                       \
     "1 for a report; 0, alone, when this interval's inputs gave none")

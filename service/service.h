@@ -357,14 +357,49 @@ ms_sample_kind ms_service_time_sample(const ms_inference *inf, long servers,
                                       double span, double *x, double *w,
                                       char *problem, size_t len);
 
+/* The misfit window (doc/design.md §1.8, "The residual"): the observed
+ * attempts and failures outside storms, pooled into batches of at least
+ * MS_MISFIT_BATCH seconds; each batch's failure ratio less the model's
+ * failure probability at the batch's attempt rate, in a fading estimator
+ * whose scatter is measured. */
+#define MS_MISFIT_BATCH 10.0
+typedef struct {
+  double attempts, failures, seconds; /* the batch being filled */
+  double since;          /* s since the last batch was taken, pauses included */
+  ms_estimator rate;     /* attempts/s of each batch, weight its seconds */
+  ms_estimator observed; /* failure ratio of each, weight its attempts */
+  ms_estimator predicted; /* the model's p at its rate, weight attempts */
+  ms_estimator excess;    /* failure ratio - p, weight its attempts */
+} ms_misfit_window;
+
+/* The service time's change watch (doc/design.md §1.8, "Changes"): a
+ * CUSUM on the standardized samples, and the last MS_CHANGE_RING samples
+ * (outliers held out of the estimate included), from which the estimator
+ * starts again after a change. */
+#define MS_CHANGE_RING 16
+typedef struct {
+  ms_cusum cusum;
+  double x[MS_CHANGE_RING], w[MS_CHANGE_RING], dt[MS_CHANGE_RING];
+  unsigned n, next;       /* samples held, the slot of the next */
+  double since;           /* s since the last sample, pauses included */
+  unsigned long changes;  /* restarts after a change */
+  unsigned long held_out; /* samples kept out of the estimate as outliers */
+  bool last_held_out;     /* the latest sample was one */
+} ms_change_watch;
+
 /* What calibration remembers of one service (doc/design.md §1.8). */
 typedef struct {
   ms_estimator service_time; /* s */
   ms_estimator base_failure; /* probability */
   ms_estimator servers;      /* busy servers while saturated */
+  ms_misfit_window window;   /* the model against the observed failures */
+  ms_change_watch watch;     /* of the service time */
   int in_use;                /* ms_calibrate_flags: learned values the
                                 model uses now */
   unsigned long intervals;   /* intervals stepped since the start */
+  bool storm_seen;           /* some interval was in a storm */
+  double calm_seconds;       /* s since the last one */
+  unsigned calm_intervals;   /* intervals since the last one */
   int misfit_streak;         /* consecutive intervals beyond the threshold */
   int fit_streak;            /* consecutive intervals within it */
   bool misfit_warned;        /* the misfit WARNING went out, not re-armed */

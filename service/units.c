@@ -172,3 +172,13 @@ const char *ms_format_double(char buf[32], double x) {
   }
   return buf;
 }
+
+const char *ms_format_share(char *buf, size_t len, double x, int digits) {
+  if (x == 0)
+    snprintf(buf, len, "0");
+  else if (100 * fabs(x) >= 1e-3)
+    snprintf(buf, len, "%.*g %%", digits, 100 * x);
+  else
+    snprintf(buf, len, "%.*g", digits, x); /* below 1e-5: %g's exponent */
+  return buf;
+}

@@ -25,6 +25,15 @@ extern "C" {
 const char *ms_format_double(char buf[32], double x);
 
 /*
+ * ms_format_share: a share x (a probability, a fraction, >= 0) for people,
+ * with `digits` significant digits: exactly 0 as "0", else a percentage
+ * ("1 %", "0.025 %") down to 0.001 %, below that the share itself in
+ * scientific notation ("8.62e-40"), never a percentage of an exponent
+ * ("3.2e-43 %").  Into buf (at least 32 bytes), returned.
+ */
+const char *ms_format_share(char *buf, size_t len, double x, int digits);
+
+/*
  * ms_parse_number: text is one finite number for strtod ("12", "1e-3",
  * " 2.5 "; blanks around it allowed).  Returns 0 with *out set, or -1.
  */

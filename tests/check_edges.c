@@ -353,6 +353,24 @@ static void drive_estimator(void) {
       verdict("ms_estimator_add", rc, 0, NULL, "then %a, %a, %a", -ex.v[i], w,
               dt);
       estimator_state(&e, "opposite", -ex.v[i], w, dt);
+      /* a new sample judged against it: finite whenever judged */
+      for (int k = 0; k < ex.n; k++) {
+        double z = 0;
+        COUNTED("ms_estimator_standardize",
+                ms_estimator_standardize(&e, ex.v[k], w, &z), "%a, %a", ex.v[k],
+                w);
+        VALUE("ms_estimator_standardize", z, "%a, %a", ex.v[k], w);
+      }
+    }
+  /* the change detector at every edge of z, twice each so that an alarm
+   * can come; its level stays finite */
+  ms_cusum cu = {0};
+  for (int round = 0; round < 2; round++)
+    for (int i = 0; i < ex.n; i++) {
+      unsigned long since = 0;
+      COUNTED("ms_cusum_add", ms_cusum_add(&cu, ex.v[i], &since), "%a",
+              ex.v[i]);
+      VALUE("ms_cusum_level", ms_cusum_level(&cu, NULL), "after %a", ex.v[i]);
     }
 }
 
@@ -1045,6 +1063,9 @@ static const row functions[] = {
     DRIVEN(ms_estimator_get, "estimator"),
     DRIVEN(ms_estimator_effective_samples, "estimator"),
     DRIVEN(ms_failure_residual, "probabilities"),
+    DRIVEN(ms_estimator_standardize, "estimator"),
+    DRIVEN(ms_cusum_add, "estimator"),
+    NO_DOUBLE(ms_cusum_level, "reads a detector"),
     DRIVEN(ms_wilson_interval, "statistics"),
     DRIVEN(ms_sort_doubles, "statistics"),
     DRIVEN(ms_quantile_sorted, "statistics"),
