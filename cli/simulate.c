@@ -534,13 +534,11 @@ static void write_text(const ms_cli_model *m, const ms_sim_config *c,
   if (s->settled_healthy)
     printf("settled:   at the healthy equilibrium (within %s) since "
            "%.6g s\n",
-           ms_format_share(b, sizeof b, c->settle_tolerance, 3),
-           s->settled_at);
+           ms_format_share(b, sizeof b, c->settle_tolerance, 3), s->settled_at);
   else if (s->settled_collapsed)
     printf("settled:   at the collapsed equilibrium (within %s) since "
            "%.6g s\n",
-           ms_format_share(b, sizeof b, c->settle_tolerance, 3),
-           s->settled_at);
+           ms_format_share(b, sizeof b, c->settle_tolerance, 3), s->settled_at);
   else
     printf("settled:   near no equilibrium (within %s) in the last "
            "window\n",
