@@ -40,14 +40,16 @@ static const char usage[] =
     "calibration inputs busy_servers, completion_rate, latency; one row\n"
     "per interval, times increasing (a row's rates cover the time since the\n"
     "row before).  The CSV of 'metastable simulate' is such a trace.  An\n"
-    "empty cell is an input without a value that interval: the row has no\n"
-    "verdict (reporting 0, the plugin's heartbeat) unless the service file\n"
-    "says missing: zero for that input.\n"
+    "empty cell is an input without a value that interval: for an input the\n"
+    "verdict needs, the row has no verdict (reporting 0, the plugin's\n"
+    "heartbeat) unless the service file says missing: zero for that input;\n"
+    "one it can go without (a calibration input, a queue_length beside the\n"
+    "attempts) costs only itself, and calibration_problem says so.\n"
     "The service's inputs come from the columns named like them; inputs the\n"
     "service file sets to a number keep that number.  Besides the plugin's\n"
     "values, a row says what calibration did (calibrate: in the service\n"
     "file): info, a learned value the model starts to use, and\n"
-    "calibration_problem, why an input gave no sample.\n";
+    "calibration_problem, why an input gave no sample or no value.\n";
 
 static const ms_cli_option options[] = {
     {"--format", "text|csv|json", MS_OPT_FORMAT,
@@ -201,13 +203,13 @@ static void write_text_row(const ms_trace_row *row, const ms_step *st,
 
 /* What replay tells on a terminal when it is done: the verdicts, the
  * notifications, and what calibration did (the learned values taken into
- * use, at most one line each; the rows whose calibration inputs gave no
- * sample, counted, with the first). */
+ * use, at most one line each; the rows with an input left out or no
+ * calibration sample, counted, with the first). */
 typedef struct {
   size_t rows, no_verdict, notes[5];
   size_t calibration_problems;
   int first_problem_line;
-  char first_problem[160];
+  char first_problem[256]; /* as ms_inference.calibration_problem */
   int n_info;
   int info_line[3];
   char info[3][256];
@@ -241,11 +243,12 @@ static void tally_print(const replay_tally *t, const char *name,
   for (int k = 0; k < t->n_info; k++)
     fprintf(stderr, "replay: %s:%d: %s\n", name, t->info_line[k], t->info[k]);
   if (t->calibration_problems > 0)
-    fprintf(stderr,
-            "replay: %zu row%s without a calibration sample, the first at "
-            "%s:%d: %s\n",
-            t->calibration_problems, t->calibration_problems == 1 ? "" : "s",
-            name, t->first_problem_line, t->first_problem);
+    fprintf(
+        stderr,
+        "replay: %zu row%s with an input left out or no calibration sample, "
+        "the first at %s:%d: %s\n",
+        t->calibration_problems, t->calibration_problems == 1 ? "" : "s", name,
+        t->first_problem_line, t->first_problem);
 }
 
 /* ---- the picture ------------------------------------------------------ */

@@ -294,18 +294,25 @@ static counter_slot *counter_lookup(counter_memory *m, const char *name) {
   return &m->slot[j];
 }
 
-/* Whether the type of identifier host/plugin[-i]/type[-i] is a COUNTER. */
-static int is_counter_type(const char *name) {
+/* The data source type (DS_TYPE_GAUGE, ...) of identifier
+ * host/plugin[-i]/type[-i] when its type has one data source; -1 when
+ * not known. */
+static int ds_type_of(const char *name) {
   const char *t = strrchr(name, '/');
   if (t == NULL)
-    return 0;
+    return -1;
   char type[DATA_MAX_NAME_LEN];
   sstrncpy(type, t + 1, sizeof type);
   char *dash = strchr(type, '-');
   if (dash != NULL)
     *dash = '\0';
   const data_set_t *ds = plugin_get_ds(type);
-  return ds != NULL && ds->ds_num == 1 && ds->ds[0].type == DS_TYPE_COUNTER;
+  return ds != NULL && ds->ds_num == 1 ? ds->ds[0].type : -1;
+}
+
+/* Whether the type of identifier host/plugin[-i]/type[-i] is a COUNTER. */
+static int is_counter_type(const char *name) {
+  return ds_type_of(name) == DS_TYPE_COUNTER;
 }
 
 /* A COUNTER that went down since the last read: a reset.  Remembers its raw
@@ -350,6 +357,14 @@ input_result inputs_read_one(inputs_t *in, const char *name, double *value,
     snprintf(why, len, "'%s' has %zu data sources; name a type with one", name,
              n);
     r = INPUT_BAD;
+  } else if (isnan(rates[0]) && ds_type_of(name) == DS_TYPE_GAUGE) {
+    /* collectd's statsd timers and tail averages are NaN in an interval
+     * without a sample: nothing to wait for, unlike a counter */
+    snprintf(why, len,
+             "'%s' is NaN: a gauge without a value this interval (a "
+             "statsd timer or a tail average without samples)",
+             name);
+    r = INPUT_NO_RATE;
   } else if (isnan(rates[0])) {
     snprintf(why, len,
              "'%s' has no rate this interval (first sample, or a "
@@ -432,17 +447,19 @@ input_result inputs_read_service(inputs_t *in, size_t service,
   memset(values, 0, sizeof *values);
   for (int i = 0; i < MS_INPUT_COUNT; i++)
     glob[i].matched = glob[i].summed = 0;
+  char first[512] = ""; /* the first input left out, and why */
   for (int i = 0; i < MS_INPUT_COUNT; i++) {
     const ms_source *src = &si->spec->inputs[i];
     input_result r = INPUT_OK;
+    char msg[512];
     if (src->kind == MS_SOURCE_IDENTIFIER) {
       char sub[300];
       r = inputs_read_one(in, src->pattern, &values->value[i], sub, sizeof sub);
       if (r != INPUT_OK)
-        snprintf(why, len, "input %s: %s", ms_input_name(i), sub);
+        snprintf(msg, sizeof msg, "input %s: %s", ms_input_name(i), sub);
     } else if (src->kind == MS_SOURCE_GLOB) {
       r = read_glob(in, src, &si->globs[i], (ms_input_id)i, &values->value[i],
-                    &glob[i], why, len);
+                    &glob[i], msg, sizeof msg);
     } else {
       continue;
     }
@@ -450,10 +467,27 @@ input_result inputs_read_service(inputs_t *in, size_t service,
      * takes as 0; a value without a rate still fails the service */
     if (r == INPUT_ABSENT && src->missing == MS_MISSING_ZERO)
       continue;
-    if (r != INPUT_OK)
+    if (r == INPUT_OK) {
+      values->has[i] = true;
+      continue;
+    }
+    ms_input_role role = ms_input_role_of(si->spec, (ms_input_id)i);
+    if (role == MS_INPUT_NEEDED) {
+      sstrncpy(why, msg, len);
       return r;
-    values->has[i] = true;
+    }
+    /* An input the verdict can go without costs only itself: the service
+     * layer gets what a trace's empty cell (absent) or NaN cell holds, and
+     * decides as it does for a replay; the reason is this one, which names
+     * the identifier. */
+    if (r != INPUT_ABSENT) {
+      values->has[i] = true;
+      values->value[i] = NAN;
+    }
+    if (first[0] == '\0' && role != MS_INPUT_UNUSED)
+      sstrncpy(first, msg, sizeof first);
   }
+  sstrncpy(why, first, len);
   return INPUT_OK;
 }
 

@@ -32,7 +32,8 @@ typedef enum {
   INPUT_ABSENT,  /* not in collectd's cache (not dispatched yet, or expired);
                     a glob: no identifier matches */
   INPUT_NO_RATE, /* in the cache without a rate this interval: a first
-                    sample, or a COUNTER reset */
+                    sample, a COUNTER reset, or a GAUGE that is NaN (a
+                    statsd timer without samples) */
   INPUT_BAD,     /* unusable: several data sources, or infinite */
 } input_result;
 
@@ -92,11 +93,16 @@ typedef struct {
  * the input.  An input with `missing: zero` that is INPUT_ABSENT (not in
  * the cache; a glob without a match, or whose matches all expired) is left
  * with has[] false and does not fail the service: the service layer counts
- * it as 0.  Returns INPUT_OK, or the result of the first input without a
- * value, with why saying which input and what ("input arrival_rate: ...");
- * for a glob none of whose matches has a rate, the result of the first
- * match left out.  glob[i] is filled in for every glob input that gave a
- * value, even when a later input fails.
+ * it as 0.  An input the verdict can go without (ms_input_role_of: not
+ * MS_INPUT_NEEDED) that has no value does not fail the service either: it
+ * is left as a trace's cell would hold it, has[] false when absent, a NaN
+ * otherwise, for the service layer to leave out.  Returns INPUT_OK with why
+ * "" or the first such input's reason ("input latency: ..."; not for an
+ * unused input), or the result of the first needed input without a value,
+ * with why saying which input and what ("input arrival_rate: ..."); for a
+ * glob none of whose matches has a rate, the result of the first match
+ * left out.  glob[i] is filled in for every glob input that gave a value,
+ * even when a later input fails.
  */
 input_result inputs_read_service(inputs_t *in, size_t service,
                                  ms_inputs *values,

@@ -652,12 +652,19 @@ static void read_service(plugin_state *st, size_t s, cycle *cy) {
   log_glob_sums(st, ss, glob);
   in.interval = CDTIME_T_TO_DOUBLE(st->interval);
   if (ok) {
+    /* why: "" or an input the verdict went without, which the service
+     * layer also names (the same input: the first one of the service's
+     * left out); this reason names the identifier */
+    char left_out[sizeof step.inference.calibration_problem];
+    sstrncpy(left_out, why, sizeof left_out);
     /* the tracker defers its stall_tolerance search (reload_service_init)
      * to run_searches */
     ms_tracker_step(&ss->tracker, ss->spec, &in, &step);
     ok = step.ok;
     if (!ok)
       sstrncpy(why, step.problem, sizeof why);
+    else if (left_out[0] != '\0')
+      memcpy(step.inference.calibration_problem, left_out, sizeof left_out);
   }
   if (!ok) {
     if (cy->n_bad < MAX_NAMED_PER_CYCLE) {

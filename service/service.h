@@ -183,6 +183,46 @@ void ms_service_file_free(ms_service_file *f);
  * identifier or a glob.  An input set to a number observes nothing. */
 bool ms_input_observed(const ms_service_spec *sp, ms_input_id id);
 
+/* What an input is for in one service, and so what an interval without a
+ * usable value of it (absent, NaN, negative, infinite) costs. */
+typedef enum {
+  MS_INPUT_NEEDED = 0,  /* the verdict needs it: the service reports nothing
+                           that interval (reporting 0) */
+  MS_INPUT_EXTRA,       /* it adds to the verdict (queue_length: drain_time,
+                           and a backlog as evidence) but the service reports
+                           without it, saying so */
+  MS_INPUT_CALIBRATION, /* it only teaches calibration (doc/design.md
+                           §1.8): the interval gives no sample, the service
+                           reports, saying so */
+  MS_INPUT_UNUSED,      /* the service's other inputs leave it unused (or it
+                           is not configured): nothing is lost */
+} ms_input_role;
+
+/*
+ * ms_input_role_of: the role of input id in service sp, the one place it
+ * is decided: ms_infer (and with it `metastable replay`) and the plugin's
+ * reads (plugin/inputs.c) both ask here, so that a trace's empty or NaN
+ * cell and collectd's absent or NaN value cost the same.  By input
+ * (doc/configuration.md, "What the verdict needs"):
+ *   offered_rate, arrival_rate, pool_size: needed (the offered load, the
+ *     observed attempts, the model's servers);
+ *   retry_rate: needed, unless both offered_rate and arrival_rate are
+ *     configured (then the offered load and the attempts come from them:
+ *     unused);
+ *   error_rate: needed with arrival_rate (the failure ratio, and the
+ *     offered load from it), unused without;
+ *   queue_length: extra in the capacity model (no timeout horizon: it
+ *     gives drain_time only) and in the erlang model beside another
+ *     observation read from collectd (attempts, or a failure ratio, which
+ *     still show a storm); needed when it is an erlang service's only
+ *     observation (without it the storm flag would come from the model
+ *     alone);
+ *   busy_servers, completion_rate, latency: calibration.
+ * Pure; an input that is not configured, or an id out of range, is
+ * MS_INPUT_UNUSED.
+ */
+ms_input_role ms_input_role_of(const ms_service_spec *sp, ms_input_id id);
+
 /* A service's settings with their defaults filled in: the one place where
  * a 0 of ms_service_spec becomes its default. */
 typedef struct {
@@ -287,8 +327,11 @@ typedef struct {
   bool has_completion_rate;
   double completion_rate; /* attempts completed per second */
   bool has_latency;
-  double latency;                /* s, mean service time */
-  char calibration_problem[160]; /* "" or why an input gave no sample */
+  double latency; /* s, mean service time */
+  /* "" or why an input the verdict can go without (ms_input_role_of:
+   * extra or calibration) has no value this interval, or gave calibration
+   * no sample */
+  char calibration_problem[256];
 } ms_inference;
 
 /*
@@ -298,9 +341,11 @@ typedef struct {
  * Observed attempts: arrival_rate, else offered_rate + retry_rate.
  * Observed failure: error_rate / arrival_rate (when arrival_rate > 0).
  * Pool: pool_size rounded, else the file's servers.
- * Calibration inputs (busy_servers, completion_rate, latency), times
- * their scale: when one has no usable value it is left out and
- * calibration_problem says why; the step goes on.
+ * Only the inputs the verdict needs (ms_input_role_of) must have a usable
+ * value.  One it can go without (extra, calibration), times its scale as
+ * every input is, is left out when it has none, and calibration_problem
+ * says why (the first such input's reason); the step goes on.  An unused
+ * input is not read.
  * An absent input (has[] false) with `missing: zero` counts as 0.
  * Returns 0, or -1 with *bad the input at fault (MS_INPUT_COUNT when the
  * inputs cannot give an offered load at all) and problem saying what is

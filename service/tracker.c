@@ -64,9 +64,68 @@ static int need(const ms_service_spec *spec, const ms_inputs *in,
   return 0;
 }
 
-static bool calibration_input(int id) {
-  return id == MS_INPUT_BUSY || id == MS_INPUT_COMPLETION ||
-         id == MS_INPUT_LATENCY;
+static bool configured(const ms_service_spec *sp, ms_input_id id) {
+  return sp->inputs[id].kind != MS_SOURCE_NONE;
+}
+
+/* Whether the service observes its attempts or its failure ratio through
+ * an input read from collectd, as ms_infer below reads them. */
+static bool observes_attempts_or_failures(const ms_service_spec *sp) {
+  if (configured(sp, MS_INPUT_ARRIVAL))
+    return ms_input_observed(sp, MS_INPUT_ARRIVAL) ||
+           ms_input_observed(sp, MS_INPUT_ERROR);
+  return configured(sp, MS_INPUT_OFFERED) &&
+         ms_input_observed(sp, MS_INPUT_RETRY);
+}
+
+/* The decision, input by input, with its reason (service.h; the table of
+ * doc/configuration.md, "What the verdict needs", says the same). */
+ms_input_role ms_input_role_of(const ms_service_spec *sp, ms_input_id id) {
+  if ((unsigned)id >= MS_INPUT_COUNT || !configured(sp, id))
+    return MS_INPUT_UNUSED;
+  switch (id) {
+  case MS_INPUT_OFFERED: /* the offered load itself */
+  case MS_INPUT_ARRIVAL: /* the observed attempts, which say on which branch
+                            the service is; the offered load without
+                            offered_rate */
+  case MS_INPUT_POOL:    /* the model's servers: no landscape without */
+    return MS_INPUT_NEEDED;
+  case MS_INPUT_RETRY:
+    /* the offered load (arrival_rate - retry_rate) without offered_rate,
+     * the attempts (offered_rate + retry_rate) without arrival_rate; with
+     * both, neither */
+    return configured(sp, MS_INPUT_OFFERED) && configured(sp, MS_INPUT_ARRIVAL)
+               ? MS_INPUT_UNUSED
+               : MS_INPUT_NEEDED;
+  case MS_INPUT_ERROR:
+    /* the failure ratio error_rate / arrival_rate, the storm's strongest
+     * evidence, and the offered load from it; nothing without
+     * arrival_rate */
+    return configured(sp, MS_INPUT_ARRIVAL) ? MS_INPUT_NEEDED : MS_INPUT_UNUSED;
+  case MS_INPUT_QUEUE:
+    /* drain_time, and in the erlang model a backlog past the timeout
+     * horizon as evidence of a storm.  Beside attempts or failures read
+     * from collectd, which show a storm too, an interval without it loses
+     * only that; alone, the storm flag would come from the model alone
+     * without it, which is no verdict from observations */
+    return sp->params.model.kind == MS_MODEL_ERLANG &&
+                   !observes_attempts_or_failures(sp)
+               ? MS_INPUT_NEEDED
+               : MS_INPUT_EXTRA;
+  case MS_INPUT_BUSY:       /* the service time by the utilisation law, */
+  case MS_INPUT_COMPLETION: /* and the pool while saturated (§1.8) */
+  case MS_INPUT_LATENCY:    /* the service time, directly */
+    return MS_INPUT_CALIBRATION;
+  case MS_INPUT_COUNT:
+    break;
+  }
+  return MS_INPUT_UNUSED;
+}
+
+/* Keep why as the inference's calibration_problem unless it has one. */
+static void left_out(ms_inference *r, const char *why) {
+  if (r->calibration_problem[0] == '\0')
+    snprintf(r->calibration_problem, sizeof r->calibration_problem, "%s", why);
 }
 
 /* The calibration inputs read from collectd (or a trace): a value each may
@@ -83,9 +142,7 @@ static void read_calibration_inputs(const ms_service_spec *spec,
     ms_input_id bad;
     char why[sizeof r->calibration_problem];
     if (need(spec, in, id, val[i], &bad, why, sizeof why) != 0) {
-      if (r->calibration_problem[0] == '\0')
-        snprintf(r->calibration_problem, sizeof r->calibration_problem, "%s",
-                 why);
+      left_out(r, why);
       continue;
     }
     *has[i] = true;
@@ -95,7 +152,6 @@ static void read_calibration_inputs(const ms_service_spec *spec,
 int ms_infer(const ms_service_spec *spec, const ms_inputs *in,
              ms_inference *out, ms_input_id *bad, char *problem,
              size_t problem_len) {
-  const ms_source *src = spec->inputs;
   ms_inference r;
   memset(&r, 0, sizeof r);
   double v[MS_INPUT_COUNT] = {0};
@@ -105,8 +161,22 @@ int ms_infer(const ms_service_spec *spec, const ms_inputs *in,
   bool read[MS_INPUT_COUNT] = {0};
   int n_read = 0, n_absent = 0;
   for (int i = 0; i < MS_INPUT_COUNT; i++) {
-    if (src[i].kind == MS_SOURCE_NONE || calibration_input(i))
+    ms_input_role role = ms_input_role_of(spec, (ms_input_id)i);
+    if (role == MS_INPUT_UNUSED || role == MS_INPUT_CALIBRATION)
       continue;
+    if (role == MS_INPUT_EXTRA) {
+      /* the verdict goes on without it, and says so */
+      ms_input_id ignored;
+      char why[sizeof r.calibration_problem];
+      if (need(spec, in, (ms_input_id)i, &v[i], &ignored, why, sizeof why) !=
+          0) {
+        left_out(&r, why);
+        continue;
+      }
+      have[i] = true;
+      read[i] = ms_input_observed(spec, (ms_input_id)i);
+      continue;
+    }
     if (need(spec, in, (ms_input_id)i, &v[i], bad, problem, problem_len) != 0)
       return -1;
     have[i] = true;

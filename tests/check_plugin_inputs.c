@@ -49,6 +49,7 @@ START_TEST(test_read_one) {
   stub_cache_set("h/p/gauge-x", 2.5);
   stub_cache_set("h/p/derive-first", NAN);
   stub_cache_set("h/p/gauge-inf", INFINITY);
+  stub_cache_set("h/statsd/latency-t-average", NAN);
   stub_cache_set_sources("h/p/load", 1.0, 3);
   stub_cache_commit();
   ck_assert_int_eq(inputs_read_one(in, "h/p/gauge-x", &v, why, sizeof why),
@@ -59,6 +60,14 @@ START_TEST(test_read_one) {
                    INPUT_NO_RATE);
   ck_assert_str_eq(why, "'h/p/derive-first' has no rate this interval (first "
                         "sample, or a counter reset)");
+  /* a gauge is NaN when it has nothing to say (a statsd timer without
+   * samples): no counter to wait for */
+  ck_assert_int_eq(
+      inputs_read_one(in, "h/statsd/latency-t-average", &v, why, sizeof why),
+      INPUT_NO_RATE);
+  ck_assert_str_eq(why, "'h/statsd/latency-t-average' is NaN: a gauge "
+                        "without a value this interval (a statsd timer or a "
+                        "tail average without samples)");
   ck_assert_int_eq(inputs_read_one(in, "h/p/gauge-inf", &v, why, sizeof why),
                    INPUT_BAD);
   ck_assert_str_eq(why, "'h/p/gauge-inf' is infinite");
@@ -205,6 +214,86 @@ START_TEST(test_missing_zero) {
   stub_cache_remove("h/statsd/derive-req");
   ck_assert_int_eq(inputs_read_service(in, 0, &values, glob, why, sizeof why),
                    INPUT_ABSENT);
+  inputs_destroy(in);
+  ms_service_file_free(&f);
+}
+END_TEST
+
+/* Inputs the verdict can go without (ms_input_role_of): a calibration
+ * input, queue_length beside the attempts, retry_rate beside offered_rate
+ * and arrival_rate.  Without a value they do not fail the service: left as
+ * a trace's cell would hold them (absent: has[] false; NaN), the first
+ * one's reason in why, an unused one not named.  A needed input still
+ * fails it. */
+START_TEST(test_left_out) {
+  ms_service_file f;
+  load(&f, "      offered_rate: \"h/statsd/derive-req\"\n"
+           "      arrival_rate: \"h/statsd/derive-att\"\n"
+           "      retry_rate: \"h/statsd/derive-retries\"\n"
+           "      queue_length: \"h/p/gauge-queue\"\n"
+           "      latency: \"h/statsd/latency-t-average\"\n"
+           "      busy_servers: \"*/p/gauge-busy\"\n");
+  const ms_service_spec *sp = &f.services[0];
+  ck_assert_int_eq(ms_input_role_of(sp, MS_INPUT_RETRY), MS_INPUT_UNUSED);
+  ck_assert_int_eq(ms_input_role_of(sp, MS_INPUT_QUEUE), MS_INPUT_EXTRA);
+  inputs_t *in = inputs_create(f.services, f.n_services);
+  ms_inputs values;
+  inputs_glob_sum glob[MS_INPUT_COUNT];
+  char why[512];
+  stub_cache_set("h/statsd/derive-req", 10.0);
+  stub_cache_set("h/statsd/derive-att", 12.0);
+  stub_cache_set("h/statsd/derive-retries", 2.0);
+  stub_cache_set("h/p/gauge-queue", 3.0);
+  stub_cache_set("h/statsd/latency-t-average", 0.05);
+  stub_cache_set("web1/p/gauge-busy", 4.0);
+  stub_cache_commit();
+  inputs_refresh(in);
+  ck_assert_int_eq(inputs_read_service(in, 0, &values, glob, why, sizeof why),
+                   INPUT_OK);
+  ck_assert_str_eq(why, "");
+  for (int i = 0; i < MS_INPUT_COUNT; i++)
+    ck_assert(values.has[i] == (sp->inputs[i].kind != MS_SOURCE_NONE));
+  /* the storm: nothing succeeds, the timer has no sample */
+  stub_cache_set("h/statsd/latency-t-average", NAN);
+  ck_assert_int_eq(inputs_read_service(in, 0, &values, glob, why, sizeof why),
+                   INPUT_OK);
+  ck_assert_str_eq(why, "input latency: 'h/statsd/latency-t-average' is NaN: "
+                        "a gauge without a value this interval (a statsd "
+                        "timer or a tail average without samples)");
+  ck_assert(values.has[MS_INPUT_LATENCY] &&
+            isnan(values.value[MS_INPUT_LATENCY]));
+  ck_assert(values.value[MS_INPUT_OFFERED] == 10.0 &&
+            values.value[MS_INPUT_ARRIVAL] == 12.0);
+  /* the first left out is named: the queue gone, the glob without a
+   * match, the unused retries gone (not named) */
+  stub_cache_remove("h/p/gauge-queue");
+  stub_cache_remove("web1/p/gauge-busy");
+  stub_cache_remove("h/statsd/derive-retries");
+  inputs_refresh(in);
+  ck_assert_int_eq(inputs_read_service(in, 0, &values, glob, why, sizeof why),
+                   INPUT_OK);
+  ck_assert_str_eq(why, "input queue_length: 'h/p/gauge-queue' is not in "
+                        "collectd's cache (not dispatched yet, or expired)");
+  ck_assert(!values.has[MS_INPUT_QUEUE] && !values.has[MS_INPUT_BUSY] &&
+            !values.has[MS_INPUT_RETRY]);
+  ck_assert(values.has[MS_INPUT_LATENCY]);
+  /* what the service layer makes of it: a verdict, the same reason */
+  ms_step st;
+  ms_tracker tr;
+  ms_tracker_init(&tr);
+  values.interval = 1;
+  ms_tracker_step(&tr, sp, &values, &st);
+  ck_assert_msg(st.ok, "%s", st.problem);
+  ck_assert_str_eq(st.inference.calibration_problem,
+                   "input queue_length has no value this interval");
+  ck_assert(!st.report.analysis.has_drain_time);
+  /* a needed input still fails the service, whatever else is missing */
+  stub_cache_set("h/statsd/derive-att", NAN);
+  ck_assert_int_eq(inputs_read_service(in, 0, &values, glob, why, sizeof why),
+                   INPUT_NO_RATE);
+  ck_assert_str_eq(why, "input arrival_rate: 'h/statsd/derive-att' has no "
+                        "rate this interval (first sample, or a counter "
+                        "reset)");
   inputs_destroy(in);
   ms_service_file_free(&f);
 }
@@ -367,6 +456,7 @@ int main(void) {
   tcase_add_test(tc, test_counter_memory_grows);
   tcase_add_test(tc, test_service_identifiers);
   tcase_add_test(tc, test_missing_zero);
+  tcase_add_test(tc, test_left_out);
   suite_add_tcase(s, tc);
   tc = tcase_create("globs");
   tcase_add_checked_fixture(tc, setup, teardown);

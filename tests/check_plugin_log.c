@@ -165,6 +165,119 @@ START_TEST(test_broken_file_fails_configuration) {
 }
 END_TEST
 
+/* ---- inputs the verdict can go without -------------------------------- */
+
+/* What the plugin dispatched for "learned" (0) and "plain" (1) in the last
+ * cycle: reporting, storm, state; -1 when not dispatched. */
+static double got[2][3];
+static char notice[1024];
+static size_t warnings_about_learned;
+
+static void on_value(const value_list_t *vl) {
+  static const char *const types[] = {"reporting", "storm", "state"};
+  int svc = strcmp(vl->plugin_instance, "learned") == 0 ? 0
+            : strcmp(vl->plugin_instance, "plain") == 0 ? 1
+                                                        : -1;
+  for (int k = 0; k < 3 && svc >= 0; k++)
+    if (strcmp(vl->type, types[k]) == 0)
+      got[svc][k] = vl->values[0].gauge;
+}
+
+static void on_log(int level, const char *msg) {
+  if (level == LOG_NOTICE && strstr(msg, "calibration:") != NULL)
+    snprintf(notice, sizeof notice, "%s", msg);
+  if (level <= LOG_WARNING && strstr(msg, "\"learned\"") != NULL)
+    warnings_about_learned++;
+}
+
+/* One cycle with these inputs (NAN: a NaN gauge). */
+static void cycle_with(double offered, double attempts, double errors,
+                       double latency) {
+  stub_cache_set("h/p/gauge-offered", offered);
+  stub_cache_set("h/p/gauge-attempts", attempts);
+  stub_cache_set("h/p/gauge-errors", errors);
+  stub_cache_set("h/p/gauge-latency", latency);
+  stub_cache_commit();
+  for (int k = 0; k < 6; k++)
+    got[k / 3][k % 3] = -1;
+  ck_assert_int_eq(stub_call_read(), 0);
+}
+
+/* The issue's storm on the stand-in: "learned" reads a latency gauge that
+ * is NaN when nothing succeeds, and learns its service time from it;
+ * "plain" is the same service without it, the reference.  Through the
+ * storm learned reports what plain reports, pages once as plain does, and
+ * logs the latency as a calibration NOTICE, not as a service that reports
+ * nothing.  A NaN input the verdict needs still silences both. */
+START_TEST(test_calibration_input_nan) {
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  FILE *y = fdopen(fd, "w");
+  static const char model[] =
+      "    model: erlang\n    servers: 10\n    service_time: 100ms\n"
+      "    timeout: 1s\n    retries: 2\n";
+  static const char inputs[] = "      offered_rate: h/p/gauge-offered\n"
+                               "      arrival_rate: h/p/gauge-attempts\n"
+                               "      error_rate: h/p/gauge-errors\n";
+  fprintf(y,
+          "services:\n  - name: learned\n%s    calibrate: [service_time]\n"
+          "    inputs:\n%s      latency: h/p/gauge-latency\n"
+          "  - name: plain\n%s    inputs:\n%s",
+          model, inputs, model, inputs);
+  fclose(y);
+  module_register();
+  static const char *const opts[] = {"Interval", "1", "NewSeriesPerInterval",
+                                     "0", NULL};
+  ck_assert_msg(stub_call_config_options(path, opts) == 0 &&
+                    stub_call_init() == 0,
+                "%s", stub_last_warning());
+  stub_on_value = on_value;
+  stub_on_log = on_log;
+  notice[0] = '\0';
+  warnings_about_learned = 0;
+  stub_counters_reset();
+  /* healthy at 50 req/s, the handler's 100 ms measured */
+  for (int i = 0; i < 3; i++) {
+    cycle_with(50, 50, 0, 0.1);
+    ck_assert(got[0][0] == 1 && got[1][0] == 1);
+    ck_assert(got[0][1] == 0 && got[1][1] == 0);
+  }
+  /* the storm: 60 req/s, every attempt of three failing, no latency */
+  for (int i = 0; i < 4; i++) {
+    cycle_with(60, 180, 180, NAN);
+    ck_assert_msg(got[0][0] == 1, "cycle %d: learned reports nothing", i);
+    ck_assert(got[1][0] == 1 && got[1][1] == 1);
+    ck_assert_double_eq(got[0][1], got[1][1]);
+    ck_assert_double_eq(got[0][2], got[1][2]);
+  }
+  stub_counters c;
+  stub_counters_get(&c);
+  ck_assert_uint_eq(c.notifications_failure, 2);
+  ck_assert_str_eq(notice, "metastable plugin: service \"learned\": "
+                           "calibration: input latency: 'h/p/gauge-latency' "
+                           "is NaN: a gauge without a value this interval (a "
+                           "statsd timer or a tail average without samples)");
+  ck_assert_uint_eq(warnings_about_learned, 0);
+  /* gone from collectd: the same */
+  stub_cache_remove("h/p/gauge-latency");
+  ck_assert_int_eq(stub_call_read(), 0);
+  ck_assert(got[0][0] == 1 && got[0][1] == 1);
+  ck_assert_uint_eq(warnings_about_learned, 0);
+  /* a needed input NaN: no verdict for either */
+  cycle_with(NAN, 180, 180, NAN);
+  ck_assert(got[0][0] == 0 && got[1][0] == 0);
+  ck_assert(got[0][1] == -1 && got[1][1] == -1);
+  ck_assert_uint_eq(warnings_about_learned, 1);
+  ck_assert_msg(strstr(stub_last_warning(),
+                       "input offered_rate: 'h/p/gauge-offered' is NaN") !=
+                    NULL,
+                "%s", stub_last_warning());
+  stub_on_value = NULL;
+  stub_on_log = NULL;
+  stop();
+}
+END_TEST
+
 /* ---- flapping inputs ------------------------------------------------- */
 
 #define FLAP_SERVICES 12
@@ -335,6 +448,9 @@ int main(void) {
   tcase_add_test(tc, test_few_named_one_by_one);
   tcase_add_test(tc, test_many_named_in_the_summary);
   tcase_add_test(tc, test_summary_bounded);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("left out");
+  tcase_add_test(tc, test_calibration_input_nan);
   suite_add_tcase(s, tc);
   tc = tcase_create("start");
   tcase_add_test(tc, test_broken_file_fails_configuration);

@@ -959,6 +959,128 @@ START_TEST(test_infer_missing_zero) {
 }
 END_TEST
 
+/* The role of each input (ms_input_role_of) against what ms_infer does
+ * with it, over every set of load inputs a service file may have (offered
+ * rate, or arrival rate with retry or error rate), both models, with and
+ * without queue_length and pool_size, every calibration input read: each
+ * configured input in turn NaN, the others usable.  A needed input stops
+ * the step and is named; any other leaves a verdict; an extra or
+ * calibration input is named in calibration_problem; an unused one
+ * changes nothing at all, and a needed one, moved, moves the inference. */
+static bool same_verdict_inputs(const ms_inference *a, const ms_inference *b) {
+  return a->offered_load == b->offered_load && a->servers == b->servers &&
+         a->has_observed_attempts == b->has_observed_attempts &&
+         a->observed_attempts == b->observed_attempts &&
+         a->has_observed_failure == b->has_observed_failure &&
+         a->observed_failure == b->observed_failure;
+}
+
+START_TEST(test_input_roles) {
+  /* fine values: 300 attempts/s = 200 requests + 100 retries, 100 of them
+   * failing; a pool of 30, 5 waiting, 10 busy, 250 completions/s of 40 ms */
+  const double fine[MS_INPUT_COUNT] = {300, 200, 100, 100, 30,
+                                       5,   10,  250, 0.04};
+  int seen[4] = {0};
+  for (int set = 1; set < 16; set++)
+    for (int erlang = 0; erlang < 2; erlang++)
+      for (int extra = 0; extra < 4; extra++) {
+        bool arr = set & 1, off = set & 2, ret = set & 4, err = set & 8;
+        if (!off && !(arr && (ret || err)))
+          continue; /* no offered load: the loader refuses it */
+        ms_service_spec s = erlang_spec();
+        if (!erlang) {
+          ms_failure_model_capacity(&s.params.model, 250);
+          s.has_servers = false;
+        }
+        if (arr)
+          use(&s, MS_INPUT_ARRIVAL);
+        if (off)
+          use(&s, MS_INPUT_OFFERED);
+        if (ret)
+          use(&s, MS_INPUT_RETRY);
+        if (err)
+          use(&s, MS_INPUT_ERROR);
+        if (extra & 1)
+          use(&s, MS_INPUT_QUEUE);
+        if ((extra & 2) && erlang)
+          use(&s, MS_INPUT_POOL);
+        if (erlang) {
+          use(&s, MS_INPUT_BUSY);
+          use(&s, MS_INPUT_COMPLETION);
+          use(&s, MS_INPUT_LATENCY);
+        }
+        ms_inputs in = {.interval = 10};
+        for (int i = 0; i < MS_INPUT_COUNT; i++) {
+          in.has[i] = true;
+          in.value[i] = fine[i];
+        }
+        ms_inference base, r;
+        ms_input_id bad;
+        char why[256];
+        ck_assert_msg(ms_infer(&s, &in, &base, &bad, why, sizeof why) == 0,
+                      "set %d: %s", set, why);
+        ck_assert_str_eq(base.calibration_problem, "");
+        for (int i = 0; i < MS_INPUT_COUNT; i++) {
+          ms_input_role role = ms_input_role_of(&s, (ms_input_id)i);
+          const char *name = ms_input_name((ms_input_id)i);
+          if (s.inputs[i].kind == MS_SOURCE_NONE) {
+            ck_assert_int_eq(role, MS_INPUT_UNUSED);
+            continue;
+          }
+          seen[role]++;
+          ms_inputs nan_in = in;
+          nan_in.value[i] = NAN;
+          int st = ms_infer(&s, &nan_in, &r, &bad, why, sizeof why);
+          if (role == MS_INPUT_NEEDED) {
+            ck_assert_msg(st == -1 && bad == (ms_input_id)i,
+                          "set %d erlang %d extra %d: %s NaN gave a verdict",
+                          set, erlang, extra, name);
+            /* and it is used: moved, it moves the inference */
+            ms_inputs moved = in;
+            moved.value[i] *= 1.5;
+            ck_assert_int_eq(ms_infer(&s, &moved, &r, &bad, why, sizeof why),
+                             0);
+            ck_assert_msg(!same_verdict_inputs(&r, &base) ||
+                              r.queue_length != base.queue_length,
+                          "set %d: needed %s moves nothing", set, name);
+            continue;
+          }
+          ck_assert_msg(st == 0, "set %d erlang %d extra %d: %s NaN: %s", set,
+                        erlang, extra, name, why);
+          ck_assert_msg(same_verdict_inputs(&r, &base), "set %d: %s", set,
+                        name);
+          if (role == MS_INPUT_UNUSED) {
+            ck_assert_str_eq(r.calibration_problem, "");
+            ck_assert(r.has_queue_length == base.has_queue_length);
+            continue;
+          }
+          ck_assert_msg(strstr(r.calibration_problem, name) != NULL &&
+                            strstr(r.calibration_problem, "not a number"),
+                        "%s: '%s'", name, r.calibration_problem);
+          if (role == MS_INPUT_EXTRA)
+            ck_assert(!r.has_queue_length && base.has_queue_length);
+        }
+        /* the decision, input by input (doc/configuration.md) */
+        ck_assert_int_eq(ms_input_role_of(&s, MS_INPUT_RETRY),
+                         !ret         ? MS_INPUT_UNUSED
+                         : off && arr ? MS_INPUT_UNUSED
+                                      : MS_INPUT_NEEDED);
+        ck_assert_int_eq(ms_input_role_of(&s, MS_INPUT_ERROR),
+                         err && arr ? MS_INPUT_NEEDED : MS_INPUT_UNUSED);
+        bool observed = arr || (off && ret);
+        ck_assert_int_eq(ms_input_role_of(&s, MS_INPUT_QUEUE),
+                         !(extra & 1)          ? MS_INPUT_UNUSED
+                         : erlang && !observed ? MS_INPUT_NEEDED
+                                               : MS_INPUT_EXTRA);
+      }
+  /* every role came up */
+  for (int k = 0; k < 4; k++)
+    ck_assert_int_gt(seen[k], 0);
+  ms_service_spec s = erlang_spec();
+  ck_assert_int_eq(ms_input_role_of(&s, MS_INPUT_COUNT), MS_INPUT_UNUSED);
+}
+END_TEST
+
 /* A constant observes nothing: retry_rate 0 written in the file beside a
  * collected offered_rate gives no observed attempts (the storm flag is the
  * model's, as `metastable check` says), a collected one does. */
@@ -1741,6 +1863,7 @@ int main(void) {
   tc = tcase_create("step");
   tcase_add_test(tc, test_infer);
   tcase_add_test(tc, test_infer_missing_zero);
+  tcase_add_test(tc, test_input_roles);
   tcase_add_test(tc, test_incident);
   tcase_add_test(tc, test_verdict_moments);
   tcase_add_test(tc, test_constants_observe_nothing);

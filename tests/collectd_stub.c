@@ -371,6 +371,10 @@ const data_set_t *plugin_get_ds(const char *name) {
   static data_set_t gauge = {"gauge", 1, &gauge_source};
   static data_source_t counter_source = {"value", DS_TYPE_COUNTER, 0, NAN};
   static data_set_t counter = {"counter", 1, &counter_source};
+  static data_source_t derive_source = {"value", DS_TYPE_DERIVE, 0, NAN};
+  static data_set_t derive = {"derive", 1, &derive_source};
+  if (strcmp(name, "derive") == 0)
+    return &derive;
   return strcmp(name, "counter") == 0 ? &counter : &gauge;
 }
 

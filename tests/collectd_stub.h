@@ -12,7 +12,8 @@
  *                 a table sorted by name, searched by bisection under a
  *                 mutex, results malloc'd per call (the daemon: an AVL tree
  *                 under a mutex, same copies); plugin_get_ds: every type
- *                 has one GAUGE data source but "counter" (one COUNTER);
+ *                 has one GAUGE data source but "counter" (one COUNTER)
+ *                 and "derive" (one DERIVE);
  *   dispatch      plugin_dispatch_values clones the value list under a
  *                 mutex, as the daemon's write queue does, and frees the
  *                 clone at once (the daemon's write threads take it from

@@ -439,6 +439,110 @@ def runs(flags):
     return out
 
 
+# The values of a row that make its verdict (doc/outputs.md), and what the
+# row says when it has none.
+VERDICT_COLUMNS = ("reporting", "state", "storm", "recovering",
+                   "offered_load", "effective_load", "self_inflicted_load",
+                   "shed_load", "tipping_load", "recovery_load", "equilibria",
+                   "servers", "observed_attempts", "observed_failure",
+                   "notifications", "problem")
+LAB_MODEL = ("    model: erlang\n    servers: 10\n    service_time: 50ms\n"
+             "    timeout: 1s\n    retries: 2\n")
+LAB_INPUTS = "".join("      %s: h/p/gauge-%s\n" % (i, i) for i in (
+    "offered_rate", "arrival_rate", "retry_rate", "error_rate", "pool_size"))
+
+
+class LeftOut(CliTest):
+    """Inputs the verdict can go without (doc/configuration.md, "What the
+    verdict needs"), through the storm lab's real run: a latency column
+    that is empty or NaN while nothing succeeds gives the verdicts of the
+    run without the column, its reason in calibration_problem; a
+    queue_length beside the attempts, gone for some rows, costs those rows
+    their drain_time only."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.d = self.dir.name
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def spec(self, extra_keys="", extra_inputs=""):
+        p = os.path.join(self.d, "spec.yaml")
+        with open(p, "w") as f:
+            f.write("services:\n  - name: lab\n" + LAB_MODEL + extra_keys +
+                    "    inputs:\n" + LAB_INPUTS + extra_inputs)
+        return p
+
+    def replay(self, spec, rows, columns):
+        p = os.path.join(self.d, "trace.csv")
+        with open(p, "w") as f:
+            f.write(",".join(columns) + "\n")
+            for r in rows:
+                f.write(",".join(r.get(c, "") for c in columns) + "\n")
+        return list(csv.DictReader(io.StringIO(self.ok(
+            "replay", "--spec", spec, p).out)))
+
+    def lab_rows(self):
+        trace, _ = lab_trace(self.d)
+        with open(trace) as f:
+            return list(csv.DictReader(f))
+
+    def test_latency_nan_in_a_storm(self):
+        lab = self.lab_rows()
+        cols = list(lab[0])
+        cols.remove("queue_length")
+        base = self.replay(self.spec(), lab, cols)
+        storm = [i for i, r in enumerate(base) if r["storm"] == "1"]
+        self.assertGreater(len(storm), 20)
+        # the configured service time while requests succeed (so that what
+        # is learned is what the file says, and the landscape stays), none
+        # in the storm: empty and NaN cells in turn
+        for i, r in enumerate(lab):
+            r["latency"] = ("" if storm.index(i) % 2 else "NaN") \
+                if i in storm else "0.05"
+        spec = self.spec("    calibrate: [service_time]\n",
+                         "      latency: h/p/gauge-latency\n")
+        got = self.replay(spec, lab, cols + ["latency"])
+        self.assertEqual(len(got), len(base))
+        for i, (a, b) in enumerate(zip(got, base)):
+            for c in VERDICT_COLUMNS:
+                self.assertEqual(a[c], b[c], "row %d, %s" % (i, c))
+        for i in storm:
+            self.assertEqual(got[i]["reporting"], "1")
+            self.assertIn("input latency", got[i]["calibration_problem"])
+        self.assertEqual(
+            {got[i]["calibration_problem"] for i in storm},
+            {"input latency has no value this interval",
+             "input latency is not a number (a counter's first sample or "
+             "reset)"})
+        # it learned, and the landscape did not move
+        self.assertEqual(got[-1]["calibrated"], "1")
+        self.assertEqual(float(got[-1]["service_time_estimate"]), 0.05)
+
+    def test_queue_length_gone(self):
+        lab = self.lab_rows()
+        cols = list(lab[0])
+        spec = self.spec(extra_inputs="      queue_length: h/p/gauge-q\n")
+        base = self.replay(spec, lab, cols)
+        # gone in every third row of the storm: the row reports, without a
+        # drain_time, and says why
+        storm = [i for i, r in enumerate(base) if r["storm"] == "1"]
+        gone = storm[::3]
+        for i in gone:
+            lab[i]["queue_length"] = ""
+        got = self.replay(spec, lab, cols)
+        for i in gone:
+            self.assertEqual(got[i]["reporting"], "1", i)
+            self.assertEqual(got[i]["drain_time"], "")
+            self.assertEqual(got[i]["calibration_problem"],
+                             "input queue_length has no value this interval")
+        # the other rows as before
+        for i, (a, b) in enumerate(zip(got, base)):
+            if i not in gone:
+                self.assertEqual(a["drain_time"], b["drain_time"], i)
+
+
 PURPLE, GREEN, GREY = "#CC79A7", "#009E73", "#555555"
 
 
