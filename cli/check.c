@@ -7,7 +7,9 @@
  * values (doc/design.md §1.3), and the warnings of what loads but cannot
  * work as meant: a service time longer than the timeout, a timeout so
  * long that the wait tail underflows, inputs that give no observation, an
- * offered load that only constants give.
+ * offered load that only constants give.  The word of the first line
+ * matches the exit status: "valid", "valid, N warnings", or under
+ * --strict "not valid, N warnings (--strict)" with exit status 1.
  */
 #include <float.h>
 #include <math.h>
@@ -31,7 +33,9 @@ static const char usage[] =
     "cannot work as meant: a service time longer than the timeout, a timeout\n"
     "so long that the wait tail underflows, inputs that give no observation\n"
     "(the storm flag then comes from the model alone), an offered load that\n"
-    "only constants give.\n";
+    "only constants give.  The word after the services matches the exit\n"
+    "status: \"valid\" or \"valid, N warnings\" (exit 0); with --strict a\n"
+    "warning makes the file \"not valid\" (exit 1).\n";
 
 enum { OPT_STRICT = MS_OPT_SHARED_END, OPT_SHARDS };
 
@@ -488,25 +492,54 @@ static void write_text_shards(const service_check *c, size_t n,
          p->stats.min, p->stats.max, p->stats.mean, p->stats.max_over_mean);
 }
 
+/* What the whole check says, for the header and the exit status. */
+typedef struct {
+  int n_warnings;
+  bool valid; /* no warning, or not --strict: exit 0 */
+} check_result;
+
+/* "valid", "valid, 2 warnings", "not valid, 2 warnings (--strict)": the
+ * word matches the exit status. */
+static const char *verdict_word(const check_result *r, char *buf, size_t len) {
+  if (r->n_warnings == 0)
+    snprintf(buf, len, "valid");
+  else
+    snprintf(buf, len, "%svalid, %d warning%s%s", r->valid ? "" : "not ",
+             r->n_warnings, r->n_warnings == 1 ? "" : "s",
+             r->valid ? "" : " (--strict)");
+  return buf;
+}
+
+static void write_json_all(const check_args *a, const char *path,
+                           const service_check *c, size_t n,
+                           const shard_plan *p, const check_result *res) {
+  ms_json j;
+  ms_json_init(&j, stdout, 2);
+  ms_json_begin_object(&j, NULL);
+  ms_json_string(&j, "file", path);
+  ms_json_bool(&j, "valid", res->valid);
+  ms_json_bool(&j, "strict", a->strict);
+  ms_json_begin_array(&j, "services");
+  for (size_t i = 0; i < n; i++)
+    write_json_service(&j, &c[i], p != NULL ? p->shard[i] : 0);
+  ms_json_end_array(&j);
+  if (p != NULL)
+    write_json_shards(&j, p);
+  write_json_warnings(&j, path, c, n);
+  ms_json_end_object(&j);
+  ms_json_finish(&j);
+}
+
 static void write_all(const check_args *a, const char *path,
-                      const service_check *c, size_t n, const shard_plan *p) {
+                      const service_check *c, size_t n, const shard_plan *p,
+                      const check_result *res) {
   if (a->sh.format == MS_FORMAT_JSON) {
-    ms_json j;
-    ms_json_init(&j, stdout, 2);
-    ms_json_begin_object(&j, NULL);
-    ms_json_string(&j, "file", path);
-    ms_json_begin_array(&j, "services");
-    for (size_t i = 0; i < n; i++)
-      write_json_service(&j, &c[i], p != NULL ? p->shard[i] : 0);
-    ms_json_end_array(&j);
-    if (p != NULL)
-      write_json_shards(&j, p);
-    write_json_warnings(&j, path, c, n);
-    ms_json_end_object(&j);
-    ms_json_finish(&j);
+    write_json_all(a, path, c, n, p, res);
     return;
   }
-  printf("%s: %zu service%s, valid\n", path, n, n == 1 ? "" : "s");
+  char word[64];
+  printf("%s: %zu service%s, %s\n", path, n, n == 1 ? "" : "s",
+         verdict_word(res, word, sizeof word));
   if (p != NULL) {
     printf("%d shard%s: shard = jump(FNV-1a 64 of the name, %d) + 1\n", p->n,
            p->n == 1 ? "" : "s", p->n);
@@ -540,12 +573,13 @@ static int run(ms_service_file *f, service_check **checks, int argc,
   *checks = calloc(f->n_services, sizeof **checks);
   if (*checks == NULL)
     return ms_cli_fail("out of memory");
-  int n_warnings = 0;
+  check_result res = {0};
   for (size_t i = 0; i < f->n_services; i++) {
     if ((r = check_service(&f->services[i], &(*checks)[i])) != 0)
       return r;
-    n_warnings += (*checks)[i].n_warnings;
+    res.n_warnings += (*checks)[i].n_warnings;
   }
+  res.valid = !(a.strict && res.n_warnings > 0);
   shard_plan plan = {.n = (int)a.shards};
   if (a.shards > 0) {
     plan.shard = calloc(f->n_services ? f->n_services : 1, sizeof *plan.shard);
@@ -560,7 +594,8 @@ static int run(ms_service_file *f, service_check **checks, int argc,
     ms_shard_balance(plan.shard, f->n_services, plan.n, plan.counts,
                      &plan.stats);
   }
-  write_all(&a, path, *checks, f->n_services, a.shards > 0 ? &plan : NULL);
+  write_all(&a, path, *checks, f->n_services, a.shards > 0 ? &plan : NULL,
+            &res);
   free(plan.shard);
   free(plan.counts);
   fflush(stdout);
@@ -570,8 +605,7 @@ static int run(ms_service_file *f, service_check **checks, int argc,
       fprintf(stderr, "%s:%d:%d: warning: %s\n", path, w->line, w->column,
               w->text);
     }
-  return ms_cli_finish_output(a.strict && n_warnings > 0 ? MS_EXIT_RUNTIME
-                                                         : MS_EXIT_OK);
+  return ms_cli_finish_output(res.valid ? MS_EXIT_OK : MS_EXIT_RUNTIME);
 }
 
 int ms_cmd_check(int argc, char **argv) {
