@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""metastable check --collectd against a stand-in for collectd's unixsock
-plugin (fakecollectd.py, which answers as collectd 5.12 does;
-tests/integration/test_collectd_check.py runs the same against collectd
-itself).
+"""metastable check --collectd and metastable init --collectd against a
+stand-in for collectd's unixsock plugin (fakecollectd.py, which answers
+as collectd 5.12 does; tests/integration/test_collectd_check.py runs the
+same against collectd itself).
 
 check: each input found with the value the stand-in holds (a glob's sum
 computed here from the values given, with its scale); each missing one a
@@ -11,7 +11,9 @@ warning at its line and column, whose did-you-mean is the one an
 independent implementation of the documented ranking gives (Levenshtein
 by its recursive definition, part by part); the word and the exit status
 agree, with and without --strict; the socket's errors and a hung server
-(the timeout fires).
+(the timeout fires).  init: the recognised groups become services whose
+inputs are the identifiers given; check refuses the draft at its first
+FILL_IN, and accepts it, with every input found, once they are filled.
 """
 import fnmatch
 import functools
@@ -320,6 +322,10 @@ class CheckErrors(Collectd):
         self.assertGreaterEqual(took, 0.3)
         self.assertLess(took, 3)
         self.assertEqual(fake.commands, ["LISTVAL"])
+        r = clitest.run("init", "--collectd", self.path("collectd.sock"),
+                        "--timeout", "0.2")
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("did not answer LISTVAL within 0.2 s", r.err)
 
     def test_not_collectd(self):
         self.serve(mode="garbage")
@@ -336,9 +342,137 @@ class CheckErrors(Collectd):
                    "--collectd", "x", "--shards", "2", spec)
         self.fails(2, "--timeout: '0' is", "check", "--collectd", "x",
                    "--timeout", "0", spec)
+        self.fails(2, "give the socket of collectd's unixsock plugin: "
+                   "--collectd SOCKET", "init")
 
 
-# The example of doc/metastable.md: what the stand-in holds.
+# What init recognises, with identifiers that are not a service.
+STACK = {
+    # statsd counters of one host
+    "web1/statsd/derive-checkout_requests": {"value": 10.0},
+    "web1/statsd/derive-checkout_attempts": {"value": 12.0},
+    "web1/statsd/gauge-checkout_workers": {"value": 8.0},
+    # the same counters on two hosts: a fleet
+    "h1/statsd/derive-api_attempts": {"value": 5.0},
+    "h1/statsd/derive-api_errors": {"value": 1.0},
+    "h2/statsd/derive-api_attempts": {"value": 6.0},
+    "h2/statsd/derive-api_errors": {"value": 2.0},
+    # errors alone: no service
+    "web1/statsd/derive-lonely_errors": {"value": 1.0},
+    # HAProxy and the php-fpm pool behind it
+    "lb/haproxy-be_app/derive-attempts": {"value": 30.0},
+    "lb/haproxy-be_app/derive-retries": {"value": 3.0},
+    "lb/haproxy-be_app/derive-failed_attempts": {"value": 4.0},
+    "lb/haproxy-fe_web/derive-requests": {"value": 27.0},
+    "lb/phpfpm-app/gauge-total_processes": {"value": 10.0},
+    "lb/phpfpm-app/gauge-listen_queue": {"value": 0.0},
+    "lb/phpfpm-app/gauge-active_processes": {"value": 3.0},
+    "lb/phpfpm-app/derive-accepted_conn": {"value": 26.0},
+    # nothing of ours
+    "web1/cpu-0/cpu-idle": {"value": 98.0},
+}
+
+FILLED = {"servers": "10", "service_time": "100ms", "timeout": "1s",
+          "retries": "2"}
+
+
+def fill(draft):
+    for key, value in FILLED.items():
+        draft = draft.replace("%s: FILL_IN" % key, "%s: %s" % (key, value))
+    return draft
+
+
+class Init(Collectd):
+    def draft(self):
+        return clitest.run("init", "--collectd", self.path("collectd.sock"))
+
+    def test_draft(self):
+        self.serve(STACK)
+        r = self.draft()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.err, "")
+        draft = r.out
+        self.assertIn("from the %d identifiers\n" % len(STACK), draft)
+        self.assertIn("# Left out: statsd counters lonely on web1: ", draft)
+        path = self.path("draft.yaml")
+        with open(path, "w") as f:
+            f.write(draft)
+        # refused at its first FILL_IN, until every one is filled in
+        first = next(i for i, l in enumerate(draft.splitlines(), 1)
+                     if ": FILL_IN" in l)
+        r = clitest.run("check", path)
+        self.assertEqual((r.code, r.out), (1, ""), r)
+        self.assertRegex(r.err, r"draft\.yaml:%d:\d+: .*'FILL_IN'" % first)
+        with open(path, "w") as f:
+            f.write(fill(draft))
+        r = self.check("--strict", "--format", "json", path)
+        self.assertEqual(r.code, 0, r)
+        j = r.json()
+        self.assertEqual(j["collectd"]["inputs_missing"], 0)
+        got = {s["name"]: {k: v["value"] for k, v in s["inputs"].items()}
+               for s in j["services"]}
+        self.assertEqual(got, {
+            "checkout": {
+                "offered_rate": "web1/statsd/derive-checkout_requests",
+                "arrival_rate": "web1/statsd/derive-checkout_attempts",
+                "pool_size": "web1/statsd/gauge-checkout_workers"},
+            "api": {"arrival_rate": "*/statsd/derive-api_attempts",
+                    "error_rate": "*/statsd/derive-api_errors"},
+            "be_app": {
+                "arrival_rate": "lb/haproxy-be_app/derive-attempts",
+                "retry_rate": "lb/haproxy-be_app/derive-retries",
+                "error_rate": "lb/haproxy-be_app/derive-failed_attempts",
+                "pool_size": "lb/phpfpm-app/gauge-total_processes",
+                "queue_length": "lb/phpfpm-app/gauge-listen_queue",
+                "busy_servers": "lb/phpfpm-app/gauge-active_processes",
+                "completion_rate": "lb/phpfpm-app/derive-accepted_conn"}})
+        # the values the fleet's globs read: the sum over both hosts
+        api = next(s for s in j["services"] if s["name"] == "api")
+        self.assertEqual(api["collectd"]["inputs"]["error_rate"]["value"],
+                         3.0)
+        # servers come from pool_size where there is one, else FILL_IN
+        servers = {s["name"]: s["servers_from"] for s in j["services"]}
+        self.assertEqual(servers, {"checkout": "pool_size", "api": "file",
+                                   "be_app": "pool_size"})
+
+    def test_output(self):
+        self.serve(STACK)
+        out = self.path("new.yaml")
+        args = ("init", "--collectd", self.path("collectd.sock"),
+                "--output", out)
+        r = self.ok(*args)
+        self.assertEqual(r.out, "%s: 3 services drafted (api, checkout, "
+                         "be_app) from %d identifiers; fill in every FILL_IN,"
+                         " then: metastable check --collectd %s %s\n"
+                         % (out, len(STACK), self.path("collectd.sock"), out))
+        with open(out) as f:
+            self.assertEqual(f.read(), self.draft().out)
+        self.fails(1, "%s: File exists (not overwritten" % out, *args)
+
+    def test_nothing_recognised(self):
+        self.serve({"web1/cpu-0/cpu-idle": {"value": 98.0}})
+        r = self.draft()
+        self.assertEqual((r.code, r.out), (1, ""), r)
+        self.assertIn("none of collectd's 1 identifiers is one init "
+                      "recognises", r.err)
+
+    def test_names_unique(self):
+        """A statsd group and an HAProxy backend of one name: two services
+        of two names."""
+        self.serve({"h/statsd/derive-be_x_requests": {"value": 1.0},
+                    "h/haproxy-be_x/derive-attempts": {"value": 1.0},
+                    "h/haproxy-be_x/derive-retries": {"value": 1.0}})
+        draft = self.draft().out
+        self.assertIn("  - name: be_x\n", draft)
+        self.assertIn("  - name: be_x-2\n", draft)
+        path = self.path("d.yaml")
+        with open(path, "w") as f:
+            f.write(fill(draft))
+        j = clitest.run("check", "--format", "json", path).json()
+        self.assertEqual(len(j["services"]), 2)
+
+
+# The examples of doc/metastable.md: what the stand-in holds for each.
 SOCK = "/var/run/collectd-unixsock"
 DOC_CHECK = {
     "db1/statsd/derive-pricing_attempts": {"value": 212.5},
@@ -350,7 +484,20 @@ DOC_CHECK = {
     "lb1/haproxy-checkout/derive-attempts": {"value": 652.5},
     "db1/cpu-0/cpu-idle": {"value": 97.0},
 }
-
+DOC_INIT = {
+    "web1/statsd/derive-checkout_requests": {"value": 40.0},
+    "web1/statsd/derive-checkout_attempts": {"value": 42.0},
+    "web1/statsd/derive-checkout_retries": {"value": 2.0},
+    "lb1/haproxy-be_shop/derive-attempts": {"value": 120.0},
+    "lb1/haproxy-be_shop/derive-retries": {"value": 1.0},
+    "lb1/haproxy-be_shop/derive-failed_attempts": {"value": 1.5},
+    "lb1/haproxy-fe_www/derive-requests": {"value": 119.0},
+    "lb1/phpfpm-shop/gauge-total_processes": {"value": 20.0},
+    "lb1/phpfpm-shop/gauge-listen_queue": {"value": 0.0},
+    "lb1/phpfpm-shop/gauge-active_processes": {"value": 6.0},
+    "lb1/phpfpm-shop/derive-accepted_conn": {"value": 118.0},
+    "web1/cpu-0/cpu-idle": {"value": 97.0},
+}
 
 
 def doc_block(first):
@@ -384,6 +531,25 @@ class DocExamples(Collectd):
         r, shown = self.run_doc(cmd, DOC_CHECK)
         self.assertEqual(r.code, 0, r)
         self.assertEqual(shown, doc_block(cmd))
+
+    def test_init(self):
+        cmd = "metastable init --collectd %s" % SOCK
+        r, shown = self.run_doc(cmd, DOC_INIT)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(shown, doc_block(cmd))
+        # the refusal the document quotes, then the draft filled in
+        draft = r.out
+        with open(self.path("draft.yaml"), "w") as f:
+            f.write(draft)
+        r = clitest.run("check", "draft.yaml", cwd=self.dir.name)
+        self.assertEqual(r.code, 1, r)
+        with open(GUIDE) as f:
+            self.assertIn("\n    %s\n" % r.err.strip(), f.read())
+        with open(self.path("draft.yaml"), "w") as f:
+            f.write(fill(draft))
+        r = self.check("--strict", self.path("draft.yaml"))
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("draft.yaml: 2 services, valid\n", r.out)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""metastable check --collectd against a real collectd 5.12.
+"""metastable check --collectd and metastable init --collectd against a
+real collectd 5.12.
 
 A private collectd (tests/harness.py: loopback, a socket of its own, one
 cycle a second) with its unixsock plugin is fed counters and a gauge by
@@ -14,6 +15,9 @@ nothing to the command); a second host sends one counter too.  Asserted:
   two matches and the sum of their rates; an absent statsd counter with
   `missing: zero` said so; the word and the exit status, with and without
   --strict;
+* init: the draft recognises the statsd group (globs over the two
+  hosts), check refuses it at its first FILL_IN, and accepts it under
+  --strict, every input found, once the FILL_IN are filled in;
 * a server that accepts and never answers: check gives up after the
   default 5 s, exit status 1, with the reason.
 
@@ -159,6 +163,42 @@ def check_file(cd, work):
         "--strict: not valid, exit status 1 (%d)" % r.returncode)
 
 
+def init_draft(cd, work):
+    r = metastable("init", "--collectd", cd.socket)
+    check(r.returncode == 0, "init exits 0 (%s)" % r.stderr.strip()[:300])
+    draft = r.stdout
+    want = ['offered_rate: "*/statsd/derive-checkout_requests"',
+            'arrival_rate: "*/statsd/derive-checkout_attempts"',
+            'retry_rate: "*/statsd/derive-checkout_retries"',
+            'pool_size: "*/statsd/gauge-checkout_workers"']
+    check("  - name: checkout\n" in draft and all(w in draft for w in want),
+          "init drafts the service checkout with globs over both hosts")
+    path = os.path.join(work, "draft.yaml")
+    with open(path, "w") as f:
+        f.write(draft)
+    first = next((i for i, l in enumerate(draft.split("\n"), 1)
+                  if ": FILL_IN" in l), 0)
+    r = metastable("check", path)
+    check(r.returncode == 1 and "draft.yaml:%d:" % first in r.stderr and
+          "'FILL_IN'" in r.stderr,
+          "check refuses the draft at its first FILL_IN, line %d (%s)"
+          % (first, r.stderr.strip()))
+    for key, value in (("service_time", "100ms"), ("timeout", "1s"),
+                       ("retries", "1"), ("servers", "10")):
+        draft = draft.replace("%s: FILL_IN" % key, "%s: %s" % (key, value))
+    with open(path, "w") as f:
+        f.write(draft)
+    r = metastable("check", "--collectd", cd.socket, "--strict", "--format",
+                   "json", path)
+    ok = r.returncode == 0
+    if ok:
+        j = json.loads(r.stdout)
+        ok = j["valid"] and j["collectd"]["inputs_missing"] == 0 and \
+            j["collectd"]["inputs_found"] == 4
+    check(ok, "check --strict accepts the filled draft, every input found "
+          "(%d: %s)" % (r.returncode, r.stderr.strip()[:300]))
+
+
 def hung(work):
     sock = os.path.join(work, "hung.sock")
     path = os.path.join(work, "services.yaml")
@@ -185,6 +225,7 @@ def main():
             harness.wait(lambda: rates_ready(cd), "every counter has a rate",
                          30)
             check_file(cd, work)
+            init_draft(cd, work)
             check(feed.errors == [], "every PUTVAL accepted (%r)"
                   % feed.errors[:3])
     hung(work)
