@@ -7,8 +7,14 @@
  * values (doc/design.md §1.3), and the warnings of what loads but cannot
  * work as meant: a service time longer than the timeout, a timeout so
  * long that the wait tail underflows, inputs that give no observation, an
- * offered load that only constants give.
+ * offered load that only constants give.  With --collectd, each
+ * identifier and glob input is looked up in a running collectd through its
+ * unixsock plugin (cli/collectdsock.h): found with its value, or missing
+ * (a warning) with the identifiers near it.  The word of the first line
+ * matches the exit status: "valid", "valid, N warnings", or under
+ * --strict "not valid, N warnings (--strict)" with exit status 1.
  */
+#define _GNU_SOURCE /* vasprintf */
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
@@ -16,12 +22,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collectdsock.h"
 #include "common.h"
 #include "json.h"
 
 static const char usage[] =
     "Usage: metastable check [--strict] [--shards N] [--format text|json] "
     "FILE\n"
+    "       metastable check --collectd SOCKET [--timeout T] [--strict]\n"
+    "                        [--format text|json] FILE\n"
     "\n"
     "Validate a service file as the plugin does, and summarise each service:\n"
     "its model and parameters, its tipping and recovery loads, and which\n"
@@ -31,9 +40,14 @@ static const char usage[] =
     "cannot work as meant: a service time longer than the timeout, a timeout\n"
     "so long that the wait tail underflows, inputs that give no observation\n"
     "(the storm flag then comes from the model alone), an offered load that\n"
-    "only constants give.\n";
+    "only constants give.  The word after the services matches the exit\n"
+    "status: \"valid\" or \"valid, N warnings\" (exit 0); with --strict a\n"
+    "warning makes the file \"not valid\" (exit 1).  With --collectd, each\n"
+    "identifier and glob input is looked up in a running collectd through\n"
+    "its unixsock plugin: found, with its current value, or missing (a\n"
+    "warning), with the identifiers collectd holds that are near it.\n";
 
-enum { OPT_STRICT = MS_OPT_SHARED_END, OPT_SHARDS };
+enum { OPT_STRICT = MS_OPT_SHARED_END, OPT_SHARDS, OPT_COLLECTD, OPT_TIMEOUT };
 
 static const ms_cli_option options[] = {
     {"--strict", NULL, OPT_STRICT, "exit 1 when there is a warning"},
@@ -41,6 +55,13 @@ static const ms_cli_option options[] = {
      "each service's shard among N aggregators (Shard \"K/N\" of the plugin, "
      "1 <= N <= 1024) and the services per shard: in text instead of the "
      "summaries; in JSON \"shard\" in each service and \"shards\""},
+    {"--collectd", "SOCKET", OPT_COLLECTD,
+     "look each identifier and glob input up in the collectd whose unixsock "
+     "plugin listens on SOCKET (its SocketFile): found with its value, or "
+     "missing (a warning) with the nearest identifiers collectd holds"},
+    {"--timeout", "T", OPT_TIMEOUT,
+     "with --collectd: the longest wait for each answer of collectd, a "
+     "duration in (0, 1h] (default 5s)"},
     {"--format", "text|json", MS_OPT_FORMAT,
      "text (default) or one JSON object with the file, its services and the "
      "warnings"},
@@ -63,10 +84,29 @@ static const ms_cli_syntax syntax = {usage, options};
 /* One warning, where it points. */
 typedef struct {
   int line, column;
-  char text[400];
+  char *text; /* malloc'd; NULL when out of memory */
 } warning;
 
-#define MAX_WARNINGS_PER_SERVICE 8
+#define MAX_WARNINGS_PER_SERVICE 16
+
+/* One identifier an input found in collectd (--collectd). */
+typedef struct {
+  char *name;
+  int n_ds;     /* its data sources (GETVAL); the plugin needs 1 */
+  double value; /* the first one's value; NaN: no rate yet */
+} probe_match;
+
+/* What collectd holds of one identifier or glob input (--collectd). */
+#define MAX_SUGGESTIONS 3
+typedef struct {
+  bool probed;    /* looked up */
+  size_t n;       /* identifiers found: 0 or 1 for an identifier */
+  probe_match *m; /* the n found, by name */
+  size_t usable;  /* those of one data source with a rate */
+  double sum;     /* their sum, as read (before scale) */
+  size_t n_suggest;
+  char *suggest[MAX_SUGGESTIONS]; /* did you mean, nearest first */
+} input_probe;
 
 /* What check says of one service. */
 typedef struct {
@@ -83,13 +123,16 @@ typedef struct {
   bool evidence;        /* an observation read from collectd */
   int n_warnings;
   warning warnings[MAX_WARNINGS_PER_SERVICE];
+  input_probe probe[MS_INPUT_COUNT]; /* --collectd */
 } service_check;
 
 typedef struct {
   bool strict;
   ms_cli_shared sh; /* --format */
   bool help;
-  long shards; /* --shards N; 0: not asked */
+  long shards;          /* --shards N; 0: not asked */
+  const char *collectd; /* --collectd SOCKET, or NULL */
+  double timeout;       /* --timeout, s; 0: not given */
 } check_args;
 
 static int take_option(void *args, int c, const char *arg) {
@@ -100,6 +143,12 @@ static int take_option(void *args, int c, const char *arg) {
     return 0;
   case OPT_SHARDS:
     return ms_cli_long("--shards", arg, 1, MS_SHARD_MAX, &a->shards);
+  case OPT_COLLECTD:
+    a->collectd = arg;
+    return 0;
+  case OPT_TIMEOUT:
+    return ms_cli_duration("--timeout", arg, 0, 3600, MS_RANGE_LO_OPEN,
+                           &a->timeout);
   default:
     return ms_cli_shared_option(&a->sh, c, arg);
   }
@@ -117,8 +166,14 @@ static void warn_at(service_check *s, int line, int column, const char *fmt,
   w->column = column;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(w->text, sizeof w->text, fmt, ap);
+  if (vasprintf(&w->text, fmt, ap) < 0)
+    w->text = NULL;
   va_end(ap);
+}
+
+/* The text of a warning ("out of memory" when it could not be kept). */
+static const char *warning_text(const warning *w) {
+  return w->text ? w->text : "out of memory";
 }
 
 static bool configured(const ms_service_spec *sp, ms_input_id i) {
@@ -266,6 +321,294 @@ static const char *source_kind(ms_source_kind k) {
   return "none";
 }
 
+/* ---- --collectd: the inputs looked up in a running collectd ------------ */
+
+static double input_scale(const ms_source *src) {
+  return src->scale > 0 ? src->scale : 1.0;
+}
+
+/* GETVAL name; when collectd has it, one more match of p.  0, or -1 with
+ * err (the connection failed). */
+static int probe_add(ms_collectd *c, const char *name, input_probe *p,
+                     char *err, size_t errlen) {
+  ms_collectd_values v;
+  int r = ms_collectd_getval(c, name, &v, err, errlen);
+  if (r <= 0) /* 0: not there (or gone since LISTVAL) */
+    return r;
+  probe_match *m = &p->m[p->n];
+  if ((m->name = strdup(name)) == NULL) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  m->n_ds = v.n;
+  m->value = v.n > 0 ? v.value[0] : NAN;
+  p->n++;
+  /* what the plugin sums: one data source with a finite rate */
+  if (v.n == 1 && isfinite(v.value[0])) {
+    p->usable++;
+    p->sum += v.value[0];
+  }
+  return 0;
+}
+
+/* The names near a pattern that found nothing, in the pattern's form. */
+static int probe_suggest(const ms_collectd_list *l, const char *pattern,
+                         input_probe *p) {
+  size_t best[MAX_SUGGESTIONS];
+  size_t k =
+      ms_collectd_suggest(pattern, l->names, l->n, best, MAX_SUGGESTIONS);
+  for (size_t i = 0; i < k; i++) {
+    char buf[2 * MS_COLLECTD_MAX_LINE];
+    ms_collectd_suggestion(pattern, l->names[best[i]], buf, sizeof buf);
+    bool seen = false;
+    for (size_t j = 0; j < p->n_suggest; j++)
+      seen |= strcmp(p->suggest[j], buf) == 0;
+    if (seen)
+      continue;
+    if ((p->suggest[p->n_suggest] = strdup(buf)) == NULL)
+      return -1;
+    p->n_suggest++;
+  }
+  return 0;
+}
+
+/* Look one identifier or glob input up: GETVAL of the identifier, or of
+ * each identifier of the list the glob matches (as the plugin matches
+ * globs against collectd's cache). */
+static int probe_input(ms_collectd *c, const ms_collectd_list *l,
+                       const ms_source *src, input_probe *p, char *err,
+                       size_t errlen) {
+  p->probed = true;
+  size_t cap = 1;
+  if (src->kind == MS_SOURCE_GLOB) {
+    cap = 0;
+    for (size_t i = 0; i < l->n; i++)
+      cap += ms_collectd_matches(src->pattern, l->names[i]);
+  }
+  p->m = calloc(cap > 0 ? cap : 1, sizeof *p->m);
+  if (p->m == NULL) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  if (src->kind == MS_SOURCE_IDENTIFIER) {
+    if (probe_add(c, src->pattern, p, err, errlen) != 0)
+      return -1;
+  } else {
+    for (size_t i = 0; i < l->n && p->n < cap; i++)
+      if (ms_collectd_matches(src->pattern, l->names[i]) &&
+          probe_add(c, l->names[i], p, err, errlen) != 0)
+        return -1;
+  }
+  if (p->n == 0 && probe_suggest(l, src->pattern, p) != 0) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  return 0;
+}
+
+/* The warnings of one input looked up: missing, or of a type the plugin
+ * cannot read. */
+static void warn_probe(service_check *s, ms_input_id i) {
+  const ms_source *src = &s->sp->inputs[i];
+  const input_probe *p = &s->probe[i];
+  const char *name = ms_input_name(i);
+  if (p->n == 0) {
+    char mean[4 * MS_COLLECTD_MAX_LINE] = "";
+    size_t w = 0;
+    for (size_t k = 0; k < p->n_suggest && w < sizeof mean; k++)
+      w += (size_t)snprintf(mean + w, sizeof mean - w, "%s'%s'",
+                            k == 0                  ? "; did you mean "
+                            : k + 1 == p->n_suggest ? " or "
+                                                    : ", ",
+                            p->suggest[k]);
+    if (p->n_suggest > 0 && w < sizeof mean)
+      snprintf(mean + w, sizeof mean - w, "?");
+    /* a statsd counter is absent until its first event: no typo then */
+    const char *hint = "";
+    if (src->missing == MS_MISSING_ZERO)
+      hint = " (read as 0 until it appears: missing: zero)";
+    else if (p->n_suggest == 0 && strstr(src->pattern, "/statsd/") != NULL)
+      hint = " (a statsd counter appears at its first event; missing: zero "
+             "reads it as 0 until then)";
+    if (src->kind == MS_SOURCE_IDENTIFIER)
+      warn_at(s, src->line, src->column,
+              "service '%s': input %s '%s' is not in collectd's cache%s%s",
+              s->sp->name, name, src->pattern, mean, hint);
+    else
+      warn_at(s, src->line, src->column,
+              "service '%s': input %s: no identifier in collectd's cache "
+              "matches the glob '%s'%s%s",
+              s->sp->name, name, src->pattern, mean, hint);
+    return;
+  }
+  for (size_t k = 0; k < p->n; k++)
+    if (p->m[k].n_ds != 1) {
+      warn_at(s, src->line, src->column,
+              "service '%s': input %s: '%s' has %d data sources; the plugin "
+              "reads a type with one (derive, gauge, counter)",
+              s->sp->name, name, p->m[k].name, p->m[k].n_ds);
+      return;
+    }
+}
+
+/* --collectd: every identifier and glob input of every service looked up
+ * in the collectd at a->collectd; *n_names gets how many identifiers it
+ * holds.  0, or the exit code of the message printed. */
+static int probe_all(const check_args *a, const ms_service_file *f,
+                     service_check *checks, size_t *n_names) {
+  ms_collectd c;
+  ms_collectd_list l = {0};
+  char err[1024];
+  if (ms_collectd_open(&c, a->collectd, a->timeout, err, sizeof err) != 0)
+    return ms_cli_fail("%s", err);
+  int rc = 0;
+  if (ms_collectd_listval(&c, &l, err, sizeof err) != 0) {
+    rc = ms_cli_fail("%s", err);
+    goto out;
+  }
+  *n_names = l.n;
+  for (size_t k = 0; k < f->n_services; k++)
+    for (int i = 0; i < MS_INPUT_COUNT; i++) {
+      const ms_source *src = &f->services[k].inputs[i];
+      if (src->kind != MS_SOURCE_IDENTIFIER && src->kind != MS_SOURCE_GLOB)
+        continue;
+      if (probe_input(&c, &l, src, &checks[k].probe[i], err, sizeof err) != 0) {
+        rc = ms_cli_fail("%s", err);
+        goto out;
+      }
+      warn_probe(&checks[k], (ms_input_id)i);
+    }
+out:
+  ms_collectd_list_free(&l);
+  ms_collectd_close(&c);
+  return rc;
+}
+
+static void free_probes(service_check *s) {
+  for (int i = 0; i < MS_INPUT_COUNT; i++) {
+    input_probe *p = &s->probe[i];
+    for (size_t k = 0; k < p->n; k++)
+      free(p->m[k].name);
+    free(p->m);
+    for (size_t k = 0; k < p->n_suggest; k++)
+      free(p->suggest[k]);
+  }
+  for (int k = 0; k < s->n_warnings; k++)
+    free(s->warnings[k].text);
+}
+
+/* Of every service: the inputs looked up, and those found. */
+static void count_probes(const service_check *c, size_t n, size_t *probed,
+                         size_t *found) {
+  *probed = *found = 0;
+  for (size_t k = 0; k < n; k++)
+    for (int i = 0; i < MS_INPUT_COUNT; i++) {
+      *probed += c[k].probe[i].probed;
+      *found += c[k].probe[i].probed && c[k].probe[i].n > 0;
+    }
+}
+
+/* " = 12.5", " = no rate yet ...": one match's value as text. */
+static void print_match_value(const probe_match *m) {
+  if (m->n_ds != 1)
+    printf(": %d data sources, the plugin reads a type with one", m->n_ds);
+  else if (isnan(m->value))
+    printf(" = no rate yet (a counter's first value)");
+  else if (isinf(m->value))
+    printf(" = infinite");
+  else
+    printf(" = %.6g", m->value);
+}
+
+/* The "in collectd" lines of a service (--collectd): each input looked up,
+ * found with its value or missing with the names near it; a glob's
+ * matches, the first few. */
+static void write_text_probes(const service_check *s) {
+  const char *lead = "  in collectd    ";
+  for (int i = 0; i < MS_INPUT_COUNT; i++) {
+    const input_probe *p = &s->probe[i];
+    const ms_source *src = &s->sp->inputs[i];
+    if (!p->probed)
+      continue;
+    printf("%s%-15s %s", lead, ms_input_name((ms_input_id)i), src->pattern);
+    lead = "                 ";
+    if (p->n == 0) {
+      printf(": not found");
+      for (size_t k = 0; k < p->n_suggest; k++)
+        printf("%s%s", k == 0 ? "; did you mean " : ", ", p->suggest[k]);
+      printf("%s\n", p->n_suggest > 0 ? "?" : "");
+      continue;
+    }
+    double scale = input_scale(src);
+    if (src->kind == MS_SOURCE_IDENTIFIER) {
+      print_match_value(&p->m[0]);
+    } else {
+      printf(": %zu match%s", p->n, p->n == 1 ? "" : "es");
+      if (p->usable == p->n)
+        printf(", sum %.6g", p->sum);
+      else if (p->usable > 0)
+        printf(", sum %.6g of the %zu with a rate", p->sum, p->usable);
+      else
+        printf(", none with a rate yet");
+    }
+    if (p->usable > 0 && scale != 1.0)
+      printf(" (x %g = %.6g, as the plugin reads it)", scale, p->sum * scale);
+    printf("\n");
+    if (src->kind != MS_SOURCE_GLOB)
+      continue;
+    size_t shown = p->n < 5 ? p->n : 5;
+    for (size_t k = 0; k < shown; k++) {
+      printf("%s                  %s", lead, p->m[k].name);
+      print_match_value(&p->m[k]);
+      printf("\n");
+    }
+    if (shown < p->n)
+      printf("%s                  ... and %zu more\n", lead, p->n - shown);
+  }
+}
+
+/* The "collectd" object of a service (--collectd). */
+static void write_json_probes(ms_json *j, const service_check *s) {
+  size_t found = 0, probed = 0;
+  count_probes(s, 1, &probed, &found);
+  ms_json_begin_object(j, "collectd");
+  ms_json_int(j, "inputs_found", (long long)found);
+  ms_json_int(j, "inputs_missing", (long long)(probed - found));
+  ms_json_begin_object(j, "inputs");
+  for (int i = 0; i < MS_INPUT_COUNT; i++) {
+    const input_probe *p = &s->probe[i];
+    const ms_source *src = &s->sp->inputs[i];
+    if (!p->probed)
+      continue;
+    ms_json_begin_object(j, ms_input_name((ms_input_id)i));
+    ms_json_string(j, "kind", source_kind(src->kind));
+    ms_json_string(j, "source", src->pattern);
+    ms_json_bool(j, "found", p->n > 0);
+    ms_json_begin_array(j, "matches");
+    for (size_t k = 0; k < p->n; k++) {
+      ms_json_begin_object(j, NULL);
+      ms_json_string(j, "identifier", p->m[k].name);
+      ms_json_int(j, "data_sources", p->m[k].n_ds);
+      ms_json_number(j, "value", p->m[k].value);
+      ms_json_end_object(j);
+    }
+    ms_json_end_array(j);
+    ms_json_int(j, "with_rate", (long long)p->usable);
+    ms_json_number(j, "scale", input_scale(src));
+    if (p->usable > 0)
+      ms_json_number(j, "value", p->sum * input_scale(src));
+    else
+      ms_json_null(j, "value");
+    ms_json_begin_array(j, "suggestions");
+    for (size_t k = 0; k < p->n_suggest; k++)
+      ms_json_string(j, NULL, p->suggest[k]);
+    ms_json_end_array(j);
+    ms_json_end_object(j);
+  }
+  ms_json_end_object(j);
+  ms_json_end_object(j);
+}
+
 /* "calibration    learns service_time (busy_servers / completion_rate),
  * ...": what is learned, from which inputs, with which settings
  * (doc/design.md §1.8). */
@@ -347,6 +690,7 @@ static void write_text_service(const service_check *s) {
            100 * sp->headroom_warning, clear);
   else
     printf("  notifications  OKAY after %d healthy intervals\n", clear);
+  write_text_probes(s);
 }
 
 /* One service's object; its "shard" among --shards (0: not asked). */
@@ -427,6 +771,11 @@ static void write_json_service(ms_json *j, const service_check *s, int shard) {
   ms_json_int(j, "clear_after", ms_service_settings_of(sp).clear_after);
   if (shard > 0)
     ms_json_int(j, "shard", shard);
+  bool probed = false;
+  for (int i = 0; i < MS_INPUT_COUNT; i++)
+    probed |= s->probe[i].probed;
+  if (probed)
+    write_json_probes(j, s);
   ms_json_end_object(j);
 }
 
@@ -441,7 +790,7 @@ static void write_json_warnings(ms_json *j, const char *path,
       ms_json_int(j, "line", w->line);
       ms_json_int(j, "column", w->column);
       ms_json_string(j, "service", c[i].sp->name);
-      ms_json_string(j, "message", w->text);
+      ms_json_string(j, "message", warning_text(w));
       ms_json_end_object(j);
     }
   ms_json_end_array(j);
@@ -488,25 +837,68 @@ static void write_text_shards(const service_check *c, size_t n,
          p->stats.min, p->stats.max, p->stats.mean, p->stats.max_over_mean);
 }
 
-static void write_all(const check_args *a, const char *path,
-                      const service_check *c, size_t n, const shard_plan *p) {
-  if (a->sh.format == MS_FORMAT_JSON) {
-    ms_json j;
-    ms_json_init(&j, stdout, 2);
-    ms_json_begin_object(&j, NULL);
-    ms_json_string(&j, "file", path);
-    ms_json_begin_array(&j, "services");
-    for (size_t i = 0; i < n; i++)
-      write_json_service(&j, &c[i], p != NULL ? p->shard[i] : 0);
-    ms_json_end_array(&j);
-    if (p != NULL)
-      write_json_shards(&j, p);
-    write_json_warnings(&j, path, c, n);
+/* What the whole check says, for the header and the exit status. */
+typedef struct {
+  int n_warnings;
+  bool valid;     /* no warning, or not --strict: exit 0 */
+  size_t n_names; /* --collectd: identifiers collectd holds */
+  size_t probed;  /* --collectd: inputs looked up */
+  size_t found;   /* --collectd: those found */
+} check_result;
+
+/* "valid", "valid, 2 warnings", "not valid, 2 warnings (--strict)": the
+ * word matches the exit status. */
+static const char *verdict_word(const check_result *r, char *buf, size_t len) {
+  if (r->n_warnings == 0)
+    snprintf(buf, len, "valid");
+  else
+    snprintf(buf, len, "%svalid, %d warning%s%s", r->valid ? "" : "not ",
+             r->n_warnings, r->n_warnings == 1 ? "" : "s",
+             r->valid ? "" : " (--strict)");
+  return buf;
+}
+
+static void write_json_all(const check_args *a, const char *path,
+                           const service_check *c, size_t n,
+                           const shard_plan *p, const check_result *res) {
+  ms_json j;
+  ms_json_init(&j, stdout, 2);
+  ms_json_begin_object(&j, NULL);
+  ms_json_string(&j, "file", path);
+  ms_json_bool(&j, "valid", res->valid);
+  ms_json_bool(&j, "strict", a->strict);
+  if (a->collectd != NULL) {
+    ms_json_begin_object(&j, "collectd");
+    ms_json_string(&j, "socket", a->collectd);
+    ms_json_int(&j, "identifiers", (long long)res->n_names);
+    ms_json_int(&j, "inputs_found", (long long)res->found);
+    ms_json_int(&j, "inputs_missing", (long long)(res->probed - res->found));
     ms_json_end_object(&j);
-    ms_json_finish(&j);
+  }
+  ms_json_begin_array(&j, "services");
+  for (size_t i = 0; i < n; i++)
+    write_json_service(&j, &c[i], p != NULL ? p->shard[i] : 0);
+  ms_json_end_array(&j);
+  if (p != NULL)
+    write_json_shards(&j, p);
+  write_json_warnings(&j, path, c, n);
+  ms_json_end_object(&j);
+  ms_json_finish(&j);
+}
+
+static void write_all(const check_args *a, const char *path,
+                      const service_check *c, size_t n, const shard_plan *p,
+                      const check_result *res) {
+  if (a->sh.format == MS_FORMAT_JSON) {
+    write_json_all(a, path, c, n, p, res);
     return;
   }
-  printf("%s: %zu service%s, valid\n", path, n, n == 1 ? "" : "s");
+  char word[64];
+  printf("%s: %zu service%s, %s\n", path, n, n == 1 ? "" : "s",
+         verdict_word(res, word, sizeof word));
+  if (a->collectd != NULL)
+    printf("collectd at %s: %zu identifiers; %zu of %zu inputs found\n",
+           a->collectd, res->n_names, res->found, res->probed);
   if (p != NULL) {
     printf("%d shard%s: shard = jump(FNV-1a 64 of the name, %d) + 1\n", p->n,
            p->n == 1 ? "" : "s", p->n);
@@ -517,6 +909,20 @@ static void write_all(const check_args *a, const char *path,
     printf("\n");
     write_text_service(&c[i]);
   }
+}
+
+/* The assignment to --shards N shards; 0, or the exit code printed. */
+static int make_plan(const ms_service_file *f, long shards, shard_plan *plan) {
+  plan->n = (int)shards;
+  plan->shard = calloc(f->n_services ? f->n_services : 1, sizeof *plan->shard);
+  plan->counts = calloc((size_t)shards, sizeof *plan->counts);
+  if (plan->shard == NULL || plan->counts == NULL)
+    return ms_cli_fail("out of memory");
+  for (size_t i = 0; i < f->n_services; i++)
+    plan->shard[i] = ms_shard_of(f->services[i].name, plan->n);
+  ms_shard_balance(plan->shard, f->n_services, plan->n, plan->counts,
+                   &plan->stats);
+  return 0;
 }
 
 static int run(ms_service_file *f, service_check **checks, int argc,
@@ -533,45 +939,47 @@ static int run(ms_service_file *f, service_check **checks, int argc,
   if (first + 1 < argc)
     return ms_cli_usage("unexpected argument '%s' (one file at a time)",
                         argv[first + 1]);
+  if (a.timeout > 0 && a.collectd == NULL)
+    return ms_cli_usage("--timeout is the wait for collectd: it goes with "
+                        "--collectd SOCKET");
+  if (a.collectd != NULL && a.shards > 0)
+    return ms_cli_usage("--collectd and --shards: one at a time");
   const char *path = argv[first];
   char err[512];
   if (ms_service_file_load(path, f, err, sizeof err) != 0)
     return ms_cli_fail("%s", err);
-  *checks = calloc(f->n_services, sizeof **checks);
+  *checks = calloc(f->n_services ? f->n_services : 1, sizeof **checks);
   if (*checks == NULL)
     return ms_cli_fail("out of memory");
-  int n_warnings = 0;
-  for (size_t i = 0; i < f->n_services; i++) {
+  for (size_t i = 0; i < f->n_services; i++)
     if ((r = check_service(&f->services[i], &(*checks)[i])) != 0)
       return r;
-    n_warnings += (*checks)[i].n_warnings;
+  check_result res = {0};
+  if (a.collectd != NULL) {
+    if ((r = probe_all(&a, f, *checks, &res.n_names)) != 0)
+      return r;
+    count_probes(*checks, f->n_services, &res.probed, &res.found);
   }
-  shard_plan plan = {.n = (int)a.shards};
-  if (a.shards > 0) {
-    plan.shard = calloc(f->n_services ? f->n_services : 1, sizeof *plan.shard);
-    plan.counts = calloc((size_t)a.shards, sizeof *plan.counts);
-    if (plan.shard == NULL || plan.counts == NULL) {
-      free(plan.shard);
-      free(plan.counts);
-      return ms_cli_fail("out of memory");
-    }
-    for (size_t i = 0; i < f->n_services; i++)
-      plan.shard[i] = ms_shard_of(f->services[i].name, plan.n);
-    ms_shard_balance(plan.shard, f->n_services, plan.n, plan.counts,
-                     &plan.stats);
-  }
-  write_all(&a, path, *checks, f->n_services, a.shards > 0 ? &plan : NULL);
+  for (size_t i = 0; i < f->n_services; i++)
+    res.n_warnings += (*checks)[i].n_warnings;
+  res.valid = !(a.strict && res.n_warnings > 0);
+  shard_plan plan = {0};
+  if (a.shards > 0 && (r = make_plan(f, a.shards, &plan)) == 0)
+    write_all(&a, path, *checks, f->n_services, &plan, &res);
+  else if (a.shards == 0)
+    write_all(&a, path, *checks, f->n_services, NULL, &res);
   free(plan.shard);
   free(plan.counts);
+  if (r != 0)
+    return r;
   fflush(stdout);
   for (size_t i = 0; i < f->n_services; i++)
     for (int k = 0; k < (*checks)[i].n_warnings; k++) {
       const warning *w = &(*checks)[i].warnings[k];
       fprintf(stderr, "%s:%d:%d: warning: %s\n", path, w->line, w->column,
-              w->text);
+              warning_text(w));
     }
-  return ms_cli_finish_output(a.strict && n_warnings > 0 ? MS_EXIT_RUNTIME
-                                                         : MS_EXIT_OK);
+  return ms_cli_finish_output(res.valid ? MS_EXIT_OK : MS_EXIT_RUNTIME);
 }
 
 int ms_cmd_check(int argc, char **argv) {
@@ -579,6 +987,9 @@ int ms_cmd_check(int argc, char **argv) {
   memset(&f, 0, sizeof f);
   service_check *checks = NULL;
   int rc = run(&f, &checks, argc, argv);
+  if (checks != NULL)
+    for (size_t i = 0; i < f.n_services; i++)
+      free_probes(&checks[i]);
   free(checks);
   ms_service_file_free(&f);
   return rc;

@@ -80,6 +80,7 @@ int ms_cmd_plan(int argc, char **argv);
 int ms_cmd_escapes(int argc, char **argv);
 int ms_cmd_tolerance(int argc, char **argv);
 int ms_cmd_recommend(int argc, char **argv);
+int ms_cmd_init(int argc, char **argv);
 
 /* ------------------------------------------------------------------ */
 /* Diagnostics                                                         */

@@ -25,6 +25,8 @@ static const ms_cli_command commands[] = {
      "the path of a retry storm: fluid or discrete-event simulation"},
     {"check", ms_cmd_check,
      "validate a service file as the plugin does; its services' loads"},
+    {"init", ms_cmd_init,
+     "draft a service file from the identifiers a running collectd holds"},
     {"fit", ms_cmd_fit,
      "estimate a service's parameters from a trace, with 95 % intervals"},
     {"plan", ms_cmd_plan,

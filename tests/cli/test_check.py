@@ -100,7 +100,9 @@ class Check(ScratchTest):
     def test_text(self):
         r = self.check(SPEC)
         self.assertEqual(r.code, 0, r)
-        self.assertTrue(r.out.startswith("%s: 3 services, valid\n" % SPEC))
+        # the pool service's warning: valid, and the word says why not clean
+        self.assertTrue(r.out.startswith("%s: 3 services, valid, 1 warning\n"
+                                         % SPEC))
         self.assertIn("checkout (line 6): erlang model: 10 servers, service "
                       "time 100 ms, timeout 200 ms, 3 retries\n"
                       "  tipping load   83.2329 req/s\n"
@@ -185,8 +187,15 @@ class Check(ScratchTest):
     def test_clean_file(self):
         r = self.assertWarns(service_file(), "warning", False)
         self.assertEqual(r.err, "")
+        self.assertTrue(r.out.startswith(": 1 service, valid\n", len(
+            self.path("s.yaml"))), r)
         r = self.check("--strict", self.write(service_file()))
         self.assertEqual(r.code, 0, r)
+        self.assertIn(": 1 service, valid\n", r.out)
+        j = self.check("--strict", "--format", "json",
+                       self.write(service_file())).json()
+        self.assertEqual((j["valid"], j["strict"], j["warnings"]),
+                         (True, True, []))
 
     def test_service_time_over_timeout(self):
         pat = r":2:5: warning: service 'svc': the service time 1 s is " \
@@ -253,12 +262,37 @@ class Check(ScratchTest):
             "error_rate is not used without arrival_rate")
 
     def test_strict(self):
+        """The word matches the exit status: "valid, N warnings" with 0;
+        under --strict "not valid" with 1; text and JSON, with and
+        without --shards."""
         p = self.write(service_file({"timeout": "1e10"}))
         r = self.check("--strict", p)
         self.assertEqual(r.code, 1, r)
-        self.assertIn("warning: ", r.err)
+        self.assertEqual(len(self.warnings(r)), 1, r)
         self.assertIn("tipping load", r.out)
-        self.assertEqual(self.check(p).code, 0)
+        self.assertTrue(r.out.startswith(
+            "%s: 1 service, not valid, 1 warning (--strict)\n" % p), r)
+        r = self.check(p)
+        self.assertEqual(r.code, 0, r)
+        self.assertTrue(r.out.startswith(
+            "%s: 1 service, valid, 1 warning\n" % p), r)
+        # two warnings: the count is the warnings printed
+        p2 = self.write(service_file({"timeout": "1e10"}, inputs={
+            "offered_rate": COLLECTD["offered_rate"]}), "two.yaml")
+        r = self.check(p2)
+        self.assertEqual(len(self.warnings(r)), 2, r)
+        self.assertIn(": 1 service, valid, 2 warnings\n", r.out)
+        r = self.check("--strict", "--shards", "2", p2)
+        self.assertEqual(r.code, 1, r)
+        self.assertIn(": 1 service, not valid, 2 warnings (--strict)\n",
+                      r.out)
+        for strict, code in ((False, 0), (True, 1)):
+            args = ["--format", "json"] + (["--strict"] if strict else [])
+            r = self.check(*args, p)
+            self.assertEqual(r.code, code, r)
+            j = r.json()
+            self.assertEqual((j["valid"], j["strict"]), (not strict, strict))
+            self.assertEqual(len(j["warnings"]), 1)
 
 
 if __name__ == "__main__":

@@ -84,7 +84,8 @@ class Completion(CliTest):
     def test_options_of_check(self):
         """check's options are its synopsis's, and --help."""
         expected = man_synopsis_options("check")
-        self.assertEqual(expected, {"--strict", "--shards", "--format"})
+        self.assertEqual(expected, {"--strict", "--shards", "--format",
+                                    "--collectd", "--timeout"})
         self.assertEqual(complete("check", "--"), expected | {"--help"})
 
     def test_model_options_everywhere(self):
