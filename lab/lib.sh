@@ -46,13 +46,15 @@ lab_init() {
 # lab_new_run NAME: a fresh run directory LAB_RUN=$LAB_BASE/NAME, readable
 # by nobody, who runs the exec plugin's collector and the php-fpm and nginx
 # workers; the two files they run are copied into it, since nobody may not
-# read the checkout (root's home is mode 700 on Debian).
+# read the checkout (root's home is mode 700 on Debian).  The collector is
+# installed for users too (conf/recipes/haproxy/).
 lab_new_run() {
   LAB_RUN=$LAB_BASE/$1
   mkdir -p "$LAB_RUN"
   chmod 755 "$LAB_RUN"
   install -m 644 "$LAB_SRC/work.php" "$LAB_RUN/work.php"
-  install -m 755 "$LAB_SRC/haproxy-collector.sh" "$LAB_RUN/haproxy-collector.sh"
+  install -m 755 "$LAB_TOP/conf/recipes/haproxy/haproxy-collector.sh" \
+    "$LAB_RUN/haproxy-collector.sh"
   LAB_CLOCK=""
 }
 
@@ -364,7 +366,7 @@ lab_ticks() {
 }
 
 # lab_start_collectd [SERVICE_FILE]: a private collectd reading the lab with
-# its own plugins: exec (HAProxy's stats socket, lab/haproxy-collector.sh),
+# its own plugins: exec (HAProxy's stats socket, haproxy-collector.sh),
 # curl_json (php-fpm's status page), nginx (stub_status); csv keeps every
 # value (rates for counters) under $LAB_RUN/csv, unixsock answers
 # collectdctl, logfile keeps the log and the notifications.  With
