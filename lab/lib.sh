@@ -46,13 +46,15 @@ lab_init() {
 # lab_new_run NAME: a fresh run directory LAB_RUN=$LAB_BASE/NAME, readable
 # by nobody, who runs the exec plugin's collector and the php-fpm and nginx
 # workers; the two files they run are copied into it, since nobody may not
-# read the checkout (root's home is mode 700 on Debian).
+# read the checkout (root's home is mode 700 on Debian).  The collector is
+# the HAProxy recipe's (conf/recipes/haproxy/, doc/recipes.md).
 lab_new_run() {
   LAB_RUN=$LAB_BASE/$1
   mkdir -p "$LAB_RUN"
   chmod 755 "$LAB_RUN"
   install -m 644 "$LAB_SRC/work.php" "$LAB_RUN/work.php"
-  install -m 755 "$LAB_SRC/haproxy-collector.sh" "$LAB_RUN/haproxy-collector.sh"
+  install -m 755 "$LAB_TOP/conf/recipes/haproxy/haproxy-collector.sh" \
+    "$LAB_RUN/haproxy-collector.sh"
   LAB_CLOCK=""
 }
 
@@ -363,15 +365,37 @@ lab_ticks() {
   for _ in $(seq "$1"); do lab_tick; done
 }
 
+# lab_recipe STACK FILE [OLD NEW]...: the text of conf/recipes/STACK/FILE
+# (doc/recipes.md), each OLD text replaced by NEW; a text the recipe no
+# longer holds stops the lab.
+lab_recipe() {
+  local file=$LAB_TOP/conf/recipes/$1/$2 text
+  shift 2
+  text=$(cat "$file") || lab_die "cannot read $file"
+  while [ $# -ge 2 ]; do
+    case $text in *"$1"*) ;; *) lab_die "$file no longer holds '$1'" ;; esac
+    text=${text//"$1"/"$2"}
+    shift 2
+  done
+  printf '%s\n' "$text"
+}
+
 # lab_start_collectd [SERVICE_FILE]: a private collectd reading the lab with
-# its own plugins: exec (HAProxy's stats socket, lab/haproxy-collector.sh),
-# curl_json (php-fpm's status page), nginx (stub_status); csv keeps every
+# its own plugins: exec and curl_json as the HAProxy and php-fpm recipes
+# say (conf/recipes/), nginx (stub_status); csv keeps every
 # value (rates for counters) under $LAB_RUN/csv, unixsock answers
 # collectdctl, logfile keeps the log and the notifications.  With
 # SERVICE_FILE, the metastable plugin from $LAB_BUILD watches the service.
 lab_start_collectd() {
-  local service=${1:-} plugin=""
+  local service=${1:-} plugin="" exec_block curl_json_block
   mkdir -p "$LAB_RUN/csv"
+  exec_block=$(lab_recipe haproxy collectd.conf \
+    /usr/share/collectd-metastable/recipes/haproxy/haproxy-collector.sh \
+    "$LAB_RUN/haproxy-collector.sh" /run/haproxy/stats.sock "$LAB_RUN/haproxy.sock") ||
+    exit 1
+  curl_json_block=$(lab_recipe php-fpm collectd.conf http://127.0.0.1/fpm-status \
+    "http://127.0.0.1:$LAB_PORT_NGINX/fpm-status" 'Instance "www"' 'Instance "lab"') ||
+    exit 1
   if [ -n "$service" ]; then
     plugin="PluginDir \"$LAB_BUILD/plugin/.libs\"
 LoadPlugin metastable
@@ -397,35 +421,9 @@ LoadPlugin logfile
   PrintSeverity true
 </Plugin>
 
-LoadPlugin exec
-<Plugin exec>
-  Exec "nobody:nogroup" "$LAB_RUN/haproxy-collector.sh" "$LAB_RUN/haproxy.sock" "fe_web" "be_app"
-</Plugin>
+$exec_block
 
-LoadPlugin curl_json
-<Plugin curl_json>
-  <URL "http://127.0.0.1:$LAB_PORT_NGINX/fpm-status?json">
-    Plugin "phpfpm"
-    Instance "lab"
-    Timeout 900
-    <Key "total processes">
-      Type "gauge"
-      Instance "total_processes"
-    </Key>
-    <Key "active processes">
-      Type "gauge"
-      Instance "active_processes"
-    </Key>
-    <Key "listen queue">
-      Type "gauge"
-      Instance "listen_queue"
-    </Key>
-    <Key "accepted conn">
-      Type "derive"
-      Instance "accepted_conn"
-    </Key>
-  </URL>
-</Plugin>
+$curl_json_block
 
 LoadPlugin nginx
 <Plugin nginx>

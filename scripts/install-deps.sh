@@ -27,6 +27,9 @@ libcurl3-gnutls"
 fuzz="clang libclang-rt-14-dev"
 # the integration test opens the Prometheus console page in a browser
 browser="chromium"
+# the recipe tests (tests/integration/test_recipe_*.py, doc/recipes.md):
+# gunicorn beside the lab's servers; node comes with the test's tools
+recipes="gunicorn"
 # the package test (tests/package/test_deb.py): make deb and lintian
 deb="debhelper dpkg-dev lintian"
 if [ "${1:-}" = "--lab" ]; then
@@ -35,7 +38,7 @@ elif [ "${1:-}" = "--deb" ]; then
   pkgs="$pkgs $deb"
 elif [ "${1:-}" = "--test" ]; then
   pkgs="$pkgs $lab prometheus prometheus-alertmanager python3 jq mandoc
-  clang-format $fuzz $browser $deb"
+  clang-format $fuzz $browser $deb $recipes"
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
     pkgs="$pkgs nodejs npm"
 fi

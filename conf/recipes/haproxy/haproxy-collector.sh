@@ -1,9 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # collectd exec plugin program: HAProxy's own counters, read from its stats
-# socket every interval, printed as PUTVAL lines.
+# socket every interval, printed as PUTVAL lines (doc/recipes.md,
+# "HAProxy"; the storm lab runs it too).
 #
-#   Exec "nobody:nogroup" "haproxy-collector.sh" SOCKET FRONTEND BACKEND
+#   Exec "nobody:haproxy" "haproxy-collector.sh" SOCKET FRONTEND BACKEND
+#
+# The user needs read and write access to SOCKET (a socket of level user
+# is enough) and socat.  Every request of FRONTEND is taken to go to
+# BACKEND.
 #
 # Identifiers (host from collectd; DERIVE values become rates in collectd):
 #   haproxy-FRONTEND/derive-requests        HTTP requests received (req_tot):
