@@ -22,7 +22,8 @@
 
 #include "metastable.h"
 #include "outputs.h"
-#include "units.h" /* ms_parse_number, ms_parse_duration, ms_parse_rate */
+#include "suggest.h" /* ms_suggest: did you mean */
+#include "units.h"   /* ms_parse_number, ms_parse_duration, ms_parse_rate */
 
 #ifdef __cplusplus
 extern "C" {

@@ -113,6 +113,11 @@ static const struct {
     {SVC ERL "    colour: red\n" IN, "8:5", "unknown key 'colour'"},
     {SVC ERL "    retries: 2\n" IN, "8:5", "key 'retries' given twice"},
     {SVC ERL "    colour: red\n" IN, "8:5", "(known: name, model, servers,"},
+    {SVC ERL "    timout: 1s\n" IN, "8:5",
+     "unknown key 'timout' in a service: did you mean 'timeout'? (known: "
+     "name, model, servers,"},
+    {SVC ERL "    inputs:\n      ofered_rate: h/p/t\n", "9:7",
+     "unknown input 'ofered_rate' in inputs: did you mean 'offered_rate'?"},
     {SVC ERL "    [colour]: red\n" IN, "8:5",
      "a key in a service must be a name"},
     {"services: []\nservices: []\n", "2:1", "key 'services' given twice"},
@@ -765,6 +770,9 @@ START_TEST(test_walk_errors) {
       {"alpha: 1\n? [beta]\n: 2\n",
        "w.yaml:2:3: a key in a thing must be a name, not a list"},
       {"\"\": 1\n", "w.yaml:1:1: unknown key '' in a thing"},
+      {"alpha: 1\ngamam: 2\n",
+       "w.yaml:2:1: unknown key 'gamam' in a thing: did you mean 'gamma'? "
+       "(known: alpha, beta, gamma)"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     ck_assert_int_eq(
@@ -791,6 +799,107 @@ START_TEST(test_walk_errors) {
                    -1);
   ck_assert_ptr_nonnull(strstr(long_err, "(known: a_rather_long_key_name_0, "));
   ck_assert_ptr_nonnull(strstr(long_err, "...)"));
+}
+END_TEST
+
+/* The optimal string alignment distance by its recursive definition
+ * (Damerau 1964, Levenshtein 1966): the reference ms_edit_distance's
+ * dynamic programme is held to, on short names only. */
+static size_t osa_ref(const char *a, size_t n, const char *b, size_t m) {
+  if (n == 0)
+    return m;
+  if (m == 0)
+    return n;
+  size_t best = osa_ref(a, n - 1, b, m) + 1;
+  size_t d = osa_ref(a, n, b, m - 1) + 1;
+  best = d < best ? d : best;
+  d = osa_ref(a, n - 1, b, m - 1) + (a[n - 1] != b[m - 1]);
+  best = d < best ? d : best;
+  if (n > 1 && m > 1 && a[n - 1] == b[m - 2] && a[n - 2] == b[m - 1]) {
+    d = osa_ref(a, n - 2, b, m - 2) + 1;
+    best = d < best ? d : best;
+  }
+  return best;
+}
+
+START_TEST(test_edit_distance) {
+  /* textbook values: kitten/sitting (Levenshtein), a swap is one edit,
+   * and "ca"/"abc" is 3 for this distance (2 for the unrestricted
+   * Damerau distance: no substring is edited twice here) */
+  ck_assert_uint_eq(ms_edit_distance("kitten", "sitting", false), 3);
+  ck_assert_uint_eq(ms_edit_distance("ServiceFile", "ServicFile", false), 1);
+  ck_assert_uint_eq(ms_edit_distance("timeout", "tiemout", false), 1);
+  ck_assert_uint_eq(ms_edit_distance("ca", "abc", false), 3);
+  ck_assert_uint_eq(ms_edit_distance("", "abc", false), 3);
+  ck_assert_uint_eq(ms_edit_distance(NULL, "", false), 0);
+  ck_assert_uint_eq(ms_edit_distance("Interval", "interval", false), 1);
+  ck_assert_uint_eq(ms_edit_distance("Interval", "iNTERVAL", true), 0);
+  /* no case folding beyond ASCII letters */
+  ck_assert_uint_eq(ms_edit_distance("a_1", "A_1", true), 0);
+  ck_assert_uint_eq(ms_edit_distance("\xc3\xa9", "\xc3\x89", true), 1);
+  /* the longest names compare; longer ones are far from everything */
+  static char big[MS_EDIT_MAX_LEN + 2], big2[MS_EDIT_MAX_LEN + 2];
+  memset(big, 'x', MS_EDIT_MAX_LEN);
+  memset(big2, 'x', MS_EDIT_MAX_LEN);
+  big2[0] = 'y';
+  ck_assert_uint_eq(ms_edit_distance(big, big2, false), 1);
+  ck_assert_uint_eq(ms_edit_distance(big, "", false), MS_EDIT_MAX_LEN);
+  big[MS_EDIT_MAX_LEN] = 'x';
+  ck_assert_uint_eq(ms_edit_distance(big, "x", false), MS_EDIT_FAR);
+  /* against the recursive definition: every pair of names of up to 5
+   * letters over {a, b, c} drawn by a fixed generator */
+  unsigned seed = 12345;
+  for (int k = 0; k < 3000; k++) {
+    char a[6], b[6];
+    size_t n, m;
+    seed = seed * 1103515245u + 12345u;
+    n = (seed >> 16) % 6;
+    for (size_t i = 0; i < n; i++) {
+      seed = seed * 1103515245u + 12345u;
+      a[i] = (char)('a' + (seed >> 16) % 3);
+    }
+    seed = seed * 1103515245u + 12345u;
+    m = (seed >> 16) % 6;
+    for (size_t i = 0; i < m; i++) {
+      seed = seed * 1103515245u + 12345u;
+      b[i] = (char)('a' + (seed >> 16) % 3);
+    }
+    a[n] = b[m] = '\0';
+    ck_assert_msg(ms_edit_distance(a, b, false) == osa_ref(a, n, b, m),
+                  "'%s' '%s'", a, b);
+  }
+}
+END_TEST
+
+START_TEST(test_suggest) {
+  static const char *const opts[] = {"ServiceFile", "Host", "Interval",
+                                     "Values", "CycleBudget"};
+  const size_t n = sizeof opts / sizeof opts[0];
+  ck_assert_str_eq(ms_suggest("ServicFile", opts, n, true), "ServiceFile");
+  ck_assert_str_eq(ms_suggest("servicefiel", opts, n, true), "ServiceFile");
+  ck_assert_str_eq(ms_suggest("Hots", opts, n, true), "Host");
+  ck_assert_str_eq(ms_suggest("Intreval", opts, n, true), "Interval");
+  /* the limit: max(1, len / 3) edits */
+  ck_assert_str_eq(ms_suggest("Hxst", opts, n, true), "Host"); /* 1 of 4 */
+  ck_assert_ptr_null(ms_suggest("Hxxt", opts, n, true));       /* 2 of 4 */
+  ck_assert_str_eq(ms_suggest("CyxleBxxget", opts, n, true),
+                   "CycleBudget");                              /* 3 of 11 */
+  ck_assert_ptr_null(ms_suggest("CyxleBxxgex", opts, n, true)); /* 4 */
+  ck_assert_ptr_null(ms_suggest("Colour", opts, n, true));
+  ck_assert_ptr_null(ms_suggest("", opts, n, true));
+  ck_assert_ptr_null(ms_suggest(NULL, opts, n, true));
+  ck_assert_ptr_null(ms_suggest("Host", NULL, 0, true));
+  /* case: YAML keys are compared with it, collectd's options without */
+  static const char *const keys[] = {"timeout", "tiers"};
+  ck_assert_str_eq(ms_suggest("Timeout", keys, 2, false), "timeout");
+  ck_assert_ptr_null(ms_suggest("timeout", keys, 2, false)); /* found */
+  /* ties go to the first candidate; a nearer later one wins */
+  static const char *const ab[] = {"abcd", "abce", "abcf"};
+  ck_assert_str_eq(ms_suggest("abcx", ab, 3, false), "abcd");
+  ck_assert_str_eq(ms_suggest("abcf", ab, 2, false), "abcd");
+  ck_assert_ptr_null(ms_suggest("abcf", ab + 2, 1, false));
+  static const char *const with_null[] = {NULL, "Host"};
+  ck_assert_str_eq(ms_suggest("host", with_null, 2, true), "Host");
 }
 END_TEST
 
@@ -1737,6 +1846,8 @@ int main(void) {
   tcase_add_test(tc, test_missing_inputs);
   tcase_add_test(tc, test_walk_every_key);
   tcase_add_test(tc, test_walk_errors);
+  tcase_add_test(tc, test_edit_distance);
+  tcase_add_test(tc, test_suggest);
   suite_add_tcase(s, tc);
   tc = tcase_create("step");
   tcase_add_test(tc, test_infer);
