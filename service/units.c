@@ -47,12 +47,17 @@ int ms_parse_whole(const char *text, double *out) {
 int ms_parse_duration(const char *text, double *seconds, char *errbuf,
                       size_t errlen) {
   /* "m" is minutes and "ms" milliseconds: the units are whole words
-   * compared in full, never prefixes */
+   * compared in full, never prefixes.  Sub-second units divide by a whole
+   * number (correctly rounded: "100ms" and "100000us" are exactly the
+   * double 0.1), where multiplying by 1e-3 or 1e-6, which no double
+   * holds exactly, can land one unit in the last place off (100000 x
+   * 1e-6 < 0.1), and a range's edge would then refuse its own value. */
   static const struct {
     const char *name;
-    double scale;
-  } units[] = {{"", 1.0},           {"s", 1.0},  {"ms", 1e-3}, {"us", 1e-6},
-               {"\xc2\xb5s", 1e-6}, {"m", 60.0}, {"h", 3600.0}};
+    double scale, divisor;
+  } units[] = {{"", 1.0, 1.0},    {"s", 1.0, 1.0},         {"ms", 1.0, 1e3},
+               {"us", 1.0, 1e6},  {"\xc2\xb5s", 1.0, 1e6}, {"m", 60.0, 1.0},
+               {"h", 3600.0, 1.0}};
   double v;
   const char *unit;
   if (text == NULL || leading_number(text, &v, &unit) != 0 || v < 0) {
@@ -64,7 +69,7 @@ int ms_parse_duration(const char *text, double *seconds, char *errbuf,
   }
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
     if (strcmp(unit, units[i].name) == 0) {
-      double x = v * units[i].scale;
+      double x = v * units[i].scale / units[i].divisor;
       if (!isfinite(x))
         break;
       *seconds = x;

@@ -495,6 +495,17 @@ START_TEST(test_units) {
   ck_assert_double_eq(v, 0.1);
   ck_assert_int_eq(ms_parse_duration("250us", &v, e, sizeof e), 0);
   ck_assert_double_eq_tol(v, 250e-6, 1e-20);
+  /* exactly the double of the decimal, whatever the unit: a division by
+   * 1e3 or 1e6 is correctly rounded (100000 x 1e-6 is not 0.1) */
+  static const struct {
+    const char *text;
+    double want;
+  } exact[] = {{"100000us", 0.1}, {"250us", 250e-6}, {"1ms", 0.001},
+               {"300ms", 0.3},    {"700us", 700e-6}, {"1e-3ms", 1e-6}};
+  for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
+    ck_assert_int_eq(ms_parse_duration(exact[i].text, &v, e, sizeof e), 0);
+    ck_assert_msg(v == exact[i].want, "%s: %.17g", exact[i].text, v);
+  }
   ck_assert_int_eq(ms_parse_duration("1.5", &v, e, sizeof e), 0);
   ck_assert_double_eq(v, 1.5);
   ck_assert_int_eq(ms_parse_duration("2 s", &v, e, sizeof e), 0);
