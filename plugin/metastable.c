@@ -110,6 +110,34 @@ static unsigned conf_full_every = 1;       /* FullEvery */
  * and then it fails here too.)  A relative path is taken from BaseDir,
  * where collectd changes directory after reading its configuration.
  */
+/* The durations of the file written as bare numbers that look like
+ * milliseconds (ms_service_unit_warnings), said once when collectd loads
+ * the file: the first MAX_NAMED_PER_CYCLE one by one, then one line that
+ * counts the rest, so that a file of thousands of services does not
+ * flood the log.  The values are used as read: a warning, not an error,
+ * as `metastable check` has it (an error under its --strict). */
+static void log_unit_warnings(const ms_service_file *f) {
+  size_t said = 0, more = 0;
+  for (size_t i = 0; i < f->n_services; i++) {
+    ms_spec_warning w[2];
+    int n = ms_service_unit_warnings(&f->services[i], w);
+    for (int j = 0; j < n; j++, said++) {
+      if (said >= MAX_NAMED_PER_CYCLE) {
+        more++;
+        continue;
+      }
+      WARNING(PLUGIN_NAME " plugin: service \"%s\": %s (%s:%d:%d); the "
+                          "plugin uses the value as read, in seconds",
+              f->services[i].name, w[j].text, f->path, w[j].line, w[j].column);
+    }
+  }
+  if (more > 0)
+    WARNING(PLUGIN_NAME " plugin: %zu more durations without a unit look "
+                        "like milliseconds; `metastable check %s` lists "
+                        "them all",
+            more, f->path);
+}
+
 static int load_service_file(void) {
   const char *base = global_option_get("BaseDir");
   if (conf_service_file[0] != '/' && base != NULL && base[0] != '\0') {
@@ -135,6 +163,7 @@ static int load_service_file(void) {
     return -1;
   }
   conf_loaded = true;
+  log_unit_warnings(&conf_file);
   return 0;
 }
 

@@ -177,3 +177,62 @@ const char *ms_format_double(char buf[32], double x) {
   }
   return buf;
 }
+
+/* A ratio for people: "4", "1.5", "5,000", "1,234,567"; beyond a
+ * billion "2.5e+12". */
+static void fmt_ratio(char *buf, size_t len, double r) {
+  if (r < 10 || r >= 1e9) {
+    snprintf(buf, len, "%.3g", r);
+    return;
+  }
+  char digits[16];
+  snprintf(digits, sizeof digits, "%.0f", r);
+  size_t n = strlen(digits), j = 0;
+  for (size_t i = 0; i < n && j + 2 < len; i++) {
+    if (i > 0 && (n - i) % 3 == 0)
+      buf[j++] = ',';
+    buf[j++] = digits[i];
+  }
+  buf[j] = '\0';
+}
+
+bool ms_bare_duration_warning(ms_param id, const char *key, const char *sep,
+                              double service_time, double timeout, char *buf,
+                              size_t len) {
+  char num[32], ratio[32];
+  if (len > 0)
+    buf[0] = '\0';
+  if (!(service_time > 0) || !isfinite(service_time) || !(timeout >= 0) ||
+      !isfinite(timeout))
+    return false;
+  if (id == MS_PARAM_TIMEOUT) {
+    if (!(timeout > MS_BARE_TIMEOUT_RATIO * service_time))
+      return false;
+    ms_format_double(num, timeout);
+    fmt_ratio(ratio, sizeof ratio, timeout / service_time);
+    snprintf(buf, len,
+             "%s%s%s was read as %s s, %s times the service time; write "
+             "%sms if you meant milliseconds",
+             key, sep, num, num, ratio, num);
+    return true;
+  }
+  if (id != MS_PARAM_SERVICE_TIME)
+    return false;
+  ms_format_double(num, service_time);
+  if (timeout > 0 && service_time > timeout) {
+    fmt_ratio(ratio, sizeof ratio, service_time / timeout);
+    snprintf(buf, len,
+             "%s%s%s was read as %s s, %s times the timeout; write %sms if "
+             "you meant milliseconds",
+             key, sep, num, num, ratio, num);
+    return true;
+  }
+  if (service_time >= MS_BARE_SERVICE_TIME_MAX) {
+    snprintf(buf, len,
+             "%s%s%s was read as %s s, %g s or more per request; write %sms "
+             "if you meant milliseconds",
+             key, sep, num, num, MS_BARE_SERVICE_TIME_MAX, num);
+    return true;
+  }
+  return false;
+}

@@ -12,7 +12,10 @@
  *    and 1.5m, which collectd's scanner splits in two) from 0.1 s to a
  *    day, CycleBudget its shares (0.2, "20%") from 0.01 to 1, through the
  *    parsers of service/units.c; each at its edges, with the exact
- *    messages.
+ *    messages;
+ *  - a duration of the service file written without a unit that looks
+ *    like milliseconds is logged once, at load (the rule itself is held
+ *    at its edges by tests/check_service.c).
  *
  * tests/integration/test_config.py feeds some of the same lines to a real
  * collectd, which is what holds the stand-in's scanner to collectd's.
@@ -235,6 +238,70 @@ START_TEST(test_cycle_budget_units) {
 }
 END_TEST
 
+/* The warnings logged, in order. */
+static char logged[16][512];
+static size_t n_logged;
+
+static void on_log(int level, const char *msg) {
+  if (level == LOG_WARNING && n_logged < 16)
+    snprintf(logged[n_logged++], sizeof logged[0], "%s", msg);
+}
+
+/* A file of n erlang services, each with a bare timeout of 500 beside a
+ * 100 ms service time (doc/configuration.md, "Units and bare numbers"),
+ * configured, initialised and read twice: returns the warnings logged. */
+static size_t bare_timeouts(size_t n) {
+  FILE *y = fopen(path, "w");
+  ck_assert_ptr_nonnull(y);
+  fprintf(y, "services:\n");
+  for (size_t i = 0; i < n; i++)
+    fprintf(y,
+            "  - name: s%zu\n    model: erlang\n    servers: 4\n"
+            "    service_time: 100ms\n    timeout: 500\n    retries: 1\n"
+            "    inputs:\n      offered_rate: 10\n",
+            i);
+  fclose(y);
+  n_logged = 0;
+  stub_on_log = on_log;
+  ck_assert_int_eq(configure(NULL), 0);
+  ck_assert_msg(stub_call_init() == 0, "%s", stub_last_warning());
+  ck_assert_int_eq(stub_call_read(), 0);
+  ck_assert_int_eq(stub_call_read(), 0);
+  stub_on_log = NULL;
+  stub_free_read_user_data();
+  stub_call_shutdown();
+  return n_logged;
+}
+
+/* A bare duration that looks like milliseconds is warned about once, at
+ * load, with the file's position; the values are used as read.  Many go
+ * five by name and one line for the rest. */
+START_TEST(test_bare_duration_logged_once) {
+  ck_assert_uint_eq(bare_timeouts(1), 1);
+  char want[512];
+  snprintf(want, sizeof want,
+           "metastable plugin: service \"s0\": timeout: 500 was read as 500 "
+           "s, 5,000 times the service time; write 500ms if you meant "
+           "milliseconds (%s:6:14); the plugin uses the value as read, in "
+           "seconds",
+           path);
+  ck_assert_str_eq(logged[0], want);
+  ck_assert_uint_eq(bare_timeouts(8), 6);
+  snprintf(want, sizeof want,
+           "metastable plugin: service \"s4\": timeout: 500 was read as 500 "
+           "s, 5,000 times the service time; write 500ms if you meant "
+           "milliseconds (%s:38:14); the plugin uses the value as read, in "
+           "seconds",
+           path);
+  ck_assert_str_eq(logged[4], want);
+  snprintf(want, sizeof want,
+           "metastable plugin: 3 more durations without a unit look like "
+           "milliseconds; `metastable check %s` lists them all",
+           path);
+  ck_assert_str_eq(logged[5], want);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("plugin_config");
   TCase *tc = tcase_create("config");
@@ -243,6 +310,7 @@ int main(void) {
   tcase_add_test(tc, test_service_file_required);
   tcase_add_test(tc, test_interval_units);
   tcase_add_test(tc, test_cycle_budget_units);
+  tcase_add_test(tc, test_bare_duration_logged_once);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   return ms_check_run(sr);

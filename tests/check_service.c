@@ -914,6 +914,165 @@ START_TEST(test_suggest) {
 }
 END_TEST
 
+/* ---- bare durations (service/units.h, doc/configuration.md) ------------ */
+
+/* The warning for id given these durations, "" for none. */
+static const char *bare(ms_param id, double service_time, double timeout) {
+  static char buf[320];
+  bool warned = ms_bare_duration_warning(id, "timeout", ": ", service_time,
+                                         timeout, buf, sizeof buf);
+  if (id == MS_PARAM_SERVICE_TIME && warned) {
+    /* the same rule under the other key: only the name differs */
+    char other[320];
+    ck_assert(ms_bare_duration_warning(id, "service_time", ": ", service_time,
+                                       timeout, other, sizeof other));
+    ck_assert_str_eq(other + strlen("service_time"), buf + strlen("timeout"));
+  }
+  ck_assert_int_eq(warned, buf[0] != '\0');
+  return buf;
+}
+
+START_TEST(test_bare_duration_rule) {
+  /* the case: timeout 500 beside a 100 ms service time */
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, 0.1, 500),
+                   "timeout: 500 was read as 500 s, 5,000 times the service "
+                   "time; write 500ms if you meant milliseconds");
+  /* the edge: more than 1000 service times (powers of two: exact) */
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, 0.5, 500), "");
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, 0.5, 500.5),
+                   "timeout: 500.5 was read as 500.5 s, 1,001 times the "
+                   "service time; write 500.5ms if you meant milliseconds");
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, 0.001, 1), ""); /* 1,000: fine */
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, 1e-6, 30),
+                   "timeout: 30 was read as 30 s, 30,000,000 times the "
+                   "service time; write 30ms if you meant milliseconds");
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, 1e-12, 30),
+                   "timeout: 30 was read as 30 s, 3e+13 times the service "
+                   "time; write 30ms if you meant milliseconds");
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, 0.1, 0), "");
+  /* a bare service time longer than the timeout */
+  ck_assert_str_eq(bare(MS_PARAM_SERVICE_TIME, 2, 0.5),
+                   "timeout: 2 was read as 2 s, 4 times the timeout; write "
+                   "2ms if you meant milliseconds");
+  ck_assert_str_eq(bare(MS_PARAM_SERVICE_TIME, 0.75, 0.5),
+                   "timeout: 0.75 was read as 0.75 s, 1.5 times the timeout; "
+                   "write 0.75ms if you meant milliseconds");
+  ck_assert_str_eq(bare(MS_PARAM_SERVICE_TIME, 0.5, 0.5), "");
+  ck_assert_str_eq(bare(MS_PARAM_SERVICE_TIME, 100, 0.5),
+                   "timeout: 100 was read as 100 s, 200 times the timeout; "
+                   "write 100ms if you meant milliseconds");
+  /* ... or of 10 s or more, whatever the timeout */
+  ck_assert_str_eq(bare(MS_PARAM_SERVICE_TIME, 10, 500),
+                   "timeout: 10 was read as 10 s, 10 s or more per request; "
+                   "write 10ms if you meant milliseconds");
+  ck_assert_str_eq(bare(MS_PARAM_SERVICE_TIME, 9.99, 500), "");
+  ck_assert_str_eq(bare(MS_PARAM_SERVICE_TIME, 2, 0), ""); /* no timeout */
+  ck_assert_str_eq(bare(MS_PARAM_SERVICE_TIME, 20, 0),
+                   "timeout: 20 was read as 20 s, 10 s or more per request; "
+                   "write 20ms if you meant milliseconds");
+  /* nothing for other parameters, or outside the domain */
+  ck_assert_str_eq(bare(MS_PARAM_CAPACITY, 0.1, 500), "");
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, 0, 500), "");
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, NAN, 500), "");
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, 0.1, INFINITY), "");
+  ck_assert_str_eq(bare(MS_PARAM_SERVICE_TIME, INFINITY, 1), "");
+  /* the command line's way of writing it */
+  char buf[320];
+  ck_assert(ms_bare_duration_warning(MS_PARAM_TIMEOUT, "--timeout", " ", 0.1,
+                                     500, buf, sizeof buf));
+  ck_assert_str_eq(buf, "--timeout 500 was read as 500 s, 5,000 times the "
+                        "service time; write 500ms if you meant "
+                        "milliseconds");
+}
+END_TEST
+
+/* The warnings of a one-service file: how many, the first's position and
+ * text in *first. */
+static int unit_warnings(const char *text, ms_spec_warning *first) {
+  ms_service_file f;
+  char err[512];
+  ck_assert_msg(ms_service_file_parse(text, strlen(text), "u.yaml", &f, err,
+                                      sizeof err) == 0,
+                "%s", err);
+  ms_spec_warning w[2];
+  int n = ms_service_unit_warnings(&f.services[0], w);
+  if (n > 0)
+    *first = w[0];
+  ms_service_file_free(&f);
+  return n;
+}
+
+START_TEST(test_bare_durations_in_file) {
+#define U_HEAD "services:\n  - name: u\n    model: erlang\n    servers: 4\n"
+#define U_TAIL "    retries: 1\n    inputs:\n      offered_rate: 1\n"
+  ms_spec_warning w;
+  ck_assert_int_eq(
+      unit_warnings(U_HEAD "    service_time: 100ms\n    timeout: 500\n" U_TAIL,
+                    &w),
+      1);
+  ck_assert_int_eq(w.line, 6);
+  ck_assert_int_eq(w.column, 14);
+  ck_assert_str_eq(w.text, "timeout: 500 was read as 500 s, 5,000 times the "
+                           "service time; write 500ms if you meant "
+                           "milliseconds");
+  /* a unit says what was meant: no warning */
+  ck_assert_int_eq(
+      unit_warnings(
+          U_HEAD "    service_time: 100ms\n    timeout: 500s\n" U_TAIL, &w),
+      0);
+  ck_assert_int_eq(
+      unit_warnings(U_HEAD "    service_time: 100ms\n    timeout: 1\n" U_TAIL,
+                    &w),
+      0);
+  /* the service time from service_rate: 10/s is 100 ms */
+  ck_assert_int_eq(
+      unit_warnings(U_HEAD "    service_rate: 10\n    timeout: 500\n" U_TAIL,
+                    &w),
+      1);
+  ck_assert_str_eq(w.text, "timeout: 500 was read as 500 s, 5,000 times the "
+                           "service time; write 500ms if you meant "
+                           "milliseconds");
+  /* both bare, both meant in ms: the service time is the one that shows */
+  ck_assert_int_eq(
+      unit_warnings(U_HEAD "    service_time: 100\n    timeout: 500\n" U_TAIL,
+                    &w),
+      1);
+  ck_assert_int_eq(w.line, 5);
+  ck_assert_str_eq(w.text, "service_time: 100 was read as 100 s, 10 s or "
+                           "more per request; write 100ms if you meant "
+                           "milliseconds");
+  /* a bare service time meant in ms beside a timeout with its unit */
+  ck_assert_int_eq(
+      unit_warnings(U_HEAD "    service_time: 2\n    timeout: 500ms\n" U_TAIL,
+                    &w),
+      1);
+  ck_assert_str_eq(w.text, "service_time: 2 was read as 2 s, 4 times the "
+                           "timeout; write 2ms if you meant milliseconds");
+  /* a bare service time that is plausible in seconds (50 ms) beside a
+   * bare timeout 20,000 times it: only the timeout is warned about */
+  ms_service_file f;
+  char err[256];
+  const char *both =
+      U_HEAD "    service_time: 0.05\n    timeout: 1000\n" U_TAIL;
+  ck_assert_int_eq(
+      ms_service_file_parse(both, strlen(both), "u.yaml", &f, err, sizeof err),
+      0);
+  ms_spec_warning two[2];
+  ck_assert_int_eq(ms_service_unit_warnings(&f.services[0], two), 1);
+  ck_assert_str_eq(two[0].text, "timeout: 1000 was read as 1000 s, 20,000 "
+                                "times the service time; write 1000ms if you "
+                                "meant milliseconds");
+  ms_service_file_free(&f);
+  /* the capacity model has no durations to hold against each other */
+  ck_assert_int_eq(unit_warnings("services:\n  - name: c\n    model: "
+                                 "capacity\n    capacity: 100\n" U_TAIL,
+                                 &w),
+                   0);
+#undef U_HEAD
+#undef U_TAIL
+}
+END_TEST
+
 /* ---- inference -------------------------------------------------------- */
 
 static ms_service_spec erlang_spec(void) {
@@ -1859,6 +2018,8 @@ int main(void) {
   tcase_add_test(tc, test_walk_errors);
   tcase_add_test(tc, test_edit_distance);
   tcase_add_test(tc, test_suggest);
+  tcase_add_test(tc, test_bare_duration_rule);
+  tcase_add_test(tc, test_bare_durations_in_file);
   suite_add_tcase(s, tc);
   tc = tcase_create("step");
   tcase_add_test(tc, test_infer);

@@ -11,7 +11,8 @@ What this holds: a misspelt option fails the start with a did-you-mean;
 collectd's own scanner splits an unquoted 1.5m into a number and a
 string, and the plugin still reads 90 s; an unquoted 20% reaches the
 plugin as the number 20 and is refused with the hint to quote it, a
-quoted "20%" is 0.2.  The unit tests of tests/check_plugin_config.c give
+quoted "20%" is 0.2; a bare timeout that looks like milliseconds is
+logged once at load and collectd starts.  The unit tests of tests/check_plugin_config.c give
 the same lines to the collectd stand-in, whose scanner this test holds
 to collectd's.
 """
@@ -87,6 +88,20 @@ def main():
           'for a percentage write "20%" in quotes' in out,
           "an unquoted 20%% reaches the plugin as 20, refused with the hint "
           "(exit %d)" % rc)
+
+    bare = SERVICE.replace(
+        "model: capacity\n    capacity: 100\n",
+        "model: erlang\n    servers: 4\n    service_time: 100ms\n"
+        "    timeout: 500\n")
+    rc, out = run(work, [file_line], service=bare)
+    said = [line for line in out.splitlines()
+            if "timeout: 500 was read as 500 s, 5,000 times the service "
+            "time; write 500ms if you meant milliseconds" in line]
+    check(rc == 0 and len(said) == 1 and
+          said[0].endswith("services.yaml:6:14); the plugin uses the value "
+                           "as read, in seconds"),
+          "a bare timeout: 500 beside 100ms is warned about once, with its "
+          "place, and collectd starts (exit %d, %d lines)" % (rc, len(said)))
 
     if not harness.FAILURES:
         shutil.rmtree(work)
