@@ -378,6 +378,23 @@ static void config_unknown(const char *key) {
           key, known);
 }
 
+/* A name of Values that is none of the plugin's types: which argument,
+ * and the nearest type (ms_suggest). */
+static void config_unknown_value(int j, const oconfig_value_t *v) {
+  const char *names[MS_OUT_COUNT];
+  for (int i = 0; i < MS_OUT_COUNT; i++)
+    names[i] = ms_output_get((ms_output)i)->name;
+  const char *word =
+      v->type == OCONFIG_TYPE_STRING ? v->value.string : "not a string";
+  const char *near = v->type == OCONFIG_TYPE_STRING
+                         ? ms_suggest(word, names, MS_OUT_COUNT, false)
+                         : NULL;
+  ERROR(PLUGIN_NAME " plugin: Values: argument %d (%s) is not one of the "
+                    "plugin's types (see its types.db)%s%s%s",
+        j + 1, word, near ? "; did you mean \"" : "", near ? near : "",
+        near ? "\"?" : "");
+}
+
 static int ms_config(oconfig_item_t *ci) {
   bool file_given = false;
   for (int i = 0; i < ci->children_num; i++) {
@@ -419,12 +436,7 @@ static int ms_config(oconfig_item_t *ci) {
                     ? ms_output_find(child->values[j].value.string)
                     : -1;
         if (k < 0) {
-          ERROR(PLUGIN_NAME " plugin: Values: argument %d (%s) is not one of "
-                            "the plugin's types (see its types.db)",
-                j + 1,
-                child->values[j].type == OCONFIG_TYPE_STRING
-                    ? child->values[j].value.string
-                    : "not a string");
+          config_unknown_value(j, &child->values[j]);
           return -1;
         }
         conf_wanted[k] = true;

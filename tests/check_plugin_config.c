@@ -114,6 +114,20 @@ START_TEST(test_unknown_option_refused) {
 }
 END_TEST
 
+/* A name in Values that is none of the plugin's types names the nearest. */
+START_TEST(test_values_suggest) {
+  refused("Values \"state\" \"strom\"",
+          "metastable plugin: Values: argument 2 (strom) is not one of the "
+          "plugin's types (see its types.db); did you mean \"storm\"?");
+  refused("Values \"colour\"", "metastable plugin: Values: argument 1 "
+                               "(colour) is not one of the plugin's types "
+                               "(see its types.db)");
+  refused("Values 3", "metastable plugin: Values: argument 1 (not a string) "
+                      "is not one of the plugin's types (see its types.db)");
+  accepted("Values \"state\" \"storm\"", 10);
+}
+END_TEST
+
 START_TEST(test_service_file_required) {
   const char *lines[] = {"Interval 5", NULL};
   module_register();
@@ -308,6 +322,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, test_unknown_option_refused);
   tcase_add_test(tc, test_service_file_required);
+  tcase_add_test(tc, test_values_suggest);
   tcase_add_test(tc, test_interval_units);
   tcase_add_test(tc, test_cycle_budget_units);
   tcase_add_test(tc, test_bare_duration_logged_once);
