@@ -6,13 +6,15 @@
  * per service with the tipping and recovery loads at the configured
  * values (doc/design.md §1.3), and the warnings of what loads but cannot
  * work as meant: a service time longer than the timeout, a timeout so
- * long that the wait tail underflows, inputs that give no observation, an
- * offered load that only constants give.  With --collectd, each
- * identifier and glob input is looked up in a running collectd through its
- * unixsock plugin (cli/collectdsock.h): found with its value, or missing
- * (a warning) with the identifiers near it.  The word of the first line
- * matches the exit status: "valid", "valid, N warnings", or under
- * --strict "not valid, N warnings (--strict)" with exit status 1.
+ * long that the wait tail underflows, a bare duration that looks like
+ * milliseconds (ms_service_unit_warnings), inputs that give no
+ * observation, an offered load that only constants give.  With
+ * --collectd, each identifier and glob input is looked up in a running
+ * collectd through its unixsock plugin (cli/collectdsock.h): found with
+ * its value, or missing (a warning) with the identifiers near it.  The
+ * word of the first line matches the exit status: "valid", "valid, N
+ * warnings", or under --strict "not valid, N warnings (--strict)" with
+ * exit status 1.
  */
 #define _GNU_SOURCE /* vasprintf */
 #include <float.h>
@@ -38,9 +40,11 @@ static const char usage[] =
     "an error \"FILE:LINE:COLUMN: what\" (exit 1).  Warnings, printed as\n"
     "\"FILE:LINE:COLUMN: warning: what\" on stderr, name what loads but\n"
     "cannot work as meant: a service time longer than the timeout, a timeout\n"
-    "so long that the wait tail underflows, inputs that give no observation\n"
-    "(the storm flag then comes from the model alone), an offered load that\n"
-    "only constants give.  The word after the services matches the exit\n"
+    "so long that the wait tail underflows, a duration written without a\n"
+    "unit that reads as seconds but looks like milliseconds (timeout: 500\n"
+    "beside service_time: 100ms), inputs that give no observation (the storm\n"
+    "flag then comes from the model alone), an offered load that only\n"
+    "constants give.  The word after the services matches the exit\n"
     "status: \"valid\" or \"valid, N warnings\" (exit 0); with --strict a\n"
     "warning makes the file \"not valid\" (exit 1).  With --collectd, each\n"
     "identifier and glob input is looked up in a running collectd through\n"
@@ -303,6 +307,11 @@ static int check_service(const ms_service_spec *sp, service_check *s) {
                   s->summary, sizeof s->summary);
   if (erlang)
     check_erlang(s);
+  ms_spec_warning units[2];
+  int n = ms_service_unit_warnings(sp, units);
+  for (int i = 0; i < n; i++)
+    warn_at(s, units[i].line, units[i].column, "service '%s': %s", sp->name,
+            units[i].text);
   check_inputs(s);
   return 0;
 }

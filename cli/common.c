@@ -545,6 +545,45 @@ static void add_long_option(struct option *longopts, size_t *n,
 
 static int print_help(const ms_cli_syntax *syntax, bool model);
 
+/* The erlang model's durations the command line wrote as bare numbers
+ * (read in seconds), for the warning of ms_cli_model_resolve: recorded by
+ * ms_cli_parse, which reads the command line once, and said at the first
+ * resolve only, so that a command that resolves again with values of its
+ * own (sweep --vary) says nothing more. */
+static struct bare_given { bool service_time, timeout; } bare_given;
+
+static void note_bare(int opt, const char *arg) {
+  double x;
+  bool bare = arg != NULL && ms_parse_number(arg, &x) == 0;
+  if (opt == MS_OPT_SERVICE_TIME)
+    bare_given.service_time = bare;
+  else if (opt == MS_OPT_TIMEOUT)
+    bare_given.timeout = bare;
+  else if (opt == MS_OPT_SERVICE_RATE)
+    bare_given.service_time = false; /* the later option wins */
+}
+
+/* The warnings of ms_bare_duration_warning for the durations of p that
+ * the command line wrote bare (doc/configuration.md, "Units and bare
+ * numbers"), on stderr; the exit status is not changed. */
+static void warn_bare(const ms_cli_model *m, const ms_service_params *p) {
+  struct bare_given b = bare_given;
+  bare_given = (struct bare_given){0};
+  if (p->model.kind != MS_MODEL_ERLANG || !(p->model.service_rate > 0))
+    return;
+  double service_time = b.service_time ? m->value[MS_PARAM_SERVICE_TIME]
+                                       : 1.0 / p->model.service_rate;
+  char msg[320];
+  if (b.timeout &&
+      ms_bare_duration_warning(MS_PARAM_TIMEOUT, "--timeout", " ", service_time,
+                               p->model.timeout, msg, sizeof msg))
+    ms_cli_warn("%s", msg);
+  if (b.service_time &&
+      ms_bare_duration_warning(MS_PARAM_SERVICE_TIME, "--service-time", " ",
+                               service_time, p->model.timeout, msg, sizeof msg))
+    ms_cli_warn("%s", msg);
+}
+
 int ms_cli_parse(int argc, char **argv, const ms_cli_syntax *syntax,
                  ms_cli_model *m, ms_cli_take take, void *args, bool *help,
                  int *first_arg) {
@@ -566,8 +605,11 @@ int ms_cli_parse(int argc, char **argv, const ms_cli_syntax *syntax,
   int c;
   optind = 0;
   opterr = 0;
+  bare_given = (struct bare_given){0};
   while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     int r = m != NULL ? ms_cli_model_option(m, c, optarg) : -1;
+    if (r == 0)
+      note_bare(c, optarg);
     if (r < 0 && c == 'h') {
       *help = true;
       return print_help(syntax, m != NULL);
@@ -1066,6 +1108,7 @@ int ms_cli_model_resolve(ms_cli_model *m, bool need_servers) {
   ms_error err;
   if (ms_service_params_check(&p, &err) != MS_OK)
     return ms_cli_usage("%s", err.msg);
+  warn_bare(m, &p);
   m->params = p;
   ms_cli_describe(
       &p, erlang && (need_servers || GIVEN(m, MS_OPT_SERVERS) || file_servers),

@@ -51,7 +51,15 @@ def feed(statsd, rows, speed, stop):
             time.sleep(delay)
 
 
+def phase(start, text):
+    """One line for a phase of the demo, with the seconds since start."""
+    print("demo: [%.0f s] %s" % (time.time() - start, text), flush=True)
+
+
 def main():
+    # scripts/demo.sh passes its own start, so that the times count the
+    # packages and the build too
+    start = float(os.environ.get("MS_DEMO_START") or time.time())
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(TOP, "build"),
                     help="build directory with plugin/.libs/metastable.so")
@@ -82,7 +90,13 @@ def main():
     stop = threading.Event()
     statsd = harness.Statsd(port)
     with cd:
+        t_start = time.time()
         cd.start()
+        phase(start, "collectd: started in %.1f s" % (time.time() - t_start))
+        length = max(r[1] for r in rows)
+        phase(start, "replay: the incident's %.0f s at %gx speed, a row a "
+              "second as the plugin reads it (about %.0f s)"
+              % (length, args.speed, length / args.speed + 2))
         feeder = threading.Thread(target=feed,
                                   args=(statsd, rows, args.speed, stop))
         t0 = time.time()
@@ -161,6 +175,7 @@ def main():
     else:
         shutil.rmtree(work, ignore_errors=True)
         print("collectd stopped (--keep keeps its configuration and log)")
+    phase(start, "done")
 
 
 if __name__ == "__main__":

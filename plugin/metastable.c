@@ -11,14 +11,16 @@
  *   <Plugin metastable>
  *     ServiceFile "/etc/collectd/metastable.yaml"
  *     Host "aggregator"     # optional: host of the dispatched values
- *     Interval 10           # optional: seconds between cycles (default:
- *                           # the plugin's interval in collectd: the
- *                           # Interval of its <LoadPlugin> block, else
- *                           # collectd's Interval)
+ *     Interval 10           # optional: time between cycles, seconds or
+ *                           # with a unit as in the service file (500ms,
+ *                           # 5m; default: the plugin's interval in
+ *                           # collectd: the Interval of its <LoadPlugin>
+ *                           # block, else collectd's Interval)
  *     Values "state" "storm" "tipping_headroom"   # optional: dispatch only
  *                           # these (default: all of conf/types.db)
  *     CycleBudget 0.2       # optional: share of the interval one read
- *                           # cycle may take, never more than 1 s
+ *                           # cycle may take ("20%" in quotes), never
+ *                           # more than 1 s
  *   </Plugin>
  *
  * Nothing here may crash, block or flood the daemon: a service whose inputs
@@ -67,6 +69,10 @@
 #define CYCLE_BUDGET_MIN 0.01
 #define CYCLE_BUDGET_MAX 1.0
 #define CYCLE_CEILING_SECONDS 1.0
+/* Interval: at least 0.1 s, as a tighter loop would only spin a read
+ * thread and flood the write queue; at most a day. */
+#define INTERVAL_MIN 0.1
+#define INTERVAL_MAX 86400.0
 /* The share of the interval by which stall_tolerance's searches stop
  * (run_searches) when CycleBudget ends sooner: under half, where the
  * slow-cycle warning starts. */
@@ -104,6 +110,34 @@ static unsigned conf_full_every = 1;       /* FullEvery */
  * and then it fails here too.)  A relative path is taken from BaseDir,
  * where collectd changes directory after reading its configuration.
  */
+/* The durations of the file written as bare numbers that look like
+ * milliseconds (ms_service_unit_warnings), said once when collectd loads
+ * the file: the first MAX_NAMED_PER_CYCLE one by one, then one line that
+ * counts the rest, so that a file of thousands of services does not
+ * flood the log.  The values are used as read: a warning, not an error,
+ * as `metastable check` has it (an error under its --strict). */
+static void log_unit_warnings(const ms_service_file *f) {
+  size_t said = 0, more = 0;
+  for (size_t i = 0; i < f->n_services; i++) {
+    ms_spec_warning w[2];
+    int n = ms_service_unit_warnings(&f->services[i], w);
+    for (int j = 0; j < n; j++, said++) {
+      if (said >= MAX_NAMED_PER_CYCLE) {
+        more++;
+        continue;
+      }
+      WARNING(PLUGIN_NAME " plugin: service \"%s\": %s (%s:%d:%d); the "
+                          "plugin uses the value as read, in seconds",
+              f->services[i].name, w[j].text, f->path, w[j].line, w[j].column);
+    }
+  }
+  if (more > 0)
+    WARNING(PLUGIN_NAME " plugin: %zu more durations without a unit look "
+                        "like milliseconds; `metastable check %s` lists "
+                        "them all",
+            more, f->path);
+}
+
 static int load_service_file(void) {
   const char *base = global_option_get("BaseDir");
   if (conf_service_file[0] != '/' && base != NULL && base[0] != '\0') {
@@ -129,32 +163,118 @@ static int load_service_file(void) {
     return -1;
   }
   conf_loaded = true;
+  log_unit_warnings(&conf_file);
   return 0;
 }
 
-/* CycleBudget: one number, a share of the interval in [CYCLE_BUDGET_MIN,
- * CYCLE_BUDGET_MAX]; else a located error (the option, what it got). */
-static int config_cycle_budget(const oconfig_item_t *child) {
-  if (child->values_num == 1 && child->values[0].type == OCONFIG_TYPE_NUMBER) {
-    double share = child->values[0].value.number;
-    if (share >= CYCLE_BUDGET_MIN && share <= CYCLE_BUDGET_MAX) {
-      conf_cycle_budget = share;
-      return 0;
-    }
-    ERROR(PLUGIN_NAME " plugin: <Plugin metastable> CycleBudget %g: must be "
-                      "a share of the interval from %g to %g (default %g; "
-                      "a cycle never takes more than %g s whatever it is)",
-          share, CYCLE_BUDGET_MIN, CYCLE_BUDGET_MAX, CYCLE_BUDGET_DEFAULT,
-          CYCLE_CEILING_SECONDS);
+/* What an option's values are, for messages: "several values or none",
+ * "a string", "a number", "a boolean". */
+static const char *option_kind(const oconfig_item_t *child) {
+  if (child->values_num != 1)
+    return "several values or none";
+  switch (child->values[0].type) {
+  case OCONFIG_TYPE_STRING:
+    return "a string";
+  case OCONFIG_TYPE_NUMBER:
+    return "a number";
+  default:
+    return "a boolean";
+  }
+}
+
+/*
+ * The text of an option's value for the parsers of service/units.h, as a
+ * service file would hold it, so that the block and the file take the
+ * same units through the same code: one string ("500ms", "20%", "5m"),
+ * one number (written back exactly: ms_format_double), or a number and a
+ * string, which is what collectd's scanner makes of an unquoted "1.5m"
+ * or "0.5s" (a number ends at the letter that follows its decimals).
+ * false for anything else: no value, a boolean, more values.
+ */
+static bool option_text(const oconfig_item_t *child, char *buf, size_t len) {
+  const oconfig_value_t *v = child->values;
+  char num[32];
+  if (child->values_num == 1 && v[0].type == OCONFIG_TYPE_STRING) {
+    snprintf(buf, len, "%s", v[0].value.string);
+  } else if (child->values_num == 1 && v[0].type == OCONFIG_TYPE_NUMBER) {
+    snprintf(buf, len, "%s", ms_format_double(num, v[0].value.number));
+  } else if (child->values_num == 2 && v[0].type == OCONFIG_TYPE_NUMBER &&
+             v[1].type == OCONFIG_TYPE_STRING) {
+    snprintf(buf, len, "%s%s", ms_format_double(num, v[0].value.number),
+             v[1].value.string);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/* Interval: a duration (ms_parse_duration: 10, "10s", 500ms, 5m) from
+ * INTERVAL_MIN to INTERVAL_MAX seconds; else a located error (the option,
+ * what it got, the range). */
+static int config_interval(const oconfig_item_t *child) {
+  char text[256], why[300];
+  double seconds;
+  if (!option_text(child, text, sizeof text)) {
+    ERROR(PLUGIN_NAME " plugin: <Plugin metastable> Interval: takes one "
+                      "duration from %g s to %g s (10, 10s, 500ms, 5m), not "
+                      "%s",
+          INTERVAL_MIN, INTERVAL_MAX, option_kind(child));
     return -1;
   }
-  ERROR(PLUGIN_NAME " plugin: <Plugin metastable> CycleBudget: takes one "
-                    "number, a share of the interval from %g to %g (e.g. "
-                    "CycleBudget %g), not %s",
-        CYCLE_BUDGET_MIN, CYCLE_BUDGET_MAX, CYCLE_BUDGET_DEFAULT,
-        child->values_num != 1 ? "several values or none"
-        : child->values[0].type == OCONFIG_TYPE_STRING ? "a string"
-                                                       : "a boolean");
+  if (ms_parse_duration(text, &seconds, why, sizeof why) != 0) {
+    ERROR(PLUGIN_NAME " plugin: <Plugin metastable> Interval: %s; it takes "
+                      "a duration from %g s to %g s (10, 10s, 500ms, 5m)",
+          why, INTERVAL_MIN, INTERVAL_MAX);
+    return -1;
+  }
+  if (!(seconds >= INTERVAL_MIN && seconds <= INTERVAL_MAX)) {
+    ERROR(PLUGIN_NAME " plugin: <Plugin metastable> Interval %s is %g s: "
+                      "it must be from %g s to %g s",
+          text, seconds, INTERVAL_MIN, INTERVAL_MAX);
+    return -1;
+  }
+  conf_interval = DOUBLE_TO_CDTIME_T(seconds);
+  return 0;
+}
+
+/* CycleBudget: a share of the interval (ms_parse_share: 0.2 or "20%") in
+ * [CYCLE_BUDGET_MIN, CYCLE_BUDGET_MAX]; else a located error (the option,
+ * what it got, the range).  collectd's scanner drops an unquoted '%' and
+ * keeps the number before it, so a number from 1 to 100 gets a hint. */
+static int config_cycle_budget(const oconfig_item_t *child) {
+  char text[256];
+  double share;
+  bool has_text = option_text(child, text, sizeof text);
+  if (!has_text || ms_parse_share(text, &share) != 0) {
+    char got[300];
+    if (has_text)
+      snprintf(got, sizeof got, "\"%s\"", text);
+    else
+      snprintf(got, sizeof got, "%s", option_kind(child));
+    ERROR(PLUGIN_NAME " plugin: <Plugin metastable> CycleBudget: takes one "
+                      "share of the interval from %g to %g, as a number or a "
+                      "percentage in quotes (CycleBudget %g, CycleBudget "
+                      "\"%g%%\"), not %s",
+          CYCLE_BUDGET_MIN, CYCLE_BUDGET_MAX, CYCLE_BUDGET_DEFAULT,
+          100 * CYCLE_BUDGET_DEFAULT, got);
+    return -1;
+  }
+  if (share >= CYCLE_BUDGET_MIN && share <= CYCLE_BUDGET_MAX) {
+    conf_cycle_budget = share;
+    return 0;
+  }
+  bool percent_lost = child->values_num == 1 &&
+                      child->values[0].type == OCONFIG_TYPE_NUMBER &&
+                      share > 1 && share <= 100 && share == floor(share);
+  ERROR(PLUGIN_NAME " plugin: <Plugin metastable> CycleBudget %s: must be "
+                    "a share of the interval from %g to %g (%g%% to %g%%; "
+                    "default %g; a cycle never takes more than %g s "
+                    "whatever it is)%s%s%s",
+        text, CYCLE_BUDGET_MIN, CYCLE_BUDGET_MAX, 100 * CYCLE_BUDGET_MIN,
+        100 * CYCLE_BUDGET_MAX, CYCLE_BUDGET_DEFAULT, CYCLE_CEILING_SECONDS,
+        percent_lost ? "; for a percentage write \"" : "",
+        percent_lost ? text : "",
+        percent_lost ? "%\" in quotes: collectd drops an unquoted %" : "");
   return -1;
 }
 
@@ -225,6 +345,56 @@ static int config_full_every(const oconfig_item_t *child) {
   return -1;
 }
 
+/* The options of <Plugin metastable>, for the message of an unknown one. */
+static const char *const option_names[] = {"ServiceFile",
+                                           "Host",
+                                           "Interval",
+                                           "Values",
+                                           "CycleBudget",
+                                           "Shard",
+                                           "NewSeriesPerInterval",
+                                           "FullEvery"};
+
+/* An unknown option fails the configuration, as a broken service file
+ * does: a misspelt ServiceFile must not leave collectd running without
+ * the plugin.  Names the nearest known option (ms_suggest, without case,
+ * as collectd compares option names). */
+static void config_unknown(const char *key) {
+  size_t n = sizeof option_names / sizeof option_names[0];
+  char known[256] = "";
+  for (size_t i = 0; i < n; i++)
+    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+             i ? ", " : "", option_names[i]);
+  const char *near = ms_suggest(key, option_names, n, true);
+  if (near != NULL)
+    ERROR(PLUGIN_NAME " plugin: <Plugin metastable> unknown option \"%s\": "
+                      "did you mean \"%s\"? (known: %s); collectd does not "
+                      "start until it is fixed",
+          key, near, known);
+  else
+    ERROR(PLUGIN_NAME " plugin: <Plugin metastable> unknown option \"%s\" "
+                      "(known: %s); collectd does not start until it is "
+                      "fixed",
+          key, known);
+}
+
+/* A name of Values that is none of the plugin's types: which argument,
+ * and the nearest type (ms_suggest). */
+static void config_unknown_value(int j, const oconfig_value_t *v) {
+  const char *names[MS_OUT_COUNT];
+  for (int i = 0; i < MS_OUT_COUNT; i++)
+    names[i] = ms_output_get((ms_output)i)->name;
+  const char *word =
+      v->type == OCONFIG_TYPE_STRING ? v->value.string : "not a string";
+  const char *near = v->type == OCONFIG_TYPE_STRING
+                         ? ms_suggest(word, names, MS_OUT_COUNT, false)
+                         : NULL;
+  ERROR(PLUGIN_NAME " plugin: Values: argument %d (%s) is not one of the "
+                    "plugin's types (see its types.db)%s%s%s",
+        j + 1, word, near ? "; did you mean \"" : "", near ? near : "",
+        near ? "\"?" : "");
+}
+
 static int ms_config(oconfig_item_t *ci) {
   bool file_given = false;
   for (int i = 0; i < ci->children_num; i++) {
@@ -245,18 +415,8 @@ static int ms_config(oconfig_item_t *ci) {
         return -1;
       }
     } else if (strcasecmp("Interval", child->key) == 0) {
-      /* at least 0.1 s: a tighter loop would only spin a read thread and
-       * flood the write queue; at most a day */
-      double seconds =
-          child->values_num == 1 && child->values[0].type == OCONFIG_TYPE_NUMBER
-              ? child->values[0].value.number
-              : NAN;
-      if (!(seconds >= 0.1 && seconds <= 86400.0) ||
-          cf_util_get_cdtime(child, &conf_interval) != 0) {
-        ERROR(PLUGIN_NAME " plugin: Interval must be a number of seconds "
-                          "from 0.1 to 86400");
+      if (config_interval(child) != 0)
         return -1;
-      }
     } else if (strcasecmp("CycleBudget", child->key) == 0) {
       if (config_cycle_budget(child) != 0)
         return -1;
@@ -276,23 +436,22 @@ static int ms_config(oconfig_item_t *ci) {
                     ? ms_output_find(child->values[j].value.string)
                     : -1;
         if (k < 0) {
-          ERROR(PLUGIN_NAME " plugin: Values: argument %d (%s) is not one of "
-                            "the plugin's types (see its types.db)",
-                j + 1,
-                child->values[j].type == OCONFIG_TYPE_STRING
-                    ? child->values[j].value.string
-                    : "not a string");
+          config_unknown_value(j, &child->values[j]);
           return -1;
         }
         conf_wanted[k] = true;
       }
     } else {
-      WARNING(PLUGIN_NAME " plugin: unknown option \"%s\" ignored "
-                          "(known: ServiceFile, Host, Interval, Values, "
-                          "CycleBudget, Shard, NewSeriesPerInterval, "
-                          "FullEvery)",
-              child->key);
+      config_unknown(child->key);
+      return -1;
     }
+  }
+  if (!file_given && conf_service_file == NULL) {
+    ERROR(PLUGIN_NAME " plugin: <Plugin metastable> has no ServiceFile: add "
+                      "ServiceFile \"/etc/collectd/metastable.yaml\" (the "
+                      "path of your service file); collectd does not start "
+                      "without it");
+    return -1;
   }
   return file_given ? load_service_file() : 0;
 }

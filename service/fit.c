@@ -874,8 +874,10 @@ int ms_fit_write_spec(FILE *f, const ms_service_spec *spec,
     fputs("    model: erlang\n", f);
     if (spec->has_servers)
       fprintf(f, "    servers: %ld\n", spec->params.model.servers);
-    fprintf(f, "    service_time: %s\n", num(b, 1.0 / m->service_rate));
-    fprintf(f, "    timeout: %s\n", num(b, m->timeout));
+    /* with their unit: a bare number is seconds, but one that looks like
+     * milliseconds is warned about (ms_service_unit_warnings) */
+    fprintf(f, "    service_time: %ss\n", num(b, 1.0 / m->service_rate));
+    fprintf(f, "    timeout: %ss\n", num(b, m->timeout));
     if (m->has_service_time_cv)
       fprintf(f, "    service_time_cv: %s\n", num(b, m->service_time_cv));
   } else {

@@ -22,7 +22,8 @@
 
 #include "metastable.h"
 #include "outputs.h"
-#include "units.h" /* ms_parse_number, ms_parse_duration, ms_parse_rate */
+#include "suggest.h" /* ms_suggest: did you mean */
+#include "units.h"   /* ms_parse_number, ms_parse_duration, ms_parse_rate */
 
 #ifdef __cplusplus
 extern "C" {
@@ -125,6 +126,13 @@ const char *ms_calibrate_name(int i);
        WARNING */
 #define MS_MAX_MISFIT_INTERVALS 100000
 
+/* A duration of the service file written as a bare number, read in
+ * seconds (doc/configuration.md, "Units and bare numbers"). */
+typedef struct {
+  double seconds;   /* as read; 0: written with a unit, or absent */
+  int line, column; /* of the value (1-based) */
+} ms_bare_duration;
+
 /* One service of a service file. */
 typedef struct {
   char *name;               /* the plugin instance: [A-Za-z0-9_.-]{1,63} */
@@ -147,6 +155,9 @@ typedef struct {
   int calibration_intervals;    /* 0: MS_DEFAULT_CALIBRATION_INTERVALS */
   double misfit_threshold;      /* 0: MS_DEFAULT_MISFIT_THRESHOLD */
   int misfit_intervals;         /* 0: MS_DEFAULT_MISFIT_INTERVALS */
+  ms_bare_duration bare_service_time,
+      bare_timeout; /* erlang: for
+                       ms_service_unit_warnings */
   int line, column; /* where the service starts in the file (1-based) */
 } ms_service_spec;
 
@@ -237,6 +248,25 @@ typedef struct {
 
 /* The settings of sp, defaults filled in. */
 ms_service_settings ms_service_settings_of(const ms_service_spec *sp);
+
+/* A warning about a service that loads: what is valid but looks wrong. */
+typedef struct {
+  int line, column; /* of the value at fault (1-based) */
+  char text[320];   /* "timeout: 500 was read as 500 s, ..." */
+} ms_spec_warning;
+
+/*
+ * ms_service_unit_warnings: the erlang model's durations of sp written as
+ * bare numbers that ms_bare_duration_warning finds implausible against
+ * each other (doc/configuration.md, "Units and bare numbers"): at most
+ * one for timeout and one for service_time, in that order, into out.
+ * The service time a bare timeout is held to is the file's, whether
+ * written as service_time or as service_rate.  Returns how many (0 to
+ * 2); always 0 for the capacity model.  The loader computes nothing more
+ * for them: `metastable check` reports them as warnings, the plugin logs
+ * them once when it loads the file.
+ */
+int ms_service_unit_warnings(const ms_service_spec *sp, ms_spec_warning out[2]);
 
 /* The service called name, or NULL. */
 const ms_service_spec *ms_service_file_find(const ms_service_file *f,

@@ -390,6 +390,19 @@ static int read_queue_limit(service_reader *r) {
   return 0;
 }
 
+/* Remember a duration read from v when it was written as a bare number
+ * (seconds), for ms_service_unit_warnings. */
+static void note_bare(const yaml_node_t *v, double seconds,
+                      ms_bare_duration *out) {
+  double x;
+  const char *text = ms_yaml_scalar(v);
+  if (text == NULL || ms_parse_number(text, &x) != 0)
+    return;
+  *out = (ms_bare_duration){.seconds = seconds,
+                            .line = (int)v->start_mark.line + 1,
+                            .column = (int)v->start_mark.column + 1};
+}
+
 static int read_erlang(service_reader *r) {
   ms_failure_model *m = &r->sp->params.model;
   m->kind = MS_MODEL_ERLANG;
@@ -407,6 +420,7 @@ static int read_erlang(service_reader *r) {
     if (read_optional(r, K_SERVICE_TIME, MS_PARAM_SERVICE_TIME, &t, NULL) != 0)
       return -1;
     m->service_rate = 1.0 / t;
+    note_bare(r->val[K_SERVICE_TIME], t, &r->sp->bare_service_time);
   } else if (r->val[K_SERVICE_RATE]) {
     if (read_optional(r, K_SERVICE_RATE, MS_PARAM_SERVICE_RATE,
                       &m->service_rate, NULL) != 0)
@@ -423,6 +437,7 @@ static int read_erlang(service_reader *r) {
                         r->name);
   if (read_optional(r, K_TIMEOUT, MS_PARAM_TIMEOUT, &m->timeout, NULL) != 0)
     return -1;
+  note_bare(r->val[K_TIMEOUT], m->timeout, &r->sp->bare_timeout);
   if (read_optional(r, K_SERVICE_TIME_CV, MS_PARAM_SERVICE_TIME_CV,
                     &m->service_time_cv, &m->has_service_time_cv) != 0)
     return -1;
@@ -1051,4 +1066,32 @@ const ms_service_spec *ms_service_file_find(const ms_service_file *f,
     if (strcmp(f->services[i].name, name) == 0)
       return &f->services[i];
   return NULL;
+}
+
+int ms_service_unit_warnings(const ms_service_spec *sp,
+                             ms_spec_warning out[2]) {
+  const ms_failure_model *m = &sp->params.model;
+  if (m->kind != MS_MODEL_ERLANG || !(m->service_rate > 0))
+    return 0;
+  double service_time = sp->bare_service_time.seconds > 0
+                            ? sp->bare_service_time.seconds
+                            : 1.0 / m->service_rate;
+  int n = 0;
+  const struct {
+    ms_param id;
+    const char *key;
+    const ms_bare_duration *bare;
+  } keys[] = {{MS_PARAM_TIMEOUT, "timeout", &sp->bare_timeout},
+              {MS_PARAM_SERVICE_TIME, "service_time", &sp->bare_service_time}};
+  for (size_t i = 0; i < 2; i++) {
+    const ms_bare_duration *b = keys[i].bare;
+    if (b->seconds > 0 &&
+        ms_bare_duration_warning(keys[i].id, keys[i].key, ": ", service_time,
+                                 m->timeout, out[n].text, sizeof out[n].text)) {
+      out[n].line = b->line;
+      out[n].column = b->column;
+      n++;
+    }
+  }
+  return n;
 }

@@ -47,12 +47,17 @@ int ms_parse_whole(const char *text, double *out) {
 int ms_parse_duration(const char *text, double *seconds, char *errbuf,
                       size_t errlen) {
   /* "m" is minutes and "ms" milliseconds: the units are whole words
-   * compared in full, never prefixes */
+   * compared in full, never prefixes.  Sub-second units divide by a whole
+   * number (correctly rounded: "100ms" and "100000us" are exactly the
+   * double 0.1), where multiplying by 1e-3 or 1e-6, which no double
+   * holds exactly, can land one unit in the last place off (100000 x
+   * 1e-6 < 0.1), and a range's edge would then refuse its own value. */
   static const struct {
     const char *name;
-    double scale;
-  } units[] = {{"", 1.0},           {"s", 1.0},  {"ms", 1e-3}, {"us", 1e-6},
-               {"\xc2\xb5s", 1e-6}, {"m", 60.0}, {"h", 3600.0}};
+    double scale, divisor;
+  } units[] = {{"", 1.0, 1.0},    {"s", 1.0, 1.0},         {"ms", 1.0, 1e3},
+               {"us", 1.0, 1e6},  {"\xc2\xb5s", 1.0, 1e6}, {"m", 60.0, 1.0},
+               {"h", 3600.0, 1.0}};
   double v;
   const char *unit;
   if (text == NULL || leading_number(text, &v, &unit) != 0 || v < 0) {
@@ -64,7 +69,7 @@ int ms_parse_duration(const char *text, double *seconds, char *errbuf,
   }
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
     if (strcmp(unit, units[i].name) == 0) {
-      double x = v * units[i].scale;
+      double x = v * units[i].scale / units[i].divisor;
       if (!isfinite(x))
         break;
       *seconds = x;
@@ -181,4 +186,63 @@ const char *ms_format_share(char *buf, size_t len, double x, int digits) {
   else
     snprintf(buf, len, "%.*g", digits, x); /* below 1e-5: %g's exponent */
   return buf;
+}
+
+/* A ratio for people: "4", "1.5", "5,000", "1,234,567"; beyond a
+ * billion "2.5e+12". */
+static void fmt_ratio(char *buf, size_t len, double r) {
+  if (r < 10 || r >= 1e9) {
+    snprintf(buf, len, "%.3g", r);
+    return;
+  }
+  char digits[16];
+  snprintf(digits, sizeof digits, "%.0f", r);
+  size_t n = strlen(digits), j = 0;
+  for (size_t i = 0; i < n && j + 2 < len; i++) {
+    if (i > 0 && (n - i) % 3 == 0)
+      buf[j++] = ',';
+    buf[j++] = digits[i];
+  }
+  buf[j] = '\0';
+}
+
+bool ms_bare_duration_warning(ms_param id, const char *key, const char *sep,
+                              double service_time, double timeout, char *buf,
+                              size_t len) {
+  char num[32], ratio[32];
+  if (len > 0)
+    buf[0] = '\0';
+  if (!(service_time > 0) || !isfinite(service_time) || !(timeout >= 0) ||
+      !isfinite(timeout))
+    return false;
+  if (id == MS_PARAM_TIMEOUT) {
+    if (!(timeout > MS_BARE_TIMEOUT_RATIO * service_time))
+      return false;
+    ms_format_double(num, timeout);
+    fmt_ratio(ratio, sizeof ratio, timeout / service_time);
+    snprintf(buf, len,
+             "%s%s%s was read as %s s, %s times the service time; write "
+             "%sms if you meant milliseconds",
+             key, sep, num, num, ratio, num);
+    return true;
+  }
+  if (id != MS_PARAM_SERVICE_TIME)
+    return false;
+  ms_format_double(num, service_time);
+  if (timeout > 0 && service_time > timeout) {
+    fmt_ratio(ratio, sizeof ratio, service_time / timeout);
+    snprintf(buf, len,
+             "%s%s%s was read as %s s, %s times the timeout; write %sms if "
+             "you meant milliseconds",
+             key, sep, num, num, ratio, num);
+    return true;
+  }
+  if (service_time >= MS_BARE_SERVICE_TIME_MAX) {
+    snprintf(buf, len,
+             "%s%s%s was read as %s s, %g s or more per request; write %sms "
+             "if you meant milliseconds",
+             key, sep, num, num, MS_BARE_SERVICE_TIME_MAX, num);
+    return true;
+  }
+  return false;
 }

@@ -104,6 +104,41 @@ typedef enum {
 ms_parse_result ms_parse_param(ms_param id, const char *text, double *out,
                                char *why, size_t len);
 
+/*
+ * Bare durations (doc/configuration.md, "Units and bare numbers"): a
+ * duration written without a unit is read in seconds, and one meant in
+ * milliseconds is then 1,000 times too long without any error.  The
+ * erlang model's two durations are held against each other:
+ *
+ *   a bare timeout more than MS_BARE_TIMEOUT_RATIO service times;
+ *   a bare service time longer than the timeout, or of
+ *   MS_BARE_SERVICE_TIME_MAX s or more.
+ *
+ * Writing the unit ("500s", "500ms") says what was meant and silences it.
+ */
+#define MS_BARE_TIMEOUT_RATIO 1000.0
+#define MS_BARE_SERVICE_TIME_MAX 10.0 /* s */
+
+/*
+ * ms_bare_duration_warning: whether a duration of the erlang model that
+ * was written as a bare number is implausible by the rule above, and if
+ * so the warning, naming the unit it was read in:
+ *   "timeout: 500 was read as 500 s, 5,000 times the service time; write
+ *   500ms if you meant milliseconds"
+ *   id            MS_PARAM_TIMEOUT or MS_PARAM_SERVICE_TIME: the one that
+ *                 was written bare (any other id: false)
+ *   key, sep      how the value was introduced: "timeout" and ": " for a
+ *                 file, "--timeout" and " " for the command line
+ *   service_time  s, > 0 (as read, or 1 / service_rate)
+ *   timeout       s, >= 0 (as read)
+ *   buf, len      the warning, "" when there is none
+ * Non-finite or out-of-domain durations give no warning (the model's
+ * checks refuse them).  Returns true when there is a warning.
+ */
+bool ms_bare_duration_warning(ms_param id, const char *key, const char *sep,
+                              double service_time, double timeout, char *buf,
+                              size_t len);
+
 #ifdef __cplusplus
 }
 #endif

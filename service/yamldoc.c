@@ -88,6 +88,13 @@ int ms_yaml_walk_mapping(ms_yaml_loader *ld, const yaml_node_t *node,
       id++;
     if (id == t->n_keys) {
       char known[512];
+      const char *near = ms_suggest(ks, t->keys, t->n_keys, false);
+      if (near != NULL)
+        return ms_yaml_fail(ld, k,
+                            "unknown %s '%s' in %s: did you mean '%s'? "
+                            "(known: %s)",
+                            t->noun, ks, t->what, near,
+                            key_list(t, known, sizeof known));
       return ms_yaml_fail(ld, k, "unknown %s '%s' in %s (known: %s)", t->noun,
                           ks, t->what, key_list(t, known, sizeof known));
     }

@@ -55,6 +55,8 @@ typedef struct {
  *   "backoff must be a mapping, not a list"              (at node)
  *   "a key in backoff must be a name, not a list"        (at the key)
  *   "unknown key 'x' in backoff (known: kind, base, cap)" (at the key)
+ *   "unknown key 'bsae' in backoff: did you mean 'base'? (known: kind,
+ *   base, cap)" (at the key, when ms_suggest finds a key near enough)
  *   "key 'base' given twice in backoff"                  (at the second)
  * Checks nothing about the values.
  */

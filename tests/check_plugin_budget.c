@@ -197,6 +197,11 @@ START_TEST(test_ceiling_of_one_second) {
                                          "100", NULL};
   static const char *const b1_short[] = {"CycleBudget", "1", "Interval", "0.5",
                                          NULL};
+  static const char *const p5[] = {"CycleBudget", "5%", NULL};
+  static const char *const p50_long[] = {"CycleBudget", "50%", "Interval",
+                                         "100s", NULL};
+  static const char *const b1_short_ms[] = {"CycleBudget", "100%", "Interval",
+                                            "500ms", NULL};
   size_t one_second = analysed_with(b01, 0.1, 10);
   ck_assert_uint_gt(one_second, 1);
   ck_assert_uint_lt(one_second, N_SERVICES);
@@ -206,6 +211,11 @@ START_TEST(test_ceiling_of_one_second) {
   /* less budget, fewer services: 0.5 s */
   ck_assert_uint_lt(analysed_with(b005, 0.1, 10), one_second);
   ck_assert_uint_lt(analysed_with(b1_short, 0.1, 0.5), one_second);
+  /* the same budgets in the service file's units (service/units.c) */
+  ck_assert_uint_eq(analysed_with(p50_long, 0.1, 100), one_second);
+  ck_assert_uint_eq(analysed_with(p5, 0.1, 10), analysed_with(b005, 0.1, 10));
+  ck_assert_uint_eq(analysed_with(b1_short_ms, 0.1, 0.5),
+                    analysed_with(b1_short, 0.1, 0.5));
 }
 END_TEST
 
@@ -246,15 +256,21 @@ static void config_fails(const char *value, const char *want) {
 
 START_TEST(test_config_errors) {
   config_fails("0", "metastable plugin: <Plugin metastable> CycleBudget 0: "
-                    "must be a share of the interval from 0.01 to 1 (default "
-                    "0.2; a cycle never takes more than 1 s whatever it is)");
+                    "must be a share of the interval from 0.01 to 1 (1% to "
+                    "100%; default 0.2; a cycle never takes more than 1 s "
+                    "whatever it is)");
   config_fails("1.5", "metastable plugin: <Plugin metastable> CycleBudget "
                       "1.5: must be a share of the interval from 0.01 to 1 "
-                      "(default 0.2; a cycle never takes more than 1 s "
-                      "whatever it is)");
-  config_fails("20%", "metastable plugin: <Plugin metastable> CycleBudget: "
-                      "takes one number, a share of the interval from 0.01 "
-                      "to 1 (e.g. CycleBudget 0.2), not a string");
+                      "(1% to 100%; default 0.2; a cycle never takes more "
+                      "than 1 s whatever it is)");
+  config_fails("150%", "metastable plugin: <Plugin metastable> CycleBudget "
+                       "150%: must be a share of the interval from 0.01 to "
+                       "1 (1% to 100%; default 0.2; a cycle never takes "
+                       "more than 1 s whatever it is)");
+  config_fails("fast", "metastable plugin: <Plugin metastable> CycleBudget: "
+                       "takes one share of the interval from 0.01 to 1, as "
+                       "a number or a percentage in quotes (CycleBudget "
+                       "0.2, CycleBudget \"20%\"), not \"fast\"");
   /* the edges are allowed */
   static const char *const lo[] = {"CycleBudget", "0.01", NULL};
   static const char *const hi[] = {"CycleBudget", "1", NULL};

@@ -113,6 +113,11 @@ static const struct {
     {SVC ERL "    colour: red\n" IN, "8:5", "unknown key 'colour'"},
     {SVC ERL "    retries: 2\n" IN, "8:5", "key 'retries' given twice"},
     {SVC ERL "    colour: red\n" IN, "8:5", "(known: name, model, servers,"},
+    {SVC ERL "    timout: 1s\n" IN, "8:5",
+     "unknown key 'timout' in a service: did you mean 'timeout'? (known: "
+     "name, model, servers,"},
+    {SVC ERL "    inputs:\n      ofered_rate: h/p/t\n", "9:7",
+     "unknown input 'ofered_rate' in inputs: did you mean 'offered_rate'?"},
     {SVC ERL "    [colour]: red\n" IN, "8:5",
      "a key in a service must be a name"},
     {"services: []\nservices: []\n", "2:1", "key 'services' given twice"},
@@ -490,6 +495,17 @@ START_TEST(test_units) {
   ck_assert_double_eq(v, 0.1);
   ck_assert_int_eq(ms_parse_duration("250us", &v, e, sizeof e), 0);
   ck_assert_double_eq_tol(v, 250e-6, 1e-20);
+  /* exactly the double of the decimal, whatever the unit: a division by
+   * 1e3 or 1e6 is correctly rounded (100000 x 1e-6 is not 0.1) */
+  static const struct {
+    const char *text;
+    double want;
+  } exact[] = {{"100000us", 0.1}, {"250us", 250e-6}, {"1ms", 0.001},
+               {"300ms", 0.3},    {"700us", 700e-6}, {"1e-3ms", 1e-6}};
+  for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
+    ck_assert_int_eq(ms_parse_duration(exact[i].text, &v, e, sizeof e), 0);
+    ck_assert_msg(v == exact[i].want, "%s: %.17g", exact[i].text, v);
+  }
   ck_assert_int_eq(ms_parse_duration("1.5", &v, e, sizeof e), 0);
   ck_assert_double_eq(v, 1.5);
   ck_assert_int_eq(ms_parse_duration("2 s", &v, e, sizeof e), 0);
@@ -765,6 +781,9 @@ START_TEST(test_walk_errors) {
       {"alpha: 1\n? [beta]\n: 2\n",
        "w.yaml:2:3: a key in a thing must be a name, not a list"},
       {"\"\": 1\n", "w.yaml:1:1: unknown key '' in a thing"},
+      {"alpha: 1\ngamam: 2\n",
+       "w.yaml:2:1: unknown key 'gamam' in a thing: did you mean 'gamma'? "
+       "(known: alpha, beta, gamma)"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     ck_assert_int_eq(
@@ -791,6 +810,266 @@ START_TEST(test_walk_errors) {
                    -1);
   ck_assert_ptr_nonnull(strstr(long_err, "(known: a_rather_long_key_name_0, "));
   ck_assert_ptr_nonnull(strstr(long_err, "...)"));
+}
+END_TEST
+
+/* The optimal string alignment distance by its recursive definition
+ * (Damerau 1964, Levenshtein 1966): the reference ms_edit_distance's
+ * dynamic programme is held to, on short names only. */
+static size_t osa_ref(const char *a, size_t n, const char *b, size_t m) {
+  if (n == 0)
+    return m;
+  if (m == 0)
+    return n;
+  size_t best = osa_ref(a, n - 1, b, m) + 1;
+  size_t d = osa_ref(a, n, b, m - 1) + 1;
+  best = d < best ? d : best;
+  d = osa_ref(a, n - 1, b, m - 1) + (a[n - 1] != b[m - 1]);
+  best = d < best ? d : best;
+  if (n > 1 && m > 1 && a[n - 1] == b[m - 2] && a[n - 2] == b[m - 1]) {
+    d = osa_ref(a, n - 2, b, m - 2) + 1;
+    best = d < best ? d : best;
+  }
+  return best;
+}
+
+START_TEST(test_edit_distance) {
+  /* textbook values: kitten/sitting (Levenshtein), a swap is one edit,
+   * and "ca"/"abc" is 3 for this distance (2 for the unrestricted
+   * Damerau distance: no substring is edited twice here) */
+  ck_assert_uint_eq(ms_edit_distance("kitten", "sitting", false), 3);
+  ck_assert_uint_eq(ms_edit_distance("ServiceFile", "ServicFile", false), 1);
+  ck_assert_uint_eq(ms_edit_distance("timeout", "tiemout", false), 1);
+  ck_assert_uint_eq(ms_edit_distance("ca", "abc", false), 3);
+  ck_assert_uint_eq(ms_edit_distance("", "abc", false), 3);
+  ck_assert_uint_eq(ms_edit_distance(NULL, "", false), 0);
+  ck_assert_uint_eq(ms_edit_distance("Interval", "interval", false), 1);
+  ck_assert_uint_eq(ms_edit_distance("Interval", "iNTERVAL", true), 0);
+  /* no case folding beyond ASCII letters */
+  ck_assert_uint_eq(ms_edit_distance("a_1", "A_1", true), 0);
+  ck_assert_uint_eq(ms_edit_distance("\xc3\xa9", "\xc3\x89", true), 1);
+  /* the longest names compare; longer ones are far from everything */
+  static char big[MS_EDIT_MAX_LEN + 2], big2[MS_EDIT_MAX_LEN + 2];
+  memset(big, 'x', MS_EDIT_MAX_LEN);
+  memset(big2, 'x', MS_EDIT_MAX_LEN);
+  big2[0] = 'y';
+  ck_assert_uint_eq(ms_edit_distance(big, big2, false), 1);
+  ck_assert_uint_eq(ms_edit_distance(big, "", false), MS_EDIT_MAX_LEN);
+  big[MS_EDIT_MAX_LEN] = 'x';
+  ck_assert_uint_eq(ms_edit_distance(big, "x", false), MS_EDIT_FAR);
+  /* against the recursive definition: every pair of names of up to 5
+   * letters over {a, b, c} drawn by a fixed generator */
+  unsigned seed = 12345;
+  for (int k = 0; k < 3000; k++) {
+    char a[6], b[6];
+    size_t n, m;
+    seed = seed * 1103515245u + 12345u;
+    n = (seed >> 16) % 6;
+    for (size_t i = 0; i < n; i++) {
+      seed = seed * 1103515245u + 12345u;
+      a[i] = (char)('a' + (seed >> 16) % 3);
+    }
+    seed = seed * 1103515245u + 12345u;
+    m = (seed >> 16) % 6;
+    for (size_t i = 0; i < m; i++) {
+      seed = seed * 1103515245u + 12345u;
+      b[i] = (char)('a' + (seed >> 16) % 3);
+    }
+    a[n] = b[m] = '\0';
+    ck_assert_msg(ms_edit_distance(a, b, false) == osa_ref(a, n, b, m),
+                  "'%s' '%s'", a, b);
+  }
+}
+END_TEST
+
+START_TEST(test_suggest) {
+  static const char *const opts[] = {"ServiceFile", "Host", "Interval",
+                                     "Values", "CycleBudget"};
+  const size_t n = sizeof opts / sizeof opts[0];
+  ck_assert_str_eq(ms_suggest("ServicFile", opts, n, true), "ServiceFile");
+  ck_assert_str_eq(ms_suggest("servicefiel", opts, n, true), "ServiceFile");
+  ck_assert_str_eq(ms_suggest("Hots", opts, n, true), "Host");
+  ck_assert_str_eq(ms_suggest("Intreval", opts, n, true), "Interval");
+  /* the limit: max(1, len / 3) edits */
+  ck_assert_str_eq(ms_suggest("Hxst", opts, n, true), "Host"); /* 1 of 4 */
+  ck_assert_ptr_null(ms_suggest("Hxxt", opts, n, true));       /* 2 of 4 */
+  ck_assert_str_eq(ms_suggest("CyxleBxxget", opts, n, true),
+                   "CycleBudget");                              /* 3 of 11 */
+  ck_assert_ptr_null(ms_suggest("CyxleBxxgex", opts, n, true)); /* 4 */
+  ck_assert_ptr_null(ms_suggest("Colour", opts, n, true));
+  ck_assert_ptr_null(ms_suggest("", opts, n, true));
+  ck_assert_ptr_null(ms_suggest(NULL, opts, n, true));
+  ck_assert_ptr_null(ms_suggest("Host", NULL, 0, true));
+  /* case: YAML keys are compared with it, collectd's options without */
+  static const char *const keys[] = {"timeout", "tiers"};
+  ck_assert_str_eq(ms_suggest("Timeout", keys, 2, false), "timeout");
+  ck_assert_ptr_null(ms_suggest("timeout", keys, 2, false)); /* found */
+  /* ties go to the first candidate; a nearer later one wins */
+  static const char *const ab[] = {"abcd", "abce", "abcf"};
+  ck_assert_str_eq(ms_suggest("abcx", ab, 3, false), "abcd");
+  ck_assert_str_eq(ms_suggest("abcf", ab, 2, false), "abcd");
+  ck_assert_ptr_null(ms_suggest("abcf", ab + 2, 1, false));
+  static const char *const with_null[] = {NULL, "Host"};
+  ck_assert_str_eq(ms_suggest("host", with_null, 2, true), "Host");
+}
+END_TEST
+
+/* ---- bare durations (service/units.h, doc/configuration.md) ------------ */
+
+/* The warning for id given these durations, "" for none. */
+static const char *bare(ms_param id, double service_time, double timeout) {
+  static char buf[320];
+  bool warned = ms_bare_duration_warning(id, "timeout", ": ", service_time,
+                                         timeout, buf, sizeof buf);
+  if (id == MS_PARAM_SERVICE_TIME && warned) {
+    /* the same rule under the other key: only the name differs */
+    char other[320];
+    ck_assert(ms_bare_duration_warning(id, "service_time", ": ", service_time,
+                                       timeout, other, sizeof other));
+    ck_assert_str_eq(other + strlen("service_time"), buf + strlen("timeout"));
+  }
+  ck_assert_int_eq(warned, buf[0] != '\0');
+  return buf;
+}
+
+START_TEST(test_bare_duration_rule) {
+  /* the case: timeout 500 beside a 100 ms service time */
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, 0.1, 500),
+                   "timeout: 500 was read as 500 s, 5,000 times the service "
+                   "time; write 500ms if you meant milliseconds");
+  /* the edge: more than 1000 service times (powers of two: exact) */
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, 0.5, 500), "");
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, 0.5, 500.5),
+                   "timeout: 500.5 was read as 500.5 s, 1,001 times the "
+                   "service time; write 500.5ms if you meant milliseconds");
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, 0.001, 1), ""); /* 1,000: fine */
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, 1e-6, 30),
+                   "timeout: 30 was read as 30 s, 30,000,000 times the "
+                   "service time; write 30ms if you meant milliseconds");
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, 1e-12, 30),
+                   "timeout: 30 was read as 30 s, 3e+13 times the service "
+                   "time; write 30ms if you meant milliseconds");
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, 0.1, 0), "");
+  /* a bare service time longer than the timeout */
+  ck_assert_str_eq(bare(MS_PARAM_SERVICE_TIME, 2, 0.5),
+                   "timeout: 2 was read as 2 s, 4 times the timeout; write "
+                   "2ms if you meant milliseconds");
+  ck_assert_str_eq(bare(MS_PARAM_SERVICE_TIME, 0.75, 0.5),
+                   "timeout: 0.75 was read as 0.75 s, 1.5 times the timeout; "
+                   "write 0.75ms if you meant milliseconds");
+  ck_assert_str_eq(bare(MS_PARAM_SERVICE_TIME, 0.5, 0.5), "");
+  ck_assert_str_eq(bare(MS_PARAM_SERVICE_TIME, 100, 0.5),
+                   "timeout: 100 was read as 100 s, 200 times the timeout; "
+                   "write 100ms if you meant milliseconds");
+  /* ... or of 10 s or more, whatever the timeout */
+  ck_assert_str_eq(bare(MS_PARAM_SERVICE_TIME, 10, 500),
+                   "timeout: 10 was read as 10 s, 10 s or more per request; "
+                   "write 10ms if you meant milliseconds");
+  ck_assert_str_eq(bare(MS_PARAM_SERVICE_TIME, 9.99, 500), "");
+  ck_assert_str_eq(bare(MS_PARAM_SERVICE_TIME, 2, 0), ""); /* no timeout */
+  ck_assert_str_eq(bare(MS_PARAM_SERVICE_TIME, 20, 0),
+                   "timeout: 20 was read as 20 s, 10 s or more per request; "
+                   "write 20ms if you meant milliseconds");
+  /* nothing for other parameters, or outside the domain */
+  ck_assert_str_eq(bare(MS_PARAM_CAPACITY, 0.1, 500), "");
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, 0, 500), "");
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, NAN, 500), "");
+  ck_assert_str_eq(bare(MS_PARAM_TIMEOUT, 0.1, INFINITY), "");
+  ck_assert_str_eq(bare(MS_PARAM_SERVICE_TIME, INFINITY, 1), "");
+  /* the command line's way of writing it */
+  char buf[320];
+  ck_assert(ms_bare_duration_warning(MS_PARAM_TIMEOUT, "--timeout", " ", 0.1,
+                                     500, buf, sizeof buf));
+  ck_assert_str_eq(buf, "--timeout 500 was read as 500 s, 5,000 times the "
+                        "service time; write 500ms if you meant "
+                        "milliseconds");
+}
+END_TEST
+
+/* The warnings of a one-service file: how many, the first's position and
+ * text in *first. */
+static int unit_warnings(const char *text, ms_spec_warning *first) {
+  ms_service_file f;
+  char err[512];
+  ck_assert_msg(ms_service_file_parse(text, strlen(text), "u.yaml", &f, err,
+                                      sizeof err) == 0,
+                "%s", err);
+  ms_spec_warning w[2];
+  int n = ms_service_unit_warnings(&f.services[0], w);
+  if (n > 0)
+    *first = w[0];
+  ms_service_file_free(&f);
+  return n;
+}
+
+START_TEST(test_bare_durations_in_file) {
+#define U_HEAD "services:\n  - name: u\n    model: erlang\n    servers: 4\n"
+#define U_TAIL "    retries: 1\n    inputs:\n      offered_rate: 1\n"
+  ms_spec_warning w;
+  ck_assert_int_eq(
+      unit_warnings(U_HEAD "    service_time: 100ms\n    timeout: 500\n" U_TAIL,
+                    &w),
+      1);
+  ck_assert_int_eq(w.line, 6);
+  ck_assert_int_eq(w.column, 14);
+  ck_assert_str_eq(w.text, "timeout: 500 was read as 500 s, 5,000 times the "
+                           "service time; write 500ms if you meant "
+                           "milliseconds");
+  /* a unit says what was meant: no warning */
+  ck_assert_int_eq(
+      unit_warnings(
+          U_HEAD "    service_time: 100ms\n    timeout: 500s\n" U_TAIL, &w),
+      0);
+  ck_assert_int_eq(
+      unit_warnings(U_HEAD "    service_time: 100ms\n    timeout: 1\n" U_TAIL,
+                    &w),
+      0);
+  /* the service time from service_rate: 10/s is 100 ms */
+  ck_assert_int_eq(
+      unit_warnings(U_HEAD "    service_rate: 10\n    timeout: 500\n" U_TAIL,
+                    &w),
+      1);
+  ck_assert_str_eq(w.text, "timeout: 500 was read as 500 s, 5,000 times the "
+                           "service time; write 500ms if you meant "
+                           "milliseconds");
+  /* both bare, both meant in ms: the service time is the one that shows */
+  ck_assert_int_eq(
+      unit_warnings(U_HEAD "    service_time: 100\n    timeout: 500\n" U_TAIL,
+                    &w),
+      1);
+  ck_assert_int_eq(w.line, 5);
+  ck_assert_str_eq(w.text, "service_time: 100 was read as 100 s, 10 s or "
+                           "more per request; write 100ms if you meant "
+                           "milliseconds");
+  /* a bare service time meant in ms beside a timeout with its unit */
+  ck_assert_int_eq(
+      unit_warnings(U_HEAD "    service_time: 2\n    timeout: 500ms\n" U_TAIL,
+                    &w),
+      1);
+  ck_assert_str_eq(w.text, "service_time: 2 was read as 2 s, 4 times the "
+                           "timeout; write 2ms if you meant milliseconds");
+  /* a bare service time that is plausible in seconds (50 ms) beside a
+   * bare timeout 20,000 times it: only the timeout is warned about */
+  ms_service_file f;
+  char err[256];
+  const char *both =
+      U_HEAD "    service_time: 0.05\n    timeout: 1000\n" U_TAIL;
+  ck_assert_int_eq(
+      ms_service_file_parse(both, strlen(both), "u.yaml", &f, err, sizeof err),
+      0);
+  ms_spec_warning two[2];
+  ck_assert_int_eq(ms_service_unit_warnings(&f.services[0], two), 1);
+  ck_assert_str_eq(two[0].text, "timeout: 1000 was read as 1000 s, 20,000 "
+                                "times the service time; write 1000ms if you "
+                                "meant milliseconds");
+  ms_service_file_free(&f);
+  /* the capacity model has no durations to hold against each other */
+  ck_assert_int_eq(unit_warnings("services:\n  - name: c\n    model: "
+                                 "capacity\n    capacity: 100\n" U_TAIL,
+                                 &w),
+                   0);
+#undef U_HEAD
+#undef U_TAIL
 }
 END_TEST
 
@@ -1859,6 +2138,10 @@ int main(void) {
   tcase_add_test(tc, test_missing_inputs);
   tcase_add_test(tc, test_walk_every_key);
   tcase_add_test(tc, test_walk_errors);
+  tcase_add_test(tc, test_edit_distance);
+  tcase_add_test(tc, test_suggest);
+  tcase_add_test(tc, test_bare_duration_rule);
+  tcase_add_test(tc, test_bare_durations_in_file);
   suite_add_tcase(s, tc);
   tc = tcase_create("step");
   tcase_add_test(tc, test_infer);

@@ -11,6 +11,7 @@
 #include "utils/common/common.h"
 #include "utils_cache.h"
 
+#include <ctype.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <time.h>
@@ -207,6 +208,136 @@ int stub_call_config_options(const char *service_file,
                                     .type = OCONFIG_TYPE_STRING};
     children[n] =
         (oconfig_item_t){.key = keys[n], .values = &values[n], .values_num = 1};
+  }
+  oconfig_item_t top = {
+      .key = top_key, .children = children, .children_num = n};
+  return config_cb != NULL ? config_cb(&top) : -1;
+}
+
+/* ---- collectd's configuration scanner, for one line ------------------- */
+
+/* The length of the longest match at s of each of the token classes of
+ * collectd 5.12's src/liboconfig/scanner.l that a value can be: FLOAT
+ * [+-]?[0-9]*\.[0-9]+([eE][+-][0-9]+)?, HEX 0[xX][0-9a-fA-F]+, OCT
+ * 0[0-7]+, DEC [+-]?[0-9]+ (together NUMBER), UNQUOTED [0-9A-Za-z_]+;
+ * 0 for no match. */
+static size_t scan_digits(const char *s, int (*is)(int)) {
+  size_t n = 0;
+  while (s[n] != '\0' && is((unsigned char)s[n]))
+    n++;
+  return n;
+}
+
+static int is_word(int c) { return isalnum(c) || c == '_'; }
+static int is_oct(int c) { return c >= '0' && c <= '7'; }
+
+static size_t scan_number(const char *s) {
+  size_t sign = (s[0] == '+' || s[0] == '-') ? 1 : 0, best = 0;
+  size_t dec = scan_digits(s + sign, isdigit);
+  if (dec > 0)
+    best = sign + dec;
+  if (s[sign + dec] == '.') {
+    size_t frac = scan_digits(s + sign + dec + 1, isdigit);
+    if (frac > 0) {
+      size_t n = sign + dec + 1 + frac;
+      if ((s[n] == 'e' || s[n] == 'E') &&
+          (s[n + 1] == '+' || s[n + 1] == '-')) {
+        size_t e = scan_digits(s + n + 2, isdigit);
+        if (e > 0)
+          n += 2 + e;
+      }
+      best = n > best ? n : best;
+    }
+  }
+  if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    size_t h = scan_digits(s + 2, isxdigit);
+    if (h > 0 && 2 + h > best)
+      best = 2 + h;
+  }
+  if (s[0] == '0') {
+    size_t o = scan_digits(s + 1, is_oct);
+    if (o > 0 && 1 + o > best)
+      best = 1 + o;
+  }
+  return best;
+}
+
+/* One option line as collectd's scanner and parser make it: the key, then
+ * values separated by blanks; "..." a string (a backslash keeps the next
+ * byte); else the longest match of NUMBER (strtod of its text, as the
+ * scanner does) or of an unquoted string, NUMBER on a tie; true, yes, on,
+ * false, no, off booleans when they are the whole match; any other byte
+ * dropped, as flex's default rule does (it echoes it).  So "1.5m" is the
+ * number 1.5 and the string "m", and "20%" the number 20. */
+#define STUB_MAX_VALUES 8
+typedef struct {
+  char key[64];
+  char text[STUB_MAX_VALUES][256];
+  oconfig_value_t values[STUB_MAX_VALUES];
+  int n;
+} stub_line;
+
+static void scan_line(const char *line, stub_line *out) {
+  memset(out, 0, sizeof *out);
+  size_t k = scan_digits(line, is_word);
+  snprintf(out->key, sizeof out->key, "%.*s", (int)k, line);
+  const char *p = line + k;
+  while (*p != '\0' && out->n < STUB_MAX_VALUES) {
+    if (*p == ' ' || *p == '\t') {
+      p++;
+      continue;
+    }
+    char *t = out->text[out->n];
+    oconfig_value_t *v = &out->values[out->n];
+    if (*p == '"') {
+      size_t j = 0;
+      for (p++; *p != '\0' && *p != '"'; p++) {
+        if (*p == '\\' && p[1] != '\0')
+          p++;
+        if (j + 1 < sizeof out->text[0])
+          t[j++] = *p;
+      }
+      t[j] = '\0';
+      p += *p == '"';
+      *v = (oconfig_value_t){.value.string = t, .type = OCONFIG_TYPE_STRING};
+      out->n++;
+      continue;
+    }
+    size_t num = scan_number(p), word = scan_digits(p, is_word);
+    if (num == 0 && word == 0) {
+      p++; /* flex's default rule */
+      continue;
+    }
+    size_t len = num >= word ? num : word;
+    snprintf(t, sizeof out->text[0], "%.*s", (int)len, p);
+    p += len;
+    if (num >= word) {
+      *v = (oconfig_value_t){.value.number = strtod(t, NULL),
+                             .type = OCONFIG_TYPE_NUMBER};
+    } else if (strcmp(t, "true") == 0 || strcmp(t, "yes") == 0 ||
+               strcmp(t, "on") == 0 || strcmp(t, "false") == 0 ||
+               strcmp(t, "no") == 0 || strcmp(t, "off") == 0) {
+      *v = (oconfig_value_t){.value.boolean =
+                                 t[0] == 't' || t[0] == 'y' || t[1] == 'n',
+                             .type = OCONFIG_TYPE_BOOLEAN};
+    } else {
+      *v = (oconfig_value_t){.value.string = t, .type = OCONFIG_TYPE_STRING};
+    }
+    out->n++;
+  }
+}
+
+int stub_call_config_lines(const char *const *lines) {
+  enum { MAX_LINES = 16 };
+  static stub_line scanned[MAX_LINES];
+  oconfig_item_t children[MAX_LINES];
+  char top_key[] = "Plugin";
+  int n = 0;
+  for (; lines != NULL && lines[n] != NULL && n < MAX_LINES; n++) {
+    scan_line(lines[n], &scanned[n]);
+    children[n] = (oconfig_item_t){.key = scanned[n].key,
+                                   .values = scanned[n].values,
+                                   .values_num = scanned[n].n};
   }
   oconfig_item_t top = {
       .key = top_key, .children = children, .children_num = n};

@@ -61,6 +61,12 @@ int stub_call_config(const char *service_file);
  * number, else a string (at most 15 options). */
 int stub_call_config_options(const char *service_file,
                              const char *const *options);
+/* The same from the lines of a <Plugin metastable> block as they would be
+ * written in collectd.conf ("ServiceFile \"/x.yaml\"", "Interval 1.5m"),
+ * NULL-terminated (at most 16), each read as collectd 5.12's scanner reads
+ * it: "1.5m" is the number 1.5 and the string "m", an unquoted "20%" the
+ * number 20 (the '%' is dropped), "5m" and "500ms" strings. */
+int stub_call_config_lines(const char *const *lines);
 int stub_call_init(void);
 int stub_call_read(void);
 int stub_call_shutdown(void);

@@ -261,6 +261,33 @@ class Check(ScratchTest):
             COLLECTD, error_rate="w/s/derive-errors")),
             "error_rate is not used without arrival_rate")
 
+    def test_bare_duration(self):
+        # the rule of doc/configuration.md, "Units and bare numbers"; its
+        # edges are tests/check_service.c's
+        pat = (r":6:14: warning: service 'svc': timeout: 500 was read as "
+               r"500 s, 5,000 times the service time; write 500ms if you "
+               r"meant milliseconds$")
+        text = service_file({"timeout": "500"})
+        self.assertWarns(text, pat)
+        self.assertWarns(service_file({"timeout": "500s"}), "was read as",
+                         False)
+        self.assertWarns(service_file({"timeout": "1"}), "was read as",
+                         False)
+        self.assertWarns(service_file({"service_time": "100",
+                                       "timeout": "500ms"}),
+                         r":5:19: warning: service 'svc': service_time: 100 "
+                         r"was read as 100 s, 200 times the timeout; write "
+                         r"100ms if you meant milliseconds$")
+        # a warning: exit 0, or 1 under --strict
+        p = self.write(text)
+        self.assertEqual(self.check("--strict", p).code, 1)
+        j = self.check("--format", "json", p).json()
+        self.assertEqual([w["message"] for w in j["warnings"]
+                          if "was read as" in w["message"]],
+                         ["service 'svc': timeout: 500 was read as 500 s, "
+                          "5,000 times the service time; write 500ms if you "
+                          "meant milliseconds"])
+
     def test_strict(self):
         """The word matches the exit status: "valid, N warnings" with 0;
         under --strict "not valid" with 1; text and JSON, with and

@@ -82,9 +82,11 @@ class Fit(CliTest):
                        "json").json()
 
     def solve(self, p, *extra):
+        # durations with their unit: a fitted service time longer than
+        # the timeout, written bare, would be warned about
         return self.ok("solve", "--servers", "10", "--service-time",
-                       repr(p["service_time"]), "--timeout",
-                       repr(p["timeout"]), "--retries", str(p["retries"]),
+                       repr(p["service_time"]) + "s", "--timeout",
+                       repr(p["timeout"]) + "s", "--retries", str(p["retries"]),
                        "--base-failure", repr(p["base_failure"]), *extra,
                        "--load", "1", "--format", "json").json()
 
@@ -226,7 +228,7 @@ class Fit(CliTest):
         self.assertLessEqual(b["low"], 0.01)
         self.assertGreaterEqual(b["high"], 0.01)
         with open(out) as f:
-            self.assertIn("timeout: 0.3\n", f.read())
+            self.assertIn("timeout: 0.3s\n", f.read())
         self.assertEqual(clitest.run("check", out).code, 0)
 
     def test_prometheus(self):

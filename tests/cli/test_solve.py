@@ -145,18 +145,35 @@ class ErlangService(CliTest):
         def solve(*a):
             return self.ok("solve", "--servers", "10", "--load", "60",
                            "--format", "json", *a).json()
-        plain = solve("--service-time", "0.1", "--timeout", "120",
-                      "--retries", "3", "--base-failure", "0.01",
-                      "--retry-budget", "0.1", "--token-ratio", "0.5")
+        def bare(*a, warns):
+            # bare durations are seconds; the implausible ones are warned
+            # about (doc/configuration.md, "Units and bare numbers"), and
+            # the answer and the exit status are those of the units
+            r = clitest.run("solve", "--servers", "10", "--load", "60",
+                            "--format", "json", *a)
+            self.assertEqual(r.code, 0, r)
+            self.assertEqual(r.err, "metastable solve: warning: %s\n" % warns,
+                             r)
+            return r.json()
+        plain = bare("--service-time", "0.1", "--timeout", "120",
+                     "--retries", "3", "--base-failure", "0.01",
+                     "--retry-budget", "0.1", "--token-ratio", "0.5",
+                     warns="--timeout 120 was read as 120 s, 1,200 times the "
+                     "service time; write 120ms if you meant milliseconds")
         units = solve("--service-time", "100ms", "--timeout", "2m",
                       "--retries", "3", "--base-failure", "1%",
                       "--retry-budget", "10%", "--token-ratio", "50 %")
         self.assertEqual(plain, units)
         hours = solve("--service-time", "0.5m", "--timeout", "1.5h",
                       "--retries", "3")
-        seconds = solve("--service-time", "30", "--timeout", "5400",
-                        "--retries", "3")
+        seconds = bare("--service-time", "30", "--timeout", "5400",
+                       "--retries", "3",
+                       warns="--service-time 30 was read as 30 s, 10 s or "
+                       "more per request; write 30ms if you meant "
+                       "milliseconds")
         self.assertEqual(hours, seconds)
+        self.assertEqual(seconds, solve("--service-time", "30s", "--timeout",
+                                        "5400", "--retries", "3"))
         for opt, text, says in (
                 ("--retries", "3%", "--retries: '3%' is a percentage, but "
                  "retries is a count, not a share"),
