@@ -292,7 +292,7 @@ class Check(ScratchTest):
         """The word matches the exit status: "valid, N warnings" with 0;
         under --strict "not valid" with 1; text and JSON, with and
         without --shards."""
-        p = self.write(service_file({"timeout": "1e10"}))
+        p = self.write(service_file({"timeout": "1e10s"}))
         r = self.check("--strict", p)
         self.assertEqual(r.code, 1, r)
         self.assertEqual(len(self.warnings(r)), 1, r)
@@ -304,7 +304,7 @@ class Check(ScratchTest):
         self.assertTrue(r.out.startswith(
             "%s: 1 service, valid, 1 warning\n" % p), r)
         # two warnings: the count is the warnings printed
-        p2 = self.write(service_file({"timeout": "1e10"}, inputs={
+        p2 = self.write(service_file({"timeout": "1e10s"}, inputs={
             "offered_rate": COLLECTD["offered_rate"]}), "two.yaml")
         r = self.check(p2)
         self.assertEqual(len(self.warnings(r)), 2, r)
