@@ -118,9 +118,19 @@ class ErlangService(CliTest):
                                     "200")["state"], "metastable")
         self.assertEqual(self.solve("--load", "60", "--observed-load",
                                     "61")["state"], "vulnerable")
-        # nothing observed: the previous state decides (hysteresis)
+        # nothing observed: the previous state decides (hysteresis), once
+        # the load is inside the band beyond the noise of a 10 s count
+        # (60 + 3 sqrt(6) + 0.9 < 83.2)
         self.assertEqual(self.solve("--load", "60", "--previous",
-                                    "overloaded")["state"], "metastable")
+                                    "overloaded", "--interval",
+                                    "10")["state"], "metastable")
+        # within the noise of a 1 s count (60 + 3 sqrt(60) + 9 > 83.2) the
+        # overloaded state holds, read at the tipping load
+        j = self.solve("--load", "60", "--previous", "overloaded")
+        self.assertEqual(j["state"], "overloaded")
+        self.assertAlmostEqual(max(e["effective_load"]
+                                   for e in j["equilibria"]),
+                               j["effective_load"], delta=1e-9)
         self.assertEqual(self.solve("--load", "20")["state"], "stable")
         j = self.solve("--load", "100")
         self.assertEqual((j["state"], j["storm"], len(j["equilibria"])),
@@ -220,18 +230,16 @@ class Policies(CliTest):
     def test_caps_at_the_collapsed_equilibrium(self):
         # Envoy: at p = 1 the retries are budget_percent of the attempts
         e = self.collapsed(self.solve("--retries", "3", "--envoy-retry-budget",
-                                      "0.2:3", "--load", "240", "--previous",
-                                      "overloaded"))
+                                      "0.2:3", "--load", "240"))
         self.assertAlmostEqual(e["amplification"], 1.25, delta=1e-12)
         # Finagle: x = lambda (1 + percent) + min_per_second
         j = self.solve("--retries", "3", "--finagle-retry-budget", "0.1:5",
-                       "--load", "240", "--previous", "overloaded")
+                       "--load", "240")
         e = self.collapsed(j)
         self.assertAlmostEqual(e["effective_load"], 240 * 1.1 + 5, delta=1e-9)
         # AWS: the bucket is empty, R = refund (1 - p)/(cost p) per request
         e = self.collapsed(self.solve("--retries", "2", "--aws-retry-quota",
-                                      "default", "--load", "240",
-                                      "--previous", "overloaded"))
+                                      "default", "--load", "240"))
         p = e["failure_probability"]
         self.assertGreater(p, 0.05)
         self.assertLess(p, 1)
