@@ -44,18 +44,21 @@ static const ms_cli_option options[] = {
     {"--observed-failure", "P", OPT_OBSERVED_FAILURE,
      "observed failed share of attempts, [0, 1]"},
     {"--previous", "STATE", OPT_PREVIOUS,
-     "last state (stable, vulnerable, metastable, overloaded): decides the "
-     "basin when nothing is observed; default healthy (cold start)"},
+     "last state (stable, vulnerable, metastable, overloaded): keeps its "
+     "side of the recovery and tipping loads while the load is within the "
+     "noise of them, and decides the basin when nothing is observed; "
+     "default none (cold start: healthy)"},
     {"--previous-storm", "0|1", OPT_PREVIOUS_STORM,
      "last storm flag (default: 1 for metastable and overloaded): a storm "
      "goes on while observed failures exceed the healthy level"},
     {"--interval", "S", OPT_INTERVAL,
-     "seconds the observed rates cover (noise of the counts; default 1 s)"},
+     "seconds the observed rates and the load cover (noise of the counts; "
+     "default 1 s)"},
     {"--queue-length", "Q", OPT_QUEUE_LENGTH,
      "requests waiting: gives the drain time"},
     {"--format", "text|json", MS_OPT_FORMAT,
-     "text (default) or one JSON object with the keys the plugin dispatches "
-     "and an \"equilibria\" array"},
+     "text (default) or one JSON object with the keys the plugin dispatches, "
+     "the model load and an \"equilibria\" array"},
     MS_CLI_END,
 };
 
@@ -79,11 +82,33 @@ static const char *state_story(const ms_report *r) {
   return "";
 }
 
+/* Why a storm goes on in a state without one (recovering), in words that
+ * agree with the equilibria listed: none collapsed at this load, or the
+ * observations on the healthy side of the unstable one. */
+static const char *recovering_story(const ms_report *r) {
+  bool collapsed_listed = false;
+  for (int i = 1; i < r->analysis.equilibria; i++)
+    collapsed_listed = collapsed_listed || r->analysis.eq[i].stable;
+  if (r->analysis.state == MS_STATE_VULNERABLE)
+    return " (recovering: the observations are on the healthy side of the "
+           "unstable equilibrium, but attempts still fail beyond the healthy "
+           "level)";
+  if (!collapsed_listed)
+    return " (recovering: no collapsed equilibrium at this load, but attempts "
+           "still fail while the backlog the storm left drains)";
+  return " (recovering: attempts still fail)";
+}
+
 static void write_text(const ms_cli_model *m, const ms_landscape *ls,
                        const ms_report *r, bool has_queue) {
+  double lm = r->analysis.model_load;
   printf("service        %s\n", m->label);
-  printf("offered load   %.6g req/s\n\n", r->analysis.offered_load);
-  printf("Equilibria at %.6g req/s, ascending:\n", r->analysis.offered_load);
+  printf("offered load   %.6g req/s\n", r->analysis.offered_load);
+  if (lm != r->analysis.offered_load)
+    printf("model load     %.6g req/s, the %s load: the offered load is "
+           "within the noise of its count, so the state keeps its side\n",
+           lm, lm == ls->recovery_load ? "recovery" : "tipping");
+  printf("\nEquilibria at %.6g req/s, ascending:\n", lm);
   printf("  %16s  %14s  %13s  %s\n", "effective load", "failure prob.",
          "amplification", "stability");
   int op = r->analysis.collapsed_basin ? r->analysis.equilibria - 1 : 0;
@@ -121,7 +146,7 @@ static void write_text(const ms_cli_model *m, const ms_landscape *ls,
     why = " (above the tipping load, nothing failing yet: the next trigger "
           "latches)";
   else if (r->analysis.recovering)
-    why = " (the collapsed equilibrium is gone, attempts still fail)";
+    why = recovering_story(r);
   printf("storm          %s%s\n", r->analysis.storm ? "yes" : "no", why);
   if (r->analysis.storm && r->analysis.shed_load > 0)
     printf("shed load      %.6g req/s to end the storm\n",
@@ -152,6 +177,9 @@ static void write_json(const ms_cli_model *m, const ms_report *r) {
   ms_cli_json_begin(&j, 2, m);
   ms_report_json(&j, r, false);
   ms_json_bool(&j, "certified", r->analysis.certified);
+  /* the load the equilibria are at: the offered load, or the boundary it
+   * is within the noise of while the state keeps its side */
+  ms_json_number(&j, "model_load", r->analysis.model_load);
   ms_json_begin_array(&j, "equilibria");
   for (int i = 0; i < r->analysis.equilibria; i++) {
     ms_json_begin_object(&j, NULL);

@@ -369,7 +369,8 @@ int ms_exact_certify(const ms_service_params *s, double lambda, double x,
 int ms_analysis_certify(const ms_landscape *ls, ms_analysis *r, ms_error *err) {
   if (ls == NULL || r == NULL)
     return ms_fail(err, MS_EINVAL, "NULL argument to ms_analysis_certify");
-  double lambda = r->offered_load;
+  /* the root is the model's, at the load it is read at (ms_analyze) */
+  double lambda = r->model_load;
   if (ls->params.model.kind != MS_MODEL_CAPACITY || !(lambda > 0.0) ||
       ls->params.policy.retries > MS_EXACT_MAX_RETRIES)
     return MS_OK;

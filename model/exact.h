@@ -124,7 +124,8 @@ int ms_exact_certify(const ms_service_params *s, double lambda, double x,
  * Allocates GMP numbers and its cost grows with the retries and tiers:
  * for the command line and the tests, never the per-interval path, which
  * reports the double root.
- * Returns MS_OK, leaving a report of the erlang model, of offered load 0 or
+ * The root is the one at r->model_load, the load the model was read at.
+ * Returns MS_OK, leaving a report of the erlang model, of model load 0 or
  * of more than MS_EXACT_MAX_RETRIES retries as it was (not certified);
  * MS_EINVAL for a NULL argument; MS_ENOCONV when no enclosure is found near the
  * root (a tangency), r unchanged.

@@ -33,11 +33,18 @@ static inline bool ms_param_ok(ms_param id, double v) {
  * doc/design.md §1.7). */
 void ms_verdict(const ms_landscape *ls, const ms_observation *o,
                 ms_analysis *r);
+/* Which side of the recovery and tipping loads the offered load is on,
+ * with hysteresis: MS_STATE_STABLE, MS_STATE_VULNERABLE (the band, either
+ * basin) or MS_STATE_OVERLOADED (model/verdict.c, doc/design.md §1.4). */
+ms_state ms_load_side(const ms_landscape *ls, const ms_observation *o);
+/* The load, req/s, the model is read at on that side: lambda clamped to
+ * the side's boundaries. */
+double ms_side_load(const ms_landscape *ls, ms_state side, double lambda);
 /* Which basin of the band the service is in, from the observations, else
  * the previous state (model/verdict.c, doc/design.md §1.4).  eq, n: the
- * equilibria at o->offered_load. */
+ * equilibria at lambda_m, the load the model is read at. */
 bool ms_collapsed_basin(const ms_landscape *ls, const ms_equilibrium *eq, int n,
-                        const ms_observation *o);
+                        const ms_observation *o, double lambda_m);
 
 /* Erlang B and the terms needed by derivatives, for 0 < a < c.  The logs
  * are double-doubles: ln_b + ln_b_lo is ln B to about 1e-16 absolute while

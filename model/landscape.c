@@ -693,26 +693,31 @@ int ms_analyze(const ms_landscape *ls, const ms_observation *obs,
   ms_analysis r;
   memset(&r, 0, sizeof r);
   double lambda = obs->offered_load;
-  st = ms_equilibria(ls, lambda, r.eq, &r.equilibria, err);
+  /* the side of the boundaries, with hysteresis: within the noise of a
+   * boundary the model is read at it (doc/design.md §1.4) */
+  ms_state side = ms_load_side(ls, obs);
+  double lm = ms_side_load(ls, side, lambda);
+  st = ms_equilibria(ls, lm, r.eq, &r.equilibria, err);
   if (st != MS_OK)
     return st;
-  if (lambda > ls->tipping_load) {
+  if (side == MS_STATE_OVERLOADED) {
     r.state = MS_STATE_OVERLOADED;
     r.collapsed_basin = true;
-  } else if (lambda < ls->recovery_load) {
+  } else if (side == MS_STATE_STABLE) {
     r.state = MS_STATE_STABLE;
     r.collapsed_basin = false;
   } else {
-    r.collapsed_basin = ms_collapsed_basin(ls, r.eq, r.equilibria, obs);
+    r.collapsed_basin = ms_collapsed_basin(ls, r.eq, r.equilibria, obs, lm);
     r.state = r.collapsed_basin ? MS_STATE_METASTABLE : MS_STATE_VULNERABLE;
   }
   const ms_equilibrium *op =
       r.collapsed_basin ? &r.eq[r.equilibria - 1] : &r.eq[0];
   double x = op->effective_load;
   r.offered_load = lambda;
+  r.model_load = lm;
   r.effective_load = x;
-  r.self_inflicted_load = x - lambda;
-  r.amplification = lambda > 0.0 ? x / lambda : op->amplification;
+  r.self_inflicted_load = x - lm;
+  r.amplification = lm > 0.0 ? x / lm : op->amplification;
   r.failure_probability = op->failure_probability;
   r.utilization = x / ls->saturation_load;
   r.tipping_load = ls->tipping_load;
@@ -726,17 +731,11 @@ int ms_analyze(const ms_landscape *ls, const ms_observation *obs,
   ms_verdict(ls, obs, &r);
   /* the computed values; the others are counts, codes and the checked
    * observations */
-  const double computed[] = {r.offered_load,
-                             r.effective_load,
-                             r.self_inflicted_load,
-                             r.amplification,
-                             r.failure_probability,
-                             r.utilization,
-                             r.tipping_load,
-                             r.recovery_load,
-                             r.tipping_distance,
-                             r.tipping_headroom,
-                             r.shed_load};
+  const double computed[] = {
+      r.offered_load,        r.model_load,       r.effective_load,
+      r.self_inflicted_load, r.amplification,    r.failure_probability,
+      r.utilization,         r.tipping_load,     r.recovery_load,
+      r.tipping_distance,    r.tipping_headroom, r.shed_load};
   for (size_t i = 0; i < sizeof computed / sizeof computed[0]; i++)
     if (!isfinite(computed[i]))
       return ms_fail(err, MS_EINVAL,

@@ -100,7 +100,9 @@ typedef struct {
   bool has_observed_failure;  /* p_obs known */
   double observed_failure;    /* failed attempts / attempts, [0, 1] */
   bool has_previous;          /* a state from the previous interval */
-  ms_state previous;          /* that state */
+  ms_state previous;          /* that state: its side of the recovery and
+                                 tipping loads holds while the offered load
+                                 is within the noise of the boundary */
   bool previous_storm;        /* that interval's storm flag (has_previous);
                                  with observations, an overloaded previous
                                  interval is the collapsed basin only if
@@ -117,17 +119,23 @@ typedef struct {
  * learned across intervals.  Every double is finite.
  */
 typedef struct {
-  double offered_load;        /* req/s */
+  double offered_load;        /* req/s, as observed */
+  double model_load;          /* req/s the model is read at: the offered
+                                 load, or the boundary of the state it is
+                                 within the noise of while the state holds
+                                 (doc/design.md §1.4); the values below
+                                 through utilization, the equilibria, the
+                                 shed load and the drain time are at it */
   double effective_load;      /* attempts/s, equilibrium of current basin */
-  double self_inflicted_load; /* effective - offered, attempts/s */
-  double amplification;       /* effective / offered (A(p) at lambda = 0) */
+  double self_inflicted_load; /* effective - model load, attempts/s */
+  double amplification;       /* effective / model load (A(p) at 0) */
   double failure_probability; /* p at that equilibrium */
   double utilization;         /* effective / saturation_load */
   double tipping_load;        /* req/s */
   double recovery_load;       /* req/s */
   double tipping_distance;    /* tipping - offered, req/s */
   double tipping_headroom;    /* (tipping - offered) / tipping */
-  int equilibria;             /* number of equilibria */
+  int equilibria;             /* number of equilibria at the model load */
   ms_state state;
   int storm;                        /* 0 or 1 (doc/design.md §1.7) */
   bool has_observed_effective_load; /* the observation was given */
@@ -148,14 +156,19 @@ typedef struct {
 /*
  * ms_analyze: the state and every value of one service at one interval.
  *   ls   the service's landscape
- *   obs  offered load and what was observed: the basin is decided by the
- *        observed attempt rate, else the observed failure ratio, against
- *        the unstable middle equilibrium; else by the previous state; a
- *        cold start is healthy (doc/design.md §1.4)
+ *   obs  offered load and what was observed.  The offered load crosses
+ *        the recovery and the tipping load only beyond the noise of
+ *        counting it over the interval (ms_beyond_noise); within it the
+ *        previous state's side holds and the model is read at the
+ *        boundary (model_load).  The basin is decided by the observed
+ *        attempt rate, else the observed failure ratio, against the
+ *        unstable middle equilibrium, with the same hysteresis; else by
+ *        the previous state; a cold start is healthy (doc/design.md §1.4)
  *   out  the analysis; storm, recovering and shed_load from the
  *        observations and the previous storm flag when observed, from the
  *        state alone otherwise (doc/design.md §1.7)
- * Allocates nothing, bounded cost: the per-interval path.  The capacity
+ * Allocates nothing, bounded cost (at most one ms_equilibria): the
+ * per-interval path.  The capacity
  * model's double root: a few ulps where it is well conditioned, 3e-14
  * relative just past the tipping load (measured against the certified
  * root, doc/design.md §1.6; ms_analysis_certify, exact.h).
@@ -197,7 +210,9 @@ double ms_timeout_horizon(const ms_failure_model *m);
  *   s       valid service parameters
  *   lambda  req/s, finite, >= 0
  *   queue   requests, finite, >= 0
- *   t       out: s, >= 0; +infinity when the backlog does not drain
+ *   t       out: s, >= 0; +infinity when the backlog does not drain (a
+ *           denominator of a phase the backlog is in within 8 ulps of
+ *           x_cap counts as 0: the recovery load x_cap / A(1) itself)
  * Errors: MS_EINVAL for invalid parameters or arguments.
  */
 int ms_drain_time(const ms_service_params *s, double lambda, double queue,

@@ -5,6 +5,7 @@
  * The state (ms_analyze) says where the service is headed; this file says
  * whether the observations show users failing now.
  */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -93,6 +94,60 @@ static bool fails_beyond(const ms_landscape *ls, const ms_observation *o,
   return false;
 }
 
+/* The side of the boundaries a state is on: the band for both of its
+ * basins. */
+static ms_state side_of(ms_state s) {
+  return s == MS_STATE_METASTABLE ? MS_STATE_VULNERABLE : s;
+}
+
+/*
+ * Which side of the recovery and tipping loads the offered load is on
+ * (doc/design.md §1.4): MS_STATE_STABLE below the recovery load,
+ * MS_STATE_VULNERABLE in the band (either basin), MS_STATE_OVERLOADED
+ * above the tipping load.  After a previous state the load crosses a
+ * boundary only when it lies beyond the noise of counting it over the
+ * interval (ms_beyond_noise: above, the boundary as the reference; below,
+ * the offered load as the reference); within the noise the previous side
+ * holds.  A landscape without a band (no fold) has no band side: a
+ * previous band state there goes by the plain comparison.
+ */
+ms_state ms_load_side(const ms_landscape *ls, const ms_observation *o) {
+  double lambda = o->offered_load, rec = ls->recovery_load,
+         tip = ls->tipping_load;
+  ms_state plain = lambda > tip   ? MS_STATE_OVERLOADED
+                   : lambda < rec ? MS_STATE_STABLE
+                                  : MS_STATE_VULNERABLE;
+  bool band = ls->has_fold && tip > rec;
+  if (!o->has_previous)
+    return plain;
+  ms_state before = side_of(o->previous);
+  if (before == MS_STATE_VULNERABLE && !band)
+    return plain;
+  double tau = interval_of(o);
+  if (before != MS_STATE_OVERLOADED && ms_beyond_noise(lambda, tip, tau))
+    return MS_STATE_OVERLOADED;
+  if (before != MS_STATE_STABLE && ms_beyond_noise(rec, lambda, tau))
+    return MS_STATE_STABLE;
+  if (band &&
+      ((before == MS_STATE_STABLE && ms_beyond_noise(lambda, rec, tau)) ||
+       (before == MS_STATE_OVERLOADED && ms_beyond_noise(tip, lambda, tau))))
+    return MS_STATE_VULNERABLE;
+  return before;
+}
+
+/* The load the model is read at on a side: the offered load, else the
+ * side's boundary it is within the noise of. */
+double ms_side_load(const ms_landscape *ls, ms_state side, double lambda) {
+  switch (side) {
+  case MS_STATE_STABLE:
+    return fmin(lambda, ls->recovery_load);
+  case MS_STATE_OVERLOADED:
+    return fmax(lambda, ls->tipping_load);
+  default:
+    return fmin(fmax(lambda, ls->recovery_load), ls->tipping_load);
+  }
+}
+
 /*
  * Which basin of a bistable band the service sits in (doc/design.md §1.4):
  * the unstable middle equilibrium separates them.  The observed attempts,
@@ -101,10 +156,11 @@ static bool fails_beyond(const ms_landscape *ls, const ms_observation *o,
  * they must be clearly above the split, coming from the collapsed one
  * clearly below it, and within the noise the previous basin holds.  Else a
  * backlog says it (past the timeout horizon: collapsed); else the previous
- * state holds (hysteresis); a cold start is healthy.
+ * state holds (hysteresis); a cold start is healthy.  eq, n: the
+ * equilibria at lambda_m, the load the model is read at.
  */
 bool ms_collapsed_basin(const ms_landscape *ls, const ms_equilibrium *eq, int n,
-                        const ms_observation *o) {
+                        const ms_observation *o, double lambda_m) {
   const ms_equilibrium *split = NULL;
   for (int i = 0; i < n && split == NULL; i++)
     if (!eq[i].stable)
@@ -112,19 +168,22 @@ bool ms_collapsed_basin(const ms_landscape *ls, const ms_equilibrium *eq, int n,
   bool before = o->has_previous && ms_state_storm(o->previous) != 0;
   if (split == NULL)
     return before;
-  /* the split is an equilibrium at this load: its retries are x - lambda */
+  /* the split is an equilibrium at lambda_m: its retries are x - lambda_m */
   double obs, ref, x = split->effective_load;
-  if (weigh_retries(o, fmax(x - o->offered_load, 0.0), &obs, &ref) ||
+  if (weigh_retries(o, fmax(x - lambda_m, 0.0), &obs, &ref) ||
       weigh_failures(o, split->failure_probability, x, &obs, &ref)) {
     /* Where observations weigh, the previous basin is the collapsed one
-     * after a metastable interval, and after an overloaded one only if
-     * its storm flag was up: past the tipping load the model has no
-     * healthy equilibrium, but an interval there with nothing failing
+     * after a metastable interval, and after an overloaded or a stable one
+     * only if its storm flag was up: past the tipping load the model has
+     * no healthy equilibrium, but an interval there with nothing failing
      * (storm 0) was not in a storm, and coming back inside the band with
-     * no retries is none (§1.7). */
+     * no retries is none; below the recovery load it has no collapsed
+     * one, but a storm that goes on there (recovering) is on the collapsed
+     * side when the load comes back into the band.  A vulnerable interval
+     * was in the healthy basin, storm or not (§1.7). */
     bool seen = o->has_previous &&
                 (o->previous == MS_STATE_METASTABLE ||
-                 (o->previous == MS_STATE_OVERLOADED && o->previous_storm));
+                 (o->previous != MS_STATE_VULNERABLE && o->previous_storm));
     return seen ? !ms_beyond_noise(ref, obs, interval_of(o))
                 : ms_beyond_noise(obs, ref, interval_of(o));
   }
@@ -157,10 +216,14 @@ int ms_drain_time(const ms_service_params *s, double lambda, double queue,
   double a_fail = 1.0, a_base = 1.0;
   ms_amplification_at(s, 1.0, lambda, &a_fail, NULL);
   ms_amplification_at(s, m->base_failure, lambda, &a_base, NULL);
+  /* A rate within the rounding of x_cap is none: at the recovery load
+   * x_cap / A(1), where the model is read while a storm's state holds
+   * (§1.4), lambda A(1) rounds to a few ulps under x_cap. */
+  double least = 8.0 * DBL_EPSILON * x_cap;
   double total = 0.0;
   if (queue > horizon) {
     double rate = x_cap - lambda * a_fail;
-    if (!(rate > 0.0)) {
+    if (!(rate > least)) {
       *t = INFINITY;
       return MS_OK;
     }
@@ -169,7 +232,7 @@ int ms_drain_time(const ms_service_params *s, double lambda, double queue,
   double rest = fmin(queue, horizon);
   if (rest > 0.0) {
     double rate = x_cap - lambda * a_base;
-    if (!(rate > 0.0)) {
+    if (!(rate > least)) {
       *t = INFINITY;
       return MS_OK;
     }
@@ -181,7 +244,8 @@ int ms_drain_time(const ms_service_params *s, double lambda, double queue,
 
 void ms_verdict(const ms_landscape *ls, const ms_observation *o,
                 ms_analysis *r) {
-  double lambda = o->offered_load;
+  /* the shed load and the drain time are the model's, at its load */
+  double lambda = r->model_load;
   bool storm;
   if (!observed(ls, o)) {
     storm = ms_state_storm(r->state) != 0;

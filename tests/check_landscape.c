@@ -733,6 +733,8 @@ START_TEST(test_states) {
   ck_assert_int_eq(r.equilibria, 1);
   o.offered_load = 1.01 * ls.tipping_load;
   o.observed_failure = 0.0;
+  o.has_previous = false; /* a cold start: no side of the tipping load holds
+                             within the noise (doc/design.md §1.4) */
   ck_assert_int_eq(ms_analyze(&ls, &o, &r, NULL), MS_OK);
   ck_assert_int_eq(r.state, MS_STATE_OVERLOADED);
   ck_assert_int_eq(r.equilibria, 1);

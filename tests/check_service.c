@@ -1464,10 +1464,11 @@ START_TEST(test_incident) {
       {200, 400, MS_STATE_METASTABLE, 0, 0}, /* trigger gone, storm stays */
       {200, 400, MS_STATE_METASTABLE, 0, 0},
       {170, 340, MS_STATE_METASTABLE, 0, 0},
-      /* below recovery, still twice the attempts: the storm goes on while
-       * the observations fail (doc/design.md §1.7) */
-      {140, 280, MS_STATE_STABLE, 0, 0},
-      {140, 140, MS_STATE_STABLE, 0, 0}, /* healthy again */
+      /* below recovery beyond the noise of a 10 s count (130 + 3 sqrt(13)
+       * + 0.9 < 150), still twice the attempts: the storm goes on while
+       * the observations fail (doc/design.md §1.4, §1.7) */
+      {130, 260, MS_STATE_STABLE, 0, 0},
+      {130, 130, MS_STATE_STABLE, 0, 0}, /* healthy again */
       /* back to the original load: the third interval without a storm
        * (clear_after, default 3) sends the OKAY */
       {200, 200, MS_STATE_VULNERABLE, 0, 0},
@@ -1478,6 +1479,7 @@ START_TEST(test_incident) {
   ms_tracker_init(&t);
   for (size_t i = 0; i < sizeof script / sizeof *script; i++) {
     ms_inputs in = values(script[i].attempts, script[i].offered, NAN, NAN, NAN);
+    in.interval = 10.0;            /* collectd's default */
     if (isnan(script[i].attempts)) /* no observation: hysteresis decides */
       s.inputs[MS_INPUT_ARRIVAL].kind = MS_SOURCE_NONE;
     else
@@ -1534,7 +1536,9 @@ START_TEST(test_headroom_warning_and_recovery) {
   ck_assert(t.has_state && t.state == MS_STATE_VULNERABLE);
   /* the pool shrinks: the landscape is rebuilt, once */
   unsigned long builds = t.landscape_builds;
-  in = values(NAN, 200, NAN, NAN, 20); /* tipping ~195: overloaded */
+  /* tipping 144.18: 200 req/s is overloaded beyond the noise of a 1 s
+   * count (144.18 + 3 sqrt(144.18) + 9 = 189.2) */
+  in = values(NAN, 200, NAN, NAN, 15);
   ms_tracker_step(&t, &s, &in, &st);
   ck_assert(st.ok);
   ck_assert_int_eq(st.report.analysis.state, MS_STATE_OVERLOADED);
@@ -1947,11 +1951,13 @@ START_TEST(test_stall_tolerance_stopped) {
 }
 END_TEST
 
-/* Load that flaps around the tipping load: one FAILURE, and one OKAY only
+/* Load that flaps across the tipping load: one FAILURE, and one OKAY only
  * once the storm has stayed away for clear_after intervals. */
 START_TEST(test_flapping_storm_pages_once) {
   /* capacity 100, 2 retries, 1 % base failure: tipping 100/1.0101 = 99.0
-   * and no hysteresis band, so noise around it flips the storm flag */
+   * and no hysteresis band; loads that cross it beyond the noise of a 10 s
+   * count (99 + 3 sqrt(9.9) + 0.9 = 109.3 above it, 89.3 below) flip the
+   * state and the storm flag */
   static char name[] = "flappy";
   ms_service_spec s;
   memset(&s, 0, sizeof s);
@@ -1963,11 +1969,12 @@ START_TEST(test_flapping_storm_pages_once) {
   s.clear_after = 2;
   ms_tracker t;
   ms_tracker_init(&t);
-  const double load[] = {97, 99.5, 97, 99.5, 97, 99.5, 90, 90, 90};
+  const double load[] = {85, 115, 85, 115, 85, 115, 80, 80, 80};
   const int failure[] = {0, 1, 0, 0, 0, 0, 0, 0, 0};
   const int okay[] = {0, 0, 0, 0, 0, 0, 0, 1, 0};
   for (int i = 0; i < 9; i++) {
     ms_inputs in = values(NAN, load[i], NAN, NAN, NAN);
+    in.interval = 10.0;
     ms_step st;
     ms_tracker_step(&t, &s, &in, &st);
     ck_assert(st.ok);

@@ -277,6 +277,7 @@ START_TEST(test_drain_time) {
   ms_observation o = {.offered_load = 70,
                       .has_queue_length = true,
                       .queue_length = 450,
+                      .interval = 10.0,
                       .has_previous = true,
                       .previous = MS_STATE_METASTABLE,
                       .previous_storm = true};
@@ -284,8 +285,11 @@ START_TEST(test_drain_time) {
   ck_assert_int_eq(r.storm, 1);
   ck_assert(!r.has_drain_time); /* it does not drain */
   ck_assert_double_eq_tol(r.shed_load, 70 - 200.0 / 3, 1e-9);
+  /* 50 req/s: below the recovery load beyond the noise of a 10 s count
+   * (50 + 3 sqrt(5) + 0.9 < 66.7) */
   o.offered_load = 50;
   r = analyze(&ls, &o);
+  ck_assert_int_eq(r.state, MS_STATE_STABLE);
   ck_assert_int_eq(r.storm, 1);
   ck_assert_int_eq(r.recovering, 1);
   ck_assert(r.has_drain_time);
@@ -344,13 +348,15 @@ END_TEST
 
 /*
  * The fresh-user trial's false page: an interval past the tipping load with
- * nothing failing (state overloaded, storm 0), then the load falls just
- * inside the band and the retries stay at 0.  The previous basin is the
- * previous storm flag, so this is vulnerable and no storm; the first
- * version took the model's overloaded state for a storm and, the zero
- * retries being within the noise of a split close to the healthy
- * equilibrium, paged a FAILURE.  After a real storm the same load with the
- * collapsed branch's attempts stays metastable.
+ * nothing failing (state overloaded, storm 0), then the load falls inside
+ * the band and the retries stay at 0.  Just under the tipping load, within
+ * the noise of a 1 s count, the overloaded state holds, still without a
+ * storm.  Clearly inside the band the previous basin is the previous storm
+ * flag, so this is vulnerable and no storm; the first version took the
+ * model's overloaded state for a storm and, the zero retries being within
+ * the noise of a split close to the healthy equilibrium, paged a FAILURE.
+ * After a real storm the same load with the collapsed branch's attempts
+ * stays metastable.
  */
 START_TEST(test_overloaded_without_storm_then_band) {
   ms_landscape ls = band_service();
@@ -363,10 +369,17 @@ START_TEST(test_overloaded_without_storm_then_band) {
                       .previous = MS_STATE_OVERLOADED,
                       .previous_storm = false};
   ms_analysis r = analyze(&ls, &o);
+  ck_assert_int_eq(r.state, MS_STATE_OVERLOADED);
+  ck_assert_int_eq(r.storm, 0);
+  ck_assert_double_eq(r.model_load, ls.tipping_load);
+  /* with a 60 s count, 0.95 of the tipping load is below it beyond the
+   * noise: 278.8 + 3 sqrt(278.8 / 60) + 9 / 60 = 285.4 < 293.4 */
+  o.interval = 60.0;
+  lambda = 0.95 * ls.tipping_load;
+  o.offered_load = o.observed_attempts = lambda;
+  r = analyze(&ls, &o);
   ck_assert_int_eq(r.equilibria, 3);
-  /* the split's retries are within the noise of 0 in a 1 s interval */
-  ck_assert_double_lt(r.eq[1].effective_load - lambda,
-                      MS_EVIDENCE_Z * MS_EVIDENCE_Z);
+  ck_assert_double_eq(r.model_load, lambda);
   ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
   ck_assert_int_eq(r.storm, 0);
   o.previous_storm = true; /* a real storm the interval before */
@@ -374,6 +387,169 @@ START_TEST(test_overloaded_without_storm_then_band) {
   r = analyze(&ls, &o);
   ck_assert_int_eq(r.state, MS_STATE_METASTABLE);
   ck_assert_int_eq(r.storm, 1);
+}
+END_TEST
+
+/* ---- hysteresis around the boundaries (doc/design.md §1.4) ---------- */
+
+/* The least load beyond the noise above boundary b over tau s, and the
+ * greatest beyond it below: b + z sqrt(b / tau) + z^2 / tau, and the root
+ * l of l + z sqrt(l / tau) + z^2 / tau = b (a quadratic in sqrt(l)). */
+static double edge_up(double b, double tau) {
+  double z = MS_EVIDENCE_Z;
+  return b + z * sqrt(b / tau) + z * z / tau;
+}
+
+static double edge_down(double b, double tau) {
+  double z = MS_EVIDENCE_Z, k = z / sqrt(tau);
+  double y = (-k + sqrt(k * k + 4.0 * (b - z * z / tau))) / 2.0;
+  return y * y;
+}
+
+/* The state after prev at offered load lambda, nothing observed but the
+ * load (the previous state decides the basin). */
+static ms_analysis after(const ms_landscape *ls, ms_state prev, double lambda,
+                         double tau) {
+  ms_observation o = {.offered_load = lambda,
+                      .interval = tau,
+                      .has_previous = true,
+                      .previous = prev,
+                      .previous_storm = ms_state_storm(prev) != 0};
+  return analyze(ls, &o);
+}
+
+/*
+ * Each boundary at its edge, both ways: a load 1e-9 beyond the bound of a
+ * count over 10 s crosses, one 1e-9 within holds, and while a side holds
+ * the model is read at its boundary (model_load), so the operating point
+ * is that side's equilibrium at the boundary.
+ */
+START_TEST(test_boundary_edges) {
+  ms_landscape ls = band_service(); /* recovery 150, tipping 293.44 */
+  const double taus[] = {1.0, 10.0, 60.0};
+  for (int k = 0; k < 3; k++) {
+    double tau = taus[k], rec = ls.recovery_load, tip = ls.tipping_load;
+    double up_rec = edge_up(rec, tau), dn_rec = edge_down(rec, tau);
+    double up_tip = edge_up(tip, tau), dn_tip = edge_down(tip, tau);
+    /* the band is wider than both noise bands together */
+    ck_assert_double_lt(up_rec, dn_tip);
+    /* stable -> band at up_rec */
+    ms_analysis r = after(&ls, MS_STATE_STABLE, up_rec * (1 - 1e-9), tau);
+    ck_assert_int_eq(r.state, MS_STATE_STABLE);
+    ck_assert_double_eq(r.model_load, rec);
+    ck_assert_double_eq(r.effective_load, r.eq[0].effective_load);
+    r = after(&ls, MS_STATE_STABLE, up_rec * (1 + 1e-9), tau);
+    ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
+    /* metastable -> stable at dn_rec; held, it stays at the fold */
+    r = after(&ls, MS_STATE_METASTABLE, dn_rec * (1 + 1e-9), tau);
+    ck_assert_int_eq(r.state, MS_STATE_METASTABLE);
+    ck_assert_int_eq(r.storm, 1);
+    ck_assert_double_eq(r.model_load, rec);
+    ck_assert_double_eq_tol(r.effective_load, ls.recovery_effective_load,
+                            1e-9 * ls.recovery_effective_load);
+    ck_assert_double_eq(r.shed_load, 0.0);
+    r = after(&ls, MS_STATE_METASTABLE, dn_rec * (1 - 1e-9), tau);
+    ck_assert_int_eq(r.state, MS_STATE_STABLE);
+    ck_assert_double_eq(r.model_load, dn_rec * (1 - 1e-9));
+    ck_assert_int_eq(r.storm, 0); /* nothing observed: the model's flag */
+    /* vulnerable -> overloaded at up_tip; held, the healthy fold */
+    r = after(&ls, MS_STATE_VULNERABLE, up_tip * (1 - 1e-9), tau);
+    ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
+    ck_assert_double_eq(r.model_load, tip);
+    ck_assert_double_eq_tol(r.effective_load, ls.tipping_effective_load,
+                            1e-6 * ls.tipping_effective_load);
+    r = after(&ls, MS_STATE_VULNERABLE, up_tip * (1 + 1e-9), tau);
+    ck_assert_int_eq(r.state, MS_STATE_OVERLOADED);
+    ck_assert_double_eq(r.model_load, up_tip * (1 + 1e-9));
+    /* overloaded -> band at dn_tip; within the band the previous storm
+     * flag is the basin (nothing observed) */
+    r = after(&ls, MS_STATE_OVERLOADED, dn_tip * (1 + 1e-9), tau);
+    ck_assert_int_eq(r.state, MS_STATE_OVERLOADED);
+    ck_assert_double_eq(r.model_load, tip);
+    ck_assert_double_eq(r.shed_load, tip - rec);
+    r = after(&ls, MS_STATE_OVERLOADED, dn_tip * (1 - 1e-9), tau);
+    ck_assert_int_eq(r.state, MS_STATE_METASTABLE);
+    /* both boundaries at once: from overloaded to stable, from stable to
+     * overloaded */
+    r = after(&ls, MS_STATE_OVERLOADED, dn_rec * (1 - 1e-9), tau);
+    ck_assert_int_eq(r.state, MS_STATE_STABLE);
+    r = after(&ls, MS_STATE_STABLE, up_tip * (1 + 1e-9), tau);
+    ck_assert_int_eq(r.state, MS_STATE_OVERLOADED);
+  }
+  /* a cold start compares the load with the boundaries bare */
+  ms_observation o = {.offered_load = ls.recovery_load * (1 - 1e-12),
+                      .interval = 1.0};
+  ck_assert_int_eq(analyze(&ls, &o).state, MS_STATE_STABLE);
+  o.offered_load = ls.tipping_load * (1 + 1e-12);
+  ck_assert_int_eq(analyze(&ls, &o).state, MS_STATE_OVERLOADED);
+}
+END_TEST
+
+/*
+ * Loads and observations that wobble within the noise of each boundary,
+ * for 2,000 intervals of 10 s each: the offered load uniform within z
+ * standard deviations of a count of the boundary, the observed retries
+ * likewise around the unstable equilibrium's.  No state changes, from
+ * either side; then one move beyond the noise changes it once.
+ */
+START_TEST(test_wobble_within_noise) {
+  ms_landscape ls = band_service();
+  double tau = 10.0, z = MS_EVIDENCE_Z;
+  unsigned short seed[3] = {33, 0, 0};
+  const double bounds[] = {ls.recovery_load, ls.tipping_load};
+  const ms_state sides[2][2] = {{MS_STATE_STABLE, MS_STATE_METASTABLE},
+                                {MS_STATE_VULNERABLE, MS_STATE_OVERLOADED}};
+  for (int b = 0; b < 2; b++)
+    for (int from = 0; from < 2; from++) {
+      ms_state prev = sides[b][from];
+      bool prev_storm = ms_state_storm(prev) != 0;
+      int changes = 0;
+      for (int i = 0; i < 2000; i++) {
+        double sd = sqrt(bounds[b] / tau);
+        double lambda = bounds[b] + z * sd * (2.0 * erand48(seed) - 1.0);
+        ms_observation o = {.offered_load = lambda,
+                            .interval = tau,
+                            .has_previous = true,
+                            .previous = prev,
+                            .previous_storm = prev_storm};
+        ms_analysis r = analyze(&ls, &o);
+        changes += r.state != prev;
+        prev = r.state;
+        prev_storm = r.storm;
+      }
+      ck_assert_msg(changes == 0, "boundary %g from %s: %d changes", bounds[b],
+                    ms_state_name(sides[b][from]), changes);
+      /* beyond the noise: the other side */
+      double lambda = from == 0 ? edge_up(bounds[b], tau) * 1.01
+                                : edge_down(bounds[b], tau) * 0.99;
+      ms_analysis r = after(&ls, prev, lambda, tau);
+      ck_assert_int_ne(r.state, prev);
+    }
+  /* the basin boundary: the band's middle, the observed retries around
+   * the split's, from either basin */
+  double lambda = 0.5 * (ls.recovery_load + ls.tipping_load);
+  ms_analysis r0 = after(&ls, MS_STATE_VULNERABLE, lambda, tau);
+  double split = r0.eq[1].effective_load - lambda; /* retries/s */
+  for (int from = 0; from < 2; from++) {
+    ms_state prev = from ? MS_STATE_METASTABLE : MS_STATE_VULNERABLE;
+    int changes = 0;
+    for (int i = 0; i < 2000; i++) {
+      double retries =
+          split + z * sqrt(split / tau) * (2.0 * erand48(seed) - 1.0);
+      ms_observation o = {.offered_load = lambda,
+                          .has_observed_attempts = true,
+                          .observed_attempts = lambda + retries,
+                          .interval = tau,
+                          .has_previous = true,
+                          .previous = prev,
+                          .previous_storm = ms_state_storm(prev) != 0};
+      ms_analysis r = analyze(&ls, &o);
+      changes += r.state != prev;
+      prev = r.state;
+    }
+    ck_assert_msg(changes == 0, "split from %s: %d changes",
+                  from ? "metastable" : "vulnerable", changes);
+  }
 }
 END_TEST
 
@@ -456,6 +632,8 @@ Suite *verdict_suite(void) {
   tcase_add_test(tc, test_drain_time);
   tcase_add_test(tc, test_no_flapping_near_tipping);
   tcase_add_test(tc, test_overloaded_without_storm_then_band);
+  tcase_add_test(tc, test_boundary_edges);
+  tcase_add_test(tc, test_wobble_within_noise);
   tcase_add_test(tc, test_queue_only);
   tcase_add_test(tc, test_no_retries_no_attempt_evidence);
   tcase_add_test(tc, test_capacity_drain);

@@ -67,7 +67,8 @@ class SeedNumbers(CliTest):
 
     def test_json_shape(self):
         j = self.solve(0.95)
-        self.assertEqual(set(j) - {"service", "certified"}, REPORT_KEYS)
+        self.assertEqual(set(j) - {"service", "certified", "model_load"},
+                         REPORT_KEYS)
         self.assertIsNone(j["service"])
         self.assertEqual(len(j["equilibria"]), 1)
         eq = j["equilibria"][0]
@@ -118,14 +119,61 @@ class ErlangService(CliTest):
                                     "200")["state"], "metastable")
         self.assertEqual(self.solve("--load", "60", "--observed-load",
                                     "61")["state"], "vulnerable")
-        # nothing observed: the previous state decides (hysteresis)
+        # nothing observed: the previous state decides (hysteresis), once
+        # the load is inside the band beyond the noise of a 10 s count
+        # (60 + 3 sqrt(6) + 0.9 < 83.2)
         self.assertEqual(self.solve("--load", "60", "--previous",
-                                    "overloaded")["state"], "metastable")
+                                    "overloaded", "--interval",
+                                    "10")["state"], "metastable")
+        # within the noise of a 1 s count (60 + 3 sqrt(60) + 9 > 83.2) the
+        # overloaded state holds, read at the tipping load
+        j = self.solve("--load", "60", "--previous", "overloaded")
+        self.assertEqual(j["state"], "overloaded")
+        self.assertAlmostEqual(max(e["effective_load"]
+                                   for e in j["equilibria"]),
+                               j["effective_load"], delta=1e-9)
         self.assertEqual(self.solve("--load", "20")["state"], "stable")
         j = self.solve("--load", "100")
         self.assertEqual((j["state"], j["storm"], len(j["equilibria"])),
                          ("overloaded", 1, 1))
         self.assertLess(j["tipping_headroom"], 0)
+
+    def test_storm_text_agrees_with_equilibria(self):
+        # the storm text names only equilibria the list shows: recovering in
+        # the band (observations below the unstable equilibrium, failures
+        # above the healthy level) lists the collapsed one and says so;
+        # below the recovery load beyond the noise none is listed
+        base = ("solve", "--spec", SPEC, "--service", "checkout",
+                "--previous", "metastable", "--interval", "10")
+        text = self.ok(*base, "--load", "60", "--observed-load", "75",
+                       "--observed-failure", "0.3").out
+        j = self.solve(*base[5:], "--load", "60", "--observed-load", "75",
+                       "--observed-failure", "0.3")
+        self.assertEqual((j["state"], j["storm"], j["recovering"]),
+                         ("vulnerable", 1, 1))
+        self.assertEqual([e["stable"] for e in j["equilibria"]],
+                         [True, False, True])
+        self.assertIn("storm          yes (recovering: the observations are "
+                      "on the healthy side of the unstable equilibrium",
+                      text)
+        self.assertNotIn("gone", text)
+        text = self.ok(*base, "--load", "15", "--observed-load", "60").out
+        j = self.solve(*base[5:], "--load", "15", "--observed-load", "60")
+        self.assertEqual((j["state"], j["recovering"]), ("stable", 1))
+        self.assertEqual(j["model_load"], 15)
+        self.assertEqual(len(j["equilibria"]), 1)
+        self.assertIn("(recovering: no collapsed equilibrium at this load",
+                      text)
+        self.assertNotIn("model load", text)
+        # 20 req/s over 10 s is within the noise of the recovery load, 25:
+        # the state keeps the band's side and the model is read at 25
+        text = self.ok(*base, "--load", "20", "--observed-load", "80").out
+        j = self.solve(*base[5:], "--load", "20", "--observed-load", "80")
+        self.assertEqual((j["offered_load"], j["model_load"]), (20, 25))
+        self.assertEqual(j["state"], "vulnerable")
+        self.assertIn("model load     25 req/s, the recovery load: the "
+                      "offered load is within the noise of its count", text)
+        self.assertIn("Equilibria at 25 req/s", text)
 
     def test_overrides(self):
         # "what if we had one retry?": recovery moves to c mu / 2
@@ -237,18 +285,16 @@ class Policies(CliTest):
     def test_caps_at_the_collapsed_equilibrium(self):
         # Envoy: at p = 1 the retries are budget_percent of the attempts
         e = self.collapsed(self.solve("--retries", "3", "--envoy-retry-budget",
-                                      "0.2:3", "--load", "240", "--previous",
-                                      "overloaded"))
+                                      "0.2:3", "--load", "240"))
         self.assertAlmostEqual(e["amplification"], 1.25, delta=1e-12)
         # Finagle: x = lambda (1 + percent) + min_per_second
         j = self.solve("--retries", "3", "--finagle-retry-budget", "0.1:5",
-                       "--load", "240", "--previous", "overloaded")
+                       "--load", "240")
         e = self.collapsed(j)
         self.assertAlmostEqual(e["effective_load"], 240 * 1.1 + 5, delta=1e-9)
         # AWS: the bucket is empty, R = refund (1 - p)/(cost p) per request
         e = self.collapsed(self.solve("--retries", "2", "--aws-retry-quota",
-                                      "default", "--load", "240",
-                                      "--previous", "overloaded"))
+                                      "default", "--load", "240"))
         p = e["failure_probability"]
         self.assertGreater(p, 0.05)
         self.assertLess(p, 1)
@@ -435,7 +481,8 @@ class Landscape(CliTest):
         # --load gives the operating point as before: the report's keys
         j = self.ok(*self.ERL, "--retries", "3", "--load", "100",
                     "--format", "json").json()
-        self.assertEqual(set(j) - {"service", "certified"}, REPORT_KEYS)
+        self.assertEqual(set(j) - {"service", "certified", "model_load"},
+                         REPORT_KEYS)
         self.assertEqual(j["equilibria"][0]["stable"], True)
 
     def test_options_need_load(self):
