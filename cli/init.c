@@ -82,9 +82,10 @@ static int take_option(void *args, int c, const char *arg) {
 
 /* ---- recognising identifiers -------------------------------------------- */
 
-enum { R_STATSD, R_HAPROXY, R_PHPFPM };
+/* The recipes of doc/recipes.md whose identifiers init knows. */
+enum { R_STATSD, R_HAPROXY, R_NGINX, R_PHPFPM };
 static const char *const recipe_words[] = {"statsd counters", "HAProxy backend",
-                                           "php-fpm pool"};
+                                           "nginx access log", "php-fpm pool"};
 
 /* One rule: plugin (with an instance or not), type, and the type
  * instance: a suffix after the group's key (statsd) or the whole of it. */
@@ -96,15 +97,30 @@ typedef struct {
   ms_input_id input;
 } rule;
 
+/* A longer suffix before a shorter one that ends it ("_failed_attempts"
+ * before "_attempts"): the first rule that matches wins.  gunicorn's
+ * statsd names ("APP.gunicorn.requests") are its finished requests, not
+ * the offered ones: left to doc/recipes.md. */
 static const rule rules[] = {
+    {R_STATSD, "statsd", "derive", "_failed_attempts", MS_INPUT_ERROR},
+    {R_STATSD, "statsd", "derive", ".failed_attempts", MS_INPUT_ERROR},
     {R_STATSD, "statsd", "derive", "_requests", MS_INPUT_OFFERED},
     {R_STATSD, "statsd", "derive", "_attempts", MS_INPUT_ARRIVAL},
     {R_STATSD, "statsd", "derive", "_retries", MS_INPUT_RETRY},
     {R_STATSD, "statsd", "derive", "_errors", MS_INPUT_ERROR},
     {R_STATSD, "statsd", "gauge", "_workers", MS_INPUT_POOL},
+    /* the Node.js client of doc/recipes.md: NAME.requests ... */
+    {R_STATSD, "statsd", "derive", ".requests", MS_INPUT_OFFERED},
+    {R_STATSD, "statsd", "derive", ".attempts", MS_INPUT_ARRIVAL},
+    {R_STATSD, "statsd", "derive", ".retries", MS_INPUT_RETRY},
+    {R_STATSD, "statsd", "derive", ".errors", MS_INPUT_ERROR},
     {R_HAPROXY, "haproxy", "derive", "attempts", MS_INPUT_ARRIVAL},
     {R_HAPROXY, "haproxy", "derive", "retries", MS_INPUT_RETRY},
     {R_HAPROXY, "haproxy", "derive", "failed_attempts", MS_INPUT_ERROR},
+    /* nginx's access log through collectd's tail plugin, tail-INSTANCE */
+    {R_NGINX, "tail", "derive", "requests", MS_INPUT_OFFERED},
+    {R_NGINX, "tail", "derive", "attempts", MS_INPUT_ARRIVAL},
+    {R_NGINX, "tail", "derive", "failed_attempts", MS_INPUT_ERROR},
     {R_PHPFPM, "phpfpm", "gauge", "total_processes", MS_INPUT_POOL},
     {R_PHPFPM, "phpfpm", "gauge", "listen_queue", MS_INPUT_QUEUE},
     {R_PHPFPM, "phpfpm", "gauge", "active_processes", MS_INPUT_BUSY},
@@ -307,6 +323,11 @@ static const hints recipe_hints[] = {
     [R_HAPROXY] = {"the backend's servers' maxconn, summed",
                    "HAProxy's timeout server, e.g. 1s",
                    "HAProxy's retries, e.g. 2", "php-fpm's total processes"},
+    [R_NGINX] = {"the upstream's workers, summed (gunicorn: --workers x "
+                 "servers)",
+                 "nginx's proxy_read_timeout, e.g. 500ms",
+                 "nginx's proxy_next_upstream_tries - 1, e.g. 1",
+                 "the workers"},
 };
 
 static void write_service(FILE *f, const group *g, const group *all) {

@@ -18,6 +18,7 @@ FILL_IN, and accepts it, with every input found, once they are filled.
 import fnmatch
 import functools
 import os
+import re
 import socket
 import sys
 import time
@@ -434,6 +435,36 @@ class Init(Collectd):
         servers = {s["name"]: s["servers_from"] for s in j["services"]}
         self.assertEqual(servers, {"checkout": "pool_size", "api": "file",
                                    "be_app": "pool_size"})
+
+    def test_recipes(self):
+        """The verdict inputs of doc/recipes.md's nginx and Node.js
+        services (conf/recipes/*/service.yaml, the recipes' one source)
+        come back from init as those recipes write them."""
+        want, stack = {}, {}
+        for recipe in ("nginx", "node"):
+            with open(os.path.join(SRCDIR, "conf", "recipes", recipe,
+                                   "service.yaml")) as f:
+                text = f.read()
+            inputs = {}
+            for name, ident in re.findall(
+                    r'^\s+(offered_rate|arrival_rate|error_rate|retry_rate):'
+                    r'\s*(?:\{source:\s*)?"([^"]+)"', text, re.M):
+                inputs[name] = ident
+                hosts = ("h1", "h2") if ident.startswith("*/") else ("",)
+                for h in hosts:
+                    stack[h + ident[1:] if h else ident] = {"value": 1.0}
+            want[recipe] = inputs
+        self.serve(stack)
+        draft = self.draft().out
+        path = self.path("recipes.yaml")
+        with open(path, "w") as f:
+            f.write(fill(draft))
+        r = self.check("--strict", "--format", "json", path)
+        self.assertEqual(r.code, 0, r)
+        got = sorted(sorted(s["inputs"][k]["value"] for k in s["inputs"])
+                     for s in r.json()["services"])
+        self.assertEqual(got, sorted(sorted(v.values())
+                                     for v in want.values()))
 
     def test_output(self):
         self.serve(STACK)
