@@ -20,6 +20,9 @@
         no series at all, so that Grafana shows "no data" for what the
         service does not have (a query that makes up a value with
         `or vector(0)` fails).
+    queries.py ... --check URL --require-data --optional REGEX
+        also: a panel query matching REGEX must parse but may return
+        nothing (a value that needs a longer run than the check's).
     queries.py ... --check URL --storm-not-green
         also: every field the dashboard colours by thresholds with a green
         step (a headroom, a margin), evaluated over the same range, must
@@ -144,7 +147,8 @@ def get_json(url):
             return {"status": "error", "error": f"HTTP {e.code}"}
 
 
-def check(dashboard, values, base, minutes, require_data, empty=None):
+def check(dashboard, values, base, minutes, require_data, empty=None,
+          optional=None):
     end = time.time()
     start = end - 60 * minutes
     failures = 0
@@ -155,13 +159,17 @@ def check(dashboard, values, base, minutes, require_data, empty=None):
         series = r.get("data", {}).get("result", []) if r.get("status") == "success" else []
         points = sum(len(s.get("values", [])) for s in series)
         must_be_empty = empty is not None and re.search(empty, expr)
-        ok = r.get("status") == "success" and (series or not require_data or must_be_empty) \
+        may_be_empty = optional is not None and re.search(optional, expr)
+        ok = r.get("status") == "success" and \
+            (series or not require_data or must_be_empty or may_be_empty) \
             and not (must_be_empty and series)
         failures += not ok
         status = "ok  " if ok else "FAIL"
         detail = f"{len(series)} series, {points} points" if r.get("status") == "success" else r.get("error")
         if must_be_empty:
             detail += " (must be none)"
+        elif may_be_empty and not series:
+            detail += " (may be none)"
         print(f"{status} panel {p['id']} {t['refId']} ({title}): {detail}: {expr}")
     for name, lbl, selector in variable_queries(dashboard, values):
         params = urllib.parse.urlencode(
@@ -266,6 +274,7 @@ def main():
     ap.add_argument("--minutes", type=float, default=60)
     ap.add_argument("--require-data", action="store_true")
     ap.add_argument("--empty", metavar="REGEX")
+    ap.add_argument("--optional", metavar="REGEX")
     ap.add_argument("--storm-not-green", action="store_true")
     a = ap.parse_args()
 
@@ -279,7 +288,8 @@ def main():
         values.setdefault(name, []).append(value)
 
     if a.check:
-        failures = check(dashboard, values, a.check.rstrip("/"), a.minutes, a.require_data, a.empty)
+        failures = check(dashboard, values, a.check.rstrip("/"), a.minutes, a.require_data, a.empty,
+                         a.optional)
         if a.storm_not_green:
             failures += check_storm_colours(dashboard, values, a.check.rstrip("/"), a.minutes)
         if failures:
