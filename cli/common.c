@@ -400,10 +400,14 @@ static const policy_option policy_options[] = {
      "requests (0 to 10) plus MIN per second, over a window of TTL (default "
      "20%:10:10s, or default)",
      MS_POLICY_FINAGLE, 0},
-    {MS_OPT_AWS_RETRY_QUOTA, "--aws-retry-quota", "CAP:COST:TCOST:REFUND",
-     "the AWS SDKs' standard retry quota: a bucket of CAP tokens; a retry "
-     "takes COST (TCOST after a timeout), a first-attempt success returns "
-     "REFUND (default 500:5:10:1, or default)",
+    {MS_OPT_AWS_RETRY_QUOTA, "--aws-retry-quota",
+     "[legacy:]CAP:COST:TCOST:REFUND:THCOST:SHARE",
+     "the AWS SDK's standard retry quota: a bucket of CAP tokens; a retry "
+     "takes COST after a transient error, TCOST after a timeout, THCOST "
+     "after a throttling error (SHARE of the errors other than timeouts); "
+     "a first-attempt success adds REFUND, a successful retry returns its "
+     "cost (default 500:14:14:1:5:0; legacy: the older costs 5, 10 and 5); "
+     "a field may be NAME=VALUE, as throttling_share=30%",
      MS_POLICY_AWS, 0},
 };
 
@@ -753,42 +757,93 @@ int ms_cli_shared_option(void *shared, int id, const char *arg) {
   }
 }
 
+/* The field of a named policy whose service-file key ends in `name`
+ * ("throttling_share"), or -1. */
+static int policy_field_named(const ms_param *field, int n, const char *name,
+                              size_t len) {
+  for (int i = 0; i < n; i++) {
+    const char *key = ms_param_get(field[i])->key;
+    const char *dot = strchr(key, '.');
+    key = dot ? dot + 1 : key;
+    if (strlen(key) == len && strncmp(key, name, len) == 0)
+      return i;
+  }
+  return -1;
+}
+
+/* The AWS quota's set of costs in `part` ("legacy"): 0 and m->aws_costs
+ * set, or an exit code. */
+static int aws_costs_parse(ms_cli_model *m, const policy_option *o,
+                           const char *part) {
+  int costs = ms_aws_costs_find(part);
+  if (costs < 0)
+    return ms_cli_usage("%s (costs): '%s' is neither %s nor %s", o->name, part,
+                        ms_aws_costs_name(MS_AWS_COSTS_CURRENT),
+                        ms_aws_costs_name(MS_AWS_COSTS_LEGACY));
+  m->aws_costs = costs;
+  return 0;
+}
+
 /* NAME A:B:...: each field by its parameter's rule; "default" or an empty
- * field leaves the default. */
+ * field leaves the default.  A field KEY=VALUE sets the field of that
+ * service-file key wherever it stands; the AWS quota's first field may
+ * name its set of costs ("legacy", or costs=legacy). */
 static int policy_option_parse(ms_cli_model *m, const policy_option *o,
                                const char *arg) {
   int n;
   const ms_param *field = ms_policy_params(o->kind, &n);
+  bool aws = o->kind == MS_POLICY_AWS;
   if (m->policy != MS_POLICY_COUNT && m->policy != o->kind)
     return ms_cli_usage("%s: give one retry policy (%s was given)", o->name,
                         ms_policy_name(m->policy));
   for (int i = 0; i < n; i++)
     m->field_given[field[i]] = false;
+  m->aws_costs = -1;
   bool all_default = strcmp(arg, "default") == 0;
   const char *s = arg;
-  int i = 0;
-  while (!all_default && i < n) {
+  int i = 0, nth = 0;
+  while (!all_default && *s != '\0') {
     size_t len = strcspn(s, ":");
     char part[64], name[96];
     if (len >= sizeof part)
       return ms_cli_usage("%s: '%s' is too long", o->name, arg);
     memcpy(part, s, len);
     part[len] = '\0';
-    if (len > 0) {
+    const char *eq = strchr(part, '=');
+    int j = i, r = 0;
+    if (eq != NULL && aws && (size_t)(eq - part) == 5 &&
+        strncmp(part, "costs", 5) == 0) {
+      r = aws_costs_parse(m, o, eq + 1);
+      j = -2;
+    } else if (eq != NULL) {
+      j = policy_field_named(field, n, part, (size_t)(eq - part));
+      if (j < 0)
+        return ms_cli_usage("%s: no field '%.*s' (%s)", o->name,
+                            (int)(eq - part), part, o->arg);
+    } else if (aws && nth == 0 && ms_aws_costs_find(part) >= 0) {
+      r = aws_costs_parse(m, o, part);
+      j = -2;
+    } else if (i == n) {
+      return ms_cli_usage("%s takes %s: '%s' has more fields", o->name, o->arg,
+                          arg);
+    }
+    if (r != 0)
+      return r;
+    const char *val = eq != NULL ? eq + 1 : part;
+    if (j >= 0 && *val != '\0') {
       snprintf(name, sizeof name, "%s (%s)", o->name,
-               ms_param_get(field[i])->key);
-      int r = ms_cli_param(name, part, field[i], &m->value[field[i]]);
+               ms_param_get(field[j])->key);
+      r = ms_cli_param(name, val, field[j], &m->value[field[j]]);
       if (r != 0)
         return r;
-      m->field_given[field[i]] = true;
+      m->field_given[field[j]] = true;
     }
-    i++;
+    if (eq == NULL && j >= 0)
+      i++;
+    nth++;
     if (s[len] == '\0')
       break;
     s += len + 1;
-    if (i == n)
-      return ms_cli_usage("%s takes %s: '%s' has more fields", o->name, o->arg,
-                          arg);
   }
   for (int j = 0; j < o->required; j++)
     if (!m->field_given[field[j]])
@@ -808,7 +863,10 @@ static const model_option *model_option_of(int opt) {
 
 #define GIVEN(m, opt) ((m)->given[(opt)-MS_OPT_MODEL])
 
-void ms_cli_model_init(ms_cli_model *m) { memset(m, 0, sizeof *m); }
+void ms_cli_model_init(ms_cli_model *m) {
+  memset(m, 0, sizeof *m);
+  m->aws_costs = -1;
+}
 
 void ms_cli_model_free(ms_cli_model *m) {
   ms_service_file_free(&m->file);
@@ -1059,6 +1117,8 @@ static int resolve_policy(const ms_cli_model *m, ms_service_params *p) {
     /* the option's policy replaces the file's named policy */
     if (pol->kind != m->policy)
       ms_policy_defaults(pol, m->policy);
+    if (m->policy == MS_POLICY_AWS && m->aws_costs >= 0)
+      ms_aws_costs_defaults(pol, (ms_aws_costs)m->aws_costs);
     int n;
     const ms_param *field = ms_policy_params(m->policy, &n);
     for (int i = 0; i < n; i++)
@@ -1224,8 +1284,10 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
         q->finagle_min_per_second, q->finagle_ttl);
     break;
   case MS_POLICY_AWS:
-    ADD(", AWS retry quota %g tokens, cost %g/%g, refund %g", q->aws_capacity,
-        q->aws_retry_cost, q->aws_timeout_cost, q->aws_refund);
+    ADD(", AWS retry quota %g tokens, cost %g (timeout %g, throttling %g, "
+        "%g%% of the errors), refund %g",
+        q->aws_capacity, q->aws_retry_cost, q->aws_timeout_cost,
+        q->aws_throttling_cost, 100.0 * q->aws_throttling_share, q->aws_refund);
     break;
   case MS_POLICY_COUNT:
     break;

@@ -327,9 +327,10 @@ struct ms_cli_model {
   double value[MS_PARAM_COUNT];     /* by parameter: the numeric options */
   bool field_given[MS_PARAM_COUNT]; /* a named policy's fields given */
   ms_policy_kind policy;            /* the named policy's option, if given */
-  ms_layering layering;             /* --layering, if given */
-  double latency_objective;         /* --latency-objective, s */
-  bool retry_rejections;            /* --retry-rejections, --no-retry-... */
+  int aws_costs; /* --aws-retry-quota's set of costs (ms_aws_costs), -1 */
+  ms_layering layering;     /* --layering, if given */
+  double latency_objective; /* --latency-objective, s */
+  bool retry_rejections;    /* --retry-rejections, --no-retry-... */
   const char *spec_path, *service_name;
   /* resolved by ms_cli_model_resolve */
   ms_service_file file;        /* the --spec file, if any */

@@ -7,6 +7,7 @@
  */
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -65,7 +66,9 @@ bool ms_retry_policy_same(const ms_retry_policy *p, const ms_retry_policy *q) {
     return p->aws_capacity == q->aws_capacity &&
            p->aws_retry_cost == q->aws_retry_cost &&
            p->aws_timeout_cost == q->aws_timeout_cost &&
-           p->aws_refund == q->aws_refund;
+           p->aws_refund == q->aws_refund &&
+           p->aws_throttling_cost == q->aws_throttling_cost &&
+           p->aws_throttling_share == q->aws_throttling_share;
   case MS_POLICY_COUNT:
     break;
   }
@@ -105,9 +108,10 @@ const ms_param *ms_policy_params(ms_policy_kind kind, int *n) {
   static const ms_param finagle[] = {MS_PARAM_FINAGLE_PERCENT,
                                      MS_PARAM_FINAGLE_MIN_PER_SECOND,
                                      MS_PARAM_FINAGLE_TTL};
-  static const ms_param aws[] = {MS_PARAM_AWS_CAPACITY, MS_PARAM_AWS_RETRY_COST,
-                                 MS_PARAM_AWS_TIMEOUT_COST,
-                                 MS_PARAM_AWS_REFUND};
+  static const ms_param aws[] = {
+      MS_PARAM_AWS_CAPACITY,        MS_PARAM_AWS_RETRY_COST,
+      MS_PARAM_AWS_TIMEOUT_COST,    MS_PARAM_AWS_REFUND,
+      MS_PARAM_AWS_THROTTLING_COST, MS_PARAM_AWS_THROTTLING_SHARE};
 #define RET(a)                                                                 \
   do {                                                                         \
     *n = (int)(sizeof a / sizeof a[0]);                                        \
@@ -154,6 +158,10 @@ double *ms_policy_field(ms_retry_policy *p, ms_param id) {
     return &p->aws_timeout_cost;
   case MS_PARAM_AWS_REFUND:
     return &p->aws_refund;
+  case MS_PARAM_AWS_THROTTLING_COST:
+    return &p->aws_throttling_cost;
+  case MS_PARAM_AWS_THROTTLING_SHARE:
+    return &p->aws_throttling_share;
   default:
     return NULL;
   }
@@ -173,14 +181,36 @@ void ms_policy_defaults(ms_retry_policy *p, ms_policy_kind kind) {
     break;
   case MS_POLICY_AWS:
     p->aws_capacity = MS_AWS_CAPACITY_DEFAULT;
-    p->aws_retry_cost = MS_AWS_RETRY_COST_DEFAULT;
-    p->aws_timeout_cost = MS_AWS_TIMEOUT_COST_DEFAULT;
     p->aws_refund = MS_AWS_REFUND_DEFAULT;
+    p->aws_throttling_share = MS_AWS_THROTTLING_SHARE_DEFAULT;
+    ms_aws_costs_defaults(p, MS_AWS_COSTS_CURRENT);
     break;
   case MS_POLICY_COUNT:
   case MS_POLICY_GRPC:
     break;
   }
+}
+
+const char *ms_aws_costs_name(int costs) {
+  static const char *const names[] = {"current", "legacy"};
+  return costs >= 0 && costs < 2 ? names[costs] : NULL;
+}
+
+int ms_aws_costs_find(const char *name) {
+  for (int i = 0; name != NULL && ms_aws_costs_name(i) != NULL; i++)
+    if (strcmp(name, ms_aws_costs_name(i)) == 0)
+      return i;
+  return -1;
+}
+
+void ms_aws_costs_defaults(ms_retry_policy *p, ms_aws_costs costs) {
+  bool legacy = costs == MS_AWS_COSTS_LEGACY;
+  p->aws_retry_cost =
+      legacy ? MS_AWS_LEGACY_RETRY_COST : MS_AWS_RETRY_COST_DEFAULT;
+  p->aws_timeout_cost =
+      legacy ? MS_AWS_LEGACY_TIMEOUT_COST : MS_AWS_TIMEOUT_COST_DEFAULT;
+  p->aws_throttling_cost =
+      legacy ? MS_AWS_LEGACY_THROTTLING_COST : MS_AWS_THROTTLING_COST_DEFAULT;
 }
 
 /* The rule across servers, service rate and timeout
@@ -265,7 +295,11 @@ static int named_policy_check(const ms_retry_policy *p, ms_error *err) {
                                 err)) ||
            (st = MS_PARAM_CHECK(MS_PARAM_AWS_TIMEOUT_COST, p->aws_timeout_cost,
                                 err)) ||
-           (st = MS_PARAM_CHECK(MS_PARAM_AWS_REFUND, p->aws_refund, err)));
+           (st = MS_PARAM_CHECK(MS_PARAM_AWS_REFUND, p->aws_refund, err)) ||
+           (st = MS_PARAM_CHECK(MS_PARAM_AWS_THROTTLING_COST,
+                                p->aws_throttling_cost, err)) ||
+           (st = MS_PARAM_CHECK(MS_PARAM_AWS_THROTTLING_SHARE,
+                                p->aws_throttling_share, err)));
     break;
   default:
     return ms_fail(err, MS_EINVAL, "retry policy kind %d is not a policy",
@@ -589,6 +623,212 @@ static void grpc_share(double M, double t, double p, double *f, double *df) {
   *df = isfinite(dtheta) && isfinite(dfdt) ? dfdt * dtheta : 0.0;
 }
 
+/* The AWS quota's retries by the error before them: a share of the retry
+ * decisions and a cost, at most three kinds (timeouts, throttling errors,
+ * other transient errors), those of the same cost merged. */
+enum { AWS_KINDS = 3, AWS_LEVELS = 256 };
+typedef struct {
+  int n;
+  double share[AWS_KINDS], cost[AWS_KINDS];
+} aws_mix;
+
+static void aws_mix_add(aws_mix *mx, double share, double cost) {
+  if (!(share > 0.0))
+    return;
+  for (int i = 0; i < mx->n; i++)
+    if (mx->cost[i] == cost) {
+      mx->share[i] += share;
+      return;
+    }
+  mx->share[mx->n] = share;
+  mx->cost[mx->n++] = cost;
+}
+
+/*
+ * The bucket near empty, in levels of one up-step (doc/design.md §1.2): it
+ * rises one level at rate 1, and falls C_t levels at rate kap[t] when it
+ * holds at least C_t (a retry of kind t admitted that then fails; one that
+ * succeeds returns its cost at once).  A fractional C = m + f falls m
+ * levels or m + 1 with probabilities 1 - f and f, and needs m + 1.  The
+ * chain rises by one level at most, so above the highest threshold its
+ * stationary distribution is geometric, pi_k ~ z^k with z in (0, 1) the
+ * root of sum_t kap_t E[z + ... + z^C_t] = 1 (Neuts, Matrix-Geometric
+ * Solutions in Stochastic Models, 1981, ch. 1: the GI/M/1 type); below
+ * it each cut between levels k and k + 1 balances the rise from k with
+ * the falls across it, which gives pi_k from the levels above.  Out:
+ * a[t] = P(level >= C_t), the share of kind t's decisions admitted; 1
+ * when the falls do not outweigh the rise (the bucket fills).
+ */
+static void aws_levels(const aws_mix *mx, const double *C, const double *kap,
+                       double *a) {
+  int m[AWS_KINDS], thr[AWS_KINDS], top = 1, mmax = 0;
+  double f[AWS_KINDS], drift = -1.0;
+  for (int t = 0; t < mx->n; t++) {
+    m[t] = (int)floor(C[t] * (1.0 + 1e-12));
+    f[t] = fmax(0.0, C[t] - m[t]);
+    if (f[t] < 1e-9 * C[t])
+      f[t] = 0.0;
+    thr[t] = m[t] + (f[t] > 0.0);
+    top = thr[t] > top ? thr[t] : top;
+    mmax = m[t] + 1 > mmax ? m[t] + 1 : mmax;
+    drift += kap[t] * C[t];
+    a[t] = 1.0;
+  }
+  if (!(drift > 0.0))
+    return;
+  /* z: Newton from 1, where phi(z) = sum kap E[z + ... + z^C] - 1 is
+   * increasing and convex, so the steps fall monotonically to the root */
+  double z = 1.0;
+  for (int it = 0; it < 100; it++) {
+    double phi = -1.0, dphi = 0.0;
+    for (int t = 0; t < mx->n; t++) {
+      double g = 0.0, dg = 0.0, zi = 1.0; /* z^(i-1) */
+      for (int i = 1; i <= m[t] + 1; i++) {
+        double w = i <= m[t] ? 1.0 : f[t];
+        dg += w * i * zi;
+        zi *= z;
+        g += w * zi;
+      }
+      phi += kap[t] * g;
+      dphi += kap[t] * dg;
+    }
+    double step = phi / dphi;
+    z -= step;
+    if (!(z > 0.0))
+      z = 0.0;
+    if (!(fabs(step) > 1e-16 * z))
+      break;
+  }
+  if (!(z < 1.0))
+    return;
+  /* pi_k for k <= top - 1 + mmax: geometric from n = top - 1 on (pi_n =
+   * 1), then down the cuts; T[k] sums pi from k to the last stored level,
+   * tail the rest */
+  int n = top - 1, last = n + mmax;
+  double pi[2 * AWS_LEVELS + 4], T[2 * AWS_LEVELS + 5], scale = 1.0;
+  T[last + 1] = 0.0;
+  for (int k = last; k >= n; k--) {
+    pi[k] = pow(z, (double)(k - n));
+    T[k] = T[k + 1] + pi[k];
+  }
+  for (int k = n - 1; k >= 0; k--) {
+    double flow = 0.0;
+    for (int t = 0; t < mx->n; t++) {
+      int lo = k + 1 > thr[t] ? k + 1 : thr[t];
+      double w0 = lo <= k + m[t] ? T[lo] - T[k + m[t] + 1] : 0.0;
+      double w1 = lo <= k + m[t] + 1 ? T[lo] - T[k + m[t] + 2] : 0.0;
+      flow += kap[t] * ((1.0 - f[t]) * w0 + f[t] * w1);
+    }
+    pi[k] = flow;
+    T[k] = T[k + 1] + flow;
+    if (T[k] > 1e250) { /* the levels near empty outweigh those above */
+      for (int i = k; i <= last; i++) {
+        pi[i] *= 1e-250;
+        T[i] *= 1e-250;
+      }
+      scale *= 1e-250;
+    }
+  }
+  double tail = scale * pow(z, (double)(mmax + 1)) / (1.0 - z);
+  for (int t = 0; t < mx->n; t++)
+    a[t] = (T[thr[t]] + tail) / (T[0] + tail);
+}
+
+/* The share of the retry decisions the quota admits, a, for r retries at
+ * p (q = 1 - p) when the bucket sits near empty: per request, first
+ * successes raise it q refund; the decisions of kind t, share_t p E with
+ * E = 1 + (p a) + ... + (p a)^(r-1), take cost_t when admitted, and the
+ * admitted retry keeps it when it fails (p).  a = sum share_t a_t, a
+ * fixed point: a_t falls as a raises the decisions. */
+static double aws_admitted(const aws_mix *mx, double refund, int r, double p,
+                           double q) {
+  if (!(p > 0.0) || r < 1)
+    return 1.0;
+  if (!(q > 0.0) || !(refund > 0.0))
+    return 0.0;
+  double cmax = 0.0;
+  for (int t = 0; t < mx->n; t++)
+    cmax = fmax(cmax, mx->cost[t]);
+  /* levels of k refunds, so that no cost spans more than AWS_LEVELS */
+  double k = fmax(1.0, cmax / (refund * AWS_LEVELS));
+  double C[AWS_KINDS], kap[AWS_KINDS], at[AWS_KINDS];
+  for (int t = 0; t < mx->n; t++)
+    C[t] = mx->cost[t] / (refund * k);
+  double lo = 0.0, hi = 1.0, glo = NAN, ghi = NAN, a = 1.0;
+  for (int it = 0; it < 200; it++) {
+    double E = 0.0, pa = p * a;
+    for (int i = r - 1; i >= 0; i--)
+      E = E * pa + 1.0;
+    for (int t = 0; t < mx->n; t++)
+      kap[t] = mx->share[t] * p * p * E * k / q;
+    aws_levels(mx, C, kap, at);
+    double g = -a;
+    for (int t = 0; t < mx->n; t++)
+      g += mx->share[t] * at[t];
+    if (it == 0 && g >= 0.0)
+      return 1.0; /* every retry admitted: the bucket fills */
+    if (r == 1)
+      return g + a; /* E does not depend on a */
+    if (g > 0.0)
+      lo = a, glo = g;
+    else
+      hi = a, ghi = g;
+    if (hi - lo < 1e-14 * hi)
+      break;
+    /* regula falsi once both ends are known, bisection otherwise */
+    double next = isnan(glo) || isnan(ghi) ? 0.5 * (lo + hi)
+                                           : lo + glo * (hi - lo) / (glo - ghi);
+    if (!(next > lo && next < hi) || it % 3 == 2)
+      next = 0.5 * (lo + hi);
+    a = next;
+  }
+  return a;
+}
+
+/*
+ * The AWS quota's A(p) and dA/dp (doc/design.md §1.2).  A retry takes the
+ * cost of the error before it: timeout_cost after a timeout (a share w of
+ * the failures), throttling_cost after a throttling error (a share
+ * throttling_share of the others), retry_cost after the rest; a retry
+ * that succeeds returns its cost, a first-attempt success adds refund.
+ * While the refunds pay for the failed retries the fixed count rules;
+ * above, with one cost, the balance p cost R = refund (1 - p) gives R; with
+ * several the bucket near empty admits the cheap retries more often than
+ * the dear ones (aws_admitted), and dA/dp is taken by central differences.
+ */
+static void aws_amplification(const ms_retry_policy *pol, int r, double p,
+                              double q, double w, double *A, double *dA) {
+  double s, ds;
+  fixed_amplification(r, p, &s, &ds);
+  aws_mix mx = {0};
+  double th = pol->aws_throttling_share;
+  aws_mix_add(&mx, w, pol->aws_timeout_cost);
+  aws_mix_add(&mx, (1.0 - w) * th, pol->aws_throttling_cost);
+  aws_mix_add(&mx, (1.0 - w) * (1.0 - th), pol->aws_retry_cost);
+  double cost = 0.0;
+  for (int t = 0; t < mx.n; t++)
+    cost += mx.share[t] * mx.cost[t];
+  if (p > 0.0 && mx.n > 0 && pol->aws_refund * q < cost * p * (s - 1.0)) {
+    if (mx.n == 1) {
+      s = 1.0 + pol->aws_refund * q / (cost * p);
+      ds = -pol->aws_refund / (cost * p * p);
+    } else {
+      /* the difference of p a, not of A: near p = 1 A is 1 + a sliver
+       * whose digits A's own rounding would lose */
+      double h = 1e-5 * fmin(p, q);
+      double pa = p * aws_admitted(&mx, pol->aws_refund, r, p, q);
+      double pap =
+          (p + h) * aws_admitted(&mx, pol->aws_refund, r, p + h, q - h);
+      double pam =
+          (p - h) * aws_admitted(&mx, pol->aws_refund, r, p - h, q + h);
+      fixed_amplification(r, pa, &s, &ds);
+      ds *= h > 0.0 ? (pap - pam) / (2.0 * h) : 0.0;
+    }
+  }
+  *A = s;
+  *dA = ds;
+}
+
 void ms_tier_amplification(const ms_retry_policy *pol, int r, double p,
                            double q, double timeout_share, double *A,
                            double *dA) {
@@ -601,24 +841,9 @@ void ms_tier_amplification(const ms_retry_policy *pol, int r, double p,
     ds *= f + p * df;
     break;
   }
-  case MS_POLICY_AWS: {
-    /* Per request, a first-attempt success returns `refund` tokens, a
-     * retry that succeeds gets its cost back and one that fails loses it:
-     * the bucket holds while retries R <= refund (1 - p) / (cost p), and
-     * drains to empty (where retries are let through only as refunds
-     * arrive) when the fixed count would send more. */
-    fixed_amplification(r, p, &s, &ds);
-    double cost = pol->aws_retry_cost +
-                  (pol->aws_timeout_cost - pol->aws_retry_cost) * timeout_share;
-    if (p > 0.0) {
-      double rq = pol->aws_refund * q / (cost * p);
-      if (rq < s - 1.0) {
-        s = 1.0 + rq;
-        ds = -pol->aws_refund / (cost * p * p);
-      }
-    }
+  case MS_POLICY_AWS:
+    aws_amplification(pol, r, p, q, timeout_share, &s, &ds);
     break;
-  }
   case MS_POLICY_FINAGLE:
   case MS_POLICY_ENVOY:
     /* the share part of Finagle's budget caps A at 1 + percent; its

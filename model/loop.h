@@ -83,9 +83,11 @@ typedef enum {
  *           (a quota refilled by successes; doc/design.md §1.2)
  *   gRPC  A = sum_{i<=r} (p f)^i, f the share of retry decisions that find
  *         more than max_tokens/2 tokens (gRFC A6, "Retry Throttling")
- *   AWS   A = 1 + min(A - 1, refund (1 - p) / (cost p))   (the SDKs'
- *         standard retry quota, whose bucket drains to empty when retries
- *         cost more than first successes refund)
+ *   AWS   A = 1 + sum_{k<=r} (p a)^k, a the share of retry decisions
+ *         the quota admits (the SDKs' standard retry quota): a = 1 while
+ *         first successes refund what the failed retries cost; above, the
+ *         bucket sits near empty and a = the balance of its levels (one
+ *         cost: A = 1 + refund (1 - p) / (cost p))
  *   Finagle  retries/s <= percent x requests/s + min_per_second
  *   Envoy    concurrent retries <= max(min_retry_concurrency,
  *            budget_percent x active attempts), active = rate x hold time
@@ -121,25 +123,64 @@ typedef struct {
   double finagle_min_per_second; /* minRetriesPerSec, retries/s, >= 0 */
   double finagle_ttl;            /* ttl, s, [1, 60] (transients only) */
   /* MS_POLICY_AWS: the standard retry quota */
-  double aws_capacity;     /* tokens, > 0 (transients only) */
-  double aws_retry_cost;   /* tokens a retry takes, > 0 */
-  double aws_timeout_cost; /* ... a retry after a timeout, > 0 */
-  double aws_refund;       /* tokens a first-attempt success returns, >= 0 */
+  double aws_capacity;        /* tokens, > 0 (transients only) */
+  double aws_retry_cost;      /* tokens a retry after a transient error
+                                 (5xx, a dropped connection) takes, > 0 */
+  double aws_timeout_cost;    /* ... a retry after a timeout, > 0 */
+  double aws_refund;          /* tokens a first-attempt success returns, >= 0 */
+  double aws_throttling_cost; /* ... a retry after a throttling error, > 0 */
+  double aws_throttling_share; /* the share of the failures other than
+                                  timeouts that are throttling errors,
+                                  [0, 1] */
 } ms_retry_policy;
 
 /* The defaults of the named policies, as their stacks ship them: gRFC A6
  * has none (the service config must give both); Envoy's retry_budget
- * 20 % and 3; Finagle's RetryBudget() 20 %, 10/s, 10 s; the AWS SDKs'
- * standard mode 500, 5, 10, 1. */
+ * 20 % and 3; Finagle's RetryBudget() 20 %, 10/s, 10 s; the AWS SDK's
+ * standard mode 500 tokens, a retry 14 after a transient error or a
+ * timeout and 5 after a throttling error, a first success 1 (the AWS SDK
+ * for JavaScript v3: @smithy/core 3.41.1,
+ * dist-es/submodules/retry/util-retry/constants.js INITIAL_RETRY_TOKENS
+ * and NO_RETRY_INCREMENT, retries-2026-config.js Retry.cost() and
+ * Retry.throttlingCost(), the default since @smithy/core 3.40.0). */
 #define MS_ENVOY_BUDGET_DEFAULT 0.2
 #define MS_ENVOY_MIN_CONCURRENCY_DEFAULT 3.0
 #define MS_FINAGLE_PERCENT_DEFAULT 0.2
 #define MS_FINAGLE_MIN_PER_SECOND_DEFAULT 10.0
 #define MS_FINAGLE_TTL_DEFAULT 10.0
 #define MS_AWS_CAPACITY_DEFAULT 500.0
-#define MS_AWS_RETRY_COST_DEFAULT 5.0
-#define MS_AWS_TIMEOUT_COST_DEFAULT 10.0
+#define MS_AWS_RETRY_COST_DEFAULT 14.0
+#define MS_AWS_TIMEOUT_COST_DEFAULT 14.0
 #define MS_AWS_REFUND_DEFAULT 1.0
+#define MS_AWS_THROTTLING_COST_DEFAULT 5.0
+#define MS_AWS_THROTTLING_SHARE_DEFAULT 0.0
+/* The older costs (`costs: legacy`): 5 a retry, 10 after a timeout, 5
+ * after a throttling error (@smithy/core 3.41.1, util-retry/constants.js
+ * RETRY_COST and TIMEOUT_RETRY_COST, kept by the deprecated
+ * middleware-retry/retry-pre-sra-deprecated/defaultRetryQuota.js; the
+ * SDKs and Tools Reference Guide's standard mode). */
+#define MS_AWS_LEGACY_RETRY_COST 5.0
+#define MS_AWS_LEGACY_TIMEOUT_COST 10.0
+#define MS_AWS_LEGACY_THROTTLING_COST 5.0
+
+/* The AWS quota's sets of costs: the SDK's current ones and the older
+ * ones.  Their names, "current" and "legacy", are the values of
+ * `aws_retry_quota: {costs: ...}` and the first field of
+ * --aws-retry-quota. */
+typedef enum {
+  MS_AWS_COSTS_CURRENT = 0,
+  MS_AWS_COSTS_LEGACY = 1,
+} ms_aws_costs;
+
+/* "current" or "legacy"; NULL for another value. */
+const char *ms_aws_costs_name(int costs);
+
+/* The set named `name`, or -1. */
+int ms_aws_costs_find(const char *name);
+
+/* Set the three costs of *p to the set's (the capacity, the refund and
+ * the throttling share are the same in both). */
+void ms_aws_costs_defaults(ms_retry_policy *p, ms_aws_costs costs);
 
 /* Whether two failure models are the same model (every field that applies
  * to them equal). */
@@ -258,6 +299,10 @@ enum {
   X(AWS_TIMEOUT_COST, "aws_retry_quota.timeout_cost", "", 0.0, 1e12,          \
     MS_BOUND_LO_OPEN, 0, MS_SCOPE_POLICY)                                     \
   X(AWS_REFUND, "aws_retry_quota.refund", "", 0.0, 1e12,                      \
+    MS_BOUND_CLOSED, 0, MS_SCOPE_POLICY)                                      \
+  X(AWS_THROTTLING_COST, "aws_retry_quota.throttling_cost", "", 0.0, 1e12,    \
+    MS_BOUND_LO_OPEN, 0, MS_SCOPE_POLICY)                                     \
+  X(AWS_THROTTLING_SHARE, "aws_retry_quota.throttling_share", "", 0.0, 1.0,   \
     MS_BOUND_CLOSED, 0, MS_SCOPE_POLICY)                                      \
   X(QUEUE_LIMIT, "queue_limit", "", 0.0, (double)MS_MAX_QUEUE_LIMIT,         \
     MS_BOUND_CLOSED, 1, MS_SCOPE_SERVICE)                                     \

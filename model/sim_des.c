@@ -511,8 +511,11 @@ static void evict_before(ring_t *q, double t) {
  * attempts in flight) (the admitted retry counts from now, through its
  * backoff); Finagle while percent x the requests of the last ttl seconds +
  * min_per_second x ttl - the retries of the last ttl seconds >= 1 (and
- * withdraws one); AWS while the quota holds the retry's cost (timeout_cost
- * after a timeout, retry_cost after another failure), which it takes.
+ * withdraws one); AWS while the quota holds the retry's cost, which it
+ * takes: timeout_cost after a timeout; after another failure
+ * throttling_cost when the failure is a throttling error (drawn with
+ * throttling_share; no draw at a share of 0 or 1, so that the other
+ * draws of a run stay as they were), retry_cost otherwise.
  */
 static int policy_admits(des_t *d, uint32_t id, double t, bool timeout,
                          bool *ok) {
@@ -537,7 +540,12 @@ static int policy_admits(des_t *d, uint32_t id, double t, bool timeout,
           1.0;
     return *ok ? ring_push(&d->bud_retry, t, id) : MS_OK;
   case MS_POLICY_AWS: {
-    double cost = timeout ? pol->aws_timeout_cost : pol->aws_retry_cost;
+    double th = pol->aws_throttling_share;
+    bool throttled =
+        !timeout && th > 0.0 && (th >= 1.0 || rng_uniform(&d->rng) < th);
+    double cost = timeout     ? pol->aws_timeout_cost
+                  : throttled ? pol->aws_throttling_cost
+                              : pol->aws_retry_cost;
     *ok = d->tokens >= cost;
     if (*ok) {
       d->tokens -= cost;

@@ -382,11 +382,19 @@ static int fluid_setup(fluid_state *f, const ms_sim_config *c, double dt,
               : pol->kind == MS_POLICY_AWS ? pol->aws_capacity
                                            : c->token_capacity;
   /* the erlang model's timeouts cost timeout_cost; the capacity model's
-   * overload is a rejection, another failure */
-  f->cause_cost[CAUSE_TIMEOUT] = c->service.model.kind == MS_MODEL_ERLANG
-                                     ? pol->aws_timeout_cost
-                                     : pol->aws_retry_cost;
-  f->cause_cost[CAUSE_FAST] = pol->aws_retry_cost;
+   * overload is a rejection, another failure (at the mean cost below) */
+  f->cause_cost[CAUSE_TIMEOUT] =
+      c->service.model.kind == MS_MODEL_ERLANG
+          ? pol->aws_timeout_cost
+          : pol->aws_retry_cost +
+                (pol->aws_throttling_cost - pol->aws_retry_cost) *
+                    pol->aws_throttling_share;
+  /* the other failures: throttling errors at throttling_cost, in their
+   * share, the rest at retry_cost (a mean: the fluid has no bucket levels
+   * at which the cheap retries pass and the dear ones do not) */
+  f->cause_cost[CAUSE_FAST] =
+      pol->aws_retry_cost + (pol->aws_throttling_cost - pol->aws_retry_cost) *
+                                pol->aws_throttling_share;
   return MS_OK;
 }
 

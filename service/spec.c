@@ -464,18 +464,41 @@ static const char *field_name(ms_param id) {
   return dot ? dot + 1 : key;
 }
 
+/* The AWS quota's `costs: current | legacy`, at node v: the set's costs
+ * into pol. */
+static int read_aws_costs(service_reader *r, const yaml_node_t *v,
+                          ms_retry_policy *pol) {
+  const char *s = ms_yaml_scalar(v);
+  int costs = ms_aws_costs_find(s);
+  if (costs < 0)
+    return ms_yaml_fail(r->ld, v,
+                        "aws_retry_quota.costs must be %s or %s, not "
+                        "%s%s%s (key 'costs')",
+                        ms_aws_costs_name(MS_AWS_COSTS_CURRENT),
+                        ms_aws_costs_name(MS_AWS_COSTS_LEGACY), s ? "'" : "",
+                        s ? s : ms_yaml_kind(v), s ? "'" : "");
+  ms_aws_costs_defaults(pol, (ms_aws_costs)costs);
+  return 0;
+}
+
 /* A named policy's map under key k: its kind's defaults, then the fields
- * given; every field is needed when `all` (gRPC has no defaults). */
+ * given; every field is needed when `all` (gRPC has no defaults).  The
+ * AWS quota's map takes `costs` too, the set the costs not given come
+ * from. */
 static int read_named_policy(service_reader *r, int k, ms_policy_kind kind,
                              bool all) {
   ms_retry_policy *pol = &r->sp->params.policy;
   int n;
   const ms_param *f = ms_policy_params(kind, &n);
-  const char *names[4];
-  const yaml_node_t *val[4], *keys[4];
+  enum { MAX_FIELDS = 8 };
+  const char *names[MAX_FIELDS];
+  const yaml_node_t *val[MAX_FIELDS], *keys[MAX_FIELDS];
   for (int i = 0; i < n; i++)
     names[i] = field_name(f[i]);
-  const ms_yaml_keys table = {key_names[k], "key", names, (size_t)n};
+  int n_keys = n;
+  if (kind == MS_POLICY_AWS)
+    names[n_keys++] = "costs";
+  const ms_yaml_keys table = {key_names[k], "key", names, (size_t)n_keys};
   if (pol->kind != MS_POLICY_COUNT)
     return ms_yaml_fail(r->ld, r->key[k],
                         "service '%s' gives %s and %s: give one retry policy",
@@ -483,6 +506,8 @@ static int read_named_policy(service_reader *r, int k, ms_policy_kind kind,
   if (ms_yaml_walk_mapping(r->ld, r->val[k], &table, val, keys) != 0)
     return -1;
   ms_policy_defaults(pol, kind);
+  if (n_keys > n && val[n] != NULL && read_aws_costs(r, val[n], pol) != 0)
+    return -1;
   for (int i = 0; i < n; i++) {
     if (val[i] == NULL && all)
       return ms_yaml_fail(r->ld, r->val[k], "%s needs %s (key '%s')",

@@ -248,6 +248,11 @@ static const struct {
              "token_ratio: 0.1}\n" IN,
      "8:5", "gives grpc_throttling and aws_retry_quota: give one retry policy"},
     {SVC ERL "    aws_retry_quota: standard\n" IN, "8:22", "must be a mapping"},
+    {SVC ERL "    aws_retry_quota: {costs: newest}\n" IN, "8:30",
+     "aws_retry_quota.costs must be current or legacy, not 'newest' (key "
+     "'costs')"},
+    {SVC ERL "    aws_retry_quota: {throttling_share: 2}\n" IN, "8:41",
+     "aws_retry_quota.throttling_share = 2 is outside [0, 1]"},
     {SVC ERL "    retry_budget: {percent: 0.2, ttl: 90}\n" IN, "8:39",
      "retry_budget.ttl = 90 is outside [1, 60]"},
     {SVC ERL "    retry_budget: 0.1\n    aws_retry_quota: {}\n" IN, "2:5",
@@ -428,13 +433,17 @@ START_TEST(test_policies_and_tiers) {
       "     inputs: {offered_rate: 1}}\n"
       "  - {name: u, model: capacity, capacity: 9, retries: 3, tiers: 3,"
       " layering: nested,\n"
+      "     inputs: {offered_rate: 1}}\n"
+      "  - {name: l, model: capacity, capacity: 9, retries: 3,\n"
+      "     aws_retry_quota: {timeout_cost: 12, costs: legacy,\n"
+      "                       throttling_share: 30%},\n"
       "     inputs: {offered_rate: 1}}\n";
   ms_service_file f;
   char err[512] = "";
   ck_assert_msg(ms_service_file_parse(text, strlen(text), "p.yaml", &f, err,
                                       sizeof err) == 0,
                 "%s", err);
-  ck_assert_uint_eq(f.n_services, 6);
+  ck_assert_uint_eq(f.n_services, 7);
   const ms_retry_policy *g = &f.services[0].params.policy;
   ck_assert(g->kind == MS_POLICY_GRPC && g->grpc_max_tokens == 10 &&
             g->grpc_token_ratio == 0.1 && g->retries == 4);
@@ -446,9 +455,18 @@ START_TEST(test_policies_and_tiers) {
             fi->finagle_min_per_second == 10 && fi->finagle_ttl == 10 &&
             !fi->has_budget);
   const ms_retry_policy *a = &f.services[3].params.policy;
+  /* the SDK's current costs (14, 14, 5); the older ones under
+   * `costs: legacy` (5, 10, 5), a cost given wherever it stands in the map
+   * over its set's */
   ck_assert(a->kind == MS_POLICY_AWS && a->aws_capacity == 500 &&
-            a->aws_retry_cost == 5 && a->aws_timeout_cost == 10 &&
+            a->aws_retry_cost == 14 && a->aws_timeout_cost == 14 &&
+            a->aws_throttling_cost == 5 && a->aws_throttling_share == 0 &&
             a->aws_refund == 2);
+  const ms_retry_policy *l = &f.services[6].params.policy;
+  ck_assert(l->kind == MS_POLICY_AWS && l->aws_capacity == 500 &&
+            l->aws_retry_cost == 5 && l->aws_timeout_cost == 12 &&
+            l->aws_throttling_cost == 5 && l->aws_throttling_share == 0.3 &&
+            l->aws_refund == 1);
   /* edge first: 1 retry (2 s) over 2 retries (0.1 s) over 3 retries at the
    * dependency (the model's 50 ms): 0.1 s < 4 x 50 ms, independent; 2 s >=
    * 3 x 0.1 s, nested */

@@ -1507,8 +1507,41 @@ static int grpc_cases(policy_case *pc, int n) {
   return n;
 }
 
-/* AWS standard retry quota, the SDKs' defaults. */
+/* The AWS quota with throttling errors, share th of the failures, or with
+ * the older costs (5 a retry, 10 after a timeout). */
+static ms_service_params with_aws(ms_service_params s, double th, bool legacy) {
+  ms_policy_defaults(&s.policy, MS_POLICY_AWS);
+  if (legacy)
+    ms_aws_costs_defaults(&s.policy, MS_AWS_COSTS_LEGACY);
+  s.policy.aws_throttling_share = th;
+  return s;
+}
+
+/* AWS standard retry quota, the SDK's defaults; with throttling errors
+ * (their retries cost 5, the others 14: the bucket near empty lets the
+ * cheap ones through more often, doc/design.md §1.2); the older costs. */
 static int aws_cases(policy_case *pc, int n) {
+  pc[n++] = (policy_case){"aws throttling 50 % (p 0.4)",
+                          with_aws(policy_service(0.4), 0.5, false),
+                          20,
+                          false,
+                          0.03,
+                          true,
+                          -1.0};
+  pc[n++] = (policy_case){"aws throttling only (p 0.4)",
+                          with_aws(policy_service(0.4), 1.0, false),
+                          20,
+                          false,
+                          0,
+                          true,
+                          1e-6};
+  pc[n++] = (policy_case){"aws legacy overloaded (110/s)",
+                          with_aws(policy_service(0.01), 0.0, true),
+                          110,
+                          false,
+                          0,
+                          true,
+                          1e-3};
   pc[n++] = (policy_case){"aws not binding (p 0.1)",
                           with_policy(policy_service(0.1), MS_POLICY_AWS),
                           20,

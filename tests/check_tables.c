@@ -118,6 +118,8 @@ static const struct {
     {MS_PARAM_AWS_RETRY_COST, "in (0, 1e+12]"},
     {MS_PARAM_AWS_TIMEOUT_COST, "in (0, 1e+12]"},
     {MS_PARAM_AWS_REFUND, "in [0, 1e+12]"},
+    {MS_PARAM_AWS_THROTTLING_COST, "in (0, 1e+12]"},
+    {MS_PARAM_AWS_THROTTLING_SHARE, "in [0, 1]"},
     {MS_PARAM_QUEUE_LIMIT, "in [0, 10000000]"},
     {MS_PARAM_OFFERED_LOAD, ">= 0 and at most 1e+300"},
     {MS_PARAM_OBSERVED_ATTEMPTS, ">= 0 and at most 1e+300"},

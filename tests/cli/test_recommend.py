@@ -67,7 +67,7 @@ class Recommend(CliTest):
             "token ratio": lambda v: ["--token-ratio", v],
             "gRPC token_ratio": lambda v: ["--grpc-throttling", "10:" + v],
             "AWS quota refund": lambda v: ["--aws-retry-quota",
-                                           "500:5:10:" + v],
+                                           "refund=" + v],
             "Envoy budget_percent": lambda v: ["--envoy-retry-budget",
                                                v + "%:3"],
         }

@@ -292,15 +292,19 @@ class Policies(CliTest):
                        "--load", "240")
         e = self.collapsed(j)
         self.assertAlmostEqual(e["effective_load"], 240 * 1.1 + 5, delta=1e-9)
-        # AWS: the bucket is empty, R = refund (1 - p)/(cost p) per request
-        e = self.collapsed(self.solve("--retries", "2", "--aws-retry-quota",
-                                      "default", "--load", "240"))
-        p = e["failure_probability"]
-        self.assertGreater(p, 0.05)
-        self.assertLess(p, 1)
-        self.assertAlmostEqual(e["amplification"],
-                               1 + min(p + p * p, (1 - p) / (10 * p)),
-                               delta=1e-9)
+        # AWS: the bucket is empty, R = refund (1 - p)/(cost p) per request,
+        # every failure a timeout: 14 tokens a retry in the SDK's current
+        # costs, 10 in the older ones
+        for arg, cost in (("default", 14), ("legacy", 10),
+                          ("costs=legacy:timeout_cost=12", 12)):
+            e = self.collapsed(self.solve("--retries", "2", "--aws-retry-quota",
+                                          arg, "--load", "240"))
+            p = e["failure_probability"]
+            self.assertGreater(p, 0.05)
+            self.assertLess(p, 1)
+            self.assertAlmostEqual(e["amplification"],
+                                   1 + min(p + p * p, (1 - p) / (cost * p)),
+                                   delta=1e-9)
 
     def test_policy_option_errors(self):
         for args, code, says in (
@@ -309,7 +313,14 @@ class Policies(CliTest):
                 (("--grpc-throttling", "0:0.1"), 2,
                  "--grpc-throttling (grpc_throttling.max_tokens): '0' is out of "
                  "range: it must be in [1, 1000]"),
-                (("--aws-retry-quota", "1:2:3:4:5"), 2, "has more fields"),
+                (("--aws-retry-quota", "1:2:3:4:5:0.5:7"), 2,
+                 "has more fields"),
+                (("--aws-retry-quota", "costs=newest"), 2,
+                 "'newest' is neither current nor legacy"),
+                (("--aws-retry-quota", "throttle_share=0.5"), 2,
+                 "no field 'throttle_share'"),
+                (("--aws-retry-quota", "throttling_share=1.5"), 2,
+                 "aws_retry_quota.throttling_share"),
                 (("--grpc-throttling", "10:0.1", "--aws-retry-quota",
                   "default"), 2, "give one retry policy"),
                 (("--envoy-retry-budget", "default", "--tiers", "2"), 2,
