@@ -99,6 +99,29 @@ static const char *recovering_story(const ms_report *r) {
   return " (recovering: attempts still fail)";
 }
 
+/* The share of the operating point's failures that are rejections the
+ * clients retry: P_block(x) / p(x) at its effective load x, 0 without a
+ * queue limit, with final rejections or without retries.  The model takes
+ * such a retry as independent of the rejection before it; it is not (it
+ * comes while the queue is still full, and rejected requests crowd the
+ * periods when it is full), and no closed form holds (doc/design.md §1.9):
+ * the larger the share, the more the discrete-event engine is the answer. */
+static double retried_rejection_share(const ms_service_params *s,
+                                      const ms_analysis *an) {
+  const ms_failure_model *fm = &s->model;
+  double x = an->effective_load, p = an->failure_probability;
+  if (fm->kind != MS_MODEL_ERLANG || !fm->has_queue_limit ||
+      fm->rejections_final || s->policy.retries == 0 || !(p > 0.0) ||
+      !(x / fm->service_rate >= MS_MMCK_MIN_TRAFFIC))
+    return 0.0;
+  double ln_block;
+  ms_error err;
+  if (ms_mmck_ln_block(fm->servers, fm->queue_limit, x / fm->service_rate,
+                       &ln_block, &err) != MS_OK)
+    return 0.0;
+  return fmin(1.0, exp(ln_block) / p);
+}
+
 static void write_text(const ms_cli_model *m, const ms_landscape *ls,
                        const ms_report *r, bool has_queue) {
   double lm = r->analysis.model_load;
@@ -170,6 +193,13 @@ static void write_text(const ms_cli_model *m, const ms_landscape *ls,
          r->analysis.certified ? " (certified by an exact enclosure)" : "",
          self, r->analysis.amplification, r->analysis.failure_probability,
          100 * r->analysis.utilization);
+  double share = retried_rejection_share(&m->params, &r->analysis);
+  if (share > 0.0)
+    printf("rejections     %.4g %% of the failures, retried: the model takes "
+           "each retry as independent of the rejection before it, which a "
+           "fast retry is not; check the attempts with simulate --engine "
+           "des\n",
+           100 * share);
 }
 
 static void write_json(const ms_cli_model *m, const ms_report *r) {
@@ -177,6 +207,8 @@ static void write_json(const ms_cli_model *m, const ms_report *r) {
   ms_cli_json_begin(&j, 2, m);
   ms_report_json(&j, r, false);
   ms_json_bool(&j, "certified", r->analysis.certified);
+  ms_json_number(&j, "retried_rejection_share",
+                 retried_rejection_share(&m->params, &r->analysis));
   /* the load the equilibria are at: the offered load, or the boundary it
    * is within the noise of while the state keeps its side */
   ms_json_number(&j, "model_load", r->analysis.model_load);

@@ -222,6 +222,22 @@ class Check(ScratchTest):
         want = 100 * (1 - 744.44007192138126 / 1e12)
         self.assertIn("%.10g %%" % want, msg)
 
+    def test_retried_rejections(self):
+        # a retry right after a rejection is not independent of it
+        # (doc/design.md §1.9): warned whenever rejections are retried
+        pat = (r":2:5: warning: service 'svc': rejected attempts are "
+               r"retried: .* metastable simulate --engine des")
+        self.assertWarns(service_file({"queue_limit": "20"}), pat)
+        self.assertWarns(service_file({"queue_limit": "20",
+                                       "retry_rejections": "true"}), pat)
+        self.assertWarns(service_file({"queue_limit": "20",
+                                       "retry_rejections": "false"}),
+                         "rejected attempts", False)
+        self.assertWarns(service_file({"queue_limit": "20",
+                                       "retries": "0"}),
+                         "rejected attempts", False)
+        self.assertWarns(service_file(), "rejected attempts", False)
+
     def test_pool_refused_above(self):
         # mu T = 10 x 1e12: a pool above 100 servers breaks the rule
         text = service_file({"timeout": "1e12"}, drop=("servers",),

@@ -67,8 +67,10 @@ class SeedNumbers(CliTest):
 
     def test_json_shape(self):
         j = self.solve(0.95)
-        self.assertEqual(set(j) - {"service", "certified", "model_load"},
+        self.assertEqual(set(j) - {"service", "certified", "model_load",
+                                   "retried_rejection_share"},
                          REPORT_KEYS)
+        self.assertEqual(j["retried_rejection_share"], 0)
         self.assertIsNone(j["service"])
         self.assertEqual(len(j["equilibria"]), 1)
         eq = j["equilibria"][0]
@@ -340,6 +342,57 @@ class Policies(CliTest):
         self.assertIn("3 retries x 3 tiers, nested", out)
 
 
+def mmck_block(c, K, a):
+    """P_(c+K) of M/M/c/K at a erlangs, summed over the c + K + 1 states
+    (Gross and Harris, ch. 2)."""
+    w = [1.0]
+    for n in range(1, c + K + 1):
+        w.append(w[-1] * a / min(n, c))
+    return w[-1] / math.fsum(w)
+
+
+class RetriedRejections(CliTest):
+    """retried_rejection_share: P_block / p at the operating point, the
+    part of the failures the model wrongly takes as independent of the
+    rejection before (doc/design.md §1.9)."""
+    CASE = ("--servers", "10", "--service-time", "200ms", "--timeout",
+            "10s", "--queue-limit", "20", "--retries", "4")
+
+    def solve(self, *args):
+        return self.ok("solve", *self.CASE, "--format", "json",
+                       *args).json()
+
+    def test_share(self):
+        # a 10 s timeout: no attempt waits that long behind 20 places at
+        # 50/s, so every failure is a rejection
+        for load in ("42", "55", "70"):
+            j = self.solve("--load", load)
+            x = j["effective_load"]
+            pb = mmck_block(10, 20, x / 5.0)
+            self.assertAlmostEqual(j["failure_probability"], pb,
+                                   delta=1e-12 * max(pb, 1e-300) + 1e-15)
+            self.assertAlmostEqual(j["retried_rejection_share"], 1.0,
+                                   delta=1e-9)
+        # a 500 ms timeout: the timeouts take a part of the failures
+        j = self.solve("--load", "55", "--timeout", "500ms")
+        x, p = j["effective_load"], j["failure_probability"]
+        want = mmck_block(10, 20, x / 5.0) / p
+        self.assertAlmostEqual(j["retried_rejection_share"], want,
+                               delta=1e-12)
+        self.assertLess(want, 0.96)
+        self.assertGreater(want, 0.9)
+        r = self.ok("solve", *self.CASE, "--load", "55")
+        self.assertIn("\nrejections     100 % of the failures, retried",
+                      r.out)
+
+    def test_zero(self):
+        for extra in (("--no-retry-rejections",), ("--retries", "0")):
+            j = self.solve("--load", "55", *extra)
+            self.assertEqual(j["retried_rejection_share"], 0)
+            r = self.ok("solve", *self.CASE, "--load", "55", *extra)
+            self.assertNotIn("\nrejections", r.out)
+
+
 class BeyondDoubles(CliTest):
     """A storm whose effective load does not fit a double: an error (exit
     1, the model's message), never inf, nan or null with exit 0."""
@@ -492,7 +545,8 @@ class Landscape(CliTest):
         # --load gives the operating point as before: the report's keys
         j = self.ok(*self.ERL, "--retries", "3", "--load", "100",
                     "--format", "json").json()
-        self.assertEqual(set(j) - {"service", "certified", "model_load"},
+        self.assertEqual(set(j) - {"service", "certified", "model_load",
+                                   "retried_rejection_share"},
                          REPORT_KEYS)
         self.assertEqual(j["equilibria"][0]["stable"], True)
 
