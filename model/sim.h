@@ -492,12 +492,17 @@ const char *ms_sim_engine_name(ms_sim_engine e);
  * attempts (lambda at the bin's middle, times dt) and the retries the
  * schedule holds for it, less what the budget, bucket or named policy
  * refuses.  They fail with p(x) of the pool in force (memoryless), or,
- * with queue_memory, with the wait tail of the stationary M/M/c queue that
- * holds the carried mean number in system (the pointwise stationary fluid
- * flow approximation; erlang model only).  Failures come back as retries
- * after the time to notice them plus the backoff, spread exactly over the
- * bins the delay reaches, never earlier than the next bin.  A pool of 0
- * fails every attempt.  Deterministic.
+ * with queue_memory, from a queue carried between bins (erlang model
+ * only): its mean number in system drains by the pointwise stationary
+ * fluid flow approximation; of it, the stationary M/M/c queue at the
+ * bin's attempt rate is the random part an attempt meets, and the rest a
+ * FIFO backlog it waits out through the pools of the bins to come (an
+ * attempt sent during a stall waits for the servers to come back), so it
+ * fails when that wait plus the random part passes T (doc/design.md §6).
+ * Failures come back as retries after the time to notice them plus the
+ * backoff, spread exactly over the bins the delay reaches, never earlier
+ * than the next bin.  Memoryless, a pool of 0 fails every attempt.
+ * Deterministic.
  *   c        a configuration (ms_sim_config_check)
  *   sink     called once per window, or NULL; ctx is passed to it
  *   summary  out, or NULL

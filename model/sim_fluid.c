@@ -3,7 +3,8 @@
  * The fluid engine: rates in bins of width dt, retries scheduled into later
  * bins by the backoff policy, failure probability from the model (memoryless,
  * doc/design.md §6) or from a queue carried between bins (pointwise stationary
- * fluid flow approximation).  See ms_sim_fluid in sim.h.
+ * fluid flow approximation, its excess over the stationary queue a FIFO
+ * backlog: bin_failure).  See ms_sim_fluid in sim.h.
  */
 #include <float.h>
 #include <math.h>
@@ -231,6 +232,17 @@ typedef struct {
   double paid;          /* AWS quota: the cost of the bin's retries */
   double N, v, backlog; /* queue memory: number in system, psffa_step's
                            guess, waiting */
+  double rho_cap;       /* queue memory: the most utilisation the queue's
+                           stationary part holds (fifo_split) */
+  long *pool;           /* queue memory: the pool of bins i .. i + L - 1 */
+  long L;               /* its ring length: the bins a timeout spans, + 2 */
+  long filled;          /* bins whose pool the ring holds: 0 .. filled - 1 */
+  long changed;         /* the last bin whose pool differs from the one
+                           before it, or -1 */
+  long k_prev;          /* queue memory: the last bin's pool */
+  double busy;          /* its busy servers at its end */
+  double leaving;       /* attempts still in service on servers the pool
+                           lost: they finish, no new one starts there */
 } fluid_state;
 
 static void fluid_free(fluid_state *f) {
@@ -246,6 +258,7 @@ static void fluid_free(fluid_state *f) {
   free(f->pend_cost);
   free(f->bud_first);
   free(f->bud_retry);
+  free(f->pool);
 }
 
 /* dt and bins per window, from the configuration (sim_internal.h). */
@@ -329,7 +342,7 @@ static int build_kernels(fluid_state *f, const ms_failure_model *m0, double dt,
  * and the state carried between bins.  On failure what was made is left
  * for fluid_free, which f is always ready for. */
 static int fluid_setup(fluid_state *f, const ms_sim_config *c, double dt,
-                       ms_error *err) {
+                       double rho_cap, ms_error *err) {
   const ms_retry_policy *pol = &c->service.policy;
   memset(f, 0, sizeof *f);
   f->r = pol->retries;
@@ -373,6 +386,14 @@ static int fluid_setup(fluid_state *f, const ms_sim_config *c, double dt,
       if (f->bud_first == NULL || f->bud_retry == NULL)
         st = ms_fail(err, MS_ENOMEM, "no memory for the budget window");
     }
+  }
+  if (st == MS_OK && c->queue_memory) {
+    f->rho_cap = rho_cap;
+    f->changed = -1;
+    f->L = (long)ceil(c->service.model.timeout / dt) + 2;
+    f->pool = calloc((size_t)f->L, sizeof *f->pool);
+    if (f->pool == NULL)
+      st = ms_fail(err, MS_ENOMEM, "no memory for %ld bins of pools", f->L);
   }
   if (st != MS_OK)
     return st;
@@ -477,31 +498,173 @@ static double admit_retries(fluid_state *f, const ms_retry_policy *pol, long i,
   return allowed;
 }
 
+/* ---- the FIFO backlog (queue memory) ------------------------------ */
+
+/* The pools of the bins up to `upto` into the ring (the pool at each
+ * bin's middle, as fluid_bin takes it), noting the last change. */
+static void pool_fill(fluid_state *f, const ms_sim_config *c, long upto,
+                      double dt) {
+  while (f->filled <= upto) {
+    long j = f->filled;
+    ms_failure_model pm;
+    ms_scenario_pool(&c->scenario, &c->service.model, ((double)j + 0.5) * dt,
+                     &pm);
+    if (j > 0 && pm.servers != f->pool[(j - 1) % f->L])
+      f->changed = j;
+    f->pool[j % f->L] = pm.servers;
+    f->filled++;
+  }
+}
+
+/*
+ * The deterministic wait, s, of an attempt sent a share u (0 .. 1) into
+ * bin i behind E attempts that must start service before it (FIFO): the
+ * time until the pools of the bins ahead have started E, each server that
+ * comes back starting one at once, and a server is there for it.  Beyond
+ * one timeout the answer only has to say "more than T": the walk stops
+ * there and extrapolates at the pool it reached (2 T when that pool is 0).
+ */
+static double fifo_wait(const fluid_state *f, long i, double u, double E,
+                        double mu, double T, double dt) {
+  long k = f->pool[i % f->L];
+  if (f->changed <= i) /* the pool stays k over the ring */
+    return k > 0 ? fmax(0.0, E) / ((double)k * mu) : 2.0 * T;
+  double need = E, w = 0.0, span = (1.0 - u) * dt;
+  if (k > 0 && !(need > 0.0))
+    return 0.0;
+  for (long j = i;;) {
+    double rate = (double)k * mu;
+    if (k > 0 && rate * span >= need)
+      return w + need / rate;
+    need -= rate * span;
+    w += span;
+    if (w >= T || j + 1 >= f->filled)
+      return k > 0 ? w + need / rate : 2.0 * T;
+    long kn = f->pool[++j % f->L];
+    if (kn > k)
+      need -= (double)(kn - k);
+    k = kn;
+    span = dt;
+    if (k > 0 && !(need > 0.0))
+      return w;
+  }
+}
+
+/*
+ * The tail of what an attempt waits beyond its deterministic wait D:
+ * P(fail | D) = sum_j exp(lna_j - k_j s (T - D)) for D < T (at most 1), 1
+ * for D >= T, with s = T'/T (ms_effective_timeout: 1 for exponential
+ * service).  The timeout covers the wait: one term, the stationary M/M/c
+ * wait tail C e^(-theta u), theta = c mu - x (Kleinrock 1975, eq. 3.40).
+ * A timeout that covers the response (wait + service > T) is the
+ * convolution with the service time's exponential: the same form with two
+ * terms, (1 - C) e^(-mu u) + C (mu e^(-theta u) - theta e^(-mu u)) /
+ * (mu - theta), so tail_mean below needs no change for it.
+ */
+#define TAIL_TERMS 3
+typedef struct {
+  int n;
+  double lna[TAIL_TERMS], k[TAIL_TERMS];
+} fifo_tail;
+
+/* The mean of P(fail | D) over D linear from D0 to D1 (the attempts of
+ * one bin, sent uniformly through it): the share past T, and the terms
+ * integrated exactly over the rest. */
+static double tail_mean(const fifo_tail *tl, double D0, double D1, double T,
+                        double sc) {
+  double lo = fmin(D0, D1), hi = fmax(D0, D1), w = hi - lo;
+  if (lo >= T)
+    return 1.0;
+  double b = fmin(hi, T), sum = 0.0;
+  bool flat = !(w > 1e-12 * T);
+  for (int j = 0; j < tl->n; j++) {
+    double kk = tl->k[j] * sc;
+    if (flat || kk * (b - lo) < 1e-9)
+      sum += exp(tl->lna[j] - kk * (T - b)) * (flat ? 1.0 : b - lo);
+    else
+      sum +=
+          (exp(tl->lna[j] - kk * (T - b)) - exp(tl->lna[j] - kk * (T - lo))) /
+          kk;
+  }
+  if (flat)
+    return fmin(1.0, sum);
+  return (hi - b) / w + fmin(sum, b - lo) / w;
+}
+
 /* The failure probability p of the attempts sent in a bin, and its share
  * q from timeouts (or overload): from the model alone when memoryless,
  * else from the queue, which carries what the servers could not take to
- * the next bin (a pool of no servers only fills it). */
+ * the next bin.
+ *
+ * The queue: its mean number in system N is carried from bin to bin and
+ * drained by the busy servers (the pointwise stationary fluid flow
+ * approximation, psffa_step).  Of N, the stationary M/M/c queue at
+ * utilisation rho' = min(rho(N), x / c mu, rho_cap) is the random part an
+ * attempt may find; the rest, E = N - G(rho'), is a backlog ahead of it
+ * in FIFO order, which it waits out deterministically: D from fifo_wait,
+ * through the pools of the bins to come (a stall's attempts wait for the
+ * servers to come back).  It fails when D plus the stationary wait passes
+ * T.  In a steady state E = 0 and this is the model's p(x); a backlog
+ * larger than one timeout's work fails every attempt, the oldest first,
+ * as the queue does. */
 static void bin_failure(fluid_state *f, const ms_sim_config *c,
-                        const ms_failure_model *pm, double sent, double dt,
-                        double *p, double *q) {
+                        const ms_failure_model *pm, long i, double sent,
+                        double dt, double *p, double *q) {
   double base = c->service.model.base_failure;
   double x = sent / dt;
   if (!c->queue_memory) {
     memoryless_failure(pm, x, p, q);
-  } else if (pm->servers == 0) {
-    f->N += sent;
-    f->backlog = f->N;
-    *q = 1.0;
-    *p = 1.0;
-  } else {
-    double cmu = (double)pm->servers * pm->service_rate, s;
-    mmc_mean g;
-    psffa_step(pm->servers, cmu * dt, f->N + sent, &f->v, &g, &s);
-    f->N = g.G;
-    f->backlog = fmax(0.0, f->N - (double)pm->servers * (1.0 - s));
-    *q = exp(g.ln_c - cmu * s * ms_effective_timeout(pm));
-    *p = *q + base * (1.0 - *q);
+    return;
   }
+  long k = pm->servers;
+  double mu = pm->service_rate, kmu = (double)k * mu, T = pm->timeout;
+  double N0 = f->N, G = 0.0;
+  fifo_tail tl = {0};
+  pool_fill(f, c, i + f->L - 1, dt);
+  if (i > 0 && k < f->k_prev) /* servers leave: what they serve finishes */
+    f->leaving += fmax(0.0, f->busy - (double)k);
+  if (f->leaving > 0.0) {
+    double done = f->leaving * -expm1(-mu * dt);
+    f->leaving -= done;
+    f->N = fmax(0.0, f->N - done);
+    N0 = f->N;
+  }
+  f->k_prev = k;
+  if (k == 0) {
+    f->N += sent;
+    f->backlog = f->N - f->leaving;
+    f->busy = 0.0;
+    G = f->leaving;
+  } else {
+    double s;
+    mmc_mean g;
+    psffa_step(k, kmu * dt, f->N + sent, &f->v, &g, &s);
+    f->N = g.G;
+    f->backlog = fmax(0.0, f->N - (double)k * (1.0 - s));
+    f->busy = (double)k * (1.0 - s);
+    double s1 = fmax(s, fmax((kmu - x) / kmu, 1.0 - f->rho_cap));
+    if (s1 > s)
+      mmc_mean_number(k, s1, &g);
+    G = g.G;
+    /* a backlog ahead keeps every server busy: it drains at k mu, not at
+     * the k mu rho of a stationary queue of the same mean */
+    if (s1 > s && N0 > G) {
+      f->N = fmax(N0 + sent - kmu * dt, G);
+      f->backlog = fmax(0.0, f->N - (double)k);
+      f->busy = (double)k;
+    }
+    tl.n = 1;
+    tl.lna[0] = g.ln_c;
+    tl.k[0] = kmu * s1;
+  }
+  double sc = T > 0.0 ? ms_effective_timeout(pm) / T : 1.0;
+  double D0 = fifo_wait(f, i, 0.0, N0 - G, mu, T, dt);
+  double D1 = fifo_wait(f, i, 1.0, f->N - G, mu, T, dt);
+  if (T > 0.0)
+    *q = tail_mean(&tl, D0, D1, T, sc);
+  else /* T = 0: an attempt that waits at all fails */
+    *q = D0 > 0.0 && D1 > 0.0 ? 1.0 : tl.n > 0 ? exp(tl.lna[0]) : 0.0;
+  *p = *q + base * (1.0 - *q);
 }
 
 /* The failures of the attempts sent in the bin at slot: those of the last
@@ -561,7 +724,7 @@ static void fluid_bin(fluid_state *f, const ms_sim_config *c, long i, double dt,
       admit_retries(f, pol, i, slot, first, dt, hold, att, &refused);
   double sent = first + allowed;
   double p, q;
-  bin_failure(f, c, &pm, sent, dt, &p, &q);
+  bin_failure(f, c, &pm, i, sent, dt, &p, &q);
   double given_up = refused;
   schedule_failures(f, att, p, q, c->service.model.base_failure, slot,
                     &given_up);
@@ -641,8 +804,14 @@ int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
   st = ms_sim_recorder_init(&rec, c, sink, ctx, err);
   if (st != MS_OK)
     return st;
+  /* the stationary part of the queue holds up to the tipping point's
+   * utilisation: every equilibrium of the healthy branch stays the
+   * model's (bin_failure) */
+  const ms_landscape *ls = &rec.ls[0];
+  double rho_cap =
+      ls->has_fold ? ls->tipping_effective_load / ls->saturation_load : 1.0;
   fluid_state f;
-  st = fluid_setup(&f, c, dt, err);
+  st = fluid_setup(&f, c, dt, rho_cap, err);
   if (st == MS_OK)
     st = fluid_run(&f, c, &rec, dt, spb, nbins, err);
   fluid_free(&f);

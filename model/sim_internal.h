@@ -5,6 +5,7 @@
 
 #include "internal.h"
 #include "sim.h"
+#include "tolerance.h"
 
 /* Cells of the discretised decorrelated-jitter distribution. */
 #define MS_DECORR_CELLS 4096
@@ -94,5 +95,15 @@ void ms_sim_recorder_finish(ms_sim_recorder *r, double duration, double events,
  */
 int ms_sim_fluid_dt(const ms_sim_config *c, double *dt, long *spb,
                     ms_error *err);
+
+/* An engine: ms_sim_fluid or ms_sim_des. */
+typedef int (*ms_sim_runner)(const ms_sim_config *c, ms_sim_sink sink,
+                             void *ctx, ms_sim_summary *summary, ms_error *err);
+
+/* ms_trigger_tolerance with the discrete-event engine des for a query of
+ * MS_ENGINE_DES (NULL: such a query is MS_EINVAL), so that the plugin's
+ * library links no DES (tolerance.c; ms_tolerance_run in sim_run.c). */
+int ms_tolerance_with(const ms_sim_config *c, const ms_tolerance_query *q,
+                      ms_sim_runner des, ms_tolerance *out, ms_error *err);
 
 #endif

@@ -86,3 +86,8 @@ int ms_sim_latch_threshold(ms_sim_engine engine, const ms_sim_config *c,
 }
 
 /* ---- memory --------------------------------------------------------- */
+
+int ms_tolerance_run(const ms_sim_config *c, const ms_tolerance_query *q,
+                     ms_tolerance *out, ms_error *err) {
+  return ms_tolerance_with(c, q, ms_sim_des, out, err);
+}

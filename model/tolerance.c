@@ -5,6 +5,7 @@
  * of the fluid engine with queue memory (model/sim.h, doc/design.md §6).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -38,6 +39,7 @@ typedef struct {
   double lead_in;      /* s before the trigger */
   double horizon;      /* s after it */
   bool *stopped;       /* set when q.stop ends a probe, or NULL */
+  ms_sim_runner des;   /* the discrete-event engine, or NULL */
 } setup;
 
 static int query_check(const ms_sim_config *c, const ms_tolerance_query *q,
@@ -61,6 +63,16 @@ static int query_check(const ms_sim_config *c, const ms_tolerance_query *q,
                    "spike",
                    (int)q->kind);
   }
+  if (q->engine != MS_ENGINE_FLUID && q->engine != MS_ENGINE_DES)
+    return ms_fail(err, MS_EINVAL, "engine %d is neither fluid nor des",
+                   (int)q->engine);
+  if (q->engine == MS_ENGINE_DES &&
+      !(q->seeds >= 0 && q->seeds <= MS_TOLERANCE_MAX_SEEDS))
+    return ms_fail(err, MS_EINVAL, "seeds = %d is outside [1, %d]", q->seeds,
+                   MS_TOLERANCE_MAX_SEEDS);
+  if (q->engine == MS_ENGINE_DES && q->resume)
+    return ms_fail(err, MS_EINVAL,
+                   "a search with the discrete-event engine cannot resume");
   if (!(q->rel_tol == 0.0 || (q->rel_tol > 0.0 && q->rel_tol <= 0.5)))
     return ms_fail(err, MS_EINVAL,
                    "relative tolerance = %g is outside (0, 0.5]", q->rel_tol);
@@ -88,6 +100,7 @@ static int setup_init(const ms_sim_config *c, const ms_tolerance_query *q,
     return st;
   s->cfg = *c;
   s->stopped = NULL;
+  s->des = NULL;
   s->cfg.queue_memory = true;
   s->cfg.scenario.n_triggers = 0;
   s->q = *q;
@@ -163,7 +176,8 @@ static int run_probe(const setup *s, double hold, double horizon, bool *latched,
       *s->stopped = true;
     return ms_fail(err, MS_ELIMIT, "stopped by the caller before a probe");
   }
-  st = ms_sim_fluid(&cfg, hook ? stop_sink : NULL, (void *)&s->q, &sum, err);
+  ms_sim_runner eng = s->q.engine == MS_ENGINE_DES ? s->des : ms_sim_fluid;
+  st = eng(&cfg, hook ? stop_sink : NULL, (void *)&s->q, &sum, err);
   if (st != MS_OK)
     return st;
   if (sum.stopped && s->stopped != NULL)
@@ -262,6 +276,12 @@ static int search(const setup *s, ms_tolerance *out, ms_error *err) {
     if ((st = run_probe(s, 0.0, s->horizon, &latched, NULL, &out->probes,
                         err)) != MS_OK)
       return st;
+    if (latched && s->q.engine == MS_ENGINE_DES) {
+      /* the queue's noise tipped it: this seed survives nothing */
+      out->kind = MS_TOLERANCE_BOUNDED;
+      out->latched_untriggered = 1;
+      return MS_OK;
+    }
     if (latched)
       return ms_fail(err, MS_ENOCONV,
                      "the run latches with no trigger at %g req/s: it does "
@@ -314,15 +334,78 @@ static int search(const setup *s, ms_tolerance *out, ms_error *err) {
   return MS_OK;
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The median of v[0 .. n - 1], n >= 1, sorting v. */
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The DES search: one per seed, the medians of their brackets. */
+static int search_des(setup *s, ms_tolerance *out, ms_error *err) {
+  int n = s->q.seeds > 0 ? s->q.seeds : 5;
+  double *lo = malloc(3 * (size_t)n * sizeof *lo);
+  if (lo == NULL)
+    return ms_fail(err, MS_ENOMEM, "no memory for %d seeds", n);
+  double *hi = lo + n, *mid = hi + n;
+  uint64_t seed0 = s->cfg.seed;
+  int beyond = 0, st = MS_OK;
+  for (int k = 0; k < n && st == MS_OK; k++) {
+    ms_tolerance one = *out;
+    one.probes = 0;
+    one.latched_untriggered = 0;
+    s->cfg.seed = seed0 + (uint64_t)k;
+    st = search(s, &one, err);
+    out->probes += one.probes;
+    if (st != MS_OK)
+      break;
+    out->latched_untriggered += one.latched_untriggered;
+    if (one.kind == MS_TOLERANCE_BEYOND) {
+      beyond++;
+      one.latch = one.tolerance;
+    }
+    lo[k] = one.tolerance;
+    hi[k] = one.latch;
+    mid[k] = 0.5 * (one.tolerance + one.latch);
+    out->resolution = fmax(out->resolution, one.resolution);
+  }
+  s->cfg.seed = seed0;
+  if (st == MS_OK) {
+    out->seeds = n;
+    out->kind = 2 * beyond > n ? MS_TOLERANCE_BEYOND : MS_TOLERANCE_BOUNDED;
+    out->tolerance = median(lo, n);
+    out->latch = median(hi, n);
+    qsort(mid, (size_t)n, sizeof *mid, cmp_double);
+    out->lowest = mid[0];
+    out->highest = mid[n - 1];
+  }
+  free(lo);
+  return st;
+}
+
 int ms_trigger_tolerance(const ms_sim_config *c, const ms_tolerance_query *q,
                          ms_tolerance *out, ms_error *err) {
+  return ms_tolerance_with(c, q, NULL, out, err);
+}
+
+int ms_tolerance_with(const ms_sim_config *c, const ms_tolerance_query *q,
+                      ms_sim_runner des, ms_tolerance *out, ms_error *err) {
   if (c == NULL || q == NULL || out == NULL)
     return ms_fail(err, MS_EINVAL, "NULL argument to ms_trigger_tolerance");
   memset(out, 0, sizeof *out);
+  if (q->engine == MS_ENGINE_DES && des == NULL)
+    return ms_fail(err, MS_EINVAL,
+                   "ms_trigger_tolerance runs the fluid engine only: "
+                   "ms_tolerance_run runs the discrete-event one");
   setup s;
   int st = setup_init(c, q, &s, err);
   if (st != MS_OK)
     return st;
+  s.des = des;
   ms_landscape ls;
   if ((st = ms_landscape_build(&c->service, &ls, err)) != MS_OK)
     return st;
@@ -338,6 +421,7 @@ int ms_trigger_tolerance(const ms_sim_config *c, const ms_tolerance_query *q,
     return st;
   double lambda = c->scenario.offered_load;
   double peak = lambda + (q->kind == MS_TRIGGER_LOAD ? q->spike_load : 0.0);
+  out->engine = q->engine;
   if (lambda > ls.tipping_load) {
     out->kind = MS_TOLERANCE_OVERLOADED;
     return MS_OK;
@@ -345,7 +429,13 @@ int ms_trigger_tolerance(const ms_sim_config *c, const ms_tolerance_query *q,
   if (lambda < ls.recovery_load ||
       (q->kind == MS_TRIGGER_LOAD && peak <= ls.tipping_load)) {
     out->kind = MS_TOLERANCE_UNBOUNDED;
+    if (q->engine == MS_ENGINE_DES) {
+      out->tolerance = s.q.max_hold;
+      return MS_OK;
+    }
     return verify_unbounded(&s, out, err);
   }
+  if (q->engine == MS_ENGINE_DES)
+    return search_des(&s, out, err);
   return search(&s, out, err);
 }

@@ -69,7 +69,16 @@ typedef struct {
    * again, nor the hold of 0 */
   bool resume;
   double resume_lo, resume_hi;
+  /* engine: MS_ENGINE_FLUID (0, the default) or MS_ENGINE_DES, the
+   * discrete-event engine, searched once per seed c->seed, c->seed + 1, ...
+   * (common random numbers within a seed's search) and reported as the
+   * median over the seeds with their spread; no resume */
+  ms_sim_engine engine;
+  int seeds; /* DES: 1 .. MS_TOLERANCE_MAX_SEEDS; 0: 5 */
 } ms_tolerance_query;
+
+/* The most seeds of one DES search (ms_tolerance_query.seeds). */
+#define MS_TOLERANCE_MAX_SEEDS 1000
 
 typedef enum {
   MS_TOLERANCE_BOUNDED = 0,   /* a trigger of tolerance s is survived, one of
@@ -111,6 +120,15 @@ typedef struct {
   bool stopped; /* q->stop ended the search (MS_ELIMIT): tolerance and
                    latch are the bracket reached, for q->resume_lo/hi;
                    every field is 0 on an error before the first probe */
+  /* DES (q->engine): tolerance and latch are the medians over the seeds
+   * of each seed's bracket ends; kind BOUNDED unless most seeds were
+   * BEYOND (then BEYOND).  A seed whose run latches with no trigger (the
+   * noise of a queue near its tipping point) counts as 0 and 0. */
+  ms_sim_engine engine;
+  int seeds;               /* seeds searched */
+  double lowest, highest;  /* s: the smallest and the largest boundary of
+                              a seed (the midpoint of its bracket) */
+  int latched_untriggered; /* seeds that latched with no trigger */
 } ms_tolerance;
 
 /* The most fluid bins one probe of ms_trigger_tolerance may take (2^20):
@@ -142,13 +160,32 @@ typedef struct {
  * trigger leaves a larger backlog); check_monotone tests it at two more
  * holds.  Cost: about log2(max_hold / tau) + log2(1 / rel_tol) fluid runs
  * of lead-in + hold + horizon each (bench/bench_sim measures one).
- * Errors: MS_EINVAL (configuration, query, capacity model, tiers > 1),
+ * With q->engine MS_ENGINE_DES each seed is searched alike with the
+ * discrete-event engine (the landscape's verdicts OVERLOADED and UNBOUNDED
+ * stand without a probe, verified false) and the result is the median
+ * over the seeds: the DES latch boundary, for the fluid engine's to be
+ * checked against (tools/tolerance_grid.py) and for services where the
+ * fluid engine errs (doc/simulation.md); it costs seeds x probes runs of
+ * the DES, seconds to minutes.
+ * ms_trigger_tolerance itself runs the fluid engine only (a DES query is
+ * MS_EINVAL): ms_tolerance_run, below, runs both.
+ * Errors: MS_EINVAL (configuration, query, capacity model, tiers > 1,
+ * an engine that is neither, resume with the DES),
  * MS_ENOCONV (above), MS_ELIMIT (a probe longer than MS_SIM_MAX_DURATION
  * or of more than MS_TOLERANCE_MAX_BINS fluid bins, or q->stop said stop),
  * and those of the engine.
  */
 int ms_trigger_tolerance(const ms_sim_config *c, const ms_tolerance_query *q,
                          ms_tolerance *out, ms_error *err);
+
+/*
+ * ms_tolerance_run: ms_trigger_tolerance with either engine of
+ * q->engine (the discrete-event one lives in the offline library, which
+ * the plugin does not link).  Arguments, result and errors as
+ * ms_trigger_tolerance.
+ */
+int ms_tolerance_run(const ms_sim_config *c, const ms_tolerance_query *q,
+                     ms_tolerance *out, ms_error *err);
 
 /*
  * ms_tolerance_probe: one probe of ms_trigger_tolerance: whether the

@@ -978,6 +978,11 @@ static void drive_sim_searches(void) {
           "ms_trigger_tolerance", rc,
           OUTS(t.tolerance, t.latch, t.resolution, t.lead_in, t.horizon, t.dt),
           "query field %d = %a", f, e.v[i]);
+      /* the same through either engine's entry (the DES's search itself
+       * is driven by tests/check_sim.c and tests/cli/test_tolerance.py) */
+      rc = ms_tolerance_run(&c, &r, &t, NULL);
+      verdict("ms_tolerance_run", rc, OUTS(t.tolerance, t.latch, t.resolution),
+              "query field %d = %a", f, e.v[i]);
       bool latched;
       rc = ms_tolerance_probe(&c, &r, hold, &latched, NULL, NULL);
       CALLED("ms_tolerance_probe", rc, "query field %d = %a", f, e.v[i]);
@@ -1099,6 +1104,7 @@ static const row functions[] = {
     NO_DOUBLE(ms_tolerance_kind_name, "an enum"),
     DRIVEN(ms_trigger_tolerance, "sim_searches"),
     DRIVEN(ms_tolerance_probe, "sim_searches"),
+    DRIVEN(ms_tolerance_run, "sim_searches"),
     NO_DOUBLE(ms_exact_capacity_init, "no double"),
     NO_DOUBLE(ms_exact_capacity_clear, "no double"),
     DRIVEN(ms_exact_capacity_set, "service_fields, service_args"),

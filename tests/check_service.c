@@ -1782,7 +1782,8 @@ START_TEST(test_stall_tolerance_output) {
   ck_assert(!stall_run_latches(10, edge, v));
   ck_assert(stall_run_latches(10, edge, v + 0.1));
   ck_assert(!stall_run_latches(10, 60, v)); /* the edge errs short */
-  ck_assert(v > 1.0 && v < 1.3);            /* 1.17 s at 60/s itself */
+  ck_assert(v > 1.25 && v < 1.55);          /* 1.41 s at 60/s itself; the DES
+                                              median 1.38-1.41 s (doc/simulation.md) */
   ck_assert_uint_eq(t.tolerance_searches, 1);
   /* the same bucket: no search, the same value */
   in = values(NAN, 60.2, NAN, NAN, 10);

@@ -1104,9 +1104,10 @@ END_TEST
  * random numbers (seed 1); then 10 other seeds on each side with margin:
  * half the threshold recovers and twice it latches in at least 9 of 10.
  * The engines' thresholds order as their queues do: memoryless (no queue,
- * every bin over capacity fails outright) < queue-memory fluid (whose
- * stationary-shaped queue spreads waits and times out sooner) < DES, and
- * the queue-memory fluid is within a factor 2.5 of the DES.
+ * every bin over capacity fails outright) < queue-memory fluid < DES (a
+ * spike past capacity, where the DES's queue grows by chance as much as
+ * by its drift: doc/simulation.md), and the queue-memory fluid is within
+ * a factor 2.5 of the DES.
  */
 START_TEST(test_des_latch_threshold) {
   ms_sim_config c = config(60.0, 200.0);
@@ -1139,7 +1140,7 @@ START_TEST(test_des_latch_threshold) {
    * from 0.18 s to 0.23 s leave a retry wave behind that the verdict calls
    * vulnerable while just over half the attempts fail: goodput never
    * returns, so they latch (a storm ends when goodput returns) */
-  ck_assert_msg(fabs(tau_m - 0.183) < 0.005 && fabs(tau_q - 3.47) < 0.01 &&
+  ck_assert_msg(fabs(tau_m - 0.183) < 0.005 && fabs(tau_q - 4.147) < 0.01 &&
                     tau > 6.0 && tau < 8.0,
                 "memoryless %.4f s, queue-memory fluid %.4f s, DES %.4f s",
                 tau_m, tau_q, tau);
@@ -1804,6 +1805,58 @@ static ms_tolerance tolerance_of(double lambda, double spike) {
 }
 
 /*
+ * The fluid engine's stall tolerance against the DES latch boundary (the
+ * median over seeds of each seed's bisection, ms_tolerance_run), at two
+ * cheap points of tools/tolerance_grid.py's grid: doc/simulation.md's
+ * service (10 servers, 100 ms, T = 1 s, 3 retries, 1 % base failure) at
+ * 60/s, and 100 servers behind a timeout of 5 service times with 2 retries
+ * half-way into its band.  Each boundary is its bracket's midpoint; the
+ * bound is the grid's worst error, 8 % (doc/simulation.md, "How far the
+ * fluid tolerance is from the DES").  Before the FIFO backlog the fluid
+ * engine was 15 % and 27 % short here.
+ */
+static double boundary_of(const ms_sim_config *c, ms_sim_engine e, int seeds) {
+  ms_tolerance_query q = {
+      .kind = MS_TRIGGER_SERVERS, .engine = e, .seeds = seeds};
+  ms_tolerance t;
+  ms_error err;
+  ck_assert_msg(ms_tolerance_run(c, &q, &t, &err) == MS_OK, "%s", err.msg);
+  ck_assert_int_eq(t.kind, MS_TOLERANCE_BOUNDED);
+  ck_assert(e == MS_ENGINE_FLUID || t.seeds == seeds);
+  return 0.5 * (t.tolerance + t.latch);
+}
+
+START_TEST(test_tolerance_fluid_against_des) {
+  ms_sim_config a = config(60.0, 60.0);
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 100, 10.0, 0.5);
+  ms_retry_policy_fixed(&s.policy, 2);
+  ms_sim_config b;
+  ms_sim_config_init(&b, &s);
+  ms_landscape ls = landscape(&s);
+  b.scenario.offered_load =
+      ls.recovery_load + 0.5 * (ls.tipping_load - ls.recovery_load);
+  const ms_sim_config *cs[2] = {&a, &b};
+  const int seeds[2] = {21, 5};
+  for (int i = 0; i < 2; i++) {
+    double f = boundary_of(cs[i], MS_ENGINE_FLUID, 0);
+    double d = boundary_of(cs[i], MS_ENGINE_DES, seeds[i]);
+    if (getenv("CK_VERBOSITY") && !strcmp(getenv("CK_VERBOSITY"), "verbose"))
+      printf("stall tolerance, case %d: fluid %.4f s, DES median %.4f s\n", i,
+             f, d);
+    ck_assert_msg(fabs(f / d - 1.0) <= 0.08,
+                  "case %d: fluid %.4f s, DES %.4f s", i, f, d);
+  }
+  /* the fluid-only entry refuses the DES */
+  ms_tolerance_query q = {.kind = MS_TRIGGER_SERVERS, .engine = MS_ENGINE_DES};
+  ms_tolerance t;
+  ms_error err;
+  ck_assert_int_eq(ms_trigger_tolerance(&a, &q, &t, &err), MS_EINVAL);
+  ck_assert_msg(strstr(err.msg, "ms_tolerance_run") != NULL, "%s", err.msg);
+}
+END_TEST
+
+/*
  * A search too long in fluid bins is refused, not run (found by fuzz_model:
  * 16 servers at about 1 s behind a 7 us timeout, bins of T/20 = 0.35 us,
  * about 6e7 bins a probe and 22 s a search).  The bound is what one probe
@@ -2119,6 +2172,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(fluid, test_fluid_named_policies);
   tcase_add_test(fluid, test_stall_tolerance_scan);
   tcase_add_test(fluid, test_tolerance_bin_bound);
+  tcase_add_test(fluid, test_tolerance_fluid_against_des);
   tcase_add_test(fluid, test_tolerance_stop);
   tcase_add_test(fluid, test_tolerance_limits);
   tcase_add_test(fluid, test_tolerance_errors);

@@ -23,7 +23,7 @@ SVC2 = ("--servers", "50", "--service-time", "200ms", "--timeout", "2",
 KEYS = {"service", "offered_load", "trigger", "spike_size", "tipping_load",
         "recovery_load", "verdict", "tolerance", "unbounded", "at_least",
         "latch", "resolution", "verified", "monotone", "probes", "lead_in",
-        "horizon", "dt"}
+        "horizon", "dt", "engine", "seeds", "lowest", "highest"}
 
 
 class Tolerance(CliTest):
@@ -154,6 +154,26 @@ class Tolerance(CliTest):
         r = self.ok("tolerance", *SVC, "--load", "95")
         self.assertIn("tolerance: 0 s", r.out)
 
+    def test_des(self):
+        """--engine des: one search per seed and their medians, with the
+        lowest and the highest seed's boundary around them (the values
+        against the fluid engine: tests/check_sim.c)."""
+        j = self.tol(SVC, 60, "--engine", "des", "--seeds", "3", "--seed",
+                     "7")
+        self.assertEqual(j["engine"], "des")
+        self.assertEqual(j["seeds"], 3)
+        self.assertEqual(j["verdict"], "bounded")
+        mid = 0.5 * (j["tolerance"] + j["latch"])
+        self.assertLessEqual(j["lowest"], mid + 1e-12)
+        self.assertGreaterEqual(j["highest"], mid - 1e-12)
+        f = self.tol(SVC, 60)
+        self.assertEqual(f["engine"], "fluid")
+        self.assertIsNone(f["seeds"])
+        r = self.ok("tolerance", *SVC, "--load", "60", "--engine", "des",
+                    "--seeds", "3")
+        self.assertIn("medians over the seeds", r.out)
+        self.assertIn("seeds:     3: boundaries from", r.out)
+
     def test_map(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "map.svg")
@@ -181,6 +201,14 @@ class Tolerance(CliTest):
                    "60")
         self.fails(2, "--format", "tolerance", *SVC, "--load", "60",
                    "--format", "csv")
+        self.fails(2, "--engine", "tolerance", *SVC, "--load", "60",
+                   "--engine", "exact")
+        self.fails(2, "--seeds", "tolerance", *SVC, "--load", "60",
+                   "--seeds", "3")
+        self.fails(2, "--seeds", "tolerance", *SVC, "--load", "60",
+                   "--engine", "des", "--seeds", "0")
+        self.fails(2, "--map", "tolerance", *SVC, "--load", "60",
+                   "--engine", "des", "--map", "x.svg")
 
 
 if __name__ == "__main__":
