@@ -2170,6 +2170,10 @@ int main(void) {
   tcase_add_test(tc, test_bare_durations_in_file);
   suite_add_tcase(s, tc);
   tc = tcase_create("step");
+  /* test_safe_retries_every_policy scans every retry count of seven
+   * services: about 1 s alone, past Check's default 4 s on a loaded
+   * machine.  A generous bound; speed is bench/'s to measure. */
+  tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_infer);
   tcase_add_test(tc, test_infer_missing_zero);
   tcase_add_test(tc, test_input_roles);
