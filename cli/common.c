@@ -347,8 +347,13 @@ static const model_option model_options[] = {
     {MS_OPT_SERVICE_RATE, "--service-rate", "MU",
      "erlang: service rate of one server", MS_PARAM_SERVICE_RATE},
     {MS_OPT_TIMEOUT, "--timeout", "T",
-     "erlang: client timeout (an attempt that waits longer fails)",
+     "erlang: client timeout (an attempt that waits longer fails), or the "
+     "range MIN..MAX a client's timer fires in (uniform)",
      MS_PARAM_TIMEOUT},
+    {MS_OPT_TIMEOUT_GRANULARITY, "--timeout-granularity", "G",
+     "erlang: the client's timer ticks every G and fires at the first tick "
+     "after the timeout (uniform on [T, T + G])",
+     MS_PARAM_TIMEOUT_GRANULARITY},
     {MS_OPT_SERVICE_TIME_CV, "--service-time-cv", "CV",
      "erlang: service time's coefficient of variation (default 1: "
      "exponential; else the M/G/c approximation)",
@@ -897,8 +902,16 @@ int ms_cli_model_option(ms_cli_model *m, int opt, const char *arg) {
   int r = 0, choice;
   static const char *const models[] = {"capacity", "erlang", NULL};
   const model_option *o = model_option_of(opt);
-  if (o != NULL) {
+  if (opt == MS_OPT_TIMEOUT && arg != NULL && strstr(arg, "..") != NULL) {
+    char why[300];
+    r = ms_parse_timeout_range(arg, &m->value[MS_PARAM_TIMEOUT],
+                               &m->timeout_spread, why, sizeof why) != 0
+            ? ms_cli_usage("--timeout: %s", why)
+            : 0;
+  } else if (o != NULL) {
     r = ms_cli_param(o->name, arg, o->param, &m->value[o->param]);
+    if (opt == MS_OPT_TIMEOUT)
+      m->timeout_spread = 0.0; /* the later --timeout wins */
   } else if (opt == MS_OPT_MODEL) {
     r = ms_cli_choice("--model", arg, models, &choice);
     m->kind = choice == 1 ? MS_MODEL_ERLANG : MS_MODEL_CAPACITY;
@@ -935,10 +948,15 @@ int ms_cli_model_option(ms_cli_model *m, int opt, const char *arg) {
 
 /* The first erlang-only option given, or NULL. */
 static const char *erlang_option_given(const ms_cli_model *m) {
-  static const int erlang_ids[] = {
-      MS_OPT_SERVERS,           MS_OPT_SERVICE_TIME,    MS_OPT_SERVICE_RATE,
-      MS_OPT_TIMEOUT,           MS_OPT_SERVICE_TIME_CV, MS_OPT_QUEUE_LIMIT,
-      MS_OPT_LATENCY_OBJECTIVE, MS_OPT_RETRY_REJECTIONS};
+  static const int erlang_ids[] = {MS_OPT_SERVERS,
+                                   MS_OPT_SERVICE_TIME,
+                                   MS_OPT_SERVICE_RATE,
+                                   MS_OPT_TIMEOUT,
+                                   MS_OPT_SERVICE_TIME_CV,
+                                   MS_OPT_QUEUE_LIMIT,
+                                   MS_OPT_LATENCY_OBJECTIVE,
+                                   MS_OPT_RETRY_REJECTIONS,
+                                   MS_OPT_TIMEOUT_GRANULARITY};
   static const char *const names[] = {NULL,
                                       NULL,
                                       NULL,
@@ -946,7 +964,8 @@ static const char *erlang_option_given(const ms_cli_model *m) {
                                       NULL,
                                       NULL,
                                       "--latency-objective",
-                                      "--retry-rejections"};
+                                      "--retry-rejections",
+                                      NULL};
   for (size_t i = 0; i < sizeof erlang_ids / sizeof erlang_ids[0]; i++)
     if (GIVEN(m, erlang_ids[i]))
       return names[i] ? names[i] : model_option_of(erlang_ids[i])->name;
@@ -1080,11 +1099,18 @@ static int resolve_erlang(const ms_cli_model *m, ms_failure_model *fm,
   else if (!from_file)
     return ms_cli_usage("the erlang model needs --service-time S or "
                         "--service-rate MU");
-  if (GIVEN(m, MS_OPT_TIMEOUT))
+  if (GIVEN(m, MS_OPT_TIMEOUT)) {
     fm->timeout = m->value[MS_PARAM_TIMEOUT];
-  else if (!from_file)
+    fm->timeout_spread = m->timeout_spread;
+  } else if (!from_file)
     return ms_cli_usage("the erlang model needs --timeout T (the client "
                         "timeout, seconds)");
+  if (GIVEN(m, MS_OPT_TIMEOUT_GRANULARITY)) {
+    if (GIVEN(m, MS_OPT_TIMEOUT) && m->timeout_spread > 0.0)
+      return ms_cli_usage("give --timeout MIN..MAX or --timeout-granularity, "
+                          "not both");
+    fm->timeout_spread = m->value[MS_PARAM_TIMEOUT_GRANULARITY];
+  }
   if (GIVEN(m, MS_OPT_SERVICE_TIME_CV)) {
     fm->has_service_time_cv = true;
     fm->service_time_cv = m->value[MS_PARAM_SERVICE_TIME_CV];
@@ -1242,7 +1268,13 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
     ADD("service time %s", st);
     if (m->has_service_time_cv)
       ADD(" (cv %.4g)", m->service_time_cv);
-    ADD(", timeout %s", to);
+    if (m->timeout_spread > 0.0) {
+      char hi[32];
+      fmt_duration(hi, sizeof hi, m->timeout + m->timeout_spread);
+      ADD(", timeout %s to %s", to, hi);
+    } else {
+      ADD(", timeout %s", to);
+    }
     if (m->has_queue_limit)
       ADD(", queue limit %ld%s", m->queue_limit,
           m->rejections_final ? " (rejections final)" : "");

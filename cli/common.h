@@ -245,6 +245,7 @@ enum {
   MS_OPT_SERVICE_TIME,
   MS_OPT_SERVICE_RATE,
   MS_OPT_TIMEOUT,
+  MS_OPT_TIMEOUT_GRANULARITY,
   MS_OPT_SERVICE_TIME_CV,
   MS_OPT_CAPACITY,
   MS_OPT_BASE_FAILURE,
@@ -330,6 +331,7 @@ struct ms_cli_model {
   int aws_costs; /* --aws-retry-quota's set of costs (ms_aws_costs), -1 */
   ms_layering layering;     /* --layering, if given */
   double latency_objective; /* --latency-objective, s */
+  double timeout_spread;    /* --timeout MIN..MAX: MAX - MIN, s (else 0) */
   bool retry_rejections;    /* --retry-rejections, --no-retry-... */
   const char *spec_path, *service_name;
   /* resolved by ms_cli_model_resolve */

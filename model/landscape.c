@@ -186,6 +186,11 @@ static int rising(const ms_point *pt) { return pt->elast < 1.0; }
  *          E >= (1 - base) e^(-(c-a)^2/a - u T - 1/(12 c)) / sqrt(2 pi c)
  *               (x T + c - a) k / (r + 1).
  *
+ * With a spread timeout (T uniform on [T_lo, T_hi]) E is the average of
+ * the fixed-T terms q_T (a dlnC/da + x T) over T, so the upper bound takes
+ * e^(-u T_lo) and x T_hi, the lower one e^(-u T_hi) and x T_lo; without a
+ * spread both are T, the bounds above.
+ *
  * An upper bound <= 1/2 proves lambda rising (E < 1), a lower bound >= 2
  * proves it falling.  The factor-of-two margins dwarf the rounding of both
  * the bounds and the evaluated E (relative error ~1e-13), so a grid point
@@ -194,7 +199,7 @@ static int rising(const ms_point *pt) { return pt->elast < 1.0; }
  */
 typedef struct {
   bool upper, lower;
-  double c, mu, T, cmu, ok, kr, k_over_r1, pmf_scale;
+  double c, mu, T, T_hi, cmu, ok, kr, k_over_r1, pmf_scale;
 } elasticity_bounds;
 
 static void elasticity_bounds_init(const ms_service_params *s,
@@ -213,8 +218,13 @@ static void elasticity_bounds_init(const ms_service_params *s,
   b->lower = pol->retries >= 1 && !pol->has_budget && !pol->has_token;
   b->c = (double)m->servers;
   b->mu = m->service_rate;
-  /* the T of failure_and_slope */
+  /* the T of failure_and_slope; with a spread, the shortest and the
+   * longest (E averages over T between them) */
   b->T = ms_effective_timeout(m);
+  ms_failure_model longest = *m;
+  longest.timeout = ms_timeout_longest(m);
+  longest.timeout_spread = 0.0;
+  b->T_hi = ms_effective_timeout(&longest);
   b->cmu = b->c * b->mu; /* as failure_and_slope computes it */
   b->ok = 1.0 - m->base_failure;
   b->kr = (double)pol->tiers * pol->retries;
@@ -248,8 +258,8 @@ static int sign_from_bounds(const elasticity_bounds *b, double x, int hint) {
   double ca = b->c - a, u = b->cmu - x, uT = u * b->T;
   /* E <= upper e^(-u T), and E >= lower e^(-z) when b->lower; an
    * overflowing factor makes its bound say nothing */
-  double upper = (ca + a / ca + x * b->T) * b->kr;
-  double z = ca * ca / a + uT;
+  double upper = (ca + a / ca + x * b->T_hi) * b->kr;
+  double z = ca * ca / a + u * b->T_hi;
   double lower = b->ok * b->pmf_scale * (x * b->T + ca) * b->k_over_r1;
   bool use_upper = upper < INFINITY;
   bool use_lower = b->lower && lower < INFINITY;

@@ -31,7 +31,8 @@ bool ms_failure_model_same(const ms_failure_model *x,
                            const ms_failure_model *y) {
   return x->kind == y->kind && x->capacity == y->capacity &&
          x->servers == y->servers && x->service_rate == y->service_rate &&
-         x->timeout == y->timeout && x->base_failure == y->base_failure &&
+         x->timeout == y->timeout && x->timeout_spread == y->timeout_spread &&
+         x->base_failure == y->base_failure &&
          x->has_service_time_cv == y->has_service_time_cv &&
          (!x->has_service_time_cv ||
           x->service_time_cv == y->service_time_cv) &&
@@ -218,15 +219,40 @@ void ms_aws_costs_defaults(ms_retry_policy *p, ms_aws_costs costs) {
  * c mu than the landscape resolves. */
 static int timeout_span_check(const ms_failure_model *m, ms_error *err) {
   double cmu = (double)m->servers * m->service_rate;
-  double span = cmu * m->timeout;
+  double longest = ms_timeout_longest(m);
+  double span = cmu * longest;
   if (span <= MS_MAX_TIMEOUT_COMPLETIONS)
     return MS_OK;
   return ms_fail(err, MS_EINVAL,
-                 "timeout = %.8g s: timeout x servers x service rate = %.8g "
+                 "%s = %.8g s: timeout x servers x service rate = %.8g "
                  "must be at most %g; a longer timeout never fires before "
                  "the queue is unbounded (no timeout: %g s)",
-                 m->timeout, span, MS_MAX_TIMEOUT_COMPLETIONS,
+                 m->timeout_spread > 0.0 ? "longest timeout" : "timeout",
+                 longest, span, MS_MAX_TIMEOUT_COMPLETIONS,
                  MS_MAX_TIMEOUT_COMPLETIONS / cmu);
+}
+
+/* The spread of the timeout: a width >= 0 of the erlang model, whose
+ * longest timeout is a duration. */
+static int timeout_spread_check(const ms_failure_model *m, ms_error *err) {
+  double w = m->timeout_spread;
+  if (w == 0.0)
+    return MS_OK;
+  if (m->kind != MS_MODEL_ERLANG)
+    return ms_fail(err, MS_EINVAL,
+                   "timeout spread = %g s: the capacity model has no "
+                   "timeout; it needs the erlang model",
+                   w);
+  if (!(w >= 0.0 && w <= MS_MAX_DURATION))
+    return ms_fail(err, MS_EINVAL,
+                   "timeout spread = %g s (the longest timeout less the "
+                   "shortest) must be >= 0 and at most %g s",
+                   w, MS_MAX_DURATION);
+  if (!(m->timeout + w <= MS_MAX_DURATION))
+    return ms_fail(err, MS_EINVAL,
+                   "longest timeout = %g s + %g s must be at most %g s",
+                   m->timeout, w, MS_MAX_DURATION);
+  return MS_OK;
 }
 
 int ms_failure_model_check(const ms_failure_model *m, ms_error *err) {
@@ -241,6 +267,8 @@ int ms_failure_model_check(const ms_failure_model *m, ms_error *err) {
                    "has no queue");
   if (m->has_queue_limit &&
       (st = MS_PARAM_CHECK(MS_PARAM_QUEUE_LIMIT, (double)m->queue_limit, err)))
+    return st;
+  if ((st = timeout_spread_check(m, err)) != MS_OK)
     return st;
   switch (m->kind) {
   case MS_MODEL_CAPACITY:
@@ -380,6 +408,12 @@ double ms_effective_timeout(const ms_failure_model *m) {
   /* 2 T / (1 + 1) is T exactly: cv = 1 is the M/M/c model bit for bit */
   double cv = m->service_time_cv;
   return 2.0 * m->timeout / (1.0 + cv * cv);
+}
+
+double ms_timeout_longest(const ms_failure_model *m) {
+  if (m->kind != MS_MODEL_ERLANG)
+    return 0.0;
+  return m->timeout + m->timeout_spread;
 }
 
 /* p(x) and x p'(x) for a valid model and x >= 0.  With general service the
@@ -534,8 +568,9 @@ static void queue_limited_eval(const ms_failure_model *m, double x,
   f->xdp_retry = admit * (dadmit * g + xdg);
 }
 
-void ms_failure_eval_at(const ms_failure_model *m, double x,
-                        ms_failure_eval *f) {
+/* The failure split at x when every attempt times out at m->timeout. */
+static void failure_eval_fixed(const ms_failure_model *m, double x,
+                               ms_failure_eval *f) {
   if (m->has_queue_limit) {
     queue_limited_eval(m, x, f);
     return;
@@ -544,6 +579,162 @@ void ms_failure_eval_at(const ms_failure_model *m, double x,
   f->p_retry = f->p;
   f->q_retry = f->q;
   f->xdp_retry = f->xdp;
+}
+
+/*
+ * A spread timeout (doc/design.md §1.1): each attempt draws its timeout T
+ * uniformly from [T0, T0 + w], independently of the queue, so every part
+ * of the failure split is the average of the fixed-timeout one over T:
+ * p(x) = (1/w) integral p(x; T) dT, and x p'(x) likewise (T does not
+ * depend on x).  1 - p is averaged on its own, not formed as 1 - p, so
+ * that its digits stay where p is near 1.  The per-T split is
+ * failure_eval_fixed, whatever tail it uses: this layer only integrates.
+ *
+ * The integral is adaptive Gauss-Kronrod (7 and 15 points, the pair of
+ * QUADPACK's QK15; Piessens et al., QUADPACK, Springer 1983): the segment
+ * with the largest error estimate |K15 - G7| is halved until every part's
+ * estimate is within SPREAD_TOL of its value (SPREAD_TOL_SLOPE for
+ * the slopes), or SPREAD_SEGMENTS segments.  The wait tail decays like
+ * e^(-(c mu - x) T), so segments gather near the shortest timeout when
+ * (c mu - x) w is large.
+ */
+enum { SPREAD_PARTS = 6, SPREAD_SEGMENTS = 40 };
+#define SPREAD_TOL 1e-11
+#define SPREAD_TOL_SLOPE 1e-9
+
+typedef struct {
+  double lo, hi;
+  double v[SPREAD_PARTS], err[SPREAD_PARTS];
+} spread_segment;
+
+/* The Kronrod nodes on [-1, 1] (the odd ones are Gauss's), their weights,
+ * and the 7-point Gauss weights of nodes 1, 3, 5 and 7 (0). */
+static const double gk_x[8] = {
+    0.991455371120812639206854697526329, 0.949107912342758524526189684047851,
+    0.864864423359769072789712788640926, 0.741531185599394439863864773280788,
+    0.586087235467691130294144845693013, 0.405845151377397166906606412076961,
+    0.207784955007898467600689403773245, 0.0};
+static const double gk_wk[8] = {
+    0.022935322010529224963732008058970, 0.063092092629978553290700663189204,
+    0.104790010322250183839876322541518, 0.140653259715525918745189590510238,
+    0.169004726639267902826583426598550, 0.190350578064785409913256402421014,
+    0.204432940075298892414161999234649, 0.209482141084727828012999174891714};
+static const double gk_wg[4] = {
+    0.129484966168869693270611432679082, 0.279705391489276667901467771423780,
+    0.381830050505118944950369775488975, 0.417959183673469387755102040816327};
+
+static void spread_parts(const ms_failure_model *m, double x, double T,
+                         double v[SPREAD_PARTS]) {
+  ms_failure_model one = *m;
+  one.timeout = T;
+  one.timeout_spread = 0.0;
+  ms_failure_eval f;
+  failure_eval_fixed(&one, x, &f);
+  v[0] = f.p;
+  v[1] = f.xdp;
+  v[2] = f.p_retry;
+  v[3] = f.xdp_retry;
+  v[4] = f.q;
+  v[5] = f.q_retry;
+}
+
+/* One segment's share of the average (its integral over w) and the
+ * error estimate of each part. */
+static void spread_segment_eval(const ms_failure_model *m, double x, double w,
+                                spread_segment *s) {
+  double mid = 0.5 * (s->lo + s->hi), half = 0.5 * (s->hi - s->lo);
+  double k[SPREAD_PARTS] = {0}, g[SPREAD_PARTS] = {0}, v[SPREAD_PARTS];
+  for (int i = 0; i < 8; i++) {
+    int sides = i < 7 ? 2 : 1;
+    for (int side = 0; side < sides; side++) {
+      double t = side ? mid - half * gk_x[i] : mid + half * gk_x[i];
+      spread_parts(m, x, fmin(s->hi, fmax(s->lo, t)), v);
+      for (int j = 0; j < SPREAD_PARTS; j++) {
+        k[j] += gk_wk[i] * v[j];
+        if (i % 2 == 1)
+          g[j] += gk_wg[i / 2] * v[j];
+      }
+    }
+  }
+  double scale = half / w;
+  for (int j = 0; j < SPREAD_PARTS; j++) {
+    s->v[j] = k[j] * scale;
+    s->err[j] = fabs(k[j] - g[j]) * scale;
+  }
+}
+
+/* Whether the error estimates are within the tolerance of the values;
+ * else the segment whose error weighs most. */
+static bool spread_converged(const spread_segment *seg, int n, int *worst) {
+  double tot[SPREAD_PARTS] = {0}, err[SPREAD_PARTS] = {0};
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < SPREAD_PARTS; j++) {
+      tot[j] += seg[i].v[j];
+      err[j] += seg[i].err[j];
+    }
+  bool ok = true;
+  double most = -1.0;
+  for (int j = 0; j < SPREAD_PARTS; j++) {
+    /* parts 1 and 3 are slopes, which the queue-limited model takes by
+     * central differences good to about 1e-7: asking more of them would
+     * halve segments on rounding noise */
+    double tol = j == 1 || j == 3 ? SPREAD_TOL_SLOPE : SPREAD_TOL;
+    double allowed = tol * fabs(tot[j]) + DBL_MIN;
+    if (err[j] <= allowed)
+      continue;
+    ok = false;
+    for (int i = 0; i < n; i++)
+      if (seg[i].err[j] / allowed > most) {
+        most = seg[i].err[j] / allowed;
+        *worst = i;
+      }
+  }
+  return ok;
+}
+
+static void spread_eval(const ms_failure_model *m, double x,
+                        ms_failure_eval *f) {
+  /* the width as the doubles hold it: dividing by the spread itself would
+   * be off by the rounding of T + w, relative to a tiny w */
+  double w = (m->timeout + m->timeout_spread) - m->timeout;
+  spread_segment seg[SPREAD_SEGMENTS];
+  seg[0].lo = m->timeout;
+  seg[0].hi = m->timeout + w;
+  spread_segment_eval(m, x, w, &seg[0]);
+  int n = 1, worst = 0;
+  while (n < SPREAD_SEGMENTS && !spread_converged(seg, n, &worst)) {
+    spread_segment *a = &seg[worst];
+    double mid = 0.5 * (a->lo + a->hi);
+    if (!(mid > a->lo && mid < a->hi))
+      break; /* the segment is as short as doubles allow */
+    spread_segment *b = &seg[n++];
+    b->lo = mid;
+    b->hi = a->hi;
+    a->hi = mid;
+    spread_segment_eval(m, x, w, a);
+    spread_segment_eval(m, x, w, b);
+  }
+  double v[SPREAD_PARTS] = {0};
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < SPREAD_PARTS; j++)
+      v[j] += seg[i].v[j];
+  f->p = fmin(1.0, fmax(0.0, v[0]));
+  f->xdp = v[1];
+  f->p_retry = fmin(1.0, fmax(0.0, v[2]));
+  f->xdp_retry = v[3];
+  f->q = fmin(1.0, fmax(0.0, v[4]));
+  f->q_retry = fmin(1.0, fmax(0.0, v[5]));
+}
+
+void ms_failure_eval_at(const ms_failure_model *m, double x,
+                        ms_failure_eval *f) {
+  /* a spread below the rounding of T is no spread */
+  if (m->kind == MS_MODEL_ERLANG &&
+      m->timeout + m->timeout_spread > m->timeout) {
+    spread_eval(m, x, f);
+    return;
+  }
+  failure_eval_fixed(m, x, f);
 }
 
 /* 1 + p + ... + p^r and its derivative: by Horner's rule up to 64 retries
@@ -899,8 +1090,8 @@ static double hold_dg(double k, double T) {
  * (Kleinrock 1975, sec. 3.4: the response time of M/M/c); h = T when
  * x >= c mu, where every attempt waits its whole timeout.
  */
-double ms_hold_time(const ms_failure_model *m, double x) {
-  double mu = m->service_rate, T = m->timeout;
+static double hold_time_fixed(const ms_failure_model *m, double x, double T) {
+  double mu = m->service_rate;
   double cmu = (double)m->servers * mu;
   if (!(x < cmu))
     return T;
@@ -917,6 +1108,22 @@ double ms_hold_time(const ms_failure_model *m, double x) {
   else
     dd = -hold_dg(0.5 * (mu + gamma), T);
   return gm + C * mu * dd;
+}
+
+/* With a spread timeout, the average of E[min(R, T)] over T: the 15-point
+ * Kronrod rule, ample for a function of T whose derivative, P(R > T), is
+ * bounded by 1. */
+double ms_hold_time(const ms_failure_model *m, double x) {
+  double w = (m->timeout + m->timeout_spread) - m->timeout;
+  if (!(w > 0.0))
+    return hold_time_fixed(m, x, m->timeout);
+  double mid = m->timeout + 0.5 * w, half = 0.5 * w, h = 0.0;
+  for (int i = 0; i < 8; i++) {
+    h += gk_wk[i] * hold_time_fixed(m, x, mid + half * gk_x[i]);
+    if (i < 7)
+      h += gk_wk[i] * hold_time_fixed(m, x, mid - half * gk_x[i]);
+  }
+  return 0.5 * h;
 }
 
 /* The failure split at x: p, x dp/dx, and the share of failures that are

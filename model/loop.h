@@ -43,6 +43,12 @@ typedef struct {
    * it. */
   bool has_service_time_cv;
   double service_time_cv;
+  /* erlang: the width w of a uniform spread of the timeout, s, finite,
+   * >= 0: each attempt's timeout is uniform on [timeout, timeout + w]
+   * (a client timer that fires late: `timeout: {min, max}` or
+   * timeout_granularity in service files; doc/design.md §1.1).  0: every
+   * attempt times out at `timeout`, the model without it bit for bit. */
+  double timeout_spread;
   bool has_queue_limit;  /* erlang: the queue holds at most queue_limit
                             waiting attempts and rejects the rest (M/M/c/K,
                             doc/design.md §1.9) */
@@ -270,6 +276,8 @@ enum {
     MS_BOUND_HI_OPEN, 0, MS_SCOPE_SERVICE)                                    \
   X(SERVICE_TIME_CV, "service_time_cv", "", 0.0, MS_MAX_SERVICE_TIME_CV,      \
     MS_BOUND_CLOSED, 0, MS_SCOPE_SERVICE)                                     \
+  X(TIMEOUT_GRANULARITY, "timeout_granularity", "s", 0.0, MS_MAX_DURATION,    \
+    MS_BOUND_CLOSED | MS_BOUND_LIMIT, 0, MS_SCOPE_SERVICE)                    \
   X(RETRIES, "retries", "", 0.0, (double)MS_MAX_RETRIES,                      \
     MS_BOUND_CLOSED, 1, MS_SCOPE_SERVICE)                                     \
   X(TIERS, "tiers", "", 1.0, (double)MS_MAX_TIERS,                            \
@@ -397,6 +405,14 @@ int ms_service_params_check(const ms_service_params *s, ms_error *err);
  * Statistics and Queueing Theory, 2nd ed., 1990, sec. 6.4).
  */
 double ms_effective_timeout(const ms_failure_model *m);
+
+/*
+ * ms_timeout_longest: the longest timeout an attempt can draw, T + w with
+ * w = timeout_spread (doc/design.md §1.1): T itself without a spread.
+ *   m  a valid erlang model (the capacity model has no timeout: 0)
+ * Returns seconds, finite, >= 0.
+ */
+double ms_timeout_longest(const ms_failure_model *m);
 
 /* ms_saturation_load: x_cap, the attempts/s the dependency can serve: C
  * for the capacity model, c mu for the erlang model (doc/design.md §1.1).

@@ -11,6 +11,13 @@
  * next timeout is always that of the oldest live attempt in the queue.
  * Attempts whose client gave up are kept as a count in front of the live
  * ones: they still take a server each, and nothing else is known of them.
+ *
+ * With a spread timeout (doc/design.md §1.1) each attempt draws its own
+ * patience, uniform on [T, T + w], and timeouts no longer come in queue
+ * order: each is an event of the heap (EV_TIMEOUT), and an attempt whose
+ * client gave up stays at its place in the queue, told from a live one by
+ * its serial number (the request's waiting_serial moves on).  Without a
+ * spread nothing of this runs and no random number is drawn for it.
  */
 #include <float.h>
 #include <math.h>
@@ -205,11 +212,12 @@ static double service_sample(const service_sampler *v, rng_t *g) {
 
 /* ---- containers ----------------------------------------------------- */
 
-enum { EV_DONE_OK, EV_DONE_FAIL, EV_DONE_ABANDONED, EV_RETRY };
+enum { EV_DONE_OK, EV_DONE_FAIL, EV_DONE_ABANDONED, EV_RETRY, EV_TIMEOUT };
 
 typedef struct {
   double t;
-  double dur; /* a completion: the service time it ends, s */
+  double dur; /* a completion: the service time it ends, s; a timeout:
+                 the serial number of its attempt */
   uint32_t id;
   uint32_t kind;
 } event;
@@ -270,10 +278,11 @@ static event heap_pop(heap_t *h) {
   return top;
 }
 
-/* A FIFO ring of (time, id); capacity a power of two. */
+/* A FIFO ring of (time, id, serial); capacity a power of two. */
 typedef struct {
   double t;
   uint32_t id;
+  uint64_t serial; /* with a spread timeout: the attempt's; else 0 */
 } qentry;
 
 typedef struct {
@@ -281,7 +290,7 @@ typedef struct {
   size_t head, len, cap;
 } ring_t;
 
-static int ring_push(ring_t *q, double t, uint32_t id) {
+static int ring_push_serial(ring_t *q, double t, uint32_t id, uint64_t serial) {
   if (q->len == q->cap) {
     size_t nc = q->cap ? 2 * q->cap : 1024;
     qentry *b = malloc(nc * sizeof *b);
@@ -294,9 +303,13 @@ static int ring_push(ring_t *q, double t, uint32_t id) {
     q->head = 0;
     q->cap = nc;
   }
-  q->a[(q->head + q->len) & (q->cap - 1)] = (qentry){t, id};
+  q->a[(q->head + q->len) & (q->cap - 1)] = (qentry){t, id, serial};
   q->len++;
   return MS_OK;
+}
+
+static int ring_push(ring_t *q, double t, uint32_t id) {
+  return ring_push_serial(q, t, id, 0);
 }
 
 static qentry *ring_front(ring_t *q) { return &q->a[q->head]; }
@@ -315,6 +328,10 @@ typedef struct {
   rng_t rng;
   service_sampler service;
   double mu, T, base;
+  double spread;            /* w: patience uniform on [T, T + w]; 0: T */
+  uint64_t serial_next;     /* the last attempt's serial (spread only) */
+  uint64_t *waiting_serial; /* per request: its waiting attempt's serial,
+                               0 when none waits (spread only) */
   int r;
   long long queue_limit; /* waiting places; -1: none (M/M/c/K, §1.9) */
   bool rejections_final; /* a rejection ends its request */
@@ -345,6 +362,7 @@ static void des_free(des_t *d) {
   free(d->heap.a);
   free(d->live.a);
   free(d->retries_done);
+  free(d->waiting_serial);
   free(d->sleep);
   free(d->cost);
   free(d->free_ids);
@@ -369,10 +387,15 @@ static int request_new(des_t *d, uint32_t *id) {
     cap = d->req_cap;
     if (grow((void **)&d->cost, &cap, d->req_top + 1, sizeof *d->cost) != MS_OK)
       return MS_ENOMEM;
+    cap = d->req_cap;
+    if (grow((void **)&d->waiting_serial, &cap, d->req_top + 1,
+             sizeof *d->waiting_serial) != MS_OK)
+      return MS_ENOMEM;
     d->req_cap = cap;
     *id = (uint32_t)d->req_top++;
   }
   d->retries_done[*id] = 0;
+  d->waiting_serial[*id] = 0;
   d->sleep[*id] = d->cfg->backoff.base;
   d->cost[*id] = 0.0;
   return MS_OK;
@@ -429,10 +452,27 @@ static int start_service(des_t *d, uint32_t id, double t) {
                    fail ? EV_DONE_FAIL : EV_DONE_OK);
 }
 
+/* A server takes an attempt whose client gave up: it is served all the
+ * same, and its completion tells nobody. */
+static int serve_abandoned(des_t *d, double t) {
+  integrate_busy(d, t);
+  d->busy++;
+  double dur = service_sample(&d->service, &d->rng);
+  return heap_push(&d->heap, t + dur, dur, 0, EV_DONE_ABANDONED);
+}
+
 /* Free servers take waiting attempts, oldest first. */
 static int dispatch(des_t *d, double t) {
   while (d->busy < d->servers) {
-    if (d->abandoned > 0) {
+    if (d->spread > 0.0 && d->live.len > 0) {
+      qentry e = *ring_front(&d->live);
+      ring_pop(&d->live);
+      bool live = d->waiting_serial[e.id] == e.serial;
+      if (live)
+        d->waiting_serial[e.id] = 0;
+      if ((live ? start_service(d, e.id, t) : serve_abandoned(d, t)) != MS_OK)
+        return MS_ENOMEM;
+    } else if (d->abandoned > 0) {
       d->abandoned--;
       integrate_busy(d, t);
       d->busy++;
@@ -470,6 +510,15 @@ static int send_attempt(des_t *d, uint32_t id, double t) {
     d->win.given_up += 1.0;
     attempt_outcome(d, id, false); /* the attempt is no longer in flight */
     return request_free(d, id);
+  }
+  if (d->spread > 0.0) {
+    uint64_t serial = ++d->serial_next;
+    d->waiting_serial[id] = serial;
+    double patience = d->T + d->spread * rng_uniform(&d->rng);
+    if (heap_push(&d->heap, t + patience, (double)serial, id, EV_TIMEOUT) !=
+        MS_OK)
+      return MS_ENOMEM;
+    return ring_push_serial(&d->live, t, id, serial);
   }
   return ring_push(&d->live, t, id);
 }
@@ -678,6 +727,7 @@ static void des_init(des_t *d, const ms_sim_config *c) {
   service_sampler_init(&d->service, c->service_dist, d->mu,
                        m0->has_service_time_cv ? m0->service_time_cv : 1.0);
   d->T = m0->timeout;
+  d->spread = (m0->timeout + m0->timeout_spread) - m0->timeout;
   d->base = m0->base_failure;
   d->queue_limit = m0->has_queue_limit ? m0->queue_limit : -1;
   d->rejections_final = m0->rejections_final;
@@ -771,6 +821,13 @@ static int des_event(des_t *d, des_sources *src, double t, double t_heap,
     event e = heap_pop(&d->heap);
     if (e.kind == EV_RETRY)
       return retry_due(d, e.id, t);
+    if (e.kind == EV_TIMEOUT) {
+      /* a spread timeout: the client gives up unless a server took it */
+      if (d->waiting_serial[e.id] != (uint64_t)e.dur)
+        return MS_OK;
+      d->waiting_serial[e.id] = 0;
+      return attempt_failed(d, e.id, t, true);
+    }
     return completion(d, &e, t);
   }
   return arrival(d, src, t);
@@ -786,8 +843,9 @@ static int des_run(des_t *d, des_sources *src, ms_sim_recorder *rec,
   double win_start = 0.0, win_end = fmin(si, duration);
   for (;;) {
     double t_heap = d->heap.n > 0 ? d->heap.a[0].t : HUGE_VAL;
-    double t_timeout =
-        d->live.len > 0 ? ring_front(&d->live)->t + d->T : HUGE_VAL;
+    double t_timeout = d->live.len > 0 && !(d->spread > 0.0)
+                           ? ring_front(&d->live)->t + d->T
+                           : HUGE_VAL;
     double t_change = src->next_change < src->n_changes
                           ? src->changes[src->next_change].t
                           : HUGE_VAL;

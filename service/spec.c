@@ -34,6 +34,7 @@ enum {
   K_SERVICE_TIME,
   K_SERVICE_RATE,
   K_TIMEOUT,
+  K_TIMEOUT_GRANULARITY,
   K_SERVICE_TIME_CV,
   K_CAPACITY,
   K_RETRIES,
@@ -66,6 +67,7 @@ static const char *const key_names[] = {"name",
                                         "service_time",
                                         "service_rate",
                                         "timeout",
+                                        "timeout_granularity",
                                         "service_time_cv",
                                         "capacity",
                                         "retries",
@@ -323,10 +325,10 @@ static int read_model_kind(service_reader *r) {
         r->ld, r->val[K_MODEL],
         "model '%s' is neither erlang nor capacity (key 'model')",
         model ? model : ms_yaml_kind(r->val[K_MODEL]));
-  static const int erlang_only[] = {K_SERVERS,           K_SERVICE_TIME,
-                                    K_SERVICE_RATE,      K_TIMEOUT,
-                                    K_SERVICE_TIME_CV,   K_QUEUE_LIMIT,
-                                    K_LATENCY_OBJECTIVE, K_RETRY_REJECTIONS};
+  static const int erlang_only[] = {
+      K_SERVERS,     K_SERVICE_TIME,        K_SERVICE_RATE,
+      K_TIMEOUT,     K_TIMEOUT_GRANULARITY, K_SERVICE_TIME_CV,
+      K_QUEUE_LIMIT, K_LATENCY_OBJECTIVE,   K_RETRY_REJECTIONS};
   for (size_t i = 0; i < sizeof erlang_only / sizeof *erlang_only; i++)
     if (!r->erlang && r->val[erlang_only[i]])
       return ms_yaml_fail(r->ld, r->key[erlang_only[i]],
@@ -403,6 +405,52 @@ static void note_bare(const yaml_node_t *v, double seconds,
                             .column = (int)v->start_mark.column + 1};
 }
 
+/* timeout: T, a range {min: 500ms, max: 1.1s} (or "500ms..1.1s"), and
+ * timeout_granularity: G, a timer that fires at its first tick after T
+ * (uniform on [T, T + G]; doc/configuration.md, "How clients time out"). */
+static int read_timeout(service_reader *r) {
+  ms_failure_model *m = &r->sp->params.model;
+  const yaml_node_t *v = r->val[K_TIMEOUT];
+  char why[256];
+  if (v->type == YAML_MAPPING_NODE) {
+    static const char *const names[] = {"min", "max"};
+    const ms_yaml_keys table = {"timeout", "key", names, 2};
+    const yaml_node_t *val[2], *keys[2];
+    double lo, hi;
+    if (ms_yaml_walk_mapping(r->ld, v, &table, val, keys) != 0)
+      return -1;
+    for (int i = 0; i < 2; i++)
+      if (val[i] == NULL)
+        return ms_yaml_fail(r->ld, v,
+                            "a timeout range needs min and max (timeout: "
+                            "{min: 500ms, max: 1.1s}; service '%s')",
+                            r->name);
+    if (ms_yaml_get_param(r->ld, val[0], MS_PARAM_TIMEOUT, &lo) != 0 ||
+        ms_yaml_get_param(r->ld, val[1], MS_PARAM_TIMEOUT, &hi) != 0)
+      return -1;
+    if (ms_timeout_from_range(lo, hi, &m->timeout, &m->timeout_spread, why,
+                              sizeof why) != 0)
+      return ms_yaml_fail(r->ld, val[1], "%s (key 'timeout')", why);
+  } else if (ms_yaml_scalar(v) != NULL && strstr(ms_yaml_scalar(v), "..")) {
+    if (ms_parse_timeout_range(ms_yaml_scalar(v), &m->timeout,
+                               &m->timeout_spread, why, sizeof why) != 0)
+      return ms_yaml_fail(r->ld, v, "%s (key 'timeout')", why);
+  } else {
+    if (read_optional(r, K_TIMEOUT, MS_PARAM_TIMEOUT, &m->timeout, NULL) != 0)
+      return -1;
+    note_bare(v, m->timeout, &r->sp->bare_timeout);
+  }
+  if (r->val[K_TIMEOUT_GRANULARITY] == NULL)
+    return 0;
+  if (m->timeout_spread > 0.0)
+    return ms_yaml_fail(r->ld, r->key[K_TIMEOUT_GRANULARITY],
+                        "service '%s' gives a timeout range and "
+                        "timeout_granularity: give one",
+                        r->name);
+  return read_optional(r, K_TIMEOUT_GRANULARITY, MS_PARAM_TIMEOUT_GRANULARITY,
+                       &m->timeout_spread, NULL);
+}
+
 static int read_erlang(service_reader *r) {
   ms_failure_model *m = &r->sp->params.model;
   m->kind = MS_MODEL_ERLANG;
@@ -435,9 +483,8 @@ static int read_erlang(service_reader *r) {
     return ms_yaml_fail(r->ld, r->map,
                         "service '%s' needs a client timeout (key 'timeout')",
                         r->name);
-  if (read_optional(r, K_TIMEOUT, MS_PARAM_TIMEOUT, &m->timeout, NULL) != 0)
+  if (read_timeout(r) != 0)
     return -1;
-  note_bare(r->val[K_TIMEOUT], m->timeout, &r->sp->bare_timeout);
   if (read_optional(r, K_SERVICE_TIME_CV, MS_PARAM_SERVICE_TIME_CV,
                     &m->service_time_cv, &m->has_service_time_cv) != 0)
     return -1;

@@ -84,6 +84,56 @@ int ms_parse_duration(const char *text, double *seconds, char *errbuf,
   return -1;
 }
 
+int ms_timeout_from_range(double lo, double hi, double *timeout, double *spread,
+                          char *why, size_t len) {
+  ms_error e;
+  if (ms_param_check(MS_PARAM_TIMEOUT, lo, &e) != MS_OK ||
+      ms_param_check(MS_PARAM_TIMEOUT, hi, &e) != MS_OK) {
+    snprintf(why, len, "%s", e.msg);
+    return -1;
+  }
+  if (!(hi >= lo)) {
+    snprintf(why, len,
+             "timeout max %.8g s is below its min %.8g s: a range is "
+             "{min: shortest, max: longest}",
+             hi, lo);
+    return -1;
+  }
+  *timeout = lo;
+  *spread = hi - lo;
+  return 0;
+}
+
+int ms_parse_timeout_range(const char *text, double *timeout, double *spread,
+                           char *why, size_t len) {
+  const char *dots = text ? strstr(text, "..") : NULL;
+  double lo, hi;
+  if (dots == NULL) {
+    if (ms_parse_duration(text, &lo, why, len) != 0)
+      return -1;
+    return ms_timeout_from_range(lo, lo, timeout, spread, why, len);
+  }
+  char first[64];
+  size_t n = (size_t)(dots - text);
+  if (n >= sizeof first) {
+    snprintf(why, len, "'%s' is not a timeout range (MIN..MAX, 500ms..1.1s)",
+             text);
+    return -1;
+  }
+  memcpy(first, text, n);
+  first[n] = '\0';
+  if (ms_parse_duration(first, &lo, why, len) != 0 ||
+      ms_parse_duration(dots + 2, &hi, why, len) != 0) {
+    char inner[200];
+    snprintf(inner, sizeof inner, "%s", why);
+    snprintf(why, len,
+             "'%s' is not a timeout range (MIN..MAX, 500ms..1.1s): %s", text,
+             inner);
+    return -1;
+  }
+  return ms_timeout_from_range(lo, hi, timeout, spread, why, len);
+}
+
 int ms_parse_share(const char *text, double *share) {
   double v;
   const char *rest;

@@ -64,6 +64,27 @@ int ms_parse_rate(const char *text, double *per_second, char *errbuf,
                   size_t errlen);
 
 /*
+ * ms_timeout_from_range: the erlang model's timeout and its spread
+ * (doc/design.md §1.1) from the shortest and the longest timeout a client
+ * fires, s: *timeout = lo, *spread = hi - lo.  Each must be a timeout
+ * (ms_param_check of MS_PARAM_TIMEOUT) and hi >= lo.  The one check of a
+ * range for the service files (`timeout: {min: 500ms, max: 1.1s}`) and the
+ * command line (`--timeout 500ms..1.1s`).  Returns 0, or -1 with why
+ * ("timeout max 0.5 s is below its min 1.1 s").
+ */
+int ms_timeout_from_range(double lo, double hi, double *timeout, double *spread,
+                          char *why, size_t len);
+
+/*
+ * ms_parse_timeout_range: a timeout or a range of them, "400ms" or
+ * "500ms..1.1s" (two durations of ms_parse_duration joined by ".."),
+ * into the timeout and its spread of ms_timeout_from_range (0 for one
+ * duration).  Returns 0, or -1 with why.
+ */
+int ms_parse_timeout_range(const char *text, double *timeout, double *spread,
+                           char *why, size_t len);
+
+/*
  * ms_parse_share: a share of 1 (a probability, a ratio), as a plain number
  * or as a percentage: "0.1" and "10%" (or "10 %") -> 0.1, "0.5%" -> 0.005.
  * Any finite number (the range is the caller's).  Returns 0 with *share

@@ -446,6 +446,7 @@ FIELD_FN(service_rate, model.service_rate)
 FIELD_FN(timeout, model.timeout)
 FIELD_FN(base_failure, model.base_failure)
 FIELD_FN(service_time_cv, model.service_time_cv)
+FIELD_FN(timeout_spread, model.timeout_spread)
 FIELD_FN(retry_budget, policy.retry_budget)
 FIELD_FN(token_ratio, policy.token_ratio)
 FIELD_FN(grpc_max_tokens, policy.grpc_max_tokens)
@@ -467,6 +468,7 @@ static const dfield service_fields[] = {
     FIELD(timeout, 0, MS_MAX_DURATION, 1),
     FIELD(base_failure, 0, 1, 0.01),
     FIELD(service_time_cv, 0, MS_MAX_SERVICE_TIME_CV, 2),
+    FIELD(timeout_spread, 0, MS_MAX_DURATION, 0.5),
     FIELD(retry_budget, 0, 1, 0.1),
     FIELD(token_ratio, 0, 1, 0.5),
     FIELD(grpc_max_tokens, 1, 1000, 10),
@@ -493,6 +495,7 @@ static void model_calls(const ms_failure_model *m, const char *in) {
   double sat = ms_saturation_load(m), p = NAN, r = NAN;
   VALUE("ms_saturation_load", sat, "%s", in);
   VALUE("ms_effective_timeout", ms_effective_timeout(m), "%s", in);
+  VALUE("ms_timeout_longest", ms_timeout_longest(m), "%s", in);
   double h = ms_timeout_horizon(m);
   /* documented: +infinity for the capacity model, which has no timeout */
   if (m->kind != MS_MODEL_CAPACITY || h != INFINITY)
@@ -1037,6 +1040,7 @@ static const row functions[] = {
     DRIVEN(ms_retry_policy_check, "service_fields"),
     DRIVEN(ms_service_params_check, "service_fields"),
     DRIVEN(ms_effective_timeout, "service_fields"),
+    DRIVEN(ms_timeout_longest, "service_fields"),
     DRIVEN(ms_saturation_load, "service_fields"),
     DRIVEN(ms_failure_probability, "service_fields, service_args"),
     DRIVEN(ms_amplification, "service_fields"),

@@ -954,6 +954,54 @@ START_TEST(test_des_general_service_tail) {
 }
 END_TEST
 
+/* A spread timeout (doc/design.md §1.1): each attempt of the DES draws
+ * its patience from [T, T + w]; its share of attempts that time out is
+ * the model's average over T (within 5 % and four standard errors), and
+ * not the tail at the mean timeout, which a convex tail puts lower.  With
+ * and without a queue limit. */
+START_TEST(test_des_spread_timeout) {
+  static const struct {
+    long K; /* -1: none */
+    double rho;
+  } rows[] = {{-1, 0.9}, {20, 0.95}};
+  for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+    ms_service_params s;
+    ms_failure_model_erlang(&s.model, 10, 10.0, 0.1);
+    s.model.timeout_spread = 0.6;
+    s.model.has_queue_limit = rows[k].K >= 0;
+    s.model.queue_limit = rows[k].K >= 0 ? rows[k].K : 0;
+    ms_retry_policy_fixed(&s.policy, 0);
+    ms_sim_config c;
+    ms_sim_config_init(&c, &s);
+    double x = rows[k].rho * 100.0;
+    c.scenario.offered_load = x;
+    c.scenario.duration = 4100.0;
+    c.sample_interval = 100.0;
+    c.seed = 11;
+    series v = {0};
+    run(MS_ENGINE_DES, &c, &v);
+    estimate p = batch_estimate(&v, 100.0, 4100.0, f_failure, false);
+    ms_failure_model mean = s.model;
+    mean.timeout = 0.4;
+    mean.timeout_spread = 0.0;
+    double q, q_mean;
+    ck_assert_int_eq(ms_failure_probability(&s.model, x, &q, NULL), MS_OK);
+    ck_assert_int_eq(ms_failure_probability(&mean, x, &q_mean, NULL), MS_OK);
+    if (getenv("CK_VERBOSITY") && !strcmp(getenv("CK_VERBOSITY"), "verbose"))
+      printf("spread timeout K %ld rho %g: DES %.5f +- %.5f, model %.5f, "
+             "at the mean timeout %.5f\n",
+             rows[k].K, rows[k].rho, p.mean, p.se, q, q_mean);
+    ck_assert_msg(fabs(p.mean - q) <= 0.05 * q + 4 * p.se,
+                  "K %ld: failures %.5f +- %.5f, model %.5f", rows[k].K, p.mean,
+                  p.se, q);
+    ck_assert_msg(fabs(p.mean - q_mean) > 0.05 * q_mean + 4 * p.se,
+                  "K %ld: the mean timeout's %.5f is as close", rows[k].K,
+                  q_mean);
+    series_free(&v);
+  }
+}
+END_TEST
+
 /* One DES steady state against the model: attempts and failure ratio. */
 static void des_case(const char *name, ms_sim_config *c, double from,
                      double x_model, double p_model) {
@@ -2183,6 +2231,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(des, test_des_is_mmc);
   tcase_add_test(des, test_des_service_moments);
   tcase_add_test(des, test_des_general_service_tail);
+  tcase_add_test(des, test_des_spread_timeout);
   tcase_add_test(des, test_des_equilibria_three_cases);
   tcase_add_test(des, test_des_latch_threshold);
   tcase_add_test(des, test_des_backoff_moves_no_equilibrium);

@@ -103,6 +103,7 @@ static const struct {
     {MS_PARAM_TIMEOUT, ">= 0 and at most 1e+300"},
     {MS_PARAM_BASE_FAILURE, "in [0, 1)"},
     {MS_PARAM_SERVICE_TIME_CV, "in [0, 10]"},
+    {MS_PARAM_TIMEOUT_GRANULARITY, ">= 0 and at most 1e+300"},
     {MS_PARAM_RETRIES, "in [0, 10000]"},
     {MS_PARAM_TIERS, "in [1, 10]"},
     {MS_PARAM_RETRY_BUDGET, "in [0, 1)"},

@@ -240,6 +240,43 @@ class ErlangService(CliTest):
             flat = [x for kv in args.items() for x in kv]
             self.fails(2, says, "solve", *flat, "--load", "5")
 
+    def test_timeout_range(self):
+        # a range, a granularity and a file say the same service; the
+        # spread lies between its ends (doc/design.md §1.1)
+        base = ("--servers", "10", "--service-time", "200ms",
+                "--retries", "3", "--format", "json")
+        def tip(*a):
+            return self.ok("solve", *base, *a).json()["tipping_load"]
+        spread = tip("--timeout", "400ms..900ms")
+        self.assertEqual(spread, tip("--timeout", "400ms",
+                                     "--timeout-granularity", "500ms"))
+        self.assertLess(tip("--timeout", "400ms"), spread)
+        self.assertLess(spread, tip("--timeout", "900ms"))
+        # the closed form of tools/gen_spread.py (tests/data/spread.csv,
+        # service 0: 10 x 5/s, T 0.4 s, w 0.5 s, 3 retries)
+        self.assertAlmostEqual(spread, 43.50473379368729, delta=1e-9)
+        svc = ("services:\n  - name: api\n    model: erlang\n"
+               "    servers: 10\n    service_time: 200ms\n"
+               "    timeout: %s\n    retries: 3\n"
+               "    inputs:\n      offered_rate: \"a/b/derive-c\"\n")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "s.yaml")
+            for t in ("{min: 400ms, max: 900ms}", "400ms..900ms",
+                      "400ms\n    timeout_granularity: 500ms"):
+                with open(path, "w") as f:
+                    f.write(svc % t)
+                j = self.ok("solve", "--spec", path, "--format",
+                            "json").json()
+                self.assertEqual(j["tipping_load"], spread, t)
+            with open(path, "w") as f:
+                f.write(svc % "{min: 900ms, max: 400ms}")
+            self.fails(1, "timeout max 0.4 s is below its min 0.9 s",
+                       "solve", "--spec", path)
+        self.fails(2, "not a timeout range", "solve", *base,
+                   "--timeout", "400ms..soon")
+        self.fails(2, "not both", "solve", *base, "--timeout", "1..2",
+                   "--timeout-granularity", "1")
+
     def test_text(self):
         out = self.ok("solve", "--spec", SPEC, "--service", "checkout",
                       "--load", "60").out
