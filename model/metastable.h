@@ -8,6 +8,7 @@
  *   landscape.h  equilibria, tipping and recovery loads, the state and
  *                the verdict of one interval (ms_analyze)
  *   plan.h       the capacity plan and the safe settings at a peak
+ *   retrial.h    the M/M/c/K queue whose rejections retry soon
  *   stats.h      calibration's estimator and residual; run summaries
  *   sim.h        the fluid and discrete-event engines
  *   tolerance.h  the longest stall or spike survived
@@ -24,6 +25,7 @@
 #include "landscape.h"
 #include "loop.h"
 #include "plan.h"
+#include "retrial.h"
 #include "sim.h"
 #include "stats.h"
 #include "tolerance.h"
