@@ -980,11 +980,15 @@ int ms_sim_memory_estimate(ms_sim_engine engine, const ms_sim_config *c,
       finagle ? pol->finagle_ttl : (pol->has_budget ? c->budget_window : 0.0);
   double v;
   if (engine == MS_ENGINE_DES) {
+    /* a spread timeout: the longest patience T + w, a timeout event per
+     * waiting attempt, 4 bytes more a request */
+    bool spread = m->kind == MS_MODEL_ERLANG && m->timeout_spread > 0.0;
+    double Tw = spread ? T + m->timeout_spread : T;
     double A = lam * (1.0 + r);
-    double nq = A * T, nb = A * W;
-    double nr = fmin(pool + lam * ((1.0 + r) * T + r * B), 2147483648.0);
-    double ne = pool + lam * r * B;
-    v = 2.0 * (22.0 * nr + 24.0 * ne) + 48.0 * (nq + nb);
+    double nq = A * Tw, nb = A * W;
+    double nr = fmin(pool + lam * ((1.0 + r) * Tw + r * B), 2147483648.0);
+    double ne = pool + lam * r * B + (spread ? nq : 0.0);
+    v = 2.0 * ((spread ? 26.0 : 22.0) * nr + 24.0 * ne) + 48.0 * (nq + nb);
   } else if (engine == MS_ENGINE_FLUID) {
     double dt;
     long spb;

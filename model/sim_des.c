@@ -282,7 +282,11 @@ static event heap_pop(heap_t *h) {
 typedef struct {
   double t;
   uint32_t id;
-  uint64_t serial; /* with a spread timeout: the attempt's; else 0 */
+  /* with a spread timeout: the attempt's serial number mod 2^32, never
+   * 0; else 0.  A stale entry is at most T + w old, and the run's memory
+   * limit keeps far fewer than 2^32 attempts in that time, so the low 32
+   * bits tell it from the live one; the entry stays 16 bytes. */
+  uint32_t serial;
 } qentry;
 
 typedef struct {
@@ -290,7 +294,7 @@ typedef struct {
   size_t head, len, cap;
 } ring_t;
 
-static int ring_push_serial(ring_t *q, double t, uint32_t id, uint64_t serial) {
+static int ring_push_serial(ring_t *q, double t, uint32_t id, uint32_t serial) {
   if (q->len == q->cap) {
     size_t nc = q->cap ? 2 * q->cap : 1024;
     qentry *b = malloc(nc * sizeof *b);
@@ -330,8 +334,9 @@ typedef struct {
   double mu, T, base;
   double spread;            /* w: patience uniform on [T, T + w]; 0: T */
   uint64_t serial_next;     /* the last attempt's serial (spread only) */
-  uint64_t *waiting_serial; /* per request: its waiting attempt's serial,
-                               0 when none waits (spread only) */
+  uint32_t *waiting_serial; /* per request: its waiting attempt's serial
+                               (qentry), 0 when none waits; allocated with
+                               a spread only */
   int r;
   long long queue_limit; /* waiting places; -1: none (M/M/c/K, §1.9) */
   bool rejections_final; /* a rejection ends its request */
@@ -387,15 +392,18 @@ static int request_new(des_t *d, uint32_t *id) {
     cap = d->req_cap;
     if (grow((void **)&d->cost, &cap, d->req_top + 1, sizeof *d->cost) != MS_OK)
       return MS_ENOMEM;
-    cap = d->req_cap;
-    if (grow((void **)&d->waiting_serial, &cap, d->req_top + 1,
-             sizeof *d->waiting_serial) != MS_OK)
-      return MS_ENOMEM;
+    if (d->spread > 0.0) {
+      cap = d->req_cap;
+      if (grow((void **)&d->waiting_serial, &cap, d->req_top + 1,
+               sizeof *d->waiting_serial) != MS_OK)
+        return MS_ENOMEM;
+    }
     d->req_cap = cap;
     *id = (uint32_t)d->req_top++;
   }
   d->retries_done[*id] = 0;
-  d->waiting_serial[*id] = 0;
+  if (d->spread > 0.0)
+    d->waiting_serial[*id] = 0;
   d->sleep[*id] = d->cfg->backoff.base;
   d->cost[*id] = 0.0;
   return MS_OK;
@@ -512,7 +520,10 @@ static int send_attempt(des_t *d, uint32_t id, double t) {
     return request_free(d, id);
   }
   if (d->spread > 0.0) {
-    uint64_t serial = ++d->serial_next;
+    uint32_t serial;
+    do
+      serial = (uint32_t)++d->serial_next;
+    while (serial == 0);
     d->waiting_serial[id] = serial;
     double patience = d->T + d->spread * rng_uniform(&d->rng);
     if (heap_push(&d->heap, t + patience, (double)serial, id, EV_TIMEOUT) !=
@@ -823,7 +834,7 @@ static int des_event(des_t *d, des_sources *src, double t, double t_heap,
       return retry_due(d, e.id, t);
     if (e.kind == EV_TIMEOUT) {
       /* a spread timeout: the client gives up unless a server took it */
-      if (d->waiting_serial[e.id] != (uint64_t)e.dur)
+      if (d->waiting_serial[e.id] != (uint32_t)e.dur)
         return MS_OK;
       d->waiting_serial[e.id] = 0;
       return attempt_failed(d, e.id, t, true);
