@@ -261,6 +261,7 @@ enum {
   MS_OPT_LATENCY_OBJECTIVE,
   MS_OPT_RETRY_REJECTIONS,
   MS_OPT_NO_RETRY_REJECTIONS,
+  MS_OPT_TIMEOUT_COVERS,
   MS_OPT_SPEC,
   MS_OPT_SERVICE,
   MS_OPT_MODEL_END, /* the shared options are numbered from here */
@@ -330,6 +331,7 @@ struct ms_cli_model {
   ms_layering layering;             /* --layering, if given */
   double latency_objective;         /* --latency-objective, s */
   bool retry_rejections;            /* --retry-rejections, --no-retry-... */
+  ms_timeout_covers timeout_covers; /* --timeout-covers */
   const char *spec_path, *service_name;
   /* resolved by ms_cli_model_resolve */
   ms_service_file file;        /* the --spec file, if any */
