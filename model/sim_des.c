@@ -11,6 +11,9 @@
  * next timeout is always that of the oldest live attempt in the queue.
  * Attempts whose client gave up are kept as a count in front of the live
  * ones: they still take a server each, and nothing else is known of them.
+ * When the timeout covers the response (timeout_covers), an attempt whose
+ * service would end after sent + T gets a timeout in the heap at
+ * sent + T, and its completion becomes an abandoned one.
  */
 #include <float.h>
 #include <math.h>
@@ -205,7 +208,9 @@ static double service_sample(const service_sampler *v, rng_t *g) {
 
 /* ---- containers ----------------------------------------------------- */
 
-enum { EV_DONE_OK, EV_DONE_FAIL, EV_DONE_ABANDONED, EV_RETRY };
+/* EV_TIMEOUT: the timeout of an attempt in service, when the timeout
+ * covers the response (its server goes on: an EV_DONE_ABANDONED) */
+enum { EV_DONE_OK, EV_DONE_FAIL, EV_DONE_ABANDONED, EV_RETRY, EV_TIMEOUT };
 
 typedef struct {
   double t;
@@ -315,6 +320,7 @@ typedef struct {
   rng_t rng;
   service_sampler service;
   double mu, T, base;
+  bool response; /* the timeout covers the response, not only the wait */
   int r;
   long long queue_limit; /* waiting places; -1: none (M/M/c/K, §1.9) */
   bool rejections_final; /* a rejection ends its request */
@@ -419,12 +425,20 @@ static void integrate_busy(des_t *d, double t) {
   d->busy_since = t;
 }
 
-/* A server takes attempt id (client waiting) at time t. */
-static int start_service(des_t *d, uint32_t id, double t) {
+/* A server takes attempt id (client waiting since `sent`) at time t.  When
+ * the timeout covers the response and sent + T comes before the service
+ * ends, the client fails then (EV_TIMEOUT) and the server serves on: its
+ * completion is an abandoned one. */
+static int start_service(des_t *d, uint32_t id, double t, double sent) {
   integrate_busy(d, t);
   d->busy++;
   bool fail = d->base > 0.0 && rng_uniform(&d->rng) < d->base;
   double dur = service_sample(&d->service, &d->rng);
+  if (d->response && sent + d->T < t + dur) {
+    if (heap_push(&d->heap, t + dur, dur, 0, EV_DONE_ABANDONED) != MS_OK)
+      return MS_ENOMEM;
+    return heap_push(&d->heap, sent + d->T, 0.0, id, EV_TIMEOUT);
+  }
   return heap_push(&d->heap, t + dur, dur, id,
                    fail ? EV_DONE_FAIL : EV_DONE_OK);
 }
@@ -441,8 +455,9 @@ static int dispatch(des_t *d, double t) {
         return MS_ENOMEM;
     } else if (d->live.len > 0) {
       uint32_t id = ring_front(&d->live)->id;
+      double sent = ring_front(&d->live)->t;
       ring_pop(&d->live);
-      if (start_service(d, id, t) != MS_OK)
+      if (start_service(d, id, t, sent) != MS_OK)
         return MS_ENOMEM;
     } else {
       break;
@@ -461,7 +476,7 @@ static void attempt_outcome(des_t *d, uint32_t id, bool ok);
 static int send_attempt(des_t *d, uint32_t id, double t) {
   d->active++;
   if (d->abandoned == 0 && d->live.len == 0 && d->busy < d->servers)
-    return start_service(d, id, t);
+    return start_service(d, id, t, t);
   if (d->queue_limit >= 0 &&
       d->abandoned + (long long)d->live.len >= d->queue_limit) {
     if (!d->rejections_final)
@@ -670,6 +685,7 @@ static void des_init(des_t *d, const ms_sim_config *c) {
   service_sampler_init(&d->service, c->service_dist, d->mu,
                        m0->has_service_time_cv ? m0->service_time_cv : 1.0);
   d->T = m0->timeout;
+  d->response = m0->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE;
   d->base = m0->base_failure;
   d->queue_limit = m0->has_queue_limit ? m0->queue_limit : -1;
   d->rejections_final = m0->rejections_final;
@@ -763,6 +779,8 @@ static int des_event(des_t *d, des_sources *src, double t, double t_heap,
     event e = heap_pop(&d->heap);
     if (e.kind == EV_RETRY)
       return retry_due(d, e.id, t);
+    if (e.kind == EV_TIMEOUT)
+      return attempt_failed(d, e.id, t, true);
     return completion(d, &e, t);
   }
   return arrival(d, src, t);
