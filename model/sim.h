@@ -521,7 +521,8 @@ int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
  * §6).  Poisson first attempts of rate lambda(t); one FIFO queue in front
  * of c servers, exponential service of rate mu or c->service_dist (M/G/c);
  * a client abandons an attempt whose service has not started T s after it
- * was sent, and the server still serves it; a served attempt fails with
+ * was sent (with timeout_covers response: whose service has not ended),
+ * and the server still serves it; a served attempt fails with
  * the base failure.  A failed request is retried after its backoff, at
  * most r times, subject to the budget, the bucket or the named policy run
  * as its stack runs it (doc/design.md §6).  When a SERVERS trigger shrinks

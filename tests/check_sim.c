@@ -818,6 +818,56 @@ START_TEST(test_des_is_mmc) {
 }
 END_TEST
 
+/*
+ * With the timeout on the response and no retries, the DES's failure
+ * ratio is P(W + S > T) of M/M/c (ms_ln_response_tail, Kleinrock 1975
+ * sec. 3.4): an attempt in service whose sent + T passes before its
+ * completion fails then, and its server serves on.  c = 10, mu = 10,
+ * T = 0.2 (2 service times) at 30 %, 70 % and 90 % of c mu, and c = 4,
+ * T = 0.3; the wait tail alone is off by more than 4 standard errors at
+ * each (the test tells the two apart).
+ */
+START_TEST(test_des_response_tail) {
+  static const struct {
+    long c;
+    double T, rho;
+  } rows[] = {{10, 0.2, 0.3}, {10, 0.2, 0.7}, {10, 0.2, 0.9}, {4, 0.3, 0.8}};
+  for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+    ms_service_params s;
+    ms_failure_model_erlang(&s.model, rows[k].c, 10.0, rows[k].T);
+    s.model.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+    ms_retry_policy_fixed(&s.policy, 0);
+    ms_sim_config c;
+    ms_sim_config_init(&c, &s);
+    double x = rows[k].rho * 10.0 * (double)rows[k].c;
+    c.scenario.offered_load = x;
+    c.scenario.duration = 4100.0;
+    c.sample_interval = 100.0;
+    c.seed = 7;
+    series v = {0};
+    run(MS_ENGINE_DES, &c, &v);
+    estimate p = batch_estimate(&v, 100.0, 4100.0, f_failure, false);
+    double ln_r, ln_w;
+    ck_assert_int_eq(
+        ms_ln_response_tail(rows[k].c, 10.0, x, rows[k].T, 1.0, &ln_r, NULL),
+        MS_OK);
+    ck_assert_int_eq(
+        ms_ln_wait_tail(rows[k].c, 10.0, x, rows[k].T, &ln_w, NULL), MS_OK);
+    if (getenv("CK_VERBOSITY") && !strcmp(getenv("CK_VERBOSITY"), "verbose"))
+      printf("DES response c %ld T %g rho %g: %.5f +- %.5f, P(W + S > T) "
+             "%.5f, P(W > T) %.5f\n",
+             rows[k].c, rows[k].T, rows[k].rho, p.mean, p.se, exp(ln_r),
+             exp(ln_w));
+    ck_assert_msg(fabs(p.mean - exp(ln_r)) < 4 * p.se + 1e-4,
+                  "c %ld T %g rho %g: failure ratio %.5f +- %.5f, P(W + S > "
+                  "T) %.5f",
+                  rows[k].c, rows[k].T, rows[k].rho, p.mean, p.se, exp(ln_r));
+    ck_assert(fabs(p.mean - exp(ln_w)) > 4 * p.se);
+    series_free(&v);
+  }
+}
+END_TEST
+
 /* ---- general service times (doc/design.md §1.1 and §6) ---------------- */
 
 /* The DES's service time distributions have the mean and the second moment
@@ -2306,6 +2356,7 @@ static Suite *sim_suite(void) {
   TCase *des = tcase_create("des");
   tcase_set_timeout(des, 600);
   tcase_add_test(des, test_des_is_mmc);
+  tcase_add_test(des, test_des_response_tail);
   tcase_add_test(des, test_des_service_moments);
   tcase_add_test(des, test_des_general_service_tail);
   tcase_add_test(des, test_des_spread_timeout);
