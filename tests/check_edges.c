@@ -514,6 +514,8 @@ static void model_calls(const ms_failure_model *m, const char *in) {
   const double xs[] = {0, 0.5 * sat, sat, 2 * sat};
   ms_failure_model mr = *m;
   mr.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+  CALLED("ms_sim_fluid_supports", ms_sim_fluid_supports(&mr, NULL),
+         "%s, response", in);
   for (int i = 0; i < 4; i++) {
     rc = ms_failure_probability(m, xs[i], &p, NULL);
     verdict("ms_failure_probability", rc, OUTS(p), "%s, x %a", in, xs[i]);
@@ -1066,6 +1068,7 @@ static const row functions[] = {
     DRIVEN(ms_saturation_load, "service_fields"),
     DRIVEN(ms_failure_probability, "service_fields, service_args"),
     DRIVEN(ms_failure_tail, "service_fields"),
+    DRIVEN(ms_sim_fluid_supports, "service_fields"),
     NO_DOUBLE(ms_timeout_covers_name, "an enum"),
     NO_DOUBLE(ms_timeout_covers_from_name, "a string"),
     DRIVEN(ms_amplification, "service_fields"),

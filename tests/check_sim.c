@@ -1901,6 +1901,54 @@ START_TEST(test_fluid_named_policies) {
 }
 END_TEST
 
+/* The fluid engine with the timeout on the response: with queue memory
+ * and memoryless, without retries, its steady failure ratio is P(W + S >
+ * T) (ms_ln_response_tail, held to mpmath by tests/check_response.c),
+ * theta = c mu - x well apart from mu (x 70/s) and equal to it (x 90/s,
+ * where the two-term tail degenerates); with service_time_cv 2 it refuses
+ * the response, naming the keys. */
+START_TEST(test_fluid_response) {
+  const double xs[] = {70.0, 90.0};
+  for (int k = 0; k < 2; k++)
+    for (int mem = 0; mem < 2; mem++) {
+      ms_service_params s;
+      ms_failure_model_erlang(&s.model, 10, 10.0, 0.2);
+      s.model.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+      ms_retry_policy_fixed(&s.policy, 0);
+      ms_sim_config c;
+      ms_sim_config_init(&c, &s);
+      c.scenario.offered_load = xs[k];
+      c.scenario.duration = 300.0;
+      c.queue_memory = mem;
+      ms_sim_summary sum = run(MS_ENGINE_FLUID, &c, NULL);
+      double ln_r;
+      ck_assert_int_eq(
+          ms_ln_response_tail(10, 10.0, xs[k], 0.2, 1.0, &ln_r, NULL), MS_OK);
+      ck_assert_msg(fabs(sum.final_failure_ratio - exp(ln_r)) <
+                        1e-4 * exp(ln_r),
+                    "x %g memory %d: %.8f, P(W + S > T) %.8f", xs[k], mem,
+                    sum.final_failure_ratio, exp(ln_r));
+    }
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 10, 10.0, 0.2);
+  s.model.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+  s.model.has_service_time_cv = true;
+  s.model.service_time_cv = 2.0;
+  ms_retry_policy_fixed(&s.policy, 0);
+  ms_sim_config c;
+  ms_sim_config_init(&c, &s);
+  c.scenario.offered_load = 70.0;
+  c.scenario.duration = 60.0;
+  ms_error err;
+  ms_sim_summary sum;
+  ck_assert_int_eq(ms_sim_fluid(&c, NULL, NULL, &sum, &err), MS_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "timeout_covers response"));
+  ck_assert_ptr_nonnull(strstr(err.msg, "service_time_cv = 2"));
+  s.model.service_time_cv = 1.0;
+  ck_assert_int_eq(ms_sim_fluid_supports(&s.model, NULL), MS_OK);
+}
+END_TEST
+
 START_TEST(test_errors) {
   ms_sim_config c = config(60.0, 100.0);
   ms_error err;
@@ -2342,6 +2390,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(fluid, test_fluid_latch_threshold);
   tcase_add_test(fluid, test_fluid_backoff_moves_no_equilibrium);
   tcase_add_test(fluid, test_fluid_caps);
+  tcase_add_test(fluid, test_fluid_response);
   tcase_add_test(fluid, test_fluid_conservation);
   tcase_add_test(fluid, test_stall);
   tcase_add_test(fluid, test_fluid_named_policies);
