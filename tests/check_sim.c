@@ -868,6 +868,57 @@ START_TEST(test_des_response_tail) {
 }
 END_TEST
 
+/* The timeout on the response with a spread (each attempt's timeout
+ * uniform on [T, T + w], drawn when it is sent): the DES's failure ratio
+ * without retries against the average of P(W + S > T) over the spread,
+ * by Simpson's rule over ms_ln_response_tail (tests/check_response.c
+ * holds it to mpmath); the model's averaged p agrees with that average,
+ * and the tail at the mid timeout is more than 4 standard errors off. */
+START_TEST(test_des_response_spread) {
+  const long servers = 10;
+  const double mu = 10.0, T = 0.1, w = 0.3, x = 70.0;
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, servers, mu, T);
+  s.model.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+  s.model.timeout_spread = w;
+  ms_retry_policy_fixed(&s.policy, 0);
+  double avg = 0.0, ln_r;
+  const int n = 300; /* even */
+  for (int i = 0; i <= n; i++) {
+    double t = T + w * i / n;
+    ck_assert_int_eq(ms_ln_response_tail(servers, mu, x, t, 1.0, &ln_r, NULL),
+                     MS_OK);
+    avg += (i == 0 || i == n ? 1.0 : i % 2 ? 4.0 : 2.0) * exp(ln_r);
+  }
+  avg /= 3.0 * n;
+  double p_model, ln_mid;
+  ck_assert_int_eq(ms_failure_probability(&s.model, x, &p_model, NULL), MS_OK);
+  ck_assert_msg(fabs(p_model - avg) < 1e-8 * avg, "model %.10f, average %.10f",
+                p_model, avg);
+  ck_assert_int_eq(
+      ms_ln_response_tail(servers, mu, x, T + 0.5 * w, 1.0, &ln_mid, NULL),
+      MS_OK);
+  ms_sim_config c;
+  ms_sim_config_init(&c, &s);
+  c.scenario.offered_load = x;
+  c.scenario.duration = 4100.0;
+  c.sample_interval = 100.0;
+  c.seed = 13;
+  series v = {0};
+  run(MS_ENGINE_DES, &c, &v);
+  estimate p = batch_estimate(&v, 100.0, 4100.0, f_failure, false);
+  if (getenv("CK_VERBOSITY") && !strcmp(getenv("CK_VERBOSITY"), "verbose"))
+    printf("DES response spread: %.5f +- %.5f, average %.5f, at the mid "
+           "timeout %.5f\n",
+           p.mean, p.se, avg, exp(ln_mid));
+  ck_assert_msg(fabs(p.mean - avg) < 4 * p.se + 1e-4,
+                "failure ratio %.5f +- %.5f, average tail %.5f", p.mean, p.se,
+                avg);
+  ck_assert(fabs(p.mean - exp(ln_mid)) > 4 * p.se);
+  series_free(&v);
+}
+END_TEST
+
 /* ---- general service times (doc/design.md §1.1 and §6) ---------------- */
 
 /* The DES's service time distributions have the mean and the second moment
@@ -2406,6 +2457,7 @@ static Suite *sim_suite(void) {
   tcase_set_timeout(des, 600);
   tcase_add_test(des, test_des_is_mmc);
   tcase_add_test(des, test_des_response_tail);
+  tcase_add_test(des, test_des_response_spread);
   tcase_add_test(des, test_des_service_moments);
   tcase_add_test(des, test_des_general_service_tail);
   tcase_add_test(des, test_des_spread_timeout);
