@@ -315,6 +315,14 @@ int ms_failure_model_check(const ms_failure_model *m, ms_error *err) {
       return ms_fail(err, MS_EINVAL,
                      "timeout_covers = %d is neither wait nor response",
                      (int)m->timeout_covers);
+    /* the M/M/c/K model (doc/design.md §1.9) has the wait's tail only:
+     * refused rather than computed as the wait under the response's name */
+    if (m->has_queue_limit && m->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE)
+      return ms_fail(err, MS_EINVAL,
+                     "timeout_covers response with queue_limit = %lld: the "
+                     "queue-limited model times the wait only; give "
+                     "timeout_covers wait",
+                     (long long)m->queue_limit);
     return timeout_span_check(m, err);
   }
   return ms_fail(err, MS_EINVAL, "model kind %d is neither capacity nor erlang",

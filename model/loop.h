@@ -417,7 +417,9 @@ void ms_retry_policy_fixed(ms_retry_policy *p, int retries);
 
 /*
  * Validate a failure model, a retry policy, or both.  Returns MS_OK or
- * MS_EINVAL with a message naming the field and its accepted range.
+ * MS_EINVAL with a message naming the field and its accepted range (and
+ * for timeout_covers response with a queue_limit, which the M/M/c/K
+ * model does not time yet).
  */
 int ms_failure_model_check(const ms_failure_model *m, ms_error *err);
 int ms_retry_policy_check(const ms_retry_policy *p, ms_error *err);
