@@ -736,6 +736,8 @@ static void write_json_service(ms_json *j, const service_check *s, int shard) {
       ms_json_null(j, "servers");
     ms_json_number(j, "service_rate", m->service_rate);
     ms_json_number(j, "timeout", m->timeout);
+    ms_json_string(j, "timeout_covers",
+                   ms_timeout_covers_name(m->timeout_covers));
     if (m->has_service_time_cv)
       ms_json_number(j, "service_time_cv", m->service_time_cv);
   } else {

@@ -432,6 +432,10 @@ static const ms_cli_option model_layering[] = {
      "case)"},
 };
 static const ms_cli_option model_tail[] = {
+    {"--timeout-covers", "response|wait", MS_OPT_TIMEOUT_COVERS,
+     "erlang: what the timeout times: the whole response, wait plus service "
+     "(HAProxy, nginx, gRPC deadlines, most HTTP clients), or the wait for a "
+     "server only (default)"},
     {"--latency-objective", "S", MS_OPT_LATENCY_OBJECTIVE,
      "erlang, without --queue-limit: queue limit round(servers x service "
      "rate x S)"},
@@ -894,6 +898,10 @@ void ms_cli_json_begin(ms_json *j, int pretty_depth, const ms_cli_model *m) {
     ms_json_string(j, "service", m->name);
   else
     ms_json_null(j, "service");
+  /* what the erlang model's timeout times (doc/design.md §1.1) */
+  if (m->params.model.kind == MS_MODEL_ERLANG)
+    ms_json_string(j, "timeout_covers",
+                   ms_timeout_covers_name(m->params.model.timeout_covers));
 }
 
 int ms_cli_model_option(ms_cli_model *m, int opt, const char *arg) {
@@ -934,6 +942,11 @@ int ms_cli_model_option(ms_cli_model *m, int opt, const char *arg) {
   } else if (opt == MS_OPT_NO_RETRY_REJECTIONS) {
     m->retry_rejections = false;
     GIVEN(m, MS_OPT_RETRY_REJECTIONS) = true;
+  } else if (opt == MS_OPT_TIMEOUT_COVERS) {
+    static const char *const covers[] = {"wait", "response", NULL};
+    r = ms_cli_choice("--timeout-covers", arg, covers, &choice);
+    m->timeout_covers =
+        choice == 1 ? MS_TIMEOUT_COVERS_RESPONSE : MS_TIMEOUT_COVERS_WAIT;
   } else if (opt == MS_OPT_SPEC) {
     m->spec_path = arg;
   } else if (opt == MS_OPT_SERVICE) {
@@ -956,7 +969,8 @@ static const char *erlang_option_given(const ms_cli_model *m) {
                                    MS_OPT_QUEUE_LIMIT,
                                    MS_OPT_LATENCY_OBJECTIVE,
                                    MS_OPT_RETRY_REJECTIONS,
-                                   MS_OPT_TIMEOUT_GRANULARITY};
+                                   MS_OPT_TIMEOUT_GRANULARITY,
+                                   MS_OPT_TIMEOUT_COVERS};
   static const char *const names[] = {NULL,
                                       NULL,
                                       NULL,
@@ -965,7 +979,8 @@ static const char *erlang_option_given(const ms_cli_model *m) {
                                       NULL,
                                       "--latency-objective",
                                       "--retry-rejections",
-                                      NULL};
+                                      NULL,
+                                      "--timeout-covers"};
   for (size_t i = 0; i < sizeof erlang_ids / sizeof erlang_ids[0]; i++)
     if (GIVEN(m, erlang_ids[i]))
       return names[i] ? names[i] : model_option_of(erlang_ids[i])->name;
@@ -1115,6 +1130,10 @@ static int resolve_erlang(const ms_cli_model *m, ms_failure_model *fm,
     fm->has_service_time_cv = true;
     fm->service_time_cv = m->value[MS_PARAM_SERVICE_TIME_CV];
   }
+  if (GIVEN(m, MS_OPT_TIMEOUT_COVERS))
+    fm->timeout_covers = m->timeout_covers;
+  else if (!from_file)
+    fm->timeout_covers = MS_TIMEOUT_COVERS_DEFAULT;
   return resolve_queue_limit(m, fm);
 }
 
@@ -1275,6 +1294,9 @@ const char *ms_cli_describe(const ms_service_params *p, bool with_servers,
     } else {
       ADD(", timeout %s", to);
     }
+    /* what the timeout times, said when it is not the default */
+    if (m->timeout_covers != MS_TIMEOUT_COVERS_DEFAULT)
+      ADD(" on the %s", ms_timeout_covers_name(m->timeout_covers));
     if (m->has_queue_limit)
       ADD(", queue limit %ld%s", m->queue_limit,
           m->rejections_final ? " (rejections final)" : "");

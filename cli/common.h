@@ -262,6 +262,7 @@ enum {
   MS_OPT_LATENCY_OBJECTIVE,
   MS_OPT_RETRY_REJECTIONS,
   MS_OPT_NO_RETRY_REJECTIONS,
+  MS_OPT_TIMEOUT_COVERS,
   MS_OPT_SPEC,
   MS_OPT_SERVICE,
   MS_OPT_MODEL_END, /* the shared options are numbered from here */
@@ -333,6 +334,7 @@ struct ms_cli_model {
   double latency_objective; /* --latency-objective, s */
   double timeout_spread;    /* --timeout MIN..MAX: MAX - MIN, s (else 0) */
   bool retry_rejections;    /* --retry-rejections, --no-retry-... */
+  ms_timeout_covers timeout_covers; /* --timeout-covers */
   const char *spec_path, *service_name;
   /* resolved by ms_cli_model_resolve */
   ms_service_file file;        /* the --spec file, if any */

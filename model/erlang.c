@@ -505,44 +505,207 @@ int ms_erlang_ln_b_recursive(long c, double a, double *ln_b, ms_error *err) {
   return MS_OK;
 }
 
-int ms_ln_wait_tail(long c, double mu, double x, double T, double *ln_tail,
-                    ms_error *err) {
+static int wait_tail_args(long c, double mu, double T, ms_error *err) {
   if (c < 1 || c > MS_MAX_SERVERS)
     return ms_fail(err, MS_EINVAL, "servers = %ld is outside [1, %ld]", c,
                    MS_MAX_SERVERS);
   if (!isfinite(mu) || !(mu > 0.0))
     return ms_fail(err, MS_EINVAL,
                    "service rate mu = %g/s must be finite and > 0", mu);
-  if (!isfinite(x) || !(x > 0.0))
-    return ms_fail(err, MS_EINVAL,
-                   "arrival rate x = %g/s must be finite and > 0", x);
   if (!isfinite(T) || !(T >= 0.0))
     return ms_fail(err, MS_EINVAL, "timeout T = %g s must be finite and >= 0",
                    T);
-  double cmu = (double)c * mu;
-  if (!isfinite(cmu))
+  if (!isfinite((double)c * mu))
     return ms_fail(err, MS_EINVAL, "capacity c mu = %ld x %g overflows", c, mu);
-  if (x >= cmu) {
-    *ln_tail = 0.0;
-    return MS_OK;
-  }
-  double a = x / mu;
+  return MS_OK;
+}
+
+/* ln P(W > T) = ln C(c, a) - gamma T, gamma = c mu - x > 0 as the caller
+ * formed it without cancellation. */
+static double wait_tail_core(long c, double a, double gamma, double T) {
   double ln_c, ln_c_lo = 0.0;
   if (a >= (double)c) {
     ln_c = 0.0; /* x < c mu but x/mu rounds up to c: C = 1 to rounding */
   } else if (!(a >= DBL_MIN)) {
-    *ln_tail = -DBL_MAX; /* a underflows: the probability is below 1e-300k */
-    return MS_OK;
+    return -DBL_MAX; /* a underflows: the probability is below 1e-300k */
   } else {
     ms_erlang_terms t;
     ms_erlang_terms_unchecked(c, a, &t);
     ln_c = t.ln_c;
     ln_c_lo = t.ln_c_lo;
   }
-  double y = (cmu - x) * T;
+  double y = gamma * T;
   dd rs = two_sum(ln_c, -y);
   double r = y <= DBL_MAX ? rs.hi + (rs.lo + ln_c_lo) : -DBL_MAX;
-  *ln_tail = r < -DBL_MAX ? -DBL_MAX : r;
+  return r < -DBL_MAX ? -DBL_MAX : r;
+}
+
+int ms_ln_wait_tail(long c, double mu, double x, double T, double *ln_tail,
+                    ms_error *err) {
+  int st = wait_tail_args(c, mu, T, err);
+  if (st != MS_OK)
+    return st;
+  if (!isfinite(x) || !(x > 0.0))
+    return ms_fail(err, MS_EINVAL,
+                   "arrival rate x = %g/s must be finite and > 0", x);
+  /* c mu - x with one rounding: c mu rounded first would lose digits
+   * near saturation (at 1 - 1e-6 of c mu, 1e-10 of the tail) */
+  double gamma = fma((double)c, mu, -x);
+  if (!(x < (double)c * mu) || !(gamma > 0.0)) {
+    *ln_tail = 0.0;
+    return MS_OK;
+  }
+  *ln_tail = wait_tail_core(c, x / mu, gamma, T);
+  return MS_OK;
+}
+
+int ms_ln_wait_tail_erlangs(long c, double mu, double a, double T,
+                            double *ln_tail, ms_error *err) {
+  int st = wait_tail_args(c, mu, T, err);
+  if (st != MS_OK)
+    return st;
+  if (!isfinite(a) || !(a > 0.0))
+    return ms_fail(err, MS_EINVAL,
+                   "offered traffic a = %g erlangs must be finite and > 0", a);
+  /* c - a is exact where a is within a factor 2 of c (Sterbenz), the
+   * only place where it could cancel */
+  double gamma = ((double)c - a) * mu;
+  if (!(gamma > 0.0)) {
+    *ln_tail = 0.0;
+    return MS_OK;
+  }
+  *ln_tail = wait_tail_core(c, a, gamma, T);
+  return MS_OK;
+}
+
+/* h(u) = 1/u - 1/(e^u - 1), in (0, 1): the mean, in units of T, of the
+ * density proportional to e^(-u s / T) on [0, T] (1/2 at u = 0).  Below
+ * |u| = 0.1 by its series (the Bernoulli numbers of u / (e^u - 1); the
+ * first term left out is below 3e-18), where the closed form cancels. */
+static double trunc_exp_mean(double u) {
+  if (fabs(u) < 0.1) {
+    double u2 = u * u;
+    return 0.5 -
+           u / 12.0 * (1.0 - u2 / 60.0 * (1.0 - u2 / 42.0 * (1.0 - u2 / 40.0)));
+  }
+  if (u > 700.0)
+    return 1.0 / u; /* 1 / (e^u - 1) is below e^-700 */
+  double e = expm1(u);
+  return (e - u) / (u * e);
+}
+
+/* ln(e^u + e^v); either may be -inf. */
+static double ln_add(double u, double v) {
+  double hi = fmax(u, v), lo = fmin(u, v);
+  if (hi == -INFINITY)
+    return -INFINITY;
+  return hi + log1p(exp(lo - hi));
+}
+
+void ms_response_terms_unchecked(long c, double mu, double x, double a,
+                                 double gamma, double T, double cv,
+                                 double *ln_q, double *xdlnq) {
+  double ln_c = -INFINITY, dlnc = 0.0;
+  if (a >= (double)c) {
+    ln_c = 0.0; /* x < c mu but x/mu rounds up to c: C = 1 to rounding */
+  } else if (a >= DBL_MIN) {
+    ms_erlang_terms t;
+    ms_erlang_terms_unchecked(c, a, &t);
+    ln_c = t.ln_c;
+    double ca = (double)c - a;
+    dlnc = ca + a * (1.0 - t.b) / (ca + a * t.b);
+  }
+  /* the service time as a shift D and up to two exponential phases of
+   * weights w and rates r, fitted to its mean 1/mu and cv: exponential
+   * (cv = 1); D = (1 - cv) / mu plus an exponential of mean cv / mu (cv <
+   * 1; cv = 0 the constant 1/mu); the balanced-means hyperexponential
+   * (cv > 1) */
+  double w[2] = {1.0, 0.0}, r[2] = {mu, 0.0}, D = 0.0;
+  int n = 1;
+  double kappa = 1.0; /* the wait's rate is kappa gamma (Allen-Cunneen) */
+  if (cv != 1.0) {
+    double cv2 = cv * cv;
+    kappa = 2.0 / (1.0 + cv2);
+    if (cv < 1.0) {
+      D = (1.0 - cv) / mu;
+      r[0] = mu / cv;
+      if (!(r[0] <= DBL_MAX))
+        n = 0; /* constant service */
+    } else {
+      double s = sqrt((cv2 - 1.0) / (cv2 + 1.0));
+      w[0] = 0.5 * (1.0 + s);
+      w[1] = 1.0 / (2.0 * (cv2 + 1.0) * w[0]); /* 1 - w[0] */
+      r[0] = 2.0 * w[0] * mu;
+      r[1] = 2.0 * w[1] * mu;
+      n = 2;
+    }
+  }
+  double Tr = T - D, g = kappa * gamma;
+  if (n == 0) {
+    /* P(W + D > T) = P(W > T - D) */
+    if (Tr < 0.0) {
+      *ln_q = 0.0;
+      *xdlnq = 0.0;
+      return;
+    }
+    double l = ln_c - g * Tr;
+    *ln_q = l < -DBL_MAX ? -DBL_MAX : fmin(0.0, l);
+    *xdlnq = ln_c > -INFINITY ? dlnc + x * kappa * Tr : 0.0;
+    return;
+  }
+  if (!(Tr > 0.0)) {
+    *ln_q = 0.0; /* the service alone outlasts T */
+    *xdlnq = 0.0;
+    return;
+  }
+  /* Per phase: P(S > T) and the part of the waiting arrivals, C times
+   * P(W' + S > T, W' <= T) = r g_T with g_T = integral_0^T e^(-g s)
+   * e^(-r (T - s)) ds = e^(-min T) (1 - e^(-|r - g| T)) / |r - g|, whose
+   * log slope in g is -T h((g - r) T) (the mean of s under that
+   * integrand).  Every term is positive: their sum has no cancellation. */
+  double lt[4], sl[4];
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    double lw = log(w[i]);
+    lt[k] = lw - r[i] * Tr;
+    sl[k++] = 0.0;
+    if (ln_c > -INFINITY) {
+      double lo = fmin(g, r[i]), d = fabs(r[i] - g), dT = d * Tr;
+      double lq = dT > 0.0 ? log(-expm1(-dT)) - log(d) : log(Tr);
+      lt[k] = ln_c + lw + log(r[i]) - lo * Tr + lq;
+      sl[k++] = dlnc + x * kappa * Tr * trunc_exp_mean((g - r[i]) * Tr);
+    }
+  }
+  double l = -INFINITY;
+  for (int i = 0; i < k; i++)
+    l = ln_add(l, lt[i]);
+  double slope = 0.0;
+  for (int i = 0; i < k; i++) {
+    double wt = exp(lt[i] - l);
+    if (wt > 0.0 && sl[i] > 0.0)
+      slope += wt * sl[i];
+  }
+  *ln_q = l < -DBL_MAX ? -DBL_MAX : fmin(0.0, l);
+  *xdlnq = slope;
+}
+
+int ms_ln_response_tail(long c, double mu, double x, double T, double cv,
+                        double *ln_tail, ms_error *err) {
+  int st = wait_tail_args(c, mu, T, err);
+  if (st != MS_OK)
+    return st;
+  if (!isfinite(x) || !(x >= 0.0))
+    return ms_fail(err, MS_EINVAL,
+                   "arrival rate x = %g/s must be finite and >= 0", x);
+  if (!(cv >= 0.0 && cv <= MS_MAX_SERVICE_TIME_CV))
+    return ms_fail(err, MS_EINVAL, "service_time_cv = %g is outside [0, %g]",
+                   cv, MS_MAX_SERVICE_TIME_CV);
+  double gamma = fma((double)c, mu, -x), slope;
+  if (!(x < (double)c * mu) || !(gamma > 0.0)) {
+    *ln_tail = 0.0;
+    return MS_OK;
+  }
+  ms_response_terms_unchecked(c, mu, x, x / mu, gamma, T, cv, ln_tail, &slope);
   return MS_OK;
 }
 

@@ -86,6 +86,41 @@ int ms_erlang_ln_b_recursive(long c, double a, double *ln_b, ms_error *err);
 int ms_ln_wait_tail(long c, double mu, double x, double T, double *ln_tail,
                     ms_error *err);
 
+/*
+ * ms_ln_wait_tail_erlangs: ms_ln_wait_tail given the offered traffic a =
+ * x / mu, erlangs, instead of x: c mu - x is formed as (c - a) mu, exact
+ * near saturation where a is exact (the command's --offered).
+ *   a  erlangs, finite, > 0; the rest, the result and the errors as
+ *      ms_ln_wait_tail.
+ */
+int ms_ln_wait_tail_erlangs(long c, double mu, double a, double T,
+                            double *ln_tail, ms_error *err);
+
+/*
+ * ms_ln_response_tail: ln P(W + S > T), the probability that an arrival's
+ * response time (its wait W plus its service S) exceeds T in the M/M/c
+ * queue, or with cv != 1 its M/G/c approximation (doc/design.md §1.1).
+ * W is 0 with probability 1 - C(c, a), else exponential of rate
+ * gamma = c mu - x (cv != 1: rate 2 gamma / (1 + cv^2), Allen-Cunneen);
+ * S is exponential of rate mu (cv = 1; Kleinrock 1975, sec. 3.4):
+ *   P(W + S > T) = e^(-mu T) + C mu (e^(-gamma T) - e^(-mu T)) / (mu - gamma),
+ * else of mean 1/mu and coefficient of variation cv: a shift (1 - cv)/mu
+ * plus an exponential of mean cv/mu for cv < 1 (the constant 1/mu at 0),
+ * the balanced-means two-phase hyperexponential for cv > 1 (W. Whitt,
+ * "Approximating a point process by a renewal process", Oper. Res. 30,
+ * 1982).  Summed in log space from positive terms: no cancellation near
+ * gamma = mu, digits kept where the tail is far below the smallest double.
+ *   c, mu, T  as ms_ln_wait_tail (T = 0 gives 0: every attempt fails)
+ *   x         arrival rate, 1/s, finite, >= 0 (0: the service alone)
+ *   cv        [0, MS_MAX_SERVICE_TIME_CV]; 1 for exponential service
+ *   ln_tail   out: in [-DBL_MAX, 0]; 0 at and above c mu
+ * Accuracy (cv = 1): relative error of P at most 1e-13 where it is a
+ * normal double (tests/check_response.c against 40-digit references,
+ * tools/response_reference.py).  Errors: MS_EINVAL outside the domain.
+ */
+int ms_ln_response_tail(long c, double mu, double x, double T, double cv,
+                        double *ln_tail, ms_error *err);
+
 /* Smallest offered traffic a = x / mu, erlangs, of the M/M/c/K functions:
  * below it every probability they give is below e^-690. */
 #define MS_MMCK_MIN_TRAFFIC 1e-300

@@ -60,6 +60,13 @@ typedef struct {
 /* No argument checks: c in [1, MS_MAX_SERVERS], 0 < a < c. */
 void ms_erlang_terms_unchecked(long c, double a, ms_erlang_terms *t);
 
+/* ln P(W + S > T) and x d/dx of it (ms_ln_response_tail), given a = x / mu
+ * and gamma = c mu - x > 0 formed by the caller without cancellation; no
+ * argument checks (model/erlang.c). */
+void ms_response_terms_unchecked(long c, double mu, double x, double a,
+                                 double gamma, double T, double cv,
+                                 double *ln_q, double *xdlnq);
+
 /* ln pmf(n; y) of a Poisson variable of mean y > 0, n >= 0 (Loader's
  * saddle-point form; model/erlang.c). */
 double ms_ln_poisson_pmf(long n, double y);

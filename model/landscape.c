@@ -196,9 +196,25 @@ static int rising(const ms_point *pt) { return pt->elast < 1.0; }
  * the bounds and the evaluated E (relative error ~1e-13), so a grid point
  * decided by a bound has the sign its full evaluation would give: the scan
  * finds exactly the sign changes it would find evaluating every point.
+ *
+ * With the timeout on the response (exponential service), q = e^(-mu T) +
+ * R, R = C mu g, g = integral_0^T e^(-u s) e^(-mu (T - s)) ds, and
+ * x q' = R (a dlnC/da + x T h), h in (0, 1) the mean of s / T under g's
+ * integrand, h >= 1/2 where u <= mu (ms_response_terms_unchecked).  The
+ * integrand lies between e^(-max(u, mu) T) and e^(-min(u, mu) T), and
+ * g <= e^(-min T) / |mu - u| too; so
+ *   upper: E <= mu min(T, 1/|mu - u|) e^(-min(u, mu) T)
+ *               ((c - a) + a/(c - a) + x T) k r,
+ *   lower: E >= (1 - base) pmf(c; a) bound e^(-max(u, mu) T) mu T
+ *               ((c - a) + [u <= mu] x T / 2) k / (r + 1),
+ * the same tests with min(u, mu) T or max(u, mu) T for u T.  With a
+ * spread, as for the wait: the upper bound takes T_hi in min(T, 1/|mu -
+ * u|) and x T and T_lo in the exponential, the lower one T_lo in mu T and
+ * x T and T_hi in the exponential.  With service_time_cv the response's fitted
+ * phases have no bounds here: every point is evaluated.
  */
 typedef struct {
-  bool upper, lower;
+  bool upper, lower, response;
   double c, mu, T, T_hi, cmu, ok, kr, k_over_r1, pmf_scale;
 } elasticity_bounds;
 
@@ -213,6 +229,9 @@ static void elasticity_bounds_init(const ms_service_params *s,
   /* the bounds below are proved for one retry count r at k independent
    * tiers with the share budget or the token bucket */
   if (pol->kind != MS_POLICY_COUNT || pol->nested != 0 || pol->has_tier_retries)
+    return;
+  b->response = m->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE;
+  if (b->response && m->has_service_time_cv && m->service_time_cv != 1.0)
     return;
   b->upper = true;
   b->lower = pol->retries >= 1 && !pol->has_budget && !pol->has_token;
@@ -261,6 +280,15 @@ static int sign_from_bounds(const elasticity_bounds *b, double x, int hint) {
   double upper = (ca + a / ca + x * b->T_hi) * b->kr;
   double z = ca * ca / a + u * b->T_hi;
   double lower = b->ok * b->pmf_scale * (x * b->T + ca) * b->k_over_r1;
+  if (b->response) {
+    double d = fabs(b->mu - u);
+    double span = d * b->T_hi > 1.0 ? 1.0 / d : b->T_hi;
+    upper = b->mu * span * (ca + a / ca + x * b->T_hi) * b->kr;
+    z = ca * ca / a + fmax(u, b->mu) * b->T_hi;
+    lower = b->ok * b->pmf_scale * b->mu * b->T *
+            (ca + (u <= b->mu ? 0.5 * x * b->T : 0.0)) * b->k_over_r1;
+    uT = fmin(u, b->mu) * b->T;
+  }
   bool use_upper = upper < INFINITY;
   bool use_lower = b->lower && lower < INFINITY;
   if (use_lower && hint == 0 && falls_by_polynomial(lower, z))

@@ -37,8 +37,32 @@ bool ms_failure_model_same(const ms_failure_model *x,
          (!x->has_service_time_cv ||
           x->service_time_cv == y->service_time_cv) &&
          x->has_queue_limit == y->has_queue_limit &&
-         (!x->has_queue_limit || (x->queue_limit == y->queue_limit &&
-                                  x->rejections_final == y->rejections_final));
+         (!x->has_queue_limit ||
+          (x->queue_limit == y->queue_limit &&
+           x->rejections_final == y->rejections_final)) &&
+         (x->kind != MS_MODEL_ERLANG || x->timeout_covers == y->timeout_covers);
+}
+
+const char *ms_timeout_covers_name(ms_timeout_covers v) {
+  switch (v) {
+  case MS_TIMEOUT_COVERS_WAIT:
+    return "wait";
+  case MS_TIMEOUT_COVERS_RESPONSE:
+    return "response";
+  }
+  return NULL;
+}
+
+int ms_timeout_covers_from_name(const char *name, ms_timeout_covers *v) {
+  if (name != NULL && strcmp(name, "wait") == 0) {
+    *v = MS_TIMEOUT_COVERS_WAIT;
+    return MS_OK;
+  }
+  if (name != NULL && strcmp(name, "response") == 0) {
+    *v = MS_TIMEOUT_COVERS_RESPONSE;
+    return MS_OK;
+  }
+  return MS_EINVAL;
 }
 
 bool ms_retry_policy_same(const ms_retry_policy *p, const ms_retry_policy *q) {
@@ -287,6 +311,18 @@ int ms_failure_model_check(const ms_failure_model *m, ms_error *err) {
         (st =
              MS_PARAM_CHECK(MS_PARAM_SERVICE_TIME_CV, m->service_time_cv, err)))
       return st;
+    if (ms_timeout_covers_name(m->timeout_covers) == NULL)
+      return ms_fail(err, MS_EINVAL,
+                     "timeout_covers = %d is neither wait nor response",
+                     (int)m->timeout_covers);
+    /* the M/M/c/K model (doc/design.md §1.9) has the wait's tail only:
+     * refused rather than computed as the wait under the response's name */
+    if (m->has_queue_limit && m->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE)
+      return ms_fail(err, MS_EINVAL,
+                     "timeout_covers response with queue_limit = %lld: the "
+                     "queue-limited model times the wait only; give "
+                     "timeout_covers wait",
+                     (long long)m->queue_limit);
     return timeout_span_check(m, err);
   }
   return ms_fail(err, MS_EINVAL, "model kind %d is neither capacity nor erlang",
@@ -416,10 +452,42 @@ double ms_timeout_longest(const ms_failure_model *m) {
   return m->timeout + m->timeout_spread;
 }
 
-/* p(x) and x p'(x) for a valid model and x >= 0.  With general service the
- * tail's exponent is -(c mu - x) T' with T' = ms_effective_timeout, a
- * constant in x: ln q and x d ln q / dx are the M/M/c ones with T' for T
- * (doc/design.md §1.1). */
+/* ln q(x) and x d ln q / dx of a valid erlang model without a queue limit
+ * at 0 <= x < c mu, gamma = c mu - x > 0 formed with one rounding (fma:
+ * c mu rounded first would lose digits near saturation).  The wait: q =
+ * P(W > T'), with general service T' = ms_effective_timeout, a constant in
+ * x, so ln q and its slope are the M/M/c ones with T' for T.  The
+ * response: q = P(W + S > T) (ms_response_terms_unchecked; doc/design.md
+ * §1.1). */
+static void erlang_tail(const ms_failure_model *m, double x, double gamma,
+                        double *ln_q, double *dlnq) {
+  double c = (double)m->servers, mu = m->service_rate;
+  double a = x / mu;
+  if (m->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE) {
+    ms_response_terms_unchecked(
+        m->servers, mu, x, a, gamma, m->timeout,
+        m->has_service_time_cv ? m->service_time_cv : 1.0, ln_q, dlnq);
+    return;
+  }
+  double T = ms_effective_timeout(m);
+  if (!(a >= DBL_MIN)) {
+    *ln_q = -INFINITY;
+    *dlnq = 0.0;
+  } else if (a >= c) {
+    *ln_q = -gamma * T;
+    *dlnq = x * T;
+  } else {
+    ms_erlang_terms t;
+    ms_erlang_terms_unchecked(m->servers, a, &t);
+    *ln_q = t.ln_c - gamma * T;
+    /* a d ln C / da = (c - a) + a (1 - B) / (c - a + a B), from
+     * dB/da = B (c/a - 1 + B) (Jagerman 1974). */
+    double ca = c - a;
+    *dlnq = ca + a * (1.0 - t.b) / (ca + a * t.b) + x * T;
+  }
+}
+
+/* p(x) and x p'(x) for a valid model and x >= 0. */
 static void failure_and_slope(const ms_failure_model *m, double x, double *p,
                               double *xdp, double *q_out) {
   double ok = 1.0 - m->base_failure;
@@ -438,34 +506,21 @@ static void failure_and_slope(const ms_failure_model *m, double x, double *p,
     }
     return;
   }
-  double c = (double)m->servers, mu = m->service_rate;
-  double T = ms_effective_timeout(m);
-  double cmu = c * mu;
-  if (x >= cmu) {
+  /* saturated from c mu as rounded (ms_saturation_load) on */
+  double gamma = fma((double)m->servers, m->service_rate, -x);
+  if (!(x < (double)m->servers * m->service_rate) || !(gamma > 0.0)) {
     *p = 1.0;
     *xdp = 0.0;
     *q_out = 0.0;
     return;
   }
-  double a = x / mu;
-  if (!(a >= DBL_MIN)) {
+  double ln_q, dlnq; /* ln q and x d ln q / dx */
+  erlang_tail(m, x, gamma, &ln_q, &dlnq);
+  if (ln_q == -INFINITY) {
     *p = m->base_failure;
     *xdp = 0.0;
     *q_out = ok;
     return;
-  }
-  double ln_q, dlnq; /* ln P(W > T) and x d ln P(W > T) / dx */
-  if (a >= c) {
-    ln_q = -(cmu - x) * T;
-    dlnq = x * T;
-  } else {
-    ms_erlang_terms t;
-    ms_erlang_terms_unchecked(m->servers, a, &t);
-    ln_q = t.ln_c - (cmu - x) * T;
-    /* a d ln C / da = (c - a) + a (1 - B) / (c - a + a B), from
-     * dB/da = B (c/a - 1 + B) (Jagerman 1974). */
-    double ca = c - a;
-    dlnq = ca + a * (1.0 - t.b) / (ca + a * t.b) + x * T;
   }
   double q = exp(ln_q);
   /* 1 - p = (1 - base)(1 - q), with 1 - q = -expm1(ln q) accurate; p
@@ -474,6 +529,37 @@ static void failure_and_slope(const ms_failure_model *m, double x, double *p,
   *q_out = ok * -expm1(ln_q);
   *p = fmin(1.0, m->base_failure + ok * q);
   *xdp = ok * q * dlnq;
+}
+
+int ms_failure_tail(const ms_failure_model *m, double x, double *ln_q,
+                    double *xdlnq, ms_error *err) {
+  int st = ms_failure_model_check(m, err);
+  if (st != MS_OK)
+    return st;
+  if (m->kind != MS_MODEL_ERLANG || m->has_queue_limit)
+    return ms_fail(err, MS_EINVAL,
+                   "the failure tail is that of the erlang model without a "
+                   "queue limit");
+  if (m->timeout + m->timeout_spread > m->timeout)
+    return ms_fail(err, MS_EINVAL,
+                   "the failure tail is that of one timeout: timeout spread "
+                   "= %g s averages it (ms_failure_probability)",
+                   m->timeout_spread);
+  if (!isfinite(x) || !(x >= 0.0))
+    return ms_fail(err, MS_EINVAL,
+                   "effective load x = %g attempts/s must be finite and >= 0",
+                   x);
+  /* saturated from c mu as rounded (ms_saturation_load) on */
+  double gamma = fma((double)m->servers, m->service_rate, -x);
+  if (!(x < (double)m->servers * m->service_rate) || !(gamma > 0.0)) {
+    *ln_q = 0.0;
+    *xdlnq = 0.0;
+    return MS_OK;
+  }
+  erlang_tail(m, x, gamma, ln_q, xdlnq);
+  if (*ln_q < -DBL_MAX)
+    *ln_q = -DBL_MAX;
+  return MS_OK;
 }
 
 /* ln P_block, ln(1 - P_block), ln W and ln(1 - W) of the M/M/c/K queue at

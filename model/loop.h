@@ -14,6 +14,30 @@
 extern "C" {
 #endif
 
+/* What the erlang model's client timeout T times (doc/design.md §1.1).
+ * The zero value is WAIT, so that a model built field by field keeps the
+ * meaning it had before the field existed; the user-facing default, the
+ * one service files and the command line apply when the key is absent, is
+ * MS_TIMEOUT_COVERS_DEFAULT. */
+typedef enum {
+  MS_TIMEOUT_COVERS_WAIT = 0,     /* the wait for a server only: an
+                                     attempt fails when W > T */
+  MS_TIMEOUT_COVERS_RESPONSE = 1, /* wait plus service, as HAProxy's
+                                     `timeout server`, nginx's
+                                     proxy_read_timeout, gRPC deadlines
+                                     and most HTTP clients: W + S > T */
+} ms_timeout_covers;
+
+/* The default of the key timeout_covers and of --timeout-covers. */
+#define MS_TIMEOUT_COVERS_DEFAULT MS_TIMEOUT_COVERS_WAIT
+
+/* "wait", "response": the value's name in service files and options;
+ * NULL for a value that is not one. */
+const char *ms_timeout_covers_name(ms_timeout_covers v);
+
+/* The value named name ("wait", "response"); MS_OK, or MS_EINVAL. */
+int ms_timeout_covers_from_name(const char *name, ms_timeout_covers *v);
+
 typedef enum {
   MS_MODEL_CAPACITY = 0, /* hard capacity C (doc/design.md §1.1) */
   MS_MODEL_ERLANG = 1,   /* M/M/c with client timeout (doc/design.md §1.1) */
@@ -23,7 +47,9 @@ typedef enum {
  * The failure probability of one attempt as a function of the effective
  * load x (doc/design.md §1.1):
  *   capacity: p(x) = base + (1 - base) max(0, (x - C) / x)
- *   erlang:   p(x) = 1 - (1 - base)(1 - P(W > T)), x an M/M/c arrival rate;
+ *   erlang:   p(x) = 1 - (1 - base)(1 - q(x)), x an M/M/c arrival rate,
+ *             q = P(W > T) when the timeout covers the wait, P(W + S > T)
+ *             when it covers the response (timeout_covers);
  *             with a queue limit K (M/M/c/K, doc/design.md §1.9)
  *             p(x) = 1 - (1 - P_block)(1 - base)(1 - P(W > T | admitted)),
  *             and the retried part p - P_block when rejections are final.
@@ -56,6 +82,9 @@ typedef struct {
   bool rejections_final; /* with a queue limit: a rejected attempt ends its
                             request instead of being retried (false, the
                             default: retried as any failure) */
+  /* erlang: what T times, the wait (0) or the whole response; the
+   * capacity model ignores it */
+  ms_timeout_covers timeout_covers;
 } ms_failure_model;
 
 /* The named retry policies of real stacks (doc/design.md §1.2). */
@@ -379,7 +408,8 @@ double *ms_policy_field(ms_retry_policy *p, ms_param id);
 
 /* Set *m to a valid capacity model with capacity C, base 0. */
 void ms_failure_model_capacity(ms_failure_model *m, double capacity);
-/* Set *m to a valid erlang model (c, mu, T), base 0. */
+/* Set *m to a valid erlang model (c, mu, T), base 0, its timeout on the
+ * wait (timeout_covers 0: set the field for the response). */
 void ms_failure_model_erlang(ms_failure_model *m, long servers,
                              double service_rate, double timeout);
 /* Set *p to r retries, one tier, no budget, no token bucket. */
@@ -387,7 +417,9 @@ void ms_retry_policy_fixed(ms_retry_policy *p, int retries);
 
 /*
  * Validate a failure model, a retry policy, or both.  Returns MS_OK or
- * MS_EINVAL with a message naming the field and its accepted range.
+ * MS_EINVAL with a message naming the field and its accepted range (and
+ * for timeout_covers response with a queue_limit, which the M/M/c/K
+ * model does not time yet).
  */
 int ms_failure_model_check(const ms_failure_model *m, ms_error *err);
 int ms_retry_policy_check(const ms_retry_policy *p, ms_error *err);
@@ -418,6 +450,22 @@ double ms_timeout_longest(const ms_failure_model *m);
  * for the capacity model, c mu for the erlang model (doc/design.md §1.1).
  * m: a valid model; the result is finite and > 0. */
 double ms_saturation_load(const ms_failure_model *m);
+
+/*
+ * ms_failure_tail: ln q(x) and x d ln q / dx, the overload part of the
+ * erlang model's failure without its base failure: ln P(W > T) when the
+ * timeout covers the wait, ln P(W + S > T) when it covers the response
+ * (doc/design.md §1.1), each with service_time_cv's M/G/c approximation.
+ *   m        a valid erlang model without a queue limit
+ *   x        attempts/s, finite, >= 0
+ *   ln_q     out: in [-DBL_MAX, 0]; 0 at and above c mu
+ *   xdlnq    out: >= 0, finite
+ * Errors: MS_EINVAL for another model, a queue limit, a timeout spread
+ * (the tail is that of one T: ms_failure_probability averages it), or a
+ * bad x.
+ */
+int ms_failure_tail(const ms_failure_model *m, double x, double *ln_q,
+                    double *xdlnq, ms_error *err);
 
 /*
  * ms_failure_probability: p(x), the probability that one attempt fails when

@@ -981,14 +981,19 @@ int ms_sim_memory_estimate(ms_sim_engine engine, const ms_sim_config *c,
   double v;
   if (engine == MS_ENGINE_DES) {
     /* a spread timeout: the longest patience T + w, a timeout event per
-     * waiting attempt, 4 bytes more a request */
+     * waiting attempt, 4 bytes more a request; a timed response: 8 more
+     * a request (its deadline) and an event per server */
     bool spread = m->kind == MS_MODEL_ERLANG && m->timeout_spread > 0.0;
+    bool response = m->kind == MS_MODEL_ERLANG &&
+                    m->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE;
     double Tw = spread ? T + m->timeout_spread : T;
     double A = lam * (1.0 + r);
     double nq = A * Tw, nb = A * W;
     double nr = fmin(pool + lam * ((1.0 + r) * Tw + r * B), 2147483648.0);
-    double ne = pool + lam * r * B + (spread ? nq : 0.0);
-    v = 2.0 * ((spread ? 26.0 : 22.0) * nr + 24.0 * ne) + 48.0 * (nq + nb);
+    double ne =
+        pool + lam * r * B + (spread ? nq : 0.0) + (response ? pool : 0.0);
+    double per_request = 22.0 + (spread ? 4.0 : 0.0) + (response ? 8.0 : 0.0);
+    v = 2.0 * (per_request * nr + 24.0 * ne) + 48.0 * (nq + nb);
   } else if (engine == MS_ENGINE_FLUID) {
     double dt;
     long spb;

@@ -498,7 +498,9 @@ const char *ms_sim_engine_name(ms_sim_engine e);
  * bin's attempt rate is the random part an attempt meets, and the rest a
  * FIFO backlog it waits out through the pools of the bins to come (an
  * attempt sent during a stall waits for the servers to come back), so it
- * fails when that wait plus the random part passes T (doc/design.md §6).
+ * fails when that wait plus the random part passes T (doc/design.md §6);
+ * with timeout_covers response, when that wait plus the random part plus
+ * an exponential service time passes T (exponential service only).
  * Failures come back as retries after the time to notice them plus the
  * backoff, spread exactly over the bins the delay reaches, never earlier
  * than the next bin.  Memoryless, a pool of 0 fails every attempt.
@@ -507,8 +509,9 @@ const char *ms_sim_engine_name(ms_sim_engine e);
  *   sink     called once per window, or NULL; ctx is passed to it
  *   summary  out, or NULL
  * Cost: O(bins x r x the delay kernels' support).
- * Errors: MS_EINVAL (configuration; queue memory with the capacity model),
- * MS_ELIMIT (more than MS_SIM_MAX_BINS bins, or a retry landing more than
+ * Errors: MS_EINVAL (configuration; queue memory with the capacity model;
+ * a model ms_sim_fluid_supports refuses), MS_ELIMIT (more than
+ * MS_SIM_MAX_BINS bins, or a retry landing more than
  * 2^22 bins after its attempt: raise dt), MS_ENOMEM, MS_ENOCONV.
  * Source: D. Tipper and M. K. Sundareshan, IEEE JSAC 8(9), 1990; W.-P.
  * Wang, D. Tipper and S. Banerjee, IEEE INFOCOM 1996.
@@ -517,11 +520,23 @@ int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
                  ms_sim_summary *summary, ms_error *err);
 
 /*
+ * ms_sim_fluid_supports: whether the fluid engine models m faithfully.
+ * It times the response (timeout_covers response) for exponential service
+ * only: a service_time_cv other than 1 with it is refused, since the
+ * engine would otherwise mix the response with the wait's dynamics.
+ *   m    a valid model
+ * Errors: MS_EINVAL, naming the keys, for timeout_covers response with
+ * service_time_cv != 1 (the discrete-event engine models it).
+ */
+int ms_sim_fluid_supports(const ms_failure_model *m, ms_error *err);
+
+/*
  * ms_sim_des: the discrete-event simulation of one scenario (doc/design.md
  * §6).  Poisson first attempts of rate lambda(t); one FIFO queue in front
  * of c servers, exponential service of rate mu or c->service_dist (M/G/c);
  * a client abandons an attempt whose service has not started T s after it
- * was sent, and the server still serves it; a served attempt fails with
+ * was sent (with timeout_covers response: whose service has not ended),
+ * and the server still serves it; a served attempt fails with
  * the base failure.  A failed request is retried after its backoff, at
  * most r times, subject to the budget, the bucket or the named policy run
  * as its stack runs it (doc/design.md §6).  When a SERVERS trigger shrinks

@@ -18,6 +18,11 @@
  * client gave up stays at its place in the queue, told from a live one by
  * its serial number (the request's waiting_serial moves on).  Without a
  * spread nothing of this runs and no random number is drawn for it.
+ *
+ * When the timeout covers the response (timeout_covers), an attempt whose
+ * service would end after its client's deadline (sent + its own timeout,
+ * drawn when it is sent with a spread) gets an EV_RESPONSE_TIMEOUT in the
+ * heap at that deadline, and its completion becomes an abandoned one.
  */
 #include <float.h>
 #include <math.h>
@@ -212,7 +217,18 @@ static double service_sample(const service_sampler *v, rng_t *g) {
 
 /* ---- containers ----------------------------------------------------- */
 
-enum { EV_DONE_OK, EV_DONE_FAIL, EV_DONE_ABANDONED, EV_RETRY, EV_TIMEOUT };
+/* EV_TIMEOUT: a spread timeout of a waiting attempt (its dur is the
+ * attempt's serial); EV_RESPONSE_TIMEOUT: the deadline of an attempt in
+ * service, when the timeout covers the response (its server goes on: an
+ * EV_DONE_ABANDONED) */
+enum {
+  EV_DONE_OK,
+  EV_DONE_FAIL,
+  EV_DONE_ABANDONED,
+  EV_RETRY,
+  EV_TIMEOUT,
+  EV_RESPONSE_TIMEOUT
+};
 
 typedef struct {
   double t;
@@ -337,6 +353,9 @@ typedef struct {
   uint32_t *waiting_serial; /* per request: its waiting attempt's serial
                                (qentry), 0 when none waits; allocated with
                                a spread only */
+  bool response;    /* the timeout covers the response, not only the wait */
+  double *deadline; /* per request: its attempt's sent + timeout, s;
+                       allocated with response only */
   int r;
   long long queue_limit; /* waiting places; -1: none (M/M/c/K, §1.9) */
   bool rejections_final; /* a rejection ends its request */
@@ -368,6 +387,7 @@ static void des_free(des_t *d) {
   free(d->live.a);
   free(d->retries_done);
   free(d->waiting_serial);
+  free(d->deadline);
   free(d->sleep);
   free(d->cost);
   free(d->free_ids);
@@ -396,6 +416,12 @@ static int request_new(des_t *d, uint32_t *id) {
       cap = d->req_cap;
       if (grow((void **)&d->waiting_serial, &cap, d->req_top + 1,
                sizeof *d->waiting_serial) != MS_OK)
+        return MS_ENOMEM;
+    }
+    if (d->response) {
+      cap = d->req_cap;
+      if (grow((void **)&d->deadline, &cap, d->req_top + 1,
+               sizeof *d->deadline) != MS_OK)
         return MS_ENOMEM;
     }
     d->req_cap = cap;
@@ -450,12 +476,21 @@ static void integrate_busy(des_t *d, double t) {
   d->busy_since = t;
 }
 
-/* A server takes attempt id (client waiting) at time t. */
+/* A server takes attempt id at time t.  When the timeout covers the
+ * response and the client's deadline (d->deadline[id]: sent + its own
+ * timeout) comes before the service ends, the client fails then
+ * (EV_RESPONSE_TIMEOUT) and the server serves on: its completion is an
+ * abandoned one. */
 static int start_service(des_t *d, uint32_t id, double t) {
   integrate_busy(d, t);
   d->busy++;
   bool fail = d->base > 0.0 && rng_uniform(&d->rng) < d->base;
   double dur = service_sample(&d->service, &d->rng);
+  if (d->response && d->deadline[id] < t + dur) {
+    if (heap_push(&d->heap, t + dur, dur, 0, EV_DONE_ABANDONED) != MS_OK)
+      return MS_ENOMEM;
+    return heap_push(&d->heap, d->deadline[id], 0.0, id, EV_RESPONSE_TIMEOUT);
+  }
   return heap_push(&d->heap, t + dur, dur, id,
                    fail ? EV_DONE_FAIL : EV_DONE_OK);
 }
@@ -502,12 +537,24 @@ static int dispatch(des_t *d, double t) {
 static int attempt_failed(des_t *d, uint32_t id, double t, bool timeout);
 static void attempt_outcome(des_t *d, uint32_t id, bool ok);
 
+/* The timeout of one attempt, s: T, or uniform on [T, T + w] with a
+ * spread w (one random number). */
+static double patience_draw(des_t *d) {
+  return d->spread > 0.0 ? d->T + d->spread * rng_uniform(&d->rng) : d->T;
+}
+
 /* Attempt of request id sent at t.  With a queue limit an attempt that
  * finds every waiting place taken (by live or abandoned attempts: the
  * queue serves both) is rejected at once: it fails, and is retried unless
  * rejections end the request (doc/design.md §1.9). */
 static int send_attempt(des_t *d, uint32_t id, double t) {
   d->active++;
+  /* the attempt's own timeout: with the response timed every attempt's
+   * counts, so it is drawn now; with the wait alone only a waiting one's
+   * (below, the random numbers of a wait run unchanged) */
+  double patience = d->response ? patience_draw(d) : d->T;
+  if (d->response)
+    d->deadline[id] = t + patience;
   if (d->abandoned == 0 && d->live.len == 0 && d->busy < d->servers)
     return start_service(d, id, t);
   if (d->queue_limit >= 0 &&
@@ -525,7 +572,8 @@ static int send_attempt(des_t *d, uint32_t id, double t) {
       serial = (uint32_t)++d->serial_next;
     while (serial == 0);
     d->waiting_serial[id] = serial;
-    double patience = d->T + d->spread * rng_uniform(&d->rng);
+    if (!d->response)
+      patience = patience_draw(d);
     if (heap_push(&d->heap, t + patience, (double)serial, id, EV_TIMEOUT) !=
         MS_OK)
       return MS_ENOMEM;
@@ -739,6 +787,7 @@ static void des_init(des_t *d, const ms_sim_config *c) {
                        m0->has_service_time_cv ? m0->service_time_cv : 1.0);
   d->T = m0->timeout;
   d->spread = (m0->timeout + m0->timeout_spread) - m0->timeout;
+  d->response = m0->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE;
   d->base = m0->base_failure;
   d->queue_limit = m0->has_queue_limit ? m0->queue_limit : -1;
   d->rejections_final = m0->rejections_final;
@@ -839,6 +888,8 @@ static int des_event(des_t *d, des_sources *src, double t, double t_heap,
       d->waiting_serial[e.id] = 0;
       return attempt_failed(d, e.id, t, true);
     }
+    if (e.kind == EV_RESPONSE_TIMEOUT)
+      return attempt_failed(d, e.id, t, true);
     return completion(d, &e, t);
   }
   return arrival(d, src, t);

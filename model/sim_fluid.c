@@ -114,6 +114,13 @@ static void memoryless_failure(const ms_failure_model *m, double x, double *p,
     double a = x / mu;
     if (x >= cmu) {
       *q = 1.0;
+    } else if (m->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE) {
+      /* P(W + S > T) (ms_failure_tail's), exponential service */
+      double ln_q, xdlnq;
+      ms_response_terms_unchecked(m->servers, mu, x, a,
+                                  fma((double)m->servers, mu, -x), m->timeout,
+                                  1.0, &ln_q, &xdlnq);
+      *q = exp(ln_q);
     } else if (!(a >= DBL_MIN)) {
       *q = 0.0;
     } else {
@@ -559,13 +566,42 @@ static double fifo_wait(const fluid_state *f, long i, double u, double E,
  * A timeout that covers the response (wait + service > T) is the
  * convolution with the service time's exponential: the same form with two
  * terms, (1 - C) e^(-mu u) + C (mu e^(-theta u) - theta e^(-mu u)) /
- * (mu - theta), so tail_mean below needs no change for it.
+ * (mu - theta): two terms, one of them negative (neg), so tail_mean
+ * sums them with their signs (response_tail).
  */
 #define TAIL_TERMS 3
 typedef struct {
   int n;
   double lna[TAIL_TERMS], k[TAIL_TERMS];
+  bool neg[TAIL_TERMS]; /* the term counts negative */
 } fifo_tail;
+
+/* The response tail P(W + S > u) of the stationary M/M/c queue with
+ * waiting probability C and wait rate theta = c mu - x, service rate mu:
+ * (1 - C) e^(-mu u) + C (mu e^(-theta u) - theta e^(-mu u)) / (mu - theta)
+ * as the terms e^(-mu u) (1 - C mu / (mu - theta)) and e^(-theta u)
+ * C mu / (mu - theta) (Kleinrock 1975, sec. 3.4).  theta within 1e-6 mu
+ * of mu moves 1e-6 mu away: the two terms then cancel to at most 1e-10
+ * of their size, and the tail moves by about 1e-6 of itself. */
+static void response_tail(double C, double mu, double theta, fifo_tail *tl) {
+  double d = mu - theta;
+  if (fabs(d) < 1e-6 * mu) {
+    theta = d >= 0.0 ? mu * (1.0 - 1e-6) : mu * (1.0 + 1e-6);
+    d = mu - theta;
+  }
+  double cw = C * mu / d, cs = 1.0 - cw; /* of e^(-theta u), e^(-mu u) */
+  tl->n = 0;
+  if (cs != 0.0) {
+    tl->lna[tl->n] = log(fabs(cs));
+    tl->k[tl->n] = mu;
+    tl->neg[tl->n++] = cs < 0.0;
+  }
+  if (cw != 0.0) {
+    tl->lna[tl->n] = log(fabs(cw));
+    tl->k[tl->n] = theta;
+    tl->neg[tl->n++] = cw < 0.0;
+  }
+}
 
 /* The mean of P(fail | D) over D linear from D0 to D1 (the attempts of
  * one bin, sent uniformly through it): the share past T, and the terms
@@ -578,14 +614,15 @@ static double tail_mean(const fifo_tail *tl, double D0, double D1, double T,
   double b = fmin(hi, T), sum = 0.0;
   bool flat = !(w > 1e-12 * T);
   for (int j = 0; j < tl->n; j++) {
-    double kk = tl->k[j] * sc;
+    double kk = tl->k[j] * sc, v;
     if (flat || kk * (b - lo) < 1e-9)
-      sum += exp(tl->lna[j] - kk * (T - b)) * (flat ? 1.0 : b - lo);
+      v = exp(tl->lna[j] - kk * (T - b)) * (flat ? 1.0 : b - lo);
     else
-      sum +=
-          (exp(tl->lna[j] - kk * (T - b)) - exp(tl->lna[j] - kk * (T - lo))) /
+      v = (exp(tl->lna[j] - kk * (T - b)) - exp(tl->lna[j] - kk * (T - lo))) /
           kk;
+    sum += tl->neg[j] ? -v : v;
   }
+  sum = fmax(0.0, sum); /* the response's two terms, rounded */
   if (flat)
     return fmin(1.0, sum);
   return (hi - b) / w + fmin(sum, b - lo) / w;
@@ -618,6 +655,7 @@ static void bin_failure(fluid_state *f, const ms_sim_config *c,
   }
   long k = pm->servers;
   double mu = pm->service_rate, kmu = (double)k * mu, T = pm->timeout;
+  bool response = pm->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE;
   double N0 = f->N, G = 0.0;
   fifo_tail tl = {0};
   pool_fill(f, c, i + f->L - 1, dt);
@@ -656,12 +694,18 @@ static void bin_failure(fluid_state *f, const ms_sim_config *c,
     tl.n = 1;
     tl.lna[0] = g.ln_c;
     tl.k[0] = kmu * s1;
+    if (response)
+      response_tail(exp(g.ln_c), mu, kmu * s1, &tl);
   }
+  if (response && k == 0) /* after a wait for servers: the service alone */
+    response_tail(0.0, mu, 2.0 * mu, &tl);
   double sc = T > 0.0 ? ms_effective_timeout(pm) / T : 1.0;
   double D0 = fifo_wait(f, i, 0.0, N0 - G, mu, T, dt);
   double D1 = fifo_wait(f, i, 1.0, f->N - G, mu, T, dt);
   if (T > 0.0)
     *q = tail_mean(&tl, D0, D1, T, sc);
+  else if (response) /* T = 0 on the response: every attempt fails */
+    *q = 1.0;
   else /* T = 0: an attempt that waits at all fails */
     *q = D0 > 0.0 && D1 > 0.0 ? 1.0 : tl.n > 0 ? exp(tl.lna[0]) : 0.0;
   *p = *q + base * (1.0 - *q);
@@ -781,6 +825,18 @@ static int fluid_run(fluid_state *f, const ms_sim_config *c,
   return MS_OK;
 }
 
+int ms_sim_fluid_supports(const ms_failure_model *m, ms_error *err) {
+  if (m->kind == MS_MODEL_ERLANG &&
+      m->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE &&
+      m->has_service_time_cv && m->service_time_cv != 1.0)
+    return ms_fail(err, MS_EINVAL,
+                   "timeout_covers response with service_time_cv = %g: "
+                   "the fluid engine times the response for exponential "
+                   "service only; use the discrete-event engine",
+                   m->service_time_cv);
+  return MS_OK;
+}
+
 int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
                  ms_sim_summary *summary, ms_error *err) {
   int st = ms_sim_config_check(c, err);
@@ -794,6 +850,8 @@ int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
     return ms_fail(err, MS_EINVAL,
                    "the fluid engine has no queue limit: simulate a "
                    "queue_limit with the discrete-event engine");
+  if ((st = ms_sim_fluid_supports(&c->service.model, err)) != MS_OK)
+    return st;
   double dt = 0.0;
   long spb = 1, nbins = 0;
   st = pick_bins(c, &dt, &spb, &nbins, err);

@@ -66,6 +66,10 @@ static int query_check(const ms_sim_config *c, const ms_tolerance_query *q,
   if (q->engine != MS_ENGINE_FLUID && q->engine != MS_ENGINE_DES)
     return ms_fail(err, MS_EINVAL, "engine %d is neither fluid nor des",
                    (int)q->engine);
+  int st;
+  if (q->engine == MS_ENGINE_FLUID &&
+      (st = ms_sim_fluid_supports(&c->service.model, err)) != MS_OK)
+    return st;
   if (q->engine == MS_ENGINE_DES &&
       !(q->seeds >= 0 && q->seeds <= MS_TOLERANCE_MAX_SEEDS))
     return ms_fail(err, MS_EINVAL, "seeds = %d is outside [1, %d]", q->seeds,

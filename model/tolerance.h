@@ -170,7 +170,8 @@ typedef struct {
  * ms_trigger_tolerance itself runs the fluid engine only (a DES query is
  * MS_EINVAL): ms_tolerance_run, below, runs both.
  * Errors: MS_EINVAL (configuration, query, capacity model, tiers > 1,
- * an engine that is neither, resume with the DES),
+ * an engine that is neither, resume with the DES, a model the fluid
+ * engine refuses with the fluid engine: ms_sim_fluid_supports),
  * MS_ENOCONV (above), MS_ELIMIT (a probe longer than MS_SIM_MAX_DURATION
  * or of more than MS_TOLERANCE_MAX_BINS fluid bins, or q->stop said stop),
  * and those of the engine.

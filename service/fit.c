@@ -878,6 +878,9 @@ int ms_fit_write_spec(FILE *f, const ms_service_spec *spec,
      * milliseconds is warned about (ms_service_unit_warnings) */
     fprintf(f, "    service_time: %ss\n", num(b, 1.0 / m->service_rate));
     fprintf(f, "    timeout: %ss\n", num(b, m->timeout));
+    if (m->timeout_covers != MS_TIMEOUT_COVERS_DEFAULT)
+      fprintf(f, "    timeout_covers: %s\n",
+              ms_timeout_covers_name(m->timeout_covers));
     if (m->has_service_time_cv)
       fprintf(f, "    service_time_cv: %s\n", num(b, m->service_time_cv));
   } else {

@@ -35,6 +35,7 @@ enum {
   K_SERVICE_RATE,
   K_TIMEOUT,
   K_TIMEOUT_GRANULARITY,
+  K_TIMEOUT_COVERS,
   K_SERVICE_TIME_CV,
   K_CAPACITY,
   K_RETRIES,
@@ -68,6 +69,7 @@ static const char *const key_names[] = {"name",
                                         "service_rate",
                                         "timeout",
                                         "timeout_granularity",
+                                        "timeout_covers",
                                         "service_time_cv",
                                         "capacity",
                                         "retries",
@@ -326,9 +328,10 @@ static int read_model_kind(service_reader *r) {
         "model '%s' is neither erlang nor capacity (key 'model')",
         model ? model : ms_yaml_kind(r->val[K_MODEL]));
   static const int erlang_only[] = {
-      K_SERVERS,     K_SERVICE_TIME,        K_SERVICE_RATE,
-      K_TIMEOUT,     K_TIMEOUT_GRANULARITY, K_SERVICE_TIME_CV,
-      K_QUEUE_LIMIT, K_LATENCY_OBJECTIVE,   K_RETRY_REJECTIONS};
+      K_SERVERS,       K_SERVICE_TIME,        K_SERVICE_RATE,
+      K_TIMEOUT,       K_TIMEOUT_GRANULARITY, K_SERVICE_TIME_CV,
+      K_QUEUE_LIMIT,   K_LATENCY_OBJECTIVE,   K_RETRY_REJECTIONS,
+      K_TIMEOUT_COVERS};
   for (size_t i = 0; i < sizeof erlang_only / sizeof *erlang_only; i++)
     if (!r->erlang && r->val[erlang_only[i]])
       return ms_yaml_fail(r->ld, r->key[erlang_only[i]],
@@ -488,6 +491,20 @@ static int read_erlang(service_reader *r) {
   if (read_optional(r, K_SERVICE_TIME_CV, MS_PARAM_SERVICE_TIME_CV,
                     &m->service_time_cv, &m->has_service_time_cv) != 0)
     return -1;
+  /* what the timeout times: the whole response unless told (most clients
+   * and proxies; doc/configuration.md) */
+  m->timeout_covers = MS_TIMEOUT_COVERS_DEFAULT;
+  const yaml_node_t *tc = r->val[K_TIMEOUT_COVERS];
+  if (tc) {
+    const char *t = ms_yaml_scalar(tc);
+    if (ms_timeout_covers_from_name(t, &m->timeout_covers) != MS_OK)
+      return ms_yaml_fail(r->ld, tc,
+                          "timeout_covers is response (the wait and the "
+                          "service) or wait (the wait for a server only), "
+                          "not %s%s%s (service '%s')",
+                          t ? "'" : "", t ? t : ms_yaml_kind(tc), t ? "'" : "",
+                          r->name);
+  }
   return read_queue_limit(r);
 }
 

@@ -520,9 +520,11 @@ static void stall_tolerance_report(ms_tracker *t, ms_report *r) {
   t->tolerance_pending = false;
   if (t->tolerance_wait > 0)
     t->tolerance_wait--;
+  /* the search runs the fluid engine: none for a model it refuses */
   if (ls->params.model.kind != MS_MODEL_ERLANG ||
       ls->params.policy.tiers != 1 || !(lambda > 0) ||
-      lambda < ls->recovery_load)
+      lambda < ls->recovery_load ||
+      ms_sim_fluid_supports(&ls->params.model, NULL) != MS_OK)
     return;
   if (lambda > ls->tipping_load) {
     r->has_stall_tolerance = true;

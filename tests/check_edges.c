@@ -184,6 +184,15 @@ static void wait_tails(long c, long K, double mu, double x, double T) {
   double t = NAN;
   int rc = ms_ln_wait_tail(c, mu, x, T, &t, NULL);
   verdict("ms_ln_wait_tail", rc, OUTS(t), "%ld, %a, %a, %a", c, mu, x, T);
+  rc = ms_ln_wait_tail_erlangs(c, mu, x / mu, T, &t, NULL);
+  verdict("ms_ln_wait_tail_erlangs", rc, OUTS(t), "%ld, %a, %a, %a", c, mu,
+          x / mu, T);
+  const double cvs[] = {1.0, 0.0, 0.5, 3.0};
+  for (int i = 0; i < 4; i++) {
+    rc = ms_ln_response_tail(c, mu, x, T, cvs[i], &t, NULL);
+    verdict("ms_ln_response_tail", rc, OUTS(t), "%ld, %a, %a, %a, cv %g", c, mu,
+            x, T, cvs[i]);
+  }
   rc = ms_mmck_ln_wait_tail(c, K, mu, x, T, &t, NULL);
   verdict("ms_mmck_ln_wait_tail", rc, OUTS(t), "%ld, %ld, %a, %a, %a", c, K, mu,
           x, T);
@@ -503,9 +512,22 @@ static void model_calls(const ms_failure_model *m, const char *in) {
   int rc = ms_inflight_capacity(m, &r, NULL);
   verdict("ms_inflight_capacity", rc, OUTS(r), "%s", in);
   const double xs[] = {0, 0.5 * sat, sat, 2 * sat};
+  ms_failure_model mr = *m;
+  mr.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+  CALLED("ms_sim_fluid_supports", ms_sim_fluid_supports(&mr, NULL),
+         "%s, response", in);
   for (int i = 0; i < 4; i++) {
     rc = ms_failure_probability(m, xs[i], &p, NULL);
     verdict("ms_failure_probability", rc, OUTS(p), "%s, x %a", in, xs[i]);
+    rc = ms_failure_probability(&mr, xs[i], &p, NULL);
+    verdict("ms_failure_probability", rc, OUTS(p), "%s, response, x %a", in,
+            xs[i]);
+    double lq = NAN, sl = NAN;
+    rc = ms_failure_tail(&mr, xs[i], &lq, &sl, NULL);
+    verdict("ms_failure_tail", rc, OUTS(lq, sl), "%s, response, x %a", in,
+            xs[i]);
+    rc = ms_failure_tail(m, xs[i], &lq, &sl, NULL);
+    verdict("ms_failure_tail", rc, OUTS(lq, sl), "%s, x %a", in, xs[i]);
     rc = ms_response_tail(m, xs[i], 0.5, &p, NULL);
     verdict("ms_response_tail", rc, OUTS(p), "%s, x %a, H 0.5", in, xs[i]);
   }
@@ -1016,6 +1038,8 @@ static const row functions[] = {
     DRIVEN(ms_erlang, "erlang"),
     DRIVEN(ms_erlang_ln_b_recursive, "erlang"),
     DRIVEN(ms_ln_wait_tail, "wait_tails"),
+    DRIVEN(ms_ln_wait_tail_erlangs, "wait_tails"),
+    DRIVEN(ms_ln_response_tail, "wait_tails"),
     DRIVEN(ms_mmck_ln_block, "mmck_block"),
     DRIVEN(ms_mmck_ln_wait_tail, "wait_tails"),
     DRIVEN(ms_failure_model_same, "service_fields"),
@@ -1043,6 +1067,10 @@ static const row functions[] = {
     DRIVEN(ms_timeout_longest, "service_fields"),
     DRIVEN(ms_saturation_load, "service_fields"),
     DRIVEN(ms_failure_probability, "service_fields, service_args"),
+    DRIVEN(ms_failure_tail, "service_fields"),
+    DRIVEN(ms_sim_fluid_supports, "service_fields"),
+    NO_DOUBLE(ms_timeout_covers_name, "an enum"),
+    NO_DOUBLE(ms_timeout_covers_from_name, "a string"),
     DRIVEN(ms_amplification, "service_fields"),
     DRIVEN(ms_amplification_at, "service_fields, service_args"),
     DRIVEN(ms_offered_load_given, "service_fields, service_args"),

@@ -1066,6 +1066,45 @@ START_TEST(test_spread_reference) {
 }
 END_TEST
 
+/* The sign bounds with the timeout on the response and a spread never
+ * contradict the evaluated elasticity, over pools of 1 to 1000 servers,
+ * spreads of 0.5 to 30 timeouts and 1 or 3 retries (4119 of 22848 points
+ * decided). */
+START_TEST(test_response_spread_bounds) {
+  const long cs[] = {1, 10, 100, 1000};
+  const double mus[] = {1, 10}, Ts[] = {0.05, 0.3, 1, 3}, ws[] = {0.5, 3, 30};
+  long decided = 0;
+  for (int ic = 0; ic < 4; ic++)
+    for (int im = 0; im < 2; im++)
+      for (int iT = 0; iT < 4; iT++)
+        for (int iw = 0; iw < 3; iw++)
+          for (int r = 1; r <= 3; r += 2) {
+            ms_service_params s;
+            ms_failure_model_erlang(&s.model, cs[ic], mus[im], Ts[iT]);
+            s.model.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+            s.model.timeout_spread = ws[iw] * Ts[iT];
+            ms_retry_policy_fixed(&s.policy, r);
+            double cmu = cs[ic] * mus[im];
+            for (int k = 1; k < 120; k++) {
+              double x = k < 60 ? cmu * k / 60.0
+                                : cmu * (1 - pow(10.0, -(k - 60) / 10.0));
+              int sign = ms_landscape_sign_bound(&s, x);
+              ck_assert(sign != -2);
+              if (sign < 0)
+                continue;
+              decided++;
+              ms_point pt;
+              ms_point_eval(&s, x, &pt);
+              ck_assert_msg(sign == (pt.elast < 1.0),
+                            "c %ld mu %g T %g w %g r %d x %.17g: E %.17g",
+                            cs[ic], mus[im], Ts[iT], s.model.timeout_spread, r,
+                            x, pt.elast);
+            }
+          }
+  ck_assert_int_gt(decided, 1000);
+}
+END_TEST
+
 /* A spread of 0 is the fixed timeout bit for bit; the sign bounds hold
  * with a spread; the checks refuse a spread where it means nothing. */
 START_TEST(test_spread_edges) {
@@ -1078,11 +1117,15 @@ START_TEST(test_spread_edges) {
   ck_assert_int_eq(ms_landscape_build(&a, &la, NULL), MS_OK);
   ck_assert_int_eq(ms_landscape_build(&b, &lb, NULL), MS_OK);
   ck_assert(la.tipping_load == lb.tipping_load);
-  /* the bounds of the scan against the evaluated elasticity */
+  /* the bounds of the scan against the evaluated elasticity, the timeout
+   * on the wait and on the response (whose bounds take T_hi too) */
   const double spreads[] = {1e-6, 0.1, 0.5, 5.0, 100.0};
-  for (int i = 0; i < 5; i++) {
-    b.model.timeout_spread = spreads[i];
-    b.model.base_failure = i == 2 ? 0.05 : 0.0;
+  long decided[2] = {0, 0};
+  for (int i = 0; i < 10; i++) {
+    b.model.timeout_spread = spreads[i % 5];
+    b.model.base_failure = i % 5 == 2 ? 0.05 : 0.0;
+    b.model.timeout_covers =
+        i < 5 ? MS_TIMEOUT_COVERS_WAIT : MS_TIMEOUT_COVERS_RESPONSE;
     for (int k = 1; k < 400; k++) {
       double x =
           k < 200 ? 50.0 * k / 200.0 : 50.0 * (1 - pow(10, -(k - 200) / 25.0));
@@ -1090,12 +1133,19 @@ START_TEST(test_spread_edges) {
       ck_assert(sign != -2);
       if (sign < 0)
         continue;
+      decided[i / 5]++;
       ms_point pt;
       ms_point_eval(&b, x, &pt);
-      ck_assert_msg(sign == (pt.elast < 1.0), "spread %g x %.17g: E %.17g",
-                    spreads[i], x, pt.elast);
+      ck_assert_msg(sign == (pt.elast < 1.0),
+                    "spread %g covers %d x %.17g: E %.17g", spreads[i % 5],
+                    (int)b.model.timeout_covers, x, pt.elast);
     }
   }
+  /* the bounds decide points on both (else they go untested here): 741
+   * and 20 of 1995 each (the response's bounds are looser) */
+  ck_assert_msg(decided[0] > 100 && decided[1] >= 10, "decided %ld, %ld",
+                decided[0], decided[1]);
+  b.model.timeout_covers = MS_TIMEOUT_COVERS_WAIT;
   /* longer timeouts tip later: the spread lies between its ends */
   b.model.base_failure = 0.0;
   b.model.timeout_spread = 0.5;
@@ -1141,6 +1191,7 @@ Suite *landscape_suite(void) {
   tcase_add_test(tc, test_service_time_cv);
   tcase_add_test(tc, test_spread_reference);
   tcase_add_test(tc, test_spread_edges);
+  tcase_add_test(tc, test_response_spread_bounds);
   tcase_add_test(tc, test_states);
   tcase_add_test(tc, test_extreme_loads);
   tcase_add_test(tc, test_far_beyond_saturation);

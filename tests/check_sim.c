@@ -818,6 +818,107 @@ START_TEST(test_des_is_mmc) {
 }
 END_TEST
 
+/*
+ * With the timeout on the response and no retries, the DES's failure
+ * ratio is P(W + S > T) of M/M/c (ms_ln_response_tail, Kleinrock 1975
+ * sec. 3.4): an attempt in service whose sent + T passes before its
+ * completion fails then, and its server serves on.  c = 10, mu = 10,
+ * T = 0.2 (2 service times) at 30 %, 70 % and 90 % of c mu, and c = 4,
+ * T = 0.3; the wait tail alone is off by more than 4 standard errors at
+ * each (the test tells the two apart).
+ */
+START_TEST(test_des_response_tail) {
+  static const struct {
+    long c;
+    double T, rho;
+  } rows[] = {{10, 0.2, 0.3}, {10, 0.2, 0.7}, {10, 0.2, 0.9}, {4, 0.3, 0.8}};
+  for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+    ms_service_params s;
+    ms_failure_model_erlang(&s.model, rows[k].c, 10.0, rows[k].T);
+    s.model.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+    ms_retry_policy_fixed(&s.policy, 0);
+    ms_sim_config c;
+    ms_sim_config_init(&c, &s);
+    double x = rows[k].rho * 10.0 * (double)rows[k].c;
+    c.scenario.offered_load = x;
+    c.scenario.duration = 4100.0;
+    c.sample_interval = 100.0;
+    c.seed = 7;
+    series v = {0};
+    run(MS_ENGINE_DES, &c, &v);
+    estimate p = batch_estimate(&v, 100.0, 4100.0, f_failure, false);
+    double ln_r, ln_w;
+    ck_assert_int_eq(
+        ms_ln_response_tail(rows[k].c, 10.0, x, rows[k].T, 1.0, &ln_r, NULL),
+        MS_OK);
+    ck_assert_int_eq(
+        ms_ln_wait_tail(rows[k].c, 10.0, x, rows[k].T, &ln_w, NULL), MS_OK);
+    if (getenv("CK_VERBOSITY") && !strcmp(getenv("CK_VERBOSITY"), "verbose"))
+      printf("DES response c %ld T %g rho %g: %.5f +- %.5f, P(W + S > T) "
+             "%.5f, P(W > T) %.5f\n",
+             rows[k].c, rows[k].T, rows[k].rho, p.mean, p.se, exp(ln_r),
+             exp(ln_w));
+    ck_assert_msg(fabs(p.mean - exp(ln_r)) < 4 * p.se + 1e-4,
+                  "c %ld T %g rho %g: failure ratio %.5f +- %.5f, P(W + S > "
+                  "T) %.5f",
+                  rows[k].c, rows[k].T, rows[k].rho, p.mean, p.se, exp(ln_r));
+    ck_assert(fabs(p.mean - exp(ln_w)) > 4 * p.se);
+    series_free(&v);
+  }
+}
+END_TEST
+
+/* The timeout on the response with a spread (each attempt's timeout
+ * uniform on [T, T + w], drawn when it is sent): the DES's failure ratio
+ * without retries against the average of P(W + S > T) over the spread,
+ * by Simpson's rule over ms_ln_response_tail (tests/check_response.c
+ * holds it to mpmath); the model's averaged p agrees with that average,
+ * and the tail at the mid timeout is more than 4 standard errors off. */
+START_TEST(test_des_response_spread) {
+  const long servers = 10;
+  const double mu = 10.0, T = 0.1, w = 0.3, x = 70.0;
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, servers, mu, T);
+  s.model.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+  s.model.timeout_spread = w;
+  ms_retry_policy_fixed(&s.policy, 0);
+  double avg = 0.0, ln_r;
+  const int n = 300; /* even */
+  for (int i = 0; i <= n; i++) {
+    double t = T + w * i / n;
+    ck_assert_int_eq(ms_ln_response_tail(servers, mu, x, t, 1.0, &ln_r, NULL),
+                     MS_OK);
+    avg += (i == 0 || i == n ? 1.0 : i % 2 ? 4.0 : 2.0) * exp(ln_r);
+  }
+  avg /= 3.0 * n;
+  double p_model, ln_mid;
+  ck_assert_int_eq(ms_failure_probability(&s.model, x, &p_model, NULL), MS_OK);
+  ck_assert_msg(fabs(p_model - avg) < 1e-8 * avg, "model %.10f, average %.10f",
+                p_model, avg);
+  ck_assert_int_eq(
+      ms_ln_response_tail(servers, mu, x, T + 0.5 * w, 1.0, &ln_mid, NULL),
+      MS_OK);
+  ms_sim_config c;
+  ms_sim_config_init(&c, &s);
+  c.scenario.offered_load = x;
+  c.scenario.duration = 4100.0;
+  c.sample_interval = 100.0;
+  c.seed = 13;
+  series v = {0};
+  run(MS_ENGINE_DES, &c, &v);
+  estimate p = batch_estimate(&v, 100.0, 4100.0, f_failure, false);
+  if (getenv("CK_VERBOSITY") && !strcmp(getenv("CK_VERBOSITY"), "verbose"))
+    printf("DES response spread: %.5f +- %.5f, average %.5f, at the mid "
+           "timeout %.5f\n",
+           p.mean, p.se, avg, exp(ln_mid));
+  ck_assert_msg(fabs(p.mean - avg) < 4 * p.se + 1e-4,
+                "failure ratio %.5f +- %.5f, average tail %.5f", p.mean, p.se,
+                avg);
+  ck_assert(fabs(p.mean - exp(ln_mid)) > 4 * p.se);
+  series_free(&v);
+}
+END_TEST
+
 /* ---- general service times (doc/design.md §1.1 and §6) ---------------- */
 
 /* The DES's service time distributions have the mean and the second moment
@@ -1851,6 +1952,54 @@ START_TEST(test_fluid_named_policies) {
 }
 END_TEST
 
+/* The fluid engine with the timeout on the response: with queue memory
+ * and memoryless, without retries, its steady failure ratio is P(W + S >
+ * T) (ms_ln_response_tail, held to mpmath by tests/check_response.c),
+ * theta = c mu - x well apart from mu (x 70/s) and equal to it (x 90/s,
+ * where the two-term tail degenerates); with service_time_cv 2 it refuses
+ * the response, naming the keys. */
+START_TEST(test_fluid_response) {
+  const double xs[] = {70.0, 90.0};
+  for (int k = 0; k < 2; k++)
+    for (int mem = 0; mem < 2; mem++) {
+      ms_service_params s;
+      ms_failure_model_erlang(&s.model, 10, 10.0, 0.2);
+      s.model.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+      ms_retry_policy_fixed(&s.policy, 0);
+      ms_sim_config c;
+      ms_sim_config_init(&c, &s);
+      c.scenario.offered_load = xs[k];
+      c.scenario.duration = 300.0;
+      c.queue_memory = mem;
+      ms_sim_summary sum = run(MS_ENGINE_FLUID, &c, NULL);
+      double ln_r;
+      ck_assert_int_eq(
+          ms_ln_response_tail(10, 10.0, xs[k], 0.2, 1.0, &ln_r, NULL), MS_OK);
+      ck_assert_msg(fabs(sum.final_failure_ratio - exp(ln_r)) <
+                        1e-4 * exp(ln_r),
+                    "x %g memory %d: %.8f, P(W + S > T) %.8f", xs[k], mem,
+                    sum.final_failure_ratio, exp(ln_r));
+    }
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 10, 10.0, 0.2);
+  s.model.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+  s.model.has_service_time_cv = true;
+  s.model.service_time_cv = 2.0;
+  ms_retry_policy_fixed(&s.policy, 0);
+  ms_sim_config c;
+  ms_sim_config_init(&c, &s);
+  c.scenario.offered_load = 70.0;
+  c.scenario.duration = 60.0;
+  ms_error err;
+  ms_sim_summary sum;
+  ck_assert_int_eq(ms_sim_fluid(&c, NULL, NULL, &sum, &err), MS_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "timeout_covers response"));
+  ck_assert_ptr_nonnull(strstr(err.msg, "service_time_cv = 2"));
+  s.model.service_time_cv = 1.0;
+  ck_assert_int_eq(ms_sim_fluid_supports(&s.model, NULL), MS_OK);
+}
+END_TEST
+
 START_TEST(test_errors) {
   ms_sim_config c = config(60.0, 100.0);
   ms_error err;
@@ -2292,6 +2441,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(fluid, test_fluid_latch_threshold);
   tcase_add_test(fluid, test_fluid_backoff_moves_no_equilibrium);
   tcase_add_test(fluid, test_fluid_caps);
+  tcase_add_test(fluid, test_fluid_response);
   tcase_add_test(fluid, test_fluid_conservation);
   tcase_add_test(fluid, test_stall);
   tcase_add_test(fluid, test_fluid_named_policies);
@@ -2306,6 +2456,8 @@ static Suite *sim_suite(void) {
   TCase *des = tcase_create("des");
   tcase_set_timeout(des, 600);
   tcase_add_test(des, test_des_is_mmc);
+  tcase_add_test(des, test_des_response_tail);
+  tcase_add_test(des, test_des_response_spread);
   tcase_add_test(des, test_des_service_moments);
   tcase_add_test(des, test_des_general_service_tail);
   tcase_add_test(des, test_des_spread_timeout);

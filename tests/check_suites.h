@@ -14,5 +14,6 @@ Suite *verdict_suite(void);
 Suite *policy_suite(void);
 Suite *mmck_suite(void);
 Suite *recommend_suite(void);
+Suite *response_suite(void);
 
 #endif

@@ -515,6 +515,80 @@ class ServiceTimeCv(CliTest):
                        "model only", "solve", "--spec", path, "--load", "1")
 
 
+class TimeoutCovers(CliTest):
+    """--timeout-covers and timeout_covers (doc/design.md §1.1): the
+    tipping loads of 10 servers x 100 ms, 3 retries, with the timeout on
+    the wait and on the response, against the 40-digit references of
+    tools/response_reference.py."""
+    SVC = ("--servers", "10", "--service-time", "100ms", "--retries", "3",
+           "--format", "json")
+
+    def refs(self):
+        out = {}
+        path = os.path.join(clitest.SRCDIR, "tests", "data",
+                            "response_reference.csv")
+        with open(path) as f:
+            for line in f:
+                if line.startswith("tipping_"):
+                    k = line.split(",")
+                    out[(k[0][len("tipping_"):], float(k[4]))] = float(k[6])
+        return out
+
+    def test_tipping_loads(self):
+        refs = self.refs()
+        self.assertEqual(len(refs), 8)
+        for (covers, T), want in sorted(refs.items()):
+            j = self.ok("solve", *self.SVC, "--timeout", repr(T),
+                        "--timeout-covers", covers).json()
+            self.assertEqual(j["timeout_covers"], covers)
+            self.assertRel(j["tipping_load"], want, 1e-12, (covers, T))
+
+    def test_service_file(self):
+        refs = self.refs()
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "s.yaml")
+            for covers in ("response", "wait", "weight"):
+                with open(path, "w") as f:
+                    f.write("services:\n  - name: api\n    model: erlang\n"
+                            "    servers: 10\n    service_time: 100ms\n"
+                            "    timeout: 200ms\n    timeout_covers: %s\n"
+                            "    retries: 3\n    inputs:\n"
+                            "      offered_rate: 60\n" % covers)
+                if covers == "weight":
+                    self.fails(1, "timeout_covers is response (the wait and "
+                               "the service) or wait (the wait for a server "
+                               "only), not 'weight'", "solve", "--spec",
+                               path)
+                    continue
+                j = self.ok("solve", "--spec", path, "--format",
+                            "json").json()
+                self.assertRel(j["tipping_load"], refs[(covers, 0.2)], 1e-12)
+                # the option overrides the file
+                other = "wait" if covers == "response" else "response"
+                j = self.ok("solve", "--spec", path, "--timeout-covers",
+                            other, "--format", "json").json()
+                self.assertRel(j["tipping_load"], refs[(other, 0.2)], 1e-12)
+            with open(path, "w") as f:
+                f.write("services:\n  - name: api\n    model: erlang\n"
+                        "    servers: 10\n    service_time: 100ms\n"
+                        "    timeout: 200ms\n    timeout_cover: wait\n"
+                        "    retries: 3\n    inputs:\n"
+                        "      offered_rate: 60\n")
+            self.fails(1, "timeout_covers", "solve", "--spec", path)
+
+    def test_refused(self):
+        self.fails(2, "--timeout-covers", "solve", *self.SVC, "--timeout",
+                   "1", "--timeout-covers", "headers")
+        # the M/M/c/K model times the wait only: refused, not computed
+        # as the wait under the response's name
+        self.fails(2, "timeout_covers response with queue_limit = 20",
+                   "solve", *self.SVC, "--timeout", "1", "--queue-limit",
+                   "20", "--timeout-covers", "response")
+        self.fails(2, "--timeout-covers applies to the erlang model",
+                   "solve", "--model", "capacity", "--capacity", "100",
+                   "--retries", "3", "--timeout-covers", "wait")
+
+
 def erlang_c(c, a):
     """Erlang C by the Erlang B recursion B_k = a B_(k-1) / (k + a B_(k-1))
     (Jagerman 1974), then C = c B / (c - a (1 - B)); a < c."""
@@ -539,7 +613,9 @@ class Landscape(CliTest):
 
     def test_erlang_band(self):
         j = self.ok(*self.ERL, "--retries", "3", "--format", "json").json()
-        self.assertEqual(set(j), {"service", "tipping_load", "recovery_load",
+        self.assertEqual(j["timeout_covers"], "wait")
+        self.assertEqual(set(j), {"service", "timeout_covers",
+                                  "tipping_load", "recovery_load",
                                   "band", "band_width",
                                   "tipping_effective_load",
                                   "recovery_effective_load",
@@ -582,8 +658,8 @@ class Landscape(CliTest):
         # --load gives the operating point as before: the report's keys
         j = self.ok(*self.ERL, "--retries", "3", "--load", "100",
                     "--format", "json").json()
-        self.assertEqual(set(j) - {"service", "certified", "model_load",
-                                   "retried_rejection_share"},
+        self.assertEqual(set(j) - {"service", "timeout_covers", "certified",
+                                   "model_load", "retried_rejection_share"},
                          REPORT_KEYS)
         self.assertEqual(j["equilibria"][0]["stable"], True)
 

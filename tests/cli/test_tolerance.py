@@ -20,7 +20,7 @@ SVC = ("--servers", "10", "--service-time", "100ms", "--timeout", "1",
 SVC2 = ("--servers", "50", "--service-time", "200ms", "--timeout", "2",
         "--retries", "3")
 
-KEYS = {"service", "offered_load", "trigger", "spike_size", "tipping_load",
+KEYS = {"service", "timeout_covers", "offered_load", "trigger", "spike_size", "tipping_load",
         "recovery_load", "verdict", "tolerance", "unbounded", "at_least",
         "latch", "resolution", "verified", "monotone", "probes", "lead_in",
         "horizon", "dt", "engine", "seeds", "lowest", "highest"}
