@@ -20,93 +20,6 @@
 /* Seeds are whole numbers that a double holds exactly: 0 to 2^53. */
 #define MAX_SEED 9007199254740992.0
 
-/*
- * A value of the simulation from v: read as its kind is written (a
- * duration, a rate, a whole number for servers and tokens, a plain number
- * for a backoff multiplier), its range
- * decided by the model (ms_sim_value_check), whose message is reported at
- * v with the key.
- */
-static int get_value(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
-                     ms_sim_value kind, double *out) {
-  int r;
-  switch (kind) {
-  case MS_SIM_LOAD:
-  case MS_SIM_LOAD_CHANGE:
-    r = ms_yaml_get_unit(ld, v, key, 0, out);
-    break;
-  case MS_SIM_POOL:
-  case MS_SIM_TOKENS:
-    r = ms_yaml_get_whole(ld, v, key, out);
-    break;
-  case MS_SIM_MULTIPLIER:
-    r = ms_yaml_get_number(ld, v, key, out);
-    break;
-  default:
-    r = ms_yaml_get_unit(ld, v, key, 1, out);
-  }
-  ms_error e;
-  if (r == 0 && ms_sim_value_check(kind, key, *out, &e) != MS_OK)
-    return ms_yaml_fail(ld, v, "%s (key '%s')", e.msg, key);
-  return r;
-}
-
-/* ---- backoff ---------------------------------------------------------- */
-
-enum { B_KIND, B_BASE, B_CAP, B_MULTIPLIER, B_COUNT };
-static const char *const backoff_keys[B_COUNT] = {"kind", "base", "cap",
-                                                  "multiplier"};
-static const ms_yaml_keys backoff_table = {"backoff", "key", backoff_keys,
-                                           B_COUNT};
-
-static int load_backoff(ms_yaml_loader *ld, const yaml_node_t *map,
-                        ms_backoff *b) {
-  const yaml_node_t *val[B_COUNT], *key[B_COUNT];
-  if (ms_yaml_walk_mapping(ld, map, &backoff_table, val, key) != 0)
-    return -1;
-  if (val[B_KIND] == NULL)
-    return ms_yaml_fail(ld, map,
-                        "backoff needs a kind: none, constant, exponential, "
-                        "full-jitter, equal-jitter or decorrelated-jitter (key "
-                        "'backoff.kind')");
-  const char *kind = ms_yaml_scalar(val[B_KIND]);
-  ms_error err;
-  if (kind == NULL || ms_backoff_from_name(kind, &b->kind, &err) != MS_OK)
-    return ms_yaml_fail(ld, val[B_KIND], "%s (key 'backoff.kind')",
-                        kind ? err.msg : "backoff kind must be a name");
-  b->base = b->cap = b->multiplier = 0.0;
-  if (val[B_BASE] &&
-      get_value(ld, val[B_BASE], "base", MS_SIM_DELAY, &b->base) != 0)
-    return -1;
-  if (val[B_CAP] &&
-      get_value(ld, val[B_CAP], "cap", MS_SIM_DELAY, &b->cap) != 0)
-    return -1;
-  bool capped = b->kind != MS_BACKOFF_NONE && b->kind != MS_BACKOFF_CONSTANT;
-  if (b->kind != MS_BACKOFF_NONE && val[B_BASE] == NULL)
-    return ms_yaml_fail(
-        ld, map, "backoff %s needs a base delay (key 'backoff.base')", kind);
-  if (capped && val[B_CAP] == NULL)
-    return ms_yaml_fail(ld, map, "backoff %s needs a cap (key 'backoff.cap')",
-                        kind);
-  if (!capped && val[B_CAP] != NULL)
-    return ms_yaml_fail(ld, key[B_CAP],
-                        "backoff %s takes no cap (key "
-                        "'backoff.cap')",
-                        kind);
-  if (val[B_MULTIPLIER] != NULL && !ms_backoff_multiplies(b->kind))
-    return ms_yaml_fail(ld, key[B_MULTIPLIER],
-                        "backoff %s takes no multiplier (exponential, "
-                        "full-jitter and equal-jitter do) (key "
-                        "'backoff.multiplier')",
-                        kind);
-  if (val[B_MULTIPLIER] && get_value(ld, val[B_MULTIPLIER], "multiplier",
-                                     MS_SIM_MULTIPLIER, &b->multiplier) != 0)
-    return -1;
-  if (ms_backoff_check(b, &err) != MS_OK)
-    return ms_yaml_fail(ld, map, "%s (key 'backoff')", err.msg);
-  return 0;
-}
-
 /* ---- triggers --------------------------------------------------------- */
 
 enum {
@@ -154,7 +67,8 @@ static int load_stall(const trigger_reader *r, ms_trigger *t) {
     return ms_yaml_get_param(r->ld, r->val[T_CAPACITY], MS_PARAM_CAPACITY,
                              &t->capacity);
   double v;
-  if (get_value(r->ld, r->val[T_SERVERS], "servers", MS_SIM_POOL, &v) != 0)
+  if (ms_yaml_get_sim_value(r->ld, r->val[T_SERVERS], "servers", MS_SIM_POOL,
+                            &v) != 0)
     return -1;
   t->servers = (long)v;
   return 0;
@@ -173,8 +87,8 @@ static int load_load_change(const trigger_reader *r, bool drop, ms_trigger *t) {
     return ms_yaml_fail(r->ld, r->map,
                         "%s: a %s needs the load it %s (key 'load')", r->what,
                         r->kind, drop ? "removes" : "adds");
-  if (get_value(r->ld, r->val[T_LOAD], "load", MS_SIM_LOAD_CHANGE, &t->load) !=
-      0)
+  if (ms_yaml_get_sim_value(r->ld, r->val[T_LOAD], "load", MS_SIM_LOAD_CHANGE,
+                            &t->load) != 0)
     return -1;
   if (drop)
     t->load = -t->load;
@@ -213,8 +127,8 @@ static int load_trigger(ms_yaml_loader *ld, const yaml_node_t *map, int index,
   double *slot[4] = {&t->start, &t->rise, &t->hold, &t->fall};
   for (int i = 0; i < 4; i++)
     if (r.val[timing[i]] &&
-        get_value(ld, r.val[timing[i]], trigger_keys[timing[i]], MS_SIM_TIME,
-                  slot[i]) != 0)
+        ms_yaml_get_sim_value(ld, r.val[timing[i]], trigger_keys[timing[i]],
+                              MS_SIM_TIME, slot[i]) != 0)
       return -1;
   if (r.val[T_START] == NULL)
     return ms_yaml_fail(ld, map, "%s needs a start time (key 'start')", what);
@@ -261,8 +175,8 @@ static int load_settings(ms_yaml_loader *ld, const yaml_node_t *const *val,
     const yaml_node_t *v = val[settings[i].key];
     if (v == NULL)
       continue;
-    if (get_value(ld, v, top_keys[settings[i].key], settings[i].kind,
-                  settings[i].value) != 0)
+    if (ms_yaml_get_sim_value(ld, v, top_keys[settings[i].key],
+                              settings[i].kind, settings[i].value) != 0)
       return -1;
     *settings[i].given = true;
   }
@@ -276,7 +190,7 @@ static int load_settings(ms_yaml_loader *ld, const yaml_node_t *const *val,
     out->has_seed = true;
   }
   if (val[S_BACKOFF]) {
-    if (load_backoff(ld, val[S_BACKOFF], &out->backoff) != 0)
+    if (ms_yaml_get_backoff(ld, val[S_BACKOFF], &out->backoff) != 0)
       return -1;
     out->has_backoff = true;
   }
@@ -315,10 +229,10 @@ static int load_root(ms_yaml_loader *ld, const yaml_node_t *root,
                         "the scenario needs its baseline load (key "
                         "'offered_load')");
   ms_scenario *sc = &out->scenario;
-  if (get_value(ld, val[S_DURATION], "duration", MS_SIM_SPAN, &sc->duration) !=
-          0 ||
-      get_value(ld, val[S_OFFERED], "offered_load", MS_SIM_LOAD,
-                &sc->offered_load) != 0 ||
+  if (ms_yaml_get_sim_value(ld, val[S_DURATION], "duration", MS_SIM_SPAN,
+                            &sc->duration) != 0 ||
+      ms_yaml_get_sim_value(ld, val[S_OFFERED], "offered_load", MS_SIM_LOAD,
+                            &sc->offered_load) != 0 ||
       load_settings(ld, val, out) != 0)
     return -1;
   return val[S_TRIGGERS] ? load_triggers(ld, val[S_TRIGGERS], sc) : 0;

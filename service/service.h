@@ -155,6 +155,8 @@ typedef struct {
   int calibration_intervals;    /* 0: MS_DEFAULT_CALIBRATION_INTERVALS */
   double misfit_threshold;      /* 0: MS_DEFAULT_MISFIT_THRESHOLD */
   int misfit_intervals;         /* 0: MS_DEFAULT_MISFIT_INTERVALS */
+  bool has_backoff;             /* `backoff` was given */
+  ms_backoff backoff; /* the clients' wait before a retry (model/sim.h) */
   ms_bare_duration bare_service_time,
       bare_timeout; /* erlang: for
                        ms_service_unit_warnings */

@@ -49,6 +49,7 @@ enum {
   K_QUEUE_LIMIT,
   K_LATENCY_OBJECTIVE,
   K_RETRY_REJECTIONS,
+  K_BACKOFF,
   K_BASE_FAILURE,
   K_HEADROOM_WARNING,
   K_SAFETY_MARGIN,
@@ -83,6 +84,7 @@ static const char *const key_names[] = {"name",
                                         "queue_limit",
                                         "latency_objective",
                                         "retry_rejections",
+                                        "backoff",
                                         "base_failure",
                                         "headroom_warning",
                                         "safety_margin",
@@ -706,6 +708,13 @@ static int read_policy(service_reader *r) {
   if (read_tiers(r, &retries) != 0)
     return -1;
   pol->retries = (int)retries;
+  /* the clients' wait before a retry, the keys of a scenario's backoff
+   * (model/sim.h ms_backoff): solve's retrial queue, simulate's default */
+  if (r->val[K_BACKOFF]) {
+    if (ms_yaml_get_backoff(r->ld, r->val[K_BACKOFF], &r->sp->backoff) != 0)
+      return -1;
+    r->sp->has_backoff = true;
+  }
   const yaml_node_t *budget = r->val[K_RETRY_BUDGET];
   if (budget != NULL && budget->type == YAML_MAPPING_NODE) {
     if (read_named_policy(r, K_RETRY_BUDGET, MS_POLICY_FINAGLE, false) != 0)

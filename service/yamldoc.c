@@ -327,3 +327,91 @@ int ms_yaml_load(const char *text, size_t len, const char *name,
   yaml_parser_delete(&parser);
   return r;
 }
+
+/*
+ * A value of the simulation from v: read as its kind is written (a
+ * duration, a rate, a whole number for servers and tokens, a plain number
+ * for a backoff multiplier), its range
+ * decided by the model (ms_sim_value_check), whose message is reported at
+ * v with the key.
+ */
+int ms_yaml_get_sim_value(ms_yaml_loader *ld, const yaml_node_t *v,
+                          const char *key, ms_sim_value kind, double *out) {
+  int r;
+  switch (kind) {
+  case MS_SIM_LOAD:
+  case MS_SIM_LOAD_CHANGE:
+    r = ms_yaml_get_unit(ld, v, key, 0, out);
+    break;
+  case MS_SIM_POOL:
+  case MS_SIM_TOKENS:
+    r = ms_yaml_get_whole(ld, v, key, out);
+    break;
+  case MS_SIM_MULTIPLIER:
+    r = ms_yaml_get_number(ld, v, key, out);
+    break;
+  default:
+    r = ms_yaml_get_unit(ld, v, key, 1, out);
+  }
+  ms_error e;
+  if (r == 0 && ms_sim_value_check(kind, key, *out, &e) != MS_OK)
+    return ms_yaml_fail(ld, v, "%s (key '%s')", e.msg, key);
+  return r;
+}
+
+/* ---- backoff ---------------------------------------------------------- */
+
+enum { B_KIND, B_BASE, B_CAP, B_MULTIPLIER, B_COUNT };
+static const char *const backoff_keys[B_COUNT] = {"kind", "base", "cap",
+                                                  "multiplier"};
+static const ms_yaml_keys backoff_table = {"backoff", "key", backoff_keys,
+                                           B_COUNT};
+
+int ms_yaml_get_backoff(ms_yaml_loader *ld, const yaml_node_t *map,
+                        ms_backoff *b) {
+  const yaml_node_t *val[B_COUNT], *key[B_COUNT];
+  if (ms_yaml_walk_mapping(ld, map, &backoff_table, val, key) != 0)
+    return -1;
+  if (val[B_KIND] == NULL)
+    return ms_yaml_fail(ld, map,
+                        "backoff needs a kind: none, constant, exponential, "
+                        "full-jitter, equal-jitter or decorrelated-jitter (key "
+                        "'backoff.kind')");
+  const char *kind = ms_yaml_scalar(val[B_KIND]);
+  ms_error err;
+  if (kind == NULL || ms_backoff_from_name(kind, &b->kind, &err) != MS_OK)
+    return ms_yaml_fail(ld, val[B_KIND], "%s (key 'backoff.kind')",
+                        kind ? err.msg : "backoff kind must be a name");
+  b->base = b->cap = b->multiplier = 0.0;
+  if (val[B_BASE] && ms_yaml_get_sim_value(ld, val[B_BASE], "base",
+                                           MS_SIM_DELAY, &b->base) != 0)
+    return -1;
+  if (val[B_CAP] &&
+      ms_yaml_get_sim_value(ld, val[B_CAP], "cap", MS_SIM_DELAY, &b->cap) != 0)
+    return -1;
+  bool capped = b->kind != MS_BACKOFF_NONE && b->kind != MS_BACKOFF_CONSTANT;
+  if (b->kind != MS_BACKOFF_NONE && val[B_BASE] == NULL)
+    return ms_yaml_fail(
+        ld, map, "backoff %s needs a base delay (key 'backoff.base')", kind);
+  if (capped && val[B_CAP] == NULL)
+    return ms_yaml_fail(ld, map, "backoff %s needs a cap (key 'backoff.cap')",
+                        kind);
+  if (!capped && val[B_CAP] != NULL)
+    return ms_yaml_fail(ld, key[B_CAP],
+                        "backoff %s takes no cap (key "
+                        "'backoff.cap')",
+                        kind);
+  if (val[B_MULTIPLIER] != NULL && !ms_backoff_multiplies(b->kind))
+    return ms_yaml_fail(ld, key[B_MULTIPLIER],
+                        "backoff %s takes no multiplier (exponential, "
+                        "full-jitter and equal-jitter do) (key "
+                        "'backoff.multiplier')",
+                        kind);
+  if (val[B_MULTIPLIER] &&
+      ms_yaml_get_sim_value(ld, val[B_MULTIPLIER], "multiplier",
+                            MS_SIM_MULTIPLIER, &b->multiplier) != 0)
+    return -1;
+  if (ms_backoff_check(b, &err) != MS_OK)
+    return ms_yaml_fail(ld, map, "%s (key 'backoff')", err.msg);
+  return 0;
+}

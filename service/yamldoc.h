@@ -108,6 +108,25 @@ int ms_yaml_get_param(ms_yaml_loader *ld, const yaml_node_t *v, ms_param id,
                       double *out);
 
 /*
+ * ms_yaml_get_sim_value: a value of the simulation (ms_sim_value) from v,
+ * read as its kind is written: a duration, a rate, a whole number for
+ * servers and tokens, a plain number for a backoff multiplier; its range
+ * is the model's (ms_sim_value_check), reported at v with key.  0 or -1.
+ */
+int ms_yaml_get_sim_value(ms_yaml_loader *ld, const yaml_node_t *v,
+                          const char *key, ms_sim_value kind, double *out);
+
+/*
+ * ms_yaml_get_backoff: the clients' backoff from a mapping {kind, base,
+ * cap, multiplier} (model/sim.h ms_backoff; kind as ms_backoff_from_name
+ * spells it, base and cap durations, multiplier a number), the one reader
+ * of service files' and scenario files' `backoff`.  Errors name the key
+ * ("backoff exponential needs a cap (key 'backoff.cap')").  0 or -1.
+ */
+int ms_yaml_get_backoff(ms_yaml_loader *ld, const yaml_node_t *map,
+                        ms_backoff *b);
+
+/*
  * ms_yaml_check_range: x, read from v, against a range that is the
  * loader's own (a setting of the service layer, a limit of the file
  * format): lo and hi with MS_BOUND_LO_OPEN / MS_BOUND_HI_OPEN flags, as

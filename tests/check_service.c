@@ -155,6 +155,21 @@ static const struct {
     {SVC ERL "    queue_limit: 2.5\n" IN, "8:18", "whole number"},
     {SVC ERL "    retry_rejections: maybe\n" IN, "8:23",
      "retry_rejections is true or false"},
+    {SVC ERL "    backoff: {kind: exponential, base: 10ms}\n" IN, "8:14",
+     "backoff exponential needs a cap (key 'backoff.cap')"},
+    {SVC ERL "    backoff: {kind: linear, base: 10ms}\n" IN, "8:21",
+     "(key 'backoff.kind')"},
+    {SVC ERL "    backoff: {kind: constant, base: 10ms, cap: 1s}\n" IN, "8:43",
+     "backoff constant takes no cap"},
+    {SVC ERL "    backoff: {kind: exponential, base: 10ms, cap: 2d}\n" IN,
+     "8:51", "(key 'cap')"},
+    {SVC ERL "    backoff: {kind: exponential, base: 10ms, cap: 1s, "
+             "multiplier: 0.5}\n" IN,
+     "8:67", "(key 'multiplier')"},
+    {SVC ERL "    backoff: full-jitter\n" IN, "8:14",
+     "backoff must be a mapping"},
+    {SVC ERL "    backoff: {kind: constant, bsae: 1s}\n" IN, "8:31",
+     "did you mean 'base'?"},
     {SVC ERL "    latency_objective: 0\n" IN, "8:24", "latency_objective"},
     {SVC ERL "    latency_objective: 100000s\n" IN, "8:24",
      "above 10000000: give queue_limit"},
@@ -325,6 +340,47 @@ START_TEST(test_queue_limit_keys) {
     ck_assert_int_eq(m->has_queue_limit, cases[i].has);
     ck_assert_int_eq(m->queue_limit, cases[i].k);
     ck_assert_int_eq(m->rejections_final, cases[i].final);
+    ms_service_file_free(&f);
+  }
+}
+END_TEST
+
+/* backoff: the clients' wait before a retry, read as a scenario's
+ * (model/sim.h ms_backoff); absent, has_backoff is false. */
+START_TEST(test_backoff_key) {
+  const struct {
+    const char *lines;
+    bool has;
+    ms_backoff b;
+  } cases[] = {
+      {"", false, {MS_BACKOFF_NONE, 0, 0, 0}},
+      {"    backoff: {kind: none}\n", true, {MS_BACKOFF_NONE, 0, 0, 0}},
+      {"    backoff: {kind: constant, base: 250ms}\n",
+       true,
+       {MS_BACKOFF_CONSTANT, 0.25, 0, 0}},
+      {"    backoff:\n      kind: exponential\n      base: 10ms\n"
+       "      cap: 50ms\n      multiplier: 2\n",
+       true,
+       {MS_BACKOFF_EXPONENTIAL, 0.01, 0.05, 2}},
+      {"    backoff: {kind: Full-Jitter, base: 0.1, cap: 20s}\n",
+       true,
+       {MS_BACKOFF_FULL_JITTER, 0.1, 20, 0}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char text[512], err[512];
+    snprintf(text, sizeof text, SVC ERL "%s" IN, cases[i].lines);
+    ms_service_file f;
+    ck_assert_msg(ms_service_file_parse(text, strlen(text), "b.yaml", &f, err,
+                                        sizeof err) == 0,
+                  "%s", err);
+    const ms_service_spec *sp = &f.services[0];
+    ck_assert_int_eq(sp->has_backoff, cases[i].has);
+    if (cases[i].has) {
+      ck_assert_int_eq(sp->backoff.kind, cases[i].b.kind);
+      ck_assert_double_eq(sp->backoff.base, cases[i].b.base);
+      ck_assert_double_eq(sp->backoff.cap, cases[i].b.cap);
+      ck_assert_double_eq(sp->backoff.multiplier, cases[i].b.multiplier);
+    }
     ms_service_file_free(&f);
   }
 }
@@ -2149,6 +2205,7 @@ int main(void) {
   TCase *tc = tcase_create("file");
   tcase_add_test(tc, test_good_file);
   tcase_add_test(tc, test_queue_limit_keys);
+  tcase_add_test(tc, test_backoff_key);
   tcase_add_loop_test(tc, test_bad_file, 0,
                       (int)(sizeof bad_files / sizeof *bad_files));
   tcase_add_test(tc, test_range_from_model);
