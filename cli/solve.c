@@ -122,6 +122,62 @@ static double retried_rejection_share(const ms_service_params *s,
   return fmin(1.0, exp(ln_block) / p);
 }
 
+/* The retrial queue's answer for solve (model/retrial.h, doc/design.md
+ * §1.9): the attempts per request at the offered load when rejected
+ * attempts are retried soon after, as the chain takes them. */
+typedef struct {
+  bool applies;     /* a queue limit, retried rejections, retries */
+  bool has_backoff; /* the service file gives the clients' backoff */
+  bool ok;          /* attempts is the chain's answer */
+  double attempts;  /* attempts per request, >= 1 */
+  char why[256];    /* when !ok and applies: why there is no answer */
+} retrial_answer;
+
+static void retrial_solve(const ms_cli_model *m, const ms_report *r,
+                          retrial_answer *out) {
+  memset(out, 0, sizeof *out);
+  const ms_service_params *s = &m->params;
+  const ms_failure_model *fm = &s->model;
+  if (fm->kind != MS_MODEL_ERLANG || !fm->has_queue_limit ||
+      fm->rejections_final || s->policy.retries == 0)
+    return;
+  out->applies = true;
+  out->has_backoff = m->spec != NULL && m->spec->has_backoff;
+  if (!out->has_backoff)
+    return;
+  /* the chain's model: one tier with a fixed retry count, exponential
+   * service, one timeout on the wait (model/retrial.h) */
+  const char *unlike = NULL;
+  if (s->policy.tiers != 1)
+    unlike = "more than one tier";
+  else if (s->policy.kind != MS_POLICY_COUNT || s->policy.has_budget ||
+           s->policy.has_token)
+    unlike = "a retry budget or quota";
+  else if (fm->timeout_covers != MS_TIMEOUT_COVERS_WAIT)
+    unlike = "a timeout on the response";
+  else if (fm->has_service_time_cv && fm->service_time_cv != 1.0)
+    unlike = "a service_time_cv";
+  else if (fm->timeout_spread > 0.0)
+    unlike = "a timeout spread";
+  else if (!(r->analysis.offered_load > 0.0))
+    unlike = "no offered load";
+  if (unlike) {
+    snprintf(out->why, sizeof out->why, "the retrial queue does not model %s",
+             unlike);
+    return;
+  }
+  ms_retrial_result res;
+  ms_error err;
+  if (ms_retrial_attempts(fm->servers, fm->service_rate, fm->queue_limit,
+                          fm->timeout, s->policy.retries, &m->spec->backoff,
+                          r->analysis.offered_load, &res, &err) != MS_OK) {
+    snprintf(out->why, sizeof out->why, "the retrial queue: %s", err.msg);
+    return;
+  }
+  out->ok = true;
+  out->attempts = res.attempts;
+}
+
 static void write_text(const ms_cli_model *m, const ms_landscape *ls,
                        const ms_report *r, bool has_queue) {
   double lm = r->analysis.model_load;
@@ -193,12 +249,26 @@ static void write_text(const ms_cli_model *m, const ms_landscape *ls,
          r->analysis.certified ? " (certified by an exact enclosure)" : "",
          self, r->analysis.amplification, r->analysis.failure_probability,
          100 * r->analysis.utilization);
+  retrial_answer rq;
+  retrial_solve(m, r, &rq);
   double share = retried_rejection_share(&m->params, &r->analysis);
-  if (share > 0.0)
+  if (rq.ok)
+    printf("retrial queue  %.6g attempts per request at %.6g req/s with the "
+           "service's backoff (M/M/c/K above: %.6g); rejections are %.4g %% "
+           "of the failures there, and a retry soon after one finds the "
+           "queue still full: the retrial queue counts that\n",
+           rq.attempts, r->analysis.offered_load, r->analysis.amplification,
+           100 * share);
+  else if (share > 0.0 && rq.has_backoff)
+    printf("rejections     %.4g %% of the failures, retried: %s; check the "
+           "attempts with simulate --engine des\n",
+           100 * share, rq.why);
+  else if (share > 0.0)
     printf("rejections     %.4g %% of the failures, retried: the model takes "
            "each retry as independent of the rejection before it, which a "
-           "fast retry is not; check the attempts with simulate --engine "
-           "des\n",
+           "fast retry is not; give the clients' backoff in the service "
+           "file (key 'backoff') for the retrial queue, or check the "
+           "attempts with simulate --engine des\n",
            100 * share);
 }
 
@@ -209,6 +279,15 @@ static void write_json(const ms_cli_model *m, const ms_report *r) {
   ms_json_bool(&j, "certified", r->analysis.certified);
   ms_json_number(&j, "retried_rejection_share",
                  retried_rejection_share(&m->params, &r->analysis));
+  /* the retrial queue's attempts per request at the offered load: null
+   * without a queue limit, retried rejections, retries and a backoff, or
+   * outside the chain's model (doc/metastable.md) */
+  retrial_answer rq;
+  retrial_solve(m, r, &rq);
+  if (rq.ok)
+    ms_json_number(&j, "retrial_attempts", rq.attempts);
+  else
+    ms_json_null(&j, "retrial_attempts");
   /* the load the equilibria are at: the offered load, or the boundary it
    * is within the noise of while the state keeps its side */
   ms_json_number(&j, "model_load", r->analysis.model_load);

@@ -237,6 +237,11 @@ class Check(ScratchTest):
                                        "retries": "0"}),
                          "rejected attempts", False)
         self.assertWarns(service_file(), "rejected attempts", False)
+        # with the clients' backoff solve reports the retrial queue: quiet
+        self.assertWarns(service_file({
+            "queue_limit": "20",
+            "backoff": "{kind: exponential, base: 10ms, cap: 50ms}"}),
+            "rejected attempts", False)
 
     def test_pool_refused_above(self):
         # mu T = 10 x 1e12: a pool above 100 servers breaks the rule

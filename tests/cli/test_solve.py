@@ -68,9 +68,11 @@ class SeedNumbers(CliTest):
     def test_json_shape(self):
         j = self.solve(0.95)
         self.assertEqual(set(j) - {"service", "certified", "model_load",
-                                   "retried_rejection_share"},
+                                   "retried_rejection_share",
+                                   "retrial_attempts"},
                          REPORT_KEYS)
         self.assertEqual(j["retried_rejection_share"], 0)
+        self.assertIsNone(j["retrial_attempts"])
         self.assertIsNone(j["service"])
         self.assertEqual(len(j["equilibria"]), 1)
         eq = j["equilibria"][0]
@@ -659,7 +661,8 @@ class Landscape(CliTest):
         j = self.ok(*self.ERL, "--retries", "3", "--load", "100",
                     "--format", "json").json()
         self.assertEqual(set(j) - {"service", "timeout_covers", "certified",
-                                   "model_load", "retried_rejection_share"},
+                                   "model_load", "retried_rejection_share",
+                                   "retrial_attempts"},
                          REPORT_KEYS)
         self.assertEqual(j["equilibria"][0]["stable"], True)
 
@@ -671,6 +674,103 @@ class Landscape(CliTest):
             self.fails(2, "%s describes an operating point: give the "
                        "offered load with --load L" % opt, *self.ERL,
                        "--retries", "3", opt, val)
+
+
+RETRIAL_SPEC = """services:
+  - name: grpc
+    model: erlang
+    servers: 10
+    service_time: 200ms
+    timeout: 500ms
+    timeout_covers: wait
+    queue_limit: 20
+    retries: 4
+%s    inputs:
+      offered_rate: 50
+"""
+GRPC_BACKOFF = ("    backoff: {kind: exponential, base: 10ms, cap: 50ms, "
+                "multiplier: 2}\n")
+
+
+class RetrialQueue(clitest.ScratchTest):
+    """With the clients' backoff in the service file, solve reports the
+    retrial queue's attempts per request (model/retrial.h, doc/design.md
+    §1.9) next to the M/M/c/K model's; the reference is the discrete-event
+    engine with the same backoff (grpc-js: 10 ms doubling to 50 ms)."""
+
+    def spec(self, backoff=GRPC_BACKOFF, extra=""):
+        path = self.path("s.yaml")
+        with open(path, "w") as f:
+            f.write(RETRIAL_SPEC % (backoff + extra))
+        return path
+
+    def des(self, spec, load):
+        """Attempts per request of the DES after its first 50 s, and the
+        standard error of the 50 s batch means."""
+        j = self.ok("simulate", "--spec", spec, "--engine", "des", "--load",
+                    str(load), "--duration", "1550s", "--sample-interval",
+                    "50s", "--seed", "5", "--backoff",
+                    "exponential,10ms,50ms,2", "--format", "json").json()
+        w = [s for s in j["series"] if s["time"] > 50]
+        q = [s["attempts"] / s["offered"] for s in w]
+        mean = sum(q) / len(q)
+        se = math.sqrt(sum((v - mean) ** 2 for v in q) / len(q)
+                       / (len(q) - 1))
+        return (sum(s["attempts"] for s in w) / sum(s["offered"] for s in w),
+                se)
+
+    def test_against_des(self):
+        spec = self.spec()
+        for load in (45, 55, 65):
+            j = self.ok("solve", "--spec", spec, "--load", str(load),
+                        "--format", "json").json()
+            a_des, se = self.des(spec, load)
+            a = j["retrial_attempts"]
+            self.assertLess(abs(a / a_des - 1), 0.05 + 2 * se / a_des,
+                            "%d/s: retrial %.4f, DES %.4f +- %.4f"
+                            % (load, a, a_des, se))
+            # the closed form is the one off: it takes each retry as
+            # independent of the rejection before it
+            if load > 45:
+                self.assertGreater(abs(j["amplification"] / a_des - 1),
+                                   abs(a / a_des - 1), "%d/s" % load)
+        r = self.ok("solve", "--spec", spec, "--load", "55")
+        self.assertRegex(r.out, r"\nretrial queue  [0-9.]+ attempts per "
+                         r"request at 55 req/s with the service's backoff")
+        self.assertNotIn("\nrejections ", r.out)
+
+    def test_no_answer(self):
+        # no backoff: null, and the text says to give one
+        spec = self.spec(backoff="")
+        j = self.ok("solve", "--spec", spec, "--load", "55",
+                    "--format", "json").json()
+        self.assertIsNone(j["retrial_attempts"])
+        r = self.ok("solve", "--spec", spec, "--load", "55")
+        self.assertIn("(key 'backoff')", r.out)
+        # without a spec, or without retried rejections: null, no line
+        for args in (("--servers", "10", "--service-time", "200ms",
+                      "--timeout", "500ms", "--queue-limit", "20",
+                      "--retries", "4"),
+                     ("--spec", self.spec(), "--no-retry-rejections"),
+                     ("--spec", self.spec(), "--retries", "0")):
+            j = self.ok("solve", *args, "--load", "55", "--format",
+                        "json").json()
+            self.assertIsNone(j["retrial_attempts"], args)
+            r = self.ok("solve", *args, "--load", "55")
+            self.assertNotIn("retrial queue  ", r.out)
+        # a backoff without a wait: the chain refuses it, and says why
+        spec = self.spec(backoff="    backoff: {kind: none}\n")
+        j = self.ok("solve", "--spec", spec, "--load", "55",
+                    "--format", "json").json()
+        self.assertIsNone(j["retrial_attempts"])
+        r = self.ok("solve", "--spec", spec, "--load", "55")
+        self.assertRegex(r.out, r"\nrejections .*retried: the retrial "
+                         r"queue: .*needs a backoff")
+        # outside the chain's model
+        spec = self.spec(extra="    service_time_cv: 2\n")
+        r = self.ok("solve", "--spec", spec, "--load", "55")
+        self.assertIn("the retrial queue does not model a service_time_cv",
+                      r.out)
 
 
 if __name__ == "__main__":
