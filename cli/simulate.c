@@ -102,7 +102,9 @@ static const ms_cli_option options[] = {
      "the pool has N servers (0: a full stall) from S for H seconds; "
      "capacity model: N is a capacity, requests/s"},
     {"--backoff", "K[,B[,C[,M]]]", OPT_BACKOFF,
-     "none (default), constant,B, exponential,B,C[,M], full-jitter,B,C[,M], "
+     "none (default: the scenario file's backoff, else the --spec "
+     "service's, else none), constant,B, exponential,B,C[,M], "
+     "full-jitter,B,C[,M], "
      "equal-jitter,B,C[,M] or decorrelated-jitter,B,C: base B and cap C, s; "
      "retry k waits up to min(C, B M^(k-1)), M in [1, 1000] (default 2) "
      "(AWS Architecture Blog, Exponential Backoff And Jitter, 2015)"},
@@ -1471,6 +1473,9 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   ms_sim_config cfg;
   ms_sim_config_init(&cfg, &m->params);
   cfg.scenario.duration = 300;
+  /* the service file's backoff, under the scenario's and --backoff */
+  if (m->spec != NULL && m->spec->has_backoff)
+    cfg.backoff = m->spec->backoff;
   if ((st = apply_scenario(&a, m, &cfg)) != 0)
     return st;
   apply_settings(&a, m, &cfg);

@@ -739,6 +739,21 @@ class RetrialQueue(clitest.ScratchTest):
                          r"request at 55 req/s with the service's backoff")
         self.assertNotIn("\nrejections ", r.out)
 
+    def test_simulate_takes_it(self):
+        # simulate's default backoff is the service file's: the same run,
+        # seed for seed, as the one given by --backoff; --backoff wins
+        spec = self.spec()
+        run = ("simulate", "--spec", spec, "--engine", "des", "--load", "55",
+               "--duration", "200s", "--seed", "3", "--format", "json")
+        got = self.ok(*run).json()
+        want = self.ok(*run, "--backoff", "exponential,10ms,50ms,2").json()
+        self.assertEqual(got["backoff"], "exponential, base 0.01 s, cap "
+                         "0.05 s")
+        self.assertEqual(got["series"], want["series"])
+        none = self.ok(*run, "--backoff", "none").json()
+        self.assertEqual(none["backoff"], "none")
+        self.assertNotEqual(none["series"], got["series"])
+
     def test_no_answer(self):
         # no backoff: null, and the text says to give one
         spec = self.spec(backoff="")
