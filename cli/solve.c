@@ -126,11 +126,10 @@ static double retried_rejection_share(const ms_service_params *s,
  * §1.9): the attempts per request at the offered load when rejected
  * attempts are retried soon after, as the chain takes them. */
 typedef struct {
-  bool applies;     /* a queue limit, retried rejections, retries */
   bool has_backoff; /* the service file gives the clients' backoff */
   bool ok;          /* attempts is the chain's answer */
   double attempts;  /* attempts per request, >= 1 */
-  char why[256];    /* when !ok and applies: why there is no answer */
+  char why[256];    /* when !ok with a backoff: why there is no answer */
 } retrial_answer;
 
 static void retrial_solve(const ms_cli_model *m, const ms_report *r,
@@ -141,7 +140,6 @@ static void retrial_solve(const ms_cli_model *m, const ms_report *r,
   if (fm->kind != MS_MODEL_ERLANG || !fm->has_queue_limit ||
       fm->rejections_final || s->policy.retries == 0)
     return;
-  out->applies = true;
   out->has_backoff = m->spec != NULL && m->spec->has_backoff;
   if (!out->has_backoff)
     return;
@@ -171,7 +169,7 @@ static void retrial_solve(const ms_cli_model *m, const ms_report *r,
   if (ms_retrial_attempts(fm->servers, fm->service_rate, fm->queue_limit,
                           fm->timeout, s->policy.retries, &m->spec->backoff,
                           r->analysis.offered_load, &res, &err) != MS_OK) {
-    snprintf(out->why, sizeof out->why, "the retrial queue: %s", err.msg);
+    snprintf(out->why, sizeof out->why, "the %s", err.msg);
     return;
   }
   out->ok = true;
