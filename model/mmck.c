@@ -269,7 +269,8 @@ static double ln_poisson_above(long K, double y) {
  * N Poisson of mean r tau (for c = 1, r = 0, it is 0). */
 static double ln_response_extra(const shape *q, long *terms) {
   double ln_r = log1p(-1.0 / (double)q->c);
-  double hi = q->over ? 1.0 : fmax(exp(q->ln_rho), exp(ln_r));
+  /* the mode of pois(j; tau) max(rho, r)^j, the growth of w_j */
+  double hi = fmax(exp(q->ln_rho), exp(ln_r));
   double jf = floor(hi * q->tau);
   long j0 = jf >= (double)q->K ? q->K : (long)jf;
   if (j0 < 1)

@@ -509,6 +509,34 @@ START_TEST(test_response_limits) {
 }
 END_TEST
 
+/* The response's cost: the wait's sum and its own, each at most about
+ * 40 sqrt(min(K, tau)) + 40 terms, at c and K up to 10^7 and tau up to
+ * 10^15 (a start at the wrong mode once cost 9 million terms). */
+START_TEST(test_response_cost) {
+  const long cs[] = {1, 10, 10000000}, Ks[] = {1, 100000, 10000000};
+  const double rhos[] = {0.5, 1.0, 1.001, 10.0}, taus[] = {1.0, 1e6, 1e15};
+  long most = 0;
+  for (size_t i = 0; i < 3; i++)
+    for (size_t k = 0; k < 3; k++)
+      for (size_t r = 0; r < 4; r++)
+        for (size_t u = 0; u < 3; u++) {
+          long c = cs[i], K = Ks[k];
+          ms_mmck_terms t;
+          ms_mmck_response_terms_unchecked(c, K, 1.0, rhos[r] * (double)c,
+                                           taus[u] / (double)c, &t);
+          double bound =
+              2.0 * (40.0 * sqrt(fmin((double)K, taus[u])) + 40.0) + 2.0;
+          ck_assert_msg((double)t.wait_terms <= bound,
+                        "c=%ld K=%ld rho=%g tau=%g: %ld terms", c, K, rhos[r],
+                        taus[u], t.wait_terms);
+          ck_assert(t.ln_wait <= 0.0 && t.ln_wait >= -DBL_MAX);
+          if (t.wait_terms > most)
+            most = t.wait_terms;
+        }
+  printf("M/M/c/K response tail: at most %ld terms summed\n", most);
+}
+END_TEST
+
 Suite *mmck_suite(void) {
   Suite *s = suite_create("mmck");
   TCase *tc = tcase_create("mmck");
@@ -516,6 +544,7 @@ Suite *mmck_suite(void) {
   tcase_add_test(tc, test_reference);
   tcase_add_test(tc, test_response_reference);
   tcase_add_test(tc, test_response_limits);
+  tcase_add_test(tc, test_response_cost);
   tcase_add_test(tc, test_loss_system);
   tcase_add_test(tc, test_long_queue);
   tcase_add_test(tc, test_cost_bounded);
