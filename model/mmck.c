@@ -232,6 +232,10 @@ static double ln_w_j(const shape *q, long j, double ln_r) {
     d = -diff / exp(ln_r);
     ln_ratio = q->ln_rho - ln_r;
   }
+  /* near rho = r the difference of the logs cancels: the ratio's log from
+   * d itself, so that [j] = (1 - (1 - d)^j) / d stays consistent */
+  if (d <= 0.5)
+    ln_ratio = log1p(-d);
   double v = ln_qnum(jj, d, ln_ratio);
   if (q->over) /* hi = rho here: rho > 1 > r */
     v += ((double)(jj - 1) - (double)q->K) * q->ln_rho;

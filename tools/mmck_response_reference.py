@@ -62,7 +62,12 @@ def rows():
     mu = 0.5  # a power of two: a = x / mu and c mu are exact doubles
     for c in [1, 2, 3, 10, 40]:
         for K in [1, 2, 5, 20, 100]:
-            for rho in [0.01, 0.3, 0.9, 0.99, 1.0, 1.01, 1.1, 2.0, 10.0]:
+            # and rho next to r = 1 - 1/c, where w_j's two geometric
+            # sequences meet
+            near = [] if c == 1 else [(1 - 1 / c) * (1 + 1e-9),
+                                      (1 - 1 / c) * (1 - 1e-7)]
+            for rho in [0.01, 0.3, 0.9, 0.99, 1.0, 1.01, 1.1, 2.0,
+                        10.0] + near:
                 x = rho * c * mu
                 for tau_per in [0.1, 1.0, 3.0]:
                     T = tau_per * K / (c * mu)
