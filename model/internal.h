@@ -89,6 +89,10 @@ typedef struct {
  * c mu T <= MS_MAX_TIMEOUT_COMPLETIONS, all finite. */
 void ms_mmck_terms_unchecked(long c, long K, double mu, double x, double T,
                              ms_mmck_terms *t);
+/* The same with ln_wait = ln P(W + S > T | admitted), the response's tail
+ * (timeout_covers response); wait_terms counts the terms summed. */
+void ms_mmck_response_terms_unchecked(long c, long K, double mu, double x,
+                                      double T, ms_mmck_terms *t);
 
 /* The failure probability of one attempt and its slope, and the part of it
  * that is retried (doc/design.md §1.1, §1.9): p_retry = p and xdp_retry =

@@ -315,14 +315,15 @@ int ms_failure_model_check(const ms_failure_model *m, ms_error *err) {
       return ms_fail(err, MS_EINVAL,
                      "timeout_covers = %d is neither wait nor response",
                      (int)m->timeout_covers);
-    /* the M/M/c/K model (doc/design.md §1.9) has the wait's tail only:
-     * refused rather than computed as the wait under the response's name */
-    if (m->has_queue_limit && m->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE)
+    /* the M/M/c/K response tail (doc/design.md §1.9) is that of
+     * exponential service: refused rather than computed for another cv */
+    if (m->has_queue_limit && m->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE &&
+        m->has_service_time_cv && m->service_time_cv != 1.0)
       return ms_fail(err, MS_EINVAL,
-                     "timeout_covers response with queue_limit = %lld: the "
-                     "queue-limited model times the wait only; give "
-                     "timeout_covers wait",
-                     (long long)m->queue_limit);
+                     "timeout_covers response with queue_limit = %lld and "
+                     "service_time_cv = %g: the queue-limited response is "
+                     "that of exponential service; drop service_time_cv",
+                     (long long)m->queue_limit, m->service_time_cv);
     return timeout_span_check(m, err);
   }
   return ms_fail(err, MS_EINVAL, "model kind %d is neither capacity nor erlang",
@@ -563,7 +564,8 @@ int ms_failure_tail(const ms_failure_model *m, double x, double *ln_q,
 }
 
 /* ln P_block, ln(1 - P_block), ln W and ln(1 - W) of the M/M/c/K queue at
- * x (W = P(W > T | admitted)), and p, p_retry from them:
+ * x (W = P(W > T | admitted), or P(W + S > T | admitted) when the timeout
+ * covers the response), and p, p_retry from them:
  *   1 - p = (1 - P_block)(1 - base)(1 - W),  p_retry = p - P_block. */
 typedef struct {
   double ln_block, ln_admit, ln_wait, ln_wait_c;
@@ -571,8 +573,12 @@ typedef struct {
 
 static void queue_logs_at(const ms_failure_model *m, double x, queue_logs *q) {
   ms_mmck_terms t;
-  ms_mmck_terms_unchecked(m->servers, m->queue_limit, m->service_rate, x,
-                          m->timeout, &t);
+  if (m->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE)
+    ms_mmck_response_terms_unchecked(m->servers, m->queue_limit,
+                                     m->service_rate, x, m->timeout, &t);
+  else
+    ms_mmck_terms_unchecked(m->servers, m->queue_limit, m->service_rate, x,
+                            m->timeout, &t);
   q->ln_block = t.ln_block;
   q->ln_admit = t.ln_admit;
   q->ln_wait = t.ln_wait;

@@ -199,6 +199,144 @@ void ms_mmck_terms_unchecked(long c, long K, double mu, double x, double T,
     t->ln_wait = -DBL_MAX;
 }
 
+/*
+ * The response R = W + S of an admitted arrival (doc/design.md §1.9).  One
+ * that finds m = n - c >= 0 waiting starts service at the (m + 1)-th
+ * completion of the c busy servers, a Poisson stream of rate c mu; its own
+ * service then ends at each later event of that stream with chance 1/c
+ * (the stream thinned; the other servers' events may be fictitious once
+ * they idle, which leaves its own exponential service unchanged).  With
+ * J ~ Poisson(tau), tau = c mu T, and r = 1 - 1/c:
+ *   P(R > T | m) = E[r^((J - m - 1)+)]
+ *               = F(m; tau) + sum_{j>m} pois(j; tau) r^(j-m-1),
+ * and one served at once (n < c) has P(S > T) = e^(-mu T).  Weighted by
+ * pi_n / pi_c (G - 1 below c, rho^m above), the numerator over Z_{K-1} is
+ *   (G - 1) e^(-mu T) + S + E,  E = sum_{j>=1} pois(j; tau) w_j,
+ * S the wait's (above) and w_j = sum_{m<min(j, K)} rho^m r^(j-1-m), all
+ * terms positive.  pois(j) w_j is log-concave in j (w is the convolution
+ * of two log-concave sequences), so E is summed like wait_sum: from near
+ * its mode outwards, stopped by the geometric bound on the rest.
+ */
+
+/* ln w_j (scaled by rho^-K if over), j >= 1. */
+static double ln_w_j(const shape *q, long j, double ln_r) {
+  long jj = j <= q->K ? j : q->K;
+  double diff = 1.0 / (double)q->c - q->d; /* rho - r */
+  double ln_hi, d, ln_ratio;
+  if (diff >= 0.0) { /* rho >= r: w_j = rho^(j-1) [j]_(r/rho) */
+    ln_hi = q->ln_rho;
+    d = diff / exp(q->ln_rho);
+    ln_ratio = ln_r - q->ln_rho;
+  } else { /* w_j = r^(j-1) [j]_(rho/r) */
+    ln_hi = ln_r;
+    d = -diff / exp(ln_r);
+    ln_ratio = q->ln_rho - ln_r;
+  }
+  /* near rho = r the difference of the logs cancels: the ratio's log from
+   * d itself, so that [j] = (1 - (1 - d)^j) / d stays consistent */
+  if (d <= 0.5)
+    ln_ratio = log1p(-d);
+  double v = ln_qnum(jj, d, ln_ratio);
+  if (q->over) /* hi = rho here: rho > 1 > r */
+    v += ((double)(jj - 1) - (double)q->K) * q->ln_rho;
+  else
+    v += (double)(jj - 1) * ln_hi;
+  if (j > q->K)
+    v += ln_r == -INFINITY ? -INFINITY : (double)(j - q->K) * ln_r;
+  return v;
+}
+
+/* ln P(N > K), N Poisson of mean y >= 0: where y < K + 1 from its terms
+ * pois(K + 1 + i; y), shrinking by y / (K + 2 + i) < 1, stopped by the
+ * geometric bound on the rest (about 9 sqrt(K) terms at y near K + 1, a
+ * few dozen at y <= (K + 1) / 2); above, 1 - F with F <= 1/2 or so. */
+static double ln_poisson_above(long K, double y) {
+  if (!(y > 0.0))
+    return -INFINITY;
+  double s = (double)K + 1.0;
+  if (y >= s)
+    return log1p(-exp(ln_cdf(K, y)));
+  double term = 1.0, sum = 1.0;
+  for (double j = s + 1.0;; j += 1.0) {
+    double ratio = y / j;
+    term *= ratio;
+    sum += term;
+    if (term * ratio / (1.0 - ratio) <= 1e-17 * sum)
+      break;
+  }
+  return ms_ln_poisson_pmf(K + 1, y) + log(sum);
+}
+
+/* ln E (scaled by rho^-K if over), tau > 0, K >= 1: the terms j <= K
+ * summed from near their mode, the rest in closed form,
+ *   sum_{j>K} pois(j; tau) w_K r^(j-K) = w_K r^-K e^(-mu T) P(N > K),
+ * N Poisson of mean r tau (for c = 1, r = 0, it is 0). */
+static double ln_response_extra(const shape *q, long *terms) {
+  double ln_r = log1p(-1.0 / (double)q->c);
+  /* the mode of pois(j; tau) max(rho, r)^j, the growth of w_j */
+  double hi = fmax(exp(q->ln_rho), exp(ln_r));
+  double jf = floor(hi * q->tau);
+  long j0 = jf >= (double)q->K ? q->K : (long)jf;
+  if (j0 < 1)
+    j0 = 1;
+  double base = ms_ln_poisson_pmf(j0, q->tau) + ln_w_j(q, j0, ln_r);
+  double sum = 1.0;
+  long count = 1;
+  for (int dir = 1; dir >= -1; dir -= 2) {
+    double prev = 1.0;
+    for (long j = j0 + dir; j >= 1 && j <= q->K; j += dir) {
+      double t = exp(ms_ln_poisson_pmf(j, q->tau) + ln_w_j(q, j, ln_r) - base);
+      sum += t;
+      count++;
+      double ratio = t / prev;
+      if (ratio < 1.0 && t * ratio / (1.0 - ratio) <= 1e-17 * sum)
+        break;
+      prev = t;
+    }
+  }
+  if (terms != NULL)
+    *terms = count;
+  double low = base + log(sum);
+  if (q->c == 1)
+    return low;
+  double r = exp(ln_r);
+  double high = ln_w_j(q, q->K, ln_r) - (double)q->K * ln_r -
+                q->tau / (double)q->c + ln_poisson_above(q->K, r * q->tau);
+  return log_add(low, high);
+}
+
+void ms_mmck_response_terms_unchecked(long c, long K, double mu, double x,
+                                      double T, ms_mmck_terms *t) {
+  ms_mmck_terms_unchecked(c, K, mu, x, T, t);
+  t->wait_terms = 0;
+  if (T == 0.0) {
+    t->ln_wait = 0.0; /* every response takes some time */
+    return;
+  }
+  if (K == 0) {
+    t->ln_wait = -mu * T; /* served at once: the service alone */
+    return;
+  }
+  shape q;
+  shape_init(c, K, mu, x, T, &q);
+  long wterms, eterms;
+  double ln_s = ln_wait_numerator(&q, &wterms);
+  double ln_e = ln_response_extra(&q, &eterms);
+  /* ln (G - 1), G = 1 / B >= 1 */
+  double ln_below =
+      q.ln_g < M_LN2 ? log(expm1(q.ln_g)) : q.ln_g + log1p(-exp(-q.ln_g));
+  if (q.over)
+    ln_below -= (double)K * q.ln_rho;
+  ln_below -= mu * T;
+  double num = log_add(log_add(ln_below, ln_s), ln_e);
+  t->ln_wait = num - ln_z(&q, K - 1);
+  t->wait_terms = wterms + eterms;
+  if (t->ln_wait > 0.0)
+    t->ln_wait = 0.0;
+  if (t->ln_wait < -DBL_MAX)
+    t->ln_wait = -DBL_MAX;
+}
+
 static int check_mmck_args(long c, long K, ms_error *err) {
   if (c < 1 || c > MS_MAX_SERVERS)
     return ms_fail(err, MS_EINVAL, "servers = %ld is outside [1, %ld]", c,
@@ -246,6 +384,18 @@ int ms_mmck_ln_wait_tail(long c, long K, double mu, double x, double T,
                    MS_MAX_TIMEOUT_COMPLETIONS);
   ms_mmck_terms t;
   ms_mmck_terms_unchecked(c, K, mu, x, T, &t);
+  *ln_tail = t.ln_wait;
+  return MS_OK;
+}
+
+int ms_mmck_ln_response_tail(long c, long K, double mu, double x, double T,
+                             double *ln_tail, ms_error *err) {
+  double w;
+  int st = ms_mmck_ln_wait_tail(c, K, mu, x, T, &w, err);
+  if (st != MS_OK)
+    return st;
+  ms_mmck_terms t;
+  ms_mmck_response_terms_unchecked(c, K, mu, x, T, &t);
   *ln_tail = t.ln_wait;
   return MS_OK;
 }

@@ -196,6 +196,9 @@ static void wait_tails(long c, long K, double mu, double x, double T) {
   rc = ms_mmck_ln_wait_tail(c, K, mu, x, T, &t, NULL);
   verdict("ms_mmck_ln_wait_tail", rc, OUTS(t), "%ld, %ld, %a, %a, %a", c, K, mu,
           x, T);
+  rc = ms_mmck_ln_response_tail(c, K, mu, x, T, &t, NULL);
+  verdict("ms_mmck_ln_response_tail", rc, OUTS(t), "%ld, %ld, %a, %a, %a", c, K,
+          mu, x, T);
 }
 
 static void drive_wait_tails(void) {
@@ -1042,6 +1045,7 @@ static const row functions[] = {
     DRIVEN(ms_ln_response_tail, "wait_tails"),
     DRIVEN(ms_mmck_ln_block, "mmck_block"),
     DRIVEN(ms_mmck_ln_wait_tail, "wait_tails"),
+    DRIVEN(ms_mmck_ln_response_tail, "wait_tails"),
     DRIVEN(ms_failure_model_same, "service_fields"),
     DRIVEN(ms_retry_policy_same, "service_fields"),
     DRIVEN(ms_policy_tier_retries, "service_fields"),

@@ -434,11 +434,117 @@ START_TEST(test_failure_slope) {
 }
 END_TEST
 
+/* The response's tail P(W + S > T | admitted) against the 40-digit sums
+ * over states of tools/mmck_response_reference.py, which integrate the
+ * wait's Gamma density against the service's exponential tail rather than
+ * thinning the completions as model/mmck.c does. */
+typedef struct {
+  long c, K;
+  double mu, x, T, ln_resp;
+  int line;
+} resp_row;
+
+static bool resp_row_of(const char *line, int lineno, void *row) {
+  resp_row *x = row;
+  x->line = lineno;
+  return sscanf(line, "%ld,%ld,%lf,%lf,%lf,%lf", &x->c, &x->K, &x->mu, &x->x,
+                &x->T, &x->ln_resp) == 6;
+}
+
+START_TEST(test_response_reference) {
+  resp_row *rows;
+  size_t n = test_data_rows("mmck_response.csv", "servers", sizeof *rows,
+                            resp_row_of, (void **)&rows);
+  ck_assert_uint_ge(n, 600);
+  double worst = 0.0;
+  int worst_line = 0;
+  for (size_t i = 0; i < n; i++) {
+    const resp_row *r = &rows[i];
+    double lr, lw;
+    ms_error err;
+    ck_assert_int_eq(
+        ms_mmck_ln_response_tail(r->c, r->K, r->mu, r->x, r->T, &lr, &err),
+        MS_OK);
+    ck_assert_int_eq(
+        ms_mmck_ln_wait_tail(r->c, r->K, r->mu, r->x, r->T, &lw, &err), MS_OK);
+    double e = ln_value_error(lr, r->ln_resp);
+    ck_assert_msg(e <= 1e-12,
+                  "line %d: c=%ld K=%ld x=%.17g T=%.17g: ln P(R > T) %.17g "
+                  "(ref %.17g), error %.3g",
+                  r->line, r->c, r->K, r->x, r->T, lr, r->ln_resp, e);
+    ck_assert_msg(lr >= lw, "line %d: the response's tail below the wait's",
+                  r->line);
+    if (e > worst) {
+      worst = e;
+      worst_line = r->line;
+    }
+  }
+  printf("mmck_response.csv: %zu rows, worst relative error %.2e (line %d)\n",
+         n, worst, worst_line);
+  free(rows);
+}
+END_TEST
+
+/* A long queue below saturation tends to the M/M/c response (the rest is
+ * O(rho^K)); K = 0 is the service alone, e^(-mu T). */
+START_TEST(test_response_limits) {
+  const long cs[] = {1, 2, 10, 100};
+  const double rhos[] = {0.3, 0.9}, Ts[] = {0.5, 5.0, 50.0};
+  for (size_t i = 0; i < 4; i++)
+    for (size_t j = 0; j < 2; j++)
+      for (size_t k = 0; k < 3; k++) {
+        long c = cs[i];
+        double mu = 2.0, x = rhos[j] * (double)c * mu, T = Ts[k], lr, ref;
+        ck_assert_int_eq(
+            ms_mmck_ln_response_tail(c, 10000, mu, x, T, &lr, NULL), MS_OK);
+        ck_assert_int_eq(ms_ln_response_tail(c, mu, x, T, 1.0, &ref, NULL),
+                         MS_OK);
+        double e = ln_value_error(lr, ref);
+        ck_assert_msg(e <= 1e-11, "c=%ld x=%g T=%g: %.17g vs M/M/c %.17g", c, x,
+                      T, lr, ref);
+        ck_assert_int_eq(ms_mmck_ln_response_tail(c, 0, mu, x, T, &lr, NULL),
+                         MS_OK);
+        ck_assert(lr == -mu * T);
+      }
+}
+END_TEST
+
+/* The response's cost: the wait's sum and its own, each at most about
+ * 40 sqrt(min(K, tau)) + 40 terms, at c and K up to 10^7 and tau up to
+ * 10^15 (a start at the wrong mode once cost 9 million terms). */
+START_TEST(test_response_cost) {
+  const long cs[] = {1, 10, 10000000}, Ks[] = {1, 100000, 10000000};
+  const double rhos[] = {0.5, 1.0, 1.001, 10.0}, taus[] = {1.0, 1e6, 1e15};
+  long most = 0;
+  for (size_t i = 0; i < 3; i++)
+    for (size_t k = 0; k < 3; k++)
+      for (size_t r = 0; r < 4; r++)
+        for (size_t u = 0; u < 3; u++) {
+          long c = cs[i], K = Ks[k];
+          ms_mmck_terms t;
+          ms_mmck_response_terms_unchecked(c, K, 1.0, rhos[r] * (double)c,
+                                           taus[u] / (double)c, &t);
+          double bound =
+              2.0 * (40.0 * sqrt(fmin((double)K, taus[u])) + 40.0) + 2.0;
+          ck_assert_msg((double)t.wait_terms <= bound,
+                        "c=%ld K=%ld rho=%g tau=%g: %ld terms", c, K, rhos[r],
+                        taus[u], t.wait_terms);
+          ck_assert(t.ln_wait <= 0.0 && t.ln_wait >= -DBL_MAX);
+          if (t.wait_terms > most)
+            most = t.wait_terms;
+        }
+  printf("M/M/c/K response tail: at most %ld terms summed\n", most);
+}
+END_TEST
+
 Suite *mmck_suite(void) {
   Suite *s = suite_create("mmck");
   TCase *tc = tcase_create("mmck");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_reference);
+  tcase_add_test(tc, test_response_reference);
+  tcase_add_test(tc, test_response_limits);
+  tcase_add_test(tc, test_response_cost);
   tcase_add_test(tc, test_loss_system);
   tcase_add_test(tc, test_long_queue);
   tcase_add_test(tc, test_cost_bounded);

@@ -1200,6 +1200,40 @@ START_TEST(test_des_queue_limit) {
 }
 END_TEST
 
+/* The same queue with the timeout on the response (W + S > T, doc/design.md
+ * §1.9, ms_mmck_ln_response_tail): the DES's attempts and failure ratio at
+ * the model's equilibrium, one cheap case below c mu (T = 2 service
+ * times, so that the service's own tail matters) and one above. */
+START_TEST(test_des_queue_limit_response) {
+  const double lambdas[] = {25.0, 60.0};
+  for (size_t i = 0; i < 2; i++) {
+    ms_service_params s;
+    ms_failure_model_erlang(&s.model, 4, 10.0, 0.2);
+    s.model.has_queue_limit = true;
+    s.model.queue_limit = 3;
+    s.model.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+    ms_retry_policy_fixed(&s.policy, 2);
+    ms_landscape ls;
+    ms_equilibrium eq[MS_MAX_EQUILIBRIA];
+    int n;
+    ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
+    ck_assert_int_eq(ms_equilibria(&ls, lambdas[i], eq, &n, NULL), MS_OK);
+    ck_assert_int_eq(n, 1);
+    ms_sim_config c;
+    ms_sim_config_init(&c, &s);
+    c.scenario.offered_load = lambdas[i];
+    c.scenario.duration = 2100.0;
+    c.sample_interval = 100.0;
+    c.seed = 31 + i;
+    c.backoff =
+        (ms_backoff){.kind = MS_BACKOFF_FULL_JITTER, .base = 1.0, .cap = 1.0};
+    char name[64];
+    snprintf(name, sizeof name, "K = 3, response timed, at %g/s", lambdas[i]);
+    des_case(name, &c, 100.0, eq[0].effective_load, eq[0].failure_probability);
+  }
+}
+END_TEST
+
 /*
  * Retries that follow a rejection within milliseconds are not independent
  * of it (doc/design.md §1.9): the grpc-js case, 10 servers x 200 ms, 20
@@ -2466,6 +2500,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(des, test_des_backoff_moves_no_equilibrium);
   tcase_add_test(des, test_des_caps);
   tcase_add_test(des, test_des_queue_limit);
+  tcase_add_test(des, test_des_queue_limit_response);
   tcase_add_test(des, test_des_fast_retried_rejections);
   tcase_add_test(des, test_retrial_queue_against_des);
   tcase_add_test(des, test_des_seeds);

@@ -581,11 +581,12 @@ class TimeoutCovers(CliTest):
     def test_refused(self):
         self.fails(2, "--timeout-covers", "solve", *self.SVC, "--timeout",
                    "1", "--timeout-covers", "headers")
-        # the M/M/c/K model times the wait only: refused, not computed
-        # as the wait under the response's name
+        # the M/M/c/K response is that of exponential service: another
+        # cv is refused, not computed as if it were 1
         self.fails(2, "timeout_covers response with queue_limit = 20",
                    "solve", *self.SVC, "--timeout", "1", "--queue-limit",
-                   "20", "--timeout-covers", "response")
+                   "20", "--timeout-covers", "response",
+                   "--service-time-cv", "0.5")
         self.fails(2, "--timeout-covers applies to the erlang model",
                    "solve", "--model", "capacity", "--capacity", "100",
                    "--retries", "3", "--timeout-covers", "wait")
