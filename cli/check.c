@@ -259,6 +259,11 @@ static void check_inputs(service_check *s) {
   }
 }
 
+/* The share of attempts failing on an idle pool above which a timeout on
+ * the response is warned about: 5 %, a timeout under three exponential
+ * service times. */
+#define IDLE_FAILURE_WARNING 0.05
+
 /* The erlang model's warnings: service time and timeout. */
 static void check_erlang(service_check *s) {
   const ms_service_spec *sp = s->sp;
@@ -268,12 +273,23 @@ static void check_erlang(service_check *s) {
   double pool_limit = floor(MS_MAX_TIMEOUT_COMPLETIONS / (mu * T));
   if (T > 0 && pool_limit < (double)MS_MAX_SERVERS)
     s->max_pool = (long)pool_limit;
-  if (1.0 / mu > T)
+  ms_failure_model idle = *m;
+  double ln_idle = -DBL_MAX, slope;
+  if (m->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE &&
+      ms_failure_tail(&idle, 0.0, &ln_idle, &slope, NULL) == MS_OK &&
+      ln_idle >= log(IDLE_FAILURE_WARNING))
+    warn_at(s, sp->line, sp->column,
+            "service '%s': the timeout %.6g s is %.3g service times: it times "
+            "the whole response (timeout_covers: response), so %.3g %% of "
+            "attempts fail even on an idle pool (the service alone outlasts "
+            "it)",
+            sp->name, T, T * mu, 100.0 * exp(ln_idle));
+  else if (m->timeout_covers == MS_TIMEOUT_COVERS_WAIT && 1.0 / mu > T)
     warn_at(s, sp->line, sp->column,
             "service '%s': the service time %.6g s is longer than the "
-            "timeout %.6g s: the model's timeout covers the wait for a "
-            "server only; a client whose timeout covers the whole response "
-            "would fail most attempts even when idle",
+            "timeout %.6g s: with timeout_covers: wait the timeout covers "
+            "the wait for a server only; a client whose timeout covers the "
+            "whole response would fail most attempts even when idle",
             sp->name, 1.0 / mu, T);
   double span = (double)m->servers * mu * T;
   if (span >= WARN_TIMEOUT_COMPLETIONS)

@@ -434,8 +434,8 @@ static const ms_cli_option model_layering[] = {
 static const ms_cli_option model_tail[] = {
     {"--timeout-covers", "response|wait", MS_OPT_TIMEOUT_COVERS,
      "erlang: what the timeout times: the whole response, wait plus service "
-     "(HAProxy, nginx, gRPC deadlines, most HTTP clients), or the wait for a "
-     "server only (default)"},
+     "(default; HAProxy, nginx, gRPC deadlines, most HTTP clients), or the "
+     "wait for a server only"},
     {"--latency-objective", "S", MS_OPT_LATENCY_OBJECTIVE,
      "erlang, without --queue-limit: queue limit round(servers x service "
      "rate x S)"},

@@ -29,7 +29,7 @@ typedef enum {
 } ms_timeout_covers;
 
 /* The default of the key timeout_covers and of --timeout-covers. */
-#define MS_TIMEOUT_COVERS_DEFAULT MS_TIMEOUT_COVERS_WAIT
+#define MS_TIMEOUT_COVERS_DEFAULT MS_TIMEOUT_COVERS_RESPONSE
 
 /* "wait", "response": the value's name in service files and options;
  * NULL for a value that is not one. */

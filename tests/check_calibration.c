@@ -247,6 +247,7 @@ static ms_service_file load(const char *text) {
   "    servers: 30\n"                                                          \
   "    service_time: " service_time "\n"                                       \
   "    timeout: 200ms\n"                                                       \
+  "    timeout_covers: wait\n"                                                 \
   "    retries: 1\n" extra "    inputs:\n"                                     \
   "      offered_rate: h/p/offered\n"                                          \
   "      arrival_rate: h/p/attempts\n"                                         \
@@ -696,6 +697,7 @@ START_TEST(test_learns_servers) {
                      "    servers: 8\n"
                      "    service_time: 100ms\n"
                      "    timeout: 1s\n"
+                     "    timeout_covers: wait\n"
                      "    retries: 1\n"
                      "    calibrate: [servers]\n"
                      "    inputs:\n"
@@ -785,6 +787,7 @@ START_TEST(test_implausible_and_never_learned) {
                      "    servers: 30\n"
                      "    service_time: 80ms\n"
                      "    timeout: 1s\n"
+                     "    timeout_covers: wait\n"
                      "    retries: 1\n"
                      "    base_failure: 0.001\n"
                      "    calibrate: [service_time, servers]\n"
@@ -840,6 +843,7 @@ START_TEST(test_drain_is_a_sample) {
                      "    servers: 10\n"
                      "    service_time: 80ms\n"
                      "    timeout: 1s\n"
+                     "    timeout_covers: wait\n"
                      "    retries: 2\n"
                      "    calibrate: [service_time]\n"
                      "    inputs:\n"
@@ -884,6 +888,7 @@ START_TEST(test_latency_input_scaled) {
                      "    servers: 4\n"
                      "    service_time: 100ms\n"
                      "    timeout: 1s\n"
+                     "    timeout_covers: wait\n"
                      "    retries: 1\n"
                      "    calibrate: [service_time]\n"
                      "    inputs:\n"

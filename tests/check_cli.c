@@ -468,6 +468,11 @@ START_TEST(test_describe) {
   char buf[256];
   ck_assert_str_eq(ms_cli_describe(&p, true, buf, sizeof buf),
                    "erlang model: 30 servers, service time 100 ms, timeout "
+                   "1 s on the wait, 3 retries x 2 tiers, retry budget 10 %");
+  /* the default, response, goes unsaid */
+  p.model.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+  ck_assert_str_eq(ms_cli_describe(&p, true, buf, sizeof buf),
+                   "erlang model: 30 servers, service time 100 ms, timeout "
                    "1 s, 3 retries x 2 tiers, retry budget 10 %");
   ms_failure_model_capacity(&p.model, 1);
   p.model.base_failure = 0.1;

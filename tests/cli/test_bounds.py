@@ -159,13 +159,15 @@ class Bounds(ScratchTest):
                              "--retries", "3")
         self.assertEqual(r.code, 2, r)
         self.assertEqual(r.out, "")
-        # 16 MiB + 2 (22 x 4e12 ... ) capped: N_r at 2^31, N_q = 4e12
+        # 16 MiB + 2 (30 x N_r + 24 x N_e) + 48 N_q: N_r capped at 2^31,
+        # N_q = 4e12; the timeout on the response (the default) adds 8
+        # bytes a request (its deadline) and an event per server (N_e 20)
         m = re.search(r"would need about (\d+) MiB \(des engine\), above the "
                       r"limit of 1024 MiB: the attempts in flight grow as "
                       r"load x \(1 \+ retries\) x timeout: lower --load",
                       r.err)
         self.assertIsNotNone(m, r)
-        want = (16 * 2**20 + 2 * (22 * 2**31 + 24 * 10) + 48 * 4e12) / 2**20
+        want = (16 * 2**20 + 2 * (30 * 2**31 + 24 * 20) + 48 * 4e12) / 2**20
         self.assertLess(abs(int(m.group(1)) - want), 1.0)
         self.assertLess(took, 5.0)
         # a storm that fits runs

@@ -79,7 +79,7 @@ class Check(ScratchTest):
         # the pool service has no observation: its one warning
         self.assertEqual([w["service"] for w in j["warnings"]], ["pool"])
         self.assertEqual(self.warnings(r), [
-            "%s:29:5: warning: %s" % (SPEC, j["warnings"][0]["message"])])
+            "%s:30:5: warning: %s" % (SPEC, j["warnings"][0]["message"])])
 
     def test_service_time_cv(self):
         """A service's service_time_cv is among its parameters."""
@@ -88,7 +88,7 @@ class Check(ScratchTest):
             with open(path, "w") as f:
                 f.write("services:\n  - name: api\n    model: erlang\n"
                         "    servers: 10\n    service_time: 100ms\n"
-                        "    timeout: 1s\n    service_time_cv: 2\n"
+                        "    timeout: 1s\n    timeout_covers: wait\n    service_time_cv: 2\n"
                         "    retries: 3\n    inputs:\n"
                         "      offered_rate: 60\n")
             r = self.check(path, "--format", "json")
@@ -104,7 +104,7 @@ class Check(ScratchTest):
         self.assertTrue(r.out.startswith("%s: 3 services, valid, 1 warning\n"
                                          % SPEC))
         self.assertIn("checkout (line 6): erlang model: 10 servers, service "
-                      "time 100 ms, timeout 200 ms, 3 retries\n"
+                      "time 100 ms, timeout 200 ms on the wait, 3 retries\n"
                       "  tipping load   83.2329 req/s\n"
                       "  recovery load  25 req/s\n", r.out)
         self.assertIn("  tipping load   0.90009 req/s (no hysteresis band)",
@@ -201,10 +201,22 @@ class Check(ScratchTest):
         pat = r":2:5: warning: service 'svc': the service time 1 s is " \
               r"longer than the timeout 0.5 s"
         self.assertWarns(service_file({"service_time": "1s",
-                                       "timeout": "500ms"}), pat)
+                                       "timeout": "500ms",
+                                       "timeout_covers": "wait"}), pat)
+        # on the response: the share failing on an idle pool, e^(-mu T) =
+        # e^-2 at two service times (13.5 %); none at three (5.0 %)
+        pat = r":2:5: warning: service 'svc': the timeout 0.2 s is 2 " \
+              r"service times: it times the whole response " \
+              r"\(timeout_covers: response\), so 13.5 % of attempts fail " \
+              r"even on an idle pool"
+        self.assertWarns(service_file({"service_time": "100ms",
+                                       "timeout": "200ms"}), pat)
+        self.assertWarns(service_file({"service_time": "100ms",
+                                       "timeout": "300ms"}), "idle", False)
         self.assertWarns(service_file({"service_time": "1s",
-                                       "timeout": "1s"}), "service time",
-                         False)
+                                       "timeout": "1s",
+                                       "timeout_covers": "wait"}),
+                         "service time", False)
 
     def test_wait_tail_underflows(self):
         # c mu T = 10 x 10 x T: warned from 1e12 on, refused above 1e15

@@ -113,7 +113,7 @@ class Escapes(CliTest):
 
     def test_damp_with_base_failure(self):
         args = ("--servers", "30", "--service-time", "100ms", "--timeout",
-                "1s", "--retries", "3", "--base-failure", "0.02")
+                "1s", "--timeout-covers", "wait", "--retries", "3", "--base-failure", "0.02")
         e, _ = self.escapes(*args)
         tip, rec = damp_fold(30, 10.0, 1.0, 3, base=0.02)
         self.assertAlmostEqual(e["damp"]["tipping_load"], tip,
@@ -146,7 +146,7 @@ class Escapes(CliTest):
         # base 15 %, 3 retries: A = 1.174125 > 1/0.9, the budget's cap: it
         # denies 1 - (1/0.9 - 1) / (A - 1); damp sends A(p/2) - 1
         args = ("--servers", "30", "--service-time", "100ms", "--timeout",
-                "1s", "--retries", "3", "--base-failure", "0.15")
+                "1s", "--timeout-covers", "wait", "--retries", "3", "--base-failure", "0.15")
         e, _ = self.escapes(*args)
         a = amp(0.15, 3)
         self.assertAlmostEqual(e["budget"]["denied_retry_share"],
@@ -232,7 +232,7 @@ class Escapes(CliTest):
         # Envoy's budget needs the unbounded queue's hold time: the bound
         # and discard rows are n/a with the model's reason, the rest stand
         args = ("--servers", "30", "--service-time", "100ms", "--timeout",
-                "1s", "--retries", "3", "--envoy-retry-budget", "default")
+                "1s", "--timeout-covers", "wait", "--retries", "3", "--envoy-retry-budget", "default")
         e, _ = self.escapes(*args)
         for name in ("bound", "discard"):
             self.assertIsNone(e[name]["tipping_load"])

@@ -25,7 +25,7 @@ from clitest import EXAMPLES, CliTest
 TRUTH = {"service_time": 0.1, "timeout": 0.02, "retries": 1,
          "base_failure": 0.005}
 SIM = ("simulate", "--servers", "10", "--service-time", "100ms",
-       "--timeout", "20ms", "--retries", "1", "--base-failure", "0.005",
+       "--timeout", "20ms", "--timeout-covers", "wait", "--retries", "1", "--base-failure", "0.005",
        "--backoff", "full-jitter,2,10", "--engine", "des", "--scenario",
        os.path.join(EXAMPLES, "fit-scenario.yaml"), "--format", "csv")
 # Seeds 1 to 10 of this run (the fit of each): the true service time and
@@ -39,6 +39,7 @@ GUESS = """services:
     servers: 10
     service_time: 150ms
     timeout: 300ms
+    timeout_covers: wait
     retries: 3
     base_failure: 0.001
     headroom_warning: 0.2
@@ -86,7 +87,7 @@ class Fit(CliTest):
         # the timeout, written bare, would be warned about
         return self.ok("solve", "--servers", "10", "--service-time",
                        repr(p["service_time"]) + "s", "--timeout",
-                       repr(p["timeout"]) + "s", "--retries", str(p["retries"]),
+                       repr(p["timeout"]) + "s", "--timeout-covers", "wait", "--retries", str(p["retries"]),
                        "--base-failure", repr(p["base_failure"]), *extra,
                        "--load", "1", "--format", "json").json()
 
@@ -202,7 +203,7 @@ class Fit(CliTest):
         # from below, and the configured one is kept; the storm still
         # says 3 retries.
         r = clitest.run("simulate", "--servers", "10", "--service-time",
-                        "100ms", "--timeout", "1", "--retries", "3",
+                        "100ms", "--timeout", "1", "--timeout-covers", "wait", "--retries", "3",
                         "--base-failure", "0.01", "--engine", "des",
                         "--scenario", os.path.join(EXAMPLES, "storm.yaml"),
                         "--format", "csv")
@@ -305,7 +306,7 @@ class Fit(CliTest):
                    "--spec", spec, self.trace, "--plot", "x.pdf")
         # nothing to fit: no attempts and failures, no busy servers
         lone = t("lone.yaml", "services:\n  - name: lone\n    model: erlang\n"
-                 "    servers: 2\n    service_time: 1\n    timeout: 1\n"
+                 "    servers: 2\n    service_time: 1\n    timeout: 1\n    timeout_covers: wait\n"
                  "    retries: 1\n    inputs:\n      offered_rate: a/b/c\n")
         self.fails(1, "nothing to fit", "fit", "--spec", lone,
                    t("lone.csv", "time,offered_rate\n1,1\n2,1\n"))

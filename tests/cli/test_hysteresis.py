@@ -177,7 +177,7 @@ class Simulated(CliTest):
     with the noise of every count; now only beyond it."""
 
     SVC = ("--engine", "des", "--servers", "8", "--service-time", "0.1",
-           "--timeout", "0.5", "--retries", "1", "--duration", "3600",
+           "--timeout", "0.5", "--timeout-covers", "wait", "--retries", "1", "--duration", "3600",
            "--sample-interval", "1", "--format", "csv")
 
     def run_at(self, load, *trigger):

@@ -31,10 +31,10 @@ from clitest import CliTest
 # 10 servers at 50 ms, timeout 1 s, 2 retries: the storm lab's service
 # (tipping load 193.8 req/s, saturation 200 attempts/s)
 KNEE = {"servers": "10", "service_time": "50ms", "timeout": "1s",
-        "retries": "2"}
+        "timeout_covers": "wait", "retries": "2"}
 # 8 servers at 100 ms, timeout 500 ms, 1 retry (tipping 71.4 req/s)
 HEAVY = {"servers": "8", "service_time": "100ms", "timeout": "500ms",
-         "retries": "1"}
+         "timeout_covers": "wait", "retries": "1"}
 INPUTS = ("offered_rate", "arrival_rate", "retry_rate", "error_rate")
 
 

@@ -51,7 +51,7 @@ def bisect(f, lo, hi, iters=200):
     return hi
 
 
-ISSUE = ("--servers", "50", "--service-time", "200ms", "--timeout", "2s",
+ISSUE = ("--servers", "50", "--service-time", "200ms", "--timeout", "2s", "--timeout-covers", "wait",
          "--retries", "3")
 
 
@@ -66,14 +66,14 @@ class Plan(CliTest):
     def test_queue_bound_by_hand(self):
         # 200 servers x 10/s = 2,000 req/s; x 0.2 s = 400 waiting places
         j = self.plan("--servers", "200", "--service-time", "100ms",
-                      "--timeout", "1s", "--retries", "3",
+                      "--timeout", "1s", "--timeout-covers", "wait", "--retries", "3",
                       "--latency-objective", "200ms")
         self.assertEqual(j["capacity"], 2000)
         self.assertEqual(j["queue_bound"], 400)
         self.assertEqual(j["latency_objective"], 0.2)
         # the default latency objective is the timeout: 2,000 x 1 s
         j = self.plan("--servers", "200", "--service-time", "100ms",
-                      "--timeout", "1s", "--retries", "3")
+                      "--timeout", "1s", "--timeout-covers", "wait", "--retries", "3")
         self.assertEqual(j["queue_bound"], 2000)
 
     def test_latency_objective_sets_no_queue(self):
@@ -120,7 +120,7 @@ class Plan(CliTest):
         # with a base failure b the probe fails with 1 - (1-b)(1-tail)
         c, mu, H, F, b = 10, 10.0, 0.6, 0.05, 0.02
         j = self.plan("--servers", "10", "--service-time", "100ms",
-                      "--timeout", "200ms", "--retries", "1",
+                      "--timeout", "200ms", "--timeout-covers", "wait", "--retries", "1",
                       "--base-failure", "0.02", "--health-check-timeout",
                       "600ms", "--health-check-tolerance", "5%")
         want = bisect(lambda x: 1 - (1 - b) * (1 - response_tail_quad(

@@ -293,10 +293,10 @@ SWEEPS = {
                     "--load", "90"),
     "wide band": CHECKOUT + ("--from", "0", "--to", "120", "--load", "60"),
     "a million servers": ("--servers", "1000000", "--service-time", "0.1",
-                          "--timeout", "1", "--retries", "3", "--tiers", "2",
+                          "--timeout", "1", "--timeout-covers", "wait", "--retries", "3", "--tiers", "2",
                           "--from", "0", "--to", "12e6", "--load", "5e6"),
     "a million servers, load near tipping": (
-        "--servers", "1000000", "--service-time", "0.1", "--timeout", "1",
+        "--servers", "1000000", "--service-time", "0.1", "--timeout", "1", "--timeout-covers", "wait",
         "--retries", "3", "--from", "0", "--to", "12e6", "--load", "9e6"),
     "log axis": ("--capacity", "100", "--retries", "3", "--tiers", "3",
                  "--from", "0", "--to", "150", "--load", "50"),
@@ -378,7 +378,8 @@ class Legible(PlotTest):
         pic = self.draw("big", "sweep", *SWEEPS["a million servers"],
                         "--steps", "2")
         self.assertIn("erlang model: 1M servers, service time 100 ms, "
-                      "timeout 1 s, 3 retries x 2 tiers", pic.labels())
+                      "timeout 1 s on the wait, 3 retries x 2 tiers",
+                      pic.labels())
 
     def test_replay_notifications(self):
         # a WARNING and a FAILURE ten seconds apart on a 5.5-hour replay:
@@ -403,7 +404,7 @@ class Legible(PlotTest):
 
     def test_simulate(self):
         svc = ("--servers", "10", "--service-time", "100ms", "--timeout",
-               "1", "--retries", "3", "--base-failure", "0.01")
+               "1", "--timeout-covers", "wait", "--retries", "3", "--base-failure", "0.01")
         for name, args in {
             "storm": svc + ("--load", "60", "--spike", "10,20,60", "--drop",
                             "60,150,50", "--duration", "240"),

@@ -8,7 +8,7 @@ import re
 import clitest
 from clitest import CliTest
 
-EX = ("--servers", "50", "--service-time", "200ms", "--timeout", "2s",
+EX = ("--servers", "50", "--service-time", "200ms", "--timeout", "2s", "--timeout-covers", "wait",
       "--retries", "3")
 
 
@@ -98,7 +98,7 @@ class Recommend(CliTest):
             with open(f, "w") as y:
                 y.write("services:\n  - name: api\n    model: erlang\n"
                         "    servers: 50\n    service_time: 200ms\n"
-                        "    timeout: 2s\n    retries: 3\n"
+                        "    timeout: 2s\n    timeout_covers: wait\n    retries: 3\n"
                         "    safety_margin: 0.5\n    inputs:\n"
                         "      offered_rate: h/statsd/derive-req\n")
             spec = ("--spec", f, "--service", "api", "--load", "50",

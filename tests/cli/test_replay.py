@@ -184,7 +184,7 @@ class Incident(CliTest):
         # completion_rate: the CSV of simulate is the trace as it is
         trace = self.write("storm.csv", self.ok(
             "simulate", "--servers", "10", "--service-time", "100ms",
-            "--timeout", "1", "--retries", "3", "--base-failure", "0.01",
+            "--timeout", "1", "--timeout-covers", "wait", "--retries", "3", "--base-failure", "0.01",
             "--engine", "des", "--scenario",
             os.path.join(EXAMPLES, "storm.yaml"), "--format", "csv").out)
         inputs = ["offered_rate", "arrival_rate", "retry_rate", "error_rate",
@@ -192,7 +192,7 @@ class Incident(CliTest):
                   "completion_rate", "latency"]
         spec = self.write("wrong.yaml", "services:\n  - name: svc\n"
                           "    model: erlang\n    servers: 10\n"
-                          "    service_time: 150ms\n    timeout: 1s\n"
+                          "    service_time: 150ms\n    timeout: 1s\n    timeout_covers: wait\n"
                           "    retries: 3\n    base_failure: 0.01\n"
                           "    calibrate: [service_time]\n    inputs:\n" +
                           "".join("      %s: h/p/gauge-%s\n" % (i, i)
@@ -203,7 +203,7 @@ class Incident(CliTest):
 
         def tipping(service_time):
             return self.ok("solve", "--servers", "10", "--service-time",
-                           repr(service_time), "--timeout", "1",
+                           repr(service_time), "--timeout", "1", "--timeout-covers", "wait",
                            "--retries", "3", "--base-failure", "0.01",
                            "--load", "60", "--format",
                            "json").json()["tipping_load"]
@@ -448,7 +448,7 @@ VERDICT_COLUMNS = ("reporting", "state", "storm", "recovering",
                    "servers", "observed_attempts", "observed_failure",
                    "notifications", "problem")
 LAB_MODEL = ("    model: erlang\n    servers: 10\n    service_time: 50ms\n"
-             "    timeout: 1s\n    retries: 2\n")
+             "    timeout: 1s\n    timeout_covers: wait\n    retries: 2\n")
 LAB_INPUTS = "".join("      %s: h/p/gauge-%s\n" % (i, i) for i in (
     "offered_rate", "arrival_rate", "retry_rate", "error_rate", "pool_size"))
 

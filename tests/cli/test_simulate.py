@@ -17,7 +17,7 @@ from clitest import EXAMPLES, CliTest
 
 # 10 servers, 100 ms, timeout 1 s, 3 retries, 1 % base failure: tipping load
 # 93.66/s, recovery load 25/s (tests/check_sim.c uses the same service).
-SVC = ("--servers", "10", "--service-time", "100ms", "--timeout", "1",
+SVC = ("--servers", "10", "--service-time", "100ms", "--timeout", "1", "--timeout-covers", "wait",
        "--retries", "3", "--base-failure", "0.01")
 HEADER = ["time", "offered", "attempts", "retries", "failures", "goodput",
           "given_up", "refused", "backlog", "servers", "failure_ratio",
@@ -314,7 +314,7 @@ class Simulate(CliTest):
         # goes down, where the failure ratio is back at the healthy
         # equilibrium's (solve), and stays down
         svc = ("--servers", "10", "--service-time", "100ms", "--timeout",
-               "1", "--retries", "0")
+               "1", "--timeout-covers", "wait", "--retries", "0")
         for load, base in ((33, "0"), (85, "0"), (71, "0.003")):
             with self.subTest(load=load, base=base):
                 j = self.ok("simulate", *svc, "--base-failure", base,
@@ -343,7 +343,7 @@ class Simulate(CliTest):
     def test_singular(self):
         # without retries every request sends one attempt: "1 attempt"
         out = self.ok("simulate", "--servers", "10", "--service-time",
-                      "100ms", "--timeout", "1", "--retries", "0", "--load",
+                      "100ms", "--timeout", "1", "--timeout-covers", "wait", "--retries", "0", "--load",
                       "20", "--duration", "10").out
         self.assertIn("amplification: 1 attempt per request over the run "
                       "(at most r + 1 = 1)", out)
@@ -450,7 +450,7 @@ class GeneralService(CliTest):
     """--service-dist: the DES's service times, with the model's
     --service-time-cv (doc/simulation.md)."""
     POOL = ("simulate", "--engine", "des", "--servers", "10",
-            "--service-time", "100ms", "--timeout", "0.2", "--retries", "0",
+            "--service-time", "100ms", "--timeout", "0.2", "--timeout-covers", "wait", "--retries", "0",
             "--load", "90", "--duration", "400", "--sample-interval", "100",
             "--format", "json")
 
@@ -479,7 +479,7 @@ class GeneralService(CliTest):
                                   "--service-dist", "deterministic")))
         self.fails(2, "--service-dist applies to the discrete-event engine",
                    "simulate", "--servers", "10", "--service-time", "100ms",
-                   "--timeout", "1", "--retries", "3", "--load", "10",
+                   "--timeout", "1", "--timeout-covers", "wait", "--retries", "3", "--load", "10",
                    "--service-dist", "lognormal")
         self.fails(2, "--service-dist", *(self.POOL + ("--service-dist",
                                                        "pareto")))

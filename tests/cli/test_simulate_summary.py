@@ -16,7 +16,7 @@ from clitest import EXAMPLES, CliTest
 
 # 10 servers, 100 ms, timeout 1 s, 3 retries, 1 % base failure: tipping load
 # 93.66/s, recovery load 25/s, capacity 100/s.
-SVC = ("--servers", "10", "--service-time", "100ms", "--timeout", "1",
+SVC = ("--servers", "10", "--service-time", "100ms", "--timeout", "1", "--timeout-covers", "wait",
        "--retries", "3", "--base-failure", "0.01")
 STORM = ("--engine", "des", "--scenario", EXAMPLES + "/storm.yaml")
 # goodput has returned in a window whose failure ratio is at most this
@@ -222,11 +222,11 @@ class SummaryFromSeries(CliTest):
         # ratio of its last window is of the order of 1e-40, printed as
         # a share in scientific notation or 0, never "...e-40 %"
         out = self.ok("simulate", "--servers", "10", "--service-time",
-                      "100ms", "--timeout", "1", "--retries", "3", "--load",
+                      "100ms", "--timeout", "1", "--timeout-covers", "wait", "--retries", "3", "--load",
                       "20", "--spike", "20,10,60", "--duration",
                       "100").out
         j = self.ok("simulate", "--servers", "10", "--service-time",
-                    "100ms", "--timeout", "1", "--retries", "3", "--load",
+                    "100ms", "--timeout", "1", "--timeout-covers", "wait", "--retries", "3", "--load",
                     "20", "--spike", "20,10,60", "--duration", "100",
                     "--format", "json").json()["summary"]
         self.assertLess(j["final_failure_ratio"], 1e-30)
@@ -236,7 +236,7 @@ class SummaryFromSeries(CliTest):
         # every share of the text: the base failure, the budget, the settle
         # band, tiny or not; a DES run where nothing fails prints 0
         out = self.ok("simulate", "--servers", "10", "--service-time",
-                      "100ms", "--timeout", "1", "--retries", "3",
+                      "100ms", "--timeout", "1", "--timeout-covers", "wait", "--retries", "3",
                       "--base-failure", "3.2e-45", "--retry-budget", "2e-9",
                       "--settle-tolerance", "1e-9", "--load", "20",
                       "--duration", "20").out
@@ -245,7 +245,7 @@ class SummaryFromSeries(CliTest):
         self.assertIn("retry budget 2e-09", out)
         self.assertIn("(within 1e-09)", out)
         out = self.ok("simulate", "--servers", "10", "--service-time",
-                      "100ms", "--timeout", "1", "--retries", "3",
+                      "100ms", "--timeout", "1", "--timeout-covers", "wait", "--retries", "3",
                       "--base-failure", "0.00025", "--load", "20",
                       "--duration", "20", "--engine", "des").out
         self.assertIn("base failure 0.025 %,", out)

@@ -185,7 +185,7 @@ class ErlangService(CliTest):
         self.assertAlmostEqual(j["recovery_load"], 50, delta=1e-12)
         # the same service from options alone gives the same numbers
         k = self.ok("solve", "--servers", "10", "--service-time", "0.1",
-                    "--timeout", "200ms", "--retries", "3", "--load", "60",
+                    "--timeout", "200ms", "--timeout-covers", "wait", "--retries", "3", "--load", "60",
                     "--format", "json").json()
         j = self.solve("--load", "60")
         for key in REPORT_KEYS - {"equilibria"}:
@@ -207,25 +207,25 @@ class ErlangService(CliTest):
             self.assertEqual(r.err, "metastable solve: warning: %s\n" % warns,
                              r)
             return r.json()
-        plain = bare("--service-time", "0.1", "--timeout", "120",
+        plain = bare("--service-time", "0.1", "--timeout", "120", "--timeout-covers", "wait",
                      "--retries", "3", "--base-failure", "0.01",
                      "--retry-budget", "0.1", "--token-ratio", "0.5",
                      warns="--timeout 120 was read as 120 s, 1,200 times the "
                      "service time; write 120ms if you meant milliseconds")
-        units = solve("--service-time", "100ms", "--timeout", "2m",
+        units = solve("--service-time", "100ms", "--timeout", "2m", "--timeout-covers", "wait",
                       "--retries", "3", "--base-failure", "1%",
                       "--retry-budget", "10%", "--token-ratio", "50 %")
         self.assertEqual(plain, units)
-        hours = solve("--service-time", "0.5m", "--timeout", "1.5h",
+        hours = solve("--service-time", "0.5m", "--timeout", "1.5h", "--timeout-covers", "wait",
                       "--retries", "3")
-        seconds = bare("--service-time", "30", "--timeout", "5400",
+        seconds = bare("--service-time", "30", "--timeout", "5400", "--timeout-covers", "wait",
                        "--retries", "3",
                        warns="--service-time 30 was read as 30 s, 10 s or "
                        "more per request; write 30ms if you meant "
                        "milliseconds")
         self.assertEqual(hours, seconds)
         self.assertEqual(seconds, solve("--service-time", "30s", "--timeout",
-                                        "5400", "--retries", "3"))
+                                        "5400", "--timeout-covers", "wait", "--retries", "3"))
         for opt, text, says in (
                 ("--retries", "3%", "--retries: '3%' is a percentage, but "
                  "retries is a count, not a share"),
@@ -246,7 +246,8 @@ class ErlangService(CliTest):
         # a range, a granularity and a file say the same service; the
         # spread lies between its ends (doc/design.md §1.1)
         base = ("--servers", "10", "--service-time", "200ms",
-                "--retries", "3", "--format", "json")
+                "--timeout-covers", "wait", "--retries", "3",
+                "--format", "json")
         def tip(*a):
             return self.ok("solve", *base, *a).json()["tipping_load"]
         spread = tip("--timeout", "400ms..900ms")
@@ -259,7 +260,8 @@ class ErlangService(CliTest):
         self.assertAlmostEqual(spread, 43.50473379368729, delta=1e-9)
         svc = ("services:\n  - name: api\n    model: erlang\n"
                "    servers: 10\n    service_time: 200ms\n"
-               "    timeout: %s\n    retries: 3\n"
+               "    timeout: %s\n    timeout_covers: wait\n"
+               "    retries: 3\n"
                "    inputs:\n      offered_rate: \"a/b/derive-c\"\n")
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "s.yaml")
@@ -283,7 +285,8 @@ class ErlangService(CliTest):
         out = self.ok("solve", "--spec", SPEC, "--service", "checkout",
                       "--load", "60").out
         self.assertIn("service        checkout: erlang model: 10 servers, "
-                      "service time 100 ms, timeout 200 ms, 3 retries", out)
+                      "service time 100 ms, timeout 200 ms on the wait, "
+                      "3 retries", out)
         self.assertIn("unstable  (boundary between the basins)", out)
         self.assertIn("recovery load  25 req/s", out)
         self.assertIn("state          vulnerable", out)
@@ -297,7 +300,7 @@ class Policies(CliTest):
     """The named policies and layered tiers from the command line; each
     collapsed equilibrium checked against the policy's own cap, computed
     here (doc/design.md §1.2)."""
-    ERL = ("--servers", "50", "--service-time", "200ms", "--timeout", "2s")
+    ERL = ("--servers", "50", "--service-time", "200ms", "--timeout", "2s", "--timeout-covers", "wait")
 
     def solve(self, *a):
         return self.ok("solve", *self.ERL, *a, "--format", "json").json()
@@ -413,7 +416,8 @@ class RetriedRejections(CliTest):
             self.assertAlmostEqual(j["retried_rejection_share"], 1.0,
                                    delta=1e-9)
         # a 500 ms timeout: the timeouts take a part of the failures
-        j = self.solve("--load", "55", "--timeout", "500ms")
+        j = self.solve("--load", "55", "--timeout", "500ms",
+                       "--timeout-covers", "wait")
         x, p = j["effective_load"], j["failure_probability"]
         want = mmck_block(10, 20, x / 5.0) / p
         self.assertAlmostEqual(j["retried_rejection_share"], want,
@@ -472,23 +476,23 @@ class ServiceTimeCv(CliTest):
         return self.ok("solve", *(self.ERLANG + a)).json()
 
     def test_effective_timeout(self):
-        plain = self.solve("--timeout", "1")
-        self.assertEqual(self.solve("--timeout", "1", "--service-time-cv",
+        plain = self.solve("--timeout", "1", "--timeout-covers", "wait")
+        self.assertEqual(self.solve("--timeout", "1", "--timeout-covers", "wait", "--service-time-cv",
                                     "1"), plain)
         # cv 2: 2 x 1 s / 5 = 0.4 s; cv 0: 2 s
-        self.assertEqual(self.solve("--timeout", "1", "--service-time-cv",
-                                    "2"), self.solve("--timeout", "0.4"))
-        self.assertEqual(self.solve("--timeout", "1", "--service-time-cv",
-                                    "0"), self.solve("--timeout", "2"))
+        self.assertEqual(self.solve("--timeout", "1", "--timeout-covers", "wait", "--service-time-cv",
+                                    "2"), self.solve("--timeout", "0.4", "--timeout-covers", "wait"))
+        self.assertEqual(self.solve("--timeout", "1", "--timeout-covers", "wait", "--service-time-cv",
+                                    "0"), self.solve("--timeout", "2", "--timeout-covers", "wait"))
         # a more variable service tips earlier
-        self.assertLess(self.solve("--timeout", "1", "--service-time-cv",
+        self.assertLess(self.solve("--timeout", "1", "--timeout-covers", "wait", "--service-time-cv",
                                    "2")["tipping_load"],
                         plain["tipping_load"])
 
     def test_refused(self):
         self.fails(2, "--service-time-cv: '11' is out of range: it must be "
                    "in [0, 10]", "solve",
-                   *(self.ERLANG + ("--timeout", "1", "--service-time-cv",
+                   *(self.ERLANG + ("--timeout", "1", "--timeout-covers", "wait", "--service-time-cv",
                                     "11")))
         self.fails(2, "--service-time-cv applies to the erlang model",
                    "solve", "--model", "capacity", "--capacity", "100",
@@ -500,13 +504,13 @@ class ServiceTimeCv(CliTest):
             with open(path, "w") as f:
                 f.write("services:\n  - name: api\n    model: erlang\n"
                         "    servers: 10\n    service_time: 100ms\n"
-                        "    timeout: 1s\n    service_time_cv: 2\n"
+                        "    timeout: 1s\n    timeout_covers: wait\n    service_time_cv: 2\n"
                         "    retries: 3\n    base_failure: 0.01\n"
                         "    inputs:\n      offered_rate: 60\n")
             j = self.ok("solve", "--spec", path, "--load", "60",
                         "--format", "json").json()
             self.assertEqual(j["tipping_load"],
-                             self.solve("--timeout", "0.4")["tipping_load"])
+                             self.solve("--timeout", "0.4", "--timeout-covers", "wait")["tipping_load"])
             text = self.ok("solve", "--spec", path, "--load", "60").out
             self.assertIn("service time 100 ms (cv 2), timeout 1 s", text)
             with open(path, "w") as f:
@@ -573,7 +577,7 @@ class TimeoutCovers(CliTest):
             with open(path, "w") as f:
                 f.write("services:\n  - name: api\n    model: erlang\n"
                         "    servers: 10\n    service_time: 100ms\n"
-                        "    timeout: 200ms\n    timeout_cover: wait\n"
+                        "    timeout: 200ms\n    timeout_covers: wait\n    timeout_cover: wait\n"
                         "    retries: 3\n    inputs:\n"
                         "      offered_rate: 60\n")
             self.fails(1, "timeout_covers", "solve", "--spec", path)
@@ -612,7 +616,7 @@ def erlang_lambda(x, c, mu, T, r):
 class Landscape(CliTest):
     """solve without --load: the landscape alone."""
     ERL = ("solve", "--servers", "50", "--service-time", "200ms",
-           "--timeout", "2s")
+           "--timeout", "2s", "--timeout-covers", "wait")
 
     def test_erlang_band(self):
         j = self.ok(*self.ERL, "--retries", "3", "--format", "json").json()

@@ -140,7 +140,7 @@ class Plot(ScratchTest):
         # ten million servers: the axes count millions, the labels say so
         f = self.path("big.svg")
         self.ok("sweep", "--servers", "10000000", "--service-time", "1s",
-                "--timeout", "0.5", "--retries", "3", "--from", "0", "--to",
+                "--timeout", "0.5", "--timeout-covers", "wait", "--retries", "3", "--from", "0", "--to",
                 "12e6", "--steps", "1", "--plot", f, "--load", "8e6")
         text = " ".join(t.strip() for t in ET.parse(f).getroot().itertext())
         for want in ("offered load λ (million requests/s, first attempts)",

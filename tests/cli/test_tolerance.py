@@ -14,10 +14,10 @@ from clitest import CliTest
 
 # 10 servers, 100 ms, 1 s timeout, 3 retries, 1 % base failure: tipping
 # 93.66/s, recovery c mu / (r + 1) = 100 / 4 = 25/s (doc/design.md §1.3).
-SVC = ("--servers", "10", "--service-time", "100ms", "--timeout", "1",
+SVC = ("--servers", "10", "--service-time", "100ms", "--timeout", "1", "--timeout-covers", "wait",
        "--retries", "3", "--base-failure", "0.01")
 # 50 servers, 200 ms, 2 s timeout, 3 retries: recovery 250 / 4 = 62.5/s.
-SVC2 = ("--servers", "50", "--service-time", "200ms", "--timeout", "2",
+SVC2 = ("--servers", "50", "--service-time", "200ms", "--timeout", "2", "--timeout-covers", "wait",
         "--retries", "3")
 
 KEYS = {"service", "timeout_covers", "offered_load", "trigger", "spike_size", "tipping_load",
