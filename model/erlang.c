@@ -602,6 +602,39 @@ static double ln_add(double u, double v) {
   return hi + log1p(exp(lo - hi));
 }
 
+void ms_service_fit_of(double mu, double cv, ms_service_fit *f) {
+  /* exponential (cv = 1); D = (1 - cv) / mu plus an exponential of mean
+   * cv / mu (cv < 1; cv = 0 the constant 1/mu); the balanced-means
+   * hyperexponential (cv > 1) */
+  f->D = 0.0;
+  f->n = 1;
+  f->w[0] = 1.0;
+  f->w[1] = 0.0;
+  f->r[0] = mu;
+  f->r[1] = 0.0;
+  f->kappa = 1.0; /* the wait's rate is kappa gamma (Allen-Cunneen) */
+  if (cv == 1.0)
+    return;
+  double cv2 = cv * cv;
+  f->kappa = 2.0 / (1.0 + cv2);
+  if (cv < 1.0) {
+    f->D = (1.0 - cv) / mu;
+    f->r[0] = mu / cv;
+    if (!(f->r[0] <= DBL_MAX)) {
+      f->n = 0; /* constant service */
+      f->w[0] = 0.0;
+      f->r[0] = 0.0;
+    }
+  } else {
+    double s = sqrt((cv2 - 1.0) / (cv2 + 1.0));
+    f->w[0] = 0.5 * (1.0 + s);
+    f->w[1] = 1.0 / (2.0 * (cv2 + 1.0) * f->w[0]); /* 1 - w[0] */
+    f->r[0] = 2.0 * f->w[0] * mu;
+    f->r[1] = 2.0 * f->w[1] * mu;
+    f->n = 2;
+  }
+}
+
 void ms_response_terms_unchecked(long c, double mu, double x, double a,
                                  double gamma, double T, double cv,
                                  double *ln_q, double *xdlnq) {
@@ -615,31 +648,11 @@ void ms_response_terms_unchecked(long c, double mu, double x, double a,
     double ca = (double)c - a;
     dlnc = ca + a * (1.0 - t.b) / (ca + a * t.b);
   }
-  /* the service time as a shift D and up to two exponential phases of
-   * weights w and rates r, fitted to its mean 1/mu and cv: exponential
-   * (cv = 1); D = (1 - cv) / mu plus an exponential of mean cv / mu (cv <
-   * 1; cv = 0 the constant 1/mu); the balanced-means hyperexponential
-   * (cv > 1) */
-  double w[2] = {1.0, 0.0}, r[2] = {mu, 0.0}, D = 0.0;
-  int n = 1;
-  double kappa = 1.0; /* the wait's rate is kappa gamma (Allen-Cunneen) */
-  if (cv != 1.0) {
-    double cv2 = cv * cv;
-    kappa = 2.0 / (1.0 + cv2);
-    if (cv < 1.0) {
-      D = (1.0 - cv) / mu;
-      r[0] = mu / cv;
-      if (!(r[0] <= DBL_MAX))
-        n = 0; /* constant service */
-    } else {
-      double s = sqrt((cv2 - 1.0) / (cv2 + 1.0));
-      w[0] = 0.5 * (1.0 + s);
-      w[1] = 1.0 / (2.0 * (cv2 + 1.0) * w[0]); /* 1 - w[0] */
-      r[0] = 2.0 * w[0] * mu;
-      r[1] = 2.0 * w[1] * mu;
-      n = 2;
-    }
-  }
+  /* the service time as a shift D and up to two exponential phases */
+  ms_service_fit fit;
+  ms_service_fit_of(mu, cv, &fit);
+  const double *w = fit.w, *r = fit.r, D = fit.D, kappa = fit.kappa;
+  int n = fit.n;
   double Tr = T - D, g = kappa * gamma;
   if (n == 0) {
     /* P(W + D > T) = P(W > T - D) */

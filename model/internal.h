@@ -60,6 +60,28 @@ typedef struct {
 /* No argument checks: c in [1, MS_MAX_SERVERS], 0 < a < c. */
 void ms_erlang_terms_unchecked(long c, double a, ms_erlang_terms *t);
 
+/* The service time fitted to its mean 1/mu and coefficient of variation
+ * cv, for the response's tail (doc/design.md §1.1): a shift D, s, plus n
+ * exponential phases (0 to 2) of weights w[] (summing to 1) and rates
+ * r[], /s.  cv = 1: one phase of rate mu; 0 < cv < 1: D = (1 - cv) / mu
+ * plus one phase of mean cv / mu; cv = 0 (or a phase rate beyond a
+ * double): the constant D = 1/mu, n = 0; cv > 1: the two-phase
+ * hyperexponential of balanced means (W. Whitt, Oper. Res. 30(1), 1982).
+ * kappa = 2 / (1 + cv^2) scales the M/M/c wait's rate c mu - x (the
+ * Allen-Cunneen approximation: A. O. Allen, Probability, Statistics and
+ * Queueing Theory, 2nd ed., 1990, sec. 6.4).  mu > 0 finite, cv in [0,
+ * MS_MAX_SERVICE_TIME_CV]; no checks, no errors.  Used by the model's
+ * response tail (ms_response_terms_unchecked) and the fluid engine's
+ * (model/sim_fluid.c), so that both fit the same service (model/erlang.c). */
+typedef struct {
+  double D;          /* shift, s */
+  int n;             /* phases, 0 .. 2 */
+  double w[2], r[2]; /* phase weights and rates, /s; unused ones 0 */
+  double kappa;      /* the wait's rate factor, 1 at cv = 1 */
+} ms_service_fit;
+
+void ms_service_fit_of(double mu, double cv, ms_service_fit *f);
+
 /* ln P(W + S > T) and x d/dx of it (ms_ln_response_tail), given a = x / mu
  * and gamma = c mu - x > 0 formed by the caller without cancellation; no
  * argument checks (model/erlang.c). */

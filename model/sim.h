@@ -500,7 +500,10 @@ const char *ms_sim_engine_name(ms_sim_engine e);
  * attempt sent during a stall waits for the servers to come back), so it
  * fails when that wait plus the random part passes T (doc/design.md §6);
  * with timeout_covers response, when that wait plus the random part plus
- * an exponential service time passes T (exponential service only).
+ * a service time passes T: the service fitted to its mean and
+ * service_time_cv as a shift and up to two exponential phases, the
+ * random part's rate scaled by 2 / (1 + cv^2) (ms_service_fit_of, as
+ * ms_ln_response_tail), so a steady state gives the model's p(x).
  * Failures come back as retries after the time to notice them plus the
  * backoff, spread exactly over the bins the delay reaches, never earlier
  * than the next bin.  Memoryless, a pool of 0 fails every attempt.
@@ -510,7 +513,7 @@ const char *ms_sim_engine_name(ms_sim_engine e);
  *   summary  out, or NULL
  * Cost: O(bins x r x the delay kernels' support).
  * Errors: MS_EINVAL (configuration; queue memory with the capacity model;
- * a model ms_sim_fluid_supports refuses), MS_ELIMIT (more than
+ * a queue_limit), MS_ELIMIT (more than
  * MS_SIM_MAX_BINS bins, or a retry landing more than
  * 2^22 bins after its attempt: raise dt), MS_ENOMEM, MS_ENOCONV.
  * Source: D. Tipper and M. K. Sundareshan, IEEE JSAC 8(9), 1990; W.-P.
@@ -521,12 +524,13 @@ int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
 
 /*
  * ms_sim_fluid_supports: whether the fluid engine models m faithfully.
- * It times the response (timeout_covers response) for exponential service
- * only: a service_time_cv other than 1 with it is refused, since the
- * engine would otherwise mix the response with the wait's dynamics.
+ * Today it models every valid model: MS_OK always (it used to refuse
+ * timeout_covers response with service_time_cv != 1).  Kept as the one
+ * gate that tolerance (model/tolerance.c) and the plugin's
+ * stall_tolerance (service/tracker.c) ask before running the engine.
  *   m    a valid model
- * Errors: MS_EINVAL, naming the keys, for timeout_covers response with
- * service_time_cv != 1 (the discrete-event engine models it).
+ *   err  untouched
+ * Errors: none.
  */
 int ms_sim_fluid_supports(const ms_failure_model *m, ms_error *err);
 

@@ -115,11 +115,11 @@ static void memoryless_failure(const ms_failure_model *m, double x, double *p,
     if (x >= cmu) {
       *q = 1.0;
     } else if (m->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE) {
-      /* P(W + S > T) (ms_failure_tail's), exponential service */
+      /* P(W + S > T) (ms_failure_tail's), with the service's cv */
       double ln_q, xdlnq;
-      ms_response_terms_unchecked(m->servers, mu, x, a,
-                                  fma((double)m->servers, mu, -x), m->timeout,
-                                  1.0, &ln_q, &xdlnq);
+      ms_response_terms_unchecked(
+          m->servers, mu, x, a, fma((double)m->servers, mu, -x), m->timeout,
+          m->has_service_time_cv ? m->service_time_cv : 1.0, &ln_q, &xdlnq);
       *q = exp(ln_q);
     } else if (!(a >= DBL_MIN)) {
       *q = 0.0;
@@ -564,10 +564,10 @@ static double fifo_wait(const fluid_state *f, long i, double u, double E,
  * service).  The timeout covers the wait: one term, the stationary M/M/c
  * wait tail C e^(-theta u), theta = c mu - x (Kleinrock 1975, eq. 3.40).
  * A timeout that covers the response (wait + service > T) is the
- * convolution with the service time's exponential: the same form with two
- * terms, (1 - C) e^(-mu u) + C (mu e^(-theta u) - theta e^(-mu u)) /
- * (mu - theta): two terms, one of them negative (neg), so tail_mean
- * sums them with their signs (response_tail).
+ * convolution with the service time (response_tail): one term per
+ * exponential phase of the service and one for the wait, some of them
+ * negative (neg), so tail_mean sums them with their signs; s is 1 and the
+ * service's shift is taken off T instead.
  */
 #define TAIL_TERMS 3
 typedef struct {
@@ -576,31 +576,55 @@ typedef struct {
   bool neg[TAIL_TERMS]; /* the term counts negative */
 } fifo_tail;
 
-/* The response tail P(W + S > u) of the stationary M/M/c queue with
- * waiting probability C and wait rate theta = c mu - x, service rate mu:
- * (1 - C) e^(-mu u) + C (mu e^(-theta u) - theta e^(-mu u)) / (mu - theta)
- * as the terms e^(-mu u) (1 - C mu / (mu - theta)) and e^(-theta u)
- * C mu / (mu - theta) (Kleinrock 1975, sec. 3.4).  theta within 1e-6 mu
- * of mu moves 1e-6 mu away: the two terms then cancel to at most 1e-10
- * of their size, and the tail moves by about 1e-6 of itself. */
-static void response_tail(double C, double mu, double theta, fifo_tail *tl) {
-  double d = mu - theta;
-  if (fabs(d) < 1e-6 * mu) {
-    theta = d >= 0.0 ? mu * (1.0 - 1e-6) : mu * (1.0 + 1e-6);
-    d = mu - theta;
+/* Add the term a e^(-k u), a = sign x e^(ln_a), unless a is 0. */
+static void tail_add(fifo_tail *tl, double ln_a, bool neg, double k) {
+  if (!(ln_a > -HUGE_VAL))
+    return;
+  tl->lna[tl->n] = ln_a;
+  tl->k[tl->n] = k;
+  tl->neg[tl->n++] = neg;
+}
+
+/*
+ * The response tail P(W + S' > u) of the stationary queue, the service
+ * time S = sf->D + S' (ms_service_fit_of: S' has sf->n exponential phases
+ * of weights w_i and rates r_i), the wait W 0 with probability 1 - C and
+ * else exponential of rate g = kappa theta, theta = c mu - x (the
+ * Allen-Cunneen wait of ms_ln_response_tail).  Per phase, (1 - C)
+ * e^(-r u) + C (r e^(-g u) - g e^(-r u)) / (r - g) (Kleinrock 1975, sec.
+ * 3.4); summed over the phases, the terms e^(-r_i u) w_i (1 - C r_i /
+ * (r_i - g)) and one e^(-g u) C sum_i w_i r_i / (r_i - g): at most 3.
+ * Constant service (n = 0): C e^(-g u) alone.  The caller takes u = T -
+ * D_fifo - sf->D.  ln_c = ln C (-inf: no wait).  g within 1e-6 r_i of
+ * r_i moves 1e-6 r_i away: the two terms then cancel to at most 1e-10 of
+ * their size, and the tail moves by about 1e-6 of itself; two phases
+ * within 4e-6 of each other (cv within 1e-11 of 1) are merged first, so
+ * that one move cannot bring g near the other.
+ */
+static void response_tail(double ln_c, double theta, const ms_service_fit *sf,
+                          fifo_tail *tl) {
+  int n = sf->n;
+  double w[2] = {sf->w[0], sf->w[1]}, r[2] = {sf->r[0], sf->r[1]};
+  if (n == 2 && fabs(r[0] - r[1]) < 4e-6 * fmax(r[0], r[1])) {
+    r[0] = 1.0 / (w[0] / r[0] + w[1] / r[1]); /* the same mean */
+    w[0] = 1.0;
+    n = 1;
   }
-  double cw = C * mu / d, cs = 1.0 - cw; /* of e^(-theta u), e^(-mu u) */
+  double g = sf->kappa * theta;
+  for (int i = 0; i < n; i++)
+    if (fabs(r[i] - g) < 1e-6 * r[i])
+      g = g > r[i] ? r[i] * (1.0 + 1e-6) : r[i] * (1.0 - 1e-6);
+  double C = exp(ln_c), sw = n == 0 ? 1.0 : 0.0;
   tl->n = 0;
-  if (cs != 0.0) {
-    tl->lna[tl->n] = log(fabs(cs));
-    tl->k[tl->n] = mu;
-    tl->neg[tl->n++] = cs < 0.0;
+  for (int i = 0; i < n; i++) {
+    double m = r[i] / (r[i] - g); /* of C, in the wait's term */
+    double cs = w[i] * (1.0 - C * m);
+    sw += w[i] * m;
+    if (cs != 0.0)
+      tail_add(tl, log(fabs(cs)), cs < 0.0, r[i]);
   }
-  if (cw != 0.0) {
-    tl->lna[tl->n] = log(fabs(cw));
-    tl->k[tl->n] = theta;
-    tl->neg[tl->n++] = cw < 0.0;
-  }
+  if (sw != 0.0)
+    tail_add(tl, ln_c + log(fabs(sw)), sw < 0.0, g);
 }
 
 /* The mean of P(fail | D) over D linear from D0 to D1 (the attempts of
@@ -658,6 +682,9 @@ static void bin_failure(fluid_state *f, const ms_sim_config *c,
   bool response = pm->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE;
   double N0 = f->N, G = 0.0;
   fifo_tail tl = {0};
+  ms_service_fit sf; /* the service time, for the response (erlang.c) */
+  ms_service_fit_of(mu, pm->has_service_time_cv ? pm->service_time_cv : 1.0,
+                    &sf);
   pool_fill(f, c, i + f->L - 1, dt);
   if (i > 0 && k < f->k_prev) /* servers leave: what they serve finishes */
     f->leaving += fmax(0.0, f->busy - (double)k);
@@ -695,18 +722,21 @@ static void bin_failure(fluid_state *f, const ms_sim_config *c,
     tl.lna[0] = g.ln_c;
     tl.k[0] = kmu * s1;
     if (response)
-      response_tail(exp(g.ln_c), mu, kmu * s1, &tl);
+      response_tail(g.ln_c, kmu * s1, &sf, &tl);
   }
   if (response && k == 0) /* after a wait for servers: the service alone */
-    response_tail(0.0, mu, 2.0 * mu, &tl);
-  double sc = T > 0.0 ? ms_effective_timeout(pm) / T : 1.0;
+    response_tail(-HUGE_VAL, 0.0, &sf, &tl);
+  /* the wait's timeout T' (sc = T'/T); the response's shift is a shorter
+   * timeout, its wait rate already in the tail's terms */
+  double sc = !response && T > 0.0 ? ms_effective_timeout(pm) / T : 1.0;
+  double Tu = response ? T - sf.D : T;
   double D0 = fifo_wait(f, i, 0.0, N0 - G, mu, T, dt);
   double D1 = fifo_wait(f, i, 1.0, f->N - G, mu, T, dt);
-  if (T > 0.0)
-    *q = tail_mean(&tl, D0, D1, T, sc);
-  else if (response) /* T = 0 on the response: every attempt fails */
-    *q = 1.0;
-  else /* T = 0: an attempt that waits at all fails */
+  if (Tu > 0.0)
+    *q = tail_mean(&tl, D0, D1, Tu, sc);
+  else if (Tu < 0.0 || (response && sf.n > 0))
+    *q = 1.0; /* the service alone outlasts T: every attempt fails */
+  else /* T = 0, or T = the constant service: one that waits at all fails */
     *q = D0 > 0.0 && D1 > 0.0 ? 1.0 : tl.n > 0 ? exp(tl.lna[0]) : 0.0;
   *p = *q + base * (1.0 - *q);
 }
@@ -826,14 +856,9 @@ static int fluid_run(fluid_state *f, const ms_sim_config *c,
 }
 
 int ms_sim_fluid_supports(const ms_failure_model *m, ms_error *err) {
-  if (m->kind == MS_MODEL_ERLANG &&
-      m->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE &&
-      m->has_service_time_cv && m->service_time_cv != 1.0)
-    return ms_fail(err, MS_EINVAL,
-                   "timeout_covers response with service_time_cv = %g: "
-                   "the fluid engine times the response for exponential "
-                   "service only; use the discrete-event engine",
-                   m->service_time_cv);
+  /* every valid model since the response is timed for any cv */
+  (void)m;
+  (void)err;
   return MS_OK;
 }
 

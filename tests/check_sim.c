@@ -1988,49 +1988,60 @@ END_TEST
 
 /* The fluid engine with the timeout on the response: with queue memory
  * and memoryless, without retries, its steady failure ratio is P(W + S >
- * T) (ms_ln_response_tail, held to mpmath by tests/check_response.c),
- * theta = c mu - x well apart from mu (x 70/s) and equal to it (x 90/s,
- * where the two-term tail degenerates); with service_time_cv 2 it refuses
- * the response, naming the keys. */
+ * T) (ms_ln_response_tail with the same cv, held to mpmath by
+ * tests/check_response.c) for exponential service (no cv key), constant
+ * (cv 0), cv 0.5 and cv 2, 10 x 100 ms, T 200 ms.  The loads put the
+ * wait's rate g = kappa (c mu - x) well apart from every service phase's
+ * rate (x 70/s) and on one of them, where a phase's two terms cancel: x
+ * 90/s at cv 1 (g = mu), 87.5/s at cv 0.5 (g = 2 mu), 100 - 25 (1 +- s)
+ * at cv 2 (g = the hyperexponential's rates 2 w_i mu, w_i = (1 +- s) / 2,
+ * s = sqrt(3/5)).  Constant service: its shift as a shorter timeout, also
+ * down to T - D = 0 (T = 100 ms: P = C, those that wait at all fail) and
+ * below (T = 50 ms: every attempt fails). */
 START_TEST(test_fluid_response) {
-  const double xs[] = {70.0, 90.0};
-  for (int k = 0; k < 2; k++)
+  const double s = sqrt(0.6);
+  const struct {
+    double cv, T, x;
+  } cs[] = {
+      {1.0, 0.2, 70.0},
+      {1.0, 0.2, 90.0},
+      {0.0, 0.2, 70.0},
+      {0.0, 0.2, 90.0},
+      {0.0, 0.1, 70.0},
+      {0.0, 0.05, 70.0},
+      {0.5, 0.2, 70.0},
+      {0.5, 0.2, 87.5},
+      {2.0, 0.2, 70.0},
+      {2.0, 0.2, 100.0 - 25.0 * (1.0 + s)},
+      {2.0, 0.2, 100.0 - 25.0 * (1.0 - s)},
+  };
+  for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++)
     for (int mem = 0; mem < 2; mem++) {
-      ms_service_params s;
-      ms_failure_model_erlang(&s.model, 10, 10.0, 0.2);
-      s.model.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
-      ms_retry_policy_fixed(&s.policy, 0);
+      ms_service_params sp;
+      ms_failure_model_erlang(&sp.model, 10, 10.0, cs[k].T);
+      sp.model.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+      if (cs[k].cv != 1.0) {
+        sp.model.has_service_time_cv = true;
+        sp.model.service_time_cv = cs[k].cv;
+      }
+      ms_retry_policy_fixed(&sp.policy, 0);
+      ck_assert_int_eq(ms_sim_fluid_supports(&sp.model, NULL), MS_OK);
       ms_sim_config c;
-      ms_sim_config_init(&c, &s);
-      c.scenario.offered_load = xs[k];
+      ms_sim_config_init(&c, &sp);
+      c.scenario.offered_load = cs[k].x;
       c.scenario.duration = 300.0;
       c.queue_memory = mem;
       ms_sim_summary sum = run(MS_ENGINE_FLUID, &c, NULL);
       double ln_r;
-      ck_assert_int_eq(
-          ms_ln_response_tail(10, 10.0, xs[k], 0.2, 1.0, &ln_r, NULL), MS_OK);
-      ck_assert_msg(fabs(sum.final_failure_ratio - exp(ln_r)) <
-                        1e-4 * exp(ln_r),
-                    "x %g memory %d: %.8f, P(W + S > T) %.8f", xs[k], mem,
-                    sum.final_failure_ratio, exp(ln_r));
+      ck_assert_int_eq(ms_ln_response_tail(10, 10.0, cs[k].x, cs[k].T, cs[k].cv,
+                                           &ln_r, NULL),
+                       MS_OK);
+      double r = exp(ln_r), got = sum.final_failure_ratio;
+      ck_assert_msg(fabs(got - r) < 1e-4 * r,
+                    "cv %g T %g x %.6f memory %d: %.10f, P(W + S > T) "
+                    "%.10f, relative %.2e",
+                    cs[k].cv, cs[k].T, cs[k].x, mem, got, r, (got - r) / r);
     }
-  ms_service_params s;
-  ms_failure_model_erlang(&s.model, 10, 10.0, 0.2);
-  s.model.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
-  s.model.has_service_time_cv = true;
-  s.model.service_time_cv = 2.0;
-  ms_retry_policy_fixed(&s.policy, 0);
-  ms_sim_config c;
-  ms_sim_config_init(&c, &s);
-  c.scenario.offered_load = 70.0;
-  c.scenario.duration = 60.0;
-  ms_error err;
-  ms_sim_summary sum;
-  ck_assert_int_eq(ms_sim_fluid(&c, NULL, NULL, &sum, &err), MS_EINVAL);
-  ck_assert_ptr_nonnull(strstr(err.msg, "timeout_covers response"));
-  ck_assert_ptr_nonnull(strstr(err.msg, "service_time_cv = 2"));
-  s.model.service_time_cv = 1.0;
-  ck_assert_int_eq(ms_sim_fluid_supports(&s.model, NULL), MS_OK);
 }
 END_TEST
 
