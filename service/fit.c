@@ -225,11 +225,33 @@ static int lik_init(lik *L, const ms_fit_obs *o, size_t n,
   return 0;
 }
 
-/* The overload part P of every used interval at shape theta. */
+/* Whether P is the plain M/M/c wait tail C e^(-(c mu - x) T), which
+ * tails_at evaluates from the cached ln C: a timeout on the wait alone,
+ * fixed, exponential service, no queue limit. */
+static bool plain_wait_tail(const ms_failure_model *m) {
+  return m->kind == MS_MODEL_ERLANG &&
+         m->timeout_covers == MS_TIMEOUT_COVERS_WAIT &&
+         !(m->timeout_spread > 0.0) && !m->has_queue_limit &&
+         (!m->has_service_time_cv || m->service_time_cv == 1.0);
+}
+
+/* The overload part P of every used interval at shape theta.  Any other
+ * erlang service (the timeout on the response, a timeout range, a
+ * service_time_cv, a queue limit) takes P from the model itself
+ * (ms_failure_probability with no base failure), so the fitted timeout
+ * means what the service file's does. */
 static void tails_at(lik *L, double theta) {
   bool capacity = L->m.kind == MS_MODEL_CAPACITY;
+  bool plain = capacity || plain_wait_tail(&L->m);
   for (size_t j = 0; j < L->used; j++) {
-    if (capacity)
+    if (!plain) {
+      ms_failure_model m = obs_model(&L->o[L->idx[j]], &L->m);
+      set_shape(&m, theta);
+      m.base_failure = 0.0;
+      double q;
+      L->tail[j] =
+          ms_failure_probability(&m, L->x[j], &q, NULL) == MS_OK ? q : 1.0;
+    } else if (capacity)
       L->tail[j] = L->x[j] > theta ? (L->x[j] - theta) / L->x[j] : 0.0;
     else
       L->tail[j] = isnan(L->lnc[j]) ? 1.0 : exp(L->lnc[j] - L->room[j] * theta);

@@ -144,6 +144,22 @@ class Fit(CliTest):
                             truth["tipping_load"]),
                         0.05 * truth["tipping_load"])
 
+    def test_timeout_on_the_response(self):
+        # the truth times the whole response (the default): 300 ms, 5 %
+        # of attempts failing on an idle pool; the fit must read its
+        # timeout through that model, not the wait tail's
+        sim = [a for a in SIM if a not in ("--timeout-covers", "wait")]
+        sim[sim.index("20ms")] = "300ms"
+        trace = self.write_file("resp.csv", self.ok(*sim).out)
+        spec = self.write_file("resp.yaml", GUESS.replace(
+            "    timeout_covers: wait\n", "") % inputs_yaml(INPUTS))
+        j = self.ok("fit", "--spec", spec, trace, "--format",
+                    "json").json()
+        t = j["parameters"]["timeout"]
+        self.assertLessEqual(t["low"], 0.3, t)
+        self.assertLess(abs(t["value"] - 0.3), 0.1 * 0.3, t)
+        self.assertLess(j["residual"]["rms_fitted"], 1.5)
+
     def test_text(self):
         out = self.ok("fit", "--spec", self.spec, self.trace).out
         j = self.fit(self.trace)
