@@ -550,6 +550,13 @@ static int run(ms_cli_model *m, int argc, char **argv) {
                         m->params.policy.tiers);
   ms_sim_config cfg;
   ms_sim_config_init(&cfg, &m->params);
+  /* the DES's service times: the one distribution a cv of 1 or 0 names,
+   * else lognormal (any cv > 0), as simulate picks them */
+  const ms_failure_model *fm = &m->params.model;
+  double cv = fm->has_service_time_cv ? fm->service_time_cv : 1.0;
+  cfg.service_dist = cv == 1.0   ? MS_SERVICE_EXPONENTIAL
+                     : cv == 0.0 ? MS_SERVICE_DETERMINISTIC
+                                 : MS_SERVICE_LOGNORMAL;
   cfg.scenario.offered_load = a.sh.load;
   ms_tolerance_query q = {
       .kind = a.has_spike ? MS_TRIGGER_LOAD : MS_TRIGGER_SERVERS,

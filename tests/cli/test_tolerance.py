@@ -263,6 +263,27 @@ class Tolerance(CliTest):
         # the fluid answer keeps its measured error
         self.assertIn("\nmodel:     the fluid model", r.out)
 
+    def test_auto_service_time_cv(self):
+        """A service_time_cv other than 1: the DES draws lognormal service
+        times, as simulate does; with timeout_covers response the fluid
+        engine refuses the model, and auto takes the DES whatever the
+        budget."""
+        wait = SVC + ("--service-time-cv", "2", "--timeout-covers", "wait")
+        a = self.tol(wait, 60, "--engine", "auto", "--seeds", "3")
+        d = self.tol(wait, 60, "--engine", "des", "--seeds", "3")
+        self.assertEqual(a["engine"], "des")
+        a.pop("engine_reason")
+        d.pop("engine_reason")
+        self.assertEqual(a, d)
+        resp = SVC + ("--service-time-cv", "2", "--timeout-covers",
+                      "response")
+        self.fails(1, "the fluid engine times the response", "tolerance",
+                   *resp, "--load", "60", "--engine", "fluid")
+        a = self.tol(resp, 60, "--engine", "auto", "--seeds", "3")
+        self.assertEqual(a["engine"], "des")
+        self.assertIn("des, 3 seeds (auto): the fluid engine refuses",
+                      a["engine_reason"])
+
     def test_auto_without_search(self):
         """Where the landscape answers (below the recovery load, above the
         tipping load) auto runs the fluid engine: it checks "any"."""
