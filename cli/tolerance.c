@@ -2,9 +2,11 @@
 /*
  * metastable tolerance: the longest full stall (or, with --spike-size, the
  * longest spike) the service survives at an offered load without latching
- * into a storm, by bisection on the trigger's length with the fluid engine
- * (ms_trigger_tolerance, model/tolerance.h), and the trigger map of Huang et
- * al., OSDI 2022 (trigger size x duration -> recovers or latches) as a picture.
+ * into a storm, by bisection on the trigger's length with the DES where its
+ * search fits a budget and the fluid engine elsewhere (--engine auto:
+ * ms_tolerance_pick; ms_tolerance_run, model/tolerance.h), and the trigger
+ * map of Huang et al., OSDI 2022 (trigger size x duration -> recovers or
+ * latches) as a picture.
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,21 +21,24 @@
 static const char usage[] =
     "Usage: metastable tolerance [MODEL OPTIONS] --load L [--spike-size S]\n"
     "                            [--precision R] [--max-duration D]\n"
-    "                            [--engine fluid|des] [--seeds N] [--seed S]\n"
-    "                            [--map FILE] [--title TEXT]\n"
+    "                            [--engine auto|fluid|des] [--seeds N]\n"
+    "                            [--seed S] [--map FILE] [--title TEXT]\n"
     "                            [--format text|json]\n"
     "\n"
     "The longest full stall of the service (all servers gone, the clients\n"
     "still sending and retrying) that it survives at offered load L without\n"
     "latching into a retry storm; with --spike-size, the longest spike of S\n"
-    "more requests/s.  Each probe is one run of the fluid simulation with\n"
-    "the queue carried between bins (erlang model, one tier); a probe\n"
-    "latches when the run is still in a storm a horizon of 20 loop turns\n"
-    "and three drain times after the trigger ended.  Below the recovery\n"
-    "load any stall is survived; above the tipping load none is.  With\n"
-    "--engine des each of N seeds is searched with the discrete-event\n"
-    "simulation and the answer is their median, with the lowest and the\n"
-    "highest seed's boundary.\n";
+    "more requests/s.  Each probe is one run of a simulation (erlang\n"
+    "model, one tier); a probe latches when the run is still in a storm a\n"
+    "horizon of 20 loop turns and three drain times after the trigger\n"
+    "ended.  Below the recovery load any stall is survived; above the\n"
+    "tipping load none is.  The discrete-event simulation searches each of\n"
+    "N seeds and answers their median, with the lowest and the highest\n"
+    "seed's boundary; the fluid one searches once, deterministic.  By\n"
+    "default (--engine auto) the discrete-event one runs when its search\n"
+    "fits a budget of a few seconds (small pools, where the fluid one can\n"
+    "be more than 5 % off), the fluid one otherwise and for --map; the\n"
+    "output says which and why.\n";
 
 enum {
   OPT_SPIKE_SIZE = MS_OPT_SHARED_END,
@@ -45,6 +50,10 @@ enum {
   OPT_SEED,
 };
 
+/* A macro's value as a string literal, for the help of --engine. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static const ms_cli_option options[] = {
     MS_CLI_SHARED(MS_OPT_LOAD),
     {"--spike-size", "S", OPT_SPIKE_SIZE,
@@ -54,13 +63,21 @@ static const ms_cli_option options[] = {
      "bin), (0, 0.5] (default 0.01)"},
     {"--max-duration", "D", OPT_MAX_DURATION,
      "the longest trigger searched, s, (0, 86400] (default 3600)"},
-    {"--engine", "fluid|des", OPT_ENGINE,
-     "fluid (default): the fluid simulation, deterministic, milliseconds; "
-     "des: the discrete-event simulation, once per seed, the median "
-     "boundary and its spread (seconds to minutes)"},
+    {"--engine", "auto|fluid|des", OPT_ENGINE,
+     "auto (default): des when its search's estimated cost (seeds x "
+     "probes x requests a probe) is at most " STR(
+         MS_TOLERANCE_AUTO_BUDGET) " requests, a few seconds, "
+                                   "else fluid; fluid with --map; "
+                                   "fluid: the fluid simulation, "
+                                   "deterministic, milliseconds; "
+                                   "des: the discrete-event simulation, once "
+                                   "per seed, the median "
+                                   "boundary and its spread (seconds to "
+                                   "minutes)"},
     {"--seeds", "N", OPT_SEEDS,
-     "des: seeds searched, --seed, --seed + 1, ... (1..1000, default 5)"},
-    {"--seed", "S", OPT_SEED, "des: the first seed, 0..2^53 (default 1)"},
+     "auto, des: seeds searched, --seed, --seed + 1, ... (1..1000, "
+     "default " STR(MS_TOLERANCE_AUTO_SEEDS) " under auto, 5 with des)"},
+    {"--seed", "S", OPT_SEED, "auto, des: the first seed, 0..2^53 (default 1)"},
     {"--map", "FILE", OPT_MAP,
      "draw the trigger map into FILE (.svg or .png) with gnuplot: trigger "
      "size (servers lost, or spike size) against its duration, each probe "
@@ -78,6 +95,7 @@ typedef struct {
   double spike, precision, max_duration;
   bool has_spike;
   ms_sim_engine engine;
+  bool auto_engine; /* --engine auto (the default) */
   long seeds, seed;
   bool has_seed;
   const char *map;
@@ -98,10 +116,12 @@ static int take_option(void *args, int c, const char *arg) {
     return ms_cli_duration("--max-duration", arg, 0, 86400, MS_RANGE_LO_OPEN,
                            &a->max_duration);
   case OPT_ENGINE: {
-    static const char *const engines[] = {"fluid", "des", NULL};
+    static const char *const engines[] = {"auto", "fluid", "des", NULL};
     int k, st = ms_cli_choice("--engine", arg, engines, &k);
-    if (st == 0)
-      a->engine = k == 0 ? MS_ENGINE_FLUID : MS_ENGINE_DES;
+    if (st == 0) {
+      a->auto_engine = k == 0;
+      a->engine = k == 2 ? MS_ENGINE_DES : MS_ENGINE_FLUID;
+    }
     return st;
   }
   case OPT_SEEDS:
@@ -149,8 +169,60 @@ static const char *trigger_text(const ms_tolerance_query *q, char *buf,
   return buf;
 }
 
+/* Which engine ran and why, into buf: the text's "engine:" line and the
+ * JSON's engine_reason.  p is --engine auto's pick, or NULL when the
+ * engine was asked for. */
+static const char *engine_reason(const tolerance_args *a, const ms_cli_model *m,
+                                 const ms_tolerance_pick_result *p,
+                                 const ms_tolerance_query *q, char *buf,
+                                 size_t n) {
+  int seeds = q->seeds > 0 ? q->seeds : 5;
+  if (p == NULL && a->auto_engine) {
+    snprintf(buf, n, "fluid (auto): --map draws with the fluid engine");
+    return buf;
+  }
+  if (p == NULL) {
+    if (q->engine == MS_ENGINE_DES)
+      snprintf(buf, n, "des, %d seeds, as --engine des asks", seeds);
+    else
+      snprintf(buf, n, "fluid, as --engine fluid asks");
+    return buf;
+  }
+  const ms_tolerance_cost *k = &p->cost;
+  switch (p->reason) {
+  case MS_TOLERANCE_PICK_BUDGET:
+    snprintf(buf, n,
+             "des, %d seeds (auto): the search's estimated %.2g requests "
+             "(%d seeds x %d probes x %.2g) fit the budget of %.2g; the "
+             "fluid engine can be more than 5 %% off on small pools",
+             seeds, k->requests, k->seeds, k->probes, k->per_probe, p->budget);
+    break;
+  case MS_TOLERANCE_PICK_OVER_BUDGET:
+    snprintf(buf, n,
+             "fluid (auto): the discrete-event search's estimated %.2g "
+             "requests (%d seeds x %d probes x %.2g) are over the budget "
+             "of %.2g; --engine des runs it",
+             k->requests, k->seeds, k->probes, k->per_probe, p->budget);
+    break;
+  case MS_TOLERANCE_PICK_NO_SEARCH:
+    snprintf(buf, n,
+             "fluid (auto): the landscape answers without a search (a "
+             "fluid run checks an unbounded answer)");
+    break;
+  case MS_TOLERANCE_PICK_FLUID_REFUSES: {
+    ms_error e;
+    ms_sim_fluid_supports(&m->params.model, &e);
+    snprintf(buf, n, "des, %d seeds (auto): the fluid engine refuses: %s",
+             seeds, e.msg);
+    break;
+  }
+  }
+  return buf;
+}
+
 static void write_text(const ms_cli_model *m, double load,
-                       const ms_tolerance_query *q, const ms_tolerance *t) {
+                       const ms_tolerance_query *q, const ms_tolerance *t,
+                       const char *reason) {
   char trig[64];
   trigger_text(q, trig, sizeof trig);
   const char *what = q->kind == MS_TRIGGER_SERVERS ? "stall" : "spike";
@@ -159,6 +231,7 @@ static void write_text(const ms_cli_model *m, double load,
          t->tipping_load, t->recovery_load);
   printf("load:      %.6g/s\n", load);
   printf("trigger:   %s\n", trig);
+  printf("engine:    %s\n", reason);
   switch (t->kind) {
   case MS_TOLERANCE_BOUNDED:
     printf("tolerance: %.3g s: the service survives %s of up to %.3g s at "
@@ -219,7 +292,8 @@ static void json_or_null(ms_json *j, const char *key, bool has, double v) {
 }
 
 static void write_json(const ms_cli_model *m, double load,
-                       const ms_tolerance_query *q, const ms_tolerance *t) {
+                       const ms_tolerance_query *q, const ms_tolerance *t,
+                       const char *reason) {
   ms_json j;
   ms_cli_json_begin(&j, 1, m);
   ms_json_number(&j, "offered_load", load);
@@ -244,6 +318,7 @@ static void write_json(const ms_cli_model *m, double load,
   ms_json_number(&j, "horizon", t->horizon);
   ms_json_number(&j, "dt", t->dt);
   ms_json_string(&j, "engine", ms_sim_engine_name(t->engine));
+  ms_json_string(&j, "engine_reason", reason);
   bool des = t->engine == MS_ENGINE_DES && t->seeds > 0;
   json_or_null(&j, "seeds", des, (double)t->seeds);
   json_or_null(&j, "lowest", des, t->lowest);
@@ -456,6 +531,7 @@ static int draw_map(const ms_cli_model *m, const ms_sim_config *cfg,
 static int run(ms_cli_model *m, int argc, char **argv) {
   tolerance_args a = {0};
   ms_cli_shared_init(&a.sh, MS_FORMAT_TEXT, MS_FORMATS_TEXT_JSON);
+  a.auto_engine = true;
   int r = ms_cli_parse(argc, argv, &syntax, m, take_option, &a, &a.help, NULL);
   if (r != 0 || a.help)
     return r;
@@ -473,6 +549,13 @@ static int run(ms_cli_model *m, int argc, char **argv) {
                         m->params.policy.tiers);
   ms_sim_config cfg;
   ms_sim_config_init(&cfg, &m->params);
+  /* the DES's service times: the one distribution a cv of 1 or 0 names,
+   * else lognormal (any cv > 0), as simulate picks them */
+  const ms_failure_model *fm = &m->params.model;
+  double cv = fm->has_service_time_cv ? fm->service_time_cv : 1.0;
+  cfg.service_dist = cv == 1.0   ? MS_SERVICE_EXPONENTIAL
+                     : cv == 0.0 ? MS_SERVICE_DETERMINISTIC
+                                 : MS_SERVICE_LOGNORMAL;
   cfg.scenario.offered_load = a.sh.load;
   ms_tolerance_query q = {
       .kind = a.has_spike ? MS_TRIGGER_LOAD : MS_TRIGGER_SERVERS,
@@ -486,13 +569,30 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   };
   if (a.has_seed)
     cfg.seed = (uint64_t)a.seed;
-  if (a.engine == MS_ENGINE_DES && a.map != NULL)
+  if (!a.auto_engine && a.engine == MS_ENGINE_DES && a.map != NULL)
     return ms_cli_usage("--map draws with the fluid engine: leave out "
                         "--engine des");
-  if (a.engine != MS_ENGINE_DES && (a.seeds != 0 || a.has_seed))
-    return ms_cli_usage("--seeds and --seed are for --engine des");
+  if (!a.auto_engine && a.engine != MS_ENGINE_DES &&
+      (a.seeds != 0 || a.has_seed))
+    return ms_cli_usage("--seeds and --seed are for --engine des or auto");
   ms_tolerance t = {0};
   ms_error err;
+  /* --engine auto: the DES where its search fits the budget, the fluid
+   * engine elsewhere and for the map */
+  ms_tolerance_pick_result pick;
+  bool picked = a.auto_engine && a.map == NULL;
+  if (picked) {
+    if (q.seeds == 0)
+      q.seeds = MS_TOLERANCE_AUTO_SEEDS;
+    if (ms_tolerance_pick(&cfg, &q, &pick, &err) != MS_OK)
+      return ms_cli_fail("tolerance: %s", err.msg);
+    q.engine = pick.engine;
+    q.check_monotone = q.engine == MS_ENGINE_FLUID;
+  }
+  if (q.engine != MS_ENGINE_DES)
+    q.seeds = 0;
+  char reason[512];
+  engine_reason(&a, m, picked ? &pick : NULL, &q, reason, sizeof reason);
   /* Ctrl-C ends the search at the next window of the probe under way */
   ms_cli_interrupt_catch();
   q.stop = stop_on_interrupt;
@@ -510,9 +610,9 @@ static int run(ms_cli_model *m, int argc, char **argv) {
                     "the trigger's length (half the tolerance latched, or "
                     "twice the latching length recovered)\n");
   if (a.sh.format == MS_FORMAT_JSON)
-    write_json(m, a.sh.load, &q, &t);
+    write_json(m, a.sh.load, &q, &t, reason);
   else
-    write_text(m, a.sh.load, &q, &t);
+    write_text(m, a.sh.load, &q, &t, reason);
   return ms_cli_finish_output(MS_EXIT_OK);
 }
 

@@ -29,6 +29,8 @@ const char *ms_tolerance_kind_name(ms_tolerance_kind k) {
 #define DEFAULT_REL_TOL 0.01
 #define DEFAULT_MAX_HOLD 3600.0
 #define MAX_HOLD_LIMIT 86400.0
+/* The seeds of a DES search that gives none (ms_tolerance_query.seeds). */
+#define DES_DEFAULT_SEEDS 5
 
 /* What every probe of one search shares. */
 typedef struct {
@@ -351,7 +353,7 @@ static double median(double *v, int n) {
 
 /* The DES search: one per seed, the medians of their brackets. */
 static int search_des(setup *s, ms_tolerance *out, ms_error *err) {
-  int n = s->q.seeds > 0 ? s->q.seeds : 5;
+  int n = s->q.seeds > 0 ? s->q.seeds : DES_DEFAULT_SEEDS;
   double *lo = malloc(3 * (size_t)n * sizeof *lo);
   if (lo == NULL)
     return ms_fail(err, MS_ENOMEM, "no memory for %d seeds", n);
@@ -442,4 +444,59 @@ int ms_tolerance_with(const ms_sim_config *c, const ms_tolerance_query *q,
   if (q->engine == MS_ENGINE_DES)
     return search_des(&s, out, err);
   return search(&s, out, err);
+}
+
+/* ---- --engine auto -------------------------------------------------- */
+
+int ms_tolerance_des_cost(const ms_sim_config *c, const ms_tolerance_query *q,
+                          ms_tolerance_cost *out, ms_error *err) {
+  if (c == NULL || q == NULL || out == NULL)
+    return ms_fail(err, MS_EINVAL, "NULL argument to ms_tolerance_des_cost");
+  ms_tolerance_query d = *q;
+  d.engine = MS_ENGINE_DES;
+  d.resume = false;
+  setup s;
+  int st = setup_init(c, &d, &s, err);
+  if (st != MS_OK)
+    return st;
+  double lambda = c->scenario.offered_load;
+  double spike = d.kind == MS_TRIGGER_LOAD ? d.spike_load : 0.0;
+  out->per_probe = lambda * (s.lead_in + s.tau + s.horizon) + spike * s.tau;
+  out->probes = 2 + (int)ceil(log2(0.5 / s.q.rel_tol));
+  out->seeds = d.seeds > 0 ? d.seeds : DES_DEFAULT_SEEDS;
+  out->requests = (double)out->seeds * out->probes * out->per_probe;
+  return MS_OK;
+}
+
+int ms_tolerance_pick(const ms_sim_config *c, const ms_tolerance_query *q,
+                      ms_tolerance_pick_result *out, ms_error *err) {
+  if (c == NULL || q == NULL || out == NULL)
+    return ms_fail(err, MS_EINVAL, "NULL argument to ms_tolerance_pick");
+  memset(out, 0, sizeof *out);
+  out->budget = MS_TOLERANCE_AUTO_BUDGET;
+  int st = ms_tolerance_des_cost(c, q, &out->cost, err);
+  if (st != MS_OK)
+    return st;
+  if (ms_sim_fluid_supports(&c->service.model, NULL) != MS_OK) {
+    out->engine = MS_ENGINE_DES;
+    out->reason = MS_TOLERANCE_PICK_FLUID_REFUSES;
+    return MS_OK;
+  }
+  ms_landscape ls;
+  if ((st = ms_landscape_build(&c->service, &ls, err)) != MS_OK)
+    return st;
+  double lambda = c->scenario.offered_load;
+  double peak = lambda + (q->kind == MS_TRIGGER_LOAD ? q->spike_load : 0.0);
+  if (lambda > ls.tipping_load || lambda < ls.recovery_load ||
+      (q->kind == MS_TRIGGER_LOAD && peak <= ls.tipping_load)) {
+    out->engine = MS_ENGINE_FLUID;
+    out->reason = MS_TOLERANCE_PICK_NO_SEARCH;
+  } else if (out->cost.requests <= out->budget) {
+    out->engine = MS_ENGINE_DES;
+    out->reason = MS_TOLERANCE_PICK_BUDGET;
+  } else {
+    out->engine = MS_ENGINE_FLUID;
+    out->reason = MS_TOLERANCE_PICK_OVER_BUDGET;
+  }
+  return MS_OK;
 }

@@ -188,6 +188,91 @@ int ms_trigger_tolerance(const ms_sim_config *c, const ms_tolerance_query *q,
 int ms_tolerance_run(const ms_sim_config *c, const ms_tolerance_query *q,
                      ms_tolerance *out, ms_error *err);
 
+/* --engine auto of `metastable tolerance` (ms_tolerance_pick): the seeds of
+ * its DES search when the caller gives none, and the budget of that
+ * search's estimated cost (ms_tolerance_des_cost), in requests simulated
+ * over all its seeds and probes: 2e7 is a few seconds of CPU (about 4e6
+ * requests a second on the machine of doc/simulation.md, "Which engine
+ * --engine auto picks").  Every pool of 10 servers of the tolerance grid
+ * (tools/tolerance_grid.py) fits, and 100 servers up to a timeout of 20
+ * service times; 10^4 servers at 100 service times is 2,000 times over. */
+#define MS_TOLERANCE_AUTO_SEEDS 21
+#define MS_TOLERANCE_AUTO_BUDGET 2e7
+
+/* The estimated cost of a DES search (ms_tolerance_des_cost). */
+typedef struct {
+  double per_probe; /* requests (first attempts) one probe simulates */
+  int probes;       /* probes of one seed's search */
+  int seeds;        /* seeds searched */
+  double requests;  /* the whole search: seeds x probes x per_probe */
+} ms_tolerance_cost;
+
+/*
+ * ms_tolerance_des_cost: what the search of query q with the
+ * discrete-event engine (q->engine is taken as MS_ENGINE_DES) would
+ * simulate, estimated from the quantities that search uses (the doc
+ * comment of ms_trigger_tolerance): a probe runs lead-in + hold + horizon
+ * seconds, and its requests are
+ *   per_probe = lambda (lead_in + tau + horizon) [+ spike_load tau]
+ * with the hold taken as one turn of the loop tau (the first hold the
+ * search tries; the tolerances of the grid lie within one turn); a seed's
+ * search makes
+ *   probes = 2 + ceil(log2(0.5 / rel_tol))
+ * (the hold of 0, one doubling, the bisection from half the bracket to
+ * rel_tol: 8 at the default 0.01; 7 or 8 measured on the grid); seeds is
+ * q->seeds (0: 5).  Requests, not attempts: a latched probe's storm sends
+ * up to r + 1 attempts a request, so the CPU time of a request varies
+ * with the retries and the share of probes that latch (2.6e6 to 4e6
+ * requests a second measured, 1 and 4 retries).  The landscape's verdicts
+ * that need no search (above the tipping load, below the recovery load)
+ * are not looked at: the estimate is that of a search.
+ *   c, q  as ms_trigger_tolerance
+ *   out   the estimate
+ * Errors: those of ms_trigger_tolerance's checks (MS_EINVAL), and
+ * MS_EINVAL for NULL arguments.
+ */
+int ms_tolerance_des_cost(const ms_sim_config *c, const ms_tolerance_query *q,
+                          ms_tolerance_cost *out, ms_error *err);
+
+/* Why ms_tolerance_pick chose its engine. */
+typedef enum {
+  MS_TOLERANCE_PICK_BUDGET = 0,       /* des: the estimate fits the budget */
+  MS_TOLERANCE_PICK_OVER_BUDGET = 1,  /* fluid: the estimate does not */
+  MS_TOLERANCE_PICK_NO_SEARCH = 2,    /* fluid: the landscape answers without
+                                         a search (above the tipping load,
+                                         below the recovery load, a spike
+                                         whose peak stays under the tipping
+                                         load); the fluid engine checks the
+                                         unbounded case with one probe */
+  MS_TOLERANCE_PICK_FLUID_REFUSES = 3 /* des: the fluid engine does not
+                                         model the service
+                                         (ms_sim_fluid_supports), whatever
+                                         the estimate */
+} ms_tolerance_pick_reason;
+
+typedef struct {
+  ms_sim_engine engine;
+  ms_tolerance_pick_reason reason;
+  ms_tolerance_cost cost; /* the DES search's estimate */
+  double budget;          /* requests, MS_TOLERANCE_AUTO_BUDGET */
+} ms_tolerance_pick_result;
+
+/*
+ * ms_tolerance_pick: the engine --engine auto runs for query q: the DES
+ * (q->seeds seeds, 0: 5; the command passes MS_TOLERANCE_AUTO_SEEDS) when
+ * its search's estimate (ms_tolerance_des_cost) is at most
+ * MS_TOLERANCE_AUTO_BUDGET requests, else the fluid engine, which is
+ * deterministic and takes milliseconds; the reasons above override the
+ * budget.  The fluid engine errs by more than 5 % of the DES median on
+ * small pools only (doc/simulation.md, "How far the fluid tolerance is
+ * from the DES"), and there the DES is cheap.  q->engine is ignored; the
+ * caller sets it to out->engine and runs ms_tolerance_run.  Cost: one
+ * landscape (ms_landscape_build), no simulation.
+ * Errors: those of ms_tolerance_des_cost and ms_landscape_build.
+ */
+int ms_tolerance_pick(const ms_sim_config *c, const ms_tolerance_query *q,
+                      ms_tolerance_pick_result *out, ms_error *err);
+
 /*
  * ms_tolerance_probe: one probe of ms_trigger_tolerance: whether the
  * trigger of q held for `hold` s (finite, >= 0) latches at the offered load

@@ -1014,6 +1014,15 @@ static void drive_sim_searches(void) {
       bool latched;
       rc = ms_tolerance_probe(&c, &r, hold, &latched, NULL, NULL);
       CALLED("ms_tolerance_probe", rc, "query field %d = %a", f, e.v[i]);
+      /* --engine auto's estimate and pick: no simulation */
+      ms_tolerance_cost k;
+      rc = ms_tolerance_des_cost(&c, &r, &k, NULL);
+      verdict("ms_tolerance_des_cost", rc, OUTS(k.per_probe, k.requests),
+              "query field %d = %a", f, e.v[i]);
+      ms_tolerance_pick_result p;
+      rc = ms_tolerance_pick(&c, &r, &p, NULL);
+      verdict("ms_tolerance_pick", rc, OUTS(p.cost.requests, p.budget),
+              "query field %d = %a", f, e.v[i]);
     }
 }
 
@@ -1141,6 +1150,8 @@ static const row functions[] = {
     DRIVEN(ms_trigger_tolerance, "sim_searches"),
     DRIVEN(ms_tolerance_probe, "sim_searches"),
     DRIVEN(ms_tolerance_run, "sim_searches"),
+    DRIVEN(ms_tolerance_des_cost, "sim_searches"),
+    DRIVEN(ms_tolerance_pick, "sim_searches"),
     NO_DOUBLE(ms_exact_capacity_init, "no double"),
     NO_DOUBLE(ms_exact_capacity_clear, "no double"),
     DRIVEN(ms_exact_capacity_set, "service_fields, service_args"),

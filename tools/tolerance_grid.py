@@ -6,9 +6,10 @@ For each service of a grid (pools 10 .. 10^4 servers of 100 ms, timeouts
 2 .. 100 service times, 1 .. 4 retries, no backoff, no base failure) at an
 offered load a share --band (default 0.5) of the way from the recovery to
 the tipping load, it runs `metastable tolerance --format json` twice: with
-the fluid engine (one deterministic search) and with the discrete-event
-engine (--engine des: one search per seed, the median of the seeds'
-brackets).  Each boundary is the midpoint of its final bracket (1 %
+the fluid engine (--engine fluid, one deterministic search; not the
+default --engine auto, which picks the DES on small pools) and with the
+discrete-event engine (--engine des: one search per seed, the median of
+the seeds' brackets).  Each boundary is the midpoint of its final bracket (1 %
 bisection, or one fluid bin); the error is fluid / DES - 1, negative when
 the fluid engine latches on shorter stalls than the queue does.
 
@@ -73,7 +74,8 @@ def model_args(c, k, r):
 
 def load_of(metastable, c, k, r, band):
     """The offered load a share band into the bistable band."""
-    probe = run(metastable, model_args(c, k, r) + ["--load", "0"])
+    probe = run(metastable, model_args(c, k, r) + ["--load", "0",
+                                                    "--engine", "fluid"])
     tip, rec = probe["tipping_load"], probe["recovery_load"]
     return rec + band * (tip - rec), tip, rec
 
@@ -87,7 +89,9 @@ def boundary(res):
 def point(metastable, c, k, r, seeds, band, old):
     load, tip, rec = load_of(metastable, c, k, r, band)
     base = model_args(c, k, r) + ["--load", repr(load)]
-    fl = run(metastable, base)
+    # the fluid column names its engine: --engine auto, the default,
+    # would run the DES on the small pools
+    fl = run(metastable, base + ["--engine", "fluid"])
     row = {"servers": c, "timeout_service_times": k, "retries": r,
            "load": load, "tipping_load": tip, "recovery_load": rec,
            "fluid_tolerance": fl["tolerance"], "fluid_latch": fl["latch"]}

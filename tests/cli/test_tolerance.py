@@ -5,7 +5,9 @@
 (latch), for two services, each run again with a longer horizon; the
 limits (below the recovery load any stall, above the tipping load none)
 against `solve` and `simulate`; a brute-force scan for monotonicity; the
-JSON keys, the trigger map and usage errors."""
+JSON keys, the trigger map and usage errors.  Those run the fluid engine
+(--engine fluid); --engine auto, the default, against the engine it
+picks."""
 import os
 import tempfile
 
@@ -23,11 +25,15 @@ SVC2 = ("--servers", "50", "--service-time", "200ms", "--timeout", "2", "--timeo
 KEYS = {"service", "timeout_covers", "offered_load", "trigger", "spike_size", "tipping_load",
         "recovery_load", "verdict", "tolerance", "unbounded", "at_least",
         "latch", "resolution", "verified", "monotone", "probes", "lead_in",
-        "horizon", "dt", "engine", "seeds", "lowest", "highest"}
+        "horizon", "dt", "engine", "engine_reason", "seeds", "lowest",
+        "highest"}
 
 
 class Tolerance(CliTest):
     def tol(self, svc, load, *args):
+        """The JSON answer; the fluid engine unless args give one."""
+        if "--engine" not in args:
+            args += ("--engine", "fluid")
         j = self.ok("tolerance", *svc, "--load", str(load), *args,
                     "--format", "json").json()
         self.assertEqual(set(j), KEYS)
@@ -134,7 +140,7 @@ class Tolerance(CliTest):
         # backlog (at most 20 x 4 x 300 attempts at 100 - 80 /s: 1200 s)
         self.assertFalse(self.latches(SVC, 20, "--stall=%s,%s,0", 300, 10,
                                       1500))
-        r = self.ok("tolerance", *SVC, "--load", "20")
+        r = self.ok("tolerance", *SVC, "--load", "20", "--engine", "fluid")
         self.assertIn("tolerance: any:", r.out)
 
     def test_above_tipping_none(self):
@@ -163,7 +169,7 @@ class Tolerance(CliTest):
         self.assertIsNone(j["tolerance"])
 
     def test_text(self):
-        r = self.ok("tolerance", *SVC, "--load", "60")
+        r = self.ok("tolerance", *SVC, "--load", "60", "--engine", "fluid")
         self.assertIn("landscape: tipping load 93.6623/s, recovery load "
                       "25/s", r.out)
         self.assertIn("latches into a storm", r.out)
@@ -190,11 +196,110 @@ class Tolerance(CliTest):
         self.assertIn("medians over the seeds", r.out)
         self.assertIn("seeds:     3: boundaries from", r.out)
 
+    def auto_estimate(self, load, fluid):
+        """The DES search's estimate of ms_tolerance_des_cost, from the
+        lead-in and horizon a run reports: 21 seeds x (2 + ceil(log2(0.5 /
+        0.01)) = 8) probes x load x (lead-in + one turn + horizon), the
+        turn a fifth of the lead-in (no backoff)."""
+        per_probe = load * (fluid["lead_in"] * 1.2 + fluid["horizon"])
+        return 21 * 8 * per_probe
+
+    def test_auto_small_pool_is_des(self):
+        """auto on 10 servers: the DES with 21 seeds, the same answer as
+        --engine des --seeds 21 (the same seeds), and why."""
+        a = self.tol(SVC, 60, "--engine", "auto")
+        d = self.tol(SVC, 60, "--engine", "des", "--seeds", "21")
+        self.assertEqual(a["engine"], "des")
+        self.assertEqual(a["seeds"], 21)
+        reason = a.pop("engine_reason")
+        self.assertIn("des, 21 seeds (auto)", reason)
+        self.assertIn("fit the budget of 2e+07", reason)
+        est = self.auto_estimate(60, a)
+        self.assertLess(est, 2e7)
+        self.assertIn("estimated %.2g requests" % est, reason)
+        self.assertEqual(d.pop("engine_reason"),
+                         "des, 21 seeds, as --engine des asks")
+        self.assertEqual(a, d)
+        # --seeds and --seed under auto are the DES's
+        a = self.tol(SVC, 60, "--engine", "auto", "--seeds", "3", "--seed",
+                     "7")
+        d = self.tol(SVC, 60, "--engine", "des", "--seeds", "3", "--seed",
+                     "7")
+        self.assertIn("des, 3 seeds (auto)", a.pop("engine_reason"))
+        d.pop("engine_reason")
+        self.assertEqual(a, d)
+        # the default is auto; the text says which engine and why
+        r = self.ok("tolerance", *SVC, "--load", "60")
+        self.assertIn("\nengine:    des, 21 seeds (auto): the search's "
+                      "estimated", r.out)
+        self.assertIn("seeds:     21: boundaries from", r.out)
+        self.assertNotIn("\nmodel:", r.out)
+
+    def test_auto_large_pool_is_fluid(self):
+        """auto on 10^4 servers at a timeout of 100 service times, half-way
+        into the band: the DES's estimate is far over the budget, and the
+        answer is the fluid engine's."""
+        svc = ("--servers", "10000", "--service-time", "100ms", "--timeout",
+               "10", "--retries", "1")
+        p = self.tol(svc, 0)
+        load = 0.5 * (p["tipping_load"] + p["recovery_load"])
+        a = self.tol(svc, load, "--engine", "auto")
+        f = self.tol(svc, load, "--engine", "fluid")
+        self.assertEqual(a["engine"], "fluid")
+        self.assertEqual(a["verdict"], "bounded")
+        reason = a.pop("engine_reason")
+        self.assertIn("fluid (auto): the discrete-event search's estimated",
+                      reason)
+        est = self.auto_estimate(load, f)
+        self.assertGreater(est, 100 * 2e7)
+        self.assertIn("estimated %.2g requests" % est, reason)
+        self.assertIn("over the budget of 2e+07", reason)
+        self.assertEqual(f.pop("engine_reason"),
+                         "fluid, as --engine fluid asks")
+        self.assertEqual(a, f)
+        r = self.ok("tolerance", *svc, "--load", repr(load))
+        self.assertIn("\nengine:    fluid (auto): the discrete-event "
+                      "search's estimated", r.out)
+        # the fluid answer keeps its measured error
+        self.assertIn("\nmodel:     the fluid model", r.out)
+
+    def test_auto_service_time_cv(self):
+        """A service_time_cv other than 1: the DES draws lognormal service
+        times, as simulate does (it refused the configuration before), on
+        the wait and on the response; auto gives --engine des's answer."""
+        for covers in ("wait", "response"):
+            svc = SVC + ("--service-time-cv", "2", "--timeout-covers",
+                         covers)
+            a = self.tol(svc, 60, "--engine", "auto", "--seeds", "3")
+            d = self.tol(svc, 60, "--engine", "des", "--seeds", "3")
+            self.assertEqual(a["engine"], "des")
+            self.assertEqual(a["verdict"], "bounded")
+            self.assertIn("des, 3 seeds (auto)", a.pop("engine_reason"))
+            d.pop("engine_reason")
+            self.assertEqual(a, d)
+
+    def test_auto_without_search(self):
+        """Where the landscape answers (below the recovery load, above the
+        tipping load) auto runs the fluid engine: it checks "any"."""
+        for load, verdict in ((20, "unbounded"), (95, "overloaded")):
+            a = self.tol(SVC, load, "--engine", "auto")
+            self.assertEqual(a["engine"], "fluid")
+            self.assertEqual(a["verdict"], verdict)
+            self.assertIn("the landscape answers without a search",
+                          a.pop("engine_reason"))
+            f = self.tol(SVC, load)
+            f.pop("engine_reason")
+            self.assertEqual(a, f)
+        self.assertTrue(a["verified"] or verdict == "overloaded")
+
     def test_map(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "map.svg")
             r = self.ok("tolerance", *SVC, "--load", "60", "--map", path)
             self.assertIn("tolerance:", r.out)
+            # auto draws (and searches) with the fluid engine
+            self.assertIn("engine:    fluid (auto): --map draws with the "
+                          "fluid engine", r.out)
             with open(path) as f:
                 svg = f.read()
             self.assertIn("<svg", svg)
@@ -220,7 +325,9 @@ class Tolerance(CliTest):
         self.fails(2, "--engine", "tolerance", *SVC, "--load", "60",
                    "--engine", "exact")
         self.fails(2, "--seeds", "tolerance", *SVC, "--load", "60",
-                   "--seeds", "3")
+                   "--engine", "fluid", "--seeds", "3")
+        self.fails(2, "--seed", "tolerance", *SVC, "--load", "60",
+                   "--engine", "fluid", "--seed", "3")
         self.fails(2, "--seeds", "tolerance", *SVC, "--load", "60",
                    "--engine", "des", "--seeds", "0")
         self.fails(2, "--map", "tolerance", *SVC, "--load", "60",

@@ -47,8 +47,10 @@ def close(a, b, rel):
 
 
 def tolerance(args):
-    """The stall tolerance through `metastable tolerance`."""
-    r = subprocess.run([CLI, "tolerance", "--format", "json"] + args,
+    """The stall tolerance through `metastable tolerance` with the fluid
+    engine, the plugin's (auto would pick the DES on a small pool)."""
+    r = subprocess.run([CLI, "tolerance", "--engine", "fluid", "--format",
+                        "json"] + args,
                        capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
         raise RuntimeError("metastable tolerance %s: %s" % (args, r.stderr))
