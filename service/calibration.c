@@ -240,19 +240,31 @@ static void learn_service_time(ms_calibration *c, const ms_service_spec *spec,
   ms_estimator_add(&c->service_time, x, w, dt, NULL);
 }
 
-/* The base failure sample: the failure ratio where the model says nothing
- * fails from overload, outside storms. */
+/* The base failure sample, outside storms, where the model says almost
+ * nothing fails from the load: the model's failure share q(x) at most
+ * MS_LOW_LOAD_OVERLOAD above its share on an idle pool q(0).  q(0) is 0
+ * when the timeout covers the wait; with the timeout on the response it is
+ * what the service time alone outlasts (e^(-mu T) for exponential
+ * service), known from the model, so the sample is the observed failure
+ * ratio f with q taken out, (f - q) / (1 - q), of the (1 - q) x span
+ * attempts q did not fail.  Without that, a timeout under about 7 service
+ * times on the response (q(0) above 1e-3) would never give a sample.  An
+ * idle pool that fails half its attempts or more tells the base failure
+ * too little: no sample. */
 static void sample_base_failure(ms_calibration *c, const ms_failure_model *m,
                                 bool storm, const ms_inference *inf, double tau,
                                 double span) {
   if (storm || !inf->has_observed_failure || !inf->has_observed_attempts)
     return;
   double x = inf->observed_attempts;
-  if (x <= 0 || x > MS_LOW_LOAD_UTILIZATION * ms_saturation_load(m) ||
-      overload_part(m, x) > MS_LOW_LOAD_OVERLOAD)
+  if (x <= 0 || x > MS_LOW_LOAD_UTILIZATION * ms_saturation_load(m))
+    return;
+  double q = overload_part(m, x), q0 = overload_part(m, 0.0);
+  if (q - q0 > MS_LOW_LOAD_OVERLOAD || q0 >= 0.5)
     return;
   ms_error e;
-  ms_estimator_add(&c->base_failure, inf->observed_failure, x * span, tau, &e);
+  ms_estimator_add(&c->base_failure, (inf->observed_failure - q) / (1.0 - q),
+                   x * span * (1.0 - q), tau, &e);
 }
 
 /* The pool size sample: the busy servers of an interval that shows the

@@ -62,5 +62,50 @@ class LabTrigger(CliTest):
                  1e3 * in_use[-1][0]["service_time_estimate"]))
 
 
+
+# A base failure of 2 % behind a 300 ms timeout on the response: an idle
+# pool of 100 ms servers fails e^-3 = 5 % of its attempts from the service
+# time alone, which the model knows; the calibration takes it out of each
+# sample (doc/design.md §1.8).
+BASE_SPEC = """services:
+  - name: x
+    model: erlang
+    servers: 10
+    service_time: 100ms
+    timeout: 300ms
+    retries: 1
+    base_failure: 0.001
+    calibrate: [base_failure]
+    calibration_intervals: 5
+    inputs:
+      offered_rate: "h/p/derive-o"
+      arrival_rate: "h/p/derive-a"
+      error_rate: "h/p/derive-e"
+"""
+
+
+class BaseFailure(clitest.ScratchTest):
+    def test_learned_behind_a_response_timeout(self):
+        trace = self.ok("simulate", "--servers", "10", "--service-time",
+                        "100ms", "--timeout", "300ms", "--retries", "1",
+                        "--base-failure", "0.02", "--engine", "des",
+                        "--load", "30", "--duration", "1200",
+                        "--sample-interval", "10", "--format", "csv").out
+        cols = ["time", "offered_rate", "arrival_rate", "error_rate"]
+        rows = list(csv.DictReader(io.StringIO(trace)))
+        text = ",".join(cols) + "\n" + "".join(
+            ",".join(r[c] for c in cols) + "\n" for r in rows)
+        spec = self.path("base.yaml")
+        with open(spec, "w") as f:
+            f.write(BASE_SPEC)
+        rep = self.ok("replay", "--spec", spec, "-", "--format", "json",
+                      stdin=text).json()
+        est = [r.get("base_failure_estimate") for r in rep]
+        self.assertIsNotNone(est[-1], "no base failure learned")
+        # the truth is the simulation's 2 %; 1,200 s at 30 attempts/s
+        # count about 700 failures beyond the service time's
+        self.assertLess(abs(est[-1] - 0.02), 0.005, est[-10:])
+        print("base failure learned %.4f (truth 0.02)" % est[-1])
+
 if __name__ == "__main__":
     clitest.main()
