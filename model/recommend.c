@@ -164,9 +164,13 @@ int ms_recommend_knob(const ms_service_params *s, ms_param id,
     lo = fmax(lo * (1 + 1e-12), lo + 1e-12);
   if (info->bounds & MS_BOUND_HI_OPEN)
     hi = hi - 1e-12 * fmax(1.0, fabs(hi));
+  /* a timeout range [T, T + w] moves its shortest timeout T and keeps its
+   * width w (a timer's tick): the longest, T + w, is what must reach no
+   * further than the limit */
   if (id == MS_PARAM_TIMEOUT)
     hi = fmin(hi, MS_MAX_TIMEOUT_COMPLETIONS /
-                      ((double)t.model.servers * t.model.service_rate));
+                          ((double)t.model.servers * t.model.service_rate) -
+                      t.model.timeout_spread);
   bool safe;
   int st;
   /* the safe end first: when it is not safe, nothing in the range is */

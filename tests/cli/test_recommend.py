@@ -79,6 +79,18 @@ class Recommend(CliTest):
         ex[1] = answers["servers"]
         self.assertGreater(self.recovery(*ex), 240)
 
+    def test_timeout_range(self):
+        # a range keeps its width while the search moves its shortest
+        # timeout; the longest must stay within the limit (it was refused
+        # as a 1e13 s timeout); the service as configured is solve's
+        svc = ("--servers", "10", "--service-time", "100ms", "--retries",
+               "3", "--timeout", "400ms..900ms")
+        j = self.ok("recommend", *svc, "--load", "50", "--format",
+                    "json").json()
+        s = self.ok("solve", *svc, "--format", "json").json()
+        self.assertEqual(j["tipping_load"], s["tipping_load"])
+        self.assertEqual(j["recovery_load"], s["recovery_load"])
+
     def test_margin(self):
         # margin 0: stable up to 200; 3 retries need c mu / 4 > 200: 161
         j = self.rec("--margin", "0")
