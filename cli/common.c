@@ -1424,3 +1424,17 @@ void ms_cli_model_service(const ms_cli_model *m, ms_service_spec *spec) {
     spec->has_servers = true;
   }
 }
+
+const char *ms_cli_retrial_unlike(const ms_service_params *s) {
+  const ms_failure_model *fm = &s->model;
+  if (s->policy.tiers != 1)
+    return "more than one tier";
+  if (s->policy.kind != MS_POLICY_COUNT || s->policy.has_budget ||
+      s->policy.has_token)
+    return "a retry budget or quota";
+  if (fm->has_service_time_cv && fm->service_time_cv != 1.0)
+    return "a service_time_cv";
+  if (fm->timeout_spread > 0.0)
+    return "a timeout spread";
+  return NULL;
+}

@@ -453,6 +453,13 @@ void ms_cli_progress_start(ms_cli_progress *p, const char *what, size_t total);
 void ms_cli_progress_update(ms_cli_progress *p, size_t done);
 void ms_cli_progress_end(ms_cli_progress *p);
 
+/* What of service s the retrial queue (model/retrial.h, doc/design.md
+ * §1.9) does not model, as a phrase ("more than one tier", "a retry budget
+ * or quota", "a service_time_cv", "a timeout spread"), or NULL when it
+ * models s: one tier, a fixed retry count, exponential service, one
+ * timeout on the wait or the response.  solve and check share it. */
+const char *ms_cli_retrial_unlike(const ms_service_params *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -143,21 +143,8 @@ static void retrial_solve(const ms_cli_model *m, const ms_report *r,
   out->has_backoff = m->spec != NULL && m->spec->has_backoff;
   if (!out->has_backoff)
     return;
-  /* the chain's model: one tier with a fixed retry count, exponential
-   * service, one timeout on the wait (model/retrial.h) */
-  const char *unlike = NULL;
-  if (s->policy.tiers != 1)
-    unlike = "more than one tier";
-  else if (s->policy.kind != MS_POLICY_COUNT || s->policy.has_budget ||
-           s->policy.has_token)
-    unlike = "a retry budget or quota";
-  else if (fm->timeout_covers != MS_TIMEOUT_COVERS_WAIT)
-    unlike = "a timeout on the response";
-  else if (fm->has_service_time_cv && fm->service_time_cv != 1.0)
-    unlike = "a service_time_cv";
-  else if (fm->timeout_spread > 0.0)
-    unlike = "a timeout spread";
-  else if (!(r->analysis.offered_load > 0.0))
+  const char *unlike = ms_cli_retrial_unlike(s);
+  if (unlike == NULL && !(r->analysis.offered_load > 0.0))
     unlike = "no offered load";
   if (unlike) {
     snprintf(out->why, sizeof out->why, "the retrial queue does not model %s",
@@ -167,8 +154,9 @@ static void retrial_solve(const ms_cli_model *m, const ms_report *r,
   ms_retrial_result res;
   ms_error err;
   if (ms_retrial_attempts(fm->servers, fm->service_rate, fm->queue_limit,
-                          fm->timeout, s->policy.retries, &m->spec->backoff,
-                          r->analysis.offered_load, &res, &err) != MS_OK) {
+                          fm->timeout, fm->timeout_covers, s->policy.retries,
+                          &m->spec->backoff, r->analysis.offered_load, &res,
+                          &err) != MS_OK) {
     snprintf(out->why, sizeof out->why, "the %s", err.msg);
     return;
   }

@@ -138,20 +138,46 @@ static int chain_solve(chain *ch, double *tot) {
   return MS_OK;
 }
 
-/* Q_n = P(wait > T | n in the system at admission) = F(n - c; c mu T). */
-static void wait_tails(long c, long N, double mu, double T, double *Q) {
+/* Q_n, the share of the attempts admitted with n in the system (n < N)
+ * that time out.  On the wait: P(W > T) = F(n - c; c mu T), W the
+ * Erlang(k, c mu) wait for k = n - c + 1 completions (0 for n < c).  On
+ * the response (response true): P(W + S > T), S the attempt's own
+ * exponential service: e^(-mu T) for n < c, else
+ *   F(k - 1; c mu T) + e^(-mu T) (c / (c - 1))^k P(Pois((c - 1) mu T) >= k)
+ * (the convolution of the Erlang wait's density with e^(-mu (T - w)) over
+ * [0, T], the same integral as doc/design.md §1.9's response tail, one
+ * state at a time), and F(k; mu T) for one server.  Every term is
+ * positive; the Poisson tail from ms_poisson_cdf keeps its digits. */
+static void wait_tails(long c, long N, double mu, double T, bool response,
+                       double *Q) {
   double tau = (double)c * mu * T;
   for (long n = 0; n <= N; n++) {
-    if (n < c || n == N)
-      Q[n] = 0.0;
+    if (n == N)
+      Q[n] = 0.0; /* rejected, not admitted */
     else if (T == 0.0)
-      Q[n] = 1.0;
+      Q[n] = response || n >= c ? 1.0 : 0.0;
     else if (isinf(T))
       Q[n] = 0.0;
+    else if (n < c)
+      Q[n] = response ? exp(-mu * T) : 0.0;
     else {
       double ln_cdf, ln_ratio;
-      ms_poisson_cdf(n - c, tau, &ln_cdf, &ln_ratio);
+      long k = n - c + 1;
+      if (response && c == 1) {
+        ms_poisson_cdf(k, mu * T, &ln_cdf, &ln_ratio);
+        Q[n] = exp(ln_cdf);
+        continue;
+      }
+      ms_poisson_cdf(k - 1, tau, &ln_cdf, &ln_ratio);
       Q[n] = exp(ln_cdf);
+      if (response) {
+        double ln_f, ln_r;
+        ms_poisson_cdf(k - 1, (double)(c - 1) * mu * T, &ln_f, &ln_r);
+        double ln_sf = log(-expm1(ln_f));
+        Q[n] = fmin(1.0, Q[n] + exp(-mu * T +
+                                    (double)k * log1p(1.0 / (double)(c - 1)) +
+                                    ln_sf));
+      }
     }
   }
 }
@@ -247,9 +273,15 @@ static shares chain_shares(const chain *ch, const double *Q, double tot) {
   return z;
 }
 
-int ms_retrial_attempts(long c, double mu, long K, double T, int retries,
+int ms_retrial_attempts(long c, double mu, long K, double T,
+                        ms_timeout_covers covers, int retries,
                         const ms_backoff *b, double x, ms_retrial_result *out,
                         ms_error *err) {
+  if (covers != MS_TIMEOUT_COVERS_WAIT && covers != MS_TIMEOUT_COVERS_RESPONSE)
+    return ms_fail(err, MS_EINVAL,
+                   "retrial queue: timeout_covers = %d is neither wait nor "
+                   "response",
+                   (int)covers);
   int st = check_args(c, mu, K, T, retries, b, x, out, err);
   if (st != MS_OK)
     return st;
@@ -277,7 +309,7 @@ int ms_retrial_attempts(long c, double mu, long K, double T, int retries,
       goto done;
     }
   }
-  wait_tails(c, N, mu, T, Q);
+  wait_tails(c, N, mu, T, covers == MS_TIMEOUT_COVERS_RESPONSE, Q);
   ch.theta = r > 0 ? 1.0 / d[1] : 1.0;
   ch.qp = r > 0 ? 1.0 : 0.0;
   ch.qo = r > 1 ? 0.5 : 0.0;

@@ -1300,29 +1300,39 @@ START_TEST(test_retrial_queue_against_des) {
   ms_error e;
   for (double x = 20.0; x <= 80.0; x += 15.0) {
     double lb;
-    ck_assert_int_eq(ms_retrial_attempts(10, 5.0, 20, 0.5, 0, &b, x, &r, &e),
+    ck_assert_int_eq(ms_retrial_attempts(10, 5.0, 20, 0.5,
+                                         MS_TIMEOUT_COVERS_WAIT, 0, &b, x, &r,
+                                         &e),
                      MS_OK);
     ck_assert_int_eq(ms_mmck_ln_block(10, 20, x / 5.0, &lb, NULL), MS_OK);
     ck_assert_msg(fabs(r.p_full / exp(lb) - 1) < 1e-9 && r.attempts == 1.0,
                   "%g/s: chain %.12g, M/M/c/K %.12g", x, r.p_full, exp(lb));
   }
   /* far above capacity every attempt is rejected: 1 + 4 attempts */
-  ck_assert_int_eq(ms_retrial_attempts(10, 5.0, 20, 0.5, 4, &b, 1e5, &r, &e),
+  ck_assert_int_eq(ms_retrial_attempts(10, 5.0, 20, 0.5, MS_TIMEOUT_COVERS_WAIT,
+                                       4, &b, 1e5, &r, &e),
                    MS_OK);
   ck_assert_msg(fabs(r.attempts - 5.0) < 0.01, "1e5/s: %.6f", r.attempts);
   ms_backoff none = {.kind = MS_BACKOFF_NONE};
-  ck_assert_int_eq(
-      ms_retrial_attempts(10, 5.0, 20, 0.5, 4, &none, 50.0, &r, &e), MS_EINVAL);
+  ck_assert_int_eq(ms_retrial_attempts(10, 5.0, 20, 0.5, MS_TIMEOUT_COVERS_WAIT,
+                                       4, &none, 50.0, &r, &e),
+                   MS_EINVAL);
   ck_assert_ptr_nonnull(strstr(e.msg, "needs a backoff"));
   ms_service_params s;
   ms_failure_model_erlang(&s.model, 10, 5.0, 0.5);
   s.model.has_queue_limit = true;
   s.model.queue_limit = 20;
   ms_retry_policy_fixed(&s.policy, 4);
-  const double loads[] = {45.0, 55.0, 65.0};
-  for (int i = 0; i < 3; i++) {
+  /* the timeout on the wait at 45, 55, 65 req/s; on the response (the
+   * default, gRPC's deadline) at 55 */
+  const double loads[] = {45.0, 55.0, 65.0, 55.0};
+  for (int i = 0; i < 4; i++) {
+    ms_timeout_covers cov =
+        i < 3 ? MS_TIMEOUT_COVERS_WAIT : MS_TIMEOUT_COVERS_RESPONSE;
+    s.model.timeout_covers = cov;
     ck_assert_int_eq(
-        ms_retrial_attempts(10, 5.0, 20, 0.5, 4, &b, loads[i], &r, &e), MS_OK);
+        ms_retrial_attempts(10, 5.0, 20, 0.5, cov, 4, &b, loads[i], &r, &e),
+        MS_OK);
     ms_sim_config c;
     ms_sim_config_init(&c, &s);
     c.scenario.offered_load = loads[i];
@@ -1348,10 +1358,10 @@ START_TEST(test_retrial_queue_against_des) {
     double a_des = att / off;
     double se = sqrt(fmax(0.0, sum2 / n - (sum / n) * (sum / n)) / (n - 1));
     if (getenv("CK_VERBOSITY") && !strcmp(getenv("CK_VERBOSITY"), "verbose"))
-      printf("retrial queue at %g/s: attempts per request DES %.4f +- %.4f, "
-             "chain %.4f (%+.1f %%), %ld levels, %d steps\n",
-             loads[i], a_des, se, r.attempts, 100 * (r.attempts / a_des - 1),
-             r.levels, r.iterations);
+      printf("retrial queue at %g/s (%s): attempts per request DES %.4f +- "
+             "%.4f, chain %.4f (%+.1f %%), %ld levels, %d steps\n",
+             loads[i], ms_timeout_covers_name(cov), a_des, se, r.attempts,
+             100 * (r.attempts / a_des - 1), r.levels, r.iterations);
     ck_assert_msg(fabs(r.attempts / a_des - 1) < 0.05 + 2 * se / a_des,
                   "%g/s: chain %.4f, DES %.4f +- %.4f", loads[i], r.attempts,
                   a_des, se);
