@@ -347,8 +347,9 @@ static const model_option model_options[] = {
     {MS_OPT_SERVICE_RATE, "--service-rate", "MU",
      "erlang: service rate of one server", MS_PARAM_SERVICE_RATE},
     {MS_OPT_TIMEOUT, "--timeout", "T",
-     "erlang: client timeout (an attempt that waits longer fails), or the "
-     "range MIN..MAX a client's timer fires in (uniform)",
+     "erlang: client timeout (an attempt fails when its response outlasts "
+     "it, or its wait when the timeout covers the wait), or the range "
+     "MIN..MAX a client's timer fires in (uniform)",
      MS_PARAM_TIMEOUT},
     {MS_OPT_TIMEOUT_GRANULARITY, "--timeout-granularity", "G",
      "erlang: the client's timer ticks every G and fires at the first tick "
