@@ -273,17 +273,24 @@ static void check_erlang(service_check *s) {
   double pool_limit = floor(MS_MAX_TIMEOUT_COMPLETIONS / (mu * T));
   if (T > 0 && pool_limit < (double)MS_MAX_SERVERS)
     s->max_pool = (long)pool_limit;
+  /* the share an idle pool fails, the model's own (a timeout range
+   * averaged, the service time's cv taken), without the base failure */
   ms_failure_model idle = *m;
-  double ln_idle = -DBL_MAX, slope;
+  idle.base_failure = 0.0;
+  double q_idle = 0.0, T_hi = ms_timeout_longest(m);
+  char range[96] = "";
+  if (T_hi > T)
+    snprintf(range, sizeof range, " to %.6g s", T_hi);
   if (m->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE &&
-      ms_failure_tail(&idle, 0.0, &ln_idle, &slope, NULL) == MS_OK &&
-      ln_idle >= log(IDLE_FAILURE_WARNING))
+      ms_failure_probability(&idle, 0.0, &q_idle, NULL) == MS_OK &&
+      q_idle >= IDLE_FAILURE_WARNING)
     warn_at(s, sp->line, sp->column,
-            "service '%s': the timeout %.6g s is %.3g service times: it times "
-            "the whole response (timeout_covers: response), so %.3g %% of "
-            "attempts fail even on an idle pool (the service alone outlasts "
-            "it)",
-            sp->name, T, T * mu, 100.0 * exp(ln_idle));
+            "service '%s': the timeout %.6g s%s is %.3g service times%s: it "
+            "times the whole response (timeout_covers: response), so %.3g %% "
+            "of attempts fail even on an idle pool (the service alone "
+            "outlasts it)",
+            sp->name, T, range, T * mu, T_hi > T ? " or more" : "",
+            100.0 * q_idle);
   else if (m->timeout_covers == MS_TIMEOUT_COVERS_WAIT && 1.0 / mu > T)
     warn_at(s, sp->line, sp->column,
             "service '%s': the service time %.6g s is longer than the "

@@ -4,6 +4,7 @@
 tipping and recovery loads it prints are the ones `metastable solve` gives
 for the same service (the independent reference here); located errors;
 every warning both triggered and not."""
+import math
 import os
 import re
 import tempfile
@@ -213,6 +214,14 @@ class Check(ScratchTest):
                                        "timeout": "200ms"}), pat)
         self.assertWarns(service_file({"service_time": "100ms",
                                        "timeout": "300ms"}), "idle", False)
+        # a range: e^(-mu T) averaged over [T1, T2], (e^(-mu T1) -
+        # e^(-mu T2)) / (mu (T2 - T1)): 74.6 % over 10 to 50 ms
+        want = (math.exp(-0.1) - math.exp(-0.5)) / (10 * 0.04)
+        self.assertWarns(service_file({"service_time": "100ms",
+                                       "timeout": "10ms..50ms"}),
+                         r"the timeout 0.01 s to 0.05 s is 0.1 service "
+                         r"times or more: .* so %.3g %% of attempts fail "
+                         r"even on an idle pool" % (100 * want))
         self.assertWarns(service_file({"service_time": "1s",
                                        "timeout": "1s",
                                        "timeout_covers": "wait"}),
