@@ -74,7 +74,9 @@ static int take_option(void *args, int c, const char *arg) {
 
 /* The plan's numbers; NaN where a quantity does not apply (JSON null). */
 typedef struct {
-  double base, amp_base;
+  double base, idle, amp_base;             /* idle: p(0), the base and, with the
+                                             timeout on the response, what the
+                                             service alone outlasts */
   double onset_share, onset_x, onset_load; /* onset_load NaN: not healthy */
   bool onset_found;
   double tipping, recovery, band, capacity;
@@ -92,7 +94,7 @@ static int plan_onset(const ms_landscape *ls, plan *p, ms_error *err) {
   double x_hi =
       ls->has_fold ? ls->tipping_effective_load : 1e6 * ls->saturation_load;
   p->onset_share = RETRY_ONSET_SHARE;
-  double target = 1.0 - (1.0 - p->base) * (1.0 - RETRY_ONSET_SHARE);
+  double target = 1.0 - (1.0 - p->idle) * (1.0 - RETRY_ONSET_SHARE);
   int rc =
       ms_failure_onset_load(s, target, x_hi, &p->onset_x, &p->onset_found, err);
   if (rc != MS_OK)
@@ -138,13 +140,16 @@ static int plan_compute(const ms_landscape *ls, plan *p, ms_error *err) {
   const ms_service_params *s = &ls->params;
   const ms_failure_model *m = &s->model;
   p->base = m->base_failure;
+  int rc = ms_failure_probability(m, 0.0, &p->idle, err);
+  if (rc != MS_OK)
+    return rc;
   p->tipping = ls->tipping_load;
   p->recovery = ls->recovery_load;
   p->band = ls->tipping_load - ls->recovery_load;
   p->capacity = ls->saturation_load;
   /* a load-dependent policy (Envoy, Finagle's reserve) needs a load: the
    * tipping load, the edge of the healthy branch */
-  int rc = ms_amplification_at(s, p->base, ls->tipping_load, &p->amp_base, err);
+  rc = ms_amplification_at(s, p->idle, ls->tipping_load, &p->amp_base, err);
   if (rc != MS_OK)
     return rc;
   if ((rc = plan_onset(ls, p, err)) != MS_OK)
@@ -168,7 +173,7 @@ static void text_onset(const plan *p) {
   if (p->onset_found)
     printf("- Retries begin to fire at an offered load of %.4g req/s "
            "(%.4g attempts/s): there %.3g %% of attempts fail from "
-           "overload, beyond the base failures.\n",
+           "overload, beyond those of an idle pool.\n",
            p->onset_load, p->onset_x, 100 * p->onset_share);
   else
     printf("- Retries do not begin to fire on the healthy branch: below "
@@ -201,9 +206,16 @@ static void text_health_check(const plan *p) {
 static void write_text(const ms_cli_model *m, const plan *p) {
   const ms_retry_policy *pol = &m->params.policy;
   printf("Capacity plan for %s.\n\n", m->label);
-  printf("- Retry amplification at the base failure rate (%.4g %%): %.6g "
-         "attempt%s per request.\n",
-         100 * p->base, p->amp_base, p->amp_base == 1 ? "" : "s");
+  if (p->idle > p->base)
+    printf("- Retry amplification on an idle pool: %.6g attempt%s per "
+           "request; %.4g %% of attempts fail there (base failure %.4g %%, "
+           "the rest responses that outlast the timeout).\n",
+           p->amp_base, p->amp_base == 1 ? "" : "s", 100 * p->idle,
+           100 * p->base);
+  else
+    printf("- Retry amplification at the base failure rate (%.4g %%): %.6g "
+           "attempt%s per request.\n",
+           100 * p->base, p->amp_base, p->amp_base == 1 ? "" : "s");
   text_onset(p);
   if (p->band > 0)
     printf("- Tipping load %.6g req/s: above it the healthy equilibrium is "
@@ -245,6 +257,7 @@ static void write_json(const ms_cli_model *m, const plan *p) {
   ms_json j;
   ms_cli_json_begin(&j, 1, m);
   ms_json_number(&j, "base_failure", p->base);
+  ms_json_number(&j, "idle_failure", p->idle);
   ms_json_number(&j, "retry_amplification", p->amp_base);
   ms_json_number(&j, "retry_onset_share", p->onset_share);
   ms_json_number(&j, "retry_onset_load", p->onset_load);

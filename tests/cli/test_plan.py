@@ -144,6 +144,22 @@ class Plan(CliTest):
                                delta=1e-7 * want)
         self.assertIsNone(j["health_check_load"])
 
+    def test_idle_response(self):
+        # the timeout on the response: an idle pool fails e^(-mu T) =
+        # e^-2 of its attempts; the amplification there is A(e^-2) and
+        # retries begin where P(W + S > T) passes 1 - (1 - e^-2)(1 - 1 %)
+        j = self.plan("--servers", "10", "--service-time", "100ms",
+                      "--timeout", "200ms", "--retries", "3")
+        p0 = math.exp(-2.0)
+        self.assertAlmostEqual(j["idle_failure"], p0, delta=1e-15)
+        self.assertAlmostEqual(j["retry_amplification"],
+                               sum(p0 ** i for i in range(4)), delta=1e-14)
+        target = 1 - (1 - p0) * 0.99
+        x = bisect(lambda x: response_tail_quad(10, 10.0, x, 0.2) - target,
+                   0.0, 100 - 1e-9, iters=80)
+        self.assertAlmostEqual(j["retry_onset_effective_load"], x,
+                               delta=1e-6 * x)
+
     def test_retry_onset(self):
         # checkout: the x with P(W > T) = 1 %, below the tipping point
         j = self.plan("--spec", SPEC, "--service", "checkout")
