@@ -212,8 +212,8 @@ static const char *engine_reason(const tolerance_args *a, const ms_cli_model *m,
   case MS_TOLERANCE_PICK_FLUID_REFUSES: {
     ms_error e;
     ms_sim_fluid_supports(&m->params.model, &e);
-    snprintf(buf, n, "des, %d seeds (auto): the fluid engine refuses: %s",
-             seeds, e.msg);
+    snprintf(buf, n, "des, %d seeds (auto), the only engine here: %s", seeds,
+             e.msg);
     break;
   }
   }

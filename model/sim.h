@@ -523,14 +523,13 @@ int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
                  ms_sim_summary *summary, ms_error *err);
 
 /*
- * ms_sim_fluid_supports: whether the fluid engine models m faithfully.
- * Today it models every valid model: MS_OK always (it used to refuse
- * timeout_covers response with service_time_cv != 1).  Kept as the one
- * gate that tolerance (model/tolerance.c) and the plugin's
- * stall_tolerance (service/tracker.c) ask before running the engine.
+ * ms_sim_fluid_supports: whether the fluid engine models m: every valid
+ * model without a queue limit (it has no finite queue).  The one gate
+ * that ms_sim_fluid, tolerance (model/tolerance.c, whose auto engine then
+ * takes the DES) and the plugin's stall_tolerance (service/tracker.c) ask
+ * before running the engine.
  *   m    a valid model
- *   err  untouched
- * Errors: none.
+ * Errors: MS_EINVAL, with the reason, for a queue limit.
  */
 int ms_sim_fluid_supports(const ms_failure_model *m, ms_error *err);
 

@@ -856,9 +856,12 @@ static int fluid_run(fluid_state *f, const ms_sim_config *c,
 }
 
 int ms_sim_fluid_supports(const ms_failure_model *m, ms_error *err) {
-  /* every valid model since the response is timed for any cv */
-  (void)m;
-  (void)err;
+  /* every valid model without a queue limit (the response is timed for
+   * any cv) */
+  if (m->has_queue_limit)
+    return ms_fail(err, MS_EINVAL,
+                   "the fluid engine has no queue limit: simulate a "
+                   "queue_limit with the discrete-event engine");
   return MS_OK;
 }
 
@@ -871,10 +874,6 @@ int ms_sim_fluid(const ms_sim_config *c, ms_sim_sink sink, void *ctx,
     return ms_fail(err, MS_EINVAL,
                    "queue memory needs the erlang model (servers, service "
                    "time, timeout); the capacity model has no queue");
-  if (c->service.model.has_queue_limit)
-    return ms_fail(err, MS_EINVAL,
-                   "the fluid engine has no queue limit: simulate a "
-                   "queue_limit with the discrete-event engine");
   if ((st = ms_sim_fluid_supports(&c->service.model, err)) != MS_OK)
     return st;
   double dt = 0.0;

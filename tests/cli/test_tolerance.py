@@ -74,6 +74,21 @@ class Tolerance(CliTest):
                                      j["lead_in"], j["horizon"] + 300))
         return j
 
+    def test_auto_queue_limit(self):
+        # the fluid engine has no queue limit: auto takes the DES, the
+        # only engine that models one, whatever the budget says; its
+        # answer is --engine des's with the same seeds
+        svc = ("--servers", "10", "--service-time", "200ms", "--timeout",
+               "1s", "--retries", "4", "--queue-limit", "200", "--load",
+               "40", "--seeds", "3", "--format", "json")
+        auto = self.ok("tolerance", *svc).json()
+        self.assertEqual(auto["engine"], "des")
+        self.assertIn("the only engine here: the fluid engine has no queue "
+                      "limit", auto["engine_reason"])
+        des = self.ok("tolerance", *svc, "--engine", "des").json()
+        self.assertEqual((auto["tolerance"], auto["latch"]),
+                         (des["tolerance"], des["latch"]))
+
     def test_stall_against_simulate(self):
         stall = "--stall=%s,%s,0"
         a = self.check_bracket(SVC, 60, stall)
