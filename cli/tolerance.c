@@ -278,8 +278,9 @@ static void write_text(const ms_cli_model *m, double load,
     printf("; bisection to %.3g s", t->resolution);
   printf("\n");
   if (t->kind == MS_TOLERANCE_BOUNDED && t->engine == MS_ENGINE_FLUID)
-    printf("model:     the fluid model, deterministic: within 8 %% of the "
-           "discrete-event median half-way into the band, too long near the "
+    printf("model:     the fluid model, deterministic: within 4 %% of the "
+           "discrete-event median half-way into the band on the pools where "
+           "auto takes it (up to 9 %% on small ones), too long near the "
            "tipping load, where real runs tip by chance (doc/simulation.md); "
            "--engine des gives the median and the spread\n");
 }
