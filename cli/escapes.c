@@ -106,6 +106,20 @@ static double escape_stall_tolerance(const escape *e, double load,
     *why = "the fluid engine does not damp clients";
     return NAN;
   }
+  /* a queue limit (bound, discard), which the fluid engine does not
+   * model: the landscape's answer where it needs no search */
+  if (e->params.model.has_queue_limit) {
+    if (load < e->recovery) {
+      *kind = MS_TOLERANCE_UNBOUNDED;
+      return INFINITY;
+    }
+    if (load > e->tipping) {
+      *kind = MS_TOLERANCE_OVERLOADED;
+      return 0.0;
+    }
+    *why = "the fluid engine has no queue limit";
+    return NAN;
+  }
   ms_sim_config cfg;
   ms_sim_config_init(&cfg, &e->params);
   cfg.scenario.offered_load = load;
