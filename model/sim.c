@@ -1000,7 +1000,9 @@ int ms_sim_memory_estimate(ms_sim_engine engine, const ms_sim_config *c,
     int st = ms_sim_fluid_dt(c, &dt, &spb, err);
     if (st != MS_OK)
       return st;
-    double J = ceil((T + B) / dt) + 2.0, k = delay_dists(&c->backoff, (int)r);
+    /* a timeout range: retries land up to its longest timeout */
+    double Tl = m->kind == MS_MODEL_ERLANG ? ms_timeout_longest(m) : 0.0;
+    double J = ceil((Tl + B) / dt) + 2.0, k = delay_dists(&c->backoff, (int)r);
     v = 8.0 * r * J + 16.0 * k * J + 16.0 * ceil(W / dt);
     if (r > 0 && pol->kind == MS_POLICY_AWS)
       v += 8.0 * J;

@@ -503,7 +503,9 @@ const char *ms_sim_engine_name(ms_sim_engine e);
  * a service time passes T: the service fitted to its mean and
  * service_time_cv as a shift and up to two exponential phases, the
  * random part's rate scaled by 2 / (1 + cv^2) (ms_service_fit_of, as
- * ms_ln_response_tail), so a steady state gives the model's p(x).
+ * ms_ln_response_tail), so a steady state gives the model's p(x).  A
+ * timeout range (timeout_spread w > 0) is averaged over T uniform on
+ * [T, T + w], in p and in when a timeout's retry leaves.
  * Failures come back as retries after the time to notice them plus the
  * backoff, spread exactly over the bins the delay reaches, never earlier
  * than the next bin.  Memoryless, a pool of 0 fails every attempt.

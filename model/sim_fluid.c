@@ -41,18 +41,33 @@ static double tent_cdf(double z) {
   return 1.0;
 }
 
+/* The integral of tent_cdf from -infinity to z, less the ramp max(z, 0):
+ * max(0, 1 - |z|)^3 / 6, nonzero only within one bin of 0. */
+static double tent_cubic(double z) {
+  double a = fmax(0.0, 1.0 - fabs(z));
+  return a * a * a / 6.0;
+}
+
 /*
  * The landing distribution of a retry whose delay (detection plus backoff)
  * is `detect` plus a draw from dist, for an attempt uniform within its bin:
  * a point delay L (in bins) puts 1 - frac(L) into bin floor(L) and frac(L)
  * into the next (the unit tent centred on L), a uniform delay on [a, b] the
  * tent averaged over [a, b].  Mass before bin 1 moves to bin 1.
+ *
+ * A detection uniform on [detect, detect + spread] (a timeout range,
+ * spread > 0 s) is convolved in exactly: a point piece becomes a uniform
+ * one of width spread; a uniform piece of width b - a becomes the
+ * trapezoid U[a, b] + U[0, W], W = spread / dt, whose mass in bin j is
+ * [T2(j - a) - T2(j - a - W) - T2(j - b) + T2(j - b - W)] / ((b - a) W),
+ * T2 the integral of tent_cdf, written as a clamped ramp plus tent_cubic
+ * so that far bins do not cancel.  spread = 0: the code of before.
  */
-static int kernel_build(const ms_delay_dist *dist, double detect, double dt,
-                        kernel *k) {
+static int kernel_build(const ms_delay_dist *dist, double detect, double spread,
+                        double dt, kernel *k) {
   long jmax = 1;
   for (int i = 0; i < dist->n; i++) {
-    double jb = ceil((detect + dist->hi[i]) / dt) + 1;
+    double jb = ceil((detect + dist->hi[i] + spread) / dt) + 1;
     if (jb > (double)MAX_REACH)
       return MS_ELIMIT;
     if ((long)jb > jmax)
@@ -61,9 +76,25 @@ static int kernel_build(const ms_delay_dist *dist, double detect, double dt,
   double *w = calloc((size_t)jmax + 1, sizeof *w);
   if (w == NULL)
     return MS_ENOMEM;
+  double W = spread / dt;
   for (int i = 0; i < dist->n; i++) {
     double a = (detect + dist->lo[i]) / dt, b = (detect + dist->hi[i]) / dt;
     double wi = dist->w[i];
+    if (W > 0.0 && (b - a < 1e-9 || W < 1e-6))
+      b += W; /* a point, or a spread too small to shape: one uniform */
+    else if (W > 0.0) {
+      long j0 = (long)floor(a), j1 = (long)ceil(b + W);
+      double den = (b - a) * W;
+      for (long j = j0; j <= j1 && j <= jmax; j++) {
+        double za = (double)j - a, zb = (double)j - b;
+        double ramp = fmin(W, fmax(0.0, za)) - fmin(W, fmax(0.0, zb));
+        double cub = tent_cubic(za) - tent_cubic(za - W) - tent_cubic(zb) +
+                     tent_cubic(zb - W);
+        double m = wi * fmax(0.0, ramp + cub) / den;
+        w[j > 1 ? j : 1] += m;
+      }
+      continue;
+    }
     if (b - a < 1e-9) {
       double jf = floor(a), f = a - jf;
       long j = (long)jf;
@@ -101,11 +132,21 @@ static int kernel_build(const ms_delay_dist *dist, double detect, double dt,
 
 /* ---- failure probability ------------------------------------------- */
 
-/* p and the timeout (or overload) probability q of the memoryless model. */
+/* p and the timeout (or overload) probability q of the memoryless model;
+ * a timeout range averages q over it as the model does (ms_failure_eval_at
+ * without the base failures: loop.c's adaptive Gauss-Kronrod). */
 static void memoryless_failure(const ms_failure_model *m, double x, double *p,
                                double *q) {
   double base = m->base_failure;
-  if (m->kind == MS_MODEL_CAPACITY) {
+  if (m->kind == MS_MODEL_ERLANG && m->servers > 0 &&
+      x < (double)m->servers * m->service_rate &&
+      m->timeout + m->timeout_spread > m->timeout) {
+    ms_failure_model one = *m;
+    one.base_failure = 0.0;
+    ms_failure_eval f;
+    ms_failure_eval_at(&one, x, &f);
+    *q = f.p;
+  } else if (m->kind == MS_MODEL_CAPACITY) {
     *q = x > m->capacity ? (x - m->capacity) / x : 0.0;
   } else if (m->servers == 0) {
     *q = 1.0;
@@ -316,21 +357,24 @@ static int pick_bins(const ms_sim_config *c, double *dt, long *spb, long *nbins,
 }
 
 /* Where the retries of each attempt land, by cause: a timeout is learned
- * T after the attempt, a fast failure after one service time (nothing to
- * wait for in the capacity model); the schedule's ring is as long as the
- * farthest landing needs. */
+ * T after the attempt (uniform on [T, T + w] for a timeout range), a fast
+ * failure after one service time (nothing to wait for in the capacity model);
+ * the schedule's ring is as long as the farthest landing needs. */
 static int build_kernels(fluid_state *f, const ms_failure_model *m0, double dt,
                          ms_error *err) {
-  double detect[CAUSES] = {0.0, 0.0};
+  double detect[CAUSES] = {0.0, 0.0}, spread[CAUSES] = {0.0, 0.0};
   if (m0->kind == MS_MODEL_ERLANG) {
     detect[CAUSE_TIMEOUT] = m0->timeout;
+    /* the width as the doubles hold it (loop.c's spread_eval) */
+    spread[CAUSE_TIMEOUT] = (m0->timeout + m0->timeout_spread) - m0->timeout;
     detect[CAUSE_FAST] = 1.0 / m0->service_rate;
   }
   f->J = 2;
   int st = MS_OK;
   for (int k = 0; k < f->nk && st == MS_OK; k++)
     for (int cs = 0; cs < CAUSES && st == MS_OK; cs++) {
-      int kb = kernel_build(&f->dist[k], detect[cs], dt, &f->ker[k][cs]);
+      int kb =
+          kernel_build(&f->dist[k], detect[cs], spread[cs], dt, &f->ker[k][cs]);
       if (kb == MS_ELIMIT)
         st = ms_fail(err, MS_ELIMIT,
                      "retry %d can land more than %ld bins of dt = %g s "
@@ -397,7 +441,8 @@ static int fluid_setup(fluid_state *f, const ms_sim_config *c, double dt,
   if (st == MS_OK && c->queue_memory) {
     f->rho_cap = rho_cap;
     f->changed = -1;
-    f->L = (long)ceil(c->service.model.timeout / dt) + 2;
+    /* the longest timeout: T + w with a timeout range */
+    f->L = (long)ceil(ms_timeout_longest(&c->service.model) / dt) + 2;
     f->pool = calloc((size_t)f->L, sizeof *f->pool);
     if (f->pool == NULL)
       st = ms_fail(err, MS_ENOMEM, "no memory for %ld bins of pools", f->L);
@@ -652,6 +697,62 @@ static double tail_mean(const fifo_tail *tl, double D0, double D1, double T,
   return (hi - b) / w + fmin(sum, b - lo) / w;
 }
 
+/* Gauss-Legendre's 8 nodes on [-1, 1] (the positive half) and weights
+ * (Abramowitz and Stegun 1964, table 25.4). */
+static const double gl8_x[4] = {
+    0.183434642495649804939476142360184, 0.525532409916328985817739049189246,
+    0.796666477413626739591553936475830, 0.960289856497536231683560868569473};
+static const double gl8_w[4] = {
+    0.362683783378361982965150449277195, 0.313706645877887287337962201986601,
+    0.222381034453374470544355994426241, 0.101228536290376259152531354309962};
+
+/* The mean of e^(-v) over v uniform on [0, z], z >= 0. */
+static double exp_mean(double z) { return z > 1e-12 ? -expm1(-z) / z : 1.0; }
+
+/*
+ * tail_mean averaged over a timeout range: T uniform on [U0, U1] (U1 >
+ * U0; the response's shift already taken off, so U0 may be negative).
+ * With the bin's waits D on [lo, hi]: T <= lo fails every attempt (1); T
+ * >= hi fails none by the backlog, and there each term a e^(-k s (T - D))
+ * is a product of a function of T and one of D, averaged exactly; lo < T
+ * < hi, where tail_mean has its kink at D = T, by Gauss-Legendre with 8
+ * nodes per panel, one panel per 8 units of k s (T - D) (at most 16):
+ * the rule is exact to 1e-9 of e^(-v) over a panel of v <= 8, and the
+ * kink sits at the ends of the part, not inside it.
+ */
+static double tail_spread_mean(const fifo_tail *tl, double D0, double D1,
+                               double U0, double U1, double sc) {
+  double lo = fmin(D0, D1), hi = fmax(D0, D1), w = U1 - U0;
+  double a = fmin(U1, fmax(U0, lo)), b = fmin(U1, fmax(U0, hi));
+  double sum = a - U0; /* T <= lo: every wait passes T */
+  if (b > a) {
+    double kmax = 0.0;
+    for (int j = 0; j < tl->n; j++)
+      kmax = fmax(kmax, tl->k[j] * sc);
+    int panels = (int)fmin(16.0, fmax(1.0, ceil(kmax * (b - a) / 8.0)));
+    double h = (b - a) / panels, part = 0.0;
+    for (int pn = 0; pn < panels; pn++) {
+      double mid = a + h * (pn + 0.5);
+      for (int n = 0; n < 4; n++)
+        part +=
+            gl8_w[n] * (tail_mean(tl, D0, D1, mid - 0.5 * h * gl8_x[n], sc) +
+                        tail_mean(tl, D0, D1, mid + 0.5 * h * gl8_x[n], sc));
+    }
+    sum += 0.5 * h * part;
+  }
+  if (U1 > b) { /* T >= hi: every wait is shorter than T */
+    double t = 0.0;
+    for (int j = 0; j < tl->n; j++) {
+      double kk = tl->k[j] * sc;
+      double v = exp(tl->lna[j] - kk * (b - hi)) * exp_mean(kk * (hi - lo)) *
+                 exp_mean(kk * (U1 - b));
+      t += tl->neg[j] ? -v : v;
+    }
+    sum += (U1 - b) * fmin(1.0, fmax(0.0, t));
+  }
+  return fmin(1.0, fmax(0.0, sum / w));
+}
+
 /* The failure probability p of the attempts sent in a bin, and its share
  * q from timeouts (or overload): from the model alone when memoryless,
  * else from the queue, which carries what the servers could not take to
@@ -726,6 +827,19 @@ static void bin_failure(fluid_state *f, const ms_sim_config *c,
   }
   if (response && k == 0) /* after a wait for servers: the service alone */
     response_tail(-HUGE_VAL, 0.0, &sf, &tl);
+  double w = (pm->timeout + pm->timeout_spread) - pm->timeout;
+  if (w > 0.0) {
+    /* a timeout range: the waits walked out to the longest timeout, q
+     * averaged over T uniform on [T, T + w] (the wait's T' = sc T) */
+    double cv = pm->has_service_time_cv ? pm->service_time_cv : 1.0;
+    double sc = response ? 1.0 : 2.0 / (1.0 + cv * cv);
+    double shift = response ? sf.D : 0.0, T1 = T + w;
+    double D0 = fifo_wait(f, i, 0.0, N0 - G, mu, T1, dt);
+    double D1 = fifo_wait(f, i, 1.0, f->N - G, mu, T1, dt);
+    *q = tail_spread_mean(&tl, D0, D1, T - shift, T1 - shift, sc);
+    *p = *q + base * (1.0 - *q);
+    return;
+  }
   /* the wait's timeout T' (sc = T'/T); the response's shift is a shorter
    * timeout, its wait rate already in the tail's terms */
   double sc = !response && T > 0.0 ? ms_effective_timeout(pm) / T : 1.0;

@@ -464,6 +464,58 @@ START_TEST(test_fluid_queue_memory_stationary) {
 }
 END_TEST
 
+/*
+ * A timeout range, T uniform on [0.1 s, 0.7 s]: in a steady state without
+ * retries the fluid engine, with the queue and without, fails with the
+ * model's p(x), the tail averaged over the range (ms_failure_probability's
+ * adaptive Gauss-Kronrod, loop.c), for the wait and for the response, and
+ * with a general service time; the shortest timeout's p is far off.
+ */
+START_TEST(test_fluid_spread_steady) {
+  const double lambda[] = {60.0, 85.0};
+  const ms_timeout_covers covers[] = {MS_TIMEOUT_COVERS_WAIT,
+                                      MS_TIMEOUT_COVERS_RESPONSE};
+  for (int k = 0; k < 4; k++) /* covers, with the queue and without */
+    for (int cv = 0; cv < 2; cv++)
+      for (int i = 0; i < 2; i++) {
+        ms_service_params s;
+        ms_failure_model_erlang(&s.model, 10, 10.0, 0.1);
+        s.model.timeout_spread = 0.6;
+        s.model.timeout_covers = covers[k % 2];
+        s.model.has_service_time_cv = cv;
+        s.model.service_time_cv = cv ? 2.0 : 1.0;
+        ms_retry_policy_fixed(&s.policy, 0);
+        ms_sim_config c;
+        ms_sim_config_init(&c, &s);
+        c.scenario.offered_load = lambda[i];
+        c.scenario.duration = 100.0;
+        c.queue_memory = k < 2;
+        series v = {0};
+        run(MS_ENGINE_FLUID, &c, &v);
+        double got = v.s[v.n - 1].failure_ratio, p, p_short;
+        ms_failure_model shortest = s.model;
+        shortest.timeout_spread = 0.0;
+        ck_assert_int_eq(ms_failure_probability(&s.model, lambda[i], &p, NULL),
+                         MS_OK);
+        ck_assert_int_eq(
+            ms_failure_probability(&shortest, lambda[i], &p_short, NULL),
+            MS_OK);
+        if (getenv("CK_VERBOSITY") &&
+            !strcmp(getenv("CK_VERBOSITY"), "verbose"))
+          printf("spread fluid queue %d covers %d cv %d lambda %g: failure "
+                 "%.9g, p(x) %.9g (%+.2e), shortest timeout %.9g\n",
+                 k < 2, k % 2, cv, lambda[i], got, p, got / p - 1, p_short);
+        ck_assert_msg(fabs(got / p - 1) < 1e-6,
+                      "queue %d covers %d cv %d lambda %g: failure %.9g, p(x) "
+                      "%.9g",
+                      k < 2, k % 2, cv, lambda[i], got, p);
+        ck_assert_msg(p_short > 1.5 * p, "lambda %g: p %.9g, shortest %.9g",
+                      lambda[i], p, p_short);
+        series_free(&v);
+      }
+}
+END_TEST
+
 /* A long trigger latches: the collapsed equilibrium, and it persists. */
 /* With a service_time_cv the fluid engines take the model's M/G/c wait
  * tail: a steady state fails with the model's p at its healthy
@@ -763,6 +815,57 @@ START_TEST(test_stall) {
   ms_sim_config c = config(60.0, 200.0);
   add_stall(&c, 0, 10.0, 1.0);
   ck_assert(!run(MS_ENGINE_FLUID, &c, NULL).recovered);
+}
+END_TEST
+
+/*
+ * A stall behind a timeout range, 400 ms to 900 ms (10 servers, 100 ms,
+ * 3 retries, offered load half-way into the bistable band): whether a
+ * full stall of `hold` s latches, by a tolerance probe (ms_tolerance_probe:
+ * the fluid engine), and the probe's scenario run by the DES at seeds 1
+ * to 5, each judged as the probe judges (the last window in storm).
+ */
+static void spread_stall(double hold, bool *fluid, bool des[5]) {
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 10, 10.0, 0.4);
+  s.model.timeout_spread = 0.5;
+  ms_retry_policy_fixed(&s.policy, 3);
+  ms_landscape ls = landscape(&s);
+  ms_sim_config c;
+  ms_sim_config_init(&c, &s);
+  c.scenario.offered_load =
+      ls.recovery_load + 0.5 * (ls.tipping_load - ls.recovery_load);
+  ms_tolerance_query q = {.kind = MS_TRIGGER_SERVERS};
+  ms_error err;
+  ck_assert_msg(ms_tolerance_probe(&c, &q, hold, fluid, &c.scenario, &err) ==
+                    MS_OK,
+                "%s", err.msg);
+  c.queue_memory = true;
+  for (int k = 0; k < 5; k++) {
+    c.seed = (uint64_t)k + 1;
+    des[k] = ms_state_storm(run(MS_ENGINE_DES, &c, NULL).final_state) != 0;
+  }
+}
+
+/*
+ * The fluid engine with the range storms and recovers as the DES does:
+ * a 0.7 s stall is survived by the DES at every seed of 1..5 (`metastable
+ * tolerance --engine des`: their boundaries 0.79 s to 1.09 s; 21 seeds:
+ * median 0.91 s) and by the fluid engine (0.88 s), and a 1.3 s stall
+ * latches both.  Taking only the shortest timeout the fluid engine
+ * latched from 0.56 s.
+ */
+START_TEST(test_stall_spread_against_des) {
+  const double holds[] = {0.7, 1.3};
+  for (int h = 0; h < 2; h++) {
+    bool want = h == 1, fluid, des[5];
+    spread_stall(holds[h], &fluid, des);
+    ck_assert_msg(fluid == want, "fluid: a %g s stall %s", holds[h],
+                  want ? "recovered" : "latched");
+    for (int k = 0; k < 5; k++)
+      ck_assert_msg(des[k] == want, "DES seed %d: a %g s stall %s", k + 1,
+                    holds[h], want ? "recovered" : "latched");
+  }
 }
 END_TEST
 
@@ -2466,6 +2569,15 @@ START_TEST(test_memory_estimate_des) {
   ck_assert_int_eq(ms_sim_memory_estimate(MS_ENGINE_FLUID, &c, &est, &err),
                    MS_OK);
   ck_assert(est > MS_SIM_MEMORY_BASE && est < MS_SIM_MEMORY_BASE + 1e5);
+  /* a timeout range of 1 s to 2 s: retries land up to 2 s, J grows by
+   * 1 s / dt = 20 bins (dt = T/20), 8 r + 16 k bytes each, 1 <= k <= r */
+  double est_w;
+  c.service.model.timeout_spread = 1.0;
+  ck_assert_int_eq(ms_sim_memory_estimate(MS_ENGINE_FLUID, &c, &est_w, &err),
+                   MS_OK);
+  ck_assert_msg(est_w - est >= 20.0 * (8.0 * 3 + 16.0) &&
+                    est_w - est <= 20.0 * (8.0 * 3 + 16.0 * 3),
+                "estimate %.0f with the range, %.0f without", est_w, est);
   ck_assert_int_eq(ms_sim_memory_estimate((ms_sim_engine)7, &c, &est, &err),
                    MS_EINVAL);
 }
@@ -2491,6 +2603,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(fluid, test_fluid_settles_healthy);
   tcase_add_test(fluid, test_fluid_queue_memory_stationary);
   tcase_add_test(fluid, test_fluid_general_service);
+  tcase_add_test(fluid, test_fluid_spread_steady);
   tcase_add_test(fluid, test_fluid_settles_collapsed);
   tcase_add_test(fluid, test_fluid_overloaded);
   tcase_add_test(fluid, test_fluid_latch_threshold);
@@ -2499,6 +2612,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(fluid, test_fluid_response);
   tcase_add_test(fluid, test_fluid_conservation);
   tcase_add_test(fluid, test_stall);
+  tcase_add_test(fluid, test_stall_spread_against_des);
   tcase_add_test(fluid, test_fluid_named_policies);
   tcase_add_test(fluid, test_stall_tolerance_scan);
   tcase_add_test(fluid, test_tolerance_bin_bound);
