@@ -740,7 +740,12 @@ static int vary_row_at(const ms_cli_model *base, const vary_knob *k, double v,
   char text[32], opt[40];
   snprintf(text, sizeof text, "%.17g", v);
   snprintf(opt, sizeof opt, "--%s", k->name);
+  /* a timeout range keeps its width: the row's value is its shortest
+   * timeout, as --timeout-granularity's rows and recommend take it */
+  double width = mv.timeout_spread;
   int r = ms_cli_model_option(&mv, k->opt, text);
+  if (k->opt == MS_OPT_TIMEOUT)
+    mv.timeout_spread = width;
   if (r == 0)
     r = ms_cli_model_resolve(&mv, true);
   if (r != 0) {

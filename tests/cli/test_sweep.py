@@ -36,6 +36,20 @@ class Counts(CliTest):
         self.assertEqual([r["offered_load"] for r in rows], [lo, at, hi])
         return [len(r["equilibria"]) for r in rows]
 
+    def test_vary_timeout_range(self):
+        # a range keeps its width along --vary timeout: MIN..MAX and
+        # MIN with --timeout-granularity are the same service, row by row
+        svc = ("sweep", "--servers", "10", "--service-time", "100ms",
+               "--retries", "3", "--vary", "timeout", "--from", "0.4",
+               "--to", "0.8", "--steps", "2", "--load", "50", "--format",
+               "json")
+        a = self.ok(*svc, "--timeout", "400ms..900ms").json()
+        b = self.ok(*svc, "--timeout", "400ms", "--timeout-granularity",
+                    "500ms").json()
+        self.assertEqual(a, b)
+        fixed = self.ok(*svc, "--timeout", "400ms").json()
+        self.assertNotEqual(a, fixed)
+
     def test_fold_exact(self):
         for model in (CHECKOUT, TIERS):
             tip, rec = self.loads(*model)
