@@ -659,6 +659,14 @@ static int read_tiers(service_reader *r, double *retries) {
       return -1;
     pol->tier_retries[i] = (int)rr;
     has_timeout[i] = val[TK_TIMEOUT] != NULL;
+    const char *tt = has_timeout[i] ? ms_yaml_scalar(val[TK_TIMEOUT]) : NULL;
+    if ((tt != NULL && strstr(tt, "..") != NULL) ||
+        (has_timeout[i] && val[TK_TIMEOUT]->type == YAML_MAPPING_NODE))
+      return ms_yaml_fail(r->ld, val[TK_TIMEOUT],
+                          "a tier's timeout is one value, not a range (key "
+                          "'tiers[%zu].timeout'); a range is the service's "
+                          "own timeout, the last tier's",
+                          j);
     if (has_timeout[i] &&
         ms_yaml_get_param(r->ld, val[TK_TIMEOUT], MS_PARAM_TIMEOUT,
                           &timeouts[i]) != 0)

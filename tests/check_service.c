@@ -280,6 +280,13 @@ static const struct {
      "a tier needs retries (key 'tiers[1].retries')"},
     {SVC ERL0 "    tiers: [{retries: 3}, {retries: 2, timeout: 2s}]\n" IN,
      "7:27", "its timeout 2 s is the model's timeout 1 s"},
+    {SVC ERL0 "    tiers: [{retries: 3}, {retries: 2, timeout: 2s..3s}]\n" IN,
+     "7:49",
+     "a tier's timeout is one value, not a range (key "
+     "'tiers[1].timeout')"},
+    {SVC ERL0 "    tiers: [{retries: 3}, {retries: 2, timeout: {min: 2s, "
+              "max: 3s}}]\n" IN,
+     "7:49", "a tier's timeout is one value, not a range"},
     {SVC ERL0 "    tiers: [{retries: 3, timeout: 1.5s}, {retries: 2}]\n"
               "    layering: nested\n" IN,
      "7:13",
