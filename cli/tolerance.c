@@ -239,8 +239,9 @@ static void write_text(const ms_cli_model *m, double load,
            t->tolerance, trig, t->tolerance, t->latch,
            t->engine == MS_ENGINE_DES ? " (medians over the seeds)" : "");
     if (t->engine == MS_ENGINE_DES)
-      printf("seeds:     %d: boundaries from %.3g s to %.3g s%s\n", t->seeds,
-             t->lowest, t->highest,
+      printf("seeds:     %d: boundaries from %.3g s to %.3g s (each seed's "
+             "bracket midpoint)%s\n",
+             t->seeds, t->lowest, t->highest,
              t->latched_untriggered > 0 ? " (some latched with no stall)" : "");
     break;
   case MS_TOLERANCE_UNBOUNDED:
