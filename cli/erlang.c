@@ -21,12 +21,14 @@ static const char usage[] =
     "and\n"
     "their natural logs; with a service rate and a timeout also P(W > T), "
     "the\n"
-    "probability that an arrival waits longer than T.  At A >= N the loss\n"
-    "system still has its B; the queue has no steady state, and C and "
-    "P(W > T)\n"
-    "are 1 (every arrival waits, ever longer).  With --queue-limit K, the\n"
-    "M/M/c/K queue at any A > 0: the share of arrivals rejected\n"
-    "(blocking_probability) and the wait tail of the admitted ones.\n";
+    "probability that an arrival waits longer than T, and P(W + S > T), "
+    "that\n"
+    "its response (wait and exponential service) does.  At A >= N the "
+    "loss\n"
+    "system still has its B; the queue has no steady state, and C and the\n"
+    "tails are 1 (every arrival waits, ever longer).  With --queue-limit K,\n"
+    "the M/M/c/K queue at any A > 0: the share of arrivals rejected\n"
+    "(blocking_probability) and the tails of the admitted ones.\n";
 
 enum {
   OPT_OFFERED = MS_OPT_SHARED_END,
@@ -45,7 +47,8 @@ static const ms_cli_option options[] = {
     {"--format", "text|json", MS_OPT_FORMAT,
      "JSON keys: erlang_b, erlang_c, ln_erlang_b, ln_erlang_c, steady_state "
      "(A < N) (with --queue-limit: blocking_probability, "
-     "ln_blocking_probability), and wait_tail, ln_wait_tail; every number to "
+     "ln_blocking_probability), and wait_tail, ln_wait_tail, response_tail, "
+     "ln_response_tail; every number to "
      "full double precision"},
     MS_CLI_END,
 };
@@ -150,7 +153,7 @@ static int check_args(const erlang_args *a) {
 /* JSON for programs: every number to full precision, the wait tail's keys
  * only when it was asked for. */
 static void write_json(const erlang_args *a, const ms_erlang_values *v,
-                       bool tail, double ln_tail) {
+                       bool tail, double ln_tail, double ln_resp) {
   ms_json j;
   ms_json_init(&j, stdout, 1);
   ms_json_begin_object(&j, NULL);
@@ -167,6 +170,8 @@ static void write_json(const erlang_args *a, const ms_erlang_values *v,
     ms_json_number(&j, "arrival_rate", a->offered * a->mu);
     ms_json_number(&j, "wait_tail", exp(ln_tail));
     ms_json_number(&j, "ln_wait_tail", ln_tail);
+    ms_json_number(&j, "response_tail", exp(ln_resp));
+    ms_json_number(&j, "ln_response_tail", ln_resp);
   }
   ms_json_end_object(&j);
   ms_json_finish(&j);
@@ -175,7 +180,7 @@ static void write_json(const erlang_args *a, const ms_erlang_values *v,
 /* Text for people: one value a line, with the utilization beside the
  * traffic and the probabilities that underflow written from their logs. */
 static void write_text(const erlang_args *a, const ms_erlang_values *v,
-                       bool tail, double ln_tail) {
+                       bool tail, double ln_tail, double ln_resp) {
   char b1[32], b2[32], b3[32];
   printf("%-13s %ld\n", "servers", a->servers);
   printf("%-13s %s erlangs (utilization %.4g %%)\n", "offered",
@@ -195,6 +200,7 @@ static void write_text(const erlang_args *a, const ms_erlang_values *v,
            ms_format_double(b2, a->offered * a->mu),
            ms_format_double(b3, a->timeout));
     print_probability("wait_tail", exp(ln_tail), ln_tail);
+    print_probability("response_tail", exp(ln_resp), ln_resp);
   }
 }
 
@@ -202,7 +208,7 @@ static void write_text(const erlang_args *a, const ms_erlang_values *v,
  * service rate and a timeout, the wait tail of the admitted arrivals. */
 static int run_queue_limited(const erlang_args *a) {
   ms_error err;
-  double ln_block, ln_tail = 0;
+  double ln_block, ln_tail = 0, ln_resp = 0;
   if (ms_mmck_ln_block(a->servers, a->queue_limit, a->offered, &ln_block,
                        &err) != MS_OK)
     return ms_cli_fail("%s", err.msg);
@@ -210,6 +216,10 @@ static int run_queue_limited(const erlang_args *a) {
   if (tail && ms_mmck_ln_wait_tail(a->servers, a->queue_limit, a->mu,
                                    a->offered * a->mu, a->timeout, &ln_tail,
                                    &err) != MS_OK)
+    return ms_cli_fail("%s", err.msg);
+  if (tail && ms_mmck_ln_response_tail(a->servers, a->queue_limit, a->mu,
+                                       a->offered * a->mu, a->timeout, &ln_resp,
+                                       &err) != MS_OK)
     return ms_cli_fail("%s", err.msg);
   /* K = 0: no admitted arrival waits, the tail is 0 */
   double wait = a->queue_limit > 0 ? exp(ln_tail) : 0.0;
@@ -229,6 +239,8 @@ static int run_queue_limited(const erlang_args *a) {
       ms_json_number(&j, "wait_tail", wait);
       if (a->queue_limit > 0)
         ms_json_number(&j, "ln_wait_tail", ln_tail);
+      ms_json_number(&j, "response_tail", exp(ln_resp));
+      ms_json_number(&j, "ln_response_tail", ln_resp);
     }
     ms_json_end_object(&j);
     ms_json_finish(&j);
@@ -251,6 +263,7 @@ static int run_queue_limited(const erlang_args *a) {
       print_probability("wait_tail", wait, ln_tail);
     else
       printf("%-13s 0 (no waiting places)\n", "wait_tail");
+    print_probability("response_tail", exp(ln_resp), ln_resp);
   }
   return ms_cli_finish_output(MS_EXIT_OK);
 }
@@ -269,14 +282,18 @@ static int run(erlang_args *a, int argc, char **argv) {
   if (ms_erlang(a->servers, a->offered, &v, &err) != MS_OK)
     return ms_cli_fail("%s", err.msg);
   bool tail = !isnan(a->mu);
-  double ln_tail = 0;
+  double ln_tail = 0, ln_resp = 0;
   if (tail && ms_ln_wait_tail(a->servers, a->mu, a->offered * a->mu, a->timeout,
                               &ln_tail, &err) != MS_OK)
     return ms_cli_fail("%s", err.msg);
+  if (tail && v.steady_state &&
+      ms_ln_response_tail(a->servers, a->mu, a->offered * a->mu, a->timeout,
+                          1.0, &ln_resp, &err) != MS_OK)
+    return ms_cli_fail("%s", err.msg);
   if (a->sh.format == MS_FORMAT_JSON)
-    write_json(a, &v, tail, ln_tail);
+    write_json(a, &v, tail, ln_tail, ln_resp);
   else
-    write_text(a, &v, tail, ln_tail);
+    write_text(a, &v, tail, ln_tail, ln_resp);
   return ms_cli_finish_output(MS_EXIT_OK);
 }
 

@@ -116,6 +116,24 @@ class Fixture(CliTest):
             self.assertEqual(j["arrival_rate"], a * 2)
             self.assertEqual(j["wait_tail"], math.exp(j["ln_wait_tail"]))
 
+    def test_response_tail(self):
+        # P(W + S > T) = e^(-mu T) + C mu (e^(-g T) - e^(-mu T)) / (mu - g),
+        # g = c mu - x (Kleinrock 1975, sec. 3.4), from the fixture's C,
+        # mu = 2/s, T = 0.5 s; the rows below saturation, away from g = mu
+        for row in rows()[::17]:
+            c, a = int(row["servers"]), float(row["offered_erlangs"])
+            g = 2 * (c - a)
+            if a >= c or abs(g - 2) < 0.5:
+                continue
+            j = self.ok("erlang", "--servers", str(c), "--offered",
+                        row["offered_erlangs"], "--service-rate", "2",
+                        "--timeout", "0.5", "--format", "json").json()
+            C = math.exp(float(row["ln_erlang_c"]))
+            want = math.exp(-1.0) + C * 2 * (math.exp(-g * 0.5) -
+                                              math.exp(-1.0)) / (2 - g)
+            self.assertLessEqual(abs(j["response_tail"] - want),
+                                 1e-12 * want, row)
+
     def test_full_precision(self):
         r = self.ok("erlang", "--servers", "30", "--offered", "25",
                     "--format", "json")
