@@ -590,6 +590,20 @@ enum { TK_RETRIES, TK_TIMEOUT, TK_COUNT };
 static const char *const tier_keys[] = {"retries", "timeout"};
 static const ms_yaml_keys tier_table = {"a tier", "key", tier_keys, TK_COUNT};
 
+/* A tier's timeout is one value: a range (a..b, or {min, max}) is refused
+ * with its own message, not as a number it is not.  Returns 0 or -1. */
+static int tier_timeout_range(service_reader *r, const yaml_node_t *v,
+                              size_t j) {
+  const char *t = ms_yaml_scalar(v);
+  if ((t != NULL && strstr(t, "..") != NULL) || v->type == YAML_MAPPING_NODE)
+    return ms_yaml_fail(r->ld, v,
+                        "a tier's timeout is one value, not a range (key "
+                        "'tiers[%zu].timeout'); a range is the service's own "
+                        "timeout, the last tier's",
+                        j);
+  return 0;
+}
+
 /* `tiers:` as a count, or as a list of {retries, timeout} from the edge
  * down to the tier next to the dependency.  Each boundary is nested when
  * the upper tier's timeout covers the whole chain below it ((r + 1)
@@ -659,14 +673,8 @@ static int read_tiers(service_reader *r, double *retries) {
       return -1;
     pol->tier_retries[i] = (int)rr;
     has_timeout[i] = val[TK_TIMEOUT] != NULL;
-    const char *tt = has_timeout[i] ? ms_yaml_scalar(val[TK_TIMEOUT]) : NULL;
-    if ((tt != NULL && strstr(tt, "..") != NULL) ||
-        (has_timeout[i] && val[TK_TIMEOUT]->type == YAML_MAPPING_NODE))
-      return ms_yaml_fail(r->ld, val[TK_TIMEOUT],
-                          "a tier's timeout is one value, not a range (key "
-                          "'tiers[%zu].timeout'); a range is the service's "
-                          "own timeout, the last tier's",
-                          j);
+    if (has_timeout[i] && tier_timeout_range(r, val[TK_TIMEOUT], j) != 0)
+      return -1;
     if (has_timeout[i] &&
         ms_yaml_get_param(r->ld, val[TK_TIMEOUT], MS_PARAM_TIMEOUT,
                           &timeouts[i]) != 0)
