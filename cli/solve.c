@@ -67,6 +67,13 @@ static const ms_cli_syntax syntax = {usage, options};
 static const char *state_story(const ms_report *r) {
   switch (r->analysis.state) {
   case MS_STATE_STABLE:
+    /* one equilibrium; healthy unless the timeout alone fails most
+     * attempts (a timeout on the response shorter than the service) */
+    if (r->analysis.equilibria > 0 &&
+        r->analysis.eq[0].failure_probability >= 0.5)
+      return "below the recovery load, only one equilibrium exists, and it "
+             "fails most attempts at any load: the timeout is too short for "
+             "the service (see check)";
     return "below the recovery load, only the healthy equilibrium exists";
   case MS_STATE_VULNERABLE:
     return "between the recovery and the tipping load, in the healthy "

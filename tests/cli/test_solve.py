@@ -242,6 +242,20 @@ class ErlangService(CliTest):
             flat = [x for kv in args.items() for x in kv]
             self.fails(2, says, "solve", *flat, "--load", "5")
 
+    def test_timeout_zero_on_the_response(self):
+        # T = 0 on the response: every attempt fails at any load, so the
+        # one equilibrium is not a healthy one, and the text says so
+        svc = ("--servers", "10", "--service-time", "100ms", "--retries",
+               "3", "--load", "5")
+        j = self.ok("solve", *svc, "--timeout", "0", "--format",
+                    "json").json()
+        self.assertEqual(j["failure_probability"], 1.0)
+        out = self.ok("solve", *svc, "--timeout", "0").out
+        self.assertIn("only one equilibrium exists, and it fails most "
+                      "attempts", out)
+        self.assertIn("only the healthy equilibrium exists",
+                      self.ok("solve", *svc, "--timeout", "1").out)
+
     def test_timeout_range(self):
         # a range, a granularity and a file say the same service; the
         # spread lies between its ends (doc/design.md §1.1)
