@@ -252,8 +252,16 @@ void ms_verdict(const ms_landscape *ls, const ms_observation *o,
   } else if (r->state == MS_STATE_METASTABLE) {
     storm = true; /* an observation beyond the unstable equilibrium */
   } else if (r->state != MS_STATE_OVERLOADED &&
-             !(o->has_previous && o->previous_storm)) {
-    storm = false; /* no storm starts where the model has no collapse */
+             !(o->has_previous && o->previous_storm) &&
+             !(r->state == MS_STATE_STABLE &&
+               o->offered_load >= ls->recovery_load)) {
+    /* no storm starts where the model has no collapse.  A stable state
+     * held by hysteresis while the measured load is already at or above
+     * the recovery load (the load came up from below within the noise
+     * of its counts) is no proof of that: there a collapsed equilibrium
+     * exists, and the failures decide (the gunicorn lab: every attempt
+     * failing at 50 req/s, recovery load 40, state held stable) */
+    storm = false;
   } else {
     /* the most failing a healthy service shows: the top of the healthy
      * branch, or the healthy equilibrium where that fails more (no fold) */
