@@ -93,21 +93,22 @@ static double ln_g_j(const shape *q, long j) {
   return -q->ln_rho + ln_qnum(q->K - j, q->d_inv, -q->ln_rho);
 }
 
-/* ln S by summing its terms over j from the mode outwards; each direction
- * stops once the terms fall and the geometric bound t q / (1 - q) on the
- * rest (log-concavity: the ratios q only shrink) is below 1e-17 of the
- * sum.  Returns the count of terms in *terms when not NULL. */
-static double wait_sum(const shape *q, long *terms) {
-  double rho1 = q->ln_rho < 0.0 ? exp(q->ln_rho) : 1.0;
-  double jf = floor(rho1 * q->tau);
-  long j0 = jf >= (double)(q->K - 1) ? q->K - 1 : (long)jf;
-  double p0 = ms_ln_poisson_pmf(j0, q->tau), g0 = ln_g_j(q, j0);
+/* The sum of e^(ln_term(j)) over j in [lo, hi], ln_term relative to the
+ * mode j0's (whose term is e^0 = 1), from j0 outwards: each direction stops
+ * once the terms fall and the geometric bound t q / (1 - q) on the rest
+ * (log-concavity: the ratios q only shrink) is below 1e-17 of the sum.  Counts
+ * the terms in *terms when not NULL.  Shared by the wait's S and the response's
+ * E. */
+typedef double (*term_fn)(const shape *q, long j, const double *at_mode);
+static double sum_from_mode(const shape *q, long j0, long lo, long hi,
+                            term_fn ln_term, const double *at_mode,
+                            long *terms) {
   double sum = 1.0;
   long count = 1;
   for (int dir = 1; dir >= -1; dir -= 2) {
     double prev = 1.0;
-    for (long j = j0 + dir; j >= 0 && j < q->K; j += dir) {
-      double t = exp(ms_ln_poisson_pmf(j, q->tau) - p0 + ln_g_j(q, j) - g0);
+    for (long j = j0 + dir; j >= lo && j <= hi; j += dir) {
+      double t = exp(ln_term(q, j, at_mode));
       sum += t;
       count++;
       double ratio = t / prev;
@@ -118,7 +119,26 @@ static double wait_sum(const shape *q, long *terms) {
   }
   if (terms != NULL)
     *terms = count;
-  return p0 + g0 + log(sum);
+  return sum;
+}
+
+/* The j-th term of S in logs over the mode's: pois(j; tau) g_j, the
+ * mode's ln pois and ln g in at_mode[0], at_mode[1]. */
+static double wait_term(const shape *q, long j, const double *at_mode) {
+  return ms_ln_poisson_pmf(j, q->tau) - at_mode[0] + ln_g_j(q, j) - at_mode[1];
+}
+
+/* ln S by summing its terms over j from the mode outwards; each direction
+ * stops once the terms fall and the geometric bound t q / (1 - q) on the
+ * rest (log-concavity: the ratios q only shrink) is below 1e-17 of the
+ * sum.  Returns the count of terms in *terms when not NULL. */
+static double wait_sum(const shape *q, long *terms) {
+  double rho1 = q->ln_rho < 0.0 ? exp(q->ln_rho) : 1.0;
+  double jf = floor(rho1 * q->tau);
+  long j0 = jf >= (double)(q->K - 1) ? q->K - 1 : (long)jf;
+  const double at_mode[2] = {ms_ln_poisson_pmf(j0, q->tau), ln_g_j(q, j0)};
+  return at_mode[0] + at_mode[1] +
+         log(sum_from_mode(q, j0, 0, q->K - 1, wait_term, at_mode, terms));
 }
 
 /* ln S (scaled by rho^-K if over), K >= 1. */
@@ -267,6 +287,13 @@ static double ln_poisson_above(long K, double y) {
   return ms_ln_poisson_pmf(K + 1, y) + log(sum);
 }
 
+/* The j-th term of E in logs over the mode's: pois(j; tau) w_j, with
+ * at_mode[0] = ln(1 - 1/c) and at_mode[1] the mode's term (0 to get the
+ * mode's own). */
+static double response_term(const shape *q, long j, const double *at_mode) {
+  return ms_ln_poisson_pmf(j, q->tau) + ln_w_j(q, j, at_mode[0]) - at_mode[1];
+}
+
 /* ln E (scaled by rho^-K if over), tau > 0, K >= 1: the terms j <= K
  * summed from near their mode, the rest in closed form,
  *   sum_{j>K} pois(j; tau) w_K r^(j-K) = w_K r^-K e^(-mu T) P(N > K),
@@ -279,24 +306,11 @@ static double ln_response_extra(const shape *q, long *terms) {
   long j0 = jf >= (double)q->K ? q->K : (long)jf;
   if (j0 < 1)
     j0 = 1;
-  double base = ms_ln_poisson_pmf(j0, q->tau) + ln_w_j(q, j0, ln_r);
-  double sum = 1.0;
-  long count = 1;
-  for (int dir = 1; dir >= -1; dir -= 2) {
-    double prev = 1.0;
-    for (long j = j0 + dir; j >= 1 && j <= q->K; j += dir) {
-      double t = exp(ms_ln_poisson_pmf(j, q->tau) + ln_w_j(q, j, ln_r) - base);
-      sum += t;
-      count++;
-      double ratio = t / prev;
-      if (ratio < 1.0 && t * ratio / (1.0 - ratio) <= 1e-17 * sum)
-        break;
-      prev = t;
-    }
-  }
-  if (terms != NULL)
-    *terms = count;
-  double low = base + log(sum);
+  double at_mode[2] = {ln_r, 0.0};
+  double base = response_term(q, j0, at_mode);
+  at_mode[1] = base;
+  double low =
+      base + log(sum_from_mode(q, j0, 1, q->K, response_term, at_mode, terms));
   if (q->c == 1)
     return low;
   double r = exp(ln_r);
