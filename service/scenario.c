@@ -243,7 +243,7 @@ int ms_scenario_file_parse(const char *text, size_t len, const char *name,
   memset(out, 0, sizeof *out);
   ms_yaml_loader ld = {.path = name, .err = errbuf, .errlen = errlen};
   yaml_document_t doc;
-  if (ms_yaml_load(text, len, name, &doc, errbuf, errlen) != 0)
+  if (ms_yaml_load(text, len, name, NULL, &doc, errbuf, errlen) != 0)
     return -1;
   ld.doc = &doc;
   yaml_node_t *root = yaml_document_get_root_node(&doc);

@@ -16,6 +16,7 @@
 #ifndef METASTABLE_SERVICE_H
 #define METASTABLE_SERVICE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -188,6 +189,15 @@ int ms_service_file_load(const char *path, ms_service_file *out, char *errbuf,
 /* As ms_service_file_load, from a buffer; name is used in messages. */
 int ms_service_file_parse(const char *text, size_t len, const char *name,
                           ms_service_file *out, char *errbuf, size_t errlen);
+
+/* As ms_service_file_parse, stoppable from another thread: when *cancel
+ * becomes true (cancel not NULL) the parse stops at its next check (each
+ * service, and the YAML reader's) and returns -1 with "name: load
+ * cancelled", *out empty.  The plugin's reload thread (plugin/reload.c). */
+int ms_service_file_parse_cancel(const char *text, size_t len, const char *name,
+                                 const atomic_bool *cancel,
+                                 ms_service_file *out, char *errbuf,
+                                 size_t errlen);
 
 /* Release everything ms_service_file_load allocated; *f becomes empty. */
 void ms_service_file_free(ms_service_file *f);

@@ -1039,6 +1039,8 @@ static int load_services(ms_yaml_loader *ld, const yaml_node_t *list,
   if (*svc == NULL)
     return ms_yaml_fail(ld, list, "out of memory");
   for (size_t i = 0; i < count; i++) {
+    if (ms_yaml_cancelled(ld))
+      return -1;
     yaml_node_t *item =
         yaml_document_get_node(ld->doc, list->data.sequence.items.start[i]);
     *n = i + 1;
@@ -1083,10 +1085,19 @@ static int check_unique_names(ms_yaml_loader *ld, const yaml_node_t *list,
 
 int ms_service_file_parse(const char *text, size_t len, const char *name,
                           ms_service_file *out, char *errbuf, size_t errlen) {
+  return ms_service_file_parse_cancel(text, len, name, NULL, out, errbuf,
+                                      errlen);
+}
+
+int ms_service_file_parse_cancel(const char *text, size_t len, const char *name,
+                                 const atomic_bool *cancel,
+                                 ms_service_file *out, char *errbuf,
+                                 size_t errlen) {
   memset(out, 0, sizeof *out);
-  ms_yaml_loader ld = {.path = name, .err = errbuf, .errlen = errlen};
+  ms_yaml_loader ld = {
+      .path = name, .err = errbuf, .errlen = errlen, .cancel = cancel};
   yaml_document_t doc;
-  if (ms_yaml_load(text, len, name, &doc, errbuf, errlen) != 0)
+  if (ms_yaml_load(text, len, name, cancel, &doc, errbuf, errlen) != 0)
     return -1;
   ld.doc = &doc;
   ms_service_spec *svc = NULL;

@@ -306,8 +306,22 @@ static int prescan(const char *text, size_t len, const char *name, char *errbuf,
   return r;
 }
 
+bool ms_yaml_cancelled(ms_yaml_loader *ld) {
+  if (ld->cancel == NULL || !atomic_load(ld->cancel))
+    return false;
+  if (!ld->failed)
+    snprintf(ld->err, ld->errlen, "%s: load cancelled", ld->path);
+  ld->failed = 1;
+  return true;
+}
+
 int ms_yaml_load(const char *text, size_t len, const char *name,
-                 yaml_document_t *doc, char *errbuf, size_t errlen) {
+                 const atomic_bool *cancel, yaml_document_t *doc, char *errbuf,
+                 size_t errlen) {
+  if (cancel != NULL && atomic_load(cancel)) {
+    snprintf(errbuf, errlen, "%s: load cancelled", name);
+    return -1;
+  }
   if (prescan(text, len, name, errbuf, errlen) != 0)
     return -1;
   yaml_parser_t parser;

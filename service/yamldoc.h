@@ -7,6 +7,8 @@
 #ifndef METASTABLE_YAMLDOC_H
 #define METASTABLE_YAMLDOC_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <yaml.h>
 
@@ -18,8 +20,14 @@ typedef struct {
   yaml_document_t *doc;
   char *err;
   size_t errlen;
-  int failed; /* the first message is kept */
+  int failed;                /* the first message is kept */
+  const atomic_bool *cancel; /* NULL, or set by another thread to stop the
+                                load (ms_yaml_cancelled) */
 } ms_yaml_loader;
+
+/* Whether the load was asked to stop (ld->cancel set); then also fails it
+ * with "path: load cancelled".  Cheap: an atomic load. */
+bool ms_yaml_cancelled(ms_yaml_loader *ld);
 
 /* Write "path:line:column: message" for node (1:1 without one) unless a
  * message is already there; returns -1. */
@@ -149,9 +157,11 @@ int ms_yaml_read_file(const char *path, size_t max_bytes, char **buf,
  * deletes it with yaml_document_delete).  Refuses, with path:line:column, a
  * syntax error, a second document, and nesting deeper than 32 levels
  * (libyaml slows down superlinearly with nesting: 32,000 '[' take seconds).
- * Returns 0 or -1.
+ * cancel: NULL, or a flag another thread may set to stop the parse
+ * (then -1 with "name: load cancelled").  Returns 0 or -1.
  */
 int ms_yaml_load(const char *text, size_t len, const char *name,
-                 yaml_document_t *doc, char *err, size_t errlen);
+                 const atomic_bool *cancel, yaml_document_t *doc, char *err,
+                 size_t errlen);
 
 #endif

@@ -43,6 +43,28 @@ static const char *good_file =
     "    inputs:\n"
     "      offered_rate: 120\n";
 
+/* A parse asked to stop: refused with its own message, nothing kept; the
+ * same text without the flag loads (the flag, not the text, refused it). */
+START_TEST(test_parse_cancelled) {
+  ms_service_file f;
+  char err[512];
+  atomic_bool stop = true;
+  ck_assert_int_eq(ms_service_file_parse_cancel(good_file, strlen(good_file),
+                                                "x.yaml", &stop, &f, err,
+                                                sizeof err),
+                   -1);
+  ck_assert_str_eq(err, "x.yaml: load cancelled");
+  ck_assert_uint_eq(f.n_services, 0);
+  atomic_store(&stop, false);
+  ck_assert_msg(ms_service_file_parse_cancel(good_file, strlen(good_file),
+                                             "x.yaml", &stop, &f, err,
+                                             sizeof err) == 0,
+                "%s", err);
+  ck_assert_uint_eq(f.n_services, 2);
+  ms_service_file_free(&f);
+}
+END_TEST
+
 START_TEST(test_good_file) {
   ms_service_file f;
   char err[512];
@@ -805,7 +827,7 @@ static int walk(const char *text, const ms_yaml_keys *t, int *val_line,
   yaml_document_t doc;
   err[0] = '\0';
   ck_assert_int_eq(
-      ms_yaml_load(text, strlen(text), "w.yaml", &doc, err, errlen), 0);
+      ms_yaml_load(text, strlen(text), "w.yaml", NULL, &doc, err, errlen), 0);
   ms_yaml_loader ld = {
       .path = "w.yaml", .doc = &doc, .err = err, .errlen = errlen};
   const yaml_node_t *val[128], *key[128];
@@ -2211,6 +2233,7 @@ int main(void) {
   Suite *s = suite_create("service");
   TCase *tc = tcase_create("file");
   tcase_add_test(tc, test_good_file);
+  tcase_add_test(tc, test_parse_cancelled);
   tcase_add_test(tc, test_queue_limit_keys);
   tcase_add_test(tc, test_backoff_key);
   tcase_add_loop_test(tc, test_bad_file, 0,
