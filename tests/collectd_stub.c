@@ -18,6 +18,72 @@
 
 #include "collectd_stub.h"
 
+/* ---- failure injection ----------------------------------------------- */
+
+/* The calls set to fail (stub_fail_call): a name, the call of it that
+ * fails (1: the next; 0: every one), the calls counted and failed. */
+#define STUB_MAX_FAILS 16
+typedef struct {
+  char name[48];
+  unsigned nth, calls;
+  size_t failed;
+} stub_fail;
+static stub_fail fails[STUB_MAX_FAILS];
+static size_t n_fails;
+static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void stub_fail_call(const char *name, unsigned nth) {
+  pthread_mutex_lock(&fail_lock);
+  size_t i = 0;
+  while (i < n_fails && strcmp(fails[i].name, name) != 0)
+    i++;
+  if (i == n_fails && n_fails < STUB_MAX_FAILS)
+    n_fails++;
+  if (i < n_fails) {
+    snprintf(fails[i].name, sizeof fails[i].name, "%s", name);
+    fails[i].nth = nth;
+    fails[i].calls = 0;
+    fails[i].failed = 0;
+  }
+  pthread_mutex_unlock(&fail_lock);
+}
+
+void stub_fail_clear(void) {
+  pthread_mutex_lock(&fail_lock);
+  n_fails = 0;
+  pthread_mutex_unlock(&fail_lock);
+}
+
+bool stub_fail_now(const char *name) {
+  bool fail = false;
+  pthread_mutex_lock(&fail_lock);
+  for (size_t i = 0; i < n_fails; i++)
+    if (strcmp(fails[i].name, name) == 0) {
+      fails[i].calls++;
+      fail = fails[i].nth == 0 || fails[i].calls == fails[i].nth;
+      fails[i].failed += fail;
+    }
+  pthread_mutex_unlock(&fail_lock);
+  return fail;
+}
+
+size_t stub_fail_count(const char *name) {
+  size_t n = 0;
+  pthread_mutex_lock(&fail_lock);
+  for (size_t i = 0; i < n_fails; i++)
+    if (strcmp(fails[i].name, name) == 0)
+      n = fails[i].failed;
+  pthread_mutex_unlock(&fail_lock);
+  return n;
+}
+
+/* collectd's free_userdata (src/daemon/plugin.c): what 5.12 does with the
+ * user data of a registration that fails. */
+static void free_userdata(user_data_t const *ud) {
+  if (ud != NULL && ud->data != NULL && ud->free_func != NULL)
+    ud->free_func(ud->data);
+}
+
 static char stub_hostname[] = "benchhost";
 char *hostname_g = stub_hostname;
 
@@ -93,10 +159,14 @@ int cf_util_get_cdtime(const oconfig_item_t *ci, cdtime_t *ret_value) {
   return 0;
 }
 
+/* 5.12: -1 for a value that is not one string, or when strdup fails
+ * (*ret_string unchanged). */
 int cf_util_get_string(const oconfig_item_t *ci, char **ret_string) {
   if (ci->values_num != 1 || ci->values[0].type != OCONFIG_TYPE_STRING)
     return -1;
-  char *s = strdup(ci->values[0].value.string);
+  char *s = stub_fail_now("cf_util_get_string")
+                ? NULL
+                : strdup(ci->values[0].value.string);
   if (s == NULL)
     return -1;
   free(*ret_string);
@@ -146,30 +216,56 @@ static plugin_shutdown_cb shutdown_cb;
 static plugin_read_cb read_cb;
 static user_data_t read_ud;
 
+/* Each fails as collectd 5.12 fails it (src/daemon/plugin.c,
+ * configfile.c): plugin_register_complex_config with -1 (cf_register_
+ * complex: malloc failed); plugin_register_init and _shutdown with ENOMEM
+ * (create_register_callback: calloc failed; no user data);
+ * plugin_register_complex_read with ENOMEM (calloc failed), or EINVAL when
+ * a read callback of that name is registered already (plugin_insert_read),
+ * and on every failure it frees the user data itself (free_userdata). */
 int plugin_register_complex_config(const char *type,
                                    int (*callback)(oconfig_item_t *)) {
   (void)type;
+  if (stub_fail_now("plugin_register_complex_config"))
+    return -1;
   config_cb = callback;
   return 0;
 }
 
 int plugin_register_init(const char *name, plugin_init_cb callback) {
   (void)name;
+  if (stub_fail_now("plugin_register_init"))
+    return ENOMEM;
   init_cb = callback;
   return 0;
 }
 
 int plugin_register_shutdown(const char *name, plugin_shutdown_cb callback) {
   (void)name;
+  if (stub_fail_now("plugin_register_shutdown"))
+    return ENOMEM;
   shutdown_cb = callback;
   return 0;
 }
+
+static void **read_data_watch;
+
+void stub_watch_read_data(void **where) { read_data_watch = where; }
 
 int plugin_register_complex_read(const char *group, const char *name,
                                  plugin_read_cb callback, cdtime_t interval,
                                  user_data_t const *user_data) {
   (void)group;
   (void)name;
+  if (read_data_watch != NULL)
+    *read_data_watch = user_data->data;
+  int status = stub_fail_now("plugin_register_complex_read") ? ENOMEM
+               : read_cb != NULL                             ? EINVAL
+                                                             : 0;
+  if (status != 0) {
+    free_userdata(user_data);
+    return status;
+  }
   read_cb = callback;
   read_ud = *user_data;
   read_interval = interval;
@@ -452,11 +548,14 @@ void stub_cache_clear(void) {
   cache_n = cache_cap = cache_sorted = 0;
 }
 
+/* uc_get_rate_by_name and uc_get_value_by_name fail as 5.12's do when
+ * malloc fails (or the value is missing): -1, the outputs untouched. */
 int uc_get_rate_by_name(const char *name, gauge_t **ret_values,
                         size_t *ret_values_num) {
   pthread_mutex_lock(&cache_lock);
   counters.lookups++;
-  cache_entry *e = cache_find(name);
+  cache_entry *e =
+      stub_fail_now("uc_get_rate_by_name") ? NULL : cache_find(name);
   int status = -1;
   if (e != NULL) {
     *ret_values = malloc(e->n_sources * sizeof **ret_values);
@@ -476,7 +575,8 @@ int uc_get_value_by_name(const char *name, value_t **ret_values,
                          size_t *ret_values_num) {
   pthread_mutex_lock(&cache_lock);
   counters.lookups++;
-  cache_entry *e = cache_find(name);
+  cache_entry *e =
+      stub_fail_now("uc_get_value_by_name") ? NULL : cache_find(name);
   int status = -1;
   if (e != NULL) {
     *ret_values = malloc(e->n_sources * sizeof **ret_values);
@@ -498,6 +598,8 @@ int uc_get_value_by_name(const char *name, value_t **ret_values,
 /* Every type of the stand-in has one GAUGE data source, but "counter" (one
  * COUNTER, as in collectd's types.db). */
 const data_set_t *plugin_get_ds(const char *name) {
+  if (stub_fail_now("plugin_get_ds"))
+    return NULL; /* 5.12: no such type in types.db */
   static data_source_t gauge_source = {"value", DS_TYPE_GAUGE, NAN, NAN};
   static data_set_t gauge = {"gauge", 1, &gauge_source};
   static data_source_t counter_source = {"value", DS_TYPE_COUNTER, 0, NAN};
@@ -509,21 +611,37 @@ const data_set_t *plugin_get_ds(const char *name) {
   return strcmp(name, "counter") == 0 ? &counter : &gauge;
 }
 
+/* As 5.12's: an empty cache returns 0 and leaves the outputs untouched; a
+ * failure (calloc) returns ENOMEM, the outputs untouched. */
 int uc_get_names(char ***ret_names, cdtime_t **ret_times, size_t *ret_number) {
+  if (stub_fail_now("uc_get_names"))
+    return ENOMEM;
   pthread_mutex_lock(&cache_lock);
   size_t n = cache_n;
-  char **names = calloc(n ? n : 1, sizeof *names);
-  cdtime_t *times = calloc(n ? n : 1, sizeof *times);
+  if (n == 0) {
+    pthread_mutex_unlock(&cache_lock);
+    return 0;
+  }
+  char **names = calloc(n, sizeof *names);
+  cdtime_t *times = calloc(n, sizeof *times);
   if (names == NULL || times == NULL) {
     free(names);
     free(times);
     pthread_mutex_unlock(&cache_lock);
-    return -1;
+    return ENOMEM;
   }
   cdtime_t now = cdtime();
   for (size_t i = 0; i < n; i++) {
     names[i] = strdup(cache[i].name);
     times[i] = now;
+    if (names[i] == NULL) { /* 5.12: -1, what was copied freed */
+      pthread_mutex_unlock(&cache_lock);
+      for (size_t j = 0; j < i; j++)
+        free(names[j]);
+      free(names);
+      free(times);
+      return -1;
+    }
   }
   pthread_mutex_unlock(&cache_lock);
   *ret_names = names;
@@ -542,7 +660,11 @@ int uc_get_names(char ***ret_names, cdtime_t **ret_times, size_t *ret_number) {
  * a daemon whose write threads keep up. */
 void (*stub_on_value)(const struct value_list_s *vl);
 
+/* A failure is 5.12's plugin_write_enqueue out of memory: ENOMEM, the value
+ * not queued (nor counted, nor passed to stub_on_value). */
 int plugin_dispatch_values(value_list_t const *vl) {
+  if (stub_fail_now("plugin_dispatch_values"))
+    return ENOMEM;
   if (stub_on_value != NULL)
     stub_on_value(vl);
   pthread_mutex_lock(&clock_lock);
@@ -551,12 +673,12 @@ int plugin_dispatch_values(value_list_t const *vl) {
   pthread_mutex_unlock(&clock_lock);
   value_list_t *q = malloc(sizeof *q);
   if (q == NULL)
-    return -1;
+    return ENOMEM;
   *q = *vl;
   q->values = malloc(vl->values_len * sizeof *vl->values);
   if (q->values == NULL) {
     free(q);
-    return -1;
+    return ENOMEM;
   }
   memcpy(q->values, vl->values, vl->values_len * sizeof *vl->values);
   if (q->time == 0)
@@ -576,7 +698,11 @@ int plugin_dispatch_values(value_list_t const *vl) {
   return 0;
 }
 
+/* A failure is 5.12's return without any notification plugin: -1, nothing
+ * delivered (nor counted). */
 int plugin_dispatch_notification(const notification_t *n) {
+  if (stub_fail_now("plugin_dispatch_notification"))
+    return -1;
   pthread_mutex_lock(&stub_lock);
   counters.notifications++;
   counters.notifications_failure += n->severity == NOTIF_FAILURE;

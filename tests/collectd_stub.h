@@ -21,7 +21,9 @@
  *                 write plugins: not the plugin's cost);
  *                 plugin_dispatch_notification counts (the daemon calls the
  *                 notification plugins, none by default);
- *   registration  plugin_register_*: remembers the callbacks;
+ *   registration  plugin_register_*: remembers the callbacks; a second
+ *                 read callback is refused (EINVAL) as the daemon refuses
+ *                 a duplicate name;
  *   logging       plugin_log formats the message and counts it by level
  *                 (the plugin's back-off is its own: plugin/state.h);
  *   utilities     cdtime (the real clock, or the test's: stub_clock_set),
@@ -30,6 +32,11 @@
  *                 then the read callback's), global_option_get (BaseDir
  *                 only), hostname_g.
  *
+ *   failures      stub_fail_call: any of these calls fails as collectd
+ *                 5.12's fails it (return code, outputs untouched, the
+ *                 user data of a failed read registration freed), so the
+ *                 tests reach the plugin's error paths.
+ *
  * This header is the tests' and the benchmark's side of the stand-in:
  * filling the cache, calling the registered callbacks, reading the
  * counters.
@@ -37,6 +44,7 @@
 #ifndef MS_TESTS_COLLECTD_STUB_H
 #define MS_TESTS_COLLECTD_STUB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -72,6 +80,9 @@ int stub_call_read(void);
 int stub_call_shutdown(void);
 /* The interval the read callback was registered with (0: none given). */
 uint64_t stub_read_interval(void);
+/* Set *where to the user data's data of every read registration, failed
+ * or not, until called with NULL (a test then counts its frees). */
+void stub_watch_read_data(void **where);
 /* Free the read callback's user data, as the daemon does at shutdown. */
 void stub_free_read_user_data(void);
 
@@ -102,5 +113,25 @@ void stub_clock_per_value(uint64_t step);
 const char *stub_last_warning(void);
 /* The last message logged at any level ("" if none). */
 const char *stub_last_message(void);
+
+/* Failure injection.  The nth call (1: the next one) of the named function
+ * of the stand-in, counted from this call, fails as collectd 5.12's fails
+ * it; nth 0: every call, until stub_fail_clear.  The names:
+ * plugin_register_complex_config (-1), plugin_register_init and
+ * plugin_register_shutdown (ENOMEM), plugin_register_complex_read (ENOMEM,
+ * the user data freed with its free_func, as 5.12 does),
+ * plugin_dispatch_values (ENOMEM, nothing queued),
+ * plugin_dispatch_notification (-1, as with no notification plugin),
+ * uc_get_rate_by_name and uc_get_value_by_name (-1), uc_get_names
+ * (ENOMEM), plugin_get_ds (NULL), cf_util_get_string (-1, the string
+ * unchanged); and "memory" for a test that links allocation wrappers
+ * which ask stub_fail_now("memory") (tests/check_plugin_startup.c).  At
+ * most 16 names at once; setting a name again restarts its count. */
+void stub_fail_call(const char *name, unsigned nth);
+void stub_fail_clear(void);
+/* Counts one call of name; true when it is to fail. */
+bool stub_fail_now(const char *name);
+/* How many calls of name failed since it was set. */
+size_t stub_fail_count(const char *name);
 
 #endif
