@@ -395,16 +395,27 @@ static void config_unknown_value(int j, const oconfig_value_t *v) {
         near ? "\"?" : "");
 }
 
+/* cf_util_get_string, with a line of the plugin's own when it fails:
+ * collectd 5.12 says why for a value that is not one string, and nothing
+ * when its strdup fails. */
+static int config_string(const oconfig_item_t *child, char **out) {
+  if (cf_util_get_string(child, out) == 0)
+    return 0;
+  ERROR(PLUGIN_NAME " plugin: %s takes one string (or memory ran out)",
+        child->key);
+  return -1;
+}
+
 static int ms_config(oconfig_item_t *ci) {
   bool file_given = false;
   for (int i = 0; i < ci->children_num; i++) {
     oconfig_item_t *child = ci->children + i;
     if (strcasecmp("ServiceFile", child->key) == 0) {
-      if (cf_util_get_string(child, &conf_service_file) != 0)
+      if (config_string(child, &conf_service_file) != 0)
         return -1;
       file_given = true;
     } else if (strcasecmp("Host", child->key) == 0) {
-      if (cf_util_get_string(child, &conf_host) != 0)
+      if (config_string(child, &conf_host) != 0)
         return -1;
       if (conf_host[0] == '\0' || strchr(conf_host, '/') != NULL ||
           strlen(conf_host) >= DATA_MAX_NAME_LEN) {
@@ -1147,11 +1158,13 @@ static int ms_init(void) {
        st->path, per_service, CDTIME_T_TO_DOUBLE(st->interval),
        (double)(st->n_services * per_service) /
            CDTIME_T_TO_DOUBLE(st->interval));
+  /* collectd 5.12 frees the user data itself (state_free) on every
+   * failure of plugin_register_complex_read (src/daemon/plugin.c:
+   * free_userdata), and on success owns it: st is not ours after this. */
   user_data_t ud = {.data = st, .free_func = state_free};
   if (plugin_register_complex_read(NULL, PLUGIN_NAME, ms_read, st->interval,
                                    &ud) != 0) {
     ERROR(PLUGIN_NAME " plugin: cannot register the read callback");
-    state_free(st);
     return -1;
   }
   return 0;
