@@ -174,8 +174,10 @@ static int name_index_build(name_index *ix, int component, char **names,
 }
 
 /* Match one glob input against the names: through the index of its anchor
- * component when there is one, else against every name. */
-static void match_glob(glob_matches *g, const char *pattern, char **names,
+ * component when there is one, else against every name.  False when out
+ * of memory (the matches then short: the caller matches again next read,
+ * else the glob would miss names until the cache's names change). */
+static bool match_glob(glob_matches *g, const char *pattern, char **names,
                        size_t n, const name_index *ix, size_t *scratch) {
   size_t cnt = 0;
   if (ix != NULL) {
@@ -192,22 +194,24 @@ static void match_glob(glob_matches *g, const char *pattern, char **names,
         scratch[cnt++] = j;
   }
   if (cnt == 0)
-    return;
+    return true;
   g->names = calloc(cnt, sizeof(char *));
   if (g->names == NULL)
-    return;
+    return false;
   for (size_t k = 0; k < cnt; k++) {
     char *copy = strdup(names[scratch[k]]);
     if (copy != NULL)
       g->names[g->n++] = copy;
   }
+  return g->n == cnt;
 }
 
-/* Match every glob input against the names. */
+/* Match every glob input against the names; false when out of memory. */
 static bool match_all(inputs_t *in, char **names, size_t n) {
   name_index ix[3];
   bool have_ix[3] = {false, false, false};
   size_t *scratch = calloc(n ? n : 1, sizeof *scratch);
+  bool ok = scratch != NULL;
   for (size_t s = 0; s < in->n_services && scratch != NULL; s++) {
     service_inputs *si = &in->services[s];
     free_globs(si);
@@ -219,14 +223,13 @@ static bool match_all(inputs_t *in, char **names, size_t n) {
       int c = g->anchor;
       if (c >= 0 && !have_ix[c])
         have_ix[c] = name_index_build(&ix[c], c, names, n) == 0;
-      match_glob(g, src->pattern, names, n,
-                 c >= 0 && have_ix[c] ? &ix[c] : NULL, scratch);
+      ok &= match_glob(g, src->pattern, names, n,
+                       c >= 0 && have_ix[c] ? &ix[c] : NULL, scratch);
     }
   }
   for (int c = 0; c < 3; c++)
     if (have_ix[c])
       name_index_free(&ix[c]);
-  bool ok = scratch != NULL;
   sfree(scratch);
   return ok;
 }

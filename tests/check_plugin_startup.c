@@ -15,8 +15,9 @@
  *    failure refused with an error, nothing registered, nothing leaked
  *    (LeakSanitizer, in the sanitizer run of CONTRIBUTING.md);
  *  - the read callback with each cache read, dispatch and notification
- *    failing: it returns 0 (collectd would suspend it otherwise), and the
- *    next read dispatches what a read of an untouched plugin dispatches.
+ *    failing, and with every allocation of a read failing in turn: it
+ *    returns 0 (collectd would suspend it otherwise), and the next read
+ *    dispatches what a read of an untouched plugin dispatches.
  */
 #include <check.h>
 #include <stdio.h>
@@ -308,6 +309,32 @@ START_TEST(test_read_calls_fail) {
 }
 END_TEST
 
+/* Every allocation of a read failing in turn (the first read, which
+ * builds the glob matches and the counter memory). */
+START_TEST(test_read_allocations_fail) {
+  size_t want = clean_values();
+  unsigned k = 1;
+  for (;; k++) {
+    start();
+    stub_fail_call("memory", k);
+    stub_counters c;
+    int rc = read_once(&c);
+    bool reached = stub_fail_count("memory") > 0;
+    stub_fail_clear(); /* before any check: Check allocates */
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_eq(c.non_finite, 0);
+    ck_assert_int_eq(read_once(&c), 0);
+    ck_assert_msg(c.values == want, "allocation %u: %zu values, not %zu", k,
+                  c.values, want);
+    stub_free_read_user_data();
+    stub_call_shutdown();
+    if (!reached)
+      break;
+  }
+  ck_assert_uint_gt(k, 50); /* 91 in the first read */
+}
+END_TEST
+
 static Suite *startup_suite(void) {
   Suite *s = suite_create("plugin_startup");
   TCase *tc = tcase_create("errors");
@@ -320,6 +347,7 @@ static Suite *startup_suite(void) {
   tcase_add_test(tc, test_config_allocations_fail);
   tcase_add_test(tc, test_init_allocations_fail);
   tcase_add_loop_test(tc, test_read_calls_fail, 0, 6);
+  tcase_add_test(tc, test_read_allocations_fail);
   suite_add_tcase(s, tc);
   return s;
 }
