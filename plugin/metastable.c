@@ -1158,12 +1158,11 @@ static int ms_init(void) {
        st->path, per_service, CDTIME_T_TO_DOUBLE(st->interval),
        (double)(st->n_services * per_service) /
            CDTIME_T_TO_DOUBLE(st->interval));
-  /* collectd 5.12 frees the user data itself (state_free) on every
-   * failure of plugin_register_complex_read (src/daemon/plugin.c:
-   * free_userdata), and on success owns it: st is not ours after this. */
   user_data_t ud = {.data = st, .free_func = state_free};
   if (plugin_register_complex_read(NULL, PLUGIN_NAME, ms_read, st->interval,
                                    &ud) != 0) {
+    /* collectd 5.12 has freed st already (src/daemon/plugin.c,
+     * plugin_register_complex_read: free_userdata on every failure) */
     ERROR(PLUGIN_NAME " plugin: cannot register the read callback");
     return -1;
   }

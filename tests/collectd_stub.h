@@ -21,9 +21,7 @@
  *                 write plugins: not the plugin's cost);
  *                 plugin_dispatch_notification counts (the daemon calls the
  *                 notification plugins, none by default);
- *   registration  plugin_register_*: remembers the callbacks; a second
- *                 read callback is refused (EINVAL) as the daemon refuses
- *                 a duplicate name;
+ *   registration  plugin_register_*: remembers the callbacks;
  *   logging       plugin_log formats the message and counts it by level
  *                 (the plugin's back-off is its own: plugin/state.h);
  *   utilities     cdtime (the real clock, or the test's: stub_clock_set),
@@ -32,10 +30,11 @@
  *                 then the read callback's), global_option_get (BaseDir
  *                 only), hostname_g.
  *
- *   failures      stub_fail_call: any of these calls fails as collectd
- *                 5.12's fails it (return code, outputs untouched, the
- *                 user data of a failed read registration freed), so the
- *                 tests reach the plugin's error paths.
+ * Failures: stub_fail_call makes any of these calls fail as collectd
+ * 5.12's fails it (return code, outputs untouched, the user data of a
+ * failed read registration freed), so the tests reach the plugin's error
+ * paths.  Without it, a second read callback is refused (EINVAL, its user
+ * data freed) as the daemon refuses a duplicate name.
  *
  * This header is the tests' and the benchmark's side of the stand-in:
  * filling the cache, calling the registered callbacks, reading the
@@ -80,9 +79,6 @@ int stub_call_read(void);
 int stub_call_shutdown(void);
 /* The interval the read callback was registered with (0: none given). */
 uint64_t stub_read_interval(void);
-/* Set *where to the user data's data of every read registration, failed
- * or not, until called with NULL (a test then counts its frees). */
-void stub_watch_read_data(void **where);
 /* Free the read callback's user data, as the daemon does at shutdown. */
 void stub_free_read_user_data(void);
 
@@ -133,5 +129,8 @@ void stub_fail_clear(void);
 bool stub_fail_now(const char *name);
 /* How many calls of name failed since it was set. */
 size_t stub_fail_count(const char *name);
+/* Set *where to the user data's data of every read registration, failed
+ * or not, until called with NULL (a test then counts its frees). */
+void stub_watch_read_data(void **where);
 
 #endif
