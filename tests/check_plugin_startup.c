@@ -9,7 +9,8 @@
  *    (src/daemon/plugin.c, plugin_register_complex_read: free_userdata on
  *    every failure), so ms_init must not free it again: freed exactly once;
  *  - a failed init, config or shutdown registration; a failed strdup in
- *    cf_util_get_string (ServiceFile, Host);
+ *    cf_util_get_string (ServiceFile, Host); a Host refused; a relative
+ *    ServiceFile whose full path cannot be allocated;
  *  - every allocation of ms_config and ms_init failing in turn (the
  *    program links its allocations through the wrappers below): each
  *    failure refused with an error, nothing registered, nothing leaked
@@ -188,6 +189,27 @@ START_TEST(test_config_string_fails) {
 }
 END_TEST
 
+/* A Host that cannot be the host of an identifier; a relative ServiceFile
+ * whose path (from BaseDir) cannot be allocated. */
+START_TEST(test_config_refused) {
+  module_register();
+  static const char *const slash[] = {"Host", "a/b", NULL};
+  ck_assert_int_ne(stub_call_config_options(path, slash), 0);
+  ck_assert_str_eq(stub_last_warning(),
+                   "metastable plugin: Host \"a/b\" cannot be the host of "
+                   "a collectd identifier (empty, a '/', or too long)");
+  stub_call_shutdown();
+  stub_fail_call("memory", 2); /* 1: cf_util_get_string's strdup */
+  int rc = stub_call_config("ms-startup.yaml");
+  size_t failed = stub_fail_count("memory");
+  stub_fail_clear();
+  ck_assert_int_ne(rc, 0);
+  ck_assert_uint_eq(failed, 1);
+  ck_assert_str_eq(stub_last_warning(), "metastable plugin: out of memory");
+  ck_assert_int_ne(stub_call_init(), 0);
+}
+END_TEST
+
 /* init without a configuration, and after a refused one. */
 START_TEST(test_init_without_file) {
   module_register();
@@ -343,6 +365,7 @@ static Suite *startup_suite(void) {
   tcase_add_test(tc, test_read_registration_fails);
   tcase_add_loop_test(tc, test_module_registration_fails, 0, 3);
   tcase_add_test(tc, test_config_string_fails);
+  tcase_add_test(tc, test_config_refused);
   tcase_add_test(tc, test_init_without_file);
   tcase_add_test(tc, test_config_allocations_fail);
   tcase_add_test(tc, test_init_allocations_fail);
