@@ -121,8 +121,12 @@ static const char *shown(const yaml_node_t *v, char *buf, size_t len) {
 int ms_yaml_get_number(ms_yaml_loader *ld, const yaml_node_t *v,
                        const char *key, double *out) {
   const char *s = ms_yaml_scalar(v);
-  char buf[256];
-  if (s == NULL || ms_parse_number(s, out) != 0)
+  char buf[320];
+  int r = s == NULL ? -1 : ms_parse_number(s, out);
+  if (r == MS_NUMBER_TINY)
+    return ms_yaml_fail(ld, v, "%s (key '%s')",
+                        ms_number_tiny_message(buf, sizeof buf, s), key);
+  if (r != 0)
     return ms_yaml_fail(ld, v, "%s must be a number, not %s (key '%s')", key,
                         shown(v, buf, sizeof buf), key);
   return 0;
@@ -131,8 +135,12 @@ int ms_yaml_get_number(ms_yaml_loader *ld, const yaml_node_t *v,
 int ms_yaml_get_share(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                       double *out) {
   const char *s = ms_yaml_scalar(v);
-  char buf[256];
-  if (s == NULL || ms_parse_share(s, out) != 0)
+  char buf[320];
+  int r = s == NULL ? -1 : ms_parse_share(s, out);
+  if (r == MS_NUMBER_TINY)
+    return ms_yaml_fail(ld, v, "%s (key '%s')",
+                        ms_number_tiny_message(buf, sizeof buf, s), key);
+  if (r != 0)
     return ms_yaml_fail(ld, v,
                         "%s must be a number or a percentage, not %s (key "
                         "'%s')",
@@ -143,7 +151,7 @@ int ms_yaml_get_share(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
 int ms_yaml_get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                      int duration, double *out) {
   const char *s = ms_yaml_scalar(v);
-  char msg[200];
+  char msg[320];
   if (s == NULL)
     return ms_yaml_fail(ld, v, "%s must be a %s, not %s (key '%s')", key,
                         duration ? "duration" : "rate", ms_yaml_kind(v), key);
@@ -156,8 +164,13 @@ int ms_yaml_get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
 
 int ms_yaml_get_whole(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                       double *out) {
-  char buf[256];
-  if (ms_parse_whole(ms_yaml_scalar(v), out) != 0)
+  char buf[320];
+  int r = ms_parse_whole(ms_yaml_scalar(v), out);
+  if (r == MS_NUMBER_TINY)
+    return ms_yaml_fail(
+        ld, v, "%s (key '%s')",
+        ms_number_tiny_message(buf, sizeof buf, ms_yaml_scalar(v)), key);
+  if (r != 0)
     return ms_yaml_fail(ld, v, "%s must be a whole number, not %s (key '%s')",
                         key, shown(v, buf, sizeof buf), key);
   return 0;
@@ -170,7 +183,7 @@ int ms_yaml_get_param(ms_yaml_loader *ld, const yaml_node_t *v, ms_param id,
   if (p == NULL)
     return ms_yaml_fail(ld, v, "parameter %d is not a parameter", (int)id);
   /* the syntax is ms_parse_param's; the messages the other readers' */
-  char why[200], buf[256];
+  char why[320], buf[256];
   const char *s = ms_yaml_scalar(v);
   switch (ms_parse_param(id, s, &x, why, sizeof why)) {
   case MS_PARSE_OK:
