@@ -132,10 +132,11 @@ int ms_timeout_from_range(double lo, double hi, double *timeout, double *spread,
     return -1;
   }
   if (!(hi >= lo)) {
+    char h[32], l[32];
     snprintf(why, len,
-             "timeout max %.8g s is below its min %.8g s: a range is "
+             "timeout max %s s is below its min %s s: a range is "
              "{min: shortest, max: longest}",
-             hi, lo);
+             ms_format_against(h, hi, lo), ms_format_against(l, lo, hi));
     return -1;
   }
   *timeout = lo;
