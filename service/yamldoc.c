@@ -273,7 +273,9 @@ int ms_yaml_read_file(const char *path, size_t max_bytes, char **buf_out,
 #define MAX_NESTING 32
 
 /* A first pass over libyaml's events, before any document is built: stops
- * at nesting deeper than MAX_NESTING and at a second document.  Syntax
+ * at nesting deeper than MAX_NESTING, at a second document and at a NUL
+ * inside a scalar (the one place that refuses it, for every key and
+ * value of both loaders).  Syntax
  * errors are left to the loader, which reports them the same way. */
 static int prescan(const char *text, size_t len, const char *name, char *errbuf,
                    size_t errlen) {
@@ -290,7 +292,18 @@ static int prescan(const char *text, size_t len, const char *name, char *errbuf,
       break;
     yaml_event_type_t type = ev.type;
     yaml_mark_t mark = ev.start_mark;
+    /* "a\u0000b": libyaml keeps the length, a C string stops at the NUL */
+    bool nul = type == YAML_SCALAR_EVENT &&
+               memchr(ev.data.scalar.value, '\0', ev.data.scalar.length);
     yaml_event_delete(&ev);
+    if (nul) {
+      snprintf(errbuf, errlen,
+               "%s:%zu:%zu: a NUL character (\\0 or \\u0000) in a scalar: "
+               "no name or value of the file holds one",
+               name, mark.line + 1, mark.column + 1);
+      r = -1;
+      break;
+    }
     if (type == YAML_STREAM_END_EVENT)
       break;
     if (type == YAML_DOCUMENT_START_EVENT && ++documents > 1) {
@@ -345,9 +358,23 @@ int ms_yaml_load(const char *text, size_t len, const char *name,
   yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
   int r = 0;
   if (!yaml_parser_load(&parser, doc)) {
-    snprintf(errbuf, errlen, "%s:%zu:%zu: YAML syntax: %s%s%s", name,
-             parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-             parser.problem ? parser.problem : "error",
+    yaml_mark_t at = parser.problem_mark;
+    char byte[48] = "";
+    if (parser.error == YAML_READER_ERROR) {
+      /* a reader error (a NUL or another control byte, bad UTF-8) has an
+       * offset, not a mark: its line and column, in bytes */
+      at = (yaml_mark_t){0};
+      for (size_t i = 0; i < parser.problem_offset && i < len; i++)
+        if (text[i] == '\n')
+          at.line++, at.column = 0;
+        else
+          at.column++;
+      if (parser.problem_value >= 0)
+        snprintf(byte, sizeof byte, " (byte 0x%02x)", parser.problem_value);
+    }
+    snprintf(errbuf, errlen, "%s:%zu:%zu: YAML syntax: %s%s%s%s", name,
+             at.line + 1, at.column + 1,
+             parser.problem ? parser.problem : "error", byte,
              parser.context ? " " : "", parser.context ? parser.context : "");
     r = -1;
   }

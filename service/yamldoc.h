@@ -155,7 +155,9 @@ int ms_yaml_read_file(const char *path, size_t max_bytes, char **buf,
 /*
  * ms_yaml_load: parse text into *doc (initialised on success; the caller
  * deletes it with yaml_document_delete).  Refuses, with path:line:column, a
- * syntax error, a second document, and nesting deeper than 32 levels
+ * syntax error, a second document, a NUL character inside a scalar
+ * ("a\u0000b": C strings would cut it silently), and nesting deeper than
+ * 32 levels
  * (libyaml slows down superlinearly with nesting: 32,000 '[' take seconds).
  * cancel: NULL, or a flag another thread may set to stop the parse
  * (then -1 with "name: load cancelled").  Returns 0 or -1.

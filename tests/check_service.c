@@ -322,6 +322,18 @@ static const struct {
      "]]]]]]]]]]]]]]]]]]\n",
      "1:42", "nested deeper than 32 levels"},
     {"services: []\n---\nservices: []\n", "2:1", "second YAML document"},
+    /* a NUL inside any scalar, at the scalar: a name, a key, a value */
+    {"services:\n  - name: \"a\\u0000b\"\n", "2:11",
+     "a NUL character (\\0 or \\u0000) in a scalar"},
+    {"services:\n  - name: a\n    \"mo\\0del\": erlang\n", "3:5",
+     "a NUL character"},
+    {SVC ERL "    timeout: \"1s\\x00\"\n" IN, "8:14", "a NUL character"},
+    {"services:\n  - name: 'x'\n    model: capacity\n    capacity: "
+     "\"\\u00001\"\n",
+     "4:15", "a NUL character"},
+    /* control bytes the reader refuses: at their line and column */
+    {"services:\n  - name: a\x1b]0;x\x07\n", "2:12",
+     "control characters are not allowed (byte 0x1b)"},
 };
 
 START_TEST(test_bad_file) {
@@ -339,6 +351,20 @@ START_TEST(test_bad_file) {
                 "case %d: '%s' does not say '%s'", _i, err, bad_files[_i].says);
   ck_assert_uint_eq(f.n_services, 0);
   ck_assert_ptr_null(f.services);
+}
+END_TEST
+
+/* A NUL byte in the file itself (not an escape): refused by libyaml's
+ * reader, at its line and column. */
+START_TEST(test_raw_nul) {
+  static const char text[] = "services:\n  - name: a\0b\n";
+  ms_service_file f;
+  char err[512] = "";
+  ck_assert_int_eq(ms_service_file_parse(text, sizeof text - 1, "svc.yaml", &f,
+                                         err, sizeof err),
+                   -1);
+  ck_assert_str_eq(err, "svc.yaml:2:12: YAML syntax: control characters are "
+                        "not allowed (byte 0x00)");
 }
 END_TEST
 
@@ -2427,6 +2453,7 @@ int main(void) {
   tcase_add_test(tc, test_range_from_model);
   tcase_add_test(tc, test_missing_file);
   tcase_add_test(tc, test_units);
+  tcase_add_test(tc, test_raw_nul);
   tcase_add_test(tc, test_tiny_numbers_parsers);
   tcase_add_test(tc, test_tiny_numbers_in_files);
   tcase_add_test(tc, test_policies_and_tiers);
