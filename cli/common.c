@@ -26,12 +26,12 @@ void ms_cli_set_command(const char *name) { current_command = name; }
 const char *ms_cli_get_command(void) { return current_command; }
 
 /* Every diagnostic goes through here: the message is escaped
- * (ms_cli_sanitize), since it may quote bytes of the user's files. */
+ * (ms_sanitize), since it may quote bytes of the user's files. */
 static void vmessage(const char *kind, const char *fmt, va_list ap) {
   fflush(stdout);
   char raw[2048], safe[4 * sizeof raw];
   vsnprintf(raw, sizeof raw, fmt, ap);
-  ms_cli_sanitize(safe, sizeof safe, raw);
+  ms_sanitize(safe, sizeof safe, raw);
   if (current_command)
     fprintf(stderr, "metastable %s: %s%s\n", current_command, kind, safe);
   else

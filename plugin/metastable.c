@@ -41,6 +41,7 @@
 
 #include "inputs.h"
 #include "reload.h"
+#include "sanitize.h"
 #include "service.h"
 #include "state.h"
 
@@ -504,6 +505,16 @@ static bool log_take(plugin_state *st) {
   return true;
 }
 
+void ms_plugin_log(int level, const char *format, ...) {
+  char msg[1024], safe[2048];
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(msg, sizeof msg, format, ap);
+  va_end(ap);
+  ms_sanitize(safe, sizeof safe, msg);
+  plugin_log(level, "%s", safe);
+}
+
 /* A plain line (INFO, NOTICE, WARNING) under the bound. */
 __attribute__((format(printf, 3, 4))) static void
 ms_log(plugin_state *st, int level, const char *format, ...) {
@@ -514,7 +525,7 @@ ms_log(plugin_state *st, int level, const char *format, ...) {
   va_start(ap, format);
   vsnprintf(msg, sizeof msg, format, ap);
   va_end(ap);
-  plugin_log(level, "%s", msg);
+  ms_plugin_log(level, "%s", msg);
 }
 
 /* Whether a line with back-off b may be said now (log_backoff, state.h):
@@ -545,7 +556,7 @@ ms_complain(plugin_state *st, int level, log_backoff *b, const char *format,
   va_start(ap, format);
   vsnprintf(msg, sizeof msg, format, ap);
   va_end(ap);
-  plugin_log(level, "%s", msg);
+  ms_plugin_log(level, "%s", msg);
 }
 
 /* The end of a complaint: said once (under the bound) when it had been
@@ -563,7 +574,7 @@ ms_release(plugin_state *st, int level, log_backoff *b, const char *format,
   va_start(ap, format);
   vsnprintf(msg, sizeof msg, format, ap);
   va_end(ap);
-  plugin_log(level, "%s", msg);
+  ms_plugin_log(level, "%s", msg);
 }
 
 /* A glob input summed without some of its matches: said at INFO,

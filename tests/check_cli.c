@@ -75,7 +75,7 @@ static void csv_cases(FILE *f, const void *arg) {
   }
 }
 
-/* ms_cli_sanitize: C0, DEL, C1 and malformed UTF-8 escaped as \xNN,
+/* ms_sanitize: C0, DEL, C1 and malformed UTF-8 escaped as \xNN,
  * well-formed UTF-8 kept (RFC 3629), cut at a whole escape. */
 START_TEST(test_sanitize) {
   char out[64];
@@ -96,14 +96,14 @@ START_TEST(test_sanitize) {
       {"\xe2\x82", "\\xe2\\x82"},                   /* cut short */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    size_t n = ms_cli_sanitize(out, sizeof out, cases[i].in);
+    size_t n = ms_sanitize(out, sizeof out, cases[i].in);
     ck_assert_str_eq(out, cases[i].want);
     ck_assert_uint_eq(n, strlen(cases[i].want));
   }
   /* room for "ab" and not for a whole escape after it */
-  ck_assert_uint_eq(ms_cli_sanitize(out, 6,
-                                    "ab\x01"
-                                    "cd"),
+  ck_assert_uint_eq(ms_sanitize(out, 6,
+                                "ab\x01"
+                                "cd"),
                     2);
   ck_assert_str_eq(out, "ab");
 }
