@@ -229,9 +229,14 @@ static int config_interval(const oconfig_item_t *child) {
     return -1;
   }
   if (!(seconds >= INTERVAL_MIN && seconds <= INTERVAL_MAX)) {
-    ERROR(PLUGIN_NAME " plugin: <Plugin metastable> Interval %s is %g s: "
-                      "it must be from %g s to %g s",
-          text, seconds, INTERVAL_MIN, INTERVAL_MAX);
+    char got[32]; /* 86400.00001, not 86400 */
+    ERROR(
+        PLUGIN_NAME " plugin: <Plugin metastable> Interval %s is %s s: "
+                    "it must be from %g s to %g s",
+        text,
+        ms_format_against(got, seconds,
+                          seconds < INTERVAL_MIN ? INTERVAL_MIN : INTERVAL_MAX),
+        INTERVAL_MIN, INTERVAL_MAX);
     return -1;
   }
   conf_interval = DOUBLE_TO_CDTIME_T(seconds);
