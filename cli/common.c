@@ -4,6 +4,7 @@
  * the model options, and output helpers.  See common.h.
  */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -25,12 +26,12 @@ void ms_cli_set_command(const char *name) { current_command = name; }
 const char *ms_cli_get_command(void) { return current_command; }
 
 /* Every diagnostic goes through here: the message is escaped
- * (ms_cli_sanitize), since it may quote bytes of the user's files. */
+ * (ms_sanitize), since it may quote bytes of the user's files. */
 static void vmessage(const char *kind, const char *fmt, va_list ap) {
   fflush(stdout);
   char raw[2048], safe[4 * sizeof raw];
   vsnprintf(raw, sizeof raw, fmt, ap);
-  ms_cli_sanitize(safe, sizeof safe, raw);
+  ms_sanitize(safe, sizeof safe, raw);
   if (current_command)
     fprintf(stderr, "metastable %s: %s%s\n", current_command, kind, safe);
   else
@@ -156,10 +157,16 @@ int ms_cli_check_real(const char *opt, const char *text, double lo, double hi,
   char *end;
   errno = 0;
   double x = strtod(text, &end);
-  /* ERANGE with a subnormal result is a number (strtod flags the lost
-   * precision); with 0 or an infinity it is not one a double holds */
-  bool out_of_doubles = errno == ERANGE && (x == 0 || !isfinite(x));
-  if (end == text || *end != '\0' || out_of_doubles || !isfinite(x)) {
+  /* the one rule for numbers near 0 (service/units.h): a subnormal, or a
+   * number strtod rounds to 0, is refused as the service files refuse it */
+  if (end != text && *end == '\0' &&
+      ((x != 0 && fabs(x) < DBL_MIN) || (errno == ERANGE && x == 0))) {
+    char tiny[320];
+    snprintf(msg, len, "%s: %s", opt,
+             ms_number_tiny_message(tiny, sizeof tiny, text));
+    return -1;
+  }
+  if (end == text || *end != '\0' || errno == ERANGE || !isfinite(x)) {
     snprintf(msg, len, "%s: '%s' is not a number", opt, text);
     return -1;
   }
@@ -210,7 +217,14 @@ int ms_cli_check_duration(const char *opt, const char *text, double lo,
 int ms_cli_check_share(const char *opt, const char *text, double lo, double hi,
                        int bounds, double *out, char *msg, size_t len) {
   double x;
-  if (ms_parse_share(text, &x) != 0) {
+  int r = ms_parse_share(text, &x);
+  if (r == MS_NUMBER_TINY) {
+    char tiny[320];
+    snprintf(msg, len, "%s: %s", opt,
+             ms_number_tiny_message(tiny, sizeof tiny, text));
+    return -1;
+  }
+  if (r != 0) {
     snprintf(msg, len, "%s: '%s' is not a number or a percentage", opt, text);
     return -1;
   }

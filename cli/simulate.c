@@ -1445,8 +1445,9 @@ static int check_memory(const sim_args *a, const ms_sim_config *cfg) {
   return ms_cli_usage(
       "this run would need about %.0f MiB (%s engine%s), above the limit "
       "of %.0f MiB: %s%s",
-      bytes / 1048576.0, ms_sim_engine_name(a->engine),
-      keep ? ", with the windows kept" : "", MS_SIM_MAX_MEMORY / 1048576.0, how,
+      ceil(bytes / 1048576.0), /* above the limit, a whole MiB */
+      ms_sim_engine_name(a->engine), keep ? ", with the windows kept" : "",
+      MS_SIM_MAX_MEMORY / 1048576.0, how,
       keep ? "; or keep fewer windows: a shorter --duration, a longer "
              "--sample-interval, or --format csv without --plot"
            : "");

@@ -221,11 +221,13 @@ int ms_trace_load(const ms_trace_source *s, const ms_service_spec *spec,
       sb.st_size > MS_TRACE_MAX_BYTES) {
     if (in != stdin)
       fclose(in);
-    return ms_cli_fail("%s: %.0f MiB, more than the limit of %d MiB for a "
+    char mib[32];
+    return ms_cli_fail("%s: %s MiB, more than the limit of %d MiB for a "
                        "trace: cut it to the time range of interest (e.g. "
                        "with awk on its time column), or resample it",
                        is_stdin ? "(stdin)" : s->path,
-                       (double)sb.st_size / 1048576.0,
+                       ms_format_against(mib, (double)sb.st_size / 1048576.0,
+                                         (double)(MS_TRACE_MAX_BYTES >> 20)),
                        MS_TRACE_MAX_BYTES >> 20);
   }
   int r = load_stream(in, is_stdin ? "(stdin)" : s->path, spec, false, out);

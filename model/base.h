@@ -46,6 +46,21 @@ const char *ms_version(void);
 /* The name of a status ("invalid argument", ...); never NULL. */
 const char *ms_status_name(int status);
 
+/*
+ * ms_format_against: x for a message that compares it with bound ("x is
+ * outside [lo, hi]", "more than the limit of"), with the fewest
+ * significant digits, from 6 (%g) up to 17, whose text reads back on the
+ * same side of bound as x does (above, below or equal).  A message then
+ * never shows a value equal to the bound it is said to pass:
+ * 10.000000000000002 against 10 is "10.000000000000002", not "10"; 2e12
+ * against 1e12 stays "2e+12".  "nan", "inf" and "-inf" as %g writes them.
+ *   buf    at least 32 bytes; returned
+ *   bound  the bound x is compared with (for a range, the one x passed)
+ * The one formatter of a value in every range message of the model, the
+ * service layer and the command.
+ */
+const char *ms_format_against(char buf[32], double x, double bound);
+
 /* Largest pool size c (servers). */
 #define MS_MAX_SERVERS 10000000L
 /* Largest queue limit K (waiting places) of the M/M/c/K model. */

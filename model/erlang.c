@@ -710,9 +710,13 @@ int ms_ln_response_tail(long c, double mu, double x, double T, double cv,
   if (!isfinite(x) || !(x >= 0.0))
     return ms_fail(err, MS_EINVAL,
                    "arrival rate x = %g/s must be finite and >= 0", x);
-  if (!(cv >= 0.0 && cv <= MS_MAX_SERVICE_TIME_CV))
-    return ms_fail(err, MS_EINVAL, "service_time_cv = %g is outside [0, %g]",
-                   cv, MS_MAX_SERVICE_TIME_CV);
+  if (!(cv >= 0.0 && cv <= MS_MAX_SERVICE_TIME_CV)) {
+    char v[32];
+    return ms_fail(
+        err, MS_EINVAL, "service_time_cv = %s is outside [0, %g]",
+        ms_format_against(v, cv, cv < 0.0 ? 0.0 : MS_MAX_SERVICE_TIME_CV),
+        MS_MAX_SERVICE_TIME_CV);
+  }
   double gamma = fma((double)c, mu, -x), slope;
   if (!(x < (double)c * mu) || !(gamma > 0.0)) {
     *ln_tail = 0.0;

@@ -241,6 +241,13 @@ void ms_aws_costs_defaults(ms_retry_policy *p, ms_aws_costs costs) {
 /* The rule across servers, service rate and timeout
  * (MS_MAX_TIMEOUT_COMPLETIONS): a longer timeout would fire only closer to
  * c mu than the landscape resolves. */
+/* "failure probability p = 1.0000000000000002 is outside [0, 1]". */
+static int fail_p_outside(ms_error *err, double p) {
+  char v[32];
+  return ms_fail(err, MS_EINVAL, "failure probability p = %s is outside [0, 1]",
+                 ms_format_against(v, p, p < 0.0 ? 0.0 : 1.0));
+}
+
 static int timeout_span_check(const ms_failure_model *m, ms_error *err) {
   double cmu = (double)m->servers * m->service_rate;
   double longest = ms_timeout_longest(m);
@@ -1357,8 +1364,7 @@ int ms_offered_load_given(const ms_service_params *s, double x, double p,
     return ms_fail(err, MS_EINVAL,
                    "effective load x = %g/s must be finite and >= 0", x);
   if (!(p >= 0.0 && p <= 1.0))
-    return ms_fail(err, MS_EINVAL,
-                   "failure probability p = %g is outside [0, 1]", p);
+    return fail_p_outside(err, p);
   *lambda = lambda_given(s, x, p);
   return MS_OK;
 }
@@ -1372,8 +1378,7 @@ int ms_amplification_at(const ms_service_params *s, double p, double lambda,
     return ms_fail(err, MS_EINVAL, "offered load %g/s must be finite and >= 0",
                    lambda);
   if (!(p >= 0.0 && p <= 1.0))
-    return ms_fail(err, MS_EINVAL,
-                   "failure probability p = %g is outside [0, 1]", p);
+    return fail_p_outside(err, p);
   if (!ms_policy_load_dependent(&s->policy)) {
     *A = tiers_amplification(&s->policy, p, timeout_share(&s->model, p));
     return MS_OK;
@@ -1450,10 +1455,7 @@ int ms_amplification(const ms_retry_policy *pol, double p, double *A,
   if (st != MS_OK)
     return st;
   if (!(p >= 0.0 && p <= 1.0))
-    return ms_fail(err, MS_EINVAL,
-                   "failure probability p = %g is outside "
-                   "[0, 1]",
-                   p);
+    return fail_p_outside(err, p);
   if (ms_policy_load_dependent(pol))
     return ms_fail(err, MS_EINVAL,
                    "%s depends on the load, not only on p: use "

@@ -69,7 +69,16 @@ int ms_param_check(ms_param id, double v, ms_error *err) {
   if (ms_param_ok(id, v))
     return MS_OK;
   char value[32], range[96];
-  number(value, sizeof value, v, p->whole);
+  /* the value with the digits that keep it apart from the bound it passes
+   * (or from the whole number it misses) */
+  if (p->whole && fabs(v) < 1e15 && v == floor(v))
+    number(value, sizeof value, v, true);
+  else
+    ms_format_against(value, v,
+                      p->whole && isfinite(v) && v >= p->lo && v <= p->hi
+                          ? floor(v)
+                      : v <= p->lo ? p->lo
+                                   : p->hi);
   ms_param_range(id, range, sizeof range);
   if (p->bounds & MS_BOUND_LIMIT) {
     /* "0 req/s", "2 s", but "0/s" for a rate per server (1/s) */

@@ -41,16 +41,22 @@ int ms_sim_value_check(ms_sim_value kind, const char *name, double v,
   const double lo = sim_values[kind].lo, hi = sim_values[kind].hi;
   const bool lo_open = sim_values[kind].lo_open;
   const bool whole = sim_values[kind].whole;
+  char value[32];
   if (isfinite(v) && (lo_open ? v > lo : v >= lo) && v <= hi) {
     if (whole && v != floor(v))
-      return ms_fail(err, MS_EINVAL, "%s = %g is not a whole number", name, v);
+      return ms_fail(err, MS_EINVAL, "%s = %s is not a whole number", name,
+                     ms_format_against(value, v, floor(v)));
     return MS_OK;
   }
   /* whole numbers in full: servers = 20000000, not 2e+07 */
-  if (whole && fabs(v) < 1e15)
+  if (whole && fabs(v) < 1e15 && v == floor(v))
     return ms_fail(err, MS_EINVAL, "%s = %.0f%s is outside %c%.0f, %.0f]", name,
                    v, sim_values[kind].unit, lo_open ? '(' : '[', lo, hi);
-  return ms_fail(err, MS_EINVAL, "%s = %g%s is outside %c%g, %g]", name, v,
+  ms_format_against(value, v, v <= lo ? lo : hi);
+  if (whole && fabs(v) < 1e15)
+    return ms_fail(err, MS_EINVAL, "%s = %s%s is outside %c%.0f, %.0f]", name,
+                   value, sim_values[kind].unit, lo_open ? '(' : '[', lo, hi);
+  return ms_fail(err, MS_EINVAL, "%s = %s%s is outside %c%g, %g]", name, value,
                  sim_values[kind].unit, lo_open ? '(' : '[', lo, hi);
 }
 
@@ -109,10 +115,14 @@ int ms_backoff_check(const ms_backoff *b, ms_error *err) {
                    b->base);
   if (backoff_uses_cap(b->kind) &&
       (ms_sim_value_check(MS_SIM_DELAY, "backoff cap", b->cap, NULL) != MS_OK ||
-       b->cap < b->base))
-    return ms_fail(err, MS_EINVAL,
-                   "backoff cap = %g s is outside [base = %g, %g]", b->cap,
-                   b->base, MS_BACKOFF_MAX);
+       b->cap < b->base)) {
+    char cap[32];
+    return ms_fail(
+        err, MS_EINVAL, "backoff cap = %s s is outside [base = %g, %g]",
+        ms_format_against(cap, b->cap,
+                          b->cap < b->base ? b->base : MS_BACKOFF_MAX),
+        b->base, MS_BACKOFF_MAX);
+  }
   if (b->multiplier != 0.0)
     return ms_sim_value_check(MS_SIM_MULTIPLIER, "backoff multiplier",
                               b->multiplier, err);
@@ -605,11 +615,15 @@ int ms_sim_config_check(const ms_sim_config *c, ms_error *err) {
       (st = ms_sim_value_check(MS_SIM_SPAN, "sample interval",
                                c->sample_interval, err)) != MS_OK)
     return st;
-  if (!isfinite(c->dt) || c->dt < 0.0 || c->dt > c->sample_interval)
-    return ms_fail(err, MS_EINVAL,
-                   "dt = %g s is outside [0, sample interval = %g s] "
-                   "(0 picks the default)",
-                   c->dt, c->sample_interval);
+  if (!isfinite(c->dt) || c->dt < 0.0 || c->dt > c->sample_interval) {
+    char dt[32];
+    return ms_fail(
+        err, MS_EINVAL,
+        "dt = %s s is outside [0, sample interval = %g s] "
+        "(0 picks the default)",
+        ms_format_against(dt, c->dt, c->dt < 0.0 ? 0.0 : c->sample_interval),
+        c->sample_interval);
+  }
   if (c->dt > 0.0) {
     double n = round(c->sample_interval / c->dt);
     if (n < 1.0 ||
@@ -619,9 +633,12 @@ int ms_sim_config_check(const ms_sim_config *c, ms_error *err) {
                      c->sample_interval);
   }
   if (!isfinite(c->settle_tolerance) || !(c->settle_tolerance > 0.0) ||
-      !(c->settle_tolerance < 1.0))
-    return ms_fail(err, MS_EINVAL, "settle tolerance = %g is outside (0, 1)",
-                   c->settle_tolerance);
+      !(c->settle_tolerance < 1.0)) {
+    char tol[32];
+    return ms_fail(err, MS_EINVAL, "settle tolerance = %s is outside (0, 1)",
+                   ms_format_against(tol, c->settle_tolerance,
+                                     c->settle_tolerance <= 0.0 ? 0.0 : 1.0));
+  }
   /* The windows are bounded as the fluid engine's bins are: a subnormal
    * sample interval (accepted as a span > 0) gave the discrete-event
    * engine 60 s / 5e-324 windows, a run that never ended. */

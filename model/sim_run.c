@@ -55,9 +55,11 @@ int ms_sim_latch_threshold(ms_sim_engine engine, const ms_sim_config *c,
     return ms_fail(err, MS_EINVAL,
                    "hold bracket [%g, %g] s needs 0 <= lo < hi, finite", lo,
                    hi);
-  if (!(rel_tol > 0.0 && rel_tol < 1.0))
-    return ms_fail(err, MS_EINVAL, "relative tolerance %g is outside (0, 1)",
-                   rel_tol);
+  if (!(rel_tol > 0.0 && rel_tol < 1.0)) {
+    char v[32];
+    return ms_fail(err, MS_EINVAL, "relative tolerance %s is outside (0, 1)",
+                   ms_format_against(v, rel_tol, rel_tol <= 0.0 ? 0.0 : 1.0));
+  }
   bool storm;
   int st = latches(engine, c, trigger, lo, &storm, err);
   if (st != MS_OK)

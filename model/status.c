@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Status names and error messages. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "internal.h"
 #include "ms_config.h"
@@ -33,4 +35,17 @@ int ms_fail(ms_error *err, int status, const char *fmt, ...) {
     va_end(ap);
   }
   return status;
+}
+
+/* -1, 0 or 1 as a is below, at or above b. */
+static int side(double a, double b) { return (a > b) - (a < b); }
+
+const char *ms_format_against(char buf[32], double x, double bound) {
+  for (int digits = 6; digits <= 17; digits++) {
+    snprintf(buf, 32, "%.*g", digits, x);
+    if (!isfinite(x) || isnan(bound) ||
+        side(strtod(buf, NULL), bound) == side(x, bound))
+      break;
+  }
+  return buf;
 }

@@ -46,6 +46,7 @@ typedef struct {
 
 static int query_check(const ms_sim_config *c, const ms_tolerance_query *q,
                        ms_error *err) {
+  char v[32]; /* a value in a range message */
   if (c->service.model.kind != MS_MODEL_ERLANG)
     return ms_fail(err, MS_EINVAL,
                    "trigger tolerance needs the erlang model (the fluid "
@@ -57,8 +58,11 @@ static int query_check(const ms_sim_config *c, const ms_tolerance_query *q,
                      q->servers, c->service.model.servers - 1);
   } else if (q->kind == MS_TRIGGER_LOAD) {
     if (!(q->spike_load > 0.0 && q->spike_load <= MS_SIM_MAX_RATE))
-      return ms_fail(err, MS_EINVAL, "spike size = %g req/s is outside (0, %g]",
-                     q->spike_load, MS_SIM_MAX_RATE);
+      return ms_fail(
+          err, MS_EINVAL, "spike size = %s req/s is outside (0, %g]",
+          ms_format_against(v, q->spike_load,
+                            q->spike_load <= 0.0 ? 0.0 : MS_SIM_MAX_RATE),
+          MS_SIM_MAX_RATE);
   } else {
     return ms_fail(err, MS_EINVAL,
                    "trigger kind %d is neither a stall nor a "
@@ -80,12 +84,15 @@ static int query_check(const ms_sim_config *c, const ms_tolerance_query *q,
     return ms_fail(err, MS_EINVAL,
                    "a search with the discrete-event engine cannot resume");
   if (!(q->rel_tol == 0.0 || (q->rel_tol > 0.0 && q->rel_tol <= 0.5)))
-    return ms_fail(err, MS_EINVAL,
-                   "relative tolerance = %g is outside (0, 0.5]", q->rel_tol);
+    return ms_fail(
+        err, MS_EINVAL, "relative tolerance = %s is outside (0, 0.5]",
+        ms_format_against(v, q->rel_tol, q->rel_tol <= 0.0 ? 0.0 : 0.5));
   if (!(q->max_hold == 0.0 ||
         (q->max_hold > 0.0 && q->max_hold <= MAX_HOLD_LIMIT)))
-    return ms_fail(err, MS_EINVAL, "longest trigger = %g s is outside (0, %g]",
-                   q->max_hold, MAX_HOLD_LIMIT);
+    return ms_fail(err, MS_EINVAL, "longest trigger = %s s is outside (0, %g]",
+                   ms_format_against(v, q->max_hold,
+                                     q->max_hold <= 0.0 ? 0.0 : MAX_HOLD_LIMIT),
+                   MAX_HOLD_LIMIT);
   double longest = q->max_hold == 0.0 ? DEFAULT_MAX_HOLD : q->max_hold;
   if (q->resume && !(q->resume_lo >= 0.0 && q->resume_lo < longest &&
                      (q->resume_hi == 0.0 || (q->resume_hi > q->resume_lo &&
@@ -213,9 +220,13 @@ int ms_tolerance_probe(const ms_sim_config *c, const ms_tolerance_query *q,
                        ms_error *err) {
   if (c == NULL || q == NULL || latched == NULL)
     return ms_fail(err, MS_EINVAL, "NULL argument to ms_tolerance_probe");
-  if (!(hold >= 0.0 && hold <= MS_SIM_MAX_DURATION))
-    return ms_fail(err, MS_EINVAL, "hold = %g s is outside [0, %g]", hold,
-                   MS_SIM_MAX_DURATION);
+  if (!(hold >= 0.0 && hold <= MS_SIM_MAX_DURATION)) {
+    char v[32];
+    return ms_fail(
+        err, MS_EINVAL, "hold = %s s is outside [0, %g]",
+        ms_format_against(v, hold, hold < 0.0 ? 0.0 : MS_SIM_MAX_DURATION),
+        MS_SIM_MAX_DURATION);
+  }
   setup s;
   int st = setup_init(c, q, &s, err);
   if (st != MS_OK)

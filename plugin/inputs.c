@@ -30,12 +30,15 @@ typedef struct {
 
 /* The last raw value of each COUNTER identifier read: collectd turns a
  * COUNTER that went down into a wrap-around rate (2^32 or 2^64 too much),
- * which would page a storm; a decrease is taken as a reset instead. */
+ * which would page a storm; a decrease is taken as a reset instead.  And,
+ * for every identifier read, whether it ever had a rate: a value without
+ * one is then not at its first sample (no_rate_why). */
 typedef struct {
   char *name;     /* NULL: empty slot */
   int is_counter; /* -1 not known yet, 0 no, 1 yes */
   uint64_t last;  /* raw counter at the last read */
   bool has_last;
+  bool had_rate; /* read with a rate at least once */
 } counter_slot;
 
 /* Open addressing, linear probing, at most half full. */
@@ -324,6 +327,7 @@ static bool counter_went_down(counter_memory *mem, const char *name) {
   counter_slot *c = counter_lookup(mem, name);
   if (c == NULL)
     return false;
+  c->had_rate = true; /* called on reads with a rate only */
   if (c->is_counter < 0)
     c->is_counter = is_counter_type(name);
   if (c->is_counter != 1)
@@ -343,6 +347,85 @@ static bool counter_went_down(counter_memory *mem, const char *name) {
 
 /* ---- reads -------------------------------------------------------------- */
 
+/*
+ * Why name, in collectd's cache, has no rate (collectd's rate is NaN):
+ *   a GAUGE whose value is NaN (a statsd timer without samples);
+ *   a GAUGE outside its type's range in types.db (collectd keeps the
+ *   value but gives no rate: uc_check_range);
+ *   a DERIVE or COUNTER never read with a rate: its first sample
+ *   (collectd needs two for a rate);
+ *   a DERIVE read with a rate before: it went backwards, a rate below
+ *   its type's minimum (0 in types.db), or above its maximum;
+ *   a COUNTER read with a rate before: outside its type's range.
+ * "First" is as far as this plugin has read it (across reloads).
+ */
+/* A bound of types.db as it is written there: "U" for none. */
+static const char *bound_text(char buf[32], double b) {
+  if (isnan(b))
+    return strcpy(buf, "U");
+  snprintf(buf, 32, "%g", b);
+  return buf;
+}
+
+static void no_rate_why(inputs_t *in, const char *name, char *why, size_t len) {
+  const data_set_t *ds = NULL;
+  const char *t = strrchr(name, '/');
+  if (t != NULL) {
+    char type[DATA_MAX_NAME_LEN];
+    sstrncpy(type, t + 1, sizeof type);
+    char *dash = strchr(type, '-');
+    if (dash != NULL)
+      *dash = '\0';
+    ds = plugin_get_ds(type);
+  }
+  if (ds == NULL || ds->ds_num != 1) {
+    snprintf(why, len, "'%s' has no rate this interval", name);
+    return;
+  }
+  const data_source_t *src = &ds->ds[0];
+  char lo[32], hi[32];
+  bound_text(lo, src->min);
+  bound_text(hi, src->max);
+  if (src->type == DS_TYPE_GAUGE) {
+    value_t *raw = NULL;
+    size_t m = 0;
+    double v = NAN;
+    if (uc_get_value_by_name(name, &raw, &m) == 0 && m == 1)
+      v = raw[0].gauge;
+    sfree(raw);
+    if (isnan(v))
+      /* collectd's statsd timers and tail averages are NaN in an interval
+       * without a sample: nothing to wait for, unlike a counter */
+      snprintf(why, len,
+               "'%s' is NaN: a gauge without a value this interval (a "
+               "statsd timer or a tail average without samples)",
+               name);
+    else
+      snprintf(why, len,
+               "'%s' = %g is outside [%s, %s], the range of its type '%s' "
+               "in types.db: collectd gives no value for it",
+               name, v, lo, hi, ds->type);
+    return;
+  }
+  counter_slot *c = counter_lookup(&in->counters, name);
+  if (c == NULL || !c->had_rate)
+    snprintf(why, len,
+             "'%s' has no rate yet: its first sample (collectd needs two "
+             "for a rate)",
+             name);
+  else if (src->type == DS_TYPE_DERIVE && src->min == 0)
+    snprintf(why, len,
+             "'%s' went backwards (a DERIVE that decreased, as at a restart "
+             "of what counts it; its type '%s' allows no rate below 0): no "
+             "rate this interval",
+             name, ds->type);
+  else
+    snprintf(why, len,
+             "'%s' has no rate this interval: its rate is outside [%s, %s], "
+             "the range of its type '%s' in types.db",
+             name, lo, hi, ds->type);
+}
+
 input_result inputs_read_one(inputs_t *in, const char *name, double *value,
                              char *why, size_t len) {
   gauge_t *rates = NULL;
@@ -360,19 +443,8 @@ input_result inputs_read_one(inputs_t *in, const char *name, double *value,
     snprintf(why, len, "'%s' has %zu data sources; name a type with one", name,
              n);
     r = INPUT_BAD;
-  } else if (isnan(rates[0]) && ds_type_of(name) == DS_TYPE_GAUGE) {
-    /* collectd's statsd timers and tail averages are NaN in an interval
-     * without a sample: nothing to wait for, unlike a counter */
-    snprintf(why, len,
-             "'%s' is NaN: a gauge without a value this interval (a "
-             "statsd timer or a tail average without samples)",
-             name);
-    r = INPUT_NO_RATE;
   } else if (isnan(rates[0])) {
-    snprintf(why, len,
-             "'%s' has no rate this interval (first sample, or a "
-             "counter reset)",
-             name);
+    no_rate_why(in, name, why, len);
     r = INPUT_NO_RATE;
   } else if (isinf(rates[0])) {
     snprintf(why, len, "'%s' is infinite", name);

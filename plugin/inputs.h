@@ -32,8 +32,10 @@ typedef enum {
   INPUT_ABSENT,  /* not in collectd's cache (not dispatched yet, or expired);
                     a glob: no identifier matches */
   INPUT_NO_RATE, /* in the cache without a rate this interval: a first
-                    sample, a COUNTER reset, or a GAUGE that is NaN (a
-                    statsd timer without samples) */
+                    sample, a COUNTER reset, a DERIVE gone backwards, a
+                    GAUGE that is NaN (a statsd timer without samples),
+                    or a value outside its type's range in types.db;
+                    the message names which */
   INPUT_BAD,     /* unusable: several data sources, or infinite */
 } input_result;
 

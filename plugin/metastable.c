@@ -41,6 +41,7 @@
 
 #include "inputs.h"
 #include "reload.h"
+#include "sanitize.h"
 #include "service.h"
 #include "state.h"
 
@@ -228,9 +229,14 @@ static int config_interval(const oconfig_item_t *child) {
     return -1;
   }
   if (!(seconds >= INTERVAL_MIN && seconds <= INTERVAL_MAX)) {
-    ERROR(PLUGIN_NAME " plugin: <Plugin metastable> Interval %s is %g s: "
-                      "it must be from %g s to %g s",
-          text, seconds, INTERVAL_MIN, INTERVAL_MAX);
+    char got[32]; /* 86400.00001, not 86400 */
+    ERROR(
+        PLUGIN_NAME " plugin: <Plugin metastable> Interval %s is %s s: "
+                    "it must be from %g s to %g s",
+        text,
+        ms_format_against(got, seconds,
+                          seconds < INTERVAL_MIN ? INTERVAL_MIN : INTERVAL_MAX),
+        INTERVAL_MIN, INTERVAL_MAX);
     return -1;
   }
   conf_interval = DOUBLE_TO_CDTIME_T(seconds);
@@ -515,6 +521,16 @@ static bool log_take(plugin_state *st) {
   return true;
 }
 
+void ms_plugin_log(int level, const char *format, ...) {
+  char msg[1024], safe[2048];
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(msg, sizeof msg, format, ap);
+  va_end(ap);
+  ms_sanitize(safe, sizeof safe, msg);
+  plugin_log(level, "%s", safe);
+}
+
 /* A plain line (INFO, NOTICE, WARNING) under the bound. */
 __attribute__((format(printf, 3, 4))) static void
 ms_log(plugin_state *st, int level, const char *format, ...) {
@@ -525,7 +541,7 @@ ms_log(plugin_state *st, int level, const char *format, ...) {
   va_start(ap, format);
   vsnprintf(msg, sizeof msg, format, ap);
   va_end(ap);
-  plugin_log(level, "%s", msg);
+  ms_plugin_log(level, "%s", msg);
 }
 
 /* Whether a line with back-off b may be said now (log_backoff, state.h):
@@ -556,7 +572,7 @@ ms_complain(plugin_state *st, int level, log_backoff *b, const char *format,
   va_start(ap, format);
   vsnprintf(msg, sizeof msg, format, ap);
   va_end(ap);
-  plugin_log(level, "%s", msg);
+  ms_plugin_log(level, "%s", msg);
 }
 
 /* The end of a complaint: said once (under the bound) when it had been
@@ -574,7 +590,7 @@ ms_release(plugin_state *st, int level, log_backoff *b, const char *format,
   va_start(ap, format);
   vsnprintf(msg, sizeof msg, format, ap);
   va_end(ap);
-  plugin_log(level, "%s", msg);
+  ms_plugin_log(level, "%s", msg);
 }
 
 /* A glob input summed without some of its matches: said at INFO,

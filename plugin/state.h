@@ -16,6 +16,26 @@
 #include "pacing.h"
 #include "service.h"
 
+/*
+ * ms_plugin_log: collectd's plugin_log with control bytes escaped as the
+ * command escapes them (service/sanitize.h): the formatted line is passed
+ * through ms_sanitize, so that an identifier or a key of the service file
+ * with ESC ] 0; ... BEL cannot reach collectd's log raw.  Every line the
+ * plugin writes goes through it: ERROR, WARNING, NOTICE and INFO are
+ * redefined here, and ms_log and its kin call it.  A line is cut at 1023
+ * bytes, then at 2047 once escaped.
+ */
+void ms_plugin_log(int level, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+#undef ERROR
+#undef WARNING
+#undef NOTICE
+#undef INFO
+#define ERROR(...) ms_plugin_log(LOG_ERR, __VA_ARGS__)
+#define WARNING(...) ms_plugin_log(LOG_WARNING, __VA_ARGS__)
+#define NOTICE(...) ms_plugin_log(LOG_NOTICE, __VA_ARGS__)
+#define INFO(...) ms_plugin_log(LOG_INFO, __VA_ARGS__)
+
 /* The back-off of one rate-limited log line (metastable.c: ms_complain):
  * said at most once per `interval`, which starts at the plugin's interval
  * and doubles at each line, up to a day, as collectd's utils_complain.c

@@ -133,8 +133,12 @@ static int get_source(ms_yaml_loader *ld, const yaml_node_t *v, ms_input_id id,
   bool count =
       id == MS_INPUT_POOL || id == MS_INPUT_QUEUE || id == MS_INPUT_BUSY;
   bool duration = id == MS_INPUT_LATENCY;
-  if (ms_parse_number(s, &x) == 0 ||
-      (duration && ms_parse_duration(s, &x, why, sizeof why) == 0) ||
+  char tiny[320];
+  int r = ms_parse_number(s, &x);
+  if (r == MS_NUMBER_TINY)
+    return ms_yaml_fail(ld, v, "%s (key 'inputs.%s')",
+                        ms_number_tiny_message(tiny, sizeof tiny, s), key);
+  if (r == 0 || (duration && ms_parse_duration(s, &x, why, sizeof why) == 0) ||
       (!count && !duration && ms_parse_rate(s, &x, why, sizeof why) == 0)) {
     if (x < 0)
       return ms_yaml_fail(ld, v, "%s = %s must be >= 0 (key 'inputs.%s')", key,

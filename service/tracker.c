@@ -52,8 +52,8 @@ static int need(const ms_service_spec *spec, const ms_inputs *in,
   double x = in->value[id];
   if (!isfinite(x))
     return bad_input(id, bad, problem, len,
-                     isnan(x) ? "is not a number (a counter's first sample "
-                                "or reset)"
+                     isnan(x) ? "is not a number (no value, or no rate, "
+                                "this interval)"
                               : "is infinite");
   if (x < 0)
     return bad_input(id, bad, problem, len, "is negative");

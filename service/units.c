@@ -2,6 +2,7 @@
 /* Numbers, durations and rates as people write them (service/units.h). */
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -10,13 +11,27 @@
 
 #include "units.h"
 
+/* Whether x is too close to 0 for the rule of units.h: not 0, and
+ * smaller in magnitude than the smallest normal double. */
+static bool tiny(double x) { return x != 0.0 && fabs(x) < DBL_MIN; }
+#define TINY_TAIL                                                              \
+  "below 2.2250738585072014e-308, the smallest double with full "              \
+  "precision; write 0 or a larger number"
+
 /* strtod over the start of text; *rest is what follows the number and its
- * trailing blanks.  0 or -1. */
+ * trailing blanks.  0, -1 when text does not start with a finite number,
+ * or MS_NUMBER_TINY when it starts with one that is not 0 but rounds to
+ * a subnormal or to 0 (strtod's ERANGE with a small result, or an exact
+ * subnormal such as 0x1p-1074, which strtod takes silently). */
 static int leading_number(const char *text, double *out, const char **rest) {
   char *end;
   errno = 0;
   double v = strtod(text, &end);
-  if (end == text || errno == ERANGE || !isfinite(v))
+  if (end == text || !isfinite(v))
+    return -1;
+  if (tiny(v) || (errno == ERANGE && v == 0.0))
+    return MS_NUMBER_TINY;
+  if (errno == ERANGE)
     return -1;
   while (isspace((unsigned char)*end))
     end++;
@@ -25,10 +40,20 @@ static int leading_number(const char *text, double *out, const char **rest) {
   return 0;
 }
 
+const char *ms_number_tiny_message(char *buf, size_t len, const char *text) {
+  snprintf(buf, len, "'%s' is too close to 0: " TINY_TAIL, text ? text : "");
+  return buf;
+}
+
 int ms_parse_number(const char *text, double *out) {
   const char *rest;
   double v;
-  if (text == NULL || leading_number(text, &v, &rest) != 0 || *rest != '\0')
+  if (text == NULL)
+    return -1;
+  int r = leading_number(text, &v, &rest);
+  if (r != 0)
+    return r;
+  if (*rest != '\0')
     return -1;
   *out = v;
   return 0;
@@ -37,8 +62,12 @@ int ms_parse_number(const char *text, double *out) {
 int ms_parse_whole(const char *text, double *out) {
   double x;
   /* decimal only: strtod would read "0x2" as 2 */
-  if (text == NULL || strpbrk(text, "xXpP") != NULL ||
-      ms_parse_number(text, &x) != 0 || x != floor(x))
+  if (text == NULL || strpbrk(text, "xXpP") != NULL)
+    return -1;
+  int r = ms_parse_number(text, &x);
+  if (r != 0)
+    return r;
+  if (x != floor(x))
     return -1;
   *out = x;
   return 0;
@@ -60,7 +89,12 @@ int ms_parse_duration(const char *text, double *seconds, char *errbuf,
                {"h", 3600.0, 1.0}};
   double v;
   const char *unit;
-  if (text == NULL || leading_number(text, &v, &unit) != 0 || v < 0) {
+  int r = text == NULL ? -1 : leading_number(text, &v, &unit);
+  if (r == MS_NUMBER_TINY) {
+    ms_number_tiny_message(errbuf, errlen, text);
+    return -1;
+  }
+  if (r != 0 || v < 0) {
     snprintf(errbuf, errlen,
              "'%s' is not a duration (seconds, or a number with us, ms, s, "
              "m or h)",
@@ -72,6 +106,11 @@ int ms_parse_duration(const char *text, double *seconds, char *errbuf,
       double x = v * units[i].scale / units[i].divisor;
       if (!isfinite(x))
         break;
+      if (tiny(x)) { /* "1e-306us" */
+        snprintf(errbuf, errlen, "'%s' is %.3g s, too close to 0: " TINY_TAIL,
+                 text, x);
+        return -1;
+      }
       *seconds = x;
       return 0;
     }
@@ -93,10 +132,11 @@ int ms_timeout_from_range(double lo, double hi, double *timeout, double *spread,
     return -1;
   }
   if (!(hi >= lo)) {
+    char h[32], l[32];
     snprintf(why, len,
-             "timeout max %.8g s is below its min %.8g s: a range is "
+             "timeout max %s s is below its min %s s: a range is "
              "{min: shortest, max: longest}",
-             hi, lo);
+             ms_format_against(h, hi, lo), ms_format_against(l, lo, hi));
     return -1;
   }
   *timeout = lo;
@@ -137,12 +177,17 @@ int ms_parse_timeout_range(const char *text, double *timeout, double *spread,
 int ms_parse_share(const char *text, double *share) {
   double v;
   const char *rest;
-  if (text == NULL || leading_number(text, &v, &rest) != 0)
+  if (text == NULL)
     return -1;
+  int r = leading_number(text, &v, &rest);
+  if (r != 0)
+    return r;
   if (*rest == '%' && rest[1] == '\0')
     v /= 100.0;
   else if (*rest != '\0')
     return -1;
+  if (tiny(v)) /* "1e-307%" */
+    return MS_NUMBER_TINY;
   *share = v;
   return 0;
 }
@@ -165,6 +210,10 @@ int ms_parse_rate(const char *text, double *per_second, char *errbuf,
                   size_t errlen) {
   double v;
   const char *unit;
+  if (text != NULL && leading_number(text, &v, &unit) == MS_NUMBER_TINY) {
+    ms_number_tiny_message(errbuf, errlen, text);
+    return -1;
+  }
   if (text != NULL && leading_number(text, &v, &unit) == 0 && v < 0 &&
       (*unit == '\0' || strcmp(unit, "/s") == 0)) {
     snprintf(errbuf, errlen, "'%s' is negative: a rate is >= 0 per second",
@@ -196,11 +245,12 @@ ms_parse_result ms_parse_param(ms_param id, const char *text, double *out,
              p->whole ? "a count, not a share" : "not a share");
     return MS_PARSE_NOT_UNIT;
   }
+  int r = 0;
   if (ms_param_is_share(id)) {
-    if (ms_parse_share(text, &x) != 0)
+    if ((r = ms_parse_share(text, &x)) == -1)
       return MS_PARSE_NOT_NUMBER;
   } else if (p->whole) {
-    if (ms_parse_whole(text, &x) != 0)
+    if ((r = ms_parse_whole(text, &x)) == -1)
       return MS_PARSE_NOT_WHOLE;
   } else if (strcmp(p->unit, "s") == 0) {
     if (ms_parse_duration(text, &x, why, len) != 0)
@@ -208,8 +258,12 @@ ms_parse_result ms_parse_param(ms_param id, const char *text, double *out,
   } else if (p->unit[0] != '\0') {
     if (ms_parse_rate(text, &x, why, len) != 0)
       return MS_PARSE_NOT_UNIT;
-  } else if (ms_parse_number(text, &x) != 0) {
+  } else if ((r = ms_parse_number(text, &x)) == -1) {
     return MS_PARSE_NOT_NUMBER;
+  }
+  if (r == MS_NUMBER_TINY) {
+    ms_number_tiny_message(why, len, text);
+    return MS_PARSE_NOT_UNIT;
   }
   *out = x;
   return MS_PARSE_OK;

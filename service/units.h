@@ -34,15 +34,39 @@ const char *ms_format_double(char buf[32], double x);
 const char *ms_format_share(char *buf, size_t len, double x, int digits);
 
 /*
+ * The one rule for numbers near 0, in every spelling and every key of
+ * the service and scenario files and of the command line: a number that
+ * is not 0 but smaller in magnitude than DBL_MIN (2.2250738585072014e-308,
+ * the smallest normal double) is refused, whether written in decimal
+ * ("4.9e-324", "1e-400", which strtod rounds to 0), in hexadecimal
+ * ("0x1p-1074", which strtod takes without a word) or with a unit that
+ * makes it so ("1e-306us", "1e-307%").  A subnormal has fewer than 53
+ * bits, and its reciprocal (the service time of a service_rate) is
+ * infinite.  The parsers below return MS_NUMBER_TINY for it (those
+ * without a message) or say so in their message (ms_number_tiny_message).
+ */
+#define MS_NUMBER_TINY (-2)
+
+/*
+ * ms_number_tiny_message: the message of the rule above for text, into
+ * buf (len bytes; 160 hold it with a number of 40 characters):
+ * "'4.9e-324' is too close to 0: below 2.2250738585072014e-308, the
+ * smallest double with full precision; write 0 or a larger number".
+ * Returns buf.
+ */
+const char *ms_number_tiny_message(char *buf, size_t len, const char *text);
+
+/*
  * ms_parse_number: text is one finite number for strtod ("12", "1e-3",
- * " 2.5 "; blanks around it allowed).  Returns 0 with *out set, or -1.
+ * " 2.5 "; blanks around it allowed).  Returns 0 with *out set,
+ * MS_NUMBER_TINY for a number the rule above refuses, or -1.
  */
 int ms_parse_number(const char *text, double *out);
 
 /*
  * ms_parse_whole: text is a whole number written in decimal ("12", "1e3",
  * "10.0"; not "2.5", not hexadecimal), of any size a double holds.
- * Returns 0 with *out set, or -1.
+ * Returns 0 with *out set, MS_NUMBER_TINY ("1e-400"), or -1.
  */
 int ms_parse_whole(const char *text, double *out);
 
@@ -54,7 +78,9 @@ int ms_parse_whole(const char *text, double *out);
  * text: "m" is minutes, "ms" milliseconds, "min" unknown); a duration that
  * overflows a double in seconds is refused.  Rates: "10", "10/s".  Result
  * finite and >= 0: a negative value is a syntax error here ("is not a
- * duration"), as the units have no negative meaning.  Return 0, or -1 with
+ * duration"), as the units have no negative meaning; a result too close
+ * to 0 is refused by the rule above ("'1e-306us' is 1e-312 s, too close to 0:
+ * ...").  Return 0, or -1 with
  * errbuf saying what was expected.  Other ranges are the callers' (for the
  * model's parameters, ms_param_check).
  */
@@ -88,7 +114,8 @@ int ms_parse_timeout_range(const char *text, double *timeout, double *spread,
  * ms_parse_share: a share of 1 (a probability, a ratio), as a plain number
  * or as a percentage: "0.1" and "10%" (or "10 %") -> 0.1, "0.5%" -> 0.005.
  * Any finite number (the range is the caller's).  Returns 0 with *share
- * set, or -1.
+ * set, MS_NUMBER_TINY for a share the rule above refuses ("1e-307%"), or
+ * -1.
  */
 int ms_parse_share(const char *text, double *share);
 
@@ -105,7 +132,8 @@ typedef enum {
   MS_PARSE_OK = 0,
   MS_PARSE_NOT_NUMBER, /* a plain number was expected */
   MS_PARSE_NOT_WHOLE,  /* a whole number, in decimal, was expected */
-  MS_PARSE_NOT_UNIT,   /* not a duration, or not a rate: why says which */
+  MS_PARSE_NOT_UNIT,   /* not a duration, not a rate, or a number too
+                          close to 0 (MS_NUMBER_TINY): why says which */
 } ms_parse_result;
 
 /*

@@ -122,8 +122,12 @@ static const char *shown(const yaml_node_t *v, char *buf, size_t len) {
 int ms_yaml_get_number(ms_yaml_loader *ld, const yaml_node_t *v,
                        const char *key, double *out) {
   const char *s = ms_yaml_scalar(v);
-  char buf[256];
-  if (s == NULL || ms_parse_number(s, out) != 0)
+  char buf[320];
+  int r = s == NULL ? -1 : ms_parse_number(s, out);
+  if (r == MS_NUMBER_TINY)
+    return ms_yaml_fail(ld, v, "%s (key '%s')",
+                        ms_number_tiny_message(buf, sizeof buf, s), key);
+  if (r != 0)
     return ms_yaml_fail(ld, v, "%s must be a number, not %s (key '%s')", key,
                         shown(v, buf, sizeof buf), key);
   return 0;
@@ -132,8 +136,12 @@ int ms_yaml_get_number(ms_yaml_loader *ld, const yaml_node_t *v,
 int ms_yaml_get_share(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                       double *out) {
   const char *s = ms_yaml_scalar(v);
-  char buf[256];
-  if (s == NULL || ms_parse_share(s, out) != 0)
+  char buf[320];
+  int r = s == NULL ? -1 : ms_parse_share(s, out);
+  if (r == MS_NUMBER_TINY)
+    return ms_yaml_fail(ld, v, "%s (key '%s')",
+                        ms_number_tiny_message(buf, sizeof buf, s), key);
+  if (r != 0)
     return ms_yaml_fail(ld, v,
                         "%s must be a number or a percentage, not %s (key "
                         "'%s')",
@@ -144,7 +152,7 @@ int ms_yaml_get_share(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
 int ms_yaml_get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                      int duration, double *out) {
   const char *s = ms_yaml_scalar(v);
-  char msg[200];
+  char msg[320];
   if (s == NULL)
     return ms_yaml_fail(ld, v, "%s must be a %s, not %s (key '%s')", key,
                         duration ? "duration" : "rate", ms_yaml_kind(v), key);
@@ -157,8 +165,13 @@ int ms_yaml_get_unit(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
 
 int ms_yaml_get_whole(ms_yaml_loader *ld, const yaml_node_t *v, const char *key,
                       double *out) {
-  char buf[256];
-  if (ms_parse_whole(ms_yaml_scalar(v), out) != 0)
+  char buf[320];
+  int r = ms_parse_whole(ms_yaml_scalar(v), out);
+  if (r == MS_NUMBER_TINY)
+    return ms_yaml_fail(
+        ld, v, "%s (key '%s')",
+        ms_number_tiny_message(buf, sizeof buf, ms_yaml_scalar(v)), key);
+  if (r != 0)
     return ms_yaml_fail(ld, v, "%s must be a whole number, not %s (key '%s')",
                         key, shown(v, buf, sizeof buf), key);
   return 0;
@@ -171,7 +184,7 @@ int ms_yaml_get_param(ms_yaml_loader *ld, const yaml_node_t *v, ms_param id,
   if (p == NULL)
     return ms_yaml_fail(ld, v, "parameter %d is not a parameter", (int)id);
   /* the syntax is ms_parse_param's; the messages the other readers' */
-  char why[200], buf[256];
+  char why[320], buf[256];
   const char *s = ms_yaml_scalar(v);
   switch (ms_parse_param(id, s, &x, why, sizeof why)) {
   case MS_PARSE_OK:
@@ -448,9 +461,11 @@ static int scan_end(prescan_state *st, const yaml_event_t *ev) {
 }
 
 /* A first pass over libyaml's events, before any document is built: stops
- * at a second document, at nesting deeper than MAX_NESTING, and at a limit
- * of lim passed, each time at the event that passed it.  Syntax errors
- * are left to the loader, which reports them the same way. */
+ * at a second document, at nesting deeper than MAX_NESTING, at a NUL
+ * inside a scalar (the one place that refuses it, for every key and value
+ * of both loaders), and at a limit of lim passed, each time at the event
+ * that passed it.  Syntax errors are left to the loader, which reports
+ * them the same way. */
 static int prescan(const char *text, size_t len, const char *name,
                    const atomic_bool *cancel, const ms_yaml_limits *lim,
                    char *errbuf, size_t errlen) {
@@ -480,6 +495,15 @@ static int prescan(const char *text, size_t len, const char *name,
                       "one");
       break;
     case YAML_SCALAR_EVENT:
+      /* "a\u0000b": libyaml keeps the length, a C string stops at the NUL */
+      if (memchr(ev.data.scalar.value, '\0', ev.data.scalar.length)) {
+        r = scan_fail(&st, ev.start_mark,
+                      "a NUL character (\\0 or \\u0000) in a scalar: no "
+                      "name or value of the file holds one");
+        break;
+      }
+      r = scan_node(&st, &ev);
+      break;
     case YAML_ALIAS_EVENT:
     case YAML_SEQUENCE_START_EVENT:
     case YAML_MAPPING_START_EVENT:
@@ -548,9 +572,23 @@ int ms_yaml_load_limited(const char *text, size_t len, const char *name,
   yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
   int r = 0;
   if (!yaml_parser_load(&parser, doc)) {
-    snprintf(errbuf, errlen, "%s:%zu:%zu: YAML syntax: %s%s%s", name,
-             parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-             parser.problem ? parser.problem : "error",
+    yaml_mark_t at = parser.problem_mark;
+    char byte[48] = "";
+    if (parser.error == YAML_READER_ERROR) {
+      /* a reader error (a NUL or another control byte, bad UTF-8) has an
+       * offset, not a mark: its line and column, in bytes */
+      at = (yaml_mark_t){0};
+      for (size_t i = 0; i < parser.problem_offset && i < len; i++)
+        if (text[i] == '\n')
+          at.line++, at.column = 0;
+        else
+          at.column++;
+      if (parser.problem_value >= 0)
+        snprintf(byte, sizeof byte, " (byte 0x%02x)", parser.problem_value);
+    }
+    snprintf(errbuf, errlen, "%s:%zu:%zu: YAML syntax: %s%s%s%s", name,
+             at.line + 1, at.column + 1,
+             parser.problem ? parser.problem : "error", byte,
              parser.context ? " " : "", parser.context ? parser.context : "");
     r = -1;
   }

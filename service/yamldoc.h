@@ -176,8 +176,9 @@ extern const ms_yaml_limits ms_yaml_file_limits;
 /*
  * ms_yaml_load: parse text into *doc (initialised on success; the caller
  * deletes it with yaml_document_delete).  Refuses, with path:line:column, a
- * syntax error, a second document, nesting deeper than 32 levels
- * (libyaml slows down superlinearly with nesting: 32,000 '[' take
+ * syntax error, a second document, a NUL character inside a scalar
+ * ("a\u0000b": C strings would cut it silently), nesting deeper than 32
+ * levels (libyaml slows down superlinearly with nesting: 32,000 '[' take
  * seconds), an alias inside the node it names, and the limits of
  * ms_yaml_file_limits, all but the syntax before any node is built.
  * cancel: NULL, or a flag another thread may set to stop the parse

@@ -250,9 +250,22 @@ static void drive_param_check(void) {
   for (int id = -1; id <= MS_PARAM_COUNT; id++) {
     const ms_param_info *p = ms_param_get((ms_param)id);
     edges e = p ? EDGES(p->lo, p->hi, (p->lo + p->hi) / 2) : EDGES(0.5);
-    for (int i = 0; i < e.n; i++)
+    for (int i = 0; i < e.n; i++) {
       CALLED("ms_param_check", ms_param_check((ms_param)id, e.v[i], NULL),
              "%d, %a", id, e.v[i]);
+      /* a range message's value against each bound, every pair of edges:
+       * the text reads back on the side of the bound the value is on */
+      for (int j = 0; p != NULL && j < e.n; j++) {
+        char buf[32];
+        double x = e.v[i], b = e.v[j];
+        ms_format_against(buf, x, b);
+        double y = strtod(buf, NULL);
+        int sx = (x > b) - (x < b), sy = (y > b) - (y < b);
+        verdict("ms_format_against",
+                !isfinite(x) || isnan(b) || sx == sy ? MS_OK : MS_EINVAL, 0,
+                NULL, "%a against %a: %s", x, b, buf);
+      }
+    }
   }
 }
 
@@ -1045,6 +1058,7 @@ typedef struct {
 static const row functions[] = {
     NO_DOUBLE(ms_version, "no argument"),
     NO_DOUBLE(ms_status_name, "an int"),
+    DRIVEN(ms_format_against, "param_check"),
     DRIVEN(ms_erlang_ln_b, "erlang"),
     DRIVEN(ms_erlang_ln_c, "erlang"),
     DRIVEN(ms_erlang, "erlang"),

@@ -171,6 +171,19 @@ START_TEST(test_interval_units) {
   refused("Interval 86401", "metastable plugin: <Plugin metastable> Interval "
                             "86401 is 86401 s: it must be from 0.1 s to "
                             "86400 s");
+  /* the seconds with the digits that keep them apart from the bound */
+  refused("Interval 86400.00001", "metastable plugin: <Plugin metastable> "
+                                  "Interval 86400.00001 is 86400.00001 s: it "
+                                  "must be from 0.1 s to 86400 s");
+  refused("Interval 99.9999999ms", "metastable plugin: <Plugin metastable> "
+                                   "Interval 99.9999999ms is 0.0999999999 s: "
+                                   "it must be from 0.1 s to 86400 s");
+  /* a duration too close to 0 in seconds: the rule of service/units.h */
+  refused("Interval \"1e-306us\"",
+          "metastable plugin: <Plugin metastable> Interval: '1e-306us' is "
+          "1e-312 s, too close to 0: below 2.2250738585072014e-308, the "
+          "smallest double with full precision; write 0 or a larger number; "
+          "it takes a duration from 0.1 s to 86400 s (10, 10s, 500ms, 5m)");
   refused("Interval 1441m", "metastable plugin: <Plugin metastable> Interval "
                             "1441m is 86460 s: it must be from 0.1 s to "
                             "86400 s");

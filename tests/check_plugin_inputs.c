@@ -58,8 +58,8 @@ START_TEST(test_read_one) {
   v = -1;
   ck_assert_int_eq(inputs_read_one(in, "h/p/derive-first", &v, why, sizeof why),
                    INPUT_NO_RATE);
-  ck_assert_str_eq(why, "'h/p/derive-first' has no rate this interval (first "
-                        "sample, or a counter reset)");
+  ck_assert_str_eq(why, "'h/p/derive-first' has no rate yet: its first sample "
+                        "(collectd needs two for a rate)");
   /* a gauge is NaN when it has nothing to say (a statsd timer without
    * samples): no counter to wait for */
   ck_assert_int_eq(
@@ -75,6 +75,81 @@ START_TEST(test_read_one) {
                    INPUT_BAD);
   ck_assert_str_eq(why, "'h/p/load' has 3 data sources; name a type with one");
   ck_assert(v == -1);
+  inputs_destroy(in);
+}
+END_TEST
+
+/* Each message names its cause (collectd 5.12's cache: a rate is NaN at
+ * a DERIVE's or COUNTER's first sample, and for any value outside its
+ * type's range in types.db, uc_check_range): a NaN gauge is NaN; a gauge
+ * outside its range says so with the value; a DERIVE is at its first
+ * sample until it had a rate, and went backwards after; a COUNTER that
+ * had a rate is outside its range.  The NaN path alone reads the raw
+ * value: a read with a rate costs one look-up, as before. */
+START_TEST(test_no_rate_causes) {
+  inputs_t *in = inputs_create(NULL, 0);
+  char why[400];
+  double v;
+  stub_cache_set_gauge("h/p/gauge-nan", NAN, NAN);
+  stub_cache_set_gauge("h/cpu/percent-busy", NAN, 250.0);
+  stub_cache_set("h/p/derive-req", NAN);
+  stub_cache_set_counter("h/p/counter-req", NAN, 7);
+  stub_cache_commit();
+  ck_assert_int_eq(inputs_read_one(in, "h/p/gauge-nan", &v, why, sizeof why),
+                   INPUT_NO_RATE);
+  ck_assert_str_eq(why, "'h/p/gauge-nan' is NaN: a gauge without a value "
+                        "this interval (a statsd timer or a tail average "
+                        "without samples)");
+  ck_assert_int_eq(
+      inputs_read_one(in, "h/cpu/percent-busy", &v, why, sizeof why),
+      INPUT_NO_RATE);
+  ck_assert_str_eq(why, "'h/cpu/percent-busy' = 250 is outside [0, 100.1], "
+                        "the range of its type 'percent' in types.db: "
+                        "collectd gives no value for it");
+  /* first samples: never read with a rate */
+  ck_assert_int_eq(inputs_read_one(in, "h/p/derive-req", &v, why, sizeof why),
+                   INPUT_NO_RATE);
+  ck_assert_str_eq(why, "'h/p/derive-req' has no rate yet: its first sample "
+                        "(collectd needs two for a rate)");
+  ck_assert_int_eq(inputs_read_one(in, "h/p/counter-req", &v, why, sizeof why),
+                   INPUT_NO_RATE);
+  ck_assert_str_eq(why, "'h/p/counter-req' has no rate yet: its first sample "
+                        "(collectd needs two for a rate)");
+  /* a rate, then none: the DERIVE went backwards */
+  stub_cache_set("h/p/derive-req", 4.0);
+  stub_cache_set_counter("h/p/counter-req", 4.0, 11);
+  ck_assert_int_eq(inputs_read_one(in, "h/p/derive-req", &v, why, sizeof why),
+                   INPUT_OK);
+  ck_assert_int_eq(inputs_read_one(in, "h/p/counter-req", &v, why, sizeof why),
+                   INPUT_OK);
+  stub_cache_set("h/p/derive-req", NAN);
+  stub_cache_set_counter("h/p/counter-req", NAN, 12);
+  ck_assert_int_eq(inputs_read_one(in, "h/p/derive-req", &v, why, sizeof why),
+                   INPUT_NO_RATE);
+  ck_assert_str_eq(why, "'h/p/derive-req' went backwards (a DERIVE that "
+                        "decreased, as at a restart of what counts it; its "
+                        "type 'derive' allows no rate below 0): no rate this "
+                        "interval");
+  ck_assert_int_eq(inputs_read_one(in, "h/p/counter-req", &v, why, sizeof why),
+                   INPUT_NO_RATE);
+  ck_assert_str_eq(why, "'h/p/counter-req' has no rate this interval: its "
+                        "rate is outside [0, U], the range of its type "
+                        "'counter' in types.db");
+  /* the memory goes over to the inputs of a reloaded file */
+  inputs_t *next = inputs_create(NULL, 0);
+  inputs_take_counters(next, in);
+  ck_assert_int_eq(inputs_read_one(next, "h/p/derive-req", &v, why, sizeof why),
+                   INPUT_NO_RATE);
+  ck_assert_msg(strstr(why, "went backwards") != NULL, "%s", why);
+  /* a read with a rate: one look-up */
+  stub_cache_set("h/p/derive-req", 5.0);
+  stub_counters c;
+  stub_counters_reset();
+  ck_assert_int_eq(inputs_read_one(next, "h/p/derive-req", &v, why, sizeof why),
+                   INPUT_OK);
+  stub_counters_get(&c);
+  ck_assert_uint_eq(c.lookups, 1);
+  inputs_destroy(next);
   inputs_destroy(in);
 }
 END_TEST
@@ -199,8 +274,8 @@ START_TEST(test_missing_zero) {
   ck_assert_int_eq(inputs_read_service(in, 0, &values, glob, why, sizeof why),
                    INPUT_NO_RATE);
   ck_assert_str_eq(why, "input retry_rate: 'h/statsd/derive-retries' has no "
-                        "rate this interval (first sample, or a counter "
-                        "reset)");
+                        "rate yet: its first sample (collectd needs two for a "
+                        "rate)");
   stub_cache_set("h/statsd/derive-retries", 2.5);
   stub_cache_set("web1/statsd/derive-errors", 1.5);
   stub_cache_commit();
@@ -291,9 +366,11 @@ START_TEST(test_left_out) {
   stub_cache_set("h/statsd/derive-att", NAN);
   ck_assert_int_eq(inputs_read_service(in, 0, &values, glob, why, sizeof why),
                    INPUT_NO_RATE);
-  ck_assert_str_eq(why, "input arrival_rate: 'h/statsd/derive-att' has no "
-                        "rate this interval (first sample, or a counter "
-                        "reset)");
+  /* it had a rate: a DERIVE without one went backwards (types.db's 0) */
+  ck_assert_str_eq(why, "input arrival_rate: 'h/statsd/derive-att' went "
+                        "backwards (a DERIVE that decreased, as at a restart "
+                        "of what counts it; its type 'derive' allows no rate "
+                        "below 0): no rate this interval");
   inputs_destroy(in);
   ms_service_file_free(&f);
 }
@@ -334,8 +411,8 @@ START_TEST(test_glob_partial_sum) {
   ck_assert_uint_eq(glob[MS_INPUT_ARRIVAL].matched, 3);
   ck_assert_uint_eq(glob[MS_INPUT_ARRIVAL].summed, 1);
   ck_assert_str_eq(glob[MS_INPUT_ARRIVAL].skipped,
-                   "'web2/statsd/derive-att' has no rate this interval "
-                   "(first sample, or a counter reset)");
+                   "'web2/statsd/derive-att' has no rate yet: its first "
+                   "sample (collectd needs two for a rate)");
   /* all have a rate again */
   stub_cache_set("web2/statsd/derive-att", 3.0);
   stub_cache_set("web3/statsd/derive-att", 4.0);
@@ -368,8 +445,8 @@ START_TEST(test_glob_without_value) {
                    INPUT_NO_RATE);
   ck_assert_str_eq(why, "input arrival_rate (glob '" GLOB "'): none of its 2 "
                         "matches has a rate this interval, e.g. "
-                        "'web1/statsd/derive-att' has no rate this interval "
-                        "(first sample, or a counter reset)");
+                        "'web1/statsd/derive-att' has no rate yet: its first "
+                        "sample (collectd needs two for a rate)");
   ck_assert(!values.has[MS_INPUT_ARRIVAL]);
   ck_assert_uint_eq(glob[MS_INPUT_ARRIVAL].matched, 0);
   /* a bad match spoils the sum */
@@ -452,6 +529,7 @@ int main(void) {
   TCase *tc = tcase_create("reads");
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, test_read_one);
+  tcase_add_test(tc, test_no_rate_causes);
   tcase_add_test(tc, test_counter_reset);
   tcase_add_test(tc, test_counter_memory_grows);
   tcase_add_test(tc, test_service_identifiers);

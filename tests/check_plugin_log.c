@@ -165,6 +165,63 @@ START_TEST(test_broken_file_fails_configuration) {
 }
 END_TEST
 
+/* ---- control bytes ---------------------------------------------------- */
+
+/* Every line logged, and whether one held a control byte (C0 or DEL). */
+static size_t lines_logged, lines_raw;
+static char last_line[1024];
+
+static void on_any_log(int level, const char *msg) {
+  (void)level;
+  lines_logged++;
+  for (const unsigned char *c = (const unsigned char *)msg; *c; c++)
+    if (*c < 0x20 || *c == 0x7f) {
+      lines_raw++;
+      break;
+    }
+  snprintf(last_line, sizeof last_line, "%s", msg);
+}
+
+/* An identifier with an OSC sequence (ESC ] 0; ... BEL, which retitles a
+ * terminal) and a key with one: the plugin's lines show them escaped as
+ * the command shows them (\x1b, \x07), in a read cycle's complaint and in
+ * the refusal of a file at start. */
+START_TEST(test_control_bytes_escaped) {
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  FILE *y = fdopen(fd, "w");
+  fprintf(y, "services:\n  - name: osc\n    model: capacity\n"
+             "    capacity: 100\n    retries: 1\n    inputs:\n"
+             "      offered_rate: \"h/statsd/derive-x\\e]0;owned\\a\"\n");
+  fclose(y);
+  lines_logged = lines_raw = 0;
+  stub_on_log = on_any_log;
+  module_register();
+  ck_assert_int_eq(stub_call_config(path), 0);
+  ck_assert_int_eq(stub_call_init(), 0);
+  ck_assert_int_eq(stub_call_read(), 0);
+  ck_assert_str_eq(stub_last_warning(),
+                   "metastable plugin: service \"osc\": input offered_rate: "
+                   "'h/statsd/derive-x\\x1b]0;owned\\x07' is not in "
+                   "collectd's cache (not dispatched yet, or expired); "
+                   "nothing reported until it is usable");
+  stub_free_read_user_data();
+  stub_call_shutdown();
+  /* a key with ESC, refused at start: the ERROR line is escaped too */
+  y = fopen(path, "w");
+  fprintf(y, "services:\n  - name: osc\n    \"model\\e[2J\": capacity\n");
+  fclose(y);
+  module_register();
+  ck_assert_int_ne(stub_call_config(path), 0);
+  ck_assert_ptr_nonnull(strstr(stub_last_warning(), "'model\\x1b[2J'"));
+  stub_call_shutdown();
+  stub_on_log = NULL;
+  unlink(path);
+  ck_assert_uint_gt(lines_logged, 2);
+  ck_assert_uint_eq(lines_raw, 0);
+}
+END_TEST
+
 /* ---- inputs the verdict can go without -------------------------------- */
 
 /* What the plugin dispatched for "learned" (0) and "plain" (1) in the last
@@ -454,6 +511,7 @@ int main(void) {
   suite_add_tcase(s, tc);
   tc = tcase_create("start");
   tcase_add_test(tc, test_broken_file_fails_configuration);
+  tcase_add_test(tc, test_control_bytes_escaped);
   suite_add_tcase(s, tc);
   tc = tcase_create("flapping");
   tcase_add_test(tc, test_flapping_all);

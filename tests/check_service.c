@@ -6,6 +6,7 @@
  * notifications.
  */
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -322,6 +323,18 @@ static const struct {
      "]]]]]]]]]]]]]]]]]]\n",
      "1:42", "nested deeper than 32 levels"},
     {"services: []\n---\nservices: []\n", "2:1", "second YAML document"},
+    /* a NUL inside any scalar, at the scalar: a name, a key, a value */
+    {"services:\n  - name: \"a\\u0000b\"\n", "2:11",
+     "a NUL character (\\0 or \\u0000) in a scalar"},
+    {"services:\n  - name: a\n    \"mo\\0del\": erlang\n", "3:5",
+     "a NUL character"},
+    {SVC ERL "    timeout: \"1s\\x00\"\n" IN, "8:14", "a NUL character"},
+    {"services:\n  - name: 'x'\n    model: capacity\n    capacity: "
+     "\"\\u00001\"\n",
+     "4:15", "a NUL character"},
+    /* control bytes the reader refuses: at their line and column */
+    {"services:\n  - name: a\x1b]0;x\x07\n", "2:12",
+     "control characters are not allowed (byte 0x1b)"},
 };
 
 START_TEST(test_bad_file) {
@@ -339,6 +352,20 @@ START_TEST(test_bad_file) {
                 "case %d: '%s' does not say '%s'", _i, err, bad_files[_i].says);
   ck_assert_uint_eq(f.n_services, 0);
   ck_assert_ptr_null(f.services);
+}
+END_TEST
+
+/* A NUL byte in the file itself (not an escape): refused by libyaml's
+ * reader, at its line and column. */
+START_TEST(test_raw_nul) {
+  static const char text[] = "services:\n  - name: a\0b\n";
+  ms_service_file f;
+  char err[512] = "";
+  ck_assert_int_eq(ms_service_file_parse(text, sizeof text - 1, "svc.yaml", &f,
+                                         err, sizeof err),
+                   -1);
+  ck_assert_str_eq(err, "svc.yaml:2:12: YAML syntax: control characters are "
+                        "not allowed (byte 0x00)");
 }
 END_TEST
 
@@ -708,6 +735,191 @@ START_TEST(test_units) {
                       "share");
   ck_assert_int_eq(ms_parse_param(MS_PARAM_CAPACITY, "10%", &v, e, sizeof e),
                    MS_PARSE_NOT_UNIT);
+}
+END_TEST
+
+/* The one rule for numbers near 0 (service/units.h): every number that
+ * is not 0 but below DBL_MIN in magnitude is refused, whatever its
+ * spelling, by every reader.  The reference is <float.h>'s DBL_MIN and the
+ * exact value of each spelling (C's hexadecimal literals); 0 and DBL_MIN
+ * itself pass. */
+START_TEST(test_tiny_numbers_parsers) {
+  static const struct {
+    const char *text;
+    double value; /* what the text means exactly, or rounds to */
+  } tiny[] = {
+      {"4.9e-324", 0x1p-1074},
+      {"0x1p-1074", 0x1p-1074},
+      {"0X1P-1074", 0x1p-1074},
+      {"-4.9e-324", -0x1p-1074},
+      {"1e-310", 1e-310},
+      {"2.2250738585072009e-308", 0x0.fffffffffffffp-1022},
+      {"0x1.ffffffffffffep-1023", 0x1.ffffffffffffep-1023},
+      {"1e-400", 0.0}, /* not 0, rounds to 0 */
+      {"0x1p-1100", 0.0},
+  };
+  char e[320], ref[320];
+  double v;
+  for (size_t i = 0; i < sizeof tiny / sizeof tiny[0]; i++) {
+    const char *t = tiny[i].text;
+    ck_assert_msg(tiny[i].value == 0.0 || fabs(tiny[i].value) < DBL_MIN, "%s",
+                  t);
+    ck_assert_int_eq(ms_parse_number(t, &v), MS_NUMBER_TINY);
+    ck_assert_int_eq(ms_parse_share(t, &v), MS_NUMBER_TINY);
+    ms_number_tiny_message(ref, sizeof ref, t);
+    ck_assert_int_eq(ms_parse_rate(t, &v, e, sizeof e), -1);
+    ck_assert_str_eq(e, ref);
+    ck_assert_int_eq(ms_parse_duration(t, &v, e, sizeof e), -1);
+    ck_assert_str_eq(e, ref);
+    ck_assert_int_eq(ms_parse_param(MS_PARAM_SERVICE_RATE, t, &v, e, sizeof e),
+                     MS_PARSE_NOT_UNIT);
+    ck_assert_str_eq(e, ref);
+    ck_assert_int_eq(ms_parse_param(MS_PARAM_BASE_FAILURE, t, &v, e, sizeof e),
+                     MS_PARSE_NOT_UNIT);
+    ck_assert_str_eq(e, ref);
+    if (strpbrk(t, "xX") == NULL) { /* whole numbers are decimal only */
+      ck_assert_int_eq(ms_parse_whole(t, &v), MS_NUMBER_TINY);
+      ck_assert_int_eq(ms_parse_param(MS_PARAM_SERVERS, t, &v, e, sizeof e),
+                       MS_PARSE_NOT_UNIT);
+      ck_assert_str_eq(e, ref);
+    }
+  }
+  ck_assert_str_eq(ref, "'0x1p-1100' is too close to 0: below "
+                        "2.2250738585072014e-308, the smallest double with "
+                        "full precision; write 0 or a larger number");
+  /* with a unit: the literal or the value in seconds, or the share */
+  ck_assert_int_eq(ms_parse_duration("4.9e-324ms", &v, e, sizeof e), -1);
+  ck_assert_msg(strstr(e, "too close to 0") != NULL, "%s", e);
+  ck_assert_int_eq(ms_parse_duration("0x1p-1074s", &v, e, sizeof e), -1);
+  ck_assert_msg(strstr(e, "too close to 0") != NULL, "%s", e);
+  ck_assert_int_eq(ms_parse_rate("0x1p-1074/s", &v, e, sizeof e), -1);
+  ck_assert_msg(strstr(e, "too close to 0") != NULL, "%s", e);
+  /* 1e-306 us is 1e-312 s: normal as written, subnormal in seconds */
+  ck_assert(1e-306 / 1e6 < DBL_MIN);
+  ck_assert_int_eq(ms_parse_duration("1e-306us", &v, e, sizeof e), -1);
+  ck_assert_str_eq(e, "'1e-306us' is 1e-312 s, too close to 0: below "
+                      "2.2250738585072014e-308, the smallest double with "
+                      "full precision; write 0 or a larger number");
+  ck_assert_int_eq(ms_parse_duration("1e-300us", &v, e, sizeof e), 0);
+  ck_assert_double_eq(v, 1e-300 / 1e6);
+  ck_assert_int_eq(ms_parse_share("1e-307%", &v), MS_NUMBER_TINY);
+  ck_assert_int_eq(ms_parse_share("1e-305%", &v), 0);
+  ck_assert_double_eq(v, 1e-305 / 100.0);
+  /* the edges: 0 in any spelling, and DBL_MIN itself */
+  static const char *const zero[] = {"0", "-0", "0x0p0", "0e-999", "0.0"};
+  for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++) {
+    ck_assert_int_eq(ms_parse_number(zero[i], &v), 0);
+    ck_assert(v == 0.0);
+    ck_assert_int_eq(ms_parse_duration(zero[i], &v, e, sizeof e), 0);
+    ck_assert(v == 0.0);
+  }
+  ck_assert_int_eq(ms_parse_number("2.2250738585072014e-308", &v), 0);
+  ck_assert(v == DBL_MIN);
+  ck_assert_int_eq(ms_parse_number("0x1p-1022", &v), 0);
+  ck_assert(v == DBL_MIN);
+  ck_assert_int_eq(ms_parse_rate("0x1p-1022/s", &v, e, sizeof e), 0);
+  ck_assert(v == DBL_MIN);
+  ck_assert_int_eq(ms_parse_number("-0x1p-1022", &v), 0);
+  ck_assert(v == -DBL_MIN);
+}
+END_TEST
+
+/* The same rule in the files, at each key of each reader (a parameter
+ * read as a rate, a duration, a count or a share; a setting of the
+ * service layer; an input's constant and scale; the backoff), in every
+ * spelling, with the value's line and column. */
+START_TEST(test_tiny_numbers_in_files) {
+  static const struct {
+    const char *key, *after; /* "    key: " value after "\n", at line 8 */
+    int column;              /* of the value */
+  } keys[] = {
+      {"    service_rate: ", "", 19},
+      {"    timeout_granularity: ", "", 26},
+      {"    base_failure: ", "", 19},
+      {"    token_ratio: ", "", 18},
+      {"    retry_budget: ", "", 19},
+      {"    headroom_warning: ", "", 23},
+      {"    safety_margin: ", "", 20},
+      {"    latency_objective: ", "", 24},
+      {"    calibration_time: ", "", 23},
+      {"    calibration_threshold: ", "", 28},
+      {"    service_time_cv: ", "", 22},
+      {"    backoff: {kind: constant, base: ", "}", 37},
+      {"    backoff: {kind: exponential, base: 1s, cap: 2s, multiplier: ", "}",
+       65},
+  };
+  static const char *const spellings[] = {"4.9e-324", "0x1p-1074", "1e-400",
+                                          "-4.9e-324", "2.2e-308"};
+  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+    for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++) {
+      char line[160], text[1024], err[512], where[64];
+      snprintf(line, sizeof line, "%s%s%s\n", keys[k].key, spellings[i],
+               keys[k].after);
+      snprintf(text, sizeof text,
+               "services:\n"
+               "  - name: a\n"
+               "    model: erlang\n"
+               "    servers: 30\n"
+               "    timeout: 1s\n"
+               "    retries: 1\n"
+               "%s"
+               "%s"
+               "    inputs:\n"
+               "      offered_rate: 100\n",
+               strncmp(line, "    service_rate", 16) == 0
+                   ? ""
+                   : "    service_time: 100ms\n",
+               line);
+      ms_service_file f;
+      int r = ms_service_file_parse(text, strlen(text), "x.yaml", &f, err,
+                                    sizeof err);
+      int row = strncmp(line, "    service_rate", 16) == 0 ? 7 : 8;
+      snprintf(where, sizeof where, "x.yaml:%d:%d: '%s' is too close to 0", row,
+               keys[k].column, spellings[i]);
+      ck_assert_msg(r == -1 && strncmp(err, where, strlen(where)) == 0,
+                    "%s: %s", line, err);
+    }
+  /* a constant input, and an input's scale; 0x1p-1022 is kept */
+  static const char *const inputs[][2] = {
+      {"      offered_rate: ", ""},
+      {"      offered_rate: {source: h/p/t, scale: ", "}"}};
+  static const int columns[] = {21, 44};
+  for (size_t k = 0; k < 2; k++)
+    for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++) {
+      char line[160], text[512], err[512], where[64];
+      snprintf(line, sizeof line, "%s%s%s\n", inputs[k][0], spellings[i],
+               inputs[k][1]);
+      snprintf(text, sizeof text,
+               "services:\n"
+               "  - name: a\n"
+               "    model: capacity\n"
+               "    capacity: 100\n"
+               "    retries: 0\n"
+               "    inputs:\n"
+               "%s",
+               line);
+      ms_service_file f;
+      int r = ms_service_file_parse(text, strlen(text), "x.yaml", &f, err,
+                                    sizeof err);
+      snprintf(where, sizeof where, "x.yaml:7:%d: '%s' is too close to 0",
+               columns[k], spellings[i]);
+      ck_assert_msg(r == -1 && strncmp(err, where, strlen(where)) == 0,
+                    "%s: %s", line, err);
+    }
+  static const char edge[] = "services:\n"
+                             "  - name: a\n"
+                             "    model: capacity\n"
+                             "    capacity: 100\n"
+                             "    retries: 0\n"
+                             "    inputs:\n"
+                             "      offered_rate: 0x1p-1022\n";
+  ms_service_file f;
+  char err[512];
+  ck_assert_msg(ms_service_file_parse(edge, strlen(edge), "x.yaml", &f, err,
+                                      sizeof err) == 0,
+                "%s", err);
+  ck_assert(f.services[0].inputs[MS_INPUT_OFFERED].number == DBL_MIN);
+  ms_service_file_free(&f);
 }
 END_TEST
 
@@ -2556,6 +2768,9 @@ int main(void) {
   tcase_add_test(tc, test_range_from_model);
   tcase_add_test(tc, test_missing_file);
   tcase_add_test(tc, test_units);
+  tcase_add_test(tc, test_raw_nul);
+  tcase_add_test(tc, test_tiny_numbers_parsers);
+  tcase_add_test(tc, test_tiny_numbers_in_files);
   tcase_add_test(tc, test_policies_and_tiers);
   tcase_add_test(tc, test_percent_and_minutes);
   tcase_add_test(tc, test_constant_rate_inputs);

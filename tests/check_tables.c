@@ -8,6 +8,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check_suites.h"
@@ -189,6 +190,68 @@ START_TEST(test_param_messages) {
 }
 END_TEST
 
+/* -1, 0 or 1 as a is below, at or above b. */
+static int side_of(double a, double b) { return (a > b) - (a < b); }
+
+/* ms_format_against: the text reads back on the side of the bound the
+ * value is on, with the fewest digits from 6 that do (checked against
+ * snprintf and strtod directly); every parameter's bounds and their
+ * neighbours one ulp out, and the messages of the issue. */
+START_TEST(test_format_against) {
+  double cases[64][2];
+  size_t n = 0;
+  static const double bounds[] = {0.0,   1.0,      10.0, 0.5,  1e-290,
+                                  1e300, 604800.0, 0.1,  256.0};
+  for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++) {
+    double b = bounds[i];
+    cases[n][0] = nextafter(b, INFINITY), cases[n++][1] = b;
+    cases[n][0] = nextafter(b, -INFINITY), cases[n++][1] = b;
+    cases[n][0] = b, cases[n++][1] = b;
+    cases[n][0] = 2 * b + 1, cases[n++][1] = b;
+  }
+  cases[n][0] = ((256 << 20) + 1) / 1048576.0, cases[n++][1] = 256.0;
+  for (size_t i = 0; i < n; i++) {
+    double x = cases[i][0], b = cases[i][1];
+    char buf[32], ref[32];
+    ms_format_against(buf, x, b);
+    ck_assert_msg(side_of(strtod(buf, NULL), b) == side_of(x, b),
+                  "%.17g against %.17g: %s", x, b, buf);
+    int digits = 6;
+    while (snprintf(ref, sizeof ref, "%.*g", digits, x),
+           strcmp(ref, buf) != 0 && digits < 17)
+      digits++;
+    ck_assert_str_eq(ref, buf);
+    if (digits > 6) { /* one digit fewer would not do */
+      snprintf(ref, sizeof ref, "%.*g", digits - 1, x);
+      ck_assert_int_ne(side_of(strtod(ref, NULL), b), side_of(x, b));
+    }
+  }
+  char buf[32];
+  ck_assert_str_eq(ms_format_against(buf, nextafter(10.0, 11.0), 10.0),
+                   "10.000000000000002");
+  ck_assert_str_eq(ms_format_against(buf, 2e12, 1e12), "2e+12");
+  ck_assert_str_eq(ms_format_against(buf, NAN, 1.0), "nan");
+  ck_assert_str_eq(ms_format_against(buf, -INFINITY, 1.0), "-inf");
+  /* the messages that rounded the value into the bound */
+  ms_error e;
+  ck_assert_int_eq(
+      ms_param_check(MS_PARAM_SERVICE_TIME_CV, nextafter(10.0, 11.0), &e),
+      MS_EINVAL);
+  ck_assert_str_eq(e.msg,
+                   "service_time_cv = 10.000000000000002 is outside [0, 10]");
+  ck_assert_int_eq(
+      ms_param_check(MS_PARAM_TOKEN_RATIO, nextafter(1.0, 2.0), &e), MS_EINVAL);
+  ck_assert_str_eq(e.msg, "token_ratio = 1.0000000000000002 is outside (0, 1]");
+  ck_assert_int_eq(ms_param_check(MS_PARAM_SERVERS, nextafter(30.0, 31.0), &e),
+                   MS_EINVAL);
+  ck_assert_str_eq(e.msg, "servers = 30.000000000000004 is not a whole number");
+  ck_assert_int_eq(
+      ms_param_check(MS_PARAM_CAPACITY, 1.0000000000000002e300, &e), MS_EINVAL);
+  ck_assert_str_eq(e.msg, "capacity = 1.0000000000000002e+300 req/s must be "
+                          "> 0 and at most 1e+300");
+}
+END_TEST
+
 Suite *tables_suite(void) {
   Suite *s = suite_create("tables");
   TCase *tc = tcase_create("outputs");
@@ -200,6 +263,7 @@ Suite *tables_suite(void) {
   tcase_add_loop_test(tc, test_param_range_text, 0, MS_PARAM_COUNT);
   tcase_add_loop_test(tc, test_param_bounds, 0, MS_PARAM_COUNT);
   tcase_add_test(tc, test_param_messages);
+  tcase_add_test(tc, test_format_against);
   suite_add_tcase(s, tc);
   return s;
 }

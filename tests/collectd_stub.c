@@ -461,6 +461,8 @@ typedef struct {
   uint64_t raw;       /* COUNTER: the raw value */
   unsigned n_sources; /* data sources, each at rate */
   bool counter;       /* raw is a COUNTER's */
+  bool own_gauge;     /* a GAUGE whose raw value is gauge, not rate */
+  double gauge;
 } cache_entry;
 
 static cache_entry *cache;
@@ -502,6 +504,16 @@ static void cache_set(const char *name, double rate, uint64_t raw,
   e->raw = raw;
   e->n_sources = n_sources;
   e->counter = counter;
+  e->own_gauge = false;
+  pthread_mutex_unlock(&cache_lock);
+}
+
+void stub_cache_set_gauge(const char *name, double rate, double raw) {
+  cache_set(name, rate, 0, 1, false);
+  pthread_mutex_lock(&cache_lock);
+  cache_entry *e = cache_find(name);
+  e->own_gauge = true;
+  e->gauge = raw;
   pthread_mutex_unlock(&cache_lock);
 }
 
@@ -585,7 +597,7 @@ int uc_get_value_by_name(const char *name, value_t **ret_values,
         if (e->counter)
           (*ret_values)[i].counter = e->raw;
         else
-          (*ret_values)[i].gauge = e->rate;
+          (*ret_values)[i].gauge = e->own_gauge ? e->gauge : e->rate;
       }
       *ret_values_num = e->n_sources;
       status = 0;
@@ -606,8 +618,12 @@ const data_set_t *plugin_get_ds(const char *name) {
   static data_set_t counter = {"counter", 1, &counter_source};
   static data_source_t derive_source = {"value", DS_TYPE_DERIVE, 0, NAN};
   static data_set_t derive = {"derive", 1, &derive_source};
+  static data_source_t percent_source = {"value", DS_TYPE_GAUGE, 0, 100.1};
+  static data_set_t percent = {"percent", 1, &percent_source};
   if (strcmp(name, "derive") == 0)
     return &derive;
+  if (strcmp(name, "percent") == 0)
+    return &percent;
   return strcmp(name, "counter") == 0 ? &counter : &gauge;
 }
 

@@ -13,7 +13,8 @@
  *                 mutex, results malloc'd per call (the daemon: an AVL tree
  *                 under a mutex, same copies); plugin_get_ds: every type
  *                 has one GAUGE data source but "counter" (one COUNTER)
- *                 and "derive" (one DERIVE);
+ *                 and "derive" (one DERIVE), with types.db's ranges
+ *                 (COUNTER and DERIVE 0 to U, "percent" 0 to 100.1);
  *   dispatch      plugin_dispatch_values clones the value list under a
  *                 mutex, as the daemon's write queue does, and frees the
  *                 clone at once (the daemon's write threads take it from
@@ -55,6 +56,9 @@ void stub_cache_set_sources(const char *name, double rate, size_t n_sources);
 /* Set a COUNTER (its type should be "counter"): the rate collectd computed
  * and the raw counter (uc_get_value_by_name). */
 void stub_cache_set_counter(const char *name, double rate, uint64_t raw);
+/* Set a GAUGE whose raw value (uc_get_value_by_name) differs from its
+ * rate: collectd's rate is NaN for a value outside its type's range. */
+void stub_cache_set_gauge(const char *name, double rate, double raw);
 void stub_cache_remove(const char *name);
 /* Sort the cache after a batch of additions (updates keep it sorted). */
 void stub_cache_commit(void);

@@ -80,6 +80,18 @@ class Bounds(ScratchTest):
         self.assertIn("huge.csv: 257 MiB, more than the limit of 256 MiB",
                       r.err)
         self.assertLess(took, 5.0)
+        # one byte over: the size with the digits that keep it above the
+        # limit (it was "256 MiB, more than the limit of 256 MiB")
+        with open(p, "w") as f:
+            f.truncate((256 << 20) + 1)
+        r = self.timed(*CHECKOUT, p)[0]
+        self.assertEqual(r.code, 1, r)
+        mib = ((256 << 20) + 1) / 1048576
+        self.assertEqual(float("%.8g" % mib), 256)  # 8 digits: the limit
+        shown = "%.9g" % mib                         # 9: above it
+        self.assertGreater(float(shown), 256)
+        self.assertIn("huge.csv: %s MiB, more than the limit of 256 MiB"
+                      % shown, r.err)
 
     def test_stream_size(self):
         # through stdin the size is counted as it is read: 257 MiB of

@@ -568,8 +568,8 @@ class LeftOut(CliTest):
         self.assertEqual(
             {got[i]["calibration_problem"] for i in storm},
             {"input latency has no value this interval",
-             "input latency is not a number (a counter's first sample or "
-             "reset)"})
+             "input latency is not a number (no value, or no rate, this "
+             "interval)"})
         # it learned, and the landscape did not move
         self.assertEqual(got[-1]["calibrated"], "1")
         self.assertEqual(float(got[-1]["service_time_estimate"]), 0.05)

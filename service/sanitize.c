@@ -39,7 +39,7 @@ static int utf8_length(const unsigned char *s) {
   return n;
 }
 
-size_t ms_cli_sanitize(char *out, size_t outlen, const char *in) {
+size_t ms_sanitize(char *out, size_t outlen, const char *in) {
   const unsigned char *s = (const unsigned char *)in;
   size_t w = 0;
   if (outlen == 0)
