@@ -27,6 +27,7 @@
 
 #include "check_run.h"
 #include "collectd_stub.h"
+#include "reload.h"
 #include "service.h"
 
 void module_register(void);
@@ -74,13 +75,30 @@ static void on_value(const value_list_t *vl) {
     seen[i].storm = vl->values[0].gauge;
 }
 
-/* One read cycle with the counters reset before it. */
-static void cycle(stub_counters *c) {
+/* One read cycle, and the reload thread's look that it asked for at its
+ * end (reload_settle): a broken file is logged by then, a valid one waits
+ * to be swapped in by the next cycle. */
+static void read_settled(void) {
   n_seen = 0;
   beat_shard[0] = '\0';
   beat_services = beat_count = -1;
-  stub_counters_reset();
   ck_assert_int_eq(stub_call_read(), 0);
+  reload_settle(stub_read_user_data());
+}
+
+/* One read cycle (read_settled) with the counters reset before it. */
+static void cycle(stub_counters *c) {
+  stub_counters_reset();
+  read_settled();
+  stub_counters_get(c);
+}
+
+/* Two read cycles, counted together: the first sees a change, the second
+ * swaps the new set in; the values seen are the second's. */
+static void cycles2(stub_counters *c) {
+  stub_counters_reset();
+  read_settled();
+  read_settled();
   stub_counters_get(c);
 }
 
@@ -180,7 +198,11 @@ START_TEST(test_valid_change_applied) {
   ck_assert_double_eq(reporting("b"), 1);
   ck_assert_double_eq(reporting("c"), -1);
   put(file_ac);
-  cycle(&c);
+  cycle(&c); /* seen at its end, built by the reload thread: not yet in */
+  ck_assert_uint_eq(c.log_info + c.log_error + c.log_warning, 0);
+  ck_assert_double_eq(reporting("b"), 1);
+  ck_assert_double_eq(reporting("c"), -1);
+  cycle(&c); /* swapped in at the start of the next */
   assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
   ck_assert_uint_eq(c.log_info, 1);
   ck_assert_uint_eq(c.log_error + c.log_warning, 0);
@@ -234,7 +256,7 @@ START_TEST(test_broken_change_refused) {
   cycle(&c);
   ck_assert_uint_eq(c.log_error, 1);
   put(file_ac); /* fixed: loaded */
-  cycle(&c);
+  cycles2(&c);
   ck_assert_uint_eq(c.log_error, 0);
   assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
   ck_assert_double_eq(reporting("c"), 1);
@@ -253,13 +275,13 @@ START_TEST(test_kept_service_keeps_its_state) {
   cycle(&c);
   ck_assert_uint_eq(c.notifications_failure, 0); /* announced in start() */
   put(file_ac);
-  cycle(&c);
+  cycles2(&c);
   assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
   ck_assert_double_eq(storm("a"), 1);
   ck_assert_double_eq(storm("c"), 0);
   ck_assert_uint_eq(c.notifications_failure, 0); /* not paged again */
   put("services:\n" SERVICE("a2") SERVICE("c"));
-  cycle(&c);
+  cycles2(&c);
   assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
   ck_assert_double_eq(storm("a2"), 1);
   ck_assert_uint_eq(c.notifications_failure, 1); /* a new tracker pages */
@@ -269,7 +291,7 @@ START_TEST(test_kept_service_keeps_its_state) {
   cycle(&c);
   ck_assert_uint_eq(c.log_warning, 1);
   put("services:\n" SERVICE("c") SERVICE("a2"));
-  cycle(&c);
+  cycles2(&c);
   ck_assert_uint_eq(c.log_warning, 0);
   assert_reloaded("2 services (0 added, 0 removed, 2 kept with their state)");
   stop();
@@ -294,13 +316,13 @@ START_TEST(test_deleted_file_warned_once) {
   ck_assert_uint_eq(c.log_warning, 0);
   ck_assert_double_eq(reporting("b"), 1);
   put(file_ab); /* back, even as it was: loaded as a change */
-  cycle(&c);
+  cycles2(&c);
   assert_reloaded("2 services (0 added, 0 removed, 2 kept with their state)");
   ck_assert_int_eq(unlink(path), 0);
   cycle(&c);
   ck_assert_uint_eq(c.log_warning, 1); /* gone again: said again */
   put(file_ac);
-  cycle(&c);
+  cycles2(&c);
   assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
   ck_assert_double_eq(reporting("c"), 1);
   ck_assert_double_eq(reporting("b"), -1);
@@ -314,7 +336,7 @@ START_TEST(test_changed_before_first_cycle) {
   start_quiet(file_ab, 10.0);
   put(file_ac);
   stub_counters c;
-  cycle(&c);
+  cycles2(&c);
   ck_assert_uint_eq(c.log_info, 2); /* the reload; the first cycle's time */
   ck_assert_double_eq(reporting("c"), 1);
   ck_assert_double_eq(reporting("b"), -1);
@@ -344,7 +366,7 @@ START_TEST(test_unreadable_refused_once) {
   ck_assert_uint_eq(c.log_error, 0); /* the same error: not again */
   ck_assert_int_eq(rmdir(path), 0);
   put(file_ac);
-  cycle(&c);
+  cycles2(&c);
   assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
   ck_assert_double_eq(reporting("c"), 1);
   stop();
@@ -370,7 +392,7 @@ START_TEST(test_unchanged_not_reloaded) {
                    0);
   fputc('d', f); /* a -> d */
   ck_assert_int_eq(fclose(f), 0);
-  cycle(&c);
+  cycles2(&c);
   assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
   stop();
 }
@@ -391,6 +413,8 @@ START_TEST(test_counter_reset_across_reload) {
   ck_assert_ptr_nonnull(f);
   fputs("# changed\n", f);
   ck_assert_int_eq(fclose(f), 0);
+  cycle(&c); /* seen; swapped in by the next */
+  ck_assert_uint_eq(c.log_info, 0);
   stub_cache_set_counter("h/p/counter-k", 18446744073709551000.0, 5);
   cycle(&c);
   ck_assert_uint_eq(c.log_info, 1); /* reloaded (the INFO line) */
@@ -527,6 +551,8 @@ START_TEST(test_shard_kept_across_reload) {
     per_shard[k - 1] = assert_shard_only(k, 2, 6);
     shard_file(text, sizeof text, 8); /* two more services */
     put(text);
+    stub_counters c;
+    cycle(&c); /* seen; swapped in by the next */
     assert_shard_only(k, 2, 8);
     ck_assert_ptr_nonnull(strstr(stub_last_message(), " of shard "));
     stub_free_read_user_data();
