@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collectd.h"
@@ -29,6 +30,7 @@
 #include "collectd_stub.h"
 #include "reload.h"
 #include "service.h"
+#include "yamldoc.h"
 
 void module_register(void);
 
@@ -429,6 +431,175 @@ START_TEST(test_counter_reset_across_reload) {
 }
 END_TEST
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A file of a and b (SERVICE) and n more services s<i>, then tail. */
+static char *heavy_file(int n, const char *tail) {
+  size_t len = 200 * (size_t)n + 1024, at;
+  char *text = malloc(len);
+  ck_assert_ptr_nonnull(text);
+  at = (size_t)snprintf(text, len, "%s", file_ab);
+  for (int i = 0; i < n; i++)
+    at += (size_t)snprintf(text + at, len - at,
+                           "  - name: s%d\n    model: capacity\n    "
+                           "capacity: 100\n    retries: 1\n    inputs:\n"
+                           "      offered_rate: \"h/statsd/derive-s%d\"\n",
+                           i, i);
+  at += (size_t)snprintf(text + at, len - at, "%s", tail);
+  ck_assert_uint_lt(at, len);
+  return text;
+}
+
+/* The time ms_service_file_parse takes on text: the reference for what
+ * the read cycle no longer pays. */
+static double parse_time(const char *text) {
+  ms_service_file f;
+  char err[512];
+  double t0 = now_s();
+  int r = ms_service_file_parse(text, strlen(text), "t", &f, err, sizeof err);
+  double t = now_s() - t0;
+  if (r == 0)
+    ms_service_file_free(&f);
+  return t;
+}
+
+/* The time libyaml takes to compose text's document (ms_yaml_load): the
+ * part of a parse that stops only at its end. */
+static double compose_time(const char *text) {
+  yaml_document_t doc;
+  char err[512];
+  double t0 = now_s();
+  int r = ms_yaml_load(text, strlen(text), "t", NULL, &doc, err, sizeof err);
+  double t = now_s() - t0;
+  ck_assert_msg(r == 0, "%s", err);
+  yaml_document_delete(&doc);
+  return t;
+}
+
+#define HEAVY 10000
+
+/* A broken file of 10,002 services (the error in the last line): the read
+ * call that sees it returns before the thread has read it, and costs a
+ * small part of the parse; the error is logged once, by the thread; the
+ * services in use go on. */
+START_TEST(test_refused_costs_the_read_nothing) {
+  start(file_ab, 10.0);
+  char *text = heavy_file(HEAVY, "  - name: z\n    model: magic\n");
+  double parse = parse_time(text);
+  put(text);
+  free(text);
+  stub_counters c;
+  stub_counters_reset();
+  double t0 = now_s();
+  ck_assert_int_eq(stub_call_read(), 0);
+  double read = now_s() - t0;
+  reload_settle(stub_read_user_data());
+  stub_counters_get(&c);
+  printf("refused file of %d services: parse %.1f ms, read call %.2f ms\n",
+         HEAVY + 2, 1e3 * parse, 1e3 * read);
+  fflush(stdout);
+  ck_assert_msg(read < parse / 10, "read %.4f s, parse %.4f s", read, parse);
+  ck_assert_uint_eq(c.log_error, 1);
+  ck_assert_ptr_nonnull(strstr(stub_last_warning(), "not reloaded"));
+  cycle(&c);
+  ck_assert_uint_eq(c.log_error + c.log_info, 0);
+  ck_assert_double_eq(reporting("a"), 1);
+  ck_assert_double_eq(reporting("b"), 1);
+  ck_assert_uint_eq(n_seen, 2);
+  stop();
+}
+END_TEST
+
+/* Shutdown while the thread checks the services of a file of 10,002: the
+ * parse is cancelled at the next service, and freeing the read callback's
+ * data (what collectd 5.12 does before the shutdown callbacks) returns in
+ * a fraction of what the parse had left. */
+START_TEST(test_shutdown_during_parse) {
+  start(file_ab, 10.0);
+  char *text = heavy_file(HEAVY, "");
+  double parse = parse_time(text), compose = compose_time(text);
+  put(text);
+  free(text);
+  ck_assert_int_eq(stub_call_read(), 0); /* the thread looks now */
+  /* past the composing, into the services (checked one by one) */
+  usleep((useconds_t)(1e6 * (compose + 0.25 * (parse - compose))));
+  double t0 = now_s();
+  stub_free_read_user_data();
+  double took = now_s() - t0;
+  printf("shutdown during the parse of %d services: %.1f ms (parse %.1f "
+         "ms, of which composing %.1f ms)\n",
+         HEAVY + 2, 1e3 * took, 1e3 * parse, 1e3 * compose);
+  fflush(stdout);
+  ck_assert_msg(took < (parse - compose) / 4, "stop %.4f s, parse %.4f s", took,
+                parse);
+  ck_assert_ptr_null(strstr(stub_last_message(), "reloaded"));
+  stub_call_shutdown();
+  stub_cache_clear();
+  stub_on_value = NULL;
+  unlink(path);
+}
+END_TEST
+
+/* The log's bound under churn: the file rewritten every second for three
+ * minutes of the stand-in's clock, a valid and a broken content in turn,
+ * each new (a comment counts): each rewrite would say one line (reloaded,
+ * or not reloaded).  Counted by minute of the clock, as the plugin
+ * counts: at most 30 lines, and the NOTICE about the minute before. */
+#define CHURN_MINUTES 3
+#define CHURN_T0 ((uint64_t)1800000000 << 30) /* a minute's start */
+static size_t churn_lines[CHURN_MINUTES + 1];
+static size_t churn_reloads, churn_notices;
+
+static void count_churn(int level, const char *msg) {
+  (void)level;
+  uint64_t m = (cdtime() - CHURN_T0) / ((uint64_t)60 << 30);
+  churn_lines[m < CHURN_MINUTES ? m : CHURN_MINUTES]++;
+  churn_reloads += strstr(msg, "reloaded") != NULL;
+  churn_notices += strstr(msg, "left out in the last minute") != NULL;
+}
+
+START_TEST(test_log_cap_under_churn) {
+  static const char *const opts[] = {"Interval", "1", NULL};
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  put(file_ab);
+  stub_cache_set("h/statsd/derive-a", 10.0);
+  stub_cache_set("h/statsd/derive-b", 20.0);
+  stub_cache_commit();
+  module_register();
+  stub_clock_set(CHURN_T0);
+  ck_assert(stub_call_config_options(path, opts) == 0 && stub_call_init() == 0);
+  memset(churn_lines, 0, sizeof churn_lines);
+  churn_reloads = churn_notices = 0;
+  stub_on_log = count_churn;
+  for (int k = 0; k < 60 * CHURN_MINUTES; k++) {
+    char text[1024];
+    snprintf(text, sizeof text, "%s# rewrite %d\n",
+             k % 2 == 0 ? file_ac : broken2, k);
+    stub_clock_set(CHURN_T0 + ((uint64_t)k << 30));
+    put(text);
+    read_settled();
+  }
+  stub_on_log = NULL;
+  printf("log lines per minute under churn:");
+  for (int m = 0; m < CHURN_MINUTES; m++)
+    printf(" %zu", churn_lines[m]);
+  printf(" (%zu said reloaded)\n", churn_reloads);
+  fflush(stdout);
+  for (int m = 0; m < CHURN_MINUTES; m++)
+    ck_assert_uint_le(churn_lines[m], 31);
+  ck_assert_uint_ge(churn_lines[1], 30); /* the churn did fill the bound */
+  ck_assert_uint_eq(churn_notices, CHURN_MINUTES - 1); /* minutes 2, 3 */
+  stop();
+  stub_clock_set(0);
+}
+END_TEST
+
 /* ms_tracker_carry on its own, by field. */
 static void spec_of(const char *text, ms_service_file *f) {
   char err[512];
@@ -615,6 +786,10 @@ int main(void) {
   tcase_add_test(tc, test_counter_reset_across_reload);
   tcase_add_test(tc, test_shard_kept_across_reload);
   tcase_add_test(tc, test_shard_refused);
+  tcase_add_test(tc, test_refused_costs_the_read_nothing);
+  tcase_add_test(tc, test_shutdown_during_parse);
+  tcase_add_test(tc, test_log_cap_under_churn);
+  tcase_set_timeout(tc, 120);
   suite_add_tcase(s, tc);
   tc = tcase_create("tracker");
   tcase_add_test(tc, test_tracker_carry);
