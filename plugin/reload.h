@@ -80,9 +80,9 @@ void reload_settle(plugin_state *st);
  * validated, into *out, which keeps only the services of shard shard_k of
  * shard_n (ms_service_file_keep_shard; shard_n 0: all); on failure -1 with
  * "path:line:column: what" in err and *out empty.  On success *w remembers the
- * file's stat (taken before the read) and the content's hash, so that the first
- * read cycle reloads a file changed since and nothing else; the caller puts *w
- * into plugin_state.reload.
+ * file's stat (taken before the read) and the content's hash, so that the
+ * reload thread's first look reloads a file changed since and nothing else; the
+ * caller puts *w into plugin_state.reload.
  */
 int reload_load_first(const char *path, int shard_k, int shard_n,
                       ms_service_file *out, reload_watch *w, char *err,
