@@ -15,8 +15,11 @@ Asserted, while a and b report:
   forgets a value after Timeout, two intervals);
 - an 8 MiB node bomb (`services: [a, a, ...]`) is refused, with the same
   bounds (MS_BOMB=0 leaves it out);
+- the swap of a new set into the read cycle takes under 100 ms, 50,000
+  kept services included;
 - SIGTERM while the reload thread parses another 50,000-service file
-  (and, with the bomb, while it reads a bomb): collectd exits within 1 s.
+  (and, with the bomb, 2 s after one is written: refused by then when
+  the YAML reader counts its events): collectd exits within 1 s.
 
 The figures measured are printed (the longest gap, the time to load or
 refuse, the time to exit), as the issue's note quotes them.  Everything
@@ -129,10 +132,11 @@ def episode(cd, work, path, text, done, what, timeout=120):
     check(not slow, "%s: no read cycle over the interval (%s)" % (what, slow))
 
 
-def sigterm_during(work, name, text, delay=2.0):
+def sigterm_during(work, name, text, delay=2.0, must_be_during=True):
     """A fresh collectd; text put over its file; SIGTERM delay s later,
     when the reload (seen at the end of the next cycle) is under way;
-    the time to exit."""
+    the time to exit.  must_be_during False: a reload refused sooner
+    (the bomb, at its event count) only has its exit timed."""
     d = tempfile.mkdtemp(prefix="sigterm-", dir=work)
     path = os.path.join(d, "services.yaml")
     put(path, SMALL)
@@ -149,7 +153,8 @@ def sigterm_during(work, name, text, delay=2.0):
           (name, delay, took, " (the reload had ended)" if ended else ""))
     check(took <= EXIT_LIMIT, "%s: collectd exits %.2f s after SIGTERM "
           "(at most %.1f s)" % (name, took, EXIT_LIMIT))
-    check(not ended, "%s: SIGTERM came during the reload" % name)
+    if must_be_during:
+        check(not ended, "%s: SIGTERM came during the reload" % name)
 
 
 def main():
@@ -175,10 +180,12 @@ def main():
         swaps = [float(x) for x in re.findall(r"swapped in ([0-9.]+) ms",
                                                cd.log())]
         print("swap times (ms):", swaps)
+        check(swaps and max(swaps) < 100, "every swap took under 100 ms "
+              "(%s)" % swaps)
         check(cd.running(), "collectd still running")
     sigterm_during(work, "50,000 services", big(200))
     if BOMB:
-        sigterm_during(work, "8 MiB bomb", bomb())
+        sigterm_during(work, "8 MiB bomb", bomb(), must_be_during=False)
     if not harness.FAILURES:
         shutil.rmtree(work)
     harness.finish(work)
