@@ -174,6 +174,29 @@ typedef struct {
 #define MS_SERVICE_FILE_MAX_BYTES ((size_t)64 << 20)
 
 /*
+ * What a service file may hold, counted by a pass over libyaml's events
+ * before any document is built (service/yamldoc.c): past a limit the file
+ * is refused at the event that passed it, with its line and column.  A
+ * node is a scalar, a list or a mapping; an alias counts as the nodes it
+ * repeats, so a file's cost is bounded by these numbers, not by its bytes
+ * (no "billion laughs").  doc/configuration.md, "Limits of a file".
+ */
+/* Services in one file (a fleet sharded over aggregators still keeps
+ * every service in each aggregator's file). */
+#define MS_SERVICE_FILE_MAX_SERVICES 100000
+/* Nodes of one service: the largest legal service (every key, ten tiers,
+ * a timeout range, every input as a mapping: tests/check_service.c) has
+ * 197; about twice that. */
+#define MS_SERVICE_MAX_NODES 400
+/* Nodes of a whole file, aliases expanded: 40 a service at the largest
+ * count of services.  libyaml's document costs about 160 bytes a node:
+ * 4,000,000 scalars took 650 MB to build (and refuse). */
+#define MS_SERVICE_FILE_MAX_NODES 4000000
+/* Anchors (&name) in one file: libyaml looks each alias up among all the
+ * anchors, one by one. */
+#define MS_SERVICE_FILE_MAX_ANCHORS 100
+
+/*
  * ms_service_file_load: read and validate a service file.
  *   path    file to read
  *   out     on success the services; on failure left empty (nothing

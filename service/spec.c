@@ -1050,38 +1050,80 @@ static int load_services(ms_yaml_loader *ld, const yaml_node_t *list,
   return 0;
 }
 
-/* Unique names: sorting a copy of the indices would be O(n log n); a
- * simple hash set keeps 10,000 services quick. */
-static int check_unique_names(ms_yaml_loader *ld, const yaml_node_t *list,
-                              const ms_service_spec *svc, size_t n) {
+/* The scalar under the key 'name' of a service's mapping, or NULL (then
+ * load_service says what is wrong). */
+static const yaml_node_t *name_node(ms_yaml_loader *ld,
+                                    const yaml_node_t *item) {
+  if (item == NULL || item->type != YAML_MAPPING_NODE)
+    return NULL;
+  for (yaml_node_pair_t *p = item->data.mapping.pairs.start;
+       p < item->data.mapping.pairs.top; p++) {
+    const char *k = ms_yaml_scalar(yaml_document_get_node(ld->doc, p->key));
+    if (k != NULL && strcmp(k, "name") == 0) {
+      const yaml_node_t *v = yaml_document_get_node(ld->doc, p->value);
+      return v != NULL && v->type == YAML_SCALAR_NODE ? v : NULL;
+    }
+  }
+  return NULL;
+}
+
+/* Unique names, from the name scalars before any service is loaded or
+ * solved: a file that repeats one service many times costs one pass.  A
+ * hash set of the item indices, linear in the services. */
+static int check_unique_names(ms_yaml_loader *ld, const yaml_node_t *list) {
+  size_t n =
+      (size_t)(list->data.sequence.items.top - list->data.sequence.items.start);
   size_t cap = 1;
   while (cap < 2 * n)
     cap <<= 1;
+  const yaml_node_t **names = calloc(n, sizeof *names);
   size_t *slot = calloc(cap, sizeof *slot); /* index + 1, 0 = empty */
-  if (slot == NULL)
+  if (names == NULL || slot == NULL) {
+    free(names);
+    free(slot);
     return ms_yaml_fail(ld, list, "out of memory");
+  }
   for (size_t i = 0; i < n && !ld->failed; i++) {
+    const yaml_node_t *item =
+        yaml_document_get_node(ld->doc, list->data.sequence.items.start[i]);
+    names[i] = name_node(ld, item);
+    if (names[i] == NULL)
+      continue;
+    const char *name = ms_yaml_scalar(names[i]);
     size_t h = 5381;
-    for (const char *c = svc[i].name; *c; c++)
+    for (const char *c = name; *c; c++)
       h = h * 33 + (unsigned char)*c;
     for (size_t j = h & (cap - 1);; j = (j + 1) & (cap - 1)) {
       if (slot[j] == 0) {
         slot[j] = i + 1;
         break;
       }
-      if (strcmp(svc[slot[j] - 1].name, svc[i].name) == 0) {
-        yaml_node_t *item =
-            yaml_document_get_node(ld->doc, list->data.sequence.items.start[i]);
+      const yaml_node_t *first = names[slot[j] - 1];
+      if (strcmp(ms_yaml_scalar(first), name) == 0) {
+        const yaml_node_t *first_item = yaml_document_get_node(
+            ld->doc, list->data.sequence.items.start[slot[j] - 1]);
         ms_yaml_fail(ld, item,
-                     "service name '%s' is used twice (first at line %d)",
-                     svc[i].name, svc[slot[j] - 1].line);
+                     "service name '%s' is used twice (first at line %zu)",
+                     name, first_item->start_mark.line + 1);
         break;
       }
     }
   }
+  free(names);
   free(slot);
   return ld->failed ? -1 : 0;
 }
+
+/* The limits of a service file (service/service.h). */
+static const ms_yaml_limits service_file_limits = {
+    .max_nodes = MS_SERVICE_FILE_MAX_NODES,
+    .max_anchors = MS_SERVICE_FILE_MAX_ANCHORS,
+    .items_key = "services",
+    .item = "service",
+    .max_items = MS_SERVICE_FILE_MAX_SERVICES,
+    .max_item_nodes = MS_SERVICE_MAX_NODES,
+    .no_alias_items = true,
+};
 
 int ms_service_file_parse(const char *text, size_t len, const char *name,
                           ms_service_file *out, char *errbuf, size_t errlen) {
@@ -1097,15 +1139,16 @@ int ms_service_file_parse_cancel(const char *text, size_t len, const char *name,
   ms_yaml_loader ld = {
       .path = name, .err = errbuf, .errlen = errlen, .cancel = cancel};
   yaml_document_t doc;
-  if (ms_yaml_load(text, len, name, cancel, &doc, errbuf, errlen) != 0)
+  if (ms_yaml_load_limited(text, len, name, cancel, &service_file_limits, &doc,
+                           errbuf, errlen) != 0)
     return -1;
   ld.doc = &doc;
   ms_service_spec *svc = NULL;
   size_t n = 0;
   const yaml_node_t *list =
       services_list(&ld, yaml_document_get_root_node(&doc));
-  if (list != NULL && load_services(&ld, list, &svc, &n) == 0)
-    check_unique_names(&ld, list, svc, n);
+  if (list != NULL && check_unique_names(&ld, list) == 0)
+    load_services(&ld, list, &svc, &n);
   yaml_document_delete(&doc);
   if (ld.failed) {
     free_services(svc, n);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,49 +260,248 @@ int ms_yaml_read_file(const char *path, size_t max_bytes, char **buf_out,
 /* Our files nest four levels deep. */
 #define MAX_NESTING 32
 
+/* Events between two looks at the cancel flag: a few microseconds. */
+#define CANCEL_EVERY 4096
+
+/* An anchor (&name) seen by the prescan, with the nodes it stands for. */
+typedef struct {
+  char *name;
+  size_t nodes;
+} anchor_cost;
+
+/* A list or mapping the prescan is inside. */
+typedef struct {
+  size_t start; /* nodes counted before it */
+  char *anchor; /* its anchor, or NULL */
+  bool map;     /* a mapping: its children alternate key, value */
+  size_t children;
+} open_node;
+
+typedef struct {
+  const char *name;
+  const ms_yaml_limits *lim;
+  char *err;
+  size_t errlen;
+  anchor_cost *anchors;
+  size_t n_anchors, defined;
+  open_node open[MAX_NESTING + 1];
+  int depth;
+  size_t nodes;      /* counted so far, aliases expanded */
+  int items_depth;   /* depth of the items' list while inside it, else 0 */
+  bool items_key;    /* the last key of the root mapping is lim->items_key */
+  size_t items;      /* items of the list so far */
+  bool in_item;      /* inside an item */
+  size_t item_start; /* nodes counted before the current item */
+  yaml_mark_t item_mark;
+} prescan_state;
+
+static int scan_fail(prescan_state *st, yaml_mark_t mark, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int scan_fail(prescan_state *st, yaml_mark_t mark, const char *fmt,
+                     ...) {
+  int n = snprintf(st->err, st->errlen, "%s:%zu:%zu: ", st->name, mark.line + 1,
+                   mark.column + 1);
+  if (n >= 0 && (size_t)n < st->errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(st->err + n, st->errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+/* The nodes an alias repeats: those of the last anchor of that name (1
+ * when there is none: the loader then reports the undefined alias). */
+static size_t alias_nodes(const prescan_state *st, const char *name) {
+  for (size_t i = st->n_anchors; i-- > 0;)
+    if (strcmp(st->anchors[i].name, name) == 0)
+      return st->anchors[i].nodes;
+  return 1;
+}
+
+/* Record a complete anchor (takes name); -1 when out of memory. */
+static int add_anchor(prescan_state *st, char *name, size_t nodes) {
+  anchor_cost *a =
+      realloc(st->anchors, (st->n_anchors + 1) * sizeof *st->anchors);
+  if (a == NULL) {
+    free(name);
+    return -1;
+  }
+  st->anchors = a;
+  a[st->n_anchors++] = (anchor_cost){name, nodes};
+  return 0;
+}
+
+/* A scalar, an alias, or the start of a list or a mapping. */
+static int scan_node(prescan_state *st, const yaml_event_t *ev) {
+  const ms_yaml_limits *lim = st->lim;
+  yaml_mark_t mark = ev->start_mark;
+  const char *anchor = NULL;
+  size_t cost = 1;
+  switch (ev->type) {
+  case YAML_SCALAR_EVENT:
+    anchor = (const char *)ev->data.scalar.anchor;
+    break;
+  case YAML_SEQUENCE_START_EVENT:
+    anchor = (const char *)ev->data.sequence_start.anchor;
+    break;
+  case YAML_MAPPING_START_EVENT:
+    anchor = (const char *)ev->data.mapping_start.anchor;
+    break;
+  default: { /* an alias */
+    const char *to = (const char *)ev->data.alias.anchor;
+    for (int i = 0; i < st->depth; i++)
+      if (st->open[i].anchor && strcmp(st->open[i].anchor, to) == 0)
+        return scan_fail(st, mark,
+                         "the alias *%s is inside the node it names: "
+                         "a node cannot hold itself",
+                         to);
+    cost = alias_nodes(st, to);
+  }
+  }
+  open_node *parent = st->depth > 0 ? &st->open[st->depth - 1] : NULL;
+  bool root_key = st->depth == 1 && parent->map && parent->children % 2 == 0;
+  bool root_value = st->depth == 1 && parent->map && parent->children % 2 == 1;
+  if (root_key)
+    st->items_key =
+        lim->items_key && ev->type == YAML_SCALAR_EVENT &&
+        strcmp((const char *)ev->data.scalar.value, lim->items_key) == 0;
+  if (parent)
+    parent->children++;
+  bool item = st->items_depth > 0 && st->depth == st->items_depth;
+  if (item) {
+    if (lim->max_items && ++st->items > lim->max_items)
+      return scan_fail(st, mark,
+                       "more than %zu %ss: the limit of a file is %zu",
+                       lim->max_items, lim->item, lim->max_items);
+    if (lim->no_alias_items && ev->type == YAML_ALIAS_EVENT)
+      return scan_fail(st, mark,
+                       "a %s cannot be an alias (*%s): write each %s out, "
+                       "with its own name",
+                       lim->item, (const char *)ev->data.alias.anchor,
+                       lim->item);
+    st->in_item = true;
+    st->item_start = st->nodes;
+    st->item_mark = mark;
+  }
+  if (anchor && lim->max_anchors && ++st->defined > lim->max_anchors)
+    return scan_fail(st, mark,
+                     "more than %zu anchors (&name): the limit of a "
+                     "file is %zu",
+                     lim->max_anchors, lim->max_anchors);
+  st->nodes = cost > SIZE_MAX - st->nodes ? SIZE_MAX : st->nodes + cost;
+  if (lim->max_nodes && st->nodes > lim->max_nodes)
+    return scan_fail(st, mark,
+                     "more than %zu YAML nodes (an alias counts as the "
+                     "nodes it repeats): the limit of a file is %zu",
+                     lim->max_nodes, lim->max_nodes);
+  if (st->in_item && lim->max_item_nodes &&
+      st->nodes - st->item_start > lim->max_item_nodes)
+    return scan_fail(st, st->item_mark,
+                     "this %s has more than %zu YAML nodes (an alias counts "
+                     "as the nodes it repeats): the limit of a %s is %zu",
+                     lim->item, lim->max_item_nodes, lim->item,
+                     lim->max_item_nodes);
+  if (ev->type == YAML_SEQUENCE_START_EVENT ||
+      ev->type == YAML_MAPPING_START_EVENT) {
+    if (st->depth >= MAX_NESTING)
+      return scan_fail(st, mark,
+                       "nested deeper than %d levels; the file needs four",
+                       MAX_NESTING);
+    char *copy = NULL;
+    if (anchor && (copy = strdup(anchor)) == NULL)
+      return scan_fail(st, mark, "out of memory");
+    st->open[st->depth++] =
+        (open_node){.start = st->nodes - 1,
+                    .anchor = copy,
+                    .map = ev->type == YAML_MAPPING_START_EVENT};
+    if (ev->type == YAML_SEQUENCE_START_EVENT && root_value && st->items_key)
+      st->items_depth = st->depth;
+    return 0;
+  }
+  if (item)
+    st->in_item = false;
+  if (anchor) {
+    char *copy = strdup(anchor);
+    if (copy == NULL || add_anchor(st, copy, 1) != 0)
+      return scan_fail(st, mark, "out of memory");
+  }
+  return 0;
+}
+
+/* The end of a list or a mapping. */
+static int scan_end(prescan_state *st, const yaml_event_t *ev) {
+  if (st->depth == 0) /* libyaml does not send it; be safe */
+    return 0;
+  open_node *o = &st->open[--st->depth];
+  if (o->anchor != NULL) {
+    char *name = o->anchor;
+    o->anchor = NULL;
+    if (add_anchor(st, name, st->nodes - o->start) != 0)
+      return scan_fail(st, ev->start_mark, "out of memory");
+  }
+  if (st->items_depth > 0 && st->depth < st->items_depth)
+    st->items_depth = 0;
+  else if (st->depth == st->items_depth)
+    st->in_item = false;
+  return 0;
+}
+
 /* A first pass over libyaml's events, before any document is built: stops
- * at nesting deeper than MAX_NESTING and at a second document.  Syntax
- * errors are left to the loader, which reports them the same way. */
-static int prescan(const char *text, size_t len, const char *name, char *errbuf,
-                   size_t errlen) {
+ * at a second document, at nesting deeper than MAX_NESTING, and at a limit
+ * of lim passed, each time at the event that passed it.  Syntax errors
+ * are left to the loader, which reports them the same way. */
+static int prescan(const char *text, size_t len, const char *name,
+                   const atomic_bool *cancel, const ms_yaml_limits *lim,
+                   char *errbuf, size_t errlen) {
   yaml_parser_t parser;
   if (!yaml_parser_initialize(&parser)) {
     snprintf(errbuf, errlen, "%s: cannot initialise the YAML parser", name);
     return -1;
   }
   yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-  int depth = 0, documents = 0, r = 0;
-  for (;;) {
-    yaml_event_t ev;
-    if (!yaml_parser_parse(&parser, &ev))
-      break;
-    yaml_event_type_t type = ev.type;
-    yaml_mark_t mark = ev.start_mark;
-    yaml_event_delete(&ev);
-    if (type == YAML_STREAM_END_EVENT)
-      break;
-    if (type == YAML_DOCUMENT_START_EVENT && ++documents > 1) {
-      snprintf(errbuf, errlen,
-               "%s:%zu:%zu: a second YAML document starts here; the file "
-               "holds one",
-               name, mark.line + 1, mark.column + 1);
+  prescan_state st = {
+      .name = name, .lim = lim, .err = errbuf, .errlen = errlen};
+  int documents = 0, r = 0;
+  for (size_t events = 1; r == 0; events++) {
+    if (events % CANCEL_EVERY == 0 && cancel != NULL && atomic_load(cancel)) {
+      snprintf(errbuf, errlen, "%s: load cancelled", name);
       r = -1;
       break;
     }
-    if (type == YAML_SEQUENCE_START_EVENT || type == YAML_MAPPING_START_EVENT) {
-      if (++depth > MAX_NESTING) {
-        snprintf(errbuf, errlen,
-                 "%s:%zu:%zu: nested deeper than %d levels; the file needs "
-                 "four",
-                 name, mark.line + 1, mark.column + 1, MAX_NESTING);
-        r = -1;
-        break;
-      }
-    } else if (type == YAML_SEQUENCE_END_EVENT ||
-               type == YAML_MAPPING_END_EVENT) {
-      depth--;
+    yaml_event_t ev;
+    if (!yaml_parser_parse(&parser, &ev))
+      break;
+    switch (ev.type) {
+    case YAML_DOCUMENT_START_EVENT:
+      if (++documents > 1)
+        r = scan_fail(&st, ev.start_mark,
+                      "a second YAML document starts here; the file holds "
+                      "one");
+      break;
+    case YAML_SCALAR_EVENT:
+    case YAML_ALIAS_EVENT:
+    case YAML_SEQUENCE_START_EVENT:
+    case YAML_MAPPING_START_EVENT:
+      r = scan_node(&st, &ev);
+      break;
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT:
+      r = scan_end(&st, &ev);
+      break;
+    default:
+      break;
     }
+    bool end = ev.type == YAML_STREAM_END_EVENT;
+    yaml_event_delete(&ev);
+    if (end)
+      break;
   }
+  for (int i = 0; i < st.depth; i++)
+    free(st.open[i].anchor);
+  for (size_t i = 0; i < st.n_anchors; i++)
+    free(st.anchors[i].name);
+  free(st.anchors);
   yaml_parser_delete(&parser);
   return r;
 }
@@ -315,15 +515,31 @@ bool ms_yaml_cancelled(ms_yaml_loader *ld) {
   return true;
 }
 
+const ms_yaml_limits ms_yaml_file_limits = {
+    .max_nodes = MS_SERVICE_FILE_MAX_NODES,
+    .max_anchors = MS_SERVICE_FILE_MAX_ANCHORS,
+};
+
 int ms_yaml_load(const char *text, size_t len, const char *name,
                  const atomic_bool *cancel, yaml_document_t *doc, char *errbuf,
                  size_t errlen) {
+  return ms_yaml_load_limited(text, len, name, cancel, &ms_yaml_file_limits,
+                              doc, errbuf, errlen);
+}
+
+int ms_yaml_load_limited(const char *text, size_t len, const char *name,
+                         const atomic_bool *cancel, const ms_yaml_limits *lim,
+                         yaml_document_t *doc, char *errbuf, size_t errlen) {
   if (cancel != NULL && atomic_load(cancel)) {
     snprintf(errbuf, errlen, "%s: load cancelled", name);
     return -1;
   }
-  if (prescan(text, len, name, errbuf, errlen) != 0)
+  if (prescan(text, len, name, cancel, lim, errbuf, errlen) != 0)
     return -1;
+  if (cancel != NULL && atomic_load(cancel)) {
+    snprintf(errbuf, errlen, "%s: load cancelled", name);
+    return -1;
+  }
   yaml_parser_t parser;
   if (!yaml_parser_initialize(&parser)) {
     snprintf(errbuf, errlen, "%s: cannot initialise the YAML parser", name);

@@ -153,15 +153,53 @@ int ms_yaml_read_file(const char *path, size_t max_bytes, char **buf,
                       size_t *len, char *err, size_t errlen);
 
 /*
+ * What one load may hold (ms_yaml_load_limited), checked over libyaml's
+ * events before the document is built.  0 (or NULL): no limit.  A node is
+ * a scalar, a list or a mapping; an alias counts as the nodes it repeats.
+ * The items are those of the list under items_key in the root mapping
+ * (the services of a service file).
+ */
+typedef struct {
+  size_t max_nodes;      /* nodes of the document */
+  size_t max_anchors;    /* anchors (&name) defined */
+  const char *items_key; /* "services", or NULL: no items */
+  const char *item;      /* an item in messages: "service" */
+  size_t max_items;      /* items in the list */
+  size_t max_item_nodes; /* nodes of one item */
+  bool no_alias_items;   /* an item written as an alias (- *web) refused */
+} ms_yaml_limits;
+
+/* The limits of ms_yaml_load: MS_SERVICE_FILE_MAX_NODES and
+ * MS_SERVICE_FILE_MAX_ANCHORS (service/service.h), no items. */
+extern const ms_yaml_limits ms_yaml_file_limits;
+
+/*
  * ms_yaml_load: parse text into *doc (initialised on success; the caller
  * deletes it with yaml_document_delete).  Refuses, with path:line:column, a
- * syntax error, a second document, and nesting deeper than 32 levels
- * (libyaml slows down superlinearly with nesting: 32,000 '[' take seconds).
+ * syntax error, a second document, nesting deeper than 32 levels
+ * (libyaml slows down superlinearly with nesting: 32,000 '[' take
+ * seconds), an alias inside the node it names, and the limits of
+ * ms_yaml_file_limits, all but the syntax before any node is built.
  * cancel: NULL, or a flag another thread may set to stop the parse
- * (then -1 with "name: load cancelled").  Returns 0 or -1.
+ * (then -1 with "name: load cancelled"; looked at every 4096 events).
+ * Returns 0 or -1.
  */
 int ms_yaml_load(const char *text, size_t len, const char *name,
                  const atomic_bool *cancel, yaml_document_t *doc, char *err,
                  size_t errlen);
+
+/*
+ * ms_yaml_load_limited: as ms_yaml_load, with the limits lim (not NULL).
+ * Messages name the limit and its value, at the event that passed it (an
+ * item's limit at the item's start):
+ *   "more than 100000 services: the limit of a file is 100000"
+ *   "this service has more than 400 YAML nodes (an alias counts as the
+ *    nodes it repeats): the limit of a service is 400"
+ *   "a service cannot be an alias (*web): write each service out, with
+ *    its own name"
+ */
+int ms_yaml_load_limited(const char *text, size_t len, const char *name,
+                         const atomic_bool *cancel, const ms_yaml_limits *lim,
+                         yaml_document_t *doc, char *err, size_t errlen);
 
 #endif

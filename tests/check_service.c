@@ -7,6 +7,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -2229,6 +2230,320 @@ START_TEST(test_keep_shard) {
 }
 END_TEST
 
+/* ---- limits of a file (service/service.h) ----------------------------- */
+
+/* A growing text for the files of the limits below. */
+typedef struct {
+  char *s;
+  size_t len, cap;
+} text_buf;
+
+static void put(text_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void put(text_buf *b, const char *fmt, ...) {
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    ck_assert_int_ge(n, 0);
+    if ((size_t)n < b->cap - b->len) {
+      b->len += (size_t)n;
+      return;
+    }
+    b->cap = 2 * b->cap + (size_t)n + 64;
+    b->s = realloc(b->s, b->cap);
+    ck_assert_ptr_nonnull(b->s);
+  }
+}
+
+/* Parse b's text: -1 expected, err filled; returns err. */
+static const char *refused(const text_buf *b, char *err, size_t errlen) {
+  ms_service_file f;
+  int r = ms_service_file_parse(b->s, b->len, "big.yaml", &f, err, errlen);
+  ck_assert_msg(r == -1, "accepted");
+  ck_assert_uint_eq(f.n_services, 0);
+  return err;
+}
+
+/* The largest legal service: every key that goes with the others, ten
+ * tiers, a timeout range, every input as a mapping.  MS_SERVICE_MAX_NODES
+ * is about twice its nodes, counted here by libyaml's own document (no
+ * aliases: every node is built). */
+static const char *largest_service =
+    "services:\n"
+    "  - name: the-largest-legal-service\n"
+    "    model: erlang\n"
+    "    servers: 30\n"
+    "    service_time: 100ms\n"
+    "    timeout: {min: 100ms, max: 200ms}\n"
+    "    timeout_covers: response\n"
+    "    service_time_cv: 1\n"
+    "    tiers:\n"
+    "      - {retries: 1, timeout: 6561s}\n"
+    "      - {retries: 1, timeout: 2187s}\n"
+    "      - {retries: 1, timeout: 729s}\n"
+    "      - {retries: 1, timeout: 243s}\n"
+    "      - {retries: 1, timeout: 81s}\n"
+    "      - {retries: 1, timeout: 27s}\n"
+    "      - {retries: 1, timeout: 9s}\n"
+    "      - {retries: 1, timeout: 3s}\n"
+    "      - {retries: 1, timeout: 1s}\n"
+    "      - {retries: 1}\n"
+    "    aws_retry_quota: {capacity: 500, retry_cost: 5, timeout_cost: 10,\n"
+    "      refund: 1, throttling_cost: 5, throttling_share: 0.1,\n"
+    "      costs: legacy}\n"
+    "    layering: nested\n"
+    "    queue_limit: 300\n"
+    "    retry_rejections: true\n"
+    "    backoff: {kind: exponential, base: 10ms, cap: 50ms, multiplier: 2}\n"
+    "    base_failure: 0.001\n"
+    "    headroom_warning: 0.1\n"
+    "    safety_margin: 0.2\n"
+    "    clear_after: 3\n"
+    "    calibrate: [service_time, base_failure]\n"
+    "    calibration_time: 300\n"
+    "    calibration_threshold: 0.01\n"
+    "    calibration_intervals: 10\n"
+    "    misfit_threshold: 4\n"
+    "    misfit_intervals: 5\n"
+    "    inputs:\n"
+    "      arrival_rate: {source: h/p/derive-a, missing: zero, scale: 1}\n"
+    "      retry_rate: {source: h/p/derive-r, missing: zero, scale: 1}\n"
+    "      error_rate: {source: h/p/derive-e, missing: zero, scale: 1}\n"
+    "      queue_length: {source: h/p/gauge-q, missing: zero, scale: 1}\n"
+    "      busy_servers: {source: h/p/gauge-b, missing: zero, scale: 1}\n"
+    "      completion_rate: {source: h/p/derive-c, missing: zero, scale: 1}\n"
+    "      latency: {source: h/p/gauge-l, missing: zero, scale: 0.001}\n"
+    "      pool_size: {source: h/p/gauge-p, missing: skip, scale: 1}\n"
+    "      offered_rate: {source: h/p/derive-o, missing: zero, scale: 1}\n";
+
+START_TEST(test_largest_service) {
+  yaml_parser_t parser;
+  yaml_document_t doc;
+  ck_assert(yaml_parser_initialize(&parser));
+  yaml_parser_set_input_string(&parser, (const unsigned char *)largest_service,
+                               strlen(largest_service));
+  ck_assert(yaml_parser_load(&parser, &doc));
+  /* the root mapping, the key 'services' and the list are not the
+   * service's */
+  size_t nodes = (size_t)(doc.nodes.top - doc.nodes.start) - 3;
+  yaml_document_delete(&doc);
+  yaml_parser_delete(&parser);
+  ck_assert_uint_eq(nodes, 197);
+  ck_assert_uint_ge(MS_SERVICE_MAX_NODES, 2 * nodes);
+  ms_service_file f;
+  char err[512];
+  ck_assert_msg(ms_service_file_parse(largest_service, strlen(largest_service),
+                                      "big.yaml", &f, err, sizeof err) == 0,
+                "%s", err);
+  ck_assert_uint_eq(f.n_services, 1);
+  ck_assert_int_eq(f.services[0].params.policy.tiers, 10);
+  ms_service_file_free(&f);
+}
+END_TEST
+
+/* A service of exactly `nodes` nodes: {name, x: [a, ...]} is 5 + the
+ * scalars of x.  At the limit the node count passes and the loader
+ * refuses the unknown key x; one past, the count refuses it first. */
+START_TEST(test_service_nodes_edge) {
+  char err[512];
+  for (size_t nodes = MS_SERVICE_MAX_NODES; nodes <= MS_SERVICE_MAX_NODES + 1;
+       nodes++) {
+    text_buf b = {0};
+    put(&b, "services:\n  - name: web\n    x: [a");
+    for (size_t i = 1; i < nodes - 5; i++)
+      put(&b, ", a");
+    put(&b, "]\n");
+    refused(&b, err, sizeof err);
+    if (nodes == MS_SERVICE_MAX_NODES)
+      ck_assert_msg(strstr(err, "big.yaml:3:5: unknown key 'x' in a service") ==
+                        err,
+                    "%s", err);
+    else
+      ck_assert_str_eq(err, "big.yaml:2:5: this service has more than 400 "
+                            "YAML nodes (an alias counts as the nodes it "
+                            "repeats): the limit of a service is 400");
+    free(b.s);
+  }
+  /* an alias counts as what it repeats: 5 + 9 * 50 nodes of mappings in
+   * one service, each alias one event */
+  text_buf b = {0};
+  put(&b, "services:\n  - name: a\n    model: capacity\n    capacity: 9\n"
+          "    retries: 1\n    backoff: &b {kind: exponential, base: 10ms, "
+          "cap: 50ms, multiplier: 2}\n    inputs: {offered_rate: 1}\n"
+          "  - name: b\n    x: [");
+  for (int i = 0; i < 50; i++)
+    put(&b, "%s*b", i ? ", " : "");
+  put(&b, "]\n");
+  ck_assert_str_eq(refused(&b, err, sizeof err),
+                   "big.yaml:8:5: this service has more than 400 YAML nodes "
+                   "(an alias counts as the nodes it repeats): the limit of "
+                   "a service is 400");
+  free(b.s);
+}
+END_TEST
+
+/* MS_SERVICE_FILE_MAX_SERVICES items pass the count (then the first is
+ * not a mapping); one more is refused at its own column. */
+START_TEST(test_services_edge) {
+  char err[512];
+  for (size_t n = MS_SERVICE_FILE_MAX_SERVICES;
+       n <= MS_SERVICE_FILE_MAX_SERVICES + 1; n++) {
+    text_buf b = {0};
+    put(&b, "services: [a");
+    for (size_t i = 1; i < n; i++)
+      put(&b, ", a");
+    put(&b, "]\n");
+    refused(&b, err, sizeof err);
+    if (n == MS_SERVICE_FILE_MAX_SERVICES)
+      ck_assert_str_eq(err, "big.yaml:1:12: a service must be a mapping, not a "
+                            "scalar");
+    else {
+      char want[256];
+      /* "services: [" is 11 bytes, each earlier item 3 ("a, ") */
+      snprintf(want, sizeof want,
+               "big.yaml:1:%zu: more than 100000 services: the limit of a "
+               "file is 100000",
+               11 + 3 * (size_t)MS_SERVICE_FILE_MAX_SERVICES + 1);
+      ck_assert_str_eq(err, want);
+    }
+    free(b.s);
+  }
+}
+END_TEST
+
+/* The nodes of a file, aliases expanded: {services: [], pad: [&a [999 a],
+ * k aliases of it, p scalars]} has 5 + 1000 (k + 1) + p nodes.  At
+ * MS_SERVICE_FILE_MAX_NODES the loader refuses the key pad; one more node
+ * is refused by the count, at the scalar that passed it. */
+START_TEST(test_file_nodes_edge) {
+  char err[512];
+  size_t limit = MS_SERVICE_FILE_MAX_NODES;
+  size_t k = (limit - 5) / 1000 - 1, p = limit - 5 - 1000 * (k + 1);
+  for (size_t extra = 0; extra <= 1; extra++) {
+    text_buf b = {0};
+    put(&b, "{services: [], pad: [&a [a");
+    for (int i = 1; i < 999; i++)
+      put(&b, ",a");
+    put(&b, "]");
+    for (size_t i = 0; i < k; i++)
+      put(&b, ",*a");
+    for (size_t i = 0; i < p + extra; i++)
+      put(&b, ",b");
+    put(&b, "]}\n");
+    refused(&b, err, sizeof err);
+    if (extra == 0)
+      ck_assert_msg(strstr(err, "unknown key 'pad' in a service file") != NULL,
+                    "%s", err);
+    else {
+      char want[256];
+      snprintf(want, sizeof want,
+               "big.yaml:1:%zu: more than 4000000 YAML nodes (an alias "
+               "counts as the nodes it repeats): the limit of a file is "
+               "4000000",
+               b.len - 3);
+      ck_assert_str_eq(err, want);
+    }
+    free(b.s);
+  }
+}
+END_TEST
+
+/* Anchors: MS_SERVICE_FILE_MAX_ANCHORS pass, one more is refused. */
+START_TEST(test_anchors_edge) {
+  char err[512];
+  for (int n = MS_SERVICE_FILE_MAX_ANCHORS;
+       n <= MS_SERVICE_FILE_MAX_ANCHORS + 1; n++) {
+    text_buf b = {0};
+    put(&b, "services: []\npad:\n");
+    for (int i = 0; i < n; i++)
+      put(&b, "  - &a%d x\n", i);
+    refused(&b, err, sizeof err);
+    if (n == MS_SERVICE_FILE_MAX_ANCHORS)
+      ck_assert_msg(strstr(err, "unknown key 'pad'") != NULL, "%s", err);
+    else
+      ck_assert_str_eq(err, "big.yaml:103:5: more than 100 anchors (&name): "
+                            "the limit of a file is 100");
+    free(b.s);
+  }
+}
+END_TEST
+
+/* Repetition refused before any service is loaded or solved. */
+START_TEST(test_aliases_and_names) {
+  char err[512];
+  struct {
+    const char *text, *says;
+  } cases[] = {
+      /* a service repeated by an alias */
+      {"services:\n  - &web {name: web, model: capacity, capacity: 9,\n"
+       "      retries: 1, inputs: {offered_rate: 1}}\n  - *web\n",
+       "big.yaml:4:5: a service cannot be an alias (*web): write each service "
+       "out, with its own name"},
+      /* a node that holds itself */
+      {"services: &s [*s]\n",
+       "big.yaml:1:15: the alias *s is inside the node it names: a node "
+       "cannot hold itself"},
+      {"services:\n  - name: a\n    inputs: &i {x: *i}\n",
+       "big.yaml:3:20: the alias *i is inside the node it names: a node "
+       "cannot hold itself"},
+      /* a duplicate name wins over an error of the second service: the
+       * names are compared before any service is read */
+      {"services:\n  - {name: a, model: capacity, capacity: 9, retries: 1,\n"
+       "     inputs: {offered_rate: 1}}\n  - {name: a, bogus: 1}\n",
+       "big.yaml:4:5: service name 'a' is used twice (first at line 2)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    text_buf b = {0};
+    put(&b, "%s", cases[i].text);
+    ck_assert_str_eq(refused(&b, err, sizeof err), cases[i].says);
+    free(b.s);
+  }
+}
+END_TEST
+
+/* The big files of issue 37, built in memory: refused, whatever the time
+ * (speed is bench/'s to measure). */
+START_TEST(test_big_files_refused) {
+  char err[512];
+  /* 8 MiB of services: [a, a, ...] */
+  text_buf b = {0};
+  put(&b, "services: [a");
+  while (b.len < ((size_t)8 << 20))
+    put(&b, ", a");
+  put(&b, "]\n");
+  ck_assert_str_eq(refused(&b, err, sizeof err),
+                   "big.yaml:1:300012: more than 100000 services: the limit "
+                   "of a file is 100000");
+  /* billion laughs: nine levels of ten aliases each, 10^9 nodes in 200
+   * bytes */
+  b.len = 0;
+  put(&b, "services: []\nl0: &l0 [a, a, a, a, a, a, a, a, a, a]\n");
+  for (int i = 1; i <= 9; i++) {
+    put(&b, "l%d: &l%d [", i, i);
+    for (int j = 0; j < 10; j++)
+      put(&b, "%s*l%d", j ? ", " : "", i - 1);
+    put(&b, "]\n");
+  }
+  ck_assert_msg(strstr(refused(&b, err, sizeof err),
+                       "more than 4000000 YAML nodes") != NULL,
+                "%s", err);
+  /* 10^6 services, each one line */
+  b.len = 0;
+  put(&b, "services:\n");
+  for (int i = 0; i < 1000000; i++)
+    put(&b,
+        "- {name: s%d, model: capacity, capacity: 9, retries: 1, "
+        "inputs: {offered_rate: 1}}\n",
+        i);
+  ck_assert_str_eq(refused(&b, err, sizeof err),
+                   "big.yaml:100002:3: more than 100000 services: the limit "
+                   "of a file is 100000");
+  free(b.s);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("service");
   TCase *tc = tcase_create("file");
@@ -2255,6 +2570,17 @@ int main(void) {
   tcase_add_test(tc, test_suggest);
   tcase_add_test(tc, test_bare_duration_rule);
   tcase_add_test(tc, test_bare_durations_in_file);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("limits");
+  /* files of up to 85 MB built in memory: a generous bound */
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_largest_service);
+  tcase_add_test(tc, test_service_nodes_edge);
+  tcase_add_test(tc, test_services_edge);
+  tcase_add_test(tc, test_file_nodes_edge);
+  tcase_add_test(tc, test_anchors_edge);
+  tcase_add_test(tc, test_aliases_and_names);
+  tcase_add_test(tc, test_big_files_refused);
   suite_add_tcase(s, tc);
   tc = tcase_create("step");
   /* test_safe_retries_every_policy scans every retry count of seven

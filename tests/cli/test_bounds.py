@@ -105,6 +105,32 @@ class Bounds(ScratchTest):
         self.assertIn("(stdin):%d:" % (k + 2), err)
         self.assertIn("the trace is longer than 256 MiB, the limit", err)
 
+    # ---- service files ---------------------------------------------------
+
+    def test_service_file_size(self):
+        p = self.path("huge.yaml")
+        with open(p, "w") as f:
+            f.truncate((64 << 20) + 1)  # sparse: nothing written
+        self.fails(1, "huge.yaml: larger than 67108864 bytes", "check", p)
+
+    def test_service_file_services(self):
+        # 100,001 items: refused at the last, "services: [" is 11 bytes
+        # and each item before it 3 ("a, "); the whole file 300 kB
+        p = self.write("many.yaml", "services: [" + "a, " * 100000 + "a]\n")
+        r, took = self.timed("check", p)
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("many.yaml:1:%d: more than 100000 services: the limit "
+                      "of a file is 100000" % (11 + 3 * 100000 + 1), r.err)
+        self.assertLess(took, 5.0)
+
+    def test_service_alias(self):
+        p = self.write("alias.yaml", "services:\n"
+                       "  - &web {name: web, model: capacity, capacity: 9,\n"
+                       "      retries: 1, inputs: {offered_rate: 1}}\n"
+                       + "  - *web\n" * 10000)
+        self.fails(1, "alias.yaml:4:5: a service cannot be an alias (*web)",
+                   "check", p)
+
     # ---- Prometheus ------------------------------------------------------
 
     def test_prometheus_samples(self):
