@@ -424,8 +424,8 @@ void reload_kick(plugin_state *st) {
     return;
   pthread_mutex_lock(&rt->mu);
   rt->kicked = true;
-  pthread_cond_broadcast(&rt->cv);
   pthread_mutex_unlock(&rt->mu);
+  pthread_cond_broadcast(&rt->cv); /* the thread does not wait for mu */
 }
 
 void reload_settle(plugin_state *st) {

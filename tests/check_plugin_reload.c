@@ -514,6 +514,50 @@ START_TEST(test_refused_costs_the_read_nothing) {
 }
 END_TEST
 
+/* An 8 MiB node bomb (`services: [a, a, ...]`): the thread refuses it
+ * (the YAML reader counts its events and stops at a limit), the read
+ * call that sees it takes less than a steady one and the refusal
+ * together (it only asks the thread to look: here 5 ms against 20 ms), and
+ * the services in use go on. */
+START_TEST(test_bomb_refused_off_the_read) {
+  start(file_ab, 10.0);
+  size_t n = 8u << 20, at = 0;
+  char *text = malloc(n + 64);
+  ck_assert_ptr_nonnull(text);
+  at += (size_t)sprintf(text, "services: [");
+  while (at + 3 < n)
+    at += (size_t)sprintf(text + at, "a, ");
+  sprintf(text + at, "a]\n");
+  double parse = parse_time(text);
+  stub_counters c;
+  double t0 = now_s();
+  cycle(&c); /* a steady read: the reference */
+  double steady = now_s() - t0;
+  put(text);
+  free(text);
+  stub_counters_reset();
+  t0 = now_s();
+  ck_assert_int_eq(stub_call_read(), 0);
+  double read = now_s() - t0;
+  reload_settle(stub_read_user_data());
+  stub_counters_get(&c);
+  printf("8 MiB bomb: refused in %.1f ms, read call %.2f ms (steady %.2f "
+         "ms)\n",
+         1e3 * parse, 1e3 * read, 1e3 * steady);
+  fflush(stdout);
+  ck_assert_msg(read < steady + parse,
+                "read %.4f s, steady %.4f s, parse "
+                "%.4f s",
+                read, steady, parse);
+  ck_assert_uint_eq(c.log_error, 1);
+  ck_assert_ptr_nonnull(strstr(stub_last_warning(), "not reloaded"));
+  cycle(&c);
+  ck_assert_double_eq(reporting("a"), 1);
+  ck_assert_double_eq(reporting("b"), 1);
+  stop();
+}
+END_TEST
+
 /* Shutdown while the thread checks the services of a file of 1,002, 1,000
  * of them heavy to check (erlang, 10^7 servers, 10,000 retries: solved
  * once each, about a millisecond), the YAML itself quick to compose: the
@@ -799,6 +843,7 @@ int main(void) {
   tcase_add_test(tc, test_shard_kept_across_reload);
   tcase_add_test(tc, test_shard_refused);
   tcase_add_test(tc, test_refused_costs_the_read_nothing);
+  tcase_add_test(tc, test_bomb_refused_off_the_read);
   tcase_add_test(tc, test_shutdown_during_parse);
   tcase_add_test(tc, test_log_cap_under_churn);
   tcase_set_timeout(tc, 120);
