@@ -477,12 +477,14 @@ static void state_free(void *p) {
   plugin_state *st = p;
   if (st == NULL)
     return;
+  reload_stop(st); /* before anything it reads is freed */
   inputs_destroy(st->inputs);
-  sfree(st->services);
+  reload_states_free(st->services, st->n_services);
   ms_service_file_free(&st->file);
   sfree(st->path);
   sfree(st->host);
   pthread_mutex_destroy(&st->lock);
+  pthread_mutex_destroy(&st->log_lock);
   sfree(st);
 }
 
@@ -492,9 +494,10 @@ static void state_free(void *p) {
  * rate-limited complaint is first asked whether its back-off allows it
  * (ms_complain, log_backoff in state.h), and only then counted.
  * log_roll, at a new minute, says how many lines the last one left out.
- * Called under the plugin's lock.
+ * The read cycle and the reload thread (reload.c) both log: the counts are
+ * under st->log_lock, taken by log_take and log_roll themselves.
  */
-static void log_roll(plugin_state *st, cdtime_t now) {
+static void log_roll_locked(plugin_state *st, cdtime_t now) {
   uint64_t window = CDTIME_T_TO_TIME_T(now) / (uint64_t)LOG_WINDOW_SECONDS;
   if (window == st->log_window)
     return;
@@ -510,15 +513,10 @@ static void log_roll(plugin_state *st, cdtime_t now) {
   st->log_suppressed = 0;
 }
 
-/* Whether one more line may go out now; counts it either way. */
-static bool log_take(plugin_state *st) {
-  log_roll(st, cdtime());
-  if (st->log_lines >= LOG_LINES_PER_WINDOW) {
-    st->log_suppressed++;
-    return false;
-  }
-  st->log_lines++;
-  return true;
+static void log_roll(plugin_state *st, cdtime_t now) {
+  pthread_mutex_lock(&st->log_lock);
+  log_roll_locked(st, now);
+  pthread_mutex_unlock(&st->log_lock);
 }
 
 void ms_plugin_log(int level, const char *format, ...) {
@@ -531,9 +529,22 @@ void ms_plugin_log(int level, const char *format, ...) {
   plugin_log(level, "%s", safe);
 }
 
-/* A plain line (INFO, NOTICE, WARNING) under the bound. */
-__attribute__((format(printf, 3, 4))) static void
-ms_log(plugin_state *st, int level, const char *format, ...) {
+/* Whether one more line may go out now; counts it either way. */
+static bool log_take(plugin_state *st) {
+  pthread_mutex_lock(&st->log_lock);
+  log_roll_locked(st, cdtime());
+  bool ok = st->log_lines < LOG_LINES_PER_WINDOW;
+  if (ok)
+    st->log_lines++;
+  else
+    st->log_suppressed++;
+  pthread_mutex_unlock(&st->log_lock);
+  return ok;
+}
+
+/* A plain line under the bound (state.h). */
+__attribute__((format(printf, 3, 4))) void ms_log(plugin_state *st, int level,
+                                                  const char *format, ...) {
   if (!log_take(st))
     return;
   char msg[1024];
@@ -764,7 +775,7 @@ static void log_problems(plugin_state *st, const problem *named, size_t n_bad,
            n_back, list);
   }
   for (size_t s = 0; s < st->n_services; s++) {
-    service_state *ss = &st->services[s];
+    service_state *ss = st->services[s];
     if (!ss->just_back)
       continue;
     ss->just_back = false;
@@ -828,7 +839,7 @@ static int search_stop(void *ctx) {
 /* One service's interval: read its inputs, step its tracker, dispatch its
  * values and notifications, note what the log should say. */
 static void read_service(plugin_state *st, size_t s, cycle *cy) {
-  service_state *ss = &st->services[s];
+  service_state *ss = st->services[s];
   ms_inputs in;
   inputs_glob_sum glob[MS_INPUT_COUNT];
   ms_step step;
@@ -892,7 +903,7 @@ static void run_searches(plugin_state *st, cycle *cy) {
   size_t n = st->n_services;
   size_t s = st->next_search < n ? st->next_search : 0;
   for (size_t k = 0; k < n; k++, s = (s + 1) % n) {
-    ms_tracker *t = &st->services[s].tracker;
+    ms_tracker *t = &st->services[s]->tracker;
     if (!t->tolerance_pending)
       continue;
     cdtime_t t0 = cdtime();
@@ -1062,11 +1073,11 @@ static void log_pacing(plugin_state *st) {
 static int ms_read(user_data_t *ud) {
   plugin_state *st = ud->data;
   pthread_mutex_lock(&st->lock);
-  reload_service_file(st); /* a changed service file (reload.c) */
+  reload_swap(st); /* a new service file the reload thread built */
   cycle cy = {.started = cdtime()};
   pacing_cycle_start(&st->pacing);
   for (size_t i = 0; i < st->n_services; i++)
-    pacing_count(&st->pacing, &st->services[i].pacing);
+    pacing_count(&st->pacing, &st->services[i]->pacing);
   inputs_refresh(st->inputs);
   cy.host = st->host != NULL ? st->host : hostname_g;
   cy.search_budget = DOUBLE_TO_CDTIME_T(TOLERANCE_BUDGET_SHARE *
@@ -1094,6 +1105,7 @@ static int ms_read(user_data_t *ud) {
   cdtime_t now = cdtime();
   log_cycle_cost(st, now > cy.started ? now - cy.started : 0);
   log_roll(st, now);
+  reload_kick(st); /* the reload thread looks at the file now */
   pthread_mutex_unlock(&st->lock);
   return 0; /* a non-zero return would make collectd suspend the plugin */
 }
@@ -1111,6 +1123,7 @@ static int ms_init(void) {
     return -1;
   }
   pthread_mutex_init(&st->lock, NULL);
+  pthread_mutex_init(&st->log_lock, NULL);
   st->slow_cycle = (log_backoff){0};
   st->many_bad = (log_backoff){0};
   st->many_calibration = (log_backoff){0};
@@ -1130,16 +1143,13 @@ static int ms_init(void) {
   memset(&conf_file, 0, sizeof conf_file);
   conf_loaded = false;
   st->n_services = st->file.n_services;
-  st->services =
-      calloc(st->n_services ? st->n_services : 1, sizeof *st->services);
+  st->services = reload_states_create(&st->file);
   if (st->services == NULL) {
     ERROR(PLUGIN_NAME " plugin: out of memory for %zu services",
           st->n_services);
     state_free(st);
     return -1;
   }
-  for (size_t i = 0; i < st->n_services; i++)
-    reload_service_init(&st->services[i], &st->file.services[i]);
   st->inputs = inputs_create(st->file.services, st->n_services);
   if (st->inputs == NULL) {
     ERROR(PLUGIN_NAME " plugin: out of memory for %zu services",
@@ -1174,6 +1184,11 @@ static int ms_init(void) {
        st->path, per_service, CDTIME_T_TO_DOUBLE(st->interval),
        (double)(st->n_services * per_service) /
            CDTIME_T_TO_DOUBLE(st->interval));
+  if (reload_start(st) != 0) {
+    ERROR(PLUGIN_NAME " plugin: cannot start the reload thread");
+    state_free(st);
+    return -1;
+  }
   user_data_t ud = {.data = st, .free_func = state_free};
   if (plugin_register_complex_read(NULL, PLUGIN_NAME, ms_read, st->interval,
                                    &ud) != 0) {

@@ -8,6 +8,7 @@
 #define MS_PLUGIN_STATE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -73,12 +74,32 @@ typedef struct {
                            shards' */
 } reload_watch;
 
+/* The reload thread (plugin/reload.c): what it and the read cycle share,
+ * under mu.  A look at the file runs when a read cycle asks for it (kicked)
+ * and no complete set waits to be swapped in (pending). */
+struct reload_set; /* reload.c */
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* a kick, the stop, the end of a look */
+  pthread_t thread;  /* valid while running */
+  bool running;      /* started and not yet joined */
+  atomic_bool stop;  /* shutdown: the thread ends, a parse is cancelled */
+  bool kicked;       /* a read cycle asked for a look */
+  bool busy;         /* a look under way */
+  struct reload_set *pending; /* complete, not yet swapped in */
+  struct reload_set *retired; /* swapped out, for the thread to free */
+} reload_thread;
+
 typedef struct {
   pthread_mutex_t lock;
+  pthread_mutex_t log_lock; /* log_window, log_lines, log_suppressed: the
+                               read cycle's and the reload thread's lines */
   char *path;
   char *host; /* NULL: collectd's Hostname */
   ms_service_file file;
-  service_state *services;
+  service_state **services; /* services[i] of file.services[i]; each its
+                               own allocation, so that a reload moves a
+                               kept one and never copies it (2.8 KB) */
   size_t n_services;
   inputs_t *inputs;             /* globs matched, COUNTER values seen */
   bool wanted[MS_OUT_COUNT];    /* outputs to dispatch */
@@ -97,9 +118,22 @@ typedef struct {
   uint64_t log_window;          /* the minute the counts below are of */
   unsigned log_lines;           /* lines logged in it */
   size_t log_suppressed;        /* lines left out in it */
-  reload_watch reload;          /* the service file, watched for changes */
+  reload_watch reload;          /* the service file, watched for changes:
+                                   the reload thread's own once it runs */
+  reload_thread reloader;       /* the thread that reads and builds a new
+                                   file's services (reload.h) */
   pacing pacing;                /* new series, FullEvery (pacing.h) */
   log_backoff warming;          /* new series held back */
 } plugin_state;
+
+/*
+ * ms_log: one line at level (LOG_ERR .. LOG_INFO) under the plugin-wide
+ * bound of metastable.c (at most 30 lines a minute of the clock, then one
+ * NOTICE counting those left out).  Thread-safe (st->log_lock): the read
+ * cycle and the reload thread both log through it.  The line is cut at
+ * 1023 bytes.
+ */
+__attribute__((format(printf, 3, 4))) void ms_log(plugin_state *st, int level,
+                                                  const char *format, ...);
 
 #endif

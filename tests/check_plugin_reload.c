@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collectd.h"
@@ -27,7 +28,9 @@
 
 #include "check_run.h"
 #include "collectd_stub.h"
+#include "reload.h"
 #include "service.h"
+#include "yamldoc.h"
 
 void module_register(void);
 
@@ -74,13 +77,30 @@ static void on_value(const value_list_t *vl) {
     seen[i].storm = vl->values[0].gauge;
 }
 
-/* One read cycle with the counters reset before it. */
-static void cycle(stub_counters *c) {
+/* One read cycle, and the reload thread's look that it asked for at its
+ * end (reload_settle): a broken file is logged by then, a valid one waits
+ * to be swapped in by the next cycle. */
+static void read_settled(void) {
   n_seen = 0;
   beat_shard[0] = '\0';
   beat_services = beat_count = -1;
-  stub_counters_reset();
   ck_assert_int_eq(stub_call_read(), 0);
+  reload_settle(stub_read_user_data());
+}
+
+/* One read cycle (read_settled) with the counters reset before it. */
+static void cycle(stub_counters *c) {
+  stub_counters_reset();
+  read_settled();
+  stub_counters_get(c);
+}
+
+/* Two read cycles, counted together: the first sees a change, the second
+ * swaps the new set in; the values seen are the second's. */
+static void cycles2(stub_counters *c) {
+  stub_counters_reset();
+  read_settled();
+  read_settled();
   stub_counters_get(c);
 }
 
@@ -180,7 +200,11 @@ START_TEST(test_valid_change_applied) {
   ck_assert_double_eq(reporting("b"), 1);
   ck_assert_double_eq(reporting("c"), -1);
   put(file_ac);
-  cycle(&c);
+  cycle(&c); /* seen at its end, built by the reload thread: not yet in */
+  ck_assert_uint_eq(c.log_info + c.log_error + c.log_warning, 0);
+  ck_assert_double_eq(reporting("b"), 1);
+  ck_assert_double_eq(reporting("c"), -1);
+  cycle(&c); /* swapped in at the start of the next */
   assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
   ck_assert_uint_eq(c.log_info, 1);
   ck_assert_uint_eq(c.log_error + c.log_warning, 0);
@@ -234,7 +258,7 @@ START_TEST(test_broken_change_refused) {
   cycle(&c);
   ck_assert_uint_eq(c.log_error, 1);
   put(file_ac); /* fixed: loaded */
-  cycle(&c);
+  cycles2(&c);
   ck_assert_uint_eq(c.log_error, 0);
   assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
   ck_assert_double_eq(reporting("c"), 1);
@@ -253,13 +277,13 @@ START_TEST(test_kept_service_keeps_its_state) {
   cycle(&c);
   ck_assert_uint_eq(c.notifications_failure, 0); /* announced in start() */
   put(file_ac);
-  cycle(&c);
+  cycles2(&c);
   assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
   ck_assert_double_eq(storm("a"), 1);
   ck_assert_double_eq(storm("c"), 0);
   ck_assert_uint_eq(c.notifications_failure, 0); /* not paged again */
   put("services:\n" SERVICE("a2") SERVICE("c"));
-  cycle(&c);
+  cycles2(&c);
   assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
   ck_assert_double_eq(storm("a2"), 1);
   ck_assert_uint_eq(c.notifications_failure, 1); /* a new tracker pages */
@@ -269,7 +293,7 @@ START_TEST(test_kept_service_keeps_its_state) {
   cycle(&c);
   ck_assert_uint_eq(c.log_warning, 1);
   put("services:\n" SERVICE("c") SERVICE("a2"));
-  cycle(&c);
+  cycles2(&c);
   ck_assert_uint_eq(c.log_warning, 0);
   assert_reloaded("2 services (0 added, 0 removed, 2 kept with their state)");
   stop();
@@ -294,13 +318,13 @@ START_TEST(test_deleted_file_warned_once) {
   ck_assert_uint_eq(c.log_warning, 0);
   ck_assert_double_eq(reporting("b"), 1);
   put(file_ab); /* back, even as it was: loaded as a change */
-  cycle(&c);
+  cycles2(&c);
   assert_reloaded("2 services (0 added, 0 removed, 2 kept with their state)");
   ck_assert_int_eq(unlink(path), 0);
   cycle(&c);
   ck_assert_uint_eq(c.log_warning, 1); /* gone again: said again */
   put(file_ac);
-  cycle(&c);
+  cycles2(&c);
   assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
   ck_assert_double_eq(reporting("c"), 1);
   ck_assert_double_eq(reporting("b"), -1);
@@ -314,7 +338,7 @@ START_TEST(test_changed_before_first_cycle) {
   start_quiet(file_ab, 10.0);
   put(file_ac);
   stub_counters c;
-  cycle(&c);
+  cycles2(&c);
   ck_assert_uint_eq(c.log_info, 2); /* the reload; the first cycle's time */
   ck_assert_double_eq(reporting("c"), 1);
   ck_assert_double_eq(reporting("b"), -1);
@@ -344,7 +368,7 @@ START_TEST(test_unreadable_refused_once) {
   ck_assert_uint_eq(c.log_error, 0); /* the same error: not again */
   ck_assert_int_eq(rmdir(path), 0);
   put(file_ac);
-  cycle(&c);
+  cycles2(&c);
   assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
   ck_assert_double_eq(reporting("c"), 1);
   stop();
@@ -370,7 +394,7 @@ START_TEST(test_unchanged_not_reloaded) {
                    0);
   fputc('d', f); /* a -> d */
   ck_assert_int_eq(fclose(f), 0);
-  cycle(&c);
+  cycles2(&c);
   assert_reloaded("2 services (1 added, 1 removed, 1 kept with their state)");
   stop();
 }
@@ -391,6 +415,8 @@ START_TEST(test_counter_reset_across_reload) {
   ck_assert_ptr_nonnull(f);
   fputs("# changed\n", f);
   ck_assert_int_eq(fclose(f), 0);
+  cycle(&c); /* seen; swapped in by the next */
+  ck_assert_uint_eq(c.log_info, 0);
   stub_cache_set_counter("h/p/counter-k", 18446744073709551000.0, 5);
   cycle(&c);
   ck_assert_uint_eq(c.log_info, 1); /* reloaded (the INFO line) */
@@ -402,6 +428,231 @@ START_TEST(test_counter_reset_across_reload) {
   cycle(&c);
   ck_assert_double_eq(reporting("k"), 1);
   stop();
+}
+END_TEST
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A file of a and b (SERVICE) and n more services s<i>, then tail. */
+static char *heavy_file(int n, const char *tail) {
+  size_t len = 200 * (size_t)n + 1024, at;
+  char *text = malloc(len);
+  ck_assert_ptr_nonnull(text);
+  at = (size_t)snprintf(text, len, "%s", file_ab);
+  for (int i = 0; i < n; i++)
+    at += (size_t)snprintf(text + at, len - at,
+                           "  - name: s%d\n    model: capacity\n    "
+                           "capacity: 100\n    retries: 1\n    inputs:\n"
+                           "      offered_rate: \"h/statsd/derive-s%d\"\n",
+                           i, i);
+  at += (size_t)snprintf(text + at, len - at, "%s", tail);
+  ck_assert_uint_lt(at, len);
+  return text;
+}
+
+/* The time ms_service_file_parse takes on text: the reference for what
+ * the read cycle no longer pays. */
+static double parse_time(const char *text) {
+  ms_service_file f;
+  char err[512];
+  double t0 = now_s();
+  int r = ms_service_file_parse(text, strlen(text), "t", &f, err, sizeof err);
+  double t = now_s() - t0;
+  if (r == 0)
+    ms_service_file_free(&f);
+  return t;
+}
+
+/* The time libyaml takes to compose text's document (ms_yaml_load): the
+ * part of a parse that stops only at its end. */
+static double compose_time(const char *text) {
+  yaml_document_t doc;
+  char err[512];
+  double t0 = now_s();
+  int r = ms_yaml_load(text, strlen(text), "t", NULL, &doc, err, sizeof err);
+  double t = now_s() - t0;
+  ck_assert_msg(r == 0, "%s", err);
+  yaml_document_delete(&doc);
+  return t;
+}
+
+#define HEAVY 10000
+
+/* A broken file of 10,002 services (the error in the last line): the read
+ * call that sees it returns before the thread has read it, and costs a
+ * small part of the parse; the error is logged once, by the thread; the
+ * services in use go on. */
+START_TEST(test_refused_costs_the_read_nothing) {
+  start(file_ab, 10.0);
+  char *text = heavy_file(HEAVY, "  - name: z\n    model: magic\n");
+  double parse = parse_time(text);
+  put(text);
+  free(text);
+  stub_counters c;
+  stub_counters_reset();
+  double t0 = now_s();
+  ck_assert_int_eq(stub_call_read(), 0);
+  double read = now_s() - t0;
+  reload_settle(stub_read_user_data());
+  stub_counters_get(&c);
+  printf("refused file of %d services: parse %.1f ms, read call %.2f ms\n",
+         HEAVY + 2, 1e3 * parse, 1e3 * read);
+  fflush(stdout);
+  ck_assert_msg(read < parse / 10, "read %.4f s, parse %.4f s", read, parse);
+  ck_assert_uint_eq(c.log_error, 1);
+  ck_assert_ptr_nonnull(strstr(stub_last_warning(), "not reloaded"));
+  cycle(&c);
+  ck_assert_uint_eq(c.log_error + c.log_info, 0);
+  ck_assert_double_eq(reporting("a"), 1);
+  ck_assert_double_eq(reporting("b"), 1);
+  ck_assert_uint_eq(n_seen, 2);
+  stop();
+}
+END_TEST
+
+/* An 8 MiB node bomb (`services: [a, a, ...]`): the thread refuses it
+ * (the YAML reader counts its events and stops at a limit), the read
+ * call that sees it takes less than a steady one and the refusal
+ * together (it only asks the thread to look: here 5 ms against 20 ms), and
+ * the services in use go on. */
+START_TEST(test_bomb_refused_off_the_read) {
+  start(file_ab, 10.0);
+  size_t n = 8u << 20, at = 0;
+  char *text = malloc(n + 64);
+  ck_assert_ptr_nonnull(text);
+  at += (size_t)sprintf(text, "services: [");
+  while (at + 3 < n)
+    at += (size_t)sprintf(text + at, "a, ");
+  sprintf(text + at, "a]\n");
+  double parse = parse_time(text);
+  stub_counters c;
+  double t0 = now_s();
+  cycle(&c); /* a steady read: the reference */
+  double steady = now_s() - t0;
+  put(text);
+  free(text);
+  stub_counters_reset();
+  t0 = now_s();
+  ck_assert_int_eq(stub_call_read(), 0);
+  double read = now_s() - t0;
+  reload_settle(stub_read_user_data());
+  stub_counters_get(&c);
+  printf("8 MiB bomb: refused in %.1f ms, read call %.2f ms (steady %.2f "
+         "ms)\n",
+         1e3 * parse, 1e3 * read, 1e3 * steady);
+  fflush(stdout);
+  ck_assert_msg(read < steady + parse,
+                "read %.4f s, steady %.4f s, parse "
+                "%.4f s",
+                read, steady, parse);
+  ck_assert_uint_eq(c.log_error, 1);
+  ck_assert_ptr_nonnull(strstr(stub_last_warning(), "not reloaded"));
+  cycle(&c);
+  ck_assert_double_eq(reporting("a"), 1);
+  ck_assert_double_eq(reporting("b"), 1);
+  stop();
+}
+END_TEST
+
+/* Shutdown while the thread checks the services of a file of 1,002, 1,000
+ * of them heavy to check (erlang, 10^7 servers, 10,000 retries: solved
+ * once each, about a millisecond), the YAML itself quick to compose: the
+ * parse is cancelled at the next service, and freeing the read callback's
+ * data (what collectd 5.12 does before the shutdown callbacks) returns in
+ * a tenth of the parse's time. */
+#define HEAVY_ERLANG 1000
+START_TEST(test_shutdown_during_parse) {
+  start(file_ab, 10.0);
+  size_t len = 300 * HEAVY_ERLANG + 1024, at;
+  char *text = malloc(len);
+  ck_assert_ptr_nonnull(text);
+  at = (size_t)snprintf(text, len, "%s", file_ab);
+  for (int i = 0; i < HEAVY_ERLANG; i++)
+    at += (size_t)snprintf(
+        text + at, len - at,
+        "  - name: heavy%d\n    model: erlang\n    servers: 10000000\n"
+        "    service_time: 100ms\n    timeout: 1s\n    base_failure: 0.01\n"
+        "    retries: 10000\n    inputs:\n      offered_rate: 20000\n",
+        i);
+  ck_assert_uint_lt(at, len);
+  double parse = parse_time(text), compose = compose_time(text);
+  put(text);
+  free(text);
+  ck_assert_int_eq(stub_call_read(), 0); /* the thread looks now */
+  usleep((useconds_t)(1e6 * (2 * compose + 0.1 * parse)));
+  double t0 = now_s();
+  stub_free_read_user_data();
+  double took = now_s() - t0;
+  printf("shutdown during the parse of %d services: %.1f ms (parse %.1f "
+         "ms, of which composing %.1f ms)\n",
+         HEAVY_ERLANG + 2, 1e3 * took, 1e3 * parse, 1e3 * compose);
+  fflush(stdout);
+  ck_assert_msg(took < parse / 10, "stop %.4f s, parse %.4f s", took, parse);
+  ck_assert_ptr_null(strstr(stub_last_message(), "reloaded"));
+  stub_call_shutdown();
+  stub_cache_clear();
+  stub_on_value = NULL;
+  unlink(path);
+}
+END_TEST
+
+/* The log's bound under churn: the file rewritten every second for three
+ * minutes of the stand-in's clock, a valid and a broken content in turn,
+ * each new (a comment counts): each rewrite would say one line (reloaded,
+ * or not reloaded).  Counted by minute of the clock, as the plugin
+ * counts: at most 30 lines, and the NOTICE about the minute before. */
+#define CHURN_MINUTES 3
+#define CHURN_T0 ((uint64_t)1800000000 << 30) /* a minute's start */
+static size_t churn_lines[CHURN_MINUTES + 1];
+static size_t churn_reloads, churn_notices;
+
+static void count_churn(int level, const char *msg) {
+  (void)level;
+  uint64_t m = (cdtime() - CHURN_T0) / ((uint64_t)60 << 30);
+  churn_lines[m < CHURN_MINUTES ? m : CHURN_MINUTES]++;
+  churn_reloads += strstr(msg, "reloaded") != NULL;
+  churn_notices += strstr(msg, "left out in the last minute") != NULL;
+}
+
+START_TEST(test_log_cap_under_churn) {
+  static const char *const opts[] = {"Interval", "1", NULL};
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  put(file_ab);
+  stub_cache_set("h/statsd/derive-a", 10.0);
+  stub_cache_set("h/statsd/derive-b", 20.0);
+  stub_cache_commit();
+  module_register();
+  stub_clock_set(CHURN_T0);
+  ck_assert(stub_call_config_options(path, opts) == 0 && stub_call_init() == 0);
+  memset(churn_lines, 0, sizeof churn_lines);
+  churn_reloads = churn_notices = 0;
+  stub_on_log = count_churn;
+  for (int k = 0; k < 60 * CHURN_MINUTES; k++) {
+    char text[1024];
+    snprintf(text, sizeof text, "%s# rewrite %d\n",
+             k % 2 == 0 ? file_ac : broken2, k);
+    stub_clock_set(CHURN_T0 + ((uint64_t)k << 30));
+    put(text);
+    read_settled();
+  }
+  stub_on_log = NULL;
+  printf("log lines per minute under churn:");
+  for (int m = 0; m < CHURN_MINUTES; m++)
+    printf(" %zu", churn_lines[m]);
+  printf(" (%zu said reloaded)\n", churn_reloads);
+  fflush(stdout);
+  for (int m = 0; m < CHURN_MINUTES; m++)
+    ck_assert_uint_le(churn_lines[m], 31);
+  ck_assert_uint_ge(churn_lines[1], 30); /* the churn did fill the bound */
+  ck_assert_uint_eq(churn_notices, CHURN_MINUTES - 1); /* minutes 2, 3 */
+  stop();
+  stub_clock_set(0);
 }
 END_TEST
 
@@ -527,6 +778,8 @@ START_TEST(test_shard_kept_across_reload) {
     per_shard[k - 1] = assert_shard_only(k, 2, 6);
     shard_file(text, sizeof text, 8); /* two more services */
     put(text);
+    stub_counters c;
+    cycle(&c); /* seen; swapped in by the next */
     assert_shard_only(k, 2, 8);
     ck_assert_ptr_nonnull(strstr(stub_last_message(), " of shard "));
     stub_free_read_user_data();
@@ -589,6 +842,11 @@ int main(void) {
   tcase_add_test(tc, test_counter_reset_across_reload);
   tcase_add_test(tc, test_shard_kept_across_reload);
   tcase_add_test(tc, test_shard_refused);
+  tcase_add_test(tc, test_refused_costs_the_read_nothing);
+  tcase_add_test(tc, test_bomb_refused_off_the_read);
+  tcase_add_test(tc, test_shutdown_during_parse);
+  tcase_add_test(tc, test_log_cap_under_churn);
+  tcase_set_timeout(tc, 120);
   suite_add_tcase(s, tc);
   tc = tcase_create("tracker");
   tcase_add_test(tc, test_tracker_carry);

@@ -140,6 +140,22 @@ START_TEST(test_read_registration_fails) {
 }
 END_TEST
 
+/* The reload thread cannot start (collectd 5.12's plugin_thread_create
+ * fails with ENOMEM or pthread_create's error): init fails with one
+ * ERROR, no read callback is registered, and the state is freed once by
+ * the plugin itself (ASan says so if twice). */
+START_TEST(test_reload_thread_fails) {
+  module_register();
+  ck_assert_int_eq(stub_call_config(path), 0);
+  stub_fail_call("plugin_thread_create", 1);
+  ck_assert_int_ne(stub_call_init(), 0);
+  ck_assert_uint_eq(stub_fail_count("plugin_thread_create"), 1);
+  ck_assert_str_eq(stub_last_warning(),
+                   "metastable plugin: cannot start the reload thread");
+  ck_assert(!read_registered());
+}
+END_TEST
+
 /* A registration of module_register that fails: collectd logs it (5.12:
  * "create_register_callback: calloc failed"); the plugin goes on without
  * that callback and leaks nothing. */
@@ -363,6 +379,7 @@ static Suite *startup_suite(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_read_registration_fails);
+  tcase_add_test(tc, test_reload_thread_fails);
   tcase_add_loop_test(tc, test_module_registration_fails, 0, 3);
   tcase_add_test(tc, test_config_string_fails);
   tcase_add_test(tc, test_config_refused);

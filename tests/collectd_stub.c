@@ -444,6 +444,20 @@ int stub_call_init(void) { return init_cb != NULL ? init_cb() : -1; }
 int stub_call_read(void) { return read_cb != NULL ? read_cb(&read_ud) : -1; }
 int stub_call_shutdown(void) { return shutdown_cb != NULL ? shutdown_cb() : 0; }
 
+void *stub_read_user_data(void) { return read_ud.data; }
+
+/* As collectd 5.12: a thread that runs start_routine (the daemon also sets
+ * its plugin context and names it after name; neither is checked here). */
+int plugin_thread_create(pthread_t *thread, void *(*start_routine)(void *),
+                         void *arg, char const *name) {
+  (void)name;
+  /* 5.12: ENOMEM when its record cannot be allocated, else
+   * pthread_create's error; arg is never freed */
+  if (stub_fail_now("plugin_thread_create"))
+    return ENOMEM;
+  return pthread_create(thread, NULL, start_routine, arg);
+}
+
 void stub_free_read_user_data(void) {
   if (read_ud.free_func != NULL)
     read_ud.free_func(read_ud.data);

@@ -23,6 +23,7 @@
  *                 plugin_dispatch_notification counts (the daemon calls the
  *                 notification plugins, none by default);
  *   registration  plugin_register_*: remembers the callbacks;
+ *   threads       plugin_thread_create: pthread_create;
  *   logging       plugin_log formats the message and counts it by level
  *                 (the plugin's back-off is its own: plugin/state.h);
  *   utilities     cdtime (the real clock, or the test's: stub_clock_set),
@@ -83,6 +84,8 @@ int stub_call_read(void);
 int stub_call_shutdown(void);
 /* The interval the read callback was registered with (0: none given). */
 uint64_t stub_read_interval(void);
+/* The read callback's user data (NULL: none registered). */
+void *stub_read_user_data(void);
 /* Free the read callback's user data, as the daemon does at shutdown. */
 void stub_free_read_user_data(void);
 
