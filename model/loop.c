@@ -1036,9 +1036,15 @@ static double aws_admitted(const aws_mix *mx, double refund, int r, double p,
     return 1.0;
   if (!(q > 0.0) || !(refund > 0.0))
     return 0.0;
-  double cmax = 0.0;
+  double cmax = 0.0, cmin = INFINITY;
   for (int t = 0; t < mx->n; t++)
-    cmax = fmax(cmax, mx->cost[t]);
+    cmax = fmax(cmax, mx->cost[t]), cmin = fmin(cmin, mx->cost[t]);
+  /* the refunds pay for every admitted retry: a p cmin <= q refund.  Where
+   * that bound is below 2^-60, A differs from its a = 0 value by less
+   * than an ulp of 1, and the levels below would overflow (a refund 1e-100
+   * of the cost gave NaN): a is 0 as far as a double sees */
+  if (q * refund <= 0x1p-60 * cmin * p)
+    return 0.0;
   /* levels of k refunds, so that no cost spans more than AWS_LEVELS */
   double k = fmax(1.0, cmax / (refund * AWS_LEVELS));
   double C[AWS_KINDS], kap[AWS_KINDS], at[AWS_KINDS];
