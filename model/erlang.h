@@ -152,7 +152,8 @@ int ms_mmck_ln_block(long c, long K, double a, double *ln_block, ms_error *err);
  * It tends to ms_ln_wait_tail's M/M/c tail as K grows (x < c mu).
  *   c, K     as ms_mmck_ln_block
  *   mu       1/s, > 0, c mu <= MS_MAX_RATE
- *   x        1/s, finite, x <= MS_MAX_RATE, x / mu >= MS_MMCK_MIN_TRAFFIC;
+ *   x        1/s, finite, x <= MS_MAX_RATE, x / mu in
+ *            [MS_MMCK_MIN_TRAFFIC, MS_MAX_RATE];
  *            x >= c mu allowed
  *   T        s, >= 0, c mu T <= MS_MAX_TIMEOUT_COMPLETIONS
  *   ln_tail  out: finite, <= 0; -DBL_MAX (the log of 0) for K = 0

@@ -817,7 +817,9 @@ static void spread_eval(const ms_failure_model *m, double x,
   for (int i = 0; i < n; i++)
     for (int j = 0; j < SPREAD_PARTS; j++)
       v[j] += seg[i].v[j];
-  f->p = fmin(1.0, fmax(0.0, v[0]));
+  /* each timeout's p is at least the base failure, so is their mean; the
+   * quadrature's sum can round an ulp below it */
+  f->p = fmin(1.0, fmax(m->base_failure, v[0]));
   f->xdp = v[1];
   f->p_retry = fmin(1.0, fmax(0.0, v[2]));
   f->xdp_retry = v[3];
@@ -827,9 +829,14 @@ static void spread_eval(const ms_failure_model *m, double x,
 
 void ms_failure_eval_at(const ms_failure_model *m, double x,
                         ms_failure_eval *f) {
-  /* a spread below the rounding of T is no spread */
+  /* a spread below the rounding of T is no spread; nor is one below
+   * 2^39 DBL_MIN (1.2e-296 s): halved by the SPREAD_SEGMENTS segments its
+   * widths turn subnormal and their halves round (6e-323 s gave weights
+   * summing to 5/6).  p(T) stands for the mean then, exact unless c mu w
+   * nears 1, mu near MS_MAX_SERVICE_RATE. */
   if (m->kind == MS_MODEL_ERLANG &&
-      m->timeout + m->timeout_spread > m->timeout) {
+      m->timeout + m->timeout_spread > m->timeout &&
+      (m->timeout + m->timeout_spread) - m->timeout >= 0x1p39 * DBL_MIN) {
     spread_eval(m, x, f);
     return;
   }
@@ -1036,9 +1043,15 @@ static double aws_admitted(const aws_mix *mx, double refund, int r, double p,
     return 1.0;
   if (!(q > 0.0) || !(refund > 0.0))
     return 0.0;
-  double cmax = 0.0;
+  double cmax = 0.0, cmin = INFINITY;
   for (int t = 0; t < mx->n; t++)
-    cmax = fmax(cmax, mx->cost[t]);
+    cmax = fmax(cmax, mx->cost[t]), cmin = fmin(cmin, mx->cost[t]);
+  /* the refunds pay for every admitted retry: a p cmin <= q refund.  Where
+   * that bound is below 2^-60, A differs from its a = 0 value by less
+   * than an ulp of 1, and the levels below would overflow (a refund 1e-100
+   * of the cost gave NaN): a is 0 as far as a double sees */
+  if (q * refund <= 0x1p-60 * cmin * p)
+    return 0.0;
   /* levels of k refunds, so that no cost spans more than AWS_LEVELS */
   double k = fmax(1.0, cmax / (refund * AWS_LEVELS));
   double C[AWS_KINDS], kap[AWS_KINDS], at[AWS_KINDS];

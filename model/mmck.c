@@ -302,7 +302,9 @@ static double ln_response_extra(const shape *q, long *terms) {
   double ln_r = log1p(-1.0 / (double)q->c);
   /* the mode of pois(j; tau) max(rho, r)^j, the growth of w_j */
   double hi = fmax(exp(q->ln_rho), exp(ln_r));
-  double jf = floor(hi * q->tau);
+  /* tau = 0 (c mu T underflows) puts the mode at 0 whatever rho, also
+   * where rho overflows (a subnormal mu): inf x 0 would be NaN */
+  double jf = q->tau > 0.0 ? floor(hi * q->tau) : 0.0;
   long j0 = jf >= (double)q->K ? q->K : (long)jf;
   if (j0 < 1)
     j0 = 1;
@@ -386,11 +388,15 @@ int ms_mmck_ln_wait_tail(long c, long K, double mu, double x, double T,
     return ms_fail(err, MS_EINVAL,
                    "service rate mu = %g/s must be > 0 with c mu at most %g",
                    mu, MS_MAX_RATE);
-  if (!isfinite(x) || !(x / mu >= MS_MMCK_MIN_TRAFFIC) || !(x <= MS_MAX_RATE))
+  /* x / mu within ms_mmck_ln_block's domain: with a subnormal mu it can
+   * overflow, and an infinite rho made the response's mode NaN */
+  double a = x / mu;
+  if (!isfinite(x) || !(a >= MS_MMCK_MIN_TRAFFIC) || !(x <= MS_MAX_RATE) ||
+      !(a <= MS_MAX_RATE))
     return ms_fail(err, MS_EINVAL,
-                   "arrival rate x = %g/s must be at most %g, with x / mu at "
-                   "least %g",
-                   x, MS_MAX_RATE, MS_MMCK_MIN_TRAFFIC);
+                   "arrival rate x = %g/s must be at most %g, with x / mu in "
+                   "[%g, %g]",
+                   x, MS_MAX_RATE, MS_MMCK_MIN_TRAFFIC, MS_MAX_RATE);
   if (!isfinite(T) || !(T >= 0.0) ||
       !((double)c * mu * T <= MS_MAX_TIMEOUT_COMPLETIONS))
     return ms_fail(err, MS_EINVAL,

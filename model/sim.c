@@ -109,10 +109,19 @@ int ms_backoff_check(const ms_backoff *b, ms_error *err) {
   int st = ms_sim_value_check(MS_SIM_DELAY, "backoff base", b->base, err);
   if (st != MS_OK)
     return st;
-  if (b->kind == MS_BACKOFF_DECORRELATED && !(b->base > 0.0))
+  /* the recursion's densities are 1 / (3 s - base), at most 1 / (2 base):
+   * a subnormal base overflows them (a mean delay of 1e+291 s, or inf) */
+  if (b->kind == MS_BACKOFF_DECORRELATED && !(b->base >= DBL_MIN))
     return ms_fail(err, MS_EINVAL,
-                   "backoff base = %g s: decorrelated jitter needs base > 0",
-                   b->base);
+                   "backoff base = %g s: decorrelated jitter needs base > 0 "
+                   "(at least %g s)",
+                   b->base, DBL_MIN);
+  if (b->kind == MS_BACKOFF_DECORRELATED &&
+      !(b->cap <= MS_BACKOFF_MAX_DECORRELATED_RATIO * b->base))
+    return ms_fail(err, MS_EINVAL,
+                   "backoff cap = %g s is more than %g times base = %g s: "
+                   "decorrelated jitter's grid is accurate up to that ratio",
+                   b->cap, MS_BACKOFF_MAX_DECORRELATED_RATIO, b->base);
   if (backoff_uses_cap(b->kind) &&
       (ms_sim_value_check(MS_SIM_DELAY, "backoff cap", b->cap, NULL) != MS_OK ||
        b->cap < b->base)) {

@@ -59,8 +59,11 @@ typedef enum {
 
 typedef struct {
   ms_backoff_kind kind;
-  double base;       /* s, finite, >= 0; > 0 for decorrelated jitter */
-  double cap;        /* s, finite, >= base (ignored by none and constant) */
+  double base;       /* s, finite, >= 0; >= DBL_MIN (normal)
+                        for decorrelated jitter */
+  double cap;        /* s, finite, >= base (ignored by none and constant);
+                        decorrelated jitter: at most
+                        MS_BACKOFF_MAX_DECORRELATED_RATIO base */
   double multiplier; /* m of exponential, full and equal jitter: finite, in
                         [1, MS_BACKOFF_MAX_MULTIPLIER], or 0 for the
                         default 2 (so that initialisers without it keep
@@ -69,6 +72,12 @@ typedef struct {
 
 /* Largest backoff base or cap accepted, s (one day). */
 #define MS_BACKOFF_MAX 86400.0
+/* Largest cap / base of decorrelated jitter.  The recursion's grid sums
+ * densities of 1 / base and 1 / cap in one running sum, whose rounding
+ * grows with the ratio: the mean delay's error, relative to the cap, is
+ * 1e-8 at 1e8 and 6e-7 at 1e10, and the mean passes the cap (1e+27 s for
+ * a cap of 1e4 s) at 1e40. */
+#define MS_BACKOFF_MAX_DECORRELATED_RATIO 1e9
 /* Largest backoff multiplier accepted (a wait that grows a thousandfold a
  * retry reaches any cap at the second one). */
 #define MS_BACKOFF_MAX_MULTIPLIER 1000.0

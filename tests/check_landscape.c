@@ -1105,6 +1105,54 @@ START_TEST(test_response_spread_bounds) {
 }
 END_TEST
 
+/* A spread timeout's p(x) is the mean of p over the timeouts, each at
+ * least the base failure: so is the mean, also where the quadrature's sum
+ * rounds an ulp below it (fuzz_model_fast, corpus
+ * crash-failure-spread-below-base.bin: p was base less 2 ulps). */
+/* A spread narrower than the quadrature can halve (6e-323 s from T = 0):
+ * the segments' weights summed to 5/6, p fell from 1 to 0.83 at one load
+ * (fuzz_model_fast, corpus crash-spread-subnormal-width.bin).  p is that
+ * of the fixed timeout, the same model without the spread. */
+START_TEST(test_spread_subnormal_width) {
+  ms_failure_model m, fixed;
+  ms_failure_model_erlang(&m, 655897, 4.776763917127802e-14, 0.0);
+  m.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+  m.has_queue_limit = true;
+  m.queue_limit = 12;
+  m.rejections_final = true;
+  fixed = m;
+  const double ws[] = {6e-323, 1e-310, 1e-300};
+  const double xs[] = {1e-10, 9.99e-8, 1e-7, 1e-6};
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 4; j++) {
+      m.timeout_spread = ws[i];
+      double p, pf;
+      ck_assert_int_eq(ms_failure_probability(&m, xs[j], &p, NULL), MS_OK);
+      ck_assert_int_eq(ms_failure_probability(&fixed, xs[j], &pf, NULL), MS_OK);
+      ck_assert_msg(p == pf, "w %g x %g: p %.17g, fixed %.17g", ws[i], xs[j], p,
+                    pf);
+    }
+}
+END_TEST
+
+START_TEST(test_spread_base_floor) {
+  ms_failure_model m;
+  ms_failure_model_erlang(&m, 10, 9999.998800922185, 9.007812503028617);
+  m.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+  m.has_service_time_cv = true;
+  m.service_time_cv = 0.5000000001164153;
+  m.timeout_spread = 0.2;
+  m.base_failure = 0.009999999988358469;
+  const double xs[] = {1.1999999990686773e-08, 5.000000001164153,
+                       9.499999999417923, 1e3, 9e4};
+  for (int i = 0; i < 5; i++) {
+    double p;
+    ck_assert_int_eq(ms_failure_probability(&m, xs[i], &p, NULL), MS_OK);
+    ck_assert_msg(p >= m.base_failure && p <= 1.0, "x %g: p %.17g", xs[i], p);
+  }
+}
+END_TEST
+
 /* A spread of 0 is the fixed timeout bit for bit; the sign bounds hold
  * with a spread; the checks refuse a spread where it means nothing. */
 START_TEST(test_spread_edges) {
@@ -1191,6 +1239,8 @@ Suite *landscape_suite(void) {
   tcase_add_test(tc, test_service_time_cv);
   tcase_add_test(tc, test_spread_reference);
   tcase_add_test(tc, test_spread_edges);
+  tcase_add_test(tc, test_spread_base_floor);
+  tcase_add_test(tc, test_spread_subnormal_width);
   tcase_add_test(tc, test_response_spread_bounds);
   tcase_add_test(tc, test_states);
   tcase_add_test(tc, test_extreme_loads);

@@ -203,6 +203,44 @@ START_TEST(test_domain) {
                    MS_EINVAL);
   ck_assert_int_eq(ms_mmck_ln_wait_tail(1, 1, 1.0, INFINITY, 1.0, &v, &err),
                    MS_EINVAL);
+  /* x / mu past MS_MAX_RATE, or overflowing with a subnormal mu: the
+   * response's mode was NaN, cast to long (fuzz_model_fast, corpus
+   * crash-mmck-traffic-overflow.bin) */
+  const double mus[] = {1.2e-322, 1e-311};
+  for (int i = 0; i < 2; i++) {
+    ck_assert_int_eq(
+        ms_mmck_ln_wait_tail(4, 20, mus[i], 6e-10, 5e-13, &v, &err), MS_EINVAL);
+    ck_assert_int_eq(
+        ms_mmck_ln_response_tail(4, 20, mus[i], 6e-10, 5e-13, &v, &err),
+        MS_EINVAL);
+  }
+  /* either side of x / mu = MS_MAX_RATE */
+  ck_assert_int_eq(ms_mmck_ln_wait_tail(4, 20, 1e-290, 1e9, 1.0, &v, &err),
+                   MS_OK);
+  ck_assert_int_eq(ms_mmck_ln_response_tail(4, 20, 1e-290, 1e9, 1.0, &v, &err),
+                   MS_OK);
+  ck_assert_int_eq(ms_mmck_ln_wait_tail(4, 20, 1e-290, 1e11, 1.0, &v, &err),
+                   MS_EINVAL);
+}
+END_TEST
+
+/* A subnormal service rate: rho = x / (c mu) overflows and c mu T
+ * underflows to 0, so the response's mode was inf x 0, NaN, cast to long
+ * (fuzz_model_fast, corpus crash-mmck-response-mode-nan.bin).  The queue
+ * is then full at once: P_block = 1 - O(c mu / x), 1 as a double, so p is
+ * 1 exactly. */
+START_TEST(test_subnormal_rate) {
+  ms_failure_model m;
+  ms_failure_model_erlang(&m, 1, 8.28905e-317, 1.4920973387269794e-154);
+  m.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+  m.has_queue_limit = true;
+  m.queue_limit = 25;
+  const double xs[] = {60000687.85157071, 5.0, 9.5};
+  for (int i = 0; i < 3; i++) {
+    double p;
+    ck_assert_int_eq(ms_failure_probability(&m, xs[i], &p, NULL), MS_OK);
+    ck_assert_msg(p == 1.0, "x %g: p %.17g", xs[i], p);
+  }
 }
 END_TEST
 
@@ -549,6 +587,7 @@ Suite *mmck_suite(void) {
   tcase_add_test(tc, test_long_queue);
   tcase_add_test(tc, test_cost_bounded);
   tcase_add_test(tc, test_domain);
+  tcase_add_test(tc, test_subnormal_rate);
   tcase_add_test(tc, test_queue_landscape);
   tcase_add_test(tc, test_failure_slope);
   suite_add_tcase(s, tc);

@@ -202,6 +202,51 @@ START_TEST(test_aws_balance) {
 }
 END_TEST
 
+/* A refund far below the costs: the refunds pay for every admitted retry
+ * (a p cost <= (1 - p) refund), so 1 <= A <= 1 + (1 - p) refund /
+ * (cost p) per tier; the levels overflowed into NaN from a refund 1e-100
+ * of the cost on (fuzz_model_fast, corpus crash-aws-tiny-refund-nan.bin). */
+START_TEST(test_aws_tiny_refund) {
+  const double refunds[] = {1e-10, 1e-20, 1e-60, 1e-100, 1e-300, 2.78e-313};
+  const double ps[] = {0.01, 0.25, 0.9};
+  for (int i = 0; i < 6; i++)
+    for (int share = 0; share < 2; share++)
+      for (int j = 0; j < 3; j++) {
+        ms_retry_policy a;
+        ms_retry_policy_fixed(&a, 3);
+        a.tiers = 1 + share;
+        ms_policy_defaults(&a, MS_POLICY_AWS);
+        a.aws_refund = refunds[i];
+        a.aws_throttling_share = 0.5 * share;
+        double p = ps[j], A;
+        ck_assert_int_eq(ms_amplification(&a, p, &A, NULL), MS_OK);
+        /* the throttling cost, 5, is the cheapest */
+        double bound = (1 - p) * refunds[i] / (5.0 * p);
+        double top = pow(1.0 + bound, a.tiers);
+        ck_assert_msg(A >= 1.0 && A <= top * (1 + 1e-15),
+                      "refund %g share %d p %g: A %.17g, bound %.17g",
+                      refunds[i], share, p, A, top);
+      }
+  /* the fuzzer's policy: two tiers, every cost tiny, the refund subnormal */
+  ms_retry_policy f;
+  ms_retry_policy_fixed(&f, 1);
+  f.tiers = 2;
+  f.has_tier_retries = true;
+  f.tier_retries[1] = 2;
+  ms_policy_defaults(&f, MS_POLICY_AWS);
+  f.aws_capacity = 6128.544920619704;
+  f.aws_retry_cost = 2.345276112282946e-12;
+  f.aws_timeout_cost = 1.0943627825692209e-13;
+  f.aws_refund = 2.77981449883e-313;
+  f.aws_throttling_cost = 5.1246024680148355e-15;
+  f.aws_throttling_share = 8.203124862211553e-13;
+  double A;
+  ck_assert_int_eq(ms_amplification(&f, 1.0156250002364686e-13, &A, NULL),
+                   MS_OK);
+  ck_assert_msg(A == 1.0, "A %.17g", A);
+}
+END_TEST
+
 /* One row of tests/data/aws_quota.csv (tools/aws_quota_sim.py): the AWS
  * SDK's quota simulated, retries per request one request at a time and
  * with 100 in flight. */
@@ -464,6 +509,7 @@ Suite *policy_suite(void) {
   tcase_add_test(tc, test_many_retries);
   tcase_add_test(tc, test_grpc_switch);
   tcase_add_test(tc, test_aws_balance);
+  tcase_add_test(tc, test_aws_tiny_refund);
   tcase_add_test(tc, test_aws_against_sdk);
   tcase_add_test(tc, test_budget_caps_at_saturation);
   tcase_add_test(tc, test_hold_time);

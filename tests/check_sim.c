@@ -26,6 +26,7 @@
  * test_des_equilibria_three_cases with CK_VERBOSITY=verbose).
  */
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,6 +262,38 @@ START_TEST(test_backoff_names) {
   ck_assert_ptr_nonnull(strstr(err.msg, "cap"));
   b = (ms_backoff){MS_BACKOFF_DECORRELATED, 0.0, 1.0, 0};
   ck_assert_int_eq(ms_backoff_check(&b, &err), MS_EINVAL);
+  /* a subnormal base overflowed the recursion's densities: a mean delay of
+   * 2e+291 s under a cap of 1 s, or inf (fuzz_model_fast, corpus
+   * crash-backoff-decorrelated-subnormal.bin) */
+  const double subnormal[] = {1e-308, 2.0099544151507e-310, 5e-324};
+  for (int i = 0; i < 3; i++) {
+    b = (ms_backoff){MS_BACKOFF_DECORRELATED, subnormal[i], 1.0, 0};
+    ck_assert_int_eq(ms_backoff_check(&b, &err), MS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "at least"));
+  }
+  /* cap / base past MS_BACKOFF_MAX_DECORRELATED_RATIO: the grid's mean at
+   * retry 2 against the exact (base + 3 (2 base)) / 2 = 3.5 base, within
+   * 1e-8 of the cap at the ratio, 1700 times too large at 1e10 (the
+   * fuzzer's input had 1e100: a mean of 1e83 s under a cap of 1 s) */
+  b = (ms_backoff){MS_BACKOFF_DECORRELATED, 1e-5, 1e4, 0};
+  ck_assert_int_eq(ms_backoff_check(&b, &err), MS_OK);
+  double m2;
+  ck_assert_int_eq(ms_backoff_mean_delay(&b, 2, &m2, &err), MS_OK);
+  ck_assert_msg(fabs(m2 - 3.5e-5) <= 1e-8 * 1e4, "mean %g", m2);
+  b.base = 1e-6;
+  ck_assert_int_eq(ms_backoff_check(&b, &err), MS_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "times base"));
+  /* the smallest normal base: the recursion scales with base and cap, so
+   * its means are DBL_MIN times those of base 1, cap 4 */
+  for (int k = 1; k <= 4; k++) {
+    ms_backoff tiny = {MS_BACKOFF_DECORRELATED, DBL_MIN, 4 * DBL_MIN, 0};
+    ms_backoff unit = {MS_BACKOFF_DECORRELATED, 1.0, 4.0, 0};
+    double mt, mu;
+    ck_assert_int_eq(ms_backoff_mean_delay(&tiny, k, &mt, &err), MS_OK);
+    ck_assert_int_eq(ms_backoff_mean_delay(&unit, k, &mu, &err), MS_OK);
+    ck_assert_msg(fabs(mt / DBL_MIN - mu) <= 1e-9 * mu, "k %d: %g vs %g", k,
+                  mt / DBL_MIN, mu);
+  }
 }
 END_TEST
 

@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target: the model's public entry points (model/metastable.h,
- * model/sim.h) with arbitrary numbers.  The input's bytes are read as a
- * sequence of numbers: each double is either taken raw (any bit pattern:
- * NaN, infinities, subnormals) or built from a mantissa and a decimal
- * exponent in [-12, 12], so that most inputs land inside the domains.
+ * Fuzz target: the model's searches (model/metastable.h, model/sim.h): the
+ * landscape and its equilibria, the capacity plans (ms_recommend_safe,
+ * ms_recommend_max_retries, ms_failure_onset_load), the trigger
+ * tolerance, the AWS quota's amplification and decorrelated jitter's mean
+ * delay, with numbers decoded from the bytes (fuzz.h: each double raw,
+ * NaN, infinities and subnormals among them, or a mantissa and a decimal
+ * exponent in [-12, 12], so that most inputs land inside the domains).
  * The first byte picks the entry point.  Whatever the input, a call either
  * fails with a status and a message, or returns MS_OK with finite results
  * inside their documented ranges (doc/design.md §4: no NaN or infinity is
- * returned); anything else aborts.
+ * returned); anything else aborts.  An input costs milliseconds (a plan
+ * examines up to 100 landscapes; a tolerance search runs fluid
+ * simulations, kept short below); the cheap entry points are
+ * fuzz_model_fast.c's.
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,48 +24,6 @@
 #include "metastable.h"
 #include "sim.h"
 
-typedef struct {
-  const uint8_t *p;
-  size_t n;
-} bytes;
-
-static uint8_t take_byte(bytes *b) {
-  if (b->n == 0)
-    return 0;
-  b->n--;
-  return *b->p++;
-}
-
-static uint32_t take_u32(bytes *b) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; i++)
-    v = v << 8 | take_byte(b);
-  return v;
-}
-
-/* A double: raw bits (1 in 8), or m 10^e with m in [0, 1], e in [-12, 12],
- * negated 1 in 16. */
-static double take_double(bytes *b) {
-  uint8_t mode = take_byte(b);
-  if (mode % 8 == 0) {
-    uint64_t u = (uint64_t)take_u32(b) << 32 | take_u32(b);
-    double d;
-    memcpy(&d, &u, sizeof d);
-    return d;
-  }
-  double m = take_u32(b) / 4294967295.0;
-  double v = m * pow(10.0, (int)(take_byte(b) % 25) - 12);
-  return mode % 16 == 1 ? -v : v;
-}
-
-/* A count: small (1 in 2), or any 32-bit value, signed. */
-static long take_long(bytes *b) {
-  uint8_t mode = take_byte(b);
-  if (mode % 2 == 0)
-    return (long)(take_byte(b) % 64);
-  return (long)(int32_t)take_u32(b);
-}
-
 static void need(bool ok, const char *what) {
   if (!ok) {
     fprintf(stderr, "fuzz_model: %s\n", what);
@@ -70,48 +33,29 @@ static void need(bool ok, const char *what) {
 
 static void need_finite(double v, const char *what) { need(isfinite(v), what); }
 
-static void fuzz_erlang(bytes *b) {
-  long c = take_long(b);
-  double a = take_double(b);
-  ms_error err;
-  ms_erlang_values v;
-  if (ms_erlang(c, a, &v, &err) == MS_OK) {
-    need_finite(v.ln_erlang_b, "ms_erlang: ln B not finite");
-    need_finite(v.ln_erlang_c, "ms_erlang: ln C not finite");
-    need(v.erlang_b >= 0 && v.erlang_b <= 1, "ms_erlang: B outside [0, 1]");
-    need(v.erlang_c >= 0 && v.erlang_c <= 1, "ms_erlang: C outside [0, 1]");
-    need(v.ln_erlang_b <= 0 && v.ln_erlang_c <= 0, "ms_erlang: log > 0");
-  }
-  double ln;
-  if (ms_erlang_ln_b(c, a, &ln, &err) == MS_OK)
-    need(isfinite(ln) && ln <= 0, "ms_erlang_ln_b: not finite or > 0");
-  if (ms_erlang_ln_c(c, a, &ln, &err) == MS_OK)
-    need(isfinite(ln) && ln <= 0, "ms_erlang_ln_c: not finite or > 0");
-}
-
 /* A service from the input: erlang or capacity, a count policy with an
  * optional budget or token bucket, one to three tiers. */
-static void take_service(bytes *b, ms_service_params *s) {
+static void take_service(fuzz_bytes *b, ms_service_params *s) {
   memset(s, 0, sizeof *s);
-  uint8_t kind = take_byte(b);
+  uint8_t kind = fuzz_byte(b);
   if (kind % 2 == 0) {
-    ms_failure_model_capacity(&s->model, take_double(b));
+    ms_failure_model_capacity(&s->model, fuzz_double(b));
   } else {
-    long c = take_long(b);
-    double mu = take_double(b);
-    double T = take_double(b);
+    long c = fuzz_long(b);
+    double mu = fuzz_double(b);
+    double T = fuzz_double(b);
     ms_failure_model_erlang(&s->model, c, mu, T);
   }
-  s->model.base_failure = (kind & 2) ? take_double(b) : 0.0;
-  ms_retry_policy_fixed(&s->policy, (int)(take_byte(b) % 12));
+  s->model.base_failure = (kind & 2) ? fuzz_double(b) : 0.0;
+  ms_retry_policy_fixed(&s->policy, (int)(fuzz_byte(b) % 12));
   s->policy.tiers = 1 + (kind >> 2) % 3;
   if (kind & 32) {
     s->policy.has_budget = true;
-    s->policy.retry_budget = take_double(b);
+    s->policy.retry_budget = fuzz_double(b);
   }
   if (kind & 64) {
     s->policy.has_token = true;
-    s->policy.token_ratio = take_double(b);
+    s->policy.token_ratio = fuzz_double(b);
   }
 }
 
@@ -127,7 +71,7 @@ static void check_landscape(const ms_landscape *ls) {
   }
 }
 
-static void fuzz_landscape(bytes *b) {
+static void fuzz_landscape(fuzz_bytes *b) {
   ms_service_params s;
   take_service(b, &s);
   ms_error err;
@@ -140,7 +84,7 @@ static void fuzz_landscape(bytes *b) {
   for (int k = 0; k < 3; k++) {
     ms_equilibrium eq[MS_MAX_EQUILIBRIA];
     int n = 0;
-    double lambda = take_double(b);
+    double lambda = fuzz_double(b);
     if (ms_equilibria(&ls, lambda, eq, &n, &err) != MS_OK)
       continue;
     need(n >= 1 && n <= MS_MAX_EQUILIBRIA, "ms_equilibria: count");
@@ -153,25 +97,10 @@ static void fuzz_landscape(bytes *b) {
   }
 }
 
-static void fuzz_capacity(bytes *b) {
-  ms_failure_model m;
-  ms_failure_model_capacity(&m, take_double(b));
-  m.base_failure = take_double(b);
-  ms_error err;
-  if (ms_failure_model_check(&m, &err) != MS_OK)
-    return;
-  need_finite(ms_saturation_load(&m), "ms_saturation_load: not finite");
-  for (int k = 0; k < 3; k++) {
-    double p;
-    if (ms_failure_probability(&m, take_double(b), &p, &err) == MS_OK)
-      need(p >= 0 && p <= 1, "ms_failure_probability: outside [0, 1]");
-  }
-}
-
-static void fuzz_plan(bytes *b) {
+static void fuzz_plan(fuzz_bytes *b) {
   ms_service_params s;
   take_service(b, &s);
-  double peak = take_double(b), margin = take_double(b);
+  double peak = fuzz_double(b), margin = fuzz_double(b);
   ms_error err;
   if (ms_service_params_check(&s, &err) != MS_OK)
     return;
@@ -186,16 +115,21 @@ static void fuzz_plan(bytes *b) {
     need_finite(a.recovery_load,
                 "ms_recommend_max_retries: recovery not finite");
   }
+  /* the load at which retries begin to fire: a bisection over p(x) */
+  double x, target = fuzz_double(b), x_hi = fuzz_double(b);
+  bool found;
+  if (ms_failure_onset_load(&s, target, x_hi, &x, &found, &err) == MS_OK)
+    need(x >= 0 && x <= x_hi, "ms_failure_onset_load: outside [0, x_hi]");
 }
 
 /* The trigger tolerance, kept cheap: a small pool, short holds. */
-static void fuzz_tolerance(bytes *b) {
+static void fuzz_tolerance(fuzz_bytes *b) {
   ms_service_params s;
   memset(&s, 0, sizeof s);
-  long c = 1 + (long)(take_byte(b) % 16);
-  double mu = take_double(b), T = take_double(b);
+  long c = 1 + (long)(fuzz_byte(b) % 16);
+  double mu = fuzz_double(b), T = fuzz_double(b);
   ms_failure_model_erlang(&s.model, c, mu, T);
-  ms_retry_policy_fixed(&s.policy, (int)(take_byte(b) % 6));
+  ms_retry_policy_fixed(&s.policy, (int)(fuzz_byte(b) % 6));
   ms_error err;
   if (ms_service_params_check(&s, &err) != MS_OK)
     return;
@@ -204,19 +138,19 @@ static void fuzz_tolerance(bytes *b) {
     return;
   ms_sim_config cfg;
   ms_sim_config_init(&cfg, &s);
-  cfg.scenario.offered_load = take_double(b);
+  cfg.scenario.offered_load = fuzz_double(b);
   ms_tolerance_query q;
   memset(&q, 0, sizeof q);
-  uint8_t kind = take_byte(b);
+  uint8_t kind = fuzz_byte(b);
   if (kind % 2 == 0) {
     q.kind = MS_TRIGGER_SERVERS;
-    q.servers = (long)(take_byte(b) % (uint8_t)c);
+    q.servers = (long)(fuzz_byte(b) % (uint8_t)c);
   } else {
     q.kind = MS_TRIGGER_LOAD;
-    q.spike_load = take_double(b);
+    q.spike_load = fuzz_double(b);
   }
   q.rel_tol = 0.1;
-  q.max_hold = 1 + take_byte(b) % 60;
+  q.max_hold = 1 + fuzz_byte(b) % 60;
   ms_tolerance t;
   if (ms_trigger_tolerance(&cfg, &q, &t, &err) != MS_OK)
     return;
@@ -227,18 +161,56 @@ static void fuzz_tolerance(bytes *b) {
   need_finite(t.tipping_load, "ms_trigger_tolerance: tipping not finite");
 }
 
+/* The two fixed points of bounded but millisecond cost: the AWS retry
+ * quota's amplification (its bucket's levels) and decorrelated jitter's
+ * mean delay (a recursion over a grid of 4096 cells, at most 200 retries
+ * here: it may never turn stationary, and costs O(k) then). */
+static void fuzz_quota(fuzz_bytes *b) {
+  ms_retry_policy p;
+  ms_retry_policy_fixed(&p, (int)(fuzz_byte(b) % 12));
+  uint8_t flags = fuzz_byte(b);
+  p.tiers = 1 + flags % 3;
+  ms_policy_defaults(&p, MS_POLICY_AWS);
+  if (flags & 4) {
+    p.aws_capacity = fuzz_double(b);
+    p.aws_retry_cost = fuzz_double(b);
+    p.aws_timeout_cost = fuzz_double(b);
+    p.aws_refund = fuzz_double(b);
+    p.aws_throttling_cost = fuzz_double(b);
+    p.aws_throttling_share = fuzz_double(b);
+  }
+  ms_error err = {{0}};
+  double A, fail = fuzz_double(b);
+  if (ms_amplification(&p, fail, &A, &err) == MS_OK)
+    need(isfinite(A) && A >= 1 && A <= ms_worst_amplification(&p) * (1 + 1e-12),
+         "ms_amplification (AWS): outside [1, worst]");
+  else
+    need(err.msg[0] != '\0', "ms_amplification (AWS): no message");
+  ms_backoff bo = {MS_BACKOFF_DECORRELATED, fuzz_double(b), fuzz_double(b), 0};
+  int k = 1 + (int)(fuzz_byte(b) % 200);
+  double mean;
+  if (ms_backoff_mean_delay(&bo, k, &mean, &err) == MS_OK)
+    need(isfinite(mean) && mean >= bo.base * (1 - 1e-6) &&
+             mean <= bo.cap * (1 + 1e-6),
+         "ms_backoff_mean_delay: outside [base, cap]");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  bytes b = {data, size};
-  switch (take_byte(&b) % 5) {
+  fuzz_bytes b = {data, size};
+  /* % 5 as before the cheap cases moved to fuzz_model_fast.c, so that
+   * the corpus keeps its meaning: 0 and 1 the landscape, 2 and 3 the
+   * plans, 4 the trigger tolerance */
+  uint8_t pick = fuzz_byte(&b);
+  if (pick >= 250) { /* none of the older corpus starts so */
+    fuzz_quota(&b);
+    return 0;
+  }
+  switch (pick % 5) {
   case 0:
-    fuzz_erlang(&b);
-    break;
   case 1:
     fuzz_landscape(&b);
     break;
   case 2:
-    fuzz_capacity(&b);
-    break;
   case 3:
     fuzz_plan(&b);
     break;
