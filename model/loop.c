@@ -799,8 +799,24 @@ static void spread_eval(const ms_failure_model *m, double x,
   spread_segment seg[SPREAD_SEGMENTS];
   seg[0].lo = m->timeout;
   seg[0].hi = m->timeout + w;
-  spread_segment_eval(m, x, w, &seg[0]);
   int n = 1, worst = 0;
+  /* the response's tail of a general service has a kink at the fit's
+   * shift D (P(S > T) = 1 below it): a segment across it converges
+   * slowly, and the bisection's SPREAD_SEGMENTS can run out first (an
+   * idle pool, cv 0.997, w = 36 s: 5e-6 off).  Split there at once. */
+  if (m->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE &&
+      m->has_service_time_cv && m->service_time_cv != 1.0) {
+    ms_service_fit fit;
+    ms_service_fit_of(m->service_rate, m->service_time_cv, &fit);
+    if (fit.D > seg[0].lo && fit.D < seg[0].hi) {
+      seg[1].lo = fit.D;
+      seg[1].hi = seg[0].hi;
+      seg[0].hi = fit.D;
+      spread_segment_eval(m, x, w, &seg[1]);
+      n = 2;
+    }
+  }
+  spread_segment_eval(m, x, w, &seg[0]);
   while (n < SPREAD_SEGMENTS && !spread_converged(seg, n, &worst)) {
     spread_segment *a = &seg[worst];
     double mid = 0.5 * (a->lo + a->hi);

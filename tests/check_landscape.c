@@ -1020,6 +1020,37 @@ static size_t read_spread_csv(spread_row **rows) {
                         (void **)rows);
 }
 
+/* An idle pool's response tail with a general service, averaged over a
+ * wide spread: P(S > T) of the service fit integrates in closed form,
+ * (1/w) [(D - T0) + sum_i w_i (1 - e^(-r_i (T0 + w - D))) / r_i] for a
+ * shift D inside the range.  The quadrature missed it by 5e-6 (the kink
+ * at D; a fuzz_model_fast finding of issue 37), and p(0) stood above
+ * p(0.01): held to 1e-11 and to the load just above. */
+START_TEST(test_spread_kink_at_shift) {
+  ms_failure_model m;
+  ms_failure_model_erlang(&m, 10, 0.98428344842611892, 1e-7);
+  m.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+  m.has_service_time_cv = true;
+  m.service_time_cv = 0.99687147140430088;
+  m.timeout_spread = 35.625004753383109;
+  ms_service_fit fit;
+  ms_service_fit_of(m.service_rate, m.service_time_cv, &fit);
+  double T0 = m.timeout, w = (T0 + m.timeout_spread) - T0;
+  ck_assert(fit.D > T0 && fit.D < T0 + w && fit.n > 0);
+  double q = fit.D - T0;
+  for (int i = 0; i < fit.n; i++)
+    q += fit.w[i] * -expm1(-fit.r[i] * (T0 + w - fit.D)) / fit.r[i];
+  q /= w;
+  double p0, p1;
+  ms_error err;
+  ck_assert_int_eq(ms_failure_probability(&m, 0.0, &p0, &err), MS_OK);
+  ck_assert_int_eq(ms_failure_probability(&m, 0.0092, &p1, &err), MS_OK);
+  ck_assert_msg(fabs(p0 / q - 1) < 1e-11, "p(0) %.17g, closed form %.17g", p0,
+                q);
+  ck_assert_msg(p0 <= p1, "p(0) %.17g above p(0.0092) %.17g", p0, p1);
+}
+END_TEST
+
 START_TEST(test_spread_reference) {
   spread_row *rows;
   size_t n = read_spread_csv(&rows);
@@ -1238,6 +1269,7 @@ Suite *landscape_suite(void) {
   tcase_add_test(tc, test_sign_bounds_agree);
   tcase_add_test(tc, test_service_time_cv);
   tcase_add_test(tc, test_spread_reference);
+  tcase_add_test(tc, test_spread_kink_at_shift);
   tcase_add_test(tc, test_spread_edges);
   tcase_add_test(tc, test_spread_base_floor);
   tcase_add_test(tc, test_spread_subnormal_width);
