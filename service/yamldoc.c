@@ -15,20 +15,28 @@
 #include "service.h"
 #include "yamldoc.h"
 
+/* "path:line:column: " then fmt into err: the one shape of every message
+ * of both loaders (ms_yaml_fail, the prescan's scan_fail). */
+static void located(char *err, size_t errlen, const char *path, size_t line,
+                    size_t column, const char *fmt, va_list ap)
+    __attribute__((format(printf, 6, 0)));
+static void located(char *err, size_t errlen, const char *path, size_t line,
+                    size_t column, const char *fmt, va_list ap) {
+  int n = snprintf(err, errlen, "%s:%zu:%zu: ", path, line, column);
+  if (n >= 0 && (size_t)n < errlen)
+    vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+}
+
 int ms_yaml_fail(ms_yaml_loader *ld, const yaml_node_t *node, const char *fmt,
                  ...) {
   if (ld->failed)
     return -1;
   ld->failed = 1;
-  int n = snprintf(ld->err, ld->errlen, "%s:%zu:%zu: ", ld->path,
-                   node ? node->start_mark.line + 1 : 1,
-                   node ? node->start_mark.column + 1 : 1);
-  if (n >= 0 && (size_t)n < ld->errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(ld->err + n, ld->errlen - (size_t)n, fmt, ap);
-    va_end(ap);
-  }
+  va_list ap;
+  va_start(ap, fmt);
+  located(ld->err, ld->errlen, ld->path, node ? node->start_mark.line + 1 : 1,
+          node ? node->start_mark.column + 1 : 1, fmt, ap);
+  va_end(ap);
   return -1;
 }
 
@@ -312,14 +320,11 @@ static int scan_fail(prescan_state *st, yaml_mark_t mark, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int scan_fail(prescan_state *st, yaml_mark_t mark, const char *fmt,
                      ...) {
-  int n = snprintf(st->err, st->errlen, "%s:%zu:%zu: ", st->name, mark.line + 1,
-                   mark.column + 1);
-  if (n >= 0 && (size_t)n < st->errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(st->err + n, st->errlen - (size_t)n, fmt, ap);
-    va_end(ap);
-  }
+  va_list ap;
+  va_start(ap, fmt);
+  located(st->err, st->errlen, st->name, mark.line + 1, mark.column + 1, fmt,
+          ap);
+  va_end(ap);
   return -1;
 }
 
