@@ -10,6 +10,7 @@ skipped outside CI, an error with MS_REQUIRE_ALL=1 (CONTRIBUTING.md,
 "Test").  tests/require.sh does the same for the shell tests.
 """
 import json
+import glob
 import os
 import re
 import shutil
@@ -449,3 +450,27 @@ class Prometheus:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def put(path, text):
+    """Write the file as an editor or a configuration manager does: a new
+    file renamed over the old."""
+    with open(path + ".new", "w") as f:
+        f.write(text)
+    os.replace(path + ".new", path)
+
+
+def samples(work, service):
+    """[(time, offered_load)] the csv plugin wrote for service, by time."""
+    out = []
+    pattern = os.path.join(work, "csv", HOSTNAME,
+                           "metastable-" + service, "offered_load-*")
+    for name in glob.glob(pattern):
+        with open(name) as f:
+            for line in f:
+                t, _, v = line.strip().partition(",")
+                try:
+                    out.append((float(t), float(v)))
+                except ValueError:
+                    pass  # the header, or a line being written
+    return sorted(out)

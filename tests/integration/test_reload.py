@@ -16,7 +16,6 @@ warned about once and, written again, is loaded.  Deadlines are generous
 (a loaded machine delays cycles); what is counted is read cycles.
 Everything started is stopped.
 """
-import glob
 import os
 import shutil
 import sys
@@ -52,30 +51,6 @@ BROKEN = ("services:\n  - name: a\n    model: capacity\n    retries: 1\n"
           "    capacity: -5\n")
 
 
-def put(path, text):
-    """Write the file as an editor or a configuration manager does: a new
-    file renamed over the old."""
-    with open(path + ".new", "w") as f:
-        f.write(text)
-    os.replace(path + ".new", path)
-
-
-def samples(work, service):
-    """[(time, offered_load)] the csv plugin wrote for service, by time."""
-    out = []
-    pattern = os.path.join(work, "csv", harness.HOSTNAME,
-                           "metastable-" + service, "offered_load-*")
-    for name in glob.glob(pattern):
-        with open(name) as f:
-            for line in f:
-                t, _, v = line.strip().partition(",")
-                try:
-                    out.append((float(t), float(v)))
-                except ValueError:
-                    pass  # the header, or a line being written
-    return sorted(out)
-
-
 def wait(cond, what, timeout=DEADLINE):
     return harness.wait(cond, what, timeout, 0.2)
 
@@ -83,21 +58,21 @@ def wait(cond, what, timeout=DEADLINE):
 def cycles_after(work, service, t, n):
     """Wait until service has n samples later than t; their times."""
     def enough():
-        later = [s for s, _ in samples(work, service) if s > t]
+        later = [s for s, _ in harness.samples(work, service) if s > t]
         return later if len(later) >= n else None
     return wait(enough, "%s reports %d more times after %.1f" %
                 (service, n, t)) or []
 
 
 def last_time(work, service):
-    s = samples(work, service)
+    s = harness.samples(work, service)
     return s[-1][0] if s else 0.0
 
 
 def scenario(cd, work, path):
     cycles_after(work, "a", 0, 2)
     cycles_after(work, "b", 0, 2)
-    check(samples(work, "a")[-1][1] == 10 and samples(work, "b")[-1][1] == 20,
+    check(harness.samples(work, "a")[-1][1] == 10 and harness.samples(work, "b")[-1][1] == 20,
           "a and b report their offered rates (10, 20)")
 
     # a service added
@@ -105,21 +80,21 @@ def scenario(cd, work, path):
     # the first cycle stamped after the write may have looked just before
     # it, the second cannot have
     t_write = time.time()
-    put(path, services(a=10, b=20, c=30))
+    harness.put(path, services(a=10, b=20, c=30))
     c = cycles_after(work, "c", 0, 1)
     if c:
-        between = [s for s, _ in samples(work, "a") if t_write < s < c[0]]
+        between = [s for s, _ in harness.samples(work, "a") if t_write < s < c[0]]
         check(len(between) <= 1, "the added service c reports within two "
               "read cycles of the write (%d cycle(s) without it)"
               % len(between))
-        check(samples(work, "c")[0][1] == 30,
+        check(harness.samples(work, "c")[0][1] == 30,
               "c reports its offered rate, 30")
     check("service file %s reloaded: 3 services (1 added, 0 removed, 2 kept "
           "with their state)" % path in cd.log(),
           "one INFO line counts the services added, removed and kept")
 
     # a broken file: refused, located, said once; the old services go on
-    put(path, BROKEN)
+    harness.put(path, BROKEN)
     says = "%s:5:15: '-5' is negative" % path
     wait(lambda: says in cd.log(), "the broken file's error is logged")
     check("the service file is not reloaded: the 3 services in use keep "
@@ -132,13 +107,13 @@ def scenario(cd, work, path):
           % cd.log().count(says))
 
     # a service removed
-    put(path, services(a=10, c=30))
+    harness.put(path, services(a=10, c=30))
     wait(lambda: "(0 added, 1 removed, 2 kept" in cd.log(),
          "the file without b is loaded")
     cycles_after(work, "a", last_time(work, "a"), 1)  # in flight: written
-    n_b = len(samples(work, "b"))
+    n_b = len(harness.samples(work, "b"))
     cycles_after(work, "a", last_time(work, "a"), 3)
-    check(len(samples(work, "b")) == n_b, "the removed service b stops")
+    check(len(harness.samples(work, "b")) == n_b, "the removed service b stops")
 
     # deleted, then written again
     os.unlink(path)
@@ -147,9 +122,9 @@ def scenario(cd, work, path):
     cycles_after(work, "a", last_time(work, "a"), 3)
     check(cd.log().count(gone) == 1, "warned once (%d times)"
           % cd.log().count(gone))
-    put(path, services(a=10, c=30, d=40))
+    harness.put(path, services(a=10, c=30, d=40))
     d = cycles_after(work, "d", 0, 1)
-    check(bool(d) and samples(work, "d")[0][1] == 40,
+    check(bool(d) and harness.samples(work, "d")[0][1] == 40,
           "the file written again is loaded: d reports 40")
     check(cd.running(), "collectd still running")
 
@@ -159,7 +134,7 @@ def main():
     work = tempfile.mkdtemp(prefix="metastable-reload-")
     print("work directory:", work)
     path = os.path.join(work, "services.yaml")
-    put(path, services(a=10, b=20))
+    harness.put(path, services(a=10, b=20))
     cd = harness.Collectd(work, PLUGIN_DIR, TYPES_DB, path)
     with cd:
         cd.start()

@@ -25,7 +25,6 @@ The figures measured are printed (the longest gap, the time to load or
 refuse, the time to exit), as the issue's note quotes them.  Everything
 started is stopped.
 """
-import glob
 import os
 import re
 import shutil
@@ -72,31 +71,10 @@ def bomb():
     return "services: [" + "a, " * n + "a]\n"
 
 
-def put(path, text):
-    with open(path + ".new", "w") as f:
-        f.write(text)
-    os.replace(path + ".new", path)
-
-
-def times(work, service):
-    out = []
-    pattern = os.path.join(work, "csv", harness.HOSTNAME,
-                           "metastable-" + service, "offered_load-*")
-    for name in glob.glob(pattern):
-        with open(name) as f:
-            for line in f:
-                t, _, _ = line.strip().partition(",")
-                try:
-                    out.append(float(t))
-                except ValueError:
-                    pass
-    return sorted(out)
-
-
 def longest_gap(work, since, until):
     """The longest time between two samples of a from since to until,
     counting the edges (a sample missing at the end is a gap too)."""
-    ts = [t for t in times(work, "a") if since <= t <= until]
+    ts = [t for t, _ in harness.samples(work, "a") if since <= t <= until]
     if not ts:
         return until - since
     edges = [since] + ts + [until]
@@ -119,7 +97,7 @@ def episode(cd, work, path, text, done, what, timeout=120):
     """
     before = len(cd.log())
     t0 = time.time()
-    put(path, text)
+    harness.put(path, text)
     harness.wait(lambda: done in cd.log()[before:], what, timeout, 0.05)
     t1 = time.time()
     time.sleep(2.5)  # the cycles after it are written
@@ -139,13 +117,14 @@ def sigterm_during(work, name, text, delay=2.0, must_be_during=True):
     (the bomb, at its event count) only has its exit timed."""
     d = tempfile.mkdtemp(prefix="sigterm-", dir=work)
     path = os.path.join(d, "services.yaml")
-    put(path, SMALL)
+    harness.put(path, SMALL)
     cd = harness.Collectd(d, PLUGIN_DIR, TYPES_DB, path,
                           metastable_options='  Values "offered_load"\n')
     with cd:
         cd.start()
-        harness.wait(lambda: len(times(d, "a")) >= 2, "a reports", 30, 0.1)
-        put(path, text)
+        harness.wait(lambda: len(harness.samples(d, "a")) >= 2, "a reports",
+                     30, 0.1)
+        harness.put(path, text)
         time.sleep(delay)
         ended = "reloaded" in cd.log()  # "reloaded" or "not reloaded"
         took = cd.terminate_timed()
@@ -162,12 +141,12 @@ def main():
     work = tempfile.mkdtemp(prefix="metastable-reload-heavy-")
     print("work directory:", work)
     path = os.path.join(work, "services.yaml")
-    put(path, SMALL)
+    harness.put(path, SMALL)
     cd = harness.Collectd(work, PLUGIN_DIR, TYPES_DB, path,
                           metastable_options='  Values "offered_load"\n')
     with cd:
         cd.start()
-        harness.wait(lambda: len(times(work, "a")) >= 3, "a reports", 30,
+        harness.wait(lambda: len(harness.samples(work, "a")) >= 3, "a reports", 30,
                      0.1)
         # from 2 services: a bomb (refused), 50,000 new services, then
         # 50,000 kept with new parameters (the heaviest swap)
