@@ -47,10 +47,6 @@ static int hazard_domain(const ms_service_params *s, double lambda,
   if (m->has_queue_limit)
     return ms_fail(err, MS_EINVAL,
                    "time to a storm: a queue limit is not modelled");
-  if (m->timeout_covers != MS_TIMEOUT_COVERS_WAIT)
-    return ms_fail(err, MS_EINVAL,
-                   "time to a storm: the timeout on the wait only "
-                   "(timeout_covers: wait)");
   if (ms_policy_load_dependent(&s->policy))
     return ms_fail(err, MS_EINVAL,
                    "time to a storm: a policy that depends on p alone");
@@ -67,20 +63,64 @@ static int hazard_birth(const ms_service_params *s, double lambda, double q,
   return st;
 }
 
-/* q(y) = P(W > T) of an attempt that arrives to find y in the system
- * (y real, linear between whole states): P(Poisson(c mu T) <= y - c). */
-static double wait_tail_at(double y, long c, double mean) {
-  if (y < (double)c)
+/* P(W > T) of an attempt that finds n (whole) in the system: the wait for
+ * k = n - c + 1 completions at rate c mu, P(Poisson(c mu T) <= k - 1). */
+static double wait_tail_whole(long n, long c, double mean) {
+  if (n < c)
     return 0.0;
   if (!(mean > 0))
     return 1.0; /* T = 0: every wait outlasts it */
-  double k0 = floor(y), f = y - k0, ln_lo, ln_hi, ratio;
-  ms_poisson_cdf((long)k0 - c, mean, &ln_lo, &ratio);
-  double lo = exp(ln_lo);
+  double ln_f, ratio;
+  ms_poisson_cdf(n - c, mean, &ln_f, &ratio);
+  return fmin(exp(ln_f), 1.0);
+}
+
+/* P(W + S > T) of an attempt that finds n in the system, S exponential of
+ * rate mu: e^(-mu T) below c; from c on, with k = n - c + 1, theta = c mu,
+ *   P(W > T) + e^(-mu T) (theta / (theta - mu))^k P(Poisson((theta - mu)
+ *   T) >= k),
+ * the second term the service outlasting what the wait left of T (the
+ * convolution of the Erlang wait with the service's tail; for c = 1,
+ * P(Poisson(mu T) <= k), the wait and the service one Erlang). */
+static double response_tail_whole(long n, long c, double mu, double T) {
+  if (!(T > 0))
+    return 1.0;
+  if (n < c)
+    return exp(-mu * T);
+  long k = n - c + 1;
+  double ln_f, ratio;
+  if (c == 1) {
+    ms_poisson_cdf(k, mu * T, &ln_f, &ratio);
+    return fmin(exp(ln_f), 1.0);
+  }
+  double wait = wait_tail_whole(n, c, (double)c * mu * T);
+  ms_poisson_cdf(k - 1, (double)(c - 1) * mu * T, &ln_f, &ratio);
+  double upper = -expm1(ln_f); /* P(Poisson((c - 1) mu T) >= k) */
+  if (!(upper > 0))
+    return wait;
+  double ln_late =
+      -mu * T + (double)k * log1p(1.0 / (double)(c - 1)) + log(upper);
+  return fmin(wait + exp(ln_late), 1.0);
+}
+
+/* The tail q at y in the system (y real, linear between whole states):
+ * the wait's or the response's, as the timeout covers. */
+static double tail_at(const ms_failure_model *m, double y) {
+  if (y < 0)
+    y = 0;
+  double k0 = floor(y), f = y - k0;
+  long n = (long)k0;
+  double mean = (double)m->servers * m->service_rate * m->timeout;
+  bool resp = m->timeout_covers == MS_TIMEOUT_COVERS_RESPONSE;
+  double lo =
+      resp ? response_tail_whole(n, m->servers, m->service_rate, m->timeout)
+           : wait_tail_whole(n, m->servers, mean);
   if (f == 0.0)
-    return fmin(lo, 1.0);
-  ms_poisson_cdf((long)k0 + 1 - c, mean, &ln_hi, &ratio);
-  return fmin(lo + f * (exp(ln_hi) - lo), 1.0);
+    return lo;
+  double hi =
+      resp ? response_tail_whole(n + 1, m->servers, m->service_rate, m->timeout)
+           : wait_tail_whole(n + 1, m->servers, mean);
+  return lo + f * (hi - lo);
 }
 
 int ms_time_to_storm(const ms_service_params *s, double offered_load,
@@ -110,7 +150,7 @@ int ms_time_to_storm(const ms_service_params *s, double offered_load,
   const double ln_never = log(MS_TIME_TO_STORM_NEVER);
   double ln_pi = 0.0, ln_s = -INFINITY, ln_t = -INFINITY;
   for (long n = 0;; n++) {
-    double q = wait_tail_at((double)n, c, mean), b_now, birth;
+    double q = tail_at(m, (double)n), b_now, birth;
     st = hazard_birth(s, lambda, q, &b_now, err);
     if (st != MS_OK)
       return st;
@@ -123,8 +163,7 @@ int ms_time_to_storm(const ms_service_params *s, double offered_load,
      * path, moving at |b - d| states/s, was |b - d| T states back. */
     double death = (double)(n < c ? n : c) * mu;
     double lag = fabs(death - b_now) * T;
-    st = hazard_birth(s, lambda, wait_tail_at((double)n - lag, c, mean), &birth,
-                      err);
+    st = hazard_birth(s, lambda, tail_at(m, (double)n - lag), &birth, err);
     if (st != MS_OK)
       return st;
     ln_s = log_add(ln_s, ln_pi);
@@ -136,5 +175,19 @@ int ms_time_to_storm(const ms_service_params *s, double offered_load,
     ln_pi += log(birth) - log((double)(n + 1 < c ? n + 1 : c) * mu);
   }
   *seconds = exp(ln_t);
+  return MS_OK;
+}
+
+int ms_storm_hazard(double time_to_storm, double horizon, double *hazard,
+                    ms_error *err) {
+  if (!(time_to_storm > 0 && time_to_storm <= MS_TIME_TO_STORM_NEVER))
+    return ms_fail(err, MS_EINVAL,
+                   "storm hazard: time to a storm %g s is not in (0, %g]",
+                   time_to_storm, MS_TIME_TO_STORM_NEVER);
+  if (!(horizon >= 0 && isfinite(horizon)))
+    return ms_fail(err, MS_EINVAL,
+                   "storm hazard: horizon %g s is not finite and >= 0",
+                   horizon);
+  *hazard = -expm1(-horizon / time_to_storm);
   return MS_OK;
 }

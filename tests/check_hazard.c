@@ -45,12 +45,17 @@ static bool parse_des(const char *line, int lineno, void *out) {
   return true;
 }
 
-static ms_service_params service(long c, double service_time, double T, int r) {
+static ms_service_params service_covering(long c, double service_time, double T,
+                                          int r, ms_timeout_covers covers) {
   ms_service_params s = {0};
   ms_failure_model_erlang(&s.model, c, 1.0 / service_time, T);
-  s.model.timeout_covers = MS_TIMEOUT_COVERS_WAIT;
+  s.model.timeout_covers = covers;
   ms_retry_policy_fixed(&s.policy, r);
   return s;
+}
+
+static ms_service_params service(long c, double service_time, double T, int r) {
+  return service_covering(c, service_time, T, r, MS_TIMEOUT_COVERS_WAIT);
 }
 
 static double time_to_storm(const ms_service_params *s, double load) {
@@ -62,36 +67,47 @@ static double time_to_storm(const ms_service_params *s, double load) {
   return t;
 }
 
-/* Against the DES: the model is short of the DES's mean by at most a
- * factor 2.2 on every measured point (it warns early), and within the
- * issue's factor 1.5 on the pools of 5 and 10 servers with 3 retries
- * (doc/design.md §1.12 has the table). */
-START_TEST(test_against_des) {
+/* Against the DES (doc/design.md §1.12 has the tables): within a factor
+ * 2.2 either way on every measured point; within the issue's factor 1.5
+ * on the pools of 5 and 10 servers with 3 retries and the timeout on the
+ * wait.  Not yet 1.5 elsewhere: 1 and 2 servers and one retry on the wait
+ * come out short (to 0.47), 10 servers on the response long (to 1.89). */
+static void against_des(const char *file, ms_timeout_covers covers) {
   des_row *rows;
-  size_t n = test_data_rows("hazard_des.csv", "pool", sizeof *rows, parse_des,
-                            (void **)&rows);
+  size_t n =
+      test_data_rows(file, "pool", sizeof *rows, parse_des, (void **)&rows);
   int compared = 0;
   for (size_t i = 0; i < n; i++) {
     des_row *r = &rows[i];
-    ms_service_params s =
-        service(r->pool, r->service_time, r->timeout, r->retries);
+    ms_service_params s = service_covering(r->pool, r->service_time, r->timeout,
+                                           r->retries, covers);
     double t = time_to_storm(&s, r->load);
     if (isnan(r->mean)) {
       /* no DES run stormed: only a lower bound, which the model passes */
-      ck_assert_msg(t > r->lo / 2.2, "line %d: %g against > %g", r->line, t,
+      ck_assert_msg(t > r->lo / 2.2, "%s:%d: %g against > %g", file, r->line, t,
                     r->lo);
       continue;
     }
     double ratio = t / r->mean;
-    bool tight = r->pool >= 5 && r->retries == 3 && r->hi / r->lo < 6;
-    double floor = tight ? 1 / 1.5 : 1 / 2.2;
-    ck_assert_msg(ratio >= floor && ratio <= 1.5,
-                  "line %d: c=%ld load %g: model %g s, DES %g s [%g, %g]",
+    bool tight = covers == MS_TIMEOUT_COVERS_WAIT && r->pool >= 5 &&
+                 r->retries == 3 && r->hi / r->lo < 6;
+    double factor = tight ? 1.5 : 2.2;
+    ck_assert_msg(ratio >= 1 / factor && ratio <= factor,
+                  "%s:%d: c=%ld load %g: model %g s, DES %g s [%g, %g]", file,
                   r->line, r->pool, r->load, t, r->mean, r->lo, r->hi);
     compared++;
   }
-  ck_assert_int_ge(compared, 10);
+  ck_assert_int_ge(compared, 8);
   free(rows);
+}
+
+START_TEST(test_against_des) {
+  against_des("hazard_des.csv", MS_TIMEOUT_COVERS_WAIT);
+}
+END_TEST
+
+START_TEST(test_against_des_response) {
+  against_des("hazard_des_response.csv", MS_TIMEOUT_COVERS_RESPONSE);
 }
 END_TEST
 
@@ -147,7 +163,7 @@ START_TEST(test_domain) {
   ms_error e = {{0}};
   ck_assert_int_eq(ms_time_to_storm(&s, -1, &t, &e), MS_EINVAL);
   ck_assert_int_eq(ms_time_to_storm(&s, NAN, &t, &e), MS_EINVAL);
-  s.model.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+  s.model.timeout_spread = 0.1;
   ck_assert_int_eq(ms_time_to_storm(&s, 90, &t, &e), MS_EINVAL);
   s = service(10, 0.1, 1.0, 3);
   ms_failure_model_capacity(&s.model, 100);
@@ -157,14 +173,34 @@ START_TEST(test_domain) {
 }
 END_TEST
 
+/* The hazard over a horizon: the exponential law's, at its landmarks. */
+START_TEST(test_hazard) {
+  double h;
+  ck_assert_int_eq(ms_storm_hazard(1800, 1800, &h, NULL), MS_OK);
+  ck_assert_double_eq_tol(h, 1 - 1 / M_E, 1e-15);
+  ck_assert_int_eq(ms_storm_hazard(1800, 1800 * M_LN2, &h, NULL), MS_OK);
+  ck_assert_double_eq_tol(h, 0.5, 1e-15);
+  ck_assert_int_eq(ms_storm_hazard(MS_TIME_TO_STORM_NEVER, 3600, &h, NULL),
+                   MS_OK);
+  ck_assert(h >= 0 && h < 1e-290);
+  ck_assert_int_eq(ms_storm_hazard(1, 1e9, &h, NULL), MS_OK);
+  ck_assert(h == 1.0);
+  ck_assert_int_eq(ms_storm_hazard(0, 1, &h, NULL), MS_EINVAL);
+  ck_assert_int_eq(ms_storm_hazard(1, -1, &h, NULL), MS_EINVAL);
+  ck_assert_int_eq(ms_storm_hazard(1, INFINITY, &h, NULL), MS_EINVAL);
+}
+END_TEST
+
 Suite *hazard_suite(void) {
   Suite *s = suite_create("hazard");
   TCase *tc = tcase_create("hazard");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_against_des);
+  tcase_add_test(tc, test_against_des_response);
   tcase_add_test(tc, test_monotone);
   tcase_add_test(tc, test_limits);
   tcase_add_test(tc, test_domain);
+  tcase_add_test(tc, test_hazard);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -3,7 +3,8 @@
 """The mean time to a storm of a small pool, measured with the DES.
 
 For each point (pool, timeout, retries, offered load) of a small grid
-(100 ms servers, the timeout on the wait, no backoff, no base failure) it
+(100 ms servers, the timeout on the wait or with --timeout-covers
+response on the response, no backoff, no base failure) it
 runs `metastable simulate --engine des --seeds N --format csv` at a
 constant load from an empty queue for at most --duration seconds.  A
 run's first passage is its summary's first_storm_at: the start of the
@@ -25,10 +26,13 @@ reported empty and the lower end only is given.
 
 Output: CSV on stdout (or --out FILE): pool, service_time, timeout,
 retries, load, tipping, mean, lo, hi, seeds, censored.
-tests/data/hazard_des.csv is this tool's output (seeds 1 .. N).
+tests/data/hazard_des.csv is this tool's output (seeds 1 .. N),
+tests/data/hazard_des_response.csv its output with --timeout-covers
+response.
 
 Usage: tools/hazard_des.py [--metastable build/cli/metastable]
        [--seeds 20] [--duration 20000] [--jobs 2] [--out FILE]
+       [--timeout-covers wait|response]
 Seeded: the same build prints the same table.
 """
 import argparse
@@ -47,6 +51,14 @@ GRID = [
     (5, 0.1, 1.0, 3, [40.0, 43.0, 45.0]),
     (10, 0.1, 1.0, 3, [88.0, 90.0, 92.0, 94.0]),
     (8, 0.1, 0.5, 1, [62.0, 65.0, 68.0, 71.0]),
+]
+# The same pools with the timeout on the response (--timeout-covers
+# response), at loads below their (lower) tipping loads.
+GRID_RESPONSE = [
+    (2, 0.1, 1.0, 3, [13.0, 15.0]),
+    (5, 0.1, 1.0, 3, [42.0, 44.0]),
+    (10, 0.1, 1.0, 3, [89.0, 91.0, 93.0]),
+    (8, 0.1, 0.5, 1, [60.0, 63.0, 66.0]),
 ]
 
 
@@ -95,7 +107,7 @@ def tipping(args, pool, service, timeout, retries):
     out = subprocess.run(
         [args.metastable, "solve", "--servers", str(pool),
          "--service-time", repr(service), "--timeout", repr(timeout),
-         "--retries", str(retries), "--timeout-covers", "wait"],
+         "--retries", str(retries), "--timeout-covers", args.timeout_covers],
         check=True, capture_output=True, text=True).stdout
     return float(re.search(r"tipping load\s+(\S+)", out).group(1))
 
@@ -105,7 +117,7 @@ def run_point(args, pool, service, timeout, retries, load):
         [args.metastable, "simulate", "--engine", "des",
          "--servers", str(pool), "--service-time", repr(service),
          "--timeout", repr(timeout), "--retries", str(retries),
-         "--timeout-covers", "wait", "--load", repr(load),
+         "--timeout-covers", args.timeout_covers, "--load", repr(load),
          "--duration", repr(args.duration),
          "--sample-interval", repr(args.sample_interval),
          "--seeds", str(args.seeds), "--format", "csv"],
@@ -124,9 +136,12 @@ def main():
     ap.add_argument("--duration", type=float, default=20000.0)
     ap.add_argument("--sample-interval", type=float, default=10.0)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--timeout-covers", choices=["wait", "response"],
+                    default="wait")
     ap.add_argument("--out")
     args = ap.parse_args()
-    points = [(c, s, t, r, lam) for c, s, t, r, loads in GRID for lam in loads]
+    grid = GRID if args.timeout_covers == "wait" else GRID_RESPONSE
+    points = [(c, s, t, r, lam) for c, s, t, r, loads in grid for lam in loads]
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as ex:
         futs = [ex.submit(run_point, args, *p) for p in points]
         tips = {p[:4]: tipping(args, *p[:4]) for p in points}
