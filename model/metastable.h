@@ -4,6 +4,7 @@
  *
  *   base.h       status codes, messages, the model's limits
  *   erlang.h     queues: Erlang B and C, the wait tail, M/M/c/K
+ *   hazard.h     the storm hazard: the mean time to a storm of a pool
  *   loop.h       the retry loop: p(x), A(p), lambda(x); MS_PARAMS
  *   landscape.h  equilibria, tipping and recovery loads, the state and
  *                the verdict of one interval (ms_analyze)
@@ -22,6 +23,7 @@
 
 #include "base.h"
 #include "erlang.h"
+#include "hazard.h"
 #include "landscape.h"
 #include "loop.h"
 #include "plan.h"

@@ -15,5 +15,6 @@ Suite *policy_suite(void);
 Suite *mmck_suite(void);
 Suite *recommend_suite(void);
 Suite *response_suite(void);
+Suite *hazard_suite(void);
 
 #endif
