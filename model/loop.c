@@ -647,7 +647,8 @@ static void queue_limited_eval(const ms_failure_model *m, double x,
     dwait_c = 0.0;
   double ln_survive = q.ln_admit + ln_ok + q.ln_wait_c;
   double survive = exp(ln_survive);
-  f->p = -expm1(ln_survive);
+  /* p >= base: -expm1(log1p(-base)) can round one ulp below base */
+  f->p = fmax(m->base_failure, -expm1(ln_survive));
   f->q = survive;
   f->xdp = survive > 0.0 ? -survive * (dadmit + dwait_c) : 0.0;
   if (!m->rejections_final) {
