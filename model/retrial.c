@@ -297,10 +297,9 @@ int ms_retrial_attempts(long c, double mu, long K, double T,
     st = ms_fail(err, MS_ENOMEM, "retrial queue: out of memory");
     goto done;
   }
+  if (r > 0 && (st = ms_backoff_mean_delays(b, r, &d[1], err)) != MS_OK)
+    goto done;
   for (int k = 1; k <= r; k++) {
-    st = ms_backoff_mean_delay(b, k, &d[k], err);
-    if (st != MS_OK)
-      goto done;
     if (!(d[k] > 0.0)) {
       st = ms_fail(err, MS_EINVAL,
                    "retrial queue: retry %d's mean backoff is 0; the chain "

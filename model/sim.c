@@ -223,14 +223,42 @@ static bool dist_converged(const ms_delay_dist *a, const ms_delay_dist *b) {
   return true;
 }
 
-static int decorrelated_dists(const ms_backoff *b, int r, ms_delay_dist *dist,
-                              int *n_built, ms_error *err) {
+static double dist_mean(const ms_delay_dist *d) {
+  double m = 0.0;
+  for (int i = 0; i < d->n; i++)
+    m += d->w[i] * 0.5 * (d->lo[i] + d->hi[i]);
+  return m;
+}
+
+/* Copy a distribution into a fresh one of its own size. */
+static int dist_copy(ms_delay_dist *to, const ms_delay_dist *from) {
+  if (dist_alloc(to, from->n > 0 ? from->n : 1) != MS_OK)
+    return MS_ENOMEM;
+  for (int i = 0; i < from->n; i++)
+    dist_add(to, from->lo[i], from->hi[i], from->w[i]);
+  return MS_OK;
+}
+
+/*
+ * Decorrelated jitter's recursion for retries 1 .. r, stopped once
+ * stationary.  Keeps each retry's distribution in keep[k] when keep is
+ * not NULL (room for r), and its mean in means[k] when means is not NULL
+ * (r entries, every one filled: the retries past the stationary point
+ * repeat its mean).  Two scratch distributions roll along, so the means
+ * alone cost O(r) time and O(cells) memory whatever r.
+ */
+static int decorrelated_run(const ms_backoff *b, int r, ms_delay_dist *keep,
+                            double *means, int *n_built, ms_error *err) {
   int M = MS_DECORR_CELLS;
   *n_built = 0;
   if (!(b->cap > b->base)) {
-    if (dist_alloc(&dist[0], 1) != MS_OK)
-      return ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
-    dist_add(&dist[0], b->base, b->base, 1.0);
+    if (keep != NULL) {
+      if (dist_alloc(&keep[0], 1) != MS_OK)
+        return ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
+      dist_add(&keep[0], b->base, b->base, 1.0);
+    }
+    for (int k = 0; means != NULL && k < r; k++)
+      means[k] = b->base;
     *n_built = 1;
     return MS_OK;
   }
@@ -240,8 +268,10 @@ static int decorrelated_dists(const ms_backoff *b, int r, ms_delay_dist *dist,
   g.dens = calloc((size_t)M + 1, sizeof *g.dens);
   g.part = calloc((size_t)M, sizeof *g.part);
   double *w = malloc((size_t)M * sizeof *w);
+  ms_delay_dist cur = {0}, prev = {0};
   int st = MS_OK;
-  if (g.edge == NULL || g.dens == NULL || g.part == NULL || w == NULL)
+  if (g.edge == NULL || g.dens == NULL || g.part == NULL || w == NULL ||
+      dist_alloc(&cur, M + 1) != MS_OK || dist_alloc(&prev, M + 1) != MS_OK)
     st = ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
   if (st == MS_OK) {
     for (int i = 0; i <= M; i++)
@@ -258,20 +288,23 @@ static int decorrelated_dists(const ms_backoff *b, int r, ms_delay_dist *dist,
       w[i] = run * (g.edge[i + 1] - g.edge[i]) + g.part[i];
     }
     double atom = g.atom;
-    if (dist_alloc(&dist[k], M + 1) != MS_OK) {
+    cur.n = 0;
+    for (int i = 0; i < M; i++)
+      dist_add(&cur, g.edge[i], g.edge[i + 1], w[i]);
+    dist_add(&cur, b->cap, b->cap, atom);
+    /* stationary: every later retry has the previous distribution */
+    if (k > 0 && dist_converged(&cur, &prev))
+      break;
+    if (keep != NULL && dist_copy(&keep[k], &cur) != MS_OK) {
       st = ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
       break;
     }
-    for (int i = 0; i < M; i++)
-      dist_add(&dist[k], g.edge[i], g.edge[i + 1], w[i]);
-    dist_add(&dist[k], b->cap, b->cap, atom);
+    if (means != NULL)
+      means[k] = dist_mean(&cur);
     *n_built = k + 1;
-    /* stationary: every later retry has this distribution */
-    if (k > 0 && dist_converged(&dist[k], &dist[k - 1])) {
-      ms_delay_dists_free(&dist[k], 1);
-      *n_built = k;
-      break;
-    }
+    ms_delay_dist t = prev;
+    prev = cur;
+    cur = t;
     /* and spread it once more */
     memset(g.dens, 0, ((size_t)M + 1) * sizeof *g.dens);
     memset(g.part, 0, (size_t)M * sizeof *g.part);
@@ -282,6 +315,10 @@ static int decorrelated_dists(const ms_backoff *b, int r, ms_delay_dist *dist,
     if (atom > 0.0)
       decorr_spread(&g, b->cap, atom);
   }
+  for (int k = *n_built; st == MS_OK && means != NULL && k < r; k++)
+    means[k] = means[*n_built - 1];
+  ms_delay_dists_free(&cur, 1);
+  ms_delay_dists_free(&prev, 1);
   free(g.edge);
   free(g.dens);
   free(g.part);
@@ -307,7 +344,7 @@ int ms_delay_dists_build(const ms_backoff *b, int r, ms_delay_dist *dist,
   if (r < 1)
     return MS_OK;
   if (b->kind == MS_BACKOFF_DECORRELATED) {
-    int st = decorrelated_dists(b, r, dist, n_built, err);
+    int st = decorrelated_run(b, r, dist, NULL, n_built, err);
     if (st != MS_OK) {
       ms_delay_dists_free(dist, r);
       *n_built = 0;
@@ -383,20 +420,34 @@ int ms_backoff_mean_delay(const ms_backoff *b, int k, double *mean,
   case MS_BACKOFF_DECORRELATED:
     break;
   }
-  ms_delay_dist *d = calloc((size_t)k, sizeof *d);
-  if (d == NULL)
+  /* the means alone: O(k) time, O(cells) memory */
+  double *means = malloc((size_t)k * sizeof *means);
+  if (means == NULL)
     return ms_fail(err, MS_ENOMEM, "no memory for backoff delays");
   int n = 0;
-  st = ms_delay_dists_build(b, k, d, &n, err);
-  if (st == MS_OK) {
-    const ms_delay_dist *dk = &d[(k < n ? k : n) - 1];
-    double m = 0.0;
-    for (int i = 0; i < dk->n; i++)
-      m += dk->w[i] * 0.5 * (dk->lo[i] + dk->hi[i]);
-    *mean = m;
+  st = decorrelated_run(b, k, NULL, means, &n, err);
+  if (st == MS_OK)
+    *mean = means[k - 1];
+  free(means);
+  return st;
+}
+
+int ms_backoff_mean_delays(const ms_backoff *b, int r, double *means,
+                           ms_error *err) {
+  int st = ms_backoff_check(b, err);
+  if (st != MS_OK)
+    return st;
+  if (r < 1 || r > MS_MAX_RETRIES)
+    return ms_fail(err, MS_EINVAL, "retries r = %d is outside [1, %d]", r,
+                   MS_MAX_RETRIES);
+  if (means == NULL)
+    return ms_fail(err, MS_EINVAL, "NULL result for ms_backoff_mean_delays");
+  if (b->kind == MS_BACKOFF_DECORRELATED) {
+    int n = 0;
+    return decorrelated_run(b, r, NULL, means, &n, err);
   }
-  ms_delay_dists_free(d, k);
-  free(d);
+  for (int k = 1; st == MS_OK && k <= r; k++)
+    st = ms_backoff_mean_delay(b, k, &means[k - 1], err);
   return st;
 }
 

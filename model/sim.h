@@ -124,10 +124,25 @@ double ms_backoff_ceiling(const ms_backoff *b, int k);
  * E[s_k] = (base + 3 E[s_(k-1)]) / 2, and within Monte Carlo error with a
  * binding cap (tests/check_sim.c).  The recursion stops once stationary
  * (every cell within 2^-53 of the previous retry's), so a k of thousands
- * costs what a few dozen do.  Errors: MS_EINVAL, MS_ENOMEM.
+ * costs what a few dozen do; where it never settles (cap/base near
+ * MS_BACKOFF_MAX_DECORRELATED_RATIO) a retry costs about 0.2 ms, and the
+ * memory stays two distributions of the grid.  Errors: MS_EINVAL,
+ * MS_ENOMEM.
  */
 int ms_backoff_mean_delay(const ms_backoff *b, int k, double *mean,
                           ms_error *err);
+
+/*
+ * ms_backoff_mean_delays: the mean waits before retries 1 .. r, s, as
+ * ms_backoff_mean_delay gives each, in one pass.
+ *   b  a valid backoff;  r  retries, 1 .. MS_MAX_RETRIES
+ *   means  out: r entries, means[k - 1] the mean wait before retry k
+ * Decorrelated jitter's recursion runs once for all r, keeping two
+ * distributions of the grid (O(r) time, about 100 KB), where a call per
+ * retry would cost O(r^2).  Errors: MS_EINVAL, MS_ENOMEM.
+ */
+int ms_backoff_mean_delays(const ms_backoff *b, int r, double *means,
+                           ms_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Service time distributions (discrete-event engine)                  */

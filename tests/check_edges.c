@@ -889,6 +889,10 @@ static void sim_calls(const ms_sim_config *c, const char *in) {
             ms_backoff_ceiling(&c->backoff, k < 0 ? 0 : k), "%s, %d", in, k);
       int rc = ms_backoff_mean_delay(&c->backoff, k, &mean, NULL);
       verdict("ms_backoff_mean_delay", rc, OUTS(mean), "%s, %d", in, k);
+      double means[3] = {NAN, NAN, NAN};
+      rc = ms_backoff_mean_delays(&c->backoff, k, k >= 1 ? means : NULL, NULL);
+      verdict("ms_backoff_mean_delays", rc, k >= 1 ? k : 0, means, "%s, %d", in,
+              k);
     }
   ms_sim_summary u;
   for (int e = 0; e < 2; e++) {
@@ -1143,6 +1147,7 @@ static const row functions[] = {
     DRIVEN(ms_backoff_check, "sim"),
     DRIVEN(ms_backoff_ceiling, "sim"),
     DRIVEN(ms_backoff_mean_delay, "sim"),
+    DRIVEN(ms_backoff_mean_delays, "sim"),
     NO_DOUBLE(ms_service_dist_name, "an enum"),
     NO_DOUBLE(ms_service_dist_from_name, "a string"),
     DRIVEN(ms_service_dist_check, "sim"),

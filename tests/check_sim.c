@@ -385,6 +385,50 @@ START_TEST(test_backoff_multiplier) {
 }
 END_TEST
 
+/* The means of every retry in one pass (ms_backoff_mean_delays): the
+ * exact uncapped recursion E[s_k] = (base + 3 E[s_(k-1)]) / 2 while the
+ * cap cannot bind (3^k base < cap), to twice the square of the grid's cell
+ * ratio less 1 (the midpoint rule's order), at cap / base = 10^6, far from
+ * settling (a call per retry cost O(r^2) there, and 962 MB for retry 10^4
+ * at 10^7); each mean is ms_backoff_mean_delay's. */
+START_TEST(test_backoff_mean_delays) {
+  enum { R = 400 };
+  static double means[R];
+  ms_backoff b = {MS_BACKOFF_DECORRELATED, 1e-3, 1e3, 0};
+  ck_assert_int_eq(ms_backoff_mean_delays(&b, R, means, NULL), MS_OK);
+  double cell = expm1(log(1e6) / 4096), tol = 2 * cell * cell;
+  double e = 1e-3;
+  for (int k = 1; k <= 12; k++) { /* 3^12 = 531441 < 10^6 */
+    e = (1e-3 + 3.0 * e) / 2.0;
+    ck_assert_msg(fabs(means[k - 1] / e - 1) < tol,
+                  "k=%d: %.9g, exact %.9g, tolerance %.2g", k, means[k - 1], e,
+                  tol);
+  }
+  for (int k = 1; k <= R; k += 57) {
+    double m;
+    ck_assert_int_eq(ms_backoff_mean_delay(&b, k, &m, NULL), MS_OK);
+    ck_assert_double_eq(m, means[k - 1]);
+  }
+  ck_assert(means[R - 1] > 1e-3 && means[R - 1] < 1e3);
+  /* the closed-form kinds: each retry's own mean */
+  const ms_backoff_kind kinds[] = {
+      MS_BACKOFF_NONE, MS_BACKOFF_CONSTANT, MS_BACKOFF_EXPONENTIAL,
+      MS_BACKOFF_FULL_JITTER, MS_BACKOFF_EQUAL_JITTER};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    ms_backoff c = {kinds[i], 0.1, 60.0, 0};
+    ck_assert_int_eq(ms_backoff_mean_delays(&c, 12, means, NULL), MS_OK);
+    for (int k = 1; k <= 12; k++) {
+      double m;
+      ck_assert_int_eq(ms_backoff_mean_delay(&c, k, &m, NULL), MS_OK);
+      ck_assert_double_eq(m, means[k - 1]);
+    }
+  }
+  ms_error err;
+  ck_assert_int_eq(ms_backoff_mean_delays(&b, 0, means, &err), MS_EINVAL);
+  ck_assert_int_eq(ms_backoff_mean_delays(&b, 1, NULL, &err), MS_EINVAL);
+}
+END_TEST
+
 START_TEST(test_backoff_decorrelated) {
   /* cap never binds (3^6 < 1000): E[s_k] = (base + 3 E[s_(k-1)]) / 2 */
   ms_backoff b = {MS_BACKOFF_DECORRELATED, 1.0, 1000.0, 0};
@@ -2625,6 +2669,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(parts, test_backoff_means_closed_form);
   tcase_add_test(parts, test_backoff_multiplier);
   tcase_add_test(parts, test_many_retries);
+  tcase_add_test(parts, test_backoff_mean_delays);
   tcase_add_test(parts, test_backoff_decorrelated);
   tcase_add_test(parts, test_errors);
   tcase_add_test(parts, test_sink_stops);
