@@ -17,9 +17,11 @@ Asserted, while a and b report:
   bounds (MS_BOMB=0 leaves it out);
 - the swap of a new set into the read cycle takes under 100 ms, 50,000
   kept services included;
-- SIGTERM while the reload thread parses another 50,000-service file
-  (and, with the bomb, 2 s after one is written: refused by then when
-  the YAML reader counts its events): collectd exits within 1 s.
+- SIGTERM while the reload thread parses another 50,000-service file,
+  while libyaml composes a file of 4,000,000 nodes (within every limit,
+  refused only once composed), and, with the bomb, 2 s after one is
+  written (refused by then when the YAML reader counts its events):
+  collectd exits within 1 s.
 
 The figures measured are printed (the longest gap, the time to load or
 refuse, the time to exit), as the issue's note quotes them.  Everything
@@ -69,6 +71,14 @@ def bomb():
     """8 MiB of one flow sequence of aliases-free scalars."""
     n = 8 * 1024 * 1024 // 3
     return "services: [" + "a, " * n + "a]\n"
+
+
+def nodes_4m():
+    """Within every limit (3,999,990 one-letter scalars, 8 MB) and refused
+    only after libyaml has composed it all, for its unknown key: the
+    composing takes seconds, and the cancel flag must reach into it."""
+    n = 3999990
+    return SMALL + "extra: [" + "a, " * (n - 1) + "a]\n"
 
 
 def longest_gap(work, since, until):
@@ -163,6 +173,7 @@ def main():
               "(%s)" % swaps)
         check(cd.running(), "collectd still running")
     sigterm_during(work, "50,000 services", big(200))
+    sigterm_during(work, "4,000,000 nodes", nodes_4m())
     if BOMB:
         sigterm_during(work, "8 MiB bomb", bomb(), must_be_during=False)
     if not harness.FAILURES:
