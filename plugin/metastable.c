@@ -511,6 +511,14 @@ static void log_roll_locked(plugin_state *st, cdtime_t now) {
   st->log_window = window;
   st->log_lines = 0;
   st->log_suppressed = 0;
+  if (st->log_outcome[0] != '\0') {
+    ms_plugin_log(st->log_outcome_level,
+                  "%s (said late: the bound above "
+                  "had left it out)",
+                  st->log_outcome);
+    st->log_outcome[0] = '\0';
+    st->log_lines++;
+  }
 }
 
 static void log_roll(plugin_state *st, cdtime_t now) {
@@ -553,6 +561,30 @@ __attribute__((format(printf, 3, 4))) void ms_log(plugin_state *st, int level,
   vsnprintf(msg, sizeof msg, format, ap);
   va_end(ap);
   ms_plugin_log(level, "%s", msg);
+}
+
+/* A reload's outcome under the bound, kept when left out (state.h). */
+__attribute__((format(printf, 3, 4))) void
+ms_log_outcome(plugin_state *st, int level, const char *format, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(msg, sizeof msg, format, ap);
+  va_end(ap);
+  pthread_mutex_lock(&st->log_lock);
+  log_roll_locked(st, cdtime());
+  bool ok = st->log_lines < LOG_LINES_PER_WINDOW;
+  if (ok) {
+    st->log_lines++;
+    st->log_outcome[0] = '\0'; /* a later outcome replaces it */
+  } else {
+    st->log_suppressed++;
+    sstrncpy(st->log_outcome, msg, sizeof st->log_outcome);
+    st->log_outcome_level = level;
+  }
+  pthread_mutex_unlock(&st->log_lock);
+  if (ok)
+    ms_plugin_log(level, "%s", msg);
 }
 
 /* Whether a line with back-off b may be said now (log_backoff, state.h):

@@ -94,10 +94,11 @@ static void refuse(plugin_state *st, uint64_t hash, const char *err) {
     return;
   w->has_rejected = true;
   w->rejected = hash;
-  ms_log(st, LOG_ERR,
-         PLUGIN_NAME " plugin: %s; the service file is not reloaded: the %zu "
-                     "services in use keep running until it is fixed",
-         err, st->n_services);
+  ms_log_outcome(st, LOG_ERR,
+                 PLUGIN_NAME
+                 " plugin: %s; the service file is not reloaded: the %zu "
+                 "services in use keep running until it is fixed",
+                 err, st->n_services);
 }
 
 /* A new file's services, built by the reload thread; swapped in by the
@@ -244,14 +245,15 @@ void reload_swap(plugin_state *st) {
   if (st->shard_n > 0)
     snprintf(shard, sizeof shard, " of shard %d/%d (%zu in other shards)",
              st->shard_k, st->shard_n, outside);
-  ms_log(st, LOG_INFO,
-         PLUGIN_NAME " plugin: service file %s reloaded: %zu service%s%s (%zu "
-                     "added, %zu removed, %zu kept with their state); read "
-                     "in %.1f ms beside the read cycle, swapped in %.1f ms",
-         st->path, st->n_services, st->n_services == 1 ? "" : "s", shard,
-         st->n_services - kept, before - kept, kept,
-         1e3 * CDTIME_T_TO_DOUBLE(built),
-         1e3 * CDTIME_T_TO_DOUBLE(cdtime() - started));
+  ms_log_outcome(st, LOG_INFO,
+                 PLUGIN_NAME
+                 " plugin: service file %s reloaded: %zu service%s%s (%zu "
+                 "added, %zu removed, %zu kept with their state); read "
+                 "in %.1f ms beside the read cycle, swapped in %.1f ms",
+                 st->path, st->n_services, st->n_services == 1 ? "" : "s",
+                 shard, st->n_services - kept, before - kept, kept,
+                 1e3 * CDTIME_T_TO_DOUBLE(built),
+                 1e3 * CDTIME_T_TO_DOUBLE(cdtime() - started));
 }
 
 int reload_load_first(const char *path, int shard_k, int shard_n,
@@ -288,12 +290,13 @@ static void file_missing(plugin_state *st, int err) {
     return;
   w->missing = true;
   char buf[256];
-  ms_log(st, LOG_WARNING,
-         PLUGIN_NAME " plugin: service file %s %s (%s); the %zu services "
-                     "in use keep running, and the file is loaded again "
-                     "when it is back",
-         st->path, err == ENOENT ? "was deleted" : "cannot be looked at",
-         sstrerror(err, buf, sizeof buf), st->n_services);
+  ms_log_outcome(
+      st, LOG_WARNING,
+      PLUGIN_NAME " plugin: service file %s %s (%s); the %zu services "
+                  "in use keep running, and the file is loaded again "
+                  "when it is back",
+      st->path, err == ENOENT ? "was deleted" : "cannot be looked at",
+      sstrerror(err, buf, sizeof buf), st->n_services);
 }
 
 /* One look at the file (reload thread, no pending set): a changed,
@@ -355,10 +358,10 @@ static void look(plugin_state *st) {
   if (set == NULL) {
     ms_service_file_free(&file);
     memset(&w->mtime, 0, sizeof w->mtime); /* try again next look */
-    ms_log(st, LOG_ERR,
-           PLUGIN_NAME " plugin: out of memory reloading %s; the %zu "
-                       "services in use keep running",
-           st->path, st->n_services);
+    ms_log_outcome(st, LOG_ERR,
+                   PLUGIN_NAME " plugin: out of memory reloading %s; the %zu "
+                               "services in use keep running",
+                   st->path, st->n_services);
     return;
   }
   set->hash = hash;

@@ -118,12 +118,16 @@ typedef struct {
   uint64_t log_window;          /* the minute the counts below are of */
   unsigned log_lines;           /* lines logged in it */
   size_t log_suppressed;        /* lines left out in it */
-  reload_watch reload;          /* the service file, watched for changes:
-                                   the reload thread's own once it runs */
-  reload_thread reloader;       /* the thread that reads and builds a new
-                                   file's services (reload.h) */
-  pacing pacing;                /* new series, FullEvery (pacing.h) */
-  log_backoff warming;          /* new series held back */
+  char log_outcome[1024];       /* the last reload outcome the bound left
+                                   out ("" when none): said when the next
+                                   minute starts (ms_log_outcome) */
+  int log_outcome_level;
+  reload_watch reload;    /* the service file, watched for changes:
+                             the reload thread's own once it runs */
+  reload_thread reloader; /* the thread that reads and builds a new
+                             file's services (reload.h) */
+  pacing pacing;          /* new series, FullEvery (pacing.h) */
+  log_backoff warming;    /* new series held back */
 } plugin_state;
 
 /*
@@ -135,5 +139,16 @@ typedef struct {
  */
 __attribute__((format(printf, 3, 4))) void ms_log(plugin_state *st, int level,
                                                   const char *format, ...);
+
+/*
+ * ms_log_outcome: a line that says what became of the service file (a
+ * reload, a refusal, the file gone), under the same bound as ms_log; when
+ * the bound leaves it out it is kept, replacing an older one, and said
+ * first when the next minute starts, so that the last outcome always
+ * reaches the log (a refusal once left out was never said: a content is
+ * refused once).  Thread-safe, as ms_log.
+ */
+__attribute__((format(printf, 3, 4))) void
+ms_log_outcome(plugin_state *st, int level, const char *format, ...);
 
 #endif

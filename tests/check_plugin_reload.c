@@ -656,6 +656,57 @@ START_TEST(test_log_cap_under_churn) {
 }
 END_TEST
 
+/* The last outcome of a churn, left out by the bound, is said when the
+ * next minute starts: 40 rewrites in one minute, the last one broken
+ * (refused once per content, so that it would never be said again). */
+static size_t late_refusals, late_reloads;
+static void count_late(int level, const char *msg) {
+  (void)level;
+  if (strstr(msg, "said late") == NULL)
+    return;
+  bool refused = strstr(msg, "is not reloaded") != NULL;
+  late_refusals += refused;
+  late_reloads += !refused && strstr(msg, " reloaded:") != NULL;
+}
+
+START_TEST(test_last_outcome_said_late) {
+  static const char *const opts[] = {"Interval", "1", NULL};
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  put(file_ab);
+  stub_cache_set("h/statsd/derive-a", 10.0);
+  stub_cache_set("h/statsd/derive-b", 20.0);
+  stub_cache_commit();
+  module_register();
+  stub_clock_set(CHURN_T0);
+  ck_assert(stub_call_config_options(path, opts) == 0 && stub_call_init() == 0);
+  late_refusals = late_reloads = 0;
+  stub_on_log = count_late;
+  for (int k = 0; k < 40; k++) { /* 40 outcomes: the bound is 30 */
+    char text[1024];
+    snprintf(text, sizeof text, "%s# rewrite %d\n",
+             k % 2 == 0 ? file_ac : broken2, k);
+    stub_clock_set(CHURN_T0 + ((uint64_t)k << 30));
+    put(text);
+    read_settled();
+  }
+  ck_assert_uint_eq(late_refusals, 0);
+  stub_clock_set(CHURN_T0 + ((uint64_t)61 << 30)); /* the next minute */
+  read_settled();
+  stub_on_log = NULL;
+  ck_assert_uint_eq(late_refusals, 1); /* rewrite 39's, said once */
+  ck_assert_uint_eq(late_reloads, 0);  /* replaced by the later refusal */
+  stub_clock_set(CHURN_T0 + ((uint64_t)62 << 30));
+  stub_on_log = count_late;
+  read_settled();
+  stub_on_log = NULL;
+  ck_assert_uint_eq(late_refusals, 1); /* not again */
+  stop();
+  stub_clock_set(0);
+}
+END_TEST
+
 /* ms_tracker_carry on its own, by field. */
 static void spec_of(const char *text, ms_service_file *f) {
   char err[512];
@@ -846,6 +897,7 @@ int main(void) {
   tcase_add_test(tc, test_bomb_refused_off_the_read);
   tcase_add_test(tc, test_shutdown_during_parse);
   tcase_add_test(tc, test_log_cap_under_churn);
+  tcase_add_test(tc, test_last_outcome_said_late);
   tcase_set_timeout(tc, 120);
   suite_add_tcase(s, tc);
   tc = tcase_create("tracker");
