@@ -40,8 +40,28 @@ static int leading_number(const char *text, double *out, const char **rest) {
   return 0;
 }
 
+const char *ms_quoted(char *buf, size_t len, const char *text) {
+  if (text == NULL)
+    text = "";
+  size_t n = strlen(text);
+  if (n <= MS_QUOTED_WHOLE) {
+    snprintf(buf, len, "'%s'", text);
+    return buf;
+  }
+  size_t head = MS_QUOTED_HEAD, tail = MS_QUOTED_TAIL;
+  while (head > 0 && ((unsigned char)text[head] & 0xC0) == 0x80)
+    head--; /* not inside a UTF-8 sequence */
+  while (tail < n && ((unsigned char)text[n - tail] & 0xC0) == 0x80)
+    tail++;
+  snprintf(buf, len, "'%.*s\u2026%s' (%zu bytes)", (int)head, text,
+           text + n - tail, n);
+  return buf;
+}
+
 const char *ms_number_tiny_message(char *buf, size_t len, const char *text) {
-  snprintf(buf, len, "'%s' is too close to 0: " TINY_TAIL, text ? text : "");
+  char q[MS_QUOTED_SIZE];
+  snprintf(buf, len, "%s is too close to 0: " TINY_TAIL,
+           ms_quoted(q, sizeof q, text));
   return buf;
 }
 
@@ -75,6 +95,7 @@ int ms_parse_whole(const char *text, double *out) {
 
 int ms_parse_duration(const char *text, double *seconds, char *errbuf,
                       size_t errlen) {
+  char q[MS_QUOTED_SIZE];
   /* "m" is minutes and "ms" milliseconds: the units are whole words
    * compared in full, never prefixes.  Sub-second units divide by a whole
    * number (correctly rounded: "100ms" and "100000us" are exactly the
@@ -96,9 +117,9 @@ int ms_parse_duration(const char *text, double *seconds, char *errbuf,
   }
   if (r != 0 || v < 0) {
     snprintf(errbuf, errlen,
-             "'%s' is not a duration (seconds, or a number with us, ms, s, "
+             "%s is not a duration (seconds, or a number with us, ms, s, "
              "m or h)",
-             text ? text : "");
+             ms_quoted(q, sizeof q, text));
     return -1;
   }
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
@@ -107,19 +128,21 @@ int ms_parse_duration(const char *text, double *seconds, char *errbuf,
       if (!isfinite(x))
         break;
       if (tiny(x)) { /* "1e-306us" */
-        snprintf(errbuf, errlen, "'%s' is %.3g s, too close to 0: " TINY_TAIL,
-                 text, x);
+        snprintf(errbuf, errlen, "%s is %.3g s, too close to 0: " TINY_TAIL,
+                 ms_quoted(q, sizeof q, text), x);
         return -1;
       }
       *seconds = x;
       return 0;
     }
   if (unit[0] == '\0' || strcmp(unit, "m") == 0 || strcmp(unit, "h") == 0) {
-    snprintf(errbuf, errlen, "'%s' is not a duration: too long", text);
+    snprintf(errbuf, errlen, "%s is not a duration: too long",
+             ms_quoted(q, sizeof q, text));
     return -1;
   }
-  snprintf(errbuf, errlen,
-           "'%s': unknown time unit '%s' (use us, ms, s, m or h)", text, unit);
+  char qu[MS_QUOTED_SIZE];
+  snprintf(errbuf, errlen, "%s: unknown time unit %s (use us, ms, s, m or h)",
+           ms_quoted(q, sizeof q, text), ms_quoted(qu, sizeof qu, unit));
   return -1;
 }
 
@@ -146,6 +169,7 @@ int ms_timeout_from_range(double lo, double hi, double *timeout, double *spread,
 
 int ms_parse_timeout_range(const char *text, double *timeout, double *spread,
                            char *why, size_t len) {
+  char q[MS_QUOTED_SIZE];
   const char *dots = text ? strstr(text, "..") : NULL;
   double lo, hi;
   if (dots == NULL) {
@@ -156,8 +180,8 @@ int ms_parse_timeout_range(const char *text, double *timeout, double *spread,
   char first[64];
   size_t n = (size_t)(dots - text);
   if (n >= sizeof first) {
-    snprintf(why, len, "'%s' is not a timeout range (MIN..MAX, 500ms..1.1s)",
-             text);
+    snprintf(why, len, "%s is not a timeout range (MIN..MAX, 500ms..1.1s)",
+             ms_quoted(q, sizeof q, text));
     return -1;
   }
   memcpy(first, text, n);
@@ -166,9 +190,8 @@ int ms_parse_timeout_range(const char *text, double *timeout, double *spread,
       ms_parse_duration(dots + 2, &hi, why, len) != 0) {
     char inner[200];
     snprintf(inner, sizeof inner, "%s", why);
-    snprintf(why, len,
-             "'%s' is not a timeout range (MIN..MAX, 500ms..1.1s): %s", text,
-             inner);
+    snprintf(why, len, "%s is not a timeout range (MIN..MAX, 500ms..1.1s): %s",
+             ms_quoted(q, sizeof q, text), inner);
     return -1;
   }
   return ms_timeout_from_range(lo, hi, timeout, spread, why, len);
@@ -208,6 +231,7 @@ bool ms_param_is_share(ms_param id) {
 
 int ms_parse_rate(const char *text, double *per_second, char *errbuf,
                   size_t errlen) {
+  char q[MS_QUOTED_SIZE];
   double v;
   const char *unit;
   if (text != NULL && leading_number(text, &v, &unit) == MS_NUMBER_TINY) {
@@ -216,16 +240,16 @@ int ms_parse_rate(const char *text, double *per_second, char *errbuf,
   }
   if (text != NULL && leading_number(text, &v, &unit) == 0 && v < 0 &&
       (*unit == '\0' || strcmp(unit, "/s") == 0)) {
-    snprintf(errbuf, errlen, "'%s' is negative: a rate is >= 0 per second",
-             text);
+    snprintf(errbuf, errlen, "%s is negative: a rate is >= 0 per second",
+             ms_quoted(q, sizeof q, text));
     return -1;
   }
   if (text == NULL || leading_number(text, &v, &unit) != 0 ||
       (*unit != '\0' && strcmp(unit, "/s") != 0)) {
     snprintf(errbuf, errlen,
-             "'%s' is not a rate (a number per second, "
+             "%s is not a rate (a number per second, "
              "optionally written with /s)",
-             text ? text : "");
+             ms_quoted(q, sizeof q, text));
     return -1;
   }
   *per_second = v;
@@ -241,7 +265,9 @@ ms_parse_result ms_parse_param(ms_param id, const char *text, double *out,
   if (p == NULL || text == NULL)
     return MS_PARSE_NOT_NUMBER;
   if (is_percentage(text) && !ms_param_is_share(id)) {
-    snprintf(why, len, "'%s' is a percentage, but %s is %s", text, p->key,
+    char q[MS_QUOTED_SIZE];
+    snprintf(why, len, "%s is a percentage, but %s is %s",
+             ms_quoted(q, sizeof q, text), p->key,
              p->whole ? "a count, not a share" : "not a share");
     return MS_PARSE_NOT_UNIT;
   }

@@ -57,6 +57,20 @@ const char *ms_format_share(char *buf, size_t len, double x, int digits);
 const char *ms_number_tiny_message(char *buf, size_t len, const char *text);
 
 /*
+ * ms_quoted: text in single quotes for a message, into buf: whole up to
+ * MS_QUOTED_WHOLE bytes, else its first MS_QUOTED_HEAD bytes, "\u2026",
+ * its last MS_QUOTED_TAIL and its length in bytes, so that a value of a
+ * hostile file (600 digits, a 60 MB name) cannot push the reason out of a
+ * bounded message.  UTF-8 sequences are not split.  NULL reads as "".
+ * Returns buf; MS_QUOTED_SIZE bytes always hold the result.
+ */
+#define MS_QUOTED_WHOLE 64
+#define MS_QUOTED_HEAD 40
+#define MS_QUOTED_TAIL 8
+#define MS_QUOTED_SIZE 96
+const char *ms_quoted(char *buf, size_t len, const char *text);
+
+/*
  * ms_parse_number: text is one finite number for strtod ("12", "1e-3",
  * " 2.5 "; blanks around it allowed).  Returns 0 with *out set,
  * MS_NUMBER_TINY for a number the rule above refuses, or -1.

@@ -20,11 +20,55 @@
 static void located(char *err, size_t errlen, const char *path, size_t line,
                     size_t column, const char *fmt, va_list ap)
     __attribute__((format(printf, 6, 0)));
+/* Words (runs without a blank) longer than this are cut in a message
+ * that would not fit: a value or a key of a hostile file ('1000...' of
+ * 600 digits, a key of 1,000 letters) ate the reason that followed it. */
+enum { LONG_WORD = 64, WORD_HEAD = 40, WORD_TAIL = 8 };
+
+/* s with every word over LONG_WORD bytes cut to its head, "...", and its
+ * tail, into out (outlen > 0); UTF-8 sequences are not split. */
+static void shorten_words(char *out, size_t outlen, const char *s) {
+  size_t o = 0;
+  while (*s != '\0' && o + 1 < outlen) {
+    size_t w = strcspn(s, " \n");
+    if (w > LONG_WORD) {
+      size_t head = WORD_HEAD, tail = WORD_TAIL;
+      while (head > 0 && ((unsigned char)s[head] & 0xC0) == 0x80)
+        head--;
+      while (tail < w && ((unsigned char)s[w - tail] & 0xC0) == 0x80)
+        tail++;
+      o += (size_t)snprintf(out + o, outlen - o, "%.*s\u2026%.*s", (int)head, s,
+                            (int)tail, s + w - tail);
+    } else {
+      o += (size_t)snprintf(out + o, outlen - o, "%.*s", (int)w, s);
+    }
+    if (o >= outlen)
+      break;
+    s += w;
+    size_t b = strspn(s, " \n");
+    o += (size_t)snprintf(out + o, outlen - o, "%.*s", (int)b, s);
+    s += b;
+  }
+}
+
 static void located(char *err, size_t errlen, const char *path, size_t line,
                     size_t column, const char *fmt, va_list ap) {
+  va_list again;
+  va_copy(again, ap);
   int n = snprintf(err, errlen, "%s:%zu:%zu: ", path, line, column);
-  if (n >= 0 && (size_t)n < errlen)
-    vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+  if (n >= 0 && (size_t)n < errlen) {
+    int m = vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+    if (m >= 0 && (size_t)n + (size_t)m >= errlen) {
+      /* it did not fit: the whole message, its long words cut */
+      char *full = malloc((size_t)m + 1);
+      if (full != NULL) {
+        vsnprintf(full, (size_t)m + 1, fmt, again);
+        shorten_words(err + n, errlen - (size_t)n, full);
+        free(full);
+      }
+    }
+  }
+  va_end(again);
 }
 
 int ms_yaml_fail(ms_yaml_loader *ld, const yaml_node_t *node, const char *fmt,
@@ -123,8 +167,7 @@ static const char *shown(const yaml_node_t *v, char *buf, size_t len) {
   const char *s = ms_yaml_scalar(v);
   if (s == NULL)
     return ms_yaml_kind(v);
-  snprintf(buf, len, "'%s'", s);
-  return buf;
+  return ms_quoted(buf, len, s);
 }
 
 int ms_yaml_get_number(ms_yaml_loader *ld, const yaml_node_t *v,

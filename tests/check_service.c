@@ -18,6 +18,7 @@
 #include "check_run.h"
 #include "service.h"
 #include "sim.h"
+#include "units.h"
 #include "yamldoc.h"
 
 static const char *good_file =
@@ -366,6 +367,62 @@ START_TEST(test_raw_nul) {
                    -1);
   ck_assert_str_eq(err, "svc.yaml:2:12: YAML syntax: control characters are "
                         "not allowed (byte 0x00)");
+}
+END_TEST
+
+/* A long value or key keeps the reason in a 512-byte message: the value
+ * is quoted short (ms_quoted), and a message that still would not fit has
+ * its long words cut.  A new-user trial had "'1000...' is no (key
+ * 'capacity')" and "unknown key 'kkk..." with nothing after. */
+START_TEST(test_long_scalars_keep_the_reason) {
+  const size_t n = 100000;
+  char *big = malloc(n + 1);
+  ck_assert_ptr_nonnull(big);
+  memset(big, '0', n);
+  big[0] = '1';
+  big[n] = '\0';
+  char *key = malloc(1001);
+  ck_assert_ptr_nonnull(key);
+  memset(key, 'k', 1000);
+  key[1000] = '\0';
+  const struct {
+    const char *model, *before, *middle, *after, *says;
+  } cases[] = {
+      {"capacity", "    capacity: ", big, "\n", "is not a rate"},
+      {"capacity", "    capacity: 100\n    ", key, ": 1\n",
+       "in a service (known: name,"},
+      {"erlang", "    servers: ", big, "\n", "must be a whole number"},
+      {"erlang", "    service_time: 1", key, "s\n", "unknown time unit"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    size_t len = n + 512;
+    char *text = malloc(len);
+    ck_assert_ptr_nonnull(text);
+    snprintf(text, len,
+             "services:\n  - name: a\n    model: %s\n%s%s%s"
+             "    retries: 1\n    inputs:\n      offered_rate: 5\n",
+             cases[i].model, cases[i].before, cases[i].middle, cases[i].after);
+    ms_service_file f;
+    char err[512] = "";
+    ck_assert_int_eq(ms_service_file_parse(text, strlen(text), "t.yaml", &f,
+                                           err, sizeof err),
+                     -1);
+    ck_assert_msg(strstr(err, cases[i].says) != NULL, "case %zu: %s", i, err);
+    free(text);
+  }
+  free(key);
+  free(big);
+  /* ms_quoted: whole up to 64 bytes; cut past it, never inside a UTF-8
+   * sequence ("a" then 2-byte letters: byte 40 is inside one) */
+  char q[MS_QUOTED_SIZE], t[256] = "a";
+  ck_assert_str_eq(ms_quoted(q, sizeof q, "5ms"), "'5ms'");
+  for (int k = 0; k < 60; k++)
+    strcat(t, "\xc3\xa9");
+  ms_quoted(q, sizeof q, t);
+  ck_assert_msg(strstr(q, "(121 bytes)") != NULL, "%s", q);
+  const char *cut = strstr(q, "\xe2\x80\xa6"); /* the ellipsis */
+  ck_assert_ptr_nonnull(cut);
+  ck_assert_uint_eq((size_t)(cut - q - 1) % 2, 1); /* "a" + whole letters */
 }
 END_TEST
 
@@ -2769,6 +2826,7 @@ int main(void) {
   tcase_add_test(tc, test_missing_file);
   tcase_add_test(tc, test_units);
   tcase_add_test(tc, test_raw_nul);
+  tcase_add_test(tc, test_long_scalars_keep_the_reason);
   tcase_add_test(tc, test_tiny_numbers_parsers);
   tcase_add_test(tc, test_tiny_numbers_in_files);
   tcase_add_test(tc, test_policies_and_tiers);
