@@ -295,8 +295,8 @@ enum {
     MS_BOUND_LO_OPEN | MS_BOUND_LIMIT, 0, MS_SCOPE_SERVICE)                   \
   X(SERVERS, "servers", "", 1.0, (double)MS_MAX_SERVERS,                      \
     MS_BOUND_CLOSED, 1, MS_SCOPE_SERVICE)                                     \
-  X(SERVICE_RATE, "service_rate", "1/s", 0.0, MS_MAX_SERVICE_RATE,            \
-    MS_BOUND_LO_OPEN | MS_BOUND_LIMIT, 0, MS_SCOPE_SERVICE)                   \
+  X(SERVICE_RATE, "service_rate", "1/s", 1.0 / MS_MAX_DURATION,              \
+    MS_MAX_SERVICE_RATE, MS_BOUND_LIMIT, 0, MS_SCOPE_SERVICE)                 \
   X(SERVICE_TIME, "service_time", "s", 1.0 / MS_MAX_SERVICE_RATE,           \
     MS_MAX_DURATION, MS_BOUND_LIMIT, 0, MS_SCOPE_SERVICE)                     \
   X(TIMEOUT, "timeout", "s", 0.0, MS_MAX_DURATION,                            \

@@ -224,11 +224,11 @@ START_TEST(test_domain) {
 }
 END_TEST
 
-/* A subnormal service rate: rho = x / (c mu) overflows and c mu T
- * underflows to 0, so the response's mode was inf x 0, NaN, cast to long
- * (fuzz_model_fast, corpus crash-mmck-response-mode-nan.bin).  The queue
- * is then full at once: P_block = 1 - O(c mu / x), 1 as a double, so p is
- * 1 exactly. */
+/* A subnormal service rate: rho = x / (c mu) overflowed and c mu T
+ * underflowed to 0, so the response's mode was inf x 0, NaN, cast to long
+ * (fuzz_model_fast, corpus crash-mmck-response-mode-nan.bin).  The model
+ * now refuses a service rate below 1 / MS_MAX_DURATION, the reciprocal of
+ * service_time's range (model/loop.h), as the service file does. */
 START_TEST(test_subnormal_rate) {
   ms_failure_model m;
   ms_failure_model_erlang(&m, 1, 8.28905e-317, 1.4920973387269794e-154);
@@ -237,10 +237,17 @@ START_TEST(test_subnormal_rate) {
   m.queue_limit = 25;
   const double xs[] = {60000687.85157071, 5.0, 9.5};
   for (int i = 0; i < 3; i++) {
-    double p;
-    ck_assert_int_eq(ms_failure_probability(&m, xs[i], &p, NULL), MS_OK);
-    ck_assert_msg(p == 1.0, "x %g: p %.17g", xs[i], p);
+    double p = -1;
+    ms_error err;
+    ck_assert_int_eq(ms_failure_probability(&m, xs[i], &p, &err), MS_EINVAL);
+    ck_assert_msg(strstr(err.msg, "service_rate") != NULL &&
+                      strstr(err.msg, "at least 1e-300") != NULL,
+                  "%s", err.msg);
   }
+  m.service_rate = 1e-300; /* the smallest accepted: p is 1 */
+  double p;
+  ck_assert_int_eq(ms_failure_probability(&m, 5.0, &p, NULL), MS_OK);
+  ck_assert_msg(p == 1.0, "p %.17g", p);
 }
 END_TEST
 

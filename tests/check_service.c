@@ -548,7 +548,8 @@ START_TEST(test_range_from_model) {
        "svc.yaml:5:19: service_time = 1e+305 s must be > 0, at least 1e-290 "
        "and at most 1e+300 (key 'service_time')"},
       {SVC "    model: erlang\n    servers: 3\n    service_rate: 0/s\n",
-       "svc.yaml:5:19: service_rate = 0/s must be > 0 and at most 1e+290 "
+       "svc.yaml:5:19: service_rate = 0/s must be > 0, at least 1e-300 and "
+       "at most 1e+290 "
        "(key 'service_rate')"},
       {SVC "    model: erlang\n    servers: 3\n    service_rate: 5\n"
            "    timeout: 1e301\n",

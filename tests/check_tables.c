@@ -99,7 +99,7 @@ static const struct {
 } ranges[] = {
     {MS_PARAM_CAPACITY, "> 0 and at most 1e+300"},
     {MS_PARAM_SERVERS, "in [1, 10000000]"},
-    {MS_PARAM_SERVICE_RATE, "> 0 and at most 1e+290"},
+    {MS_PARAM_SERVICE_RATE, "> 0, at least 1e-300 and at most 1e+290"},
     {MS_PARAM_SERVICE_TIME, "> 0, at least 1e-290 and at most 1e+300"},
     {MS_PARAM_TIMEOUT, ">= 0 and at most 1e+300"},
     {MS_PARAM_BASE_FAILURE, "in [0, 1)"},
