@@ -69,7 +69,7 @@ static double ln_cdf(long n, double y) {
  * for rho > 1 d' = 1 - 1/rho. */
 typedef struct {
   long c, K;
-  double cmu, x, T, tau;
+  double mu, cmu, x, T, tau;
   double d, ln_rho, d_inv; /* d_inv used for rho > 1 */
   bool over;               /* rho > 1: quantities scaled by rho^-K */
   double ln_g;             /* ln G = -ln B(c, a) */
@@ -227,6 +227,7 @@ static void shape_init(long c, long K, double mu, double x, double T,
                        shape *q) {
   q->c = c;
   q->K = K;
+  q->mu = mu;
   q->cmu = (double)c * mu;
   q->x = x;
   q->T = T;
@@ -356,12 +357,57 @@ static double ln_poisson_above(long K, double y) {
   return ms_ln_poisson_pmf(K + 1, y) + log(sum);
 }
 
-/* ln E (scaled by rho^-K if over), tau > 0, K >= 1: the terms j <= K
- * summed from near their mode, the rest in closed form,
- *   sum_{j>K} pois(j; tau) w_K r^(j-K) = w_K r^-K e^(-mu T) P(N > K),
- * N Poisson of mean r tau (for c = 1, r = 0, it is 0). */
-static double ln_response_extra(const shape *q, long *terms) {
-  double ln_r = log1p(-1.0 / (double)q->c);
+/* The terms j <= K of E in closed form, where it does not cancel: there
+ * w_j = (rho^j - r^j) / (rho - r), the term j = 0 is 0, and e^(-tau)
+ * (rho tau)^j / j! = e^(-(1 - rho) tau) pois(j; rho tau), so
+ *   sum_{j<=K} pois(j; tau) w_j
+ *     = [e^(-(1 - rho) tau) F(K; rho tau) - e^(-mu T) F(K; r tau)] / (rho - r)
+ * ((1 - r) tau = mu T), the wait's closed form (above) with r for 1 and K for
+ * K - 1.  Over, scaled by rho^-K, the first term is e^((rho - 1) tau) rho^-K
+ * F(K; rho tau) or, the same by the identity at j = K, pois(K; tau) F(K; rho
+ * tau) / pmf(K; rho tau): the first form cancels where (rho - 1) tau nears
+ * K ln rho, the second where K is far above tau and rho near 1, so the one
+ * whose parts are smaller is taken (its absolute rounding, about 1e-16 of
+ * the parts, the smaller).  The second term, e^(-mu T) F(K; r tau) rho^-K,
+ * has all its logs of one sign.  rho - r = (x - (c - 1) mu) / (c mu)
+ * with one rounding in the difference (fma).  Returns false, to sum
+ * instead, where the two terms come within a factor e of each other (rho
+ * near r, where the difference would cancel), or where tau or x T is 0 or
+ * not finite. */
+static bool response_closed(const shape *q, double *ln_low) {
+  double diff = fma(-(double)(q->c - 1), q->mu, q->x) / q->cmu;
+  double xT = q->x * q->T, mu_t = q->tau / (double)q->c;
+  if (diff == 0.0 || !(q->tau > 0.0) || !(xT > 0.0) || !(xT <= DBL_MAX))
+    return false;
+  double l1, l2 = -mu_t + ln_cdf(q->K, q->tau - mu_t);
+  if (!q->over) {
+    l1 = -(q->cmu - q->x) * q->T + ln_cdf(q->K, xT);
+  } else {
+    /* two forms of the first term, each a sum whose parts may cancel: the
+     * one whose parts are smaller in size (its rounding the smaller) */
+    double ln_f, ln_ratio, k_ln_rho = (double)q->K * q->ln_rho;
+    ms_poisson_cdf(q->K, xT, &ln_f, &ln_ratio);
+    double up = (q->x - q->cmu) * q->T,
+           ln_pmf = ms_ln_poisson_pmf(q->K, q->tau);
+    if (up + k_ln_rho - ln_f <= ln_ratio - ln_pmf)
+      l1 = up - k_ln_rho + ln_f;
+    else
+      l1 = ln_pmf + ln_ratio;
+    l2 -= k_ln_rho;
+  }
+  if (diff > 0.0 && l1 - l2 >= 1.0) {
+    *ln_low = l1 + log(-expm1(l2 - l1)) - log(diff);
+    return true;
+  }
+  if (diff < 0.0 && l2 - l1 >= 1.0) {
+    *ln_low = l2 + log(-expm1(l1 - l2)) - log(-diff);
+    return true;
+  }
+  return false;
+}
+
+/* ln of the terms j <= K of E summed from near their mode (series_sum). */
+static double response_sum(const shape *q, double ln_r, long *terms) {
   /* the mode of pois(j; tau) max(rho, r)^j, the growth of w_j */
   double hi = fmax(exp(q->ln_rho), exp(ln_r));
   /* tau = 0 (c mu T underflows) puts the mode at 0 whatever rho, also
@@ -374,7 +420,22 @@ static double ln_response_extra(const shape *q, long *terms) {
   series s = {.tau = q->tau, .e_step = 1, .n_off = 0, .n_step = 1};
   w_shape(q, ln_r, &s.ln_h, &s.d_b, &s.ln_b);
   s.e_off = q->over ? -1 - q->K : -1;
-  double low = series_sum(&s, j0, 1, q->K, terms);
+  return series_sum(&s, j0, 1, q->K, terms);
+}
+
+/* ln E (scaled by rho^-K if over), tau > 0, K >= 1: the terms j <= K
+ * in closed form (response_closed) or, where that would cancel, summed
+ * from near their mode; the rest in closed form,
+ *   sum_{j>K} pois(j; tau) w_K r^(j-K) = w_K r^-K e^(-mu T) P(N > K),
+ * N Poisson of mean r tau (for c = 1, r = 0, it is 0). */
+static double ln_response_extra(const shape *q, long *terms) {
+  double ln_r = log1p(-1.0 / (double)q->c);
+  double low;
+  if (response_closed(q, &low)) {
+    if (terms != NULL)
+      *terms = 0;
+  } else
+    low = response_sum(q, ln_r, terms);
   if (q->c == 1)
     return low;
   double r = exp(ln_r);
