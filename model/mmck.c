@@ -296,9 +296,11 @@ void ms_mmck_terms_unchecked(long c, long K, double mu, double x, double T,
  * pi_n / pi_c (G - 1 below c, rho^m above), the numerator over Z_{K-1} is
  *   (G - 1) e^(-mu T) + S + E,  E = sum_{j>=1} pois(j; tau) w_j,
  * S the wait's (above) and w_j = sum_{m<min(j, K)} rho^m r^(j-1-m), all
- * terms positive.  pois(j) w_j is log-concave in j (w is the convolution
- * of two log-concave sequences), so E is summed like wait_sum: from near
- * its mode outwards, stopped by the geometric bound on the rest.
+ * terms positive.  Its terms j <= K have a closed form like S's
+ * (response_closed) except near rho = r, where it would cancel; there
+ * pois(j) w_j, log-concave in j (w is the convolution of two log-concave
+ * sequences), is summed like wait_sum: from near its mode outwards,
+ * stopped by the geometric bound on the rest.
  */
 
 /* The shape of w_j = hi^(j-1) [j]_b for j <= K, hi = max(rho, r), b the
