@@ -69,7 +69,7 @@ static double ln_cdf(long n, double y) {
  * for rho > 1 d' = 1 - 1/rho. */
 typedef struct {
   long c, K;
-  double cmu, x, T, tau;
+  double mu, cmu, x, T, tau;
   double d, ln_rho, d_inv; /* d_inv used for rho > 1 */
   bool over;               /* rho > 1: quantities scaled by rho^-K */
   double ln_g;             /* ln G = -ln B(c, a) */
@@ -93,52 +93,106 @@ static double ln_g_j(const shape *q, long j) {
   return -q->ln_rho + ln_qnum(q->K - j, q->d_inv, -q->ln_rho);
 }
 
-/* The sum of e^(ln_term(j)) over j in [lo, hi], ln_term relative to the
- * mode j0's (whose term is e^0 = 1), from j0 outwards: each direction stops
- * once the terms fall and the geometric bound t q / (1 - q) on the rest
- * (log-concavity: the ratios q only shrink) is below 1e-17 of the sum.  Counts
- * the terms in *terms when not NULL.  Shared by the wait's S and the response's
- * E. */
-typedef double (*term_fn)(const shape *q, long j, const double *at_mode);
-static double sum_from_mode(const shape *q, long j0, long lo, long hi,
-                            term_fn ln_term, const double *at_mode,
-                            long *terms) {
+/* A sum over j of pois(j; tau) h^e(j) [n(j)]_b, the form of both the wait's
+ * S and the response's E: e(j) = e_step j + e_off and n(j) = n_off + n_step j
+ * integers, n(j) >= 1 over the range summed, b <= 1 through d_b = 1 - b >= 0
+ * and ln b (-inf for b = 0). */
+typedef struct {
+  double tau;         /* the Poisson mean, > 0 */
+  double ln_h;        /* ln h, finite */
+  long e_step, e_off; /* e_step 0 or 1 */
+  long n_off, n_step; /* n_step -1 or 1 */
+  double d_b, ln_b;
+} series;
+
+/* ln of the j-th term without the [n]_b factor, in the exact log form:
+ * ln pois(j; tau) + e(j) ln h, e(j) formed exactly as an integer so that
+ * e.g. (j - 1 - K) ln rho does not cancel. */
+static double series_ln_a(const series *s, long j) {
+  return ms_ln_poisson_pmf(j, s->tau) +
+         (double)(s->e_step * j + s->e_off) * s->ln_h;
+}
+
+/* [n]_b up to the factor 1 / d_b when d_b > 0: -expm1(n ln b), else n. */
+static double series_q(const series *s, long n) {
+  return s->d_b == 0.0 ? (double)n : -expm1((double)n * s->ln_b);
+}
+
+/* How often the Poisson and geometric factors, carried by recurrence from
+ * the mode, are formed afresh from the exact log form: each step rounds
+ * them by at most about 2.5 units in the last place (one quotient, two
+ * products), so the relative error of a term stays below 128 x 2.5 x
+ * 1.1e-16 = 3.6e-14 (and that of the sum, all terms positive, too). */
+enum { SERIES_REFRESH = 128 };
+
+/* ln of the sum of the terms over j in [lo, hi], from j0 outwards: each
+ * direction stops once the terms fall and the geometric bound t q / (1 - q)
+ * on the rest (log-concavity: the ratios q only shrink) is below 1e-17 of
+ * the sum.  Each term costs a quotient, two products and one expm1: the
+ * Poisson factor by pois(j + 1) = pois(j) tau / (j + 1), h^e(j) by products,
+ * both refreshed every SERIES_REFRESH steps.  Counts the terms in *terms when
+ * not NULL. */
+static double series_sum(const series *s, long j0, long lo, long hi,
+                         long *terms) {
+  double ln_a0 = series_ln_a(s, j0);
+  long n0 = s->n_off + s->n_step * j0;
+  double q0_inv = 1.0 / series_q(s, n0);
+  double ln_mode = ln_a0 + ln_qnum(n0, s->d_b, s->ln_b);
+  double h = s->e_step != 0 ? exp(s->ln_h) : 1.0;
+  double h_inv = s->e_step != 0 ? exp(-s->ln_h) : 1.0;
   double sum = 1.0;
   long count = 1;
+  if (ln_a0 == -INFINITY) { /* tau underflowed: no term but at j = 0 */
+    if (terms != NULL)
+      *terms = count;
+    return ln_mode;
+  }
   for (int dir = 1; dir >= -1; dir -= 2) {
-    double prev = 1.0;
-    for (long j = j0 + dir; j >= lo && j <= hi; j += dir) {
-      double t = exp(ln_term(q, j, at_mode));
+    double a = 1.0, prev = 1.0;
+    long k = 1;
+    for (long j = j0 + dir; j >= lo && j <= hi; j += dir, k++) {
+      if (k % SERIES_REFRESH == 0)
+        a = exp(series_ln_a(s, j) - ln_a0);
+      else if (dir > 0)
+        a = a * (s->tau / (double)j) * h;
+      else
+        a = a * ((double)(j + 1) / s->tau) * h_inv;
+      double t = a * (series_q(s, s->n_off + s->n_step * j) * q0_inv);
       sum += t;
       count++;
-      double ratio = t / prev;
-      if (ratio < 1.0 && t * ratio / (1.0 - ratio) <= 1e-17 * sum)
+      /* the ratio q = t / prev < 1 and t q / (1 - q) = t^2 / (prev - t),
+       * without a division */
+      if (t < prev && t * t <= 1e-17 * sum * (prev - t))
         break;
       prev = t;
     }
   }
   if (terms != NULL)
     *terms = count;
-  return sum;
+  return ln_mode + log(sum);
 }
 
-/* The j-th term of S in logs over the mode's: pois(j; tau) g_j, the
- * mode's ln pois and ln g in at_mode[0], at_mode[1]. */
-static double wait_term(const shape *q, long j, const double *at_mode) {
-  return ms_ln_poisson_pmf(j, q->tau) - at_mode[0] + ln_g_j(q, j) - at_mode[1];
-}
-
-/* ln S by summing its terms over j from the mode outwards; each direction
- * stops once the terms fall and the geometric bound t q / (1 - q) on the
- * rest (log-concavity: the ratios q only shrink) is below 1e-17 of the
- * sum.  Returns the count of terms in *terms when not NULL. */
+/* ln S by summing its terms pois(j; tau) (rho^j - rho^K) / (1 - rho) over
+ * j < K from the mode outwards (series_sum): rho^j [K - j]_rho, or over
+ * rho^-1 [K - j]_(1/rho), scaled by rho^-K.  Returns the count of terms in
+ * *terms when not NULL. */
 static double wait_sum(const shape *q, long *terms) {
   double rho1 = q->ln_rho < 0.0 ? exp(q->ln_rho) : 1.0;
   double jf = floor(rho1 * q->tau);
   long j0 = jf >= (double)(q->K - 1) ? q->K - 1 : (long)jf;
-  const double at_mode[2] = {ms_ln_poisson_pmf(j0, q->tau), ln_g_j(q, j0)};
-  return at_mode[0] + at_mode[1] +
-         log(sum_from_mode(q, j0, 0, q->K - 1, wait_term, at_mode, terms));
+  series s = {.tau = q->tau, .ln_h = q->ln_rho, .n_off = q->K, .n_step = -1};
+  if (!q->over) {
+    s.e_step = 1;
+    s.e_off = 0;
+    s.d_b = q->d;
+    s.ln_b = q->ln_rho;
+  } else {
+    s.e_step = 0;
+    s.e_off = -1;
+    s.d_b = q->d_inv;
+    s.ln_b = -q->ln_rho;
+  }
+  return series_sum(&s, j0, 0, q->K - 1, terms);
 }
 
 /* ln S (scaled by rho^-K if over), K >= 1. */
@@ -173,6 +227,7 @@ static void shape_init(long c, long K, double mu, double x, double T,
                        shape *q) {
   q->c = c;
   q->K = K;
+  q->mu = mu;
   q->cmu = (double)c * mu;
   q->x = x;
   q->T = T;
@@ -192,21 +247,29 @@ static void shape_init(long c, long K, double mu, double x, double T,
   }
 }
 
-void ms_mmck_terms_unchecked(long c, long K, double mu, double x, double T,
-                             ms_mmck_terms *t) {
-  shape q;
-  shape_init(c, K, mu, x, T, &q);
-  double lz_k = ln_z(&q, K);
-  t->ln_block = (q.over ? 0.0 : (double)K * q.ln_rho) - lz_k;
+/* ln P_block and ln(1 - P_block) into *t; ln Z_(K-1) (0 for K = 0)
+ * returned. */
+static double block_terms(const shape *q, ms_mmck_terms *t) {
+  long K = q->K;
+  double lz_k = ln_z(q, K);
+  t->ln_block = (q->over ? 0.0 : (double)K * q->ln_rho) - lz_k;
   if (t->ln_block > 0.0)
     t->ln_block = 0.0;
-  double lz_k1 = K >= 1 ? ln_z(&q, K - 1) : 0.0;
+  double lz_k1 = K >= 1 ? ln_z(q, K - 1) : 0.0;
   if (t->ln_block < -M_LN2)
     t->ln_admit = log1p(-exp(t->ln_block));
   else if (K >= 1)
     t->ln_admit = lz_k1 - lz_k;
   else
-    t->ln_admit = log(-expm1(-q.ln_g));
+    t->ln_admit = log(-expm1(-q->ln_g));
+  return lz_k1;
+}
+
+void ms_mmck_terms_unchecked(long c, long K, double mu, double x, double T,
+                             ms_mmck_terms *t) {
+  shape q;
+  shape_init(c, K, mu, x, T, &q);
+  double lz_k1 = block_terms(&q, t);
   t->wait_terms = 0;
   if (K == 0) {
     t->ln_wait = -DBL_MAX;
@@ -233,29 +296,38 @@ void ms_mmck_terms_unchecked(long c, long K, double mu, double x, double T,
  * pi_n / pi_c (G - 1 below c, rho^m above), the numerator over Z_{K-1} is
  *   (G - 1) e^(-mu T) + S + E,  E = sum_{j>=1} pois(j; tau) w_j,
  * S the wait's (above) and w_j = sum_{m<min(j, K)} rho^m r^(j-1-m), all
- * terms positive.  pois(j) w_j is log-concave in j (w is the convolution
- * of two log-concave sequences), so E is summed like wait_sum: from near
- * its mode outwards, stopped by the geometric bound on the rest.
+ * terms positive.  Its terms j <= K have a closed form like S's
+ * (response_closed) except near rho = r, where it would cancel; there
+ * pois(j) w_j, log-concave in j (w is the convolution of two log-concave
+ * sequences), is summed like wait_sum: from near its mode outwards,
+ * stopped by the geometric bound on the rest.
  */
+
+/* The shape of w_j = hi^(j-1) [j]_b for j <= K, hi = max(rho, r), b the
+ * other over hi: ln hi, d = 1 - b >= 0 and ln b. */
+static void w_shape(const shape *q, double ln_r, double *ln_hi, double *d,
+                    double *ln_ratio) {
+  double diff = 1.0 / (double)q->c - q->d; /* rho - r */
+  if (diff >= 0.0) { /* rho >= r: w_j = rho^(j-1) [j]_(r/rho) */
+    *ln_hi = q->ln_rho;
+    *d = diff / exp(q->ln_rho);
+    *ln_ratio = ln_r - q->ln_rho;
+  } else { /* w_j = r^(j-1) [j]_(rho/r) */
+    *ln_hi = ln_r;
+    *d = -diff / exp(ln_r);
+    *ln_ratio = q->ln_rho - ln_r;
+  }
+  /* near rho = r the difference of the logs cancels: the ratio's log from
+   * d itself, so that [j] = (1 - (1 - d)^j) / d stays consistent */
+  if (*d <= 0.5)
+    *ln_ratio = log1p(-*d);
+}
 
 /* ln w_j (scaled by rho^-K if over), j >= 1. */
 static double ln_w_j(const shape *q, long j, double ln_r) {
   long jj = j <= q->K ? j : q->K;
-  double diff = 1.0 / (double)q->c - q->d; /* rho - r */
   double ln_hi, d, ln_ratio;
-  if (diff >= 0.0) { /* rho >= r: w_j = rho^(j-1) [j]_(r/rho) */
-    ln_hi = q->ln_rho;
-    d = diff / exp(q->ln_rho);
-    ln_ratio = ln_r - q->ln_rho;
-  } else { /* w_j = r^(j-1) [j]_(rho/r) */
-    ln_hi = ln_r;
-    d = -diff / exp(ln_r);
-    ln_ratio = q->ln_rho - ln_r;
-  }
-  /* near rho = r the difference of the logs cancels: the ratio's log from
-   * d itself, so that [j] = (1 - (1 - d)^j) / d stays consistent */
-  if (d <= 0.5)
-    ln_ratio = log1p(-d);
+  w_shape(q, ln_r, &ln_hi, &d, &ln_ratio);
   double v = ln_qnum(jj, d, ln_ratio);
   if (q->over) /* hi = rho here: rho > 1 > r */
     v += ((double)(jj - 1) - (double)q->K) * q->ln_rho;
@@ -287,19 +359,57 @@ static double ln_poisson_above(long K, double y) {
   return ms_ln_poisson_pmf(K + 1, y) + log(sum);
 }
 
-/* The j-th term of E in logs over the mode's: pois(j; tau) w_j, with
- * at_mode[0] = ln(1 - 1/c) and at_mode[1] the mode's term (0 to get the
- * mode's own). */
-static double response_term(const shape *q, long j, const double *at_mode) {
-  return ms_ln_poisson_pmf(j, q->tau) + ln_w_j(q, j, at_mode[0]) - at_mode[1];
+/* The terms j <= K of E in closed form, where it does not cancel: there
+ * w_j = (rho^j - r^j) / (rho - r), the term j = 0 is 0, and e^(-tau)
+ * (rho tau)^j / j! = e^(-(1 - rho) tau) pois(j; rho tau), so
+ *   sum_{j<=K} pois(j; tau) w_j
+ *     = [e^(-(1 - rho) tau) F(K; rho tau) - e^(-mu T) F(K; r tau)] / (rho - r)
+ * ((1 - r) tau = mu T), the wait's closed form (above) with r for 1 and K for
+ * K - 1.  Over, scaled by rho^-K, the first term is e^((rho - 1) tau) rho^-K
+ * F(K; rho tau) or, the same by the identity at j = K, pois(K; tau) F(K; rho
+ * tau) / pmf(K; rho tau): the first form cancels where (rho - 1) tau nears
+ * K ln rho, the second where K is far above tau and rho near 1, so the one
+ * whose parts are smaller is taken (its absolute rounding, about 1e-16 of
+ * the parts, the smaller).  The second term, e^(-mu T) F(K; r tau) rho^-K,
+ * has all its logs of one sign.  rho - r = (x - (c - 1) mu) / (c mu)
+ * with one rounding in the difference (fma).  Returns false, to sum
+ * instead, where the two terms come within a factor e of each other (rho
+ * near r, where the difference would cancel), or where tau or x T is 0 or
+ * not finite. */
+static bool response_closed(const shape *q, double *ln_low) {
+  double diff = fma(-(double)(q->c - 1), q->mu, q->x) / q->cmu;
+  double xT = q->x * q->T, mu_t = q->tau / (double)q->c;
+  if (diff == 0.0 || !(q->tau > 0.0) || !(xT > 0.0) || !(xT <= DBL_MAX))
+    return false;
+  double l1, l2 = -mu_t + ln_cdf(q->K, q->tau - mu_t);
+  if (!q->over) {
+    l1 = -(q->cmu - q->x) * q->T + ln_cdf(q->K, xT);
+  } else {
+    /* two forms of the first term, each a sum whose parts may cancel: the
+     * one whose parts are smaller in size (its rounding the smaller) */
+    double ln_f, ln_ratio, k_ln_rho = (double)q->K * q->ln_rho;
+    ms_poisson_cdf(q->K, xT, &ln_f, &ln_ratio);
+    double up = (q->x - q->cmu) * q->T,
+           ln_pmf = ms_ln_poisson_pmf(q->K, q->tau);
+    if (up + k_ln_rho - ln_f <= ln_ratio - ln_pmf)
+      l1 = up - k_ln_rho + ln_f;
+    else
+      l1 = ln_pmf + ln_ratio;
+    l2 -= k_ln_rho;
+  }
+  if (diff > 0.0 && l1 - l2 >= 1.0) {
+    *ln_low = l1 + log(-expm1(l2 - l1)) - log(diff);
+    return true;
+  }
+  if (diff < 0.0 && l2 - l1 >= 1.0) {
+    *ln_low = l2 + log(-expm1(l1 - l2)) - log(-diff);
+    return true;
+  }
+  return false;
 }
 
-/* ln E (scaled by rho^-K if over), tau > 0, K >= 1: the terms j <= K
- * summed from near their mode, the rest in closed form,
- *   sum_{j>K} pois(j; tau) w_K r^(j-K) = w_K r^-K e^(-mu T) P(N > K),
- * N Poisson of mean r tau (for c = 1, r = 0, it is 0). */
-static double ln_response_extra(const shape *q, long *terms) {
-  double ln_r = log1p(-1.0 / (double)q->c);
+/* ln of the terms j <= K of E summed from near their mode (series_sum). */
+static double response_sum(const shape *q, double ln_r, long *terms) {
   /* the mode of pois(j; tau) max(rho, r)^j, the growth of w_j */
   double hi = fmax(exp(q->ln_rho), exp(ln_r));
   /* tau = 0 (c mu T underflows) puts the mode at 0 whatever rho, also
@@ -308,11 +418,26 @@ static double ln_response_extra(const shape *q, long *terms) {
   long j0 = jf >= (double)q->K ? q->K : (long)jf;
   if (j0 < 1)
     j0 = 1;
-  double at_mode[2] = {ln_r, 0.0};
-  double base = response_term(q, j0, at_mode);
-  at_mode[1] = base;
-  double low =
-      base + log(sum_from_mode(q, j0, 1, q->K, response_term, at_mode, terms));
+  /* pois(j; tau) w_j = pois(j; tau) hi^(j-1) [j]_b (over: hi^(j-1-K)) */
+  series s = {.tau = q->tau, .e_step = 1, .n_off = 0, .n_step = 1};
+  w_shape(q, ln_r, &s.ln_h, &s.d_b, &s.ln_b);
+  s.e_off = q->over ? -1 - q->K : -1;
+  return series_sum(&s, j0, 1, q->K, terms);
+}
+
+/* ln E (scaled by rho^-K if over), tau > 0, K >= 1: the terms j <= K
+ * in closed form (response_closed) or, where that would cancel, summed
+ * from near their mode; the rest in closed form,
+ *   sum_{j>K} pois(j; tau) w_K r^(j-K) = w_K r^-K e^(-mu T) P(N > K),
+ * N Poisson of mean r tau (for c = 1, r = 0, it is 0). */
+static double ln_response_extra(const shape *q, long *terms) {
+  double ln_r = log1p(-1.0 / (double)q->c);
+  double low;
+  if (response_closed(q, &low)) {
+    if (terms != NULL)
+      *terms = 0;
+  } else
+    low = response_sum(q, ln_r, terms);
   if (q->c == 1)
     return low;
   double r = exp(ln_r);
@@ -323,7 +448,9 @@ static double ln_response_extra(const shape *q, long *terms) {
 
 void ms_mmck_response_terms_unchecked(long c, long K, double mu, double x,
                                       double T, ms_mmck_terms *t) {
-  ms_mmck_terms_unchecked(c, K, mu, x, T, t);
+  shape q;
+  shape_init(c, K, mu, x, T, &q);
+  double lz_k1 = block_terms(&q, t); /* the wait's own sum not needed */
   t->wait_terms = 0;
   if (T == 0.0) {
     t->ln_wait = 0.0; /* every response takes some time */
@@ -333,8 +460,6 @@ void ms_mmck_response_terms_unchecked(long c, long K, double mu, double x,
     t->ln_wait = -mu * T; /* served at once: the service alone */
     return;
   }
-  shape q;
-  shape_init(c, K, mu, x, T, &q);
   long wterms, eterms;
   double ln_s = ln_wait_numerator(&q, &wterms);
   double ln_e = ln_response_extra(&q, &eterms);
@@ -345,7 +470,7 @@ void ms_mmck_response_terms_unchecked(long c, long K, double mu, double x,
     ln_below -= (double)K * q.ln_rho;
   ln_below -= mu * T;
   double num = log_add(log_add(ln_below, ln_s), ln_e);
-  t->ln_wait = num - ln_z(&q, K - 1);
+  t->ln_wait = num - lz_k1;
   t->wait_terms = wterms + eterms;
   if (t->ln_wait > 0.0)
     t->ln_wait = 0.0;
@@ -379,8 +504,9 @@ int ms_mmck_ln_block(long c, long K, double a, double *ln_block,
   return MS_OK;
 }
 
-int ms_mmck_ln_wait_tail(long c, long K, double mu, double x, double T,
-                         double *ln_tail, ms_error *err) {
+/* The domain of ms_mmck_ln_wait_tail and ms_mmck_ln_response_tail. */
+static int check_tail_args(long c, long K, double mu, double x, double T,
+                           ms_error *err) {
   int st = check_mmck_args(c, K, err);
   if (st != MS_OK)
     return st;
@@ -402,6 +528,14 @@ int ms_mmck_ln_wait_tail(long c, long K, double mu, double x, double T,
     return ms_fail(err, MS_EINVAL,
                    "timeout T = %g s must be >= 0 with c mu T at most %g", T,
                    MS_MAX_TIMEOUT_COMPLETIONS);
+  return MS_OK;
+}
+
+int ms_mmck_ln_wait_tail(long c, long K, double mu, double x, double T,
+                         double *ln_tail, ms_error *err) {
+  int st = check_tail_args(c, K, mu, x, T, err);
+  if (st != MS_OK)
+    return st;
   ms_mmck_terms t;
   ms_mmck_terms_unchecked(c, K, mu, x, T, &t);
   *ln_tail = t.ln_wait;
@@ -410,8 +544,7 @@ int ms_mmck_ln_wait_tail(long c, long K, double mu, double x, double T,
 
 int ms_mmck_ln_response_tail(long c, long K, double mu, double x, double T,
                              double *ln_tail, ms_error *err) {
-  double w;
-  int st = ms_mmck_ln_wait_tail(c, K, mu, x, T, &w, err);
+  int st = check_tail_args(c, K, mu, x, T, err);
   if (st != MS_OK)
     return st;
   ms_mmck_terms t;

@@ -582,6 +582,66 @@ START_TEST(test_response_cost) {
 }
 END_TEST
 
+/* Large K and c mu T (K up to 10^6, tau up to 10^6, c from 10 to 1000),
+ * where the wait's sum and the response's closed form and sum are long or
+ * cancel: against tools/mmck_large_reference.py, 34-digit sums over all
+ * c + K states with the per-state tails by recurrences.  The references
+ * are those of the binary arguments and c mu is exact (mu = 1/2), so 1e-12
+ * is allowed, not required()'s 1e-10: a closed form that cancelled once
+ * erred by 1.04e-12 here. */
+typedef struct {
+  long c, K;
+  double mu, x, T, ln_wait, ln_resp;
+  int line;
+} large_row;
+
+static bool large_row_of(const char *line, int lineno, void *row) {
+  large_row *x = row;
+  x->line = lineno;
+  return sscanf(line, "%ld,%ld,%lf,%lf,%lf,%lf,%lf", &x->c, &x->K, &x->mu,
+                &x->x, &x->T, &x->ln_wait, &x->ln_resp) == 7;
+}
+
+START_TEST(test_large_reference) {
+  large_row *rows;
+  size_t n = test_data_rows("mmck_large.csv", "servers", sizeof *rows,
+                            large_row_of, (void **)&rows);
+  ck_assert_uint_ge(n, 45);
+  double worst[2] = {0.0, 0.0};
+  int worst_line[2] = {0, 0};
+  size_t closed = 0;
+  for (size_t i = 0; i < n; i++) {
+    const large_row *r = &rows[i];
+    ms_mmck_terms w, s;
+    ms_mmck_terms_unchecked(r->c, r->K, r->mu, r->x, r->T, &w);
+    ms_mmck_response_terms_unchecked(r->c, r->K, r->mu, r->x, r->T, &s);
+    closed += s.wait_terms == 0;
+    double e[2] = {ln_value_error(w.ln_wait, r->ln_wait),
+                   ln_value_error(s.ln_wait, r->ln_resp)};
+    for (int k = 0; k < 2; k++) {
+      ck_assert_msg(e[k] <= 1e-12,
+                    "line %d: c=%ld K=%ld x=%.17g T=%.17g: ln %s tail %.17g "
+                    "(ref %.17g), error %.3g",
+                    r->line, r->c, r->K, r->x, r->T,
+                    k == 0 ? "wait" : "response",
+                    k == 0 ? w.ln_wait : s.ln_wait,
+                    k == 0 ? r->ln_wait : r->ln_resp, e[k]);
+      if (e[k] > worst[k]) {
+        worst[k] = e[k];
+        worst_line[k] = r->line;
+      }
+    }
+  }
+  /* the response's closed form away from rho = 1 and rho = r */
+  ck_assert_uint_ge(closed, 10);
+  printf("mmck_large.csv: %zu rows, worst relative error of the wait tail "
+         "%.2e (line %d), of the response tail %.2e (line %d); %zu responses "
+         "in closed form\n",
+         n, worst[0], worst_line[0], worst[1], worst_line[1], closed);
+  free(rows);
+}
+END_TEST
+
 Suite *mmck_suite(void) {
   Suite *s = suite_create("mmck");
   TCase *tc = tcase_create("mmck");
@@ -589,6 +649,7 @@ Suite *mmck_suite(void) {
   tcase_add_test(tc, test_reference);
   tcase_add_test(tc, test_response_reference);
   tcase_add_test(tc, test_response_limits);
+  tcase_add_test(tc, test_large_reference);
   tcase_add_test(tc, test_response_cost);
   tcase_add_test(tc, test_loss_system);
   tcase_add_test(tc, test_long_queue);
