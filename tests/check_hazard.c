@@ -67,12 +67,13 @@ static double time_to_storm(const ms_service_params *s, double load) {
   return t;
 }
 
-/* Against the DES (doc/design.md §1.12 has the tables), the accuracy
- * measured, not the issue's factor 1.5: within a factor 2.5 either way on
- * every point, and never late (model / DES <= 1.5) with the timeout on the
- * wait.  With the timeout on the response 10 servers come out long (to
- * 1.89). */
-static void against_des(const char *file, ms_timeout_covers covers) {
+/* Against the DES (doc/design.md §1.12 has the tables): the accuracy
+ * measured, held within [early, late] (model / DES), not the issue's
+ * factor 1.5, which the chain does not reach.  A point where no DES run
+ * stormed gives a lower bound only, which the model must not undercut by
+ * more than early. */
+static void against_des(const char *file, ms_timeout_covers covers,
+                        double early, double late) {
   des_row *rows;
   size_t n =
       test_data_rows(file, "pool", sizeof *rows, parse_des, (void **)&rows);
@@ -83,14 +84,12 @@ static void against_des(const char *file, ms_timeout_covers covers) {
                                            r->retries, covers);
     double t = time_to_storm(&s, r->load);
     if (isnan(r->mean)) {
-      /* no DES run stormed: only a lower bound, which the model passes */
-      ck_assert_msg(t > r->lo / 2.5, "%s:%d: %g against > %g", file, r->line, t,
-                    r->lo);
+      ck_assert_msg(t > r->lo * early, "%s:%d: %g against > %g", file, r->line,
+                    t, r->lo);
       continue;
     }
     double ratio = t / r->mean;
-    double late = covers == MS_TIMEOUT_COVERS_WAIT ? 1.5 : 2.5;
-    ck_assert_msg(ratio >= 1 / 2.5 && ratio <= late,
+    ck_assert_msg(ratio >= early && ratio <= late,
                   "%s:%d: c=%ld load %g: model %g s, DES %g s [%g, %g]", file,
                   r->line, r->pool, r->load, t, r->mean, r->lo, r->hi);
     compared++;
@@ -100,12 +99,14 @@ static void against_des(const char *file, ms_timeout_covers covers) {
 }
 
 START_TEST(test_against_des) {
-  against_des("hazard_des.csv", MS_TIMEOUT_COVERS_WAIT);
+  /* measured 0.42 to 0.98: never late on the wait */
+  against_des("hazard_des.csv", MS_TIMEOUT_COVERS_WAIT, 0.4, 1.0);
 }
 END_TEST
 
 START_TEST(test_against_des_response) {
-  against_des("hazard_des_response.csv", MS_TIMEOUT_COVERS_RESPONSE);
+  /* measured 0.50 to 1.47 (100 seeds) */
+  against_des("hazard_des_response.csv", MS_TIMEOUT_COVERS_RESPONSE, 0.45, 1.5);
 }
 END_TEST
 

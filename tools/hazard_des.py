@@ -27,13 +27,14 @@ reported empty and the lower end only is given.
 Output: CSV on stdout (or --out FILE): pool, service_time, timeout,
 retries, load, tipping, mean, lo, hi, seeds, censored.
 tests/data/hazard_des.csv is this tool's output with --seeds 60 (about
-25 minutes on two busy cores), tests/data/hazard_des_response.csv its
-output with --timeout-covers response (20 seeds, about 10 minutes on
-one).
+25 minutes on two busy cores; 240 seeds at the two points marked x4),
+tests/data/hazard_des_response.csv its output with --timeout-covers
+response --seeds 100.  --only POOL:LOAD runs one point of the grid
+(repeatable): the same seeds give the same row as a whole run.
 
 Usage: tools/hazard_des.py [--metastable build/cli/metastable]
        [--seeds 20] [--duration 20000] [--jobs 2] [--out FILE]
-       [--timeout-covers wait|response]
+       [--timeout-covers wait|response] [--only POOL:LOAD ...]
 Seeded: the same build prints the same table.
 """
 import argparse
@@ -45,12 +46,14 @@ import re
 import subprocess
 import sys
 
-# (pool, service time s, timeout s, retries, loads req/s)
+# (pool, service time s, timeout s, retries, loads req/s).  A load may be
+# (load, factor): that point runs factor x --seeds seeds (where most runs
+# are censored and the interval is wide).
 GRID = [
     (1, 0.1, 1.0, 3, [5.0, 6.0, 7.0]),
     (2, 0.1, 1.0, 3, [13.0, 15.0]),
-    (5, 0.1, 1.0, 3, [40.0, 43.0, 45.0]),
-    (10, 0.1, 1.0, 3, [88.0, 90.0, 92.0, 94.0]),
+    (5, 0.1, 1.0, 3, [(40.0, 4), 43.0, 45.0]),
+    (10, 0.1, 1.0, 3, [88.0, (90.0, 4), 92.0, 94.0]),
     (8, 0.1, 0.5, 1, [62.0, 65.0, 68.0, 71.0]),
 ]
 # The same pools with the timeout on the response (--timeout-covers
@@ -113,7 +116,7 @@ def tipping(args, pool, service, timeout, retries):
     return float(re.search(r"tipping load\s+(\S+)", out).group(1))
 
 
-def run_point(args, pool, service, timeout, retries, load):
+def run_point(args, pool, service, timeout, retries, load, seeds):
     out = subprocess.run(
         [args.metastable, "simulate", "--engine", "des",
          "--servers", str(pool), "--service-time", repr(service),
@@ -121,7 +124,7 @@ def run_point(args, pool, service, timeout, retries, load):
          "--timeout-covers", args.timeout_covers, "--load", repr(load),
          "--duration", repr(args.duration),
          "--sample-interval", repr(args.sample_interval),
-         "--seeds", str(args.seeds), "--format", "csv"],
+         "--seeds", str(seeds), "--format", "csv"],
         check=True, capture_output=True, text=True).stdout
     times = []
     for row in csv.DictReader(io.StringIO(out)):
@@ -139,10 +142,20 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout-covers", choices=["wait", "response"],
                     default="wait")
+    ap.add_argument("--only", action="append", metavar="POOL:LOAD",
+                    help="run this point only (repeatable)")
     ap.add_argument("--out")
     args = ap.parse_args()
     grid = GRID if args.timeout_covers == "wait" else GRID_RESPONSE
-    points = [(c, s, t, r, lam) for c, s, t, r, loads in grid for lam in loads]
+    points = []
+    for c, s, t, r, loads in grid:
+        for lam in loads:
+            lam, factor = lam if isinstance(lam, tuple) else (lam, 1)
+            points.append((c, s, t, r, lam, factor * args.seeds))
+    if args.only:
+        want = {(int(p.split(":")[0]), float(p.split(":")[1]))
+                for p in args.only}
+        points = [p for p in points if (p[0], p[4]) in want]
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as ex:
         futs = [ex.submit(run_point, args, *p) for p in points]
         tips = {p[:4]: tipping(args, *p[:4]) for p in points}
@@ -154,7 +167,7 @@ def main():
     fmt = lambda v: "" if v is None else "%.4g" % v
     for p, (mean, lo, hi, cens) in zip(points, rows):
         w.writerow([p[0], p[1], p[2], p[3], p[4], "%.6g" % tips[p[:4]],
-                    fmt(mean), fmt(lo), fmt(hi), args.seeds, cens])
+                    fmt(mean), fmt(lo), fmt(hi), p[5], cens])
     if args.out:
         out.close()
 
