@@ -610,15 +610,8 @@ END_TEST
 static size_t churn_lines[CHURN_MINUTES + 1];
 static size_t churn_reloads, churn_notices;
 
-static void count_churn(int level, const char *msg) {
-  (void)level;
-  uint64_t m = (cdtime() - CHURN_T0) / ((uint64_t)60 << 30);
-  churn_lines[m < CHURN_MINUTES ? m : CHURN_MINUTES]++;
-  churn_reloads += strstr(msg, "reloaded") != NULL;
-  churn_notices += strstr(msg, "left out in the last minute") != NULL;
-}
-
-START_TEST(test_log_cap_under_churn) {
+/* A plugin on file_ab at Interval 1, the clock at CHURN_T0. */
+static void churn_start(void) {
   static const char *const opts[] = {"Interval", "1", NULL};
   int fd = mkstemp(path);
   ck_assert_int_ge(fd, 0);
@@ -630,10 +623,12 @@ START_TEST(test_log_cap_under_churn) {
   module_register();
   stub_clock_set(CHURN_T0);
   ck_assert(stub_call_config_options(path, opts) == 0 && stub_call_init() == 0);
-  memset(churn_lines, 0, sizeof churn_lines);
-  churn_reloads = churn_notices = 0;
-  stub_on_log = count_churn;
-  for (int k = 0; k < 60 * CHURN_MINUTES; k++) {
+}
+
+/* n rewrites, one a second from CHURN_T0: a valid and a broken content in
+ * turn, each new, each followed by a settled read. */
+static void churn(int n) {
+  for (int k = 0; k < n; k++) {
     char text[1024];
     snprintf(text, sizeof text, "%s# rewrite %d\n",
              k % 2 == 0 ? file_ac : broken2, k);
@@ -641,6 +636,22 @@ START_TEST(test_log_cap_under_churn) {
     put(text);
     read_settled();
   }
+}
+
+static void count_churn(int level, const char *msg) {
+  (void)level;
+  uint64_t m = (cdtime() - CHURN_T0) / ((uint64_t)60 << 30);
+  churn_lines[m < CHURN_MINUTES ? m : CHURN_MINUTES]++;
+  churn_reloads += strstr(msg, "reloaded") != NULL;
+  churn_notices += strstr(msg, "left out in the last minute") != NULL;
+}
+
+START_TEST(test_log_cap_under_churn) {
+  churn_start();
+  memset(churn_lines, 0, sizeof churn_lines);
+  churn_reloads = churn_notices = 0;
+  stub_on_log = count_churn;
+  churn(60 * CHURN_MINUTES);
   stub_on_log = NULL;
   printf("log lines per minute under churn:");
   for (int m = 0; m < CHURN_MINUTES; m++)
@@ -670,27 +681,10 @@ static void count_late(int level, const char *msg) {
 }
 
 START_TEST(test_last_outcome_said_late) {
-  static const char *const opts[] = {"Interval", "1", NULL};
-  int fd = mkstemp(path);
-  ck_assert_int_ge(fd, 0);
-  close(fd);
-  put(file_ab);
-  stub_cache_set("h/statsd/derive-a", 10.0);
-  stub_cache_set("h/statsd/derive-b", 20.0);
-  stub_cache_commit();
-  module_register();
-  stub_clock_set(CHURN_T0);
-  ck_assert(stub_call_config_options(path, opts) == 0 && stub_call_init() == 0);
+  churn_start();
   late_refusals = late_reloads = 0;
   stub_on_log = count_late;
-  for (int k = 0; k < 40; k++) { /* 40 outcomes: the bound is 30 */
-    char text[1024];
-    snprintf(text, sizeof text, "%s# rewrite %d\n",
-             k % 2 == 0 ? file_ac : broken2, k);
-    stub_clock_set(CHURN_T0 + ((uint64_t)k << 30));
-    put(text);
-    read_settled();
-  }
+  churn(40); /* 40 outcomes: the bound is 30 */
   ck_assert_uint_eq(late_refusals, 0);
   stub_clock_set(CHURN_T0 + ((uint64_t)61 << 30)); /* the next minute */
   read_settled();
