@@ -460,12 +460,13 @@ def put(path, text):
     os.replace(path + ".new", path)
 
 
-def samples(work, service):
-    """[(time, offered_load)] the csv plugin wrote for service, by time."""
+def csv_series(work, ident):
+    """[(time, value)] the csv plugin stored for ident
+    (host/plugin-instance/type-instance), by time."""
+    host, plugin, typ = ident.split("/")
     out = []
-    pattern = os.path.join(work, "csv", HOSTNAME,
-                           "metastable-" + service, "offered_load-*")
-    for name in glob.glob(pattern):
+    for name in glob.glob(os.path.join(work, "csv", host, plugin,
+                                       glob.escape(typ) + "-*")):
         with open(name) as f:
             for line in f:
                 t, _, v = line.strip().partition(",")
@@ -474,3 +475,9 @@ def samples(work, service):
                 except ValueError:
                     pass  # the header, or a line being written
     return sorted(out)
+
+
+def samples(work, service):
+    """[(time, offered_load)] the csv plugin wrote for service, by time."""
+    return csv_series(work, "%s/metastable-%s/offered_load"
+                      % (HOSTNAME, service))

@@ -193,21 +193,7 @@ def check_answers(load, slow_every):
                                                    len(fast)))
 
 
-def csv_series(work, ident):
-    """[(time, value)] the csv plugin stored for ident
-    (host/plugin-instance/type-instance), by time."""
-    host, plugin, typ = ident.split("/")
-    out = []
-    for name in glob.glob(os.path.join(work, "csv", host, plugin,
-                                       glob.escape(typ) + "-*")):
-        with open(name) as f:
-            for line in f:
-                t, _, v = line.strip().partition(",")
-                try:
-                    out.append((float(t), float(v)))
-                except ValueError:
-                    pass  # the header, or a line being written
-    return sorted(out)
+csv_series = harness.csv_series
 
 
 def mean_over(work, ident, t0, t1):
