@@ -49,7 +49,9 @@ static int hazard_domain(const ms_service_params *s, double lambda,
                    "time to a storm: a queue limit is not modelled");
   if (ms_policy_load_dependent(&s->policy))
     return ms_fail(err, MS_EINVAL,
-                   "time to a storm: a policy that depends on p alone");
+                   "time to a storm: the %s policy's retries depend on the "
+                   "load, not only on the failure probability",
+                   ms_policy_name(s->policy.kind));
   return MS_OK;
 }
 
@@ -123,6 +125,38 @@ static double tail_at(const ms_failure_model *m, double y) {
   return lo + f * (hi - lo);
 }
 
+/* The birth rate at state y once the retries' delay T is counted: the
+ * retries arriving now were sent T ago, when the most likely path, moving
+ * at v states/s, was v T states back (doc/design.md §1.12).  Below the
+ * barrier (b_now <= death) the path is the time reverse of the relaxation
+ * and v = death - b_now.  Past it the path is the relaxation itself, whose
+ * speed is the delayed birth's excess: v solves v = b(y - v T) - death,
+ * which has one root in [0, b_now - death] since the right side falls as
+ * v grows; bisected to a thousandth of a state.  Taking b_now there
+ * instead overstates the lag, and more retries then read as a later
+ * storm. */
+static int delayed_birth(const ms_service_params *s, double lambda, double y,
+                         double b_now, double death, double *birth,
+                         ms_error *err) {
+  const ms_failure_model *m = &s->model;
+  const double T = m->timeout;
+  if (b_now <= death)
+    return hazard_birth(s, lambda, tail_at(m, y - (death - b_now) * T), birth,
+                        err);
+  double lo = 0.0, hi = b_now - death;
+  while ((hi - lo) * T > 1e-3) {
+    double v = 0.5 * (lo + hi), b;
+    int st = hazard_birth(s, lambda, tail_at(m, y - v * T), &b, err);
+    if (st != MS_OK)
+      return st;
+    if (b - death > v)
+      lo = v;
+    else
+      hi = v;
+  }
+  return hazard_birth(s, lambda, tail_at(m, y - lo * T), birth, err);
+}
+
 int ms_time_to_storm(const ms_service_params *s, double offered_load,
                      double *seconds, ms_error *err) {
   int st = hazard_domain(s, offered_load, err);
@@ -159,11 +193,8 @@ int ms_time_to_storm(const ms_service_params *s, double offered_load,
     if (n >= MS_HAZARD_MAX_STATES)
       return ms_fail(err, MS_ELIMIT, "time to a storm: more than %ld states",
                      MS_HAZARD_MAX_STATES);
-    /* The retries that arrive now were sent T ago, when the most likely
-     * path, moving at |b - d| states/s, was |b - d| T states back. */
     double death = (double)(n < c ? n : c) * mu;
-    double lag = fabs(death - b_now) * T;
-    st = hazard_birth(s, lambda, tail_at(m, (double)n - lag), &birth, err);
+    st = delayed_birth(s, lambda, (double)n, b_now, death, &birth, err);
     if (st != MS_OK)
       return st;
     ln_s = log_add(ln_s, ln_pi);
