@@ -84,6 +84,19 @@ static double ln_z(const shape *q, long n) {
                                               ln_qnum(n, q->d_inv, -q->ln_rho));
 }
 
+/* ln_z(q, n) - ln G, formed without the difference of two large logs:
+ * with c large and rho small ln G is of order c ln(c / a) (1.9e9 at c =
+ * 4e6, a = 1e-200), whose rounding (2.4e-7 there) would swamp a response
+ * tail of e^(-mu T) read as a difference of such logs. */
+static double ln_z_rel(const shape *q, long n) {
+  if (!q->over)
+    return log_add(0.0, q->ln_rho + ln_qnum(n, q->d, q->ln_rho) - q->ln_g);
+  double K = (double)q->K;
+  return log_add(-K * q->ln_rho, ((double)n - K) * q->ln_rho +
+                                     ln_qnum(n, q->d_inv, -q->ln_rho) -
+                                     q->ln_g);
+}
+
 /* ln of the j-th term of S (scaled by rho^-K if over), without the
  * Poisson factor: ln [(rho^j - rho^K) / (1 - rho)]. */
 static double ln_g_j(const shape *q, long j) {
@@ -450,7 +463,7 @@ void ms_mmck_response_terms_unchecked(long c, long K, double mu, double x,
                                       double T, ms_mmck_terms *t) {
   shape q;
   shape_init(c, K, mu, x, T, &q);
-  double lz_k1 = block_terms(&q, t); /* the wait's own sum not needed */
+  block_terms(&q, t); /* the wait's own sum not needed */
   t->wait_terms = 0;
   if (T == 0.0) {
     t->ln_wait = 0.0; /* every response takes some time */
@@ -460,17 +473,17 @@ void ms_mmck_response_terms_unchecked(long c, long K, double mu, double x,
     t->ln_wait = -mu * T; /* served at once: the service alone */
     return;
   }
+  /* numerator and denominator both over G = 1 / B >= 1: ln G may be so
+   * large that its rounding would swamp mu T (ln_z_rel) */
   long wterms, eterms;
-  double ln_s = ln_wait_numerator(&q, &wterms);
-  double ln_e = ln_response_extra(&q, &eterms);
-  /* ln (G - 1), G = 1 / B >= 1 */
-  double ln_below =
-      q.ln_g < M_LN2 ? log(expm1(q.ln_g)) : q.ln_g + log1p(-exp(-q.ln_g));
+  double ln_s = ln_wait_numerator(&q, &wterms) - q.ln_g;
+  double ln_e = ln_response_extra(&q, &eterms) - q.ln_g;
+  double ln_below = log(-expm1(-q.ln_g)); /* ln ((G - 1) / G) */
   if (q.over)
     ln_below -= (double)K * q.ln_rho;
   ln_below -= mu * T;
   double num = log_add(log_add(ln_below, ln_s), ln_e);
-  t->ln_wait = num - lz_k1;
+  t->ln_wait = num - ln_z_rel(&q, K - 1);
   t->wait_terms = wterms + eterms;
   if (t->ln_wait > 0.0)
     t->ln_wait = 0.0;

@@ -554,6 +554,32 @@ START_TEST(test_response_limits) {
 }
 END_TEST
 
+/* A large pool under a light load: almost every arrival is served at
+ * once, and the response tail is the service's, e^(-mu T), to far below a
+ * rounding (the waiting states weigh less than (a / c)^c).  ln G is then
+ * of order c ln(c / a), up to 3e9, and the tail was once read as the
+ * difference of two such logs: 2.3e-7 off at c = 4,140,350 (found by
+ * fuzz_model_fast), 1.8e-8 at c = 655,897. */
+START_TEST(test_response_light_load) {
+  const long cs[] = {1000, 655897, 4140350, 10000000}, Ks[] = {1, 19, 1000};
+  const double mu_ts[] = {3.5700e-6, 0.006, 1.0},
+               as[] = {1e-300, 1e-100, 1e-8, 1.0};
+  for (size_t i = 0; i < 4; i++)
+    for (size_t k = 0; k < 3; k++)
+      for (size_t u = 0; u < 3; u++)
+        for (size_t j = 0; j < 4; j++) {
+          double mu = 0.5, T = mu_ts[u] / mu, x = as[j] * mu, lr;
+          ck_assert_int_eq(
+              ms_mmck_ln_response_tail(cs[i], Ks[k], mu, x, T, &lr, NULL),
+              MS_OK);
+          double e = ln_value_error(lr, -mu * T);
+          ck_assert_msg(e <= 1e-14,
+                        "c=%ld K=%ld a=%g mu T=%g: %.17g, error %.3g", cs[i],
+                        Ks[k], as[j], mu_ts[u], lr, e);
+        }
+}
+END_TEST
+
 /* The response's cost: the wait's sum and its own, each at most about
  * 40 sqrt(min(K, tau)) + 40 terms, at c and K up to 10^7 and tau up to
  * 10^15 (a start at the wrong mode once cost 9 million terms). */
@@ -649,6 +675,7 @@ Suite *mmck_suite(void) {
   tcase_add_test(tc, test_reference);
   tcase_add_test(tc, test_response_reference);
   tcase_add_test(tc, test_response_limits);
+  tcase_add_test(tc, test_response_light_load);
   tcase_add_test(tc, test_large_reference);
   tcase_add_test(tc, test_response_cost);
   tcase_add_test(tc, test_loss_system);
