@@ -521,6 +521,12 @@ static const ms_cli_option shared_options[] = {
     {"--plot", "FILE", MS_OPT_PLOT,
      "draw the picture into FILE (.svg or .png) with gnuplot"},
     {"--title", "TEXT", MS_OPT_TITLE, "the plot's title"},
+    {"--hazard-horizon", "D", MS_OPT_HAZARD_HORIZON,
+     "the horizon of the storm hazard (the probability of a storm within "
+     "it), s, > 0 (default 1 h)"},
+    {"--max-hazard", "H", MS_OPT_MAX_HAZARD,
+     "the storm hazard within the horizon that counts as unlikely enough, "
+     "(0, 1), also as a percentage (default 1 %)"},
 };
 
 static bool is_end(const ms_cli_option *o) {
@@ -742,6 +748,8 @@ void ms_cli_shared_init(ms_cli_shared *s, ms_format format, unsigned formats) {
   *s = (ms_cli_shared){.load = NAN,
                        .margin = NAN,
                        .latency_objective = NAN,
+                       .hazard_horizon = MS_CLI_HAZARD_HORIZON,
+                       .max_hazard = MS_CLI_MAX_HAZARD,
                        .formats = formats,
                        .format = format};
 }
@@ -776,9 +784,152 @@ int ms_cli_shared_option(void *shared, int id, const char *arg) {
   case MS_OPT_TITLE:
     s->title = arg;
     return 0;
+  case MS_OPT_HAZARD_HORIZON:
+    return ms_cli_duration("--hazard-horizon", arg, 0.0, MS_MAX_DURATION,
+                           MS_RANGE_LO_OPEN, &s->hazard_horizon);
+  case MS_OPT_MAX_HAZARD:
+    return ms_cli_share("--max-hazard", arg, 0.0, 1.0,
+                        MS_RANGE_LO_OPEN | MS_RANGE_HI_OPEN, &s->max_hazard);
   default:
     return -1;
   }
+}
+
+void ms_cli_hazard_at(const ms_service_params *s, double load, double horizon,
+                      ms_cli_hazard *out) {
+  *out = (ms_cli_hazard){.seconds = NAN, .hazard = NAN};
+  ms_error err;
+  double t, h;
+  if (ms_time_to_storm(s, load, &t, &err) != MS_OK ||
+      ms_storm_hazard(t, horizon, &h, &err) != MS_OK) {
+    /* the message without its "time to a storm: " prefix, which the
+     * commands' own labels say */
+    const char *why = err.msg, *prefix = "time to a storm: ";
+    if (strncmp(why, prefix, strlen(prefix)) == 0)
+      why += strlen(prefix);
+    snprintf(out->why, sizeof out->why, "%s", why);
+    return;
+  }
+  out->ok = true;
+  out->never = t >= MS_TIME_TO_STORM_NEVER;
+  out->seconds = t;
+  out->hazard = out->never ? 0.0 : h;
+}
+
+bool ms_cli_hazard_load(const ms_service_params *s, double recovery_load,
+                        double tipping_load, double horizon, double max_hazard,
+                        double *load) {
+  ms_cli_hazard h;
+  *load = NAN;
+  ms_cli_hazard_at(s, tipping_load, horizon, &h);
+  if (!h.ok)
+    return false;
+  if (h.hazard <= max_hazard) {
+    *load = tipping_load;
+    return true;
+  }
+  /* f(load) = ln time - ln target falls with the load: f >= 0 (at or
+   * under the target) at lo, the recovery load, where there is no storm
+   * to fall into; f < 0 at hi.  The Illinois variant of regula falsi
+   * (Dowell and Jarratt, BIT 11(2), 1971) keeps the bracket and takes
+   * about ten calls where a bisection to 10^-6 takes twenty. */
+  double ln_target = log(-horizon / log1p(-max_hazard));
+  double hi = tipping_load, fhi = log(h.seconds) - ln_target;
+  double lo = fmin(recovery_load, tipping_load);
+  ms_cli_hazard_at(s, lo, horizon, &h);
+  if (!h.ok)
+    return false;
+  double flo = log(h.seconds) - ln_target;
+  int kept = 0; /* which end the last step kept: -1 lo moved, 1 hi moved */
+  for (int i = 0; i < 100 && hi - lo > 1e-9 * hi; i++) {
+    double mid = hi - fhi * (hi - lo) / (fhi - flo);
+    if (!(mid > lo && mid < hi))
+      mid = lo + 0.5 * (hi - lo);
+    ms_cli_hazard_at(s, mid, horizon, &h);
+    if (!h.ok)
+      return false;
+    double f = log(h.seconds) - ln_target;
+    if (f >= 0) {
+      lo = mid, flo = f;
+      if (f < 1e-6)
+        break; /* the time within 10^-6 of the target's, on its safe side */
+      if (kept == -1)
+        fhi *= 0.5;
+      kept = -1;
+    } else {
+      hi = mid, fhi = f;
+      if (kept == 1)
+        flo *= 0.5;
+      kept = 1;
+    }
+  }
+  *load = lo;
+  return true;
+}
+
+const char *ms_cli_every(char *buf, size_t len, double seconds) {
+  char t[32];
+  ms_cli_human_time(t, sizeof t, seconds);
+  if (seconds >= MS_TIME_TO_STORM_NEVER)
+    snprintf(buf, len, "never");
+  else if (strncmp(t, "over ", 5) == 0)
+    snprintf(buf, len, "less than once in %s", t + 5);
+  else
+    snprintf(buf, len, "about once every %s", t);
+  return buf;
+}
+
+const char *ms_cli_hazard_phrase(char *buf, size_t len, double hazard,
+                                 double horizon) {
+  char t[32];
+  ms_cli_human_time(t, sizeof t, horizon);
+  if (hazard > 0.999 && hazard < 1)
+    snprintf(buf, len, "over 99.9 %% within %s", t);
+  else
+    snprintf(buf, len, "%.3g %% within %s", 100 * hazard, t);
+  return buf;
+}
+
+const char *ms_cli_human_time(char *buf, size_t len, double seconds) {
+  static const struct {
+    double unit, below; /* seconds in the unit; used below that many s */
+    const char *one, *many;
+  } units[] = {
+      {1.0, 90.0, "s", "s"},
+      {60.0, 3600.0, "min", "min"},
+      {3600.0, 36.0 * 3600.0, "hour", "hours"},
+      {86400.0, 14.0 * 86400.0, "day", "days"},
+      {7.0 * 86400.0, 365.25 * 86400.0, "week", "weeks"},
+      {365.25 * 86400.0, 9999.5 * 365.25 * 86400.0, "year", "years"},
+  };
+  if (seconds >= MS_TIME_TO_STORM_NEVER) {
+    snprintf(buf, len, "never");
+    return buf;
+  }
+  for (size_t i = 0; i < N_OF(units); i++) {
+    if (!(seconds < units[i].below))
+      continue;
+    double v = seconds / units[i].unit;
+    char num[32];
+    /* two significant digits, without an exponent: 0.25, 2.5, 45, 120 */
+    if (v < 1)
+      snprintf(num, sizeof num, "%.2g", v);
+    else if (v < 10)
+      snprintf(num, sizeof num, "%.1f", v);
+    else {
+      double step = pow(10.0, floor(log10(v)) - 1);
+      snprintf(num, sizeof num, "%.0f", round(v / step) * step);
+    }
+    /* 2.0 is 2 */
+    size_t n = strlen(num);
+    if (n > 2 && strcmp(num + n - 2, ".0") == 0)
+      num[n - 2] = '\0';
+    snprintf(buf, len, "%s %s", num,
+             strcmp(num, "1") == 0 ? units[i].one : units[i].many);
+    return buf;
+  }
+  snprintf(buf, len, "over 10000 years");
+  return buf;
 }
 
 /* The field of a named policy whose service-file key ends in `name`

@@ -279,6 +279,10 @@ enum {
   MS_OPT_PLOT,                    /* --plot FILE, .svg or .png (its own entry:
                                      what the picture shows) */
   MS_OPT_TITLE,                   /* --title TEXT: the plot's title */
+  MS_OPT_HAZARD_HORIZON,          /* --hazard-horizon D: the storm hazard's
+                                     horizon, s */
+  MS_OPT_MAX_HAZARD,              /* --max-hazard H: the storm hazard taken
+                                     as negligible within the horizon */
   MS_OPT_SHARED_END, /* sub-commands number their own options from here */
 };
 
@@ -298,6 +302,10 @@ typedef struct {
   bool has_format;          /* --format given */
   const char *plot;         /* --plot FILE (.svg or .png), or NULL */
   const char *title;        /* --title TEXT, or NULL */
+  double hazard_horizon;    /* --hazard-horizon, s; default
+                               MS_CLI_HAZARD_HORIZON */
+  double max_hazard;        /* --max-hazard, a share; default
+                               MS_CLI_MAX_HAZARD */
 } ms_cli_shared;
 
 /* The options of replay and fit that read a trace from Prometheus (their
@@ -452,6 +460,98 @@ typedef struct {
 void ms_cli_progress_start(ms_cli_progress *p, const char *what, size_t total);
 void ms_cli_progress_update(ms_cli_progress *p, size_t done);
 void ms_cli_progress_end(ms_cli_progress *p);
+
+/* ---- the storm hazard (model/hazard.h, doc/design.md §1.12) --------- */
+
+/* The horizon of the storm hazard when none is given, s: one hour, as the
+ * plugin's hazard_horizon. */
+#define MS_CLI_HAZARD_HORIZON 3600.0
+/* The storm hazard within the horizon below which a storm is unlikely
+ * enough: recommend's target, and where the fold is the answer. */
+#define MS_CLI_MAX_HAZARD 0.01
+
+/* The time to a storm of a service at one offered load, as the commands
+ * show it. */
+typedef struct {
+  bool ok;        /* seconds and hazard hold; else why says why not */
+  bool never;     /* seconds is MS_TIME_TO_STORM_NEVER: no storm to fall
+                     into, or one later than any horizon */
+  double seconds; /* mean time to a storm from an empty pool, s, in
+                     (0, MS_TIME_TO_STORM_NEVER]; NaN when !ok */
+  double hazard;  /* probability of one within the horizon, [0, 1]; 0 when
+                     never; NaN when !ok */
+  char why[256];  /* !ok: why the model has no answer, one line */
+} ms_cli_hazard;
+
+/*
+ * ms_cli_hazard_at: the time to a storm of service s at offered load
+ * `load` (req/s) and the storm hazard within `horizon` (s), by
+ * ms_time_to_storm and ms_storm_hazard (doc/design.md §1.12; a birth-death
+ * chain after Karlin and Taylor 1975, ch. 4 §7).  A service outside their
+ * domain (the capacity model, a queue limit, a service_time_cv, a timeout
+ * spread, a load-dependent policy) or a chain too long is no error of the
+ * command: out->ok is false and out->why says why in one line.
+ *   s        valid service parameters
+ *   load     req/s, finite, >= 0
+ *   horizon  s, finite, >= 0
+ * Cost: that of ms_time_to_storm, O(c + c mu T).  No errors.
+ */
+void ms_cli_hazard_at(const ms_service_params *s, double load, double horizon,
+                      ms_cli_hazard *out);
+
+/*
+ * ms_cli_hazard_load: the largest offered load up to the tipping load at
+ * which the storm hazard within `horizon` stays at or under `max_hazard`:
+ * the tipping load itself when the hazard there is (the fold is the
+ * answer), else by the Illinois method on ln time_to_storm between the
+ * recovery load (no storm to fall into) and the tipping load, until the
+ * time is within 10^-6 (relative) of the target's or the bracket within
+ * 10^-9; that assumes the hazard grows with the load
+ * (tests/check_hazard.c holds ms_time_to_storm to that).  The answer is
+ * the bracket's safe end: its hazard is at most max_hazard.
+ *   s              valid service parameters
+ *   recovery_load  req/s, tipping_load req/s: of s (its landscape)
+ *   horizon        s, max_hazard a share in (0, 1)
+ *   load           out: req/s; NaN when the model has no answer
+ * Returns whether the model answered (see ms_cli_hazard_at).  Cost: about
+ * 10 calls of ms_time_to_storm (at most 102).
+ */
+bool ms_cli_hazard_load(const ms_service_params *s, double recovery_load,
+                        double tipping_load, double horizon, double max_hazard,
+                        double *load);
+
+/*
+ * ms_cli_every: how often a storm comes, for people: "about once every 3
+ * hours", "less than once in 10000 years", "never" (ms_cli_human_time).
+ *   buf, len  the text; seconds  the mean time to a storm, s, >= 0
+ * Returns buf.
+ */
+const char *ms_cli_every(char *buf, size_t len, double seconds);
+
+/*
+ * ms_cli_hazard_phrase: a storm hazard within a horizon for people, "28 %
+ * within 1 hour" ("over 99.9 %" short of 1).
+ *   buf, len  the text, NUL-terminated and cut to len
+ *   hazard    a share, [0, 1]
+ *   horizon   s, >= 0
+ * Returns buf.
+ */
+const char *ms_cli_hazard_phrase(char *buf, size_t len, double hazard,
+                                 double horizon);
+
+/*
+ * ms_cli_human_time: a duration for people, to two significant digits in
+ * the largest unit it fills (seconds below 90 s, minutes below an hour,
+ * hours below 36, days below 14, weeks below a year: "45 s", "12 min",
+ * "2.5 hours", "3 days",
+ * "6 weeks", "1.4 years"; "never" from MS_TIME_TO_STORM_NEVER, "over
+ * 10000 years" beyond that).  A month is not a unit (not a fixed
+ * length); a year is 365.25 days.
+ *   buf, len  the text, NUL-terminated and cut to len
+ *   seconds   s, >= 0
+ * Returns buf.
+ */
+const char *ms_cli_human_time(char *buf, size_t len, double seconds);
 
 /* What of service s the retrial queue (model/retrial.h, doc/design.md
  * §1.9) does not model, as a phrase ("more than one tier", "a retry budget

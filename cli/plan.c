@@ -18,8 +18,9 @@
 static const char usage[] =
     "Usage: metastable plan [MODEL OPTIONS] [--latency-objective D]\n"
     "                       [--health-check-timeout H]\n"
-    "                       [--health-check-tolerance F] [--format "
-    "text|json]\n"
+    "                       [--health-check-tolerance F] [--load PEAK]\n"
+    "                       [--hazard-horizon D] [--max-hazard H]\n"
+    "                       [--format text|json]\n"
     "\n"
     "The capacity plan of one service in units: retry amplification at the\n"
     "base failure rate, the offered load at which retries begin to fire\n"
@@ -27,7 +28,9 @@ static const char usage[] =
     "loads, the in-flight capacity while a dependency times out (servers /\n"
     "timeout), the queue bound for admission control (throughput x latency\n"
     "objective), the load at which a health check starts removing replicas,\n"
-    "and the worst-case amplification of the tiers.  The text is sentences\n"
+    "the worst-case amplification of the tiers, and how often a storm\n"
+    "starts by itself at the peak load and at the tipping load (a\n"
+    "prediction of the model, doc/design.md 1.12).  The text is sentences\n"
     "for a design document.\n";
 
 /* The share of attempts failing from overload at which the plan says
@@ -46,6 +49,11 @@ static const ms_cli_option options[] = {
     {"--health-check-tolerance", "F", OPT_HC_TOLERANCE,
      "the share of failed checks the balancer tolerates before it removes a "
      "replica, (0, 1) (default 1 %)"},
+    {"--load", "PEAK", MS_OPT_LOAD,
+     "the peak offered load, requests/s, >= 0: how often a storm starts by "
+     "itself there"},
+    MS_CLI_SHARED(MS_OPT_HAZARD_HORIZON),
+    MS_CLI_SHARED(MS_OPT_MAX_HAZARD),
     MS_CLI_SHARED(MS_OPT_FORMAT),
     MS_CLI_END,
 };
@@ -53,7 +61,8 @@ static const ms_cli_option options[] = {
 static const ms_cli_syntax syntax = {usage, options};
 
 typedef struct {
-  ms_cli_shared sh;                /* --latency-objective, --format */
+  ms_cli_shared sh; /* --latency-objective, --load, --hazard-horizon,
+                       --max-hazard, --format */
   double hc_timeout, hc_tolerance; /* NaN: default */
   bool help;
 } plan_args;
@@ -85,6 +94,12 @@ typedef struct {
   double hc_timeout, hc_tolerance, hc_x, hc_load;
   const char *hc_why; /* why the health check is not evaluated, or NULL */
   double worst, storm_amp;
+  /* the storm hazard (doc/design.md §1.12) at the peak (--load; peak NaN
+   * without it) and at the tipping load */
+  double peak, horizon, max_hazard;
+  ms_cli_hazard at_peak, at_tip;
+  bool fold_answer;   /* under max_hazard up to the tipping load */
+  double hazard_load; /* req/s: the largest load under max_hazard, or NaN */
 } plan;
 
 /* Retries begin to fire where 1 % of attempts fail from overload, on the
@@ -166,7 +181,56 @@ static int plan_compute(const ms_landscape *ls, plan *p, ms_error *err) {
   if ((rc = plan_health_check(ls, p, err)) != MS_OK)
     return rc;
   p->worst = ms_worst_amplification(&s->policy);
-  return ms_amplification_at(s, 1.0, ls->recovery_load, &p->storm_amp, err);
+  rc = ms_amplification_at(s, 1.0, ls->recovery_load, &p->storm_amp, err);
+  if (rc != MS_OK)
+    return rc;
+  p->at_peak = (ms_cli_hazard){.seconds = NAN, .hazard = NAN};
+  if (!isnan(p->peak))
+    ms_cli_hazard_at(s, p->peak, p->horizon, &p->at_peak);
+  ms_cli_hazard_at(s, ls->tipping_load, p->horizon, &p->at_tip);
+  p->fold_answer = p->at_tip.ok && p->at_tip.hazard <= p->max_hazard;
+  ms_cli_hazard_load(s, ls->recovery_load, ls->tipping_load, p->horizon,
+                     p->max_hazard, &p->hazard_load);
+  return MS_OK;
+}
+
+/* How often a storm starts by itself: at the peak, and whether the fold
+ * is the answer. */
+static void text_hazard(const plan *p) {
+  char t[64], hz[96], mx[96];
+  if (!isnan(p->peak) && !p->at_peak.ok) {
+    printf("- Storms by themselves at the peak: not modelled (%s).\n",
+           p->at_peak.why);
+  } else if (!isnan(p->peak) && p->at_peak.never) {
+    printf("- At the peak of %.6g req/s, no storm starts by itself "
+           "(a prediction: %s).\n",
+           p->peak,
+           p->peak < p->recovery ? "below the recovery load there is none to "
+                                   "fall into"
+                                 : "the time to one is over 1e300 s");
+  } else if (!isnan(p->peak)) {
+    printf("- At the peak of %.6g req/s, a storm %s from a healthy pool (a "
+           "prediction: %s).\n",
+           p->peak, ms_cli_every(t, sizeof t, p->at_peak.seconds),
+           ms_cli_hazard_phrase(hz, sizeof hz, p->at_peak.hazard, p->horizon));
+  }
+  if (!p->at_tip.ok) {
+    if (isnan(p->peak))
+      printf("- Storms by themselves: not modelled (%s).\n", p->at_tip.why);
+    return;
+  }
+  ms_cli_every(t, sizeof t, p->at_tip.seconds);
+  ms_cli_hazard_phrase(hz, sizeof hz, p->at_tip.hazard, p->horizon);
+  ms_cli_hazard_phrase(mx, sizeof mx, p->max_hazard, p->horizon);
+  if (p->fold_answer)
+    printf("- Up to the tipping load a storm by itself stays under %s (at "
+           "the tipping load, %s): plan to the tipping "
+           "load.\n",
+           mx, t);
+  else
+    printf("- At the tipping load a storm by itself comes %s (%s): plan below "
+           "%.4g req/s, where it is under %s.\n",
+           t, hz, p->hazard_load, mx);
 }
 
 static void text_onset(const plan *p) {
@@ -251,6 +315,7 @@ static void write_text(const ms_cli_model *m, const plan *p) {
     printf(" of %d retries: (%d + 1)^%d", pol->retries, pol->retries,
            pol->tiers);
   printf("); the policy allows %.6g in a full storm.\n", p->storm_amp);
+  text_hazard(p);
 }
 
 static void write_json(const ms_cli_model *m, const plan *p) {
@@ -276,6 +341,22 @@ static void write_json(const ms_cli_model *m, const plan *p) {
   ms_json_number(&j, "health_check_load", p->hc_load);
   ms_json_number(&j, "worst_case_amplification", p->worst);
   ms_json_number(&j, "storm_amplification", p->storm_amp);
+  ms_json_number(&j, "peak_load", p->peak);
+  ms_json_number(&j, "hazard_horizon", p->horizon);
+  ms_json_number(&j, "max_hazard", p->max_hazard);
+  ms_json_number(&j, "time_to_storm", p->at_peak.seconds);
+  ms_json_number(&j, "storm_hazard", p->at_peak.hazard);
+  ms_json_number(&j, "tipping_time_to_storm", p->at_tip.seconds);
+  ms_json_number(&j, "tipping_storm_hazard", p->at_tip.hazard);
+  ms_json_bool(&j, "fold_is_answer", p->fold_answer);
+  ms_json_number(&j, "hazard_load", p->hazard_load);
+  const char *why = !isnan(p->peak) && !p->at_peak.ok ? p->at_peak.why
+                    : !p->at_tip.ok                   ? p->at_tip.why
+                                                      : NULL;
+  if (why)
+    ms_json_string(&j, "hazard_note", why);
+  else
+    ms_json_null(&j, "hazard_note");
   ms_json_end_object(&j);
   ms_json_finish(&j);
 }
@@ -292,7 +373,10 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   ms_error err;
   plan p = {.latency_objective = a.sh.latency_objective,
             .hc_timeout = a.hc_timeout,
-            .hc_tolerance = a.hc_tolerance};
+            .hc_tolerance = a.hc_tolerance,
+            .peak = a.sh.load,
+            .horizon = a.sh.hazard_horizon,
+            .max_hazard = a.sh.max_hazard};
   if (plan_compute(&ls, &p, &err) != MS_OK)
     return ms_cli_fail("model: %s", err.msg);
   if (a.sh.format == MS_FORMAT_JSON)

@@ -14,18 +14,21 @@
 #include "report.h"
 
 static const char usage[] =
-    "Usage: metastable solve [MODEL OPTIONS] [--format text|json]\n"
+    "Usage: metastable solve [MODEL OPTIONS] [--hazard-horizon D]\n"
+    "                        [--max-hazard H] [--format text|json]\n"
     "       metastable solve [MODEL OPTIONS] --load L [--observed-load X]\n"
     "                        [--observed-failure P] [--previous STATE]\n"
     "                        [--previous-storm 0|1] [--interval S]\n"
-    "                        [--queue-length Q]\n"
-    "                        [--format text|json]\n"
+    "                        [--queue-length Q] [--format text|json]\n"
+    "                        [--hazard-horizon D] [--max-hazard H]\n"
     "\n"
     "Without --load: the landscape of the service, its tipping and recovery\n"
     "loads, the bistable band between them and the saturation load.\n"
     "With --load: every equilibrium of the retry loop x = L * A(p(x)) at\n"
     "offered load L, the tipping and recovery loads, the headroom and the\n"
-    "state.  The options below but --format need --load.\n";
+    "state, and the time to a storm with the storm hazard within the\n"
+    "horizon (a prediction of the model, doc/design.md 1.12).  The options\n"
+    "below but --format and the hazard's need --load.\n";
 
 enum {
   OPT_OBSERVED_LOAD = MS_OPT_SHARED_END,
@@ -56,6 +59,8 @@ static const ms_cli_option options[] = {
      "default 1 s)"},
     {"--queue-length", "Q", OPT_QUEUE_LENGTH,
      "requests waiting: gives the drain time"},
+    MS_CLI_SHARED(MS_OPT_HAZARD_HORIZON),
+    MS_CLI_SHARED(MS_OPT_MAX_HAZARD),
     {"--format", "text|json", MS_OPT_FORMAT,
      "text (default) or one JSON object with the keys the plugin dispatches, "
      "the model load and an \"equilibria\" array"},
@@ -171,8 +176,76 @@ static void retrial_solve(const ms_cli_model *m, const ms_report *r,
   out->attempts = res.attempts;
 }
 
+/* The storm hazard at the offered load and at the tipping load
+ * (doc/design.md §1.12): the fold is the answer when the hazard within the
+ * horizon stays under --max-hazard up to it. */
+typedef struct {
+  ms_cli_hazard at, tip;
+  double horizon, max_hazard, tipping; /* s, share, req/s */
+  double hazard_load; /* req/s: the largest load under max_hazard, or NaN */
+  bool fold_answer;   /* negligible up to the fold */
+} hazard_answer;
+
+static void hazard_solve(const ms_cli_model *m, const ms_landscape *ls,
+                         double load, const ms_cli_shared *sh,
+                         hazard_answer *h) {
+  h->horizon = sh->hazard_horizon;
+  h->max_hazard = sh->max_hazard;
+  h->tipping = ls->tipping_load;
+  if (isnan(load))
+    h->at = (ms_cli_hazard){.seconds = NAN, .hazard = NAN};
+  else
+    ms_cli_hazard_at(&m->params, load, h->horizon, &h->at);
+  ms_cli_hazard_at(&m->params, ls->tipping_load, h->horizon, &h->tip);
+  h->fold_answer = h->tip.ok && h->tip.hazard <= h->max_hazard;
+  ms_cli_hazard_load(&m->params, ls->recovery_load, ls->tipping_load,
+                     h->horizon, h->max_hazard, &h->hazard_load);
+}
+
+/* The fold line: the hazard at the tipping load, and whether the tipping
+ * load is the answer.  label is the line's label, padded. */
+static void write_fold_text(const char *label, const hazard_answer *h) {
+  char t[64], hz[96], mx[96];
+  if (!h->tip.ok)
+    return;
+  ms_cli_every(t, sizeof t, h->tip.seconds);
+  ms_cli_hazard_phrase(hz, sizeof hz, h->tip.hazard, h->horizon);
+  ms_cli_hazard_phrase(mx, sizeof mx, h->max_hazard, h->horizon);
+  if (h->fold_answer)
+    printf("%sat the tipping load %.6g req/s a storm %s (%s): "
+           "under %s up to it, so the tipping load is the answer\n",
+           label, h->tipping, t, hz, mx);
+  else
+    printf("%sat the tipping load %.6g req/s a storm %s (%s): "
+           "storms come before the fold, under %s below %.6g req/s\n",
+           label, h->tipping, t, hz, mx, h->hazard_load);
+}
+
+static void write_hazard_text(const hazard_answer *h, const ms_report *r) {
+  char t[48], hz[96];
+  if (!h->at.ok) {
+    printf("time to storm  not modelled: %s\n", h->at.why);
+    return;
+  }
+  if (h->at.never)
+    printf("time to storm  never (a prediction): %s\n",
+           r->analysis.offered_load < r->analysis.recovery_load
+               ? "below the recovery load there is no storm to fall into"
+               : "a storm is later than any horizon at this load (over "
+                 "1e300 s)");
+  else
+    printf("time to storm  %.4g s on average from a healthy pool: a storm %s "
+           "(a prediction of the model)\n",
+           h->at.seconds, ms_cli_every(t, sizeof t, h->at.seconds));
+  printf("storm hazard   %s\n",
+         ms_cli_hazard_phrase(hz, sizeof hz, h->at.hazard, h->horizon));
+  if (h->fold_answer)
+    write_fold_text("fold           ", h);
+}
+
 static void write_text(const ms_cli_model *m, const ms_landscape *ls,
-                       const ms_report *r, bool has_queue) {
+                       const ms_report *r, bool has_queue,
+                       const hazard_answer *hz) {
   double lm = r->analysis.model_load;
   printf("service        %s\n", m->label);
   printf("offered load   %.6g req/s\n", r->analysis.offered_load);
@@ -225,6 +298,7 @@ static void write_text(const ms_cli_model *m, const ms_landscape *ls,
            r->analysis.shed_load);
   else if (r->analysis.storm)
     printf("shed load      0 req/s: the storm ends as the backlog drains\n");
+  write_hazard_text(hz, r);
   if (r->analysis.has_drain_time)
     printf("drain time     %.6g s to serve the queue at this load\n",
            r->analysis.drain_time);
@@ -265,7 +339,31 @@ static void write_text(const ms_cli_model *m, const ms_landscape *ls,
            100 * share);
 }
 
-static void write_json(const ms_cli_model *m, const ms_report *r) {
+/* The hazard's keys: a number, or null where the model has no answer
+ * (hazard_note says why); 1e300 s is never. */
+static void write_hazard_json(ms_json *j, const hazard_answer *h,
+                              bool at_load) {
+  ms_json_number(j, "hazard_horizon", h->horizon);
+  ms_json_number(j, "max_hazard", h->max_hazard);
+  if (at_load) {
+    ms_json_number(j, "time_to_storm", h->at.seconds);
+    ms_json_number(j, "storm_hazard", h->at.hazard);
+  }
+  ms_json_number(j, "tipping_time_to_storm", h->tip.seconds);
+  ms_json_number(j, "tipping_storm_hazard", h->tip.hazard);
+  ms_json_bool(j, "fold_is_answer", h->fold_answer);
+  ms_json_number(j, "hazard_load", h->hazard_load);
+  const char *why = at_load && !h->at.ok ? h->at.why
+                    : !h->tip.ok         ? h->tip.why
+                                         : NULL;
+  if (why)
+    ms_json_string(j, "hazard_note", why);
+  else
+    ms_json_null(j, "hazard_note");
+}
+
+static void write_json(const ms_cli_model *m, const ms_report *r,
+                       const hazard_answer *hz) {
   ms_json j;
   ms_cli_json_begin(&j, 2, m);
   ms_report_json(&j, r, false);
@@ -284,6 +382,7 @@ static void write_json(const ms_cli_model *m, const ms_report *r) {
   /* the load the equilibria are at: the offered load, or the boundary it
    * is within the noise of while the state keeps its side */
   ms_json_number(&j, "model_load", r->analysis.model_load);
+  write_hazard_json(&j, hz, true);
   ms_json_begin_array(&j, "equilibria");
   for (int i = 0; i < r->analysis.equilibria; i++) {
     ms_json_begin_object(&j, NULL);
@@ -306,8 +405,8 @@ static bool has_band(const ms_landscape *ls) {
 
 /* The landscape alone (no --load): tipping and recovery loads, the band,
  * the saturation load (doc/design.md §1.3). */
-static void write_landscape_text(const ms_cli_model *m,
-                                 const ms_landscape *ls) {
+static void write_landscape_text(const ms_cli_model *m, const ms_landscape *ls,
+                                 const hazard_answer *hz) {
   printf("service          %s\n", m->label);
   if (has_band(ls)) {
     printf("tipping load     %.6g req/s (the healthy equilibrium disappears "
@@ -333,10 +432,14 @@ static void write_landscape_text(const ms_cli_model *m,
   printf("state            stable below %.6g req/s, overloaded above %.6g "
          "req/s\n",
          ls->recovery_load, ls->tipping_load);
+  if (hz->tip.ok)
+    write_fold_text("storm hazard     ", hz);
+  else
+    printf("storm hazard     not modelled: %s\n", hz->tip.why);
 }
 
-static void write_landscape_json(const ms_cli_model *m,
-                                 const ms_landscape *ls) {
+static void write_landscape_json(const ms_cli_model *m, const ms_landscape *ls,
+                                 const hazard_answer *hz) {
   ms_json j;
   ms_cli_json_begin(&j, 2, m);
   ms_json_number(&j, "tipping_load", ls->tipping_load);
@@ -346,13 +449,14 @@ static void write_landscape_json(const ms_cli_model *m,
   ms_json_number(&j, "tipping_effective_load", ls->tipping_effective_load);
   ms_json_number(&j, "recovery_effective_load", ls->recovery_effective_load);
   ms_json_number(&j, "saturation_load", ls->saturation_load);
+  write_hazard_json(&j, hz, false);
   ms_json_end_object(&j);
   ms_json_finish(&j);
 }
 
 /* What the command line asks for, besides the model. */
 typedef struct {
-  ms_cli_shared sh; /* --load, --format */
+  ms_cli_shared sh; /* --load, --format, --hazard-horizon, --max-hazard */
   double observed_load, observed_failure, interval, queue;
   bool has_observed_load, has_observed_failure, has_previous, has_queue;
   bool has_interval;            /* --interval given */
@@ -418,11 +522,13 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   ms_landscape ls;
   if ((r = ms_cli_model_landscape(m, &ls)) != 0)
     return r;
+  hazard_answer hz;
+  hazard_solve(m, &ls, load, &a.sh, &hz);
   if (isnan(load)) {
     if (a.sh.format == MS_FORMAT_JSON)
-      write_landscape_json(m, &ls);
+      write_landscape_json(m, &ls, &hz);
     else
-      write_landscape_text(m, &ls);
+      write_landscape_text(m, &ls, &hz);
     return ms_cli_finish_output(MS_EXIT_OK);
   }
   ms_observation obs = {
@@ -453,9 +559,9 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   if (ms_report_finite(&rep, msg, sizeof msg) != 0)
     return ms_cli_fail("model: %s", msg);
   if (a.sh.format == MS_FORMAT_JSON)
-    write_json(m, &rep);
+    write_json(m, &rep, &hz);
   else
-    write_text(m, &ls, &rep, a.has_queue);
+    write_text(m, &ls, &rep, a.has_queue, &hz);
   return ms_cli_finish_output(MS_EXIT_OK);
 }
 

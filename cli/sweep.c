@@ -26,6 +26,7 @@ static const char usage[] =
     "Usage: metastable sweep [MODEL OPTIONS] --from L0 --to L1 --steps N\n"
     "                        [--format csv|json] [--plot FILE.svg|FILE.png]\n"
     "                        [--load L] [--title TEXT] [--log-y]\n"
+    "                        [--hazard-horizon D]\n"
     "       metastable sweep [MODEL OPTIONS] --vary KNOB --from A --to B\n"
     "                        [--steps N] --load L [--format text|csv|json]\n"
     "                        [--plot FILE.svg|FILE.png] [--title TEXT]\n"
@@ -33,7 +34,12 @@ static const char usage[] =
     "Every equilibrium and its stability at the N + 1 offered loads\n"
     "L0, L0 + (L1 - L0)/N, ..., L1: in CSV one row per equilibrium, columns\n"
     "offered_load,equilibria,index,effective_load,failure_probability,\n"
-    "amplification,stable; in JSON one object per offered load.\n"
+    "amplification,stable,time_to_storm,storm_hazard; in JSON one object\n"
+    "per offered load.  time_to_storm is the mean time, s, until a storm\n"
+    "starts by itself from a healthy pool, 1e+300 for never, and\n"
+    "storm_hazard the probability of one within the horizon (a prediction\n"
+    "of the model, doc/design.md 1.12); both empty (JSON null) where the\n"
+    "model has no answer.\n"
     "\n"
     "With --vary, one row per value of a knob of the service instead: the\n"
     "service with that knob replaced, its tipping load, recovery load, band\n"
@@ -79,6 +85,7 @@ static const ms_cli_option options[] = {
     {"--log-y", NULL, OPT_LOG_Y,
      "effective load on a log axis (the default when the collapsed branch "
      "exceeds 30 times capacity)"},
+    MS_CLI_SHARED(MS_OPT_HAZARD_HORIZON),
     MS_CLI_END,
 };
 
@@ -87,18 +94,18 @@ static const ms_cli_syntax syntax = {usage, options};
 /* ---- the table ------------------------------------------------------- */
 
 static int write_table(const ms_landscape *ls, double from, double to,
-                       long steps, ms_format format) {
+                       long steps, ms_format format, double horizon) {
   ms_cli_progress prog;
   ms_cli_progress_start(&prog, "sweep", (size_t)steps + 1);
   ms_cli_interrupt_catch();
   ms_json j;
-  char b[4][32];
+  char b[6][32];
   if (format == MS_FORMAT_JSON) {
     ms_json_init(&j, stdout, 1);
     ms_json_begin_array(&j, NULL);
   } else {
     puts("offered_load,equilibria,index,effective_load,failure_probability,"
-         "amplification,stable");
+         "amplification,stable,time_to_storm,storm_hazard");
   }
   long i;
   for (i = 0; i <= steps && !ms_cli_interrupted(); i++) {
@@ -117,9 +124,18 @@ static int write_table(const ms_landscape *ls, double from, double to,
       return ms_cli_fail("model at offered load %s: %s",
                          ms_format_double(b[0], lam), err.msg);
     }
+    /* the storm hazard at this load (doc/design.md §1.12) */
+    ms_cli_hazard hz;
+    ms_cli_hazard_at(&ls->params, lam, horizon, &hz);
     if (format == MS_FORMAT_JSON) {
       ms_json_begin_object(&j, NULL);
       ms_json_number(&j, "offered_load", lam);
+      ms_json_number(&j, "time_to_storm", hz.seconds);
+      ms_json_number(&j, "storm_hazard", hz.hazard);
+      if (hz.ok)
+        ms_json_null(&j, "hazard_note");
+      else
+        ms_json_string(&j, "hazard_note", hz.why);
       ms_json_begin_array(&j, "equilibria");
       for (int k = 0; k < n; k++) {
         ms_json_begin_object(&j, NULL);
@@ -133,11 +149,18 @@ static int write_table(const ms_landscape *ls, double from, double to,
       ms_json_end_object(&j);
     } else {
       ms_format_double(b[0], lam);
+      if (hz.ok) {
+        ms_format_double(b[4], hz.seconds);
+        ms_format_double(b[5], hz.hazard);
+      } else {
+        b[4][0] = b[5][0] = '\0';
+      }
       for (int k = 0; k < n; k++)
-        printf("%s,%d,%d,%s,%s,%s,%d\n", b[0], n, k,
+        printf("%s,%d,%d,%s,%s,%s,%d,%s,%s\n", b[0], n, k,
                ms_format_double(b[1], eq[k].effective_load),
                ms_format_double(b[2], eq[k].failure_probability),
-               ms_format_double(b[3], eq[k].amplification), eq[k].stable);
+               ms_format_double(b[3], eq[k].amplification), eq[k].stable, b[4],
+               b[5]);
     }
     ms_cli_progress_update(&prog, (size_t)i);
   }
@@ -778,7 +801,7 @@ static int vary_row_at(const ms_cli_model *base, const vary_knob *k, double v,
 static void write_vary_table(const sweep_args *a, const vary_row *rows,
                              size_t n) {
   const char *key = ms_param_get(knobs[a->vary].param)->key;
-  char b[4][32];
+  char b[6][32];
   if (a->sh.format == MS_FORMAT_JSON) {
     ms_json j;
     ms_json_init(&j, stdout, 1);
@@ -1045,7 +1068,8 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   if ((r = ms_cli_model_landscape(m, &ls)) != 0)
     return r;
   if (a.sh.has_format || !a.sh.plot) {
-    r = write_table(&ls, a.from, a.to, a.steps, a.sh.format);
+    r = write_table(&ls, a.from, a.to, a.steps, a.sh.format,
+                    a.sh.hazard_horizon);
     if (r)
       return r;
     r = ms_cli_finish_output(MS_EXIT_OK);

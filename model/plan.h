@@ -217,6 +217,21 @@ int ms_recommend_knob(const ms_service_params *s, ms_param id,
                       ms_recommend_answer *out, ms_error *err);
 
 /*
+ * ms_recommend_apply: service s with parameter id set to value as the
+ * planner sets it (ms_recommend_max_retries, ms_recommend_min_servers,
+ * ms_recommend_knob): the service an answer describes.
+ *   id     MS_PARAM_RETRIES (policy.retries), MS_PARAM_SERVERS (erlang),
+ *          or a knob of ms_recommend_knob
+ *   value  in the parameter's unit; retries a whole number in [0,
+ *          MS_RECOMMEND_MAX_RETRIES], servers one in [1, MS_MAX_SERVERS]
+ *   out    the service; untouched on an error
+ * Errors: MS_EINVAL for an id that is not a knob of s, a value outside
+ * the above, or a service that ms_service_params_check refuses.
+ */
+int ms_recommend_apply(const ms_service_params *s, ms_param id, double value,
+                       ms_service_params *out, ms_error *err);
+
+/*
  * ms_recommend_min_servers: the fewest servers (erlang) for which s is safe, by
  * bisection over [1, min(MS_MAX_SERVERS, MS_MAX_TIMEOUT_COMPLETIONS /
  * (mu T))], which assumes more servers are never less safe.  When the

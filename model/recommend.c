@@ -140,6 +140,36 @@ static double *knob(ms_service_params *t, ms_param id) {
   }
 }
 
+int ms_recommend_apply(const ms_service_params *s, ms_param id, double value,
+                       ms_service_params *out, ms_error *err) {
+  ms_service_params t = *s;
+  if (id == MS_PARAM_RETRIES || id == MS_PARAM_SERVERS) {
+    /* whole, and in range before the conversion */
+    double hi = id == MS_PARAM_RETRIES ? MS_RECOMMEND_MAX_RETRIES
+                                       : (double)MS_MAX_SERVERS;
+    if (!(value >= 0 && value <= hi && value == floor(value)))
+      return ms_fail(err, MS_EINVAL, "%s %g is not a whole number in [0, %g]",
+                     id == MS_PARAM_RETRIES ? "retries" : "servers", value, hi);
+    if (id == MS_PARAM_SERVERS && t.model.kind != MS_MODEL_ERLANG)
+      return ms_fail(err, MS_EINVAL, "servers: the capacity model has none");
+  }
+  if (id == MS_PARAM_RETRIES) {
+    t.policy.retries = (int)value;
+  } else if (id == MS_PARAM_SERVERS) {
+    t.model.servers = (long)value;
+  } else {
+    double *v = knob(&t, id);
+    if (v == NULL)
+      return ms_fail(err, MS_EINVAL,
+                     "parameter %d is not a knob of this service", (int)id);
+    *v = value;
+  }
+  int st = ms_service_params_check(&t, err);
+  if (st == MS_OK)
+    *out = t;
+  return st;
+}
+
 /* The midpoint of [lo, hi]: geometric when both ends are positive and far
  * apart (a range of 20 decades takes 70 steps, not 3000), else
  * arithmetic. */

@@ -705,6 +705,98 @@ START_TEST(test_layout) {
 }
 END_TEST
 
+/* ---- the storm hazard ------------------------------------------------- */
+
+/* ms_cli_hazard_at is ms_time_to_storm and 1 - exp(-H / t), called here
+ * directly; the domain's refusal is a reason, not an error. */
+START_TEST(test_hazard_at) {
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 10, 10.0, 1.0);
+  s.model.timeout_covers = MS_TIMEOUT_COVERS_WAIT;
+  ms_retry_policy_fixed(&s.policy, 3);
+  static const double loads[] = {20, 88, 92, 94, 97};
+  for (size_t i = 0; i < sizeof loads / sizeof loads[0]; i++) {
+    double t;
+    ck_assert_int_eq(ms_time_to_storm(&s, loads[i], &t, NULL), MS_OK);
+    ms_cli_hazard h;
+    ms_cli_hazard_at(&s, loads[i], 3600, &h);
+    ck_assert(h.ok);
+    ck_assert(h.seconds == t);
+    ck_assert(h.never == (t >= MS_TIME_TO_STORM_NEVER));
+    if (h.never)
+      ck_assert(h.hazard == 0);
+    else
+      ck_assert_double_eq_tol(h.hazard, 1 - exp(-3600 / t), 1e-15);
+  }
+  /* below the recovery load c mu / A(1) = 25 req/s: never */
+  ms_cli_hazard h;
+  ms_cli_hazard_at(&s, 20, 3600, &h);
+  ck_assert(h.never && h.hazard == 0);
+  /* the capacity model: no answer, and why, without the prefix */
+  ms_service_params c;
+  ms_failure_model_capacity(&c.model, 1);
+  ms_retry_policy_fixed(&c.policy, 3);
+  ms_cli_hazard_at(&c, 0.5, 3600, &h);
+  ck_assert(!h.ok && isnan(h.seconds) && isnan(h.hazard));
+  ck_assert_str_eq(h.why,
+                   "the erlang model only (a pool of servers, not a capacity)");
+  /* the load under a target: at it, the hazard is at most the target;
+   * a little above, over it */
+  double lam;
+  ms_landscape ls;
+  ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
+  ck_assert(ms_cli_hazard_load(&s, ls.recovery_load, ls.tipping_load, 3600,
+                               0.01, &lam));
+  ck_assert(lam > ls.recovery_load && lam < ls.tipping_load);
+  ms_cli_hazard_at(&s, lam, 3600, &h);
+  ck_assert(h.hazard <= 0.01 && h.hazard > 0.0099);
+  ms_cli_hazard_at(&s, lam * (1 + 1e-5), 3600, &h);
+  ck_assert(h.hazard > 0.01);
+  ck_assert(!ms_cli_hazard_load(&c, 0.5, 0.9, 3600, 0.01, &lam));
+  ck_assert(isnan(lam));
+}
+END_TEST
+
+/* Durations for people: two digits in the largest unit filled. */
+START_TEST(test_human_time) {
+  static const struct {
+    double s;
+    const char *want;
+  } cases[] = {
+      {0.25, "0.25 s"},
+      {45, "45 s"},
+      {89.4, "89 s"},
+      {90, "1.5 min"},
+      {3599, "60 min"},
+      {3600, "1 hour"},
+      {10965.95, "3 hours"},
+      {36 * 3600, "1.5 days"},
+      {86400 * 13.9, "14 days"},
+      {86400 * 14, "2 weeks"},
+      {2.6e6, "4.3 weeks"},
+      {365.25 * 86400, "1 year"},
+      {1e9, "32 years"},
+      {3.15e11, "10000 years"},
+      {3.5e13, "over 10000 years"},
+      {MS_TIME_TO_STORM_NEVER, "never"},
+  };
+  char buf[64];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    ck_assert_str_eq(ms_cli_human_time(buf, sizeof buf, cases[i].s),
+                     cases[i].want);
+  ck_assert_str_eq(ms_cli_every(buf, sizeof buf, 10965.95),
+                   "about once every 3 hours");
+  ck_assert_str_eq(ms_cli_every(buf, sizeof buf, 3.5e13),
+                   "less than once in 10000 years");
+  ck_assert_str_eq(ms_cli_every(buf, sizeof buf, MS_TIME_TO_STORM_NEVER),
+                   "never");
+  ck_assert_str_eq(ms_cli_hazard_phrase(buf, sizeof buf, 0.2798, 3600),
+                   "28 % within 1 hour");
+  ck_assert_str_eq(ms_cli_hazard_phrase(buf, sizeof buf, 0.99995, 86400),
+                   "over 99.9 % within 24 hours");
+}
+END_TEST
+
 static Suite *cli_suite(void) {
   Suite *s = suite_create("cli");
   TCase *tc = tcase_create("helpers");
@@ -724,6 +816,8 @@ static Suite *cli_suite(void) {
   tcase_add_test(tc, test_plot_script);
   tcase_add_test(tc, test_plot_spread);
   tcase_add_test(tc, test_layout);
+  tcase_add_test(tc, test_hazard_at);
+  tcase_add_test(tc, test_human_time);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -784,6 +784,19 @@ static void plan_args(const ms_service_params *s, int b) {
             OUTS(a.value, a.tipping_load, a.recovery_load), "base %d, %a, %a",
             b, pk, mg);
   }
+  /* the service an answer describes: each knob's value at its edges */
+  static const ms_param ids[] = {MS_PARAM_RETRIES,      MS_PARAM_SERVERS,
+                                 MS_PARAM_TIMEOUT,      MS_PARAM_CAPACITY,
+                                 MS_PARAM_RETRY_BUDGET, MS_PARAM_AWS_REFUND};
+  edges ev = EDGES(0.0, 0.5, 1.0, 3.0, 1e6, MS_MAX_DURATION);
+  for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++)
+    for (int i = 0; i < ev.n; i++) {
+      ms_service_params t = *s;
+      int rc = ms_recommend_apply(s, ids[k], ev.v[i], &t, NULL);
+      verdict("ms_recommend_apply", rc,
+              OUTS((double)t.policy.retries, (double)t.model.servers),
+              "base %d, %d, %a", b, (int)ids[k], ev.v[i]);
+    }
 }
 
 /* ms_analyze: each double of the observation through its edges. */
@@ -1120,6 +1133,7 @@ static const row functions[] = {
     DRIVEN(ms_recommend_max_retries, "plan_args"),
     DRIVEN(ms_recommend_knob, "plan_args"),
     DRIVEN(ms_recommend_min_servers, "plan_args"),
+    DRIVEN(ms_recommend_apply, "plan_args"),
     NO_DOUBLE(ms_state_name, "an enum"),
     NO_DOUBLE(ms_state_storm, "an enum"),
     NO_DOUBLE(ms_output_get, "an enum"),

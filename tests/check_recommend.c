@@ -233,6 +233,41 @@ START_TEST(test_named_knobs) {
 }
 END_TEST
 
+/* ms_recommend_apply gives the service each answer describes: its
+ * landscape has the answer's loads, and it differs from s in the one
+ * setting. */
+START_TEST(test_apply) {
+  static const ms_param ids[] = {
+      MS_PARAM_RETRIES,      MS_PARAM_SERVERS,          MS_PARAM_TIMEOUT,
+      MS_PARAM_RETRY_BUDGET, MS_PARAM_GRPC_TOKEN_RATIO, MS_PARAM_AWS_REFUND};
+  for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+    ms_service_params s = example(), t;
+    ms_recommend_answer a;
+    int st = ids[i] == MS_PARAM_RETRIES
+                 ? ms_recommend_max_retries(&s, 200, 0.2, &a, NULL)
+             : ids[i] == MS_PARAM_SERVERS
+                 ? ms_recommend_min_servers(&s, 200, 0.2, &a, NULL)
+                 : ms_recommend_knob(&s, ids[i], ids[i] == MS_PARAM_TIMEOUT,
+                                     200, 0.2, &a, NULL);
+    ck_assert_int_eq(st, MS_OK);
+    ck_assert_int_eq(ms_recommend_apply(&s, ids[i], a.value, &t, NULL), MS_OK);
+    ms_landscape ls;
+    ck_assert_int_eq(ms_landscape_build(&t, &ls, NULL), MS_OK);
+    ck_assert_msg(ls.tipping_load == a.tipping_load &&
+                      ls.recovery_load == a.recovery_load,
+                  "knob %zu: %.17g %.17g against %.17g %.17g", i,
+                  ls.tipping_load, ls.recovery_load, a.tipping_load,
+                  a.recovery_load);
+  }
+  ms_service_params s = example(), t = s;
+  ms_error err;
+  ck_assert_int_eq(ms_recommend_apply(&s, MS_PARAM_CAPACITY, 1, &t, &err),
+                   MS_EINVAL);
+  ck_assert_int_eq(ms_recommend_apply(&s, MS_PARAM_SERVERS, 0, &t, &err),
+                   MS_EINVAL);
+}
+END_TEST
+
 Suite *recommend_suite(void) {
   Suite *s = suite_create("recommend");
   TCase *tc = tcase_create("safe settings");
@@ -242,6 +277,7 @@ Suite *recommend_suite(void) {
   tcase_add_test(tc, test_retries_scan);
   tcase_add_test(tc, test_timeout_direction);
   tcase_add_test(tc, test_named_knobs);
+  tcase_add_test(tc, test_apply);
   suite_add_tcase(s, tc);
   return s;
 }

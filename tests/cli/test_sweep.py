@@ -66,7 +66,8 @@ class Counts(CliTest):
         rows = list(csv.DictReader(io.StringIO(out)))
         self.assertEqual(list(rows[0]), [
             "offered_load", "equilibria", "index", "effective_load",
-            "failure_probability", "amplification", "stable"])
+            "failure_probability", "amplification", "stable",
+            "time_to_storm", "storm_hazard"])
         by_load = {}
         for r in rows:
             by_load.setdefault(float(r["offered_load"]), []).append(r)
