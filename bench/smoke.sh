@@ -37,11 +37,16 @@ awk -F, 'NR == 1 { n = NF } NF < n { print "bench smoke: short row " NR ": " $0;
 # servers_estimate, which needs a service without a pool_size input, and
 # stall_tolerance, which is there only while the load is inside the band
 # (the benchmark's one service is below its recovery load); the per-service
-# rows only, not the shards' heartbeat after "# Not per service"
+# rows only, not the shards' heartbeat after "# Not per service".  Two
+# more, time_to_storm and storm_hazard, once the service's table is built
+# (over the first cycles, within the search budget): 0 to 2 more per cycle
+# on average in the quick run's two cycles
 n_values=$(($(sed '/^# Not per service/,$d' "${MS_TOP_SRCDIR:-.}/conf/types.db" |
-  grep -c '^[a-z]') - 3))
-if ! grep -q "^plugin_read_cycle,,,1,.*values per cycle $n_values.0" "$csv"; then
-  echo "bench smoke: one service did not dispatch $n_values values per cycle" >&2
+  grep -c '^[a-z]') - 5))
+got=$(sed -n 's/^plugin_read_cycle,,,1,.*values per cycle \([0-9.]*\),.*/\1/p' "$csv")
+if ! awk -v got="$got" -v n="$n_values" \
+  'BEGIN { exit !(got != "" && got >= n && got <= n + 2) }'; then
+  echo "bench smoke: one service dispatched ${got:-no} values per cycle, not $n_values to $((n_values + 2))" >&2
   status=1
 fi
 if [ $status -ne 0 ]; then

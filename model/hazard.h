@@ -35,10 +35,11 @@ extern "C" {
  * n >= c and 0 below when the timeout covers the wait; with the timeout
  * on the response the service's exponential tail convolved with that wait
  * (e^(-mu T) below c).  The retries a failure calls for come T later:
- * the birth at n takes q at n - |d_n - b_n| T, where the most likely
- * escape path (the time reverse of the relaxation, moving at |d - b|
- * states/s) was T earlier: the small-delay expansion of Guillouzic,
- * L'Heureux and Longtin (Phys. Rev. E 59(4), 1999) taken on that path.
+ * the birth at n takes q at n - v T, where the most likely path, moving
+ * at v states/s, was T earlier: below the barrier the time reverse of the
+ * relaxation, v = d_n - b_n; past it the relaxation under the delayed
+ * births, v = b(n - v T) - d_n (the small-delay expansion of Guillouzic,
+ * L'Heureux and Longtin, Phys. Rev. E 59(4), 1999, taken on that path).
  * A storm
  * has started when the chain first reaches the state N at which half the
  * arrivals time out (q_N >= 1/2, n - c about c mu T): past the chain's
@@ -64,13 +65,40 @@ extern "C" {
  *                 time passes it
  * The storm hazard within a horizon H is 1 - exp(-H / seconds).
  * Cost: O(N), N about c + c mu T + 1 states, a few Poisson cdfs each
- * (84 us at 10 servers, 84 ms at 10^4: doc/design.md §1.12); no
- * allocation.
+ * and a root past the barrier (0.12-0.18 ms at 10 servers, 14-89
+ * ms at 10^4: doc/design.md §1.12); no allocation.
  * Errors: MS_EINVAL for an invalid service or load, or a service outside
  * the domain above; MS_ELIMIT when N passes MS_HAZARD_MAX_STATES.
  */
 int ms_time_to_storm(const ms_service_params *s, double offered_load,
                      double *seconds, ms_error *err);
+
+/* A walk of the chain that can stop and go on (ms_time_to_storm_walk):
+ * zero it to begin. */
+typedef struct {
+  long n;                   /* the state to go on from; 0: from the start */
+  double ln_pi, ln_s, ln_t; /* the sums so far (doc/design.md §1.12) */
+  bool done;                /* the last call gave the time */
+} ms_storm_walk;
+
+/* How often, in states, a walk asks whether to stop. */
+#define MS_HAZARD_WALK_STRIDE 1024
+
+/*
+ * ms_time_to_storm_walk: ms_time_to_storm that can stop part way and go
+ * on later, for a caller that must hold a deadline (the plugin's read
+ * cycle).  Every MS_HAZARD_WALK_STRIDE states it calls stop(ctx) when
+ * stop is not NULL; non-zero stops the walk with w->done false, *seconds
+ * untouched, and the state kept in *w.  Called again with the same s,
+ * offered_load and *w it goes on, and gives the same bits as one call of
+ * ms_time_to_storm (tests/check_hazard.c).
+ *   w        in/out: zeroed to begin; w->done true once *seconds is set
+ *   others   as ms_time_to_storm
+ * Errors: as ms_time_to_storm.
+ */
+int ms_time_to_storm_walk(const ms_service_params *s, double offered_load,
+                          ms_storm_walk *w, int (*stop)(void *ctx), void *ctx,
+                          double *seconds, ms_error *err);
 
 /*
  * ms_storm_hazard: the probability of a storm within horizon seconds when

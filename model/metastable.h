@@ -5,6 +5,7 @@
  *   base.h       status codes, messages, the model's limits
  *   erlang.h     queues: Erlang B and C, the wait tail, M/M/c/K
  *   hazard.h     the storm hazard: the mean time to a storm of a pool
+ *   hazard_table.h  that time over the offered load, per service
  *   loop.h       the retry loop: p(x), A(p), lambda(x); MS_PARAMS
  *   landscape.h  equilibria, tipping and recovery loads, the state and
  *                the verdict of one interval (ms_analyze)
@@ -24,6 +25,7 @@
 #include "base.h"
 #include "erlang.h"
 #include "hazard.h"
+#include "hazard_table.h"
 #include "landscape.h"
 #include "loop.h"
 #include "plan.h"

@@ -856,6 +856,7 @@ typedef struct {
   const char *back[MAX_NAMED_PER_CYCLE];
   cdtime_t search_spent, search_budget;
   cdtime_t search_end; /* a search under way stops here (search_stop) */
+  cdtime_t search_now; /* when the table build under way began */
 } cycle;
 
 /* The tracker's tolerance_stop: a stall-tolerance search ends once the
@@ -866,6 +867,19 @@ typedef struct {
 static int search_stop(void *ctx) {
   const cycle *cy = ctx;
   return cdtime() >= cy->search_end;
+}
+
+/* The stop of a time-to-storm table's build (ms_tracker_hazard_build),
+ * asked after each point and within a point every MS_HAZARD_WALK_STRIDE
+ * states: at search_end, or once the cycle's searches have spent their
+ * budget (this build counted from search_now).  A point stopped part way
+ * keeps its work and goes on in the next cycle, so a pool whose one point
+ * takes a second (2e5 states) costs each cycle the budget, not a second. */
+static int hazard_stop(void *ctx) {
+  const cycle *cy = ctx;
+  cdtime_t now = cdtime();
+  return now >= cy->search_end ||
+         cy->search_spent + (now - cy->search_now) >= cy->search_budget;
 }
 
 /* One service's interval: read its inputs, step its tracker, dispatch its
@@ -922,31 +936,43 @@ static void read_service(plugin_state *st, size_t s, cycle *cy) {
   log_calibration(st, ss, &step, &cy->n_calibration);
 }
 
-/* The stall-tolerance searches the cycle's steps left pending, after every
- * service of the cycle has dispatched, round robin from where the last
- * cycle's searches stopped: they start while the cycle's searches have
- * spent less than TOLERANCE_BUDGET_SHARE of the interval (at least one a
- * cycle) and before search_end, and one under way at search_end stops
- * there (search_stop; nothing remembered, searched again later).  So the
- * searches use the time the services leave, never delay a service's
- * values, and never hold the cycle past search_end.  A service whose
- * search is still pending from a cycle before keeps it. */
+/* The stall-tolerance searches and the time-to-storm tables' points the
+ * cycle's steps left pending, after every service of the cycle has
+ * dispatched, round robin from where the last cycle's searches stopped:
+ * they start while the cycle's searches have spent less than
+ * TOLERANCE_BUDGET_SHARE of the interval (at least one a cycle) and
+ * before search_end, and one under way at search_end stops there
+ * (search_stop; nothing remembered, searched again later; a table stops
+ * at its budget or search_end, between its points or within one every
+ * MS_HAZARD_WALK_STRIDE states, and goes on in the next cycle with its
+ * work kept).  So the searches use the time the services leave, never
+ * delay a service's values, and never hold the cycle past search_end.  A
+ * service whose search is still pending from a cycle before keeps it. */
 static void run_searches(plugin_state *st, cycle *cy) {
   size_t n = st->n_services;
   size_t s = st->next_search < n ? st->next_search : 0;
   for (size_t k = 0; k < n; k++, s = (s + 1) % n) {
     ms_tracker *t = &st->services[s]->tracker;
-    if (!t->tolerance_pending)
+    if (!t->tolerance_pending && !t->hazard_pending)
       continue;
     cdtime_t t0 = cdtime();
     if (t0 >= cy->search_end ||
         (cy->search_spent > 0 && cy->search_spent >= cy->search_budget))
       break;
-    t->tolerance_stop = search_stop;
-    t->tolerance_stop_ctx = cy;
-    ms_tracker_tolerance_search(t);
-    t->tolerance_stop = NULL;
-    t->tolerance_stop_ctx = NULL;
+    if (t->tolerance_pending) {
+      t->tolerance_stop = search_stop;
+      t->tolerance_stop_ctx = cy;
+      ms_tracker_tolerance_search(t);
+      t->tolerance_stop = NULL;
+      t->tolerance_stop_ctx = NULL;
+    }
+    if (t->hazard_pending) {
+      /* the clock as the search budget sees it, between points */
+      cy->search_spent += cdtime() - t0;
+      t0 = cdtime();
+      cy->search_now = t0;
+      ms_tracker_hazard_build(t, hazard_stop, hazard_stop, cy);
+    }
     cdtime_t t1 = cdtime();
     cy->search_spent += t1 > t0 ? t1 - t0 : 1;
   }

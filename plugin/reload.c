@@ -29,6 +29,8 @@ void reload_service_init(service_state *ss, const ms_service_spec *spec) {
   /* stall_tolerance's searches wait for the end of the read cycle
    * (run_searches in metastable.c) */
   ss->tracker.tolerance_defer = true;
+  /* and so do the points of its time-to-storm table */
+  ss->tracker.hazard_defer = true;
   ss->complaint = (log_backoff){0};
   ss->partial = (log_backoff){0};
   ss->calibration = (log_backoff){0};

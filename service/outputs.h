@@ -102,6 +102,12 @@ typedef enum {
   X(STALL_TOLERANCE, stall_tolerance, , MS_OUTPUT_OPTIONAL,                   \
     "s", "0", "U",                                                            \
     "longest full stall survived at this offered load without a storm")       \
+  X(TIME_TO_STORM, time_to_storm, , MS_OUTPUT_OPTIONAL,                       \
+    "s", "0", "U",                                                            \
+    "a prediction: mean time until a storm starts by itself at this load")   \
+  X(STORM_HAZARD, storm_hazard, , MS_OUTPUT_OPTIONAL,                         \
+    "probability", "0", "1",                                                  \
+    "a prediction: probability of a storm within hazard_horizon at this load")\
   X(SAFE_RETRIES, safe_retries, , MS_OUTPUT_OPTIONAL,                         \
     "count", "0", "U",                                                        \
     "most retries per request that keep this load with its margin stable")    \
@@ -167,8 +173,14 @@ typedef struct {
   bool has_stall_tolerance; /* erlang, one tier, at or above the recovery
                                load (below it every stall is survived) */
   double stall_tolerance;   /* s, ms_trigger_tolerance: 0 overloaded */
-  bool has_safe_retries;    /* some count is safe */
-  double safe_retries;      /* retries, whole, [0, MS_RECOMMEND_MAX_RETRIES] */
+  /* the storm hazard, from the tracker's table (doc/outputs.md) */
+  bool has_time_to_storm; /* erlang, in ms_time_to_storm's domain, table
+                             complete */
+  double time_to_storm;   /* s, (0, MS_TIME_TO_STORM_NEVER] */
+  bool has_storm_hazard;  /* with time_to_storm */
+  double storm_hazard;    /* probability within hazard_horizon */
+  bool has_safe_retries;  /* some count is safe */
+  double safe_retries;    /* retries, whole, [0, MS_RECOMMEND_MAX_RETRIES] */
   /* calibration (doc/design.md §1.8) */
   bool has_service_time_estimate; /* busy/completion or latency inputs */
   double service_time_estimate;   /* s */

@@ -88,6 +88,19 @@ typedef struct {
 /* A service file's headroom_warning is a share of the tipping load,
  * strictly between 0 and MS_MAX_HEADROOM_WARNING (all of it). */
 #define MS_MAX_HEADROOM_WARNING 1.0
+/* The storm hazard (doc/outputs.md, "Storm hazard"): hazard_horizon, the
+ * time storm_hazard looks ahead, s, in (0, MS_MAX_HAZARD_HORIZON] (a
+ * year); hazard_warning, the storm_hazard past which a WARNING goes out,
+ * in (0, 1).  0 in ms_service_spec means the default. */
+#define MS_DEFAULT_HAZARD_HORIZON 3600.0
+#define MS_MAX_HAZARD_HORIZON 31536000.0
+#define MS_DEFAULT_HAZARD_WARNING 0.5
+#define MS_MAX_HAZARD_WARNING 1.0
+/* A pool whose storm at the tipping load itself is expected only after
+ * this many horizons (a hazard under 0.1 % within one) has a negligible
+ * hazard up to the fold: time_to_storm is never below the tipping load,
+ * and the fold is the answer. */
+#define MS_HAZARD_NEGLIGIBLE_HORIZONS 1000.0
 
 /* What `calibrate:` learns (doc/design.md §1.8), as bits; bit i is the
  * i-th estimator of ms_calibration (service_time, base_failure, servers). */
@@ -143,12 +156,14 @@ typedef struct {
   bool has_headroom_warning;
   double headroom_warning; /* WARNING when tipping headroom falls below */
   bool has_safety_margin;
-  double safety_margin; /* safe_retries: stable up to (1 + it) times the
-                           offered load, [0, MS_RECOMMEND_MAX_MARGIN]; absent:
-                           MS_RECOMMEND_DEFAULT_MARGIN */
-  int clear_after;      /* OKAY (and re-arming the WARNING) after this
-                           many intervals without a storm; 0 means
-                           MS_DEFAULT_CLEAR_AFTER */
+  double safety_margin;  /* safe_retries: stable up to (1 + it) times the
+                            offered load, [0, MS_RECOMMEND_MAX_MARGIN]; absent:
+                            MS_RECOMMEND_DEFAULT_MARGIN */
+  double hazard_horizon; /* s; 0: MS_DEFAULT_HAZARD_HORIZON */
+  double hazard_warning; /* 0: MS_DEFAULT_HAZARD_WARNING */
+  int clear_after;       /* OKAY (and re-arming the WARNING) after this
+                            many intervals without a storm; 0 means
+                            MS_DEFAULT_CLEAR_AFTER */
   ms_source inputs[MS_INPUT_COUNT];
   int calibrate;                /* ms_calibrate_flags: what is learned */
   double calibration_time;      /* s; 0: MS_DEFAULT_CALIBRATION_TIME */
@@ -279,6 +294,8 @@ typedef struct {
   double misfit_threshold;      /* |z|, > 0 */
   int misfit_intervals;         /* intervals, >= 1 */
   double safety_margin;         /* share, [0, MS_RECOMMEND_MAX_MARGIN] */
+  double hazard_horizon;        /* s, (0, MS_MAX_HAZARD_HORIZON] */
+  double hazard_warning;        /* probability, (0, 1) */
 } ms_service_settings;
 
 /* The settings of sp, defaults filled in. */
@@ -583,6 +600,16 @@ typedef struct {
   unsigned long tolerance_resume_builds;
   long tolerance_resume_bucket;
   double tolerance_resume_lo, tolerance_resume_hi;
+  /* time_to_storm and storm_hazard: the table over the load of landscape
+   * build hazard_builds (0: none yet), built when the landscape is; with
+   * hazard_defer a step leaves its points pending (hazard_pending) for
+   * ms_tracker_hazard_build, and reports nothing until it is complete */
+  ms_hazard_table hazard;
+  unsigned long hazard_builds;
+  bool hazard_defer;
+  bool hazard_pending;
+  bool hazard_warned; /* the hazard WARNING went out and has not re-armed */
+  int hazard_calm;    /* intervals under hazard_warning since */
 } ms_tracker;
 
 /* Result of one step. */
@@ -652,6 +679,22 @@ void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
  * doc/outputs.md, "Stall tolerance".
  */
 bool ms_tracker_tolerance_search(ms_tracker *t);
+
+/*
+ * ms_tracker_hazard_build: the points of the time-to-storm table that the
+ * last ms_tracker_step left pending (t->hazard_defer set, t->hazard_pending
+ * true), on the landscape of that step: ms_hazard_table_step
+ * (model/hazard_table.h) until the table is complete or stop(ctx) returns
+ * non-zero, checked after each point (stop NULL: to the end), or halt(ctx)
+ * does, checked within a point every MS_HAZARD_WALK_STRIDE states (halt
+ * NULL: never); a point halted part way goes on at the next call, its work
+ * kept.  One point costs one ms_time_to_storm call: 0.12-0.18 ms at 10
+ * servers x 100 ms, T = 1 s, to 14-89 ms at 10^4 (doc/design.md §1.12).
+ * The outputs come from the next step after the last point.  Returns how
+ * many points were completed (0: none pending, or t NULL).
+ */
+int ms_tracker_hazard_build(ms_tracker *t, int (*stop)(void *ctx),
+                            int (*halt)(void *ctx), void *ctx);
 
 #ifdef __cplusplus
 }

@@ -53,6 +53,8 @@ enum {
   K_BASE_FAILURE,
   K_HEADROOM_WARNING,
   K_SAFETY_MARGIN,
+  K_HAZARD_HORIZON,
+  K_HAZARD_WARNING,
   K_CLEAR_AFTER,
   K_CALIBRATE,
   K_CALIBRATION_TIME,
@@ -88,6 +90,8 @@ static const char *const key_names[] = {"name",
                                         "base_failure",
                                         "headroom_warning",
                                         "safety_margin",
+                                        "hazard_horizon",
+                                        "hazard_warning",
                                         "clear_after",
                                         "calibrate",
                                         "calibration_time",
@@ -873,6 +877,16 @@ static int read_settings(service_reader *r) {
       return -1;
     sp->has_safety_margin = true;
   }
+  if (read_setting(r, K_HAZARD_HORIZON, 1, 0, 0.0, MS_MAX_HAZARD_HORIZON,
+                   &sp->hazard_horizon) != 0)
+    return -1;
+  const yaml_node_t *hz = r->val[K_HAZARD_WARNING];
+  if (hz && (ms_yaml_get_share(r->ld, hz, "hazard_warning",
+                               &sp->hazard_warning) != 0 ||
+             ms_yaml_check_range(r->ld, hz, "hazard_warning",
+                                 sp->hazard_warning, 0.0, MS_MAX_HAZARD_WARNING,
+                                 MS_BOUND_LO_OPEN | MS_BOUND_HI_OPEN) != 0))
+    return -1;
   const yaml_node_t *ca = r->val[K_CLEAR_AFTER];
   if (ca) {
     double n;
@@ -1227,6 +1241,10 @@ ms_service_settings ms_service_settings_of(const ms_service_spec *sp) {
           OR_DEFAULT(sp->misfit_intervals, MS_DEFAULT_MISFIT_INTERVALS),
       .safety_margin = sp->has_safety_margin ? sp->safety_margin
                                              : MS_RECOMMEND_DEFAULT_MARGIN,
+      .hazard_horizon =
+          OR_DEFAULT(sp->hazard_horizon, MS_DEFAULT_HAZARD_HORIZON),
+      .hazard_warning =
+          OR_DEFAULT(sp->hazard_warning, MS_DEFAULT_HAZARD_WARNING),
   };
 #undef OR_DEFAULT
   return s;

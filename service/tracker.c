@@ -581,6 +581,126 @@ bool ms_tracker_tolerance_search(ms_tracker *t) {
   return true;
 }
 
+/*
+ * time_to_storm and storm_hazard (doc/outputs.md, "Storm hazard"): a
+ * prediction, read from the tracker's table of ms_time_to_storm over the
+ * offered load (model/hazard_table.h), begun whenever the landscape is
+ * (re)built and completed in this step, or with hazard_defer by
+ * ms_tracker_hazard_build after it (nothing reported until complete).
+ * None outside ms_time_to_storm's domain (the capacity model, a queue
+ * limit, a timeout spread...).  Below the tipping load of a pool whose
+ * storm at the tipping load itself is expected only after
+ * MS_HAZARD_NEGLIGIBLE_HORIZONS horizons, never: the hazard is
+ * negligible up to the fold, and the fold is the answer.
+ */
+static void hazard_report(ms_tracker *t, const ms_service_spec *spec,
+                          ms_report *r) {
+  const ms_landscape *ls = &t->landscape;
+  r->has_time_to_storm = r->has_storm_hazard = false;
+  t->hazard_pending = false;
+  if (t->hazard_builds != t->landscape_builds) {
+    t->hazard_builds = t->landscape_builds;
+    if (ls->params.model.kind != MS_MODEL_ERLANG ||
+        ms_hazard_table_init(&t->hazard, &ls->params, ls->recovery_load,
+                             ls->tipping_load, NULL) != MS_OK)
+      t->hazard.valid = false;
+  }
+  if (!t->hazard.valid)
+    return;
+  if (!ms_hazard_table_complete(&t->hazard)) {
+    if (t->hazard_defer) {
+      t->hazard_pending = true;
+      return;
+    }
+    ms_tracker_hazard_build(t, NULL, NULL, NULL);
+    t->hazard_pending = false;
+    if (!ms_hazard_table_complete(&t->hazard))
+      return;
+  }
+  double lambda = r->analysis.offered_load, seconds;
+  double horizon = ms_service_settings_of(spec).hazard_horizon;
+  if (ms_hazard_table_lookup(&t->hazard, lambda, &seconds, NULL) != MS_OK)
+    return;
+  if (lambda <= ls->tipping_load &&
+      t->hazard.fold_time >= MS_HAZARD_NEGLIGIBLE_HORIZONS * horizon)
+    seconds = MS_TIME_TO_STORM_NEVER;
+  double h = 0; /* never: none at all, not 1e-297 */
+  if (seconds < MS_TIME_TO_STORM_NEVER &&
+      ms_storm_hazard(seconds, horizon, &h, NULL) != MS_OK)
+    return;
+  r->has_time_to_storm = r->has_storm_hazard = true;
+  r->time_to_storm = seconds;
+  r->storm_hazard = h;
+}
+
+int ms_tracker_hazard_build(ms_tracker *t, int (*stop)(void *ctx),
+                            int (*halt)(void *ctx), void *ctx) {
+  if (t == NULL || !t->hazard.valid)
+    return 0;
+  int n = 0;
+  t->hazard_pending = false;
+  while (!ms_hazard_table_complete(&t->hazard)) {
+    int built = t->hazard.built;
+    if (ms_hazard_table_step(&t->hazard, &t->landscape.params, halt, ctx,
+                             NULL) != MS_OK)
+      return n;                     /* a pool too large: no hazard */
+    if (t->hazard.built == built) { /* halted part way through a point */
+      t->hazard_pending = true;
+      break;
+    }
+    n++;
+    if (stop != NULL && !ms_hazard_table_complete(&t->hazard) && stop(ctx)) {
+      t->hazard_pending = true;
+      break;
+    }
+  }
+  return n;
+}
+
+/* A duration for people: "40 s", "25 min", "5.2 h", "3.1 days". */
+static void human_time(char *buf, size_t len, double s) {
+  if (s < 120)
+    snprintf(buf, len, "%.2g s", s);
+  else if (s < 7200)
+    snprintf(buf, len, "%.2g min", s / 60);
+  else if (s < 172800)
+    snprintf(buf, len, "%.2g h", s / 3600);
+  else
+    snprintf(buf, len, "%.2g days", s / 86400);
+}
+
+/* WARNING once when storm_hazard passes hazard_warning (not in an interval
+ * whose other notification says more, nor without a free slot: then the
+ * next interval warns; not past the tipping load, where the latch WARNING
+ * speaks); armed again after clear_after intervals under it.  A
+ * prediction: the text says how soon, from time_to_storm. */
+static void hazard_note(ms_tracker *t, const ms_service_spec *spec,
+                        const ms_report *r, int clear_after, bool quiet,
+                        ms_step *out) {
+  if (!r->has_storm_hazard || r->analysis.state == MS_STATE_OVERLOADED)
+    return;
+  ms_service_settings set = ms_service_settings_of(spec);
+  if (r->storm_hazard > set.hazard_warning) {
+    t->hazard_calm = 0;
+    bool room = out->n_notes < (int)(sizeof out->notes / sizeof out->notes[0]);
+    if (t->hazard_warned || quiet || !room)
+      return;
+    char mean[32], horizon[32];
+    human_time(mean, sizeof mean, r->time_to_storm);
+    human_time(horizon, sizeof horizon, set.hazard_horizon);
+    note(out, MS_NOTE_WARNING,
+         "at this load a storm is expected within %s (a prediction: storm "
+         "hazard %.3g%% within %s, over %.3g%%): offered %.5g req/s, "
+         "tipping load %.5g req/s",
+         mean, 100 * r->storm_hazard, horizon, 100 * set.hazard_warning,
+         r->analysis.offered_load, r->analysis.tipping_load);
+    t->hazard_warned = true;
+  } else if (t->hazard_warned && ++t->hazard_calm >= clear_after) {
+    t->hazard_warned = false;
+    t->hazard_calm = 0;
+  }
+}
+
 /* The recovery load with r retries from the tracker's cache, computed on
  * first use; NAN when the build fails. */
 static double safe_recovery(ms_tracker *t, int r) {
@@ -695,6 +815,7 @@ void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
   ms_calibration_report(&t->calibration, spec, &t->landscape, inf,
                         tau > 0 ? tau : 1.0, &out->report);
   stall_tolerance_report(t, &out->report);
+  hazard_report(t, spec, &out->report);
   safe_retries_report(t, spec, &out->report);
   const ms_report *r = &out->report;
   /* Notifications have hysteresis in time: a storm is announced at once,
@@ -707,6 +828,8 @@ void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,
   bool failure = storm_notes(t, r, clear_after, out);
   bool latch = latch_note(t, r, obs.interval, clear_after, out);
   headroom_note(t, spec, r, clear_after, failure || latch, out);
+  hazard_note(t, spec, r, clear_after, failure || latch || r->analysis.storm,
+              out);
   char misfit[256];
   bool room = out->n_notes < (int)(sizeof out->notes / sizeof out->notes[0]);
   if (ms_calibration_misfit(&t->calibration, spec, &t->landscape, r, t->storm,

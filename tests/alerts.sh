@@ -19,7 +19,7 @@ promtool test rules "$top/tests/alerts/metastable-alerts.test.yml"
 # severity asks for.
 amtool check-config "$top/conf/alertmanager.yml"
 [ "$(grep -c 'severity: page$' "$top/conf/metastable-alerts.yml")" -eq 9 ] &&
-  [ "$(grep -c 'severity: ticket$' "$top/conf/metastable-alerts.yml")" -eq 5 ] || {
+  [ "$(grep -c 'severity: ticket$' "$top/conf/metastable-alerts.yml")" -eq 6 ] || {
   echo "alerts: the rules' severities changed: update the routing checks below" >&2
   exit 1
 }
@@ -28,6 +28,7 @@ for route in MetastableRetryStorm:page:pager MetastableFailure:page:pager \
   MetastableTippingPointNear:page:pager MetastableTippingPointNear:ticket:tickets \
   MetastableRetryPolicyDangerous:ticket:tickets MetastableNotReporting:page:pager \
   MetastableNotReporting:ticket:tickets MetastableModelMisfit:ticket:tickets \
+  MetastableStormHazard:ticket:tickets \
   MetastableAbsent:page:pager MetastableShardDown:page:pager \
   MetastableShardsMissing:page:pager MetastableShardTwice:ticket:tickets; do
   alert=${route%%:*}
@@ -152,6 +153,11 @@ not-reporting page whatever the last storm flag|s/last_over_time(collectd_metast
 not-reporting forgets after an hour|s/reporting:timestamp\[7d\]/reporting:timestamp[1h]/
 not-reporting severity forgets the storm after an hour|s/last_over_time(collectd_metastable_storm\[7d\])/last_over_time(collectd_metastable_storm[1h])/
 nothing-at-all page after 5m|s/for: 10m/for: 5m/
+storm hazard ticket at 0.7|s/storm_hazard\[15m\]) > 0.5$/storm_hazard[15m]) > 0.7/
+storm hazard ticket on the last sample only|s/avg_over_time(collectd_metastable_storm_hazard\[15m\])/collectd_metastable_storm_hazard/
+storm hazard ticket also past the tipping load|s/collectd_metastable_state < 3$/collectd_metastable_state < 4/
+storm hazard ticket after 10m|/alert: MetastableStormHazard/,/for:/s/for: 15m/for: 10m/
+storm hazard as a page|/alert: MetastableStormHazard/,/severity:/s/severity: ticket/severity: page/
 misfit at 5 instead of 4|s/model_residual\[5m\])) > 4$/model_residual[5m])) > 5/
 misfit at 3 instead of 4|s/model_residual\[5m\])) > 4$/model_residual[5m])) > 3/
 misfit on the residual of one interval|s/abs(avg_over_time(collectd_metastable_model_residual\[5m\]))/abs(collectd_metastable_model_residual)/

@@ -164,6 +164,43 @@ START_TEST(test_more_retries_sooner) {
 }
 END_TEST
 
+/* A walk stopped every MS_HAZARD_WALK_STRIDE states and gone on with gives
+ * the bits of one call: 1000 servers (about 11,000 states) on the wait
+ * and the response, at and just under the tipping load. */
+static int stop_always(void *ctx) {
+  (*(int *)ctx)++;
+  return 1;
+}
+
+START_TEST(test_walk_goes_on) {
+  for (int w = 0; w < 2; w++) {
+    ms_service_params s = service_covering(1000, 0.1, 1.0, 3,
+                                           w ? MS_TIMEOUT_COVERS_RESPONSE
+                                             : MS_TIMEOUT_COVERS_WAIT);
+    ms_landscape ls;
+    ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
+    for (double f = 0.999; f <= 1.0; f += 0.001) {
+      double load = f * ls.tipping_load, whole = time_to_storm(&s, load);
+      ms_storm_walk walk = {0};
+      double t = -1;
+      int stops = 0, calls = 0;
+      do {
+        ck_assert_int_eq(ms_time_to_storm_walk(&s, load, &walk, stop_always,
+                                               &stops, &t, NULL),
+                         MS_OK);
+        calls++;
+      } while (!walk.done && calls < 100000);
+      ck_assert_msg(t == whole,
+                    "covers %d load %g: %.17g after %d stops, "
+                    "%.17g in one",
+                    w, load, t, stops, whole);
+      ck_assert_int_ge(stops, 5);
+      ck_assert_int_eq(calls, stops + 1);
+    }
+  }
+}
+END_TEST
+
 /* The limits.  Below the recovery load c mu / (r + 1) the pool has no
  * storm to fall into: NEVER.  Far below the tipping load, more than any
  * horizon.  Far above it the drift is at least lambda - c mu everywhere,
@@ -238,6 +275,7 @@ Suite *hazard_suite(void) {
   tcase_add_test(tc, test_against_des_response);
   tcase_add_test(tc, test_monotone);
   tcase_add_test(tc, test_more_retries_sooner);
+  tcase_add_test(tc, test_walk_goes_on);
   tcase_add_test(tc, test_limits);
   tcase_add_test(tc, test_domain);
   tcase_add_test(tc, test_hazard);

@@ -205,6 +205,10 @@ static const struct {
     {SVC ERL "    headroom_warning: 2\n" IN, "8:23", "headroom_warning = 2"},
     {SVC ERL "    headroom_warning: 150%\n" IN, "8:23",
      "headroom_warning = 150% is outside (0, 1)"},
+    {SVC ERL "    hazard_warning: 1\n" IN, "8:21",
+     "hazard_warning = 1 is outside (0, 1)"},
+    {SVC ERL "    hazard_horizon: 0\n" IN, "8:21", "hazard_horizon"},
+    {SVC ERL "    hazard_horizon: 1e9\n" IN, "8:21", "hazard_horizon"},
     {SVC ERL "    safety_margin: 11\n" IN, "8:20",
      "safety_margin = 11 is outside [0, 10]"},
     {SVC ERL "    safety_margin: -5%\n" IN, "8:20", "safety_margin"},
@@ -1923,6 +1927,136 @@ START_TEST(test_headroom_warning_and_recovery) {
 }
 END_TEST
 
+/* The storm hazard through the tracker (doc/outputs.md, "Storm hazard"):
+ * time_to_storm against a direct ms_time_to_storm call (within the
+ * table's interpolation error, a factor 1.42: tests/check_hazard_table.c),
+ * storm_hazard as 1 - exp(-H / time), never below the recovery load, the
+ * WARNING once per crossing, the horizon and threshold of the file. */
+START_TEST(test_storm_hazard) {
+  ms_service_spec s = erlang_spec();
+  /* 10 servers x 100 ms, T = 1 s on the wait, 3 retries: tipping 94.61 */
+  ms_failure_model_erlang(&s.params.model, 10, 10.0, 1.0);
+  s.params.model.timeout_covers = MS_TIMEOUT_COVERS_WAIT;
+  ms_retry_policy_fixed(&s.params.policy, 3);
+  use(&s, MS_INPUT_OFFERED);
+  s.hazard_horizon = 1800;
+  s.hazard_warning = 0.4;
+  const double load[] = {20, 60, 92, 93, 94, 80, 80, 80, 94};
+  const int warn[] = {0, 0, 0, 1, 0, 0, 0, 0, 1};
+  ms_tracker t;
+  ms_tracker_init(&t);
+  for (int i = 0; i < 9; i++) {
+    ms_inputs in = values(NAN, load[i], NAN, NAN, NAN);
+    in.interval = 10;
+    ms_step st;
+    ms_tracker_step(&t, &s, &in, &st);
+    ck_assert(st.ok);
+    ck_assert(st.report.has_time_to_storm && st.report.has_storm_hazard);
+    double direct;
+    ck_assert_int_eq(
+        ms_time_to_storm(&t.landscape.params, load[i], &direct, NULL), MS_OK);
+    double got = st.report.time_to_storm;
+    if (load[i] < t.landscape.recovery_load)
+      ck_assert(got == MS_TIME_TO_STORM_NEVER);
+    else
+      ck_assert_msg(fabs(log(got / direct)) < 0.35, "%g: %g, direct %g",
+                    load[i], got, direct);
+    ck_assert_double_eq_tol(st.report.storm_hazard, -expm1(-1800 / got), 1e-12);
+    int w = 0;
+    for (int n = 0; n < st.n_notes; n++)
+      if (st.notes[n].severity == MS_NOTE_WARNING &&
+          strstr(st.notes[n].message, "at this load a storm is expected "
+                                      "within") == st.notes[n].message) {
+        w++;
+        ck_assert_uint_lt(strlen(st.notes[n].message), 256);
+        ck_assert_msg(strstr(st.notes[n].message, "within 30 min") != NULL,
+                      "%s", st.notes[n].message);
+      }
+    ck_assert_msg(w == warn[i], "interval %d: %d hazard warnings", i, w);
+    /* the hazard passes 0.4 within 30 min from 93 req/s on */
+    ck_assert_msg((st.report.storm_hazard > 0.4) == (load[i] >= 93),
+                  "%g: hazard %g", load[i], st.report.storm_hazard);
+  }
+  ck_assert_uint_eq(t.landscape_builds, 1);
+  ck_assert(t.hazard.calls <= MS_HAZARD_TABLE_POINTS + 1);
+}
+END_TEST
+
+/* Deferred: no hazard until ms_tracker_hazard_build has built the table;
+ * a stop after each point spreads it over calls; a new pool size builds
+ * a new table.  Outside the domain (a queue limit): no hazard, nothing
+ * pending. */
+static int stop_always(void *ctx) {
+  (void)ctx;
+  return 1;
+}
+
+START_TEST(test_storm_hazard_deferred) {
+  ms_service_spec s = erlang_spec();
+  use(&s, MS_INPUT_OFFERED);
+  use(&s, MS_INPUT_POOL);
+  ms_tracker t;
+  ms_tracker_init(&t);
+  t.hazard_defer = true;
+  ms_inputs in = values(NAN, 250, NAN, NAN, 30);
+  ms_step st;
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert(st.ok && !st.report.has_time_to_storm && t.hazard_pending);
+  ck_assert_int_eq(ms_tracker_hazard_build(&t, stop_always, NULL, NULL), 1);
+  ck_assert(t.hazard_pending);
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert(!st.report.has_time_to_storm && t.hazard_pending);
+  ck_assert_int_gt(ms_tracker_hazard_build(&t, NULL, NULL, NULL), 1);
+  ck_assert(!t.hazard_pending);
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert(st.report.has_time_to_storm && !t.hazard_pending);
+  ck_assert_int_eq(ms_tracker_hazard_build(&t, NULL, NULL, NULL), 0);
+  /* the pool shrinks: a new landscape, a new table, none until built */
+  in = values(NAN, 250, NAN, NAN, 29);
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert(!st.report.has_time_to_storm && t.hazard_pending);
+  /* a queue limit: outside the domain, no hazard and nothing pending */
+  s.params.model.has_queue_limit = true;
+  s.params.model.queue_limit = 50;
+  ms_tracker_init(&t);
+  t.hazard_defer = true;
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert(st.ok && !st.report.has_time_to_storm && !t.hazard_pending);
+}
+END_TEST
+
+/* A large pool: a storm at the tipping load itself only after more than
+ * 1000 horizons (1000 servers: 2.6e6 s; a horizon of 10 min), so the
+ * hazard is negligible up to the fold: never below it (the fold is the
+ * answer), a finite time past it. */
+START_TEST(test_storm_hazard_large_pool) {
+  ms_service_spec s = erlang_spec();
+  ms_failure_model_erlang(&s.params.model, 1000, 10.0, 1.0);
+  s.params.model.timeout_covers = MS_TIMEOUT_COVERS_WAIT;
+  ms_retry_policy_fixed(&s.params.policy, 3);
+  s.hazard_horizon = 600;
+  use(&s, MS_INPUT_OFFERED);
+  ms_tracker t;
+  ms_tracker_init(&t);
+  ms_inputs in = values(NAN, 9980, NAN, NAN, NAN);
+  in.interval = 10;
+  ms_step st;
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert(st.ok && st.report.has_time_to_storm);
+  double direct;
+  ck_assert_int_eq(ms_time_to_storm(&t.landscape.params,
+                                    t.landscape.tipping_load, &direct, NULL),
+                   MS_OK);
+  ck_assert(direct > MS_HAZARD_NEGLIGIBLE_HORIZONS * 600);
+  ck_assert(9980 < t.landscape.tipping_load);
+  ck_assert(st.report.time_to_storm == MS_TIME_TO_STORM_NEVER);
+  ck_assert(st.report.storm_hazard == 0);
+  in = values(NAN, 1.05 * t.landscape.tipping_load, NAN, NAN, NAN);
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert(st.report.time_to_storm < 600 && st.report.storm_hazard > 0.5);
+}
+END_TEST
+
 /* The reference for safe_retries: the largest r in [0, top] for
  * which a scan of ms_equilibria over a grid of loads up to (1 + m)
  * lambda finds one equilibrium below saturation at each (stable: no
@@ -2868,6 +3002,9 @@ int main(void) {
   tcase_add_test(tc, test_verdict_moments);
   tcase_add_test(tc, test_constants_observe_nothing);
   tcase_add_test(tc, test_headroom_warning_and_recovery);
+  tcase_add_test(tc, test_storm_hazard);
+  tcase_add_test(tc, test_storm_hazard_deferred);
+  tcase_add_test(tc, test_storm_hazard_large_pool);
   tcase_add_test(tc, test_cold_start_in_storm);
   tcase_add_test(tc, test_flapping_storm_pages_once);
   tcase_add_test(tc, test_stall_tolerance_output);

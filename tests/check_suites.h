@@ -16,5 +16,6 @@ Suite *mmck_suite(void);
 Suite *recommend_suite(void);
 Suite *response_suite(void);
 Suite *hazard_suite(void);
+Suite *hazard_table_suite(void);
 
 #endif

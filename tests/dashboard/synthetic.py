@@ -25,6 +25,8 @@ shape:
                  large in them);
   web1/search    stable throughout, no observations (so no calibration and
                  no residual);
+  every service  time_to_storm and storm_hazard, shorter and higher as
+                 the load nears its tipping load;
   web2/db.main   vulnerable throughout, no observations;
   web2/payments  tips into a storm half-way and is left metastable at the
                  end, so that a Prometheus loading conf/metastable-alerts.yml
@@ -38,7 +40,8 @@ TYPES = ["offered_load", "effective_load", "self_inflicted_load", "amplification
          "failure_probability", "utilization", "tipping_load", "recovery_load",
          "tipping_distance", "tipping_headroom", "equilibria", "state", "storm",
          "observed_effective_load", "observed_failure_ratio", "shed_load",
-         "recovering", "drain_time", "service_time_estimate",
+         "recovering", "drain_time", "time_to_storm", "storm_hazard",
+         "service_time_estimate",
          "service_time_error", "service_time_ratio", "base_failure_estimate",
          "calibrated", "model_failure_ratio", "model_residual", "reporting"]
 
@@ -98,6 +101,15 @@ def sample(service, f):
             v["calibrated"] = 2 if f > 0.05 else 0
         v["model_failure_ratio"] = p
         v["model_residual"] = 9.0 if v["storm"] else round(0.8 * ((7 * f * 60) % 3 - 1.5), 2)
+    # The storm hazard within an hour: from the mean time to a storm,
+    # shorter as the load nears the tipping load; never (1e300 s, hazard
+    # 0) below the recovery load.
+    if lam < rec:
+        v["time_to_storm"], v["storm_hazard"] = 1e300, 0.0
+    else:
+        t = 3600 * 10 ** (4 * max(tip - lam, 0) / tip)
+        v["time_to_storm"] = round(t, 1)
+        v["storm_hazard"] = round(1 - 2.718281828 ** (-3600 / t), 4)
     # In a storm: offered minus recovery load, and a little more for the
     # backlog while draining (always > 0); 0 without one.
     v["shed_load"] = max(lam - rec, 2.0) if v["storm"] else 0.0

@@ -543,6 +543,10 @@ def learner_checks(cd, tip_model):
 # each draws
 CONSOLE_GRAPHS = {"msStateGraph": 3, "msLoadGraph": 5, "msSelfGraph": 1,
                   "msShedGraph": 1, "msMarginGraph": 1}
+# and those drawn only for an erlang service with a fixed policy (its
+# storm hazard; checkout's page): never is not drawn, so the time's
+# graph may have no series when the pool's hazard is negligible
+HAZARD_GRAPHS = {"msHazardGraph": (1, 1), "msTimeToStormGraph": (0, 1)}
 
 
 class ConsoleView(threading.Thread):
@@ -632,6 +636,50 @@ def console_page_checks(dom, console, url):
                            r'<path[^>]* d="M[^"]+"[^>]* class="path"', part)
         check(len(paths) == series, "%s %s draws %d series (%d with data)" %
               (what, graph, series, len(paths)))
+    for graph, (least, most) in HAZARD_GRAPHS.items():
+        if shown[0] != "checkout":
+            continue
+        # the two graphs share a section: up to the next graph's div
+        part = dom.split('id="%s"' % graph, 1)[-1].split("<h3", 1)[0]
+        part = part.split('id="msTimeToStormGraph"', 1)[0]
+        paths = re.findall(r'<path[^>]* class="path"[^>]* d="M[^"]+"|'
+                           r'<path[^>]* d="M[^"]+"[^>]* class="path"', part)
+        check(least <= len(paths) <= most, "%s %s draws %d to %d series (%d "
+              "with data)" % (what, graph, least, most, len(paths)))
+
+
+def hazard_checks(cd, lam):
+    """time_to_storm and storm_hazard (doc/outputs.md, "Storm hazard"):
+    the plugin reads them from a table over the load (doc/design.md §1.12,
+    "The table"), so against `metastable solve` at the same load to the
+    table's interpolation bound, e^0.35 (tests/check_hazard_table.c); or
+    never, where solve says the pool's storm at its tipping load is
+    negligible (over 1000 horizons of 1 h).  The table is built over the
+    first cycles: wait for it."""
+    got = None
+    for _ in range(20):
+        got = cd.value("checkout", "time_to_storm")
+        if got is not None:
+            break
+        time.sleep(0.5)
+    lam = cd.value("checkout", "offered_load") or lam
+    want = model(CHECKOUT + ["--load", repr(lam)])
+    never = 1e300
+    if got is not None and got >= never * (1 - 1e-6):
+        ok = (want["time_to_storm"] >= never * (1 - 1e-6) or
+              want["tipping_time_to_storm"] >= 1000 * 3600)
+    else:
+        ok = (got is not None and want["time_to_storm"] > 0 and
+              abs(math.log(got / want["time_to_storm"])) <= 0.35)
+    check(ok, "time_to_storm %s s = solve's %s s at %.6g req/s (the table's "
+          "bound e^0.35; tipping %s s)" % (
+              got, want["time_to_storm"], lam,
+              want.get("tipping_time_to_storm")))
+    h = cd.value("checkout", "storm_hazard")
+    if got is not None:
+        check(h is not None and
+              abs(h + math.expm1(-3600 / got)) <= 1e-6 * max(h, 1e-300),
+              "storm_hazard %s = 1 - exp(-1 h / %s s)" % (h, got))
 
 
 def scenario(cd, prom, feeder):
@@ -696,6 +744,7 @@ def scenario(cd, prom, feeder):
           got == rec["max_safe_retries"],
           "safe_retries %s = recommend's max_safe_retries %s at %.6g req/s" % (
               got, rec.get("max_safe_retries"), lam))
+    hazard_checks(cd, lam)
     learner_checks(cd, tip_model)
     # fleet: glob over two hosts, DERIVE via PUTVAL, capacity model
     fl = cd.value("fleet", "offered_load")
