@@ -59,6 +59,12 @@
 /* The share of the interval that stall_tolerance's searches may take per
  * read cycle (doc/outputs.md, "Stall tolerance"). */
 #define TOLERANCE_BUDGET_SHARE 0.002
+/* The share of the interval the time-to-storm tables' points may use a
+ * cycle (run_hazard_builds), their own, spent only while a table is
+ * pending: 20 ms at a 1 s interval, where a table of 30 servers x 100 ms
+ * behind 1 s (43 ms, 65 points) takes three cycles; at 0.5 % it took 16
+ * cycles in the stand-in and never finished in the integration test. */
+#define HAZARD_BUDGET_SHARE 0.02
 
 /* CycleBudget: the share of the interval one read cycle may spend on its
  * services (default, range), and the wall-time ceiling whatever the
@@ -857,6 +863,8 @@ typedef struct {
   cdtime_t search_spent, search_budget;
   cdtime_t search_end; /* a search under way stops here (search_stop) */
   cdtime_t search_now; /* when the table build under way began */
+  cdtime_t hazard_spent,
+      hazard_budget; /* the tables' own (run_hazard_builds) */
 } cycle;
 
 /* The tracker's tolerance_stop: a stall-tolerance search ends once the
@@ -879,7 +887,7 @@ static int hazard_stop(void *ctx) {
   const cycle *cy = ctx;
   cdtime_t now = cdtime();
   return now >= cy->search_end ||
-         cy->search_spent + (now - cy->search_now) >= cy->search_budget;
+         cy->hazard_spent + (now - cy->search_now) >= cy->hazard_budget;
 }
 
 /* One service's interval: read its inputs, step its tracker, dispatch its
@@ -936,47 +944,60 @@ static void read_service(plugin_state *st, size_t s, cycle *cy) {
   log_calibration(st, ss, &step, &cy->n_calibration);
 }
 
-/* The stall-tolerance searches and the time-to-storm tables' points the
- * cycle's steps left pending, after every service of the cycle has
- * dispatched, round robin from where the last cycle's searches stopped:
- * they start while the cycle's searches have spent less than
- * TOLERANCE_BUDGET_SHARE of the interval (at least one a cycle) and
- * before search_end, and one under way at search_end stops there
- * (search_stop; nothing remembered, searched again later; a table stops
- * at its budget or search_end, between its points or within one every
- * MS_HAZARD_WALK_STRIDE states, and goes on in the next cycle with its
- * work kept).  So the searches use the time the services leave, never
- * delay a service's values, and never hold the cycle past search_end.  A
- * service whose search is still pending from a cycle before keeps it. */
+/* The stall-tolerance searches the cycle's steps left pending, after
+ * every service of the cycle has dispatched, round robin from where the
+ * last cycle's searches stopped: they start while the cycle's searches
+ * have spent less than TOLERANCE_BUDGET_SHARE of the interval (at least
+ * one a cycle) and before search_end, and one under way at search_end
+ * stops there (search_stop; nothing remembered, searched again later).
+ * So the searches use the time the services leave, never delay a
+ * service's values, and never hold the cycle past search_end.  A service
+ * whose search is still pending from a cycle before keeps it. */
 static void run_searches(plugin_state *st, cycle *cy) {
   size_t n = st->n_services;
   size_t s = st->next_search < n ? st->next_search : 0;
   for (size_t k = 0; k < n; k++, s = (s + 1) % n) {
     ms_tracker *t = &st->services[s]->tracker;
-    if (!t->tolerance_pending && !t->hazard_pending)
+    if (!t->tolerance_pending)
       continue;
     cdtime_t t0 = cdtime();
     if (t0 >= cy->search_end ||
         (cy->search_spent > 0 && cy->search_spent >= cy->search_budget))
       break;
-    if (t->tolerance_pending) {
-      t->tolerance_stop = search_stop;
-      t->tolerance_stop_ctx = cy;
-      ms_tracker_tolerance_search(t);
-      t->tolerance_stop = NULL;
-      t->tolerance_stop_ctx = NULL;
-    }
-    if (t->hazard_pending) {
-      /* the clock as the search budget sees it, between points */
-      cy->search_spent += cdtime() - t0;
-      t0 = cdtime();
-      cy->search_now = t0;
-      ms_tracker_hazard_build(t, hazard_stop, hazard_stop, cy);
-    }
+    t->tolerance_stop = search_stop;
+    t->tolerance_stop_ctx = cy;
+    ms_tracker_tolerance_search(t);
+    t->tolerance_stop = NULL;
+    t->tolerance_stop_ctx = NULL;
     cdtime_t t1 = cdtime();
     cy->search_spent += t1 > t0 ? t1 - t0 : 1;
   }
   st->next_search = s;
+}
+
+/* The time-to-storm tables' points the cycle's steps left pending, after
+ * the searches, round robin from where the last cycle's builds stopped,
+ * on a budget of their own (HAZARD_BUDGET_SHARE of the interval), so that
+ * searches pending every cycle cannot starve them.  A build stops at that
+ * budget or at search_end (hazard_stop), between its points or within one
+ * every MS_HAZARD_WALK_STRIDE states, and goes on in the next cycle with
+ * its work kept; never past search_end. */
+static void run_hazard_builds(plugin_state *st, cycle *cy) {
+  size_t n = st->n_services;
+  size_t s = st->next_hazard < n ? st->next_hazard : 0;
+  for (size_t k = 0; k < n; k++, s = (s + 1) % n) {
+    ms_tracker *t = &st->services[s]->tracker;
+    if (!t->hazard_pending)
+      continue;
+    cdtime_t t0 = cdtime();
+    if (t0 >= cy->search_end || cy->hazard_spent >= cy->hazard_budget)
+      break;
+    cy->search_now = t0;
+    ms_tracker_hazard_build(t, hazard_stop, hazard_stop, cy);
+    cdtime_t t1 = cdtime();
+    cy->hazard_spent += t1 > t0 ? t1 - t0 : 1;
+  }
+  st->next_hazard = s;
 }
 
 /* The wall time one cycle may spend on its services: CycleBudget of the
@@ -1140,6 +1161,8 @@ static int ms_read(user_data_t *ud) {
   cy.host = st->host != NULL ? st->host : hostname_g;
   cy.search_budget = DOUBLE_TO_CDTIME_T(TOLERANCE_BUDGET_SHARE *
                                         CDTIME_T_TO_DOUBLE(st->interval));
+  cy.hazard_budget = DOUBLE_TO_CDTIME_T(HAZARD_BUDGET_SHARE *
+                                        CDTIME_T_TO_DOUBLE(st->interval));
   cdtime_t budget = cycle_budget(st);
   /* searches stop at the budget, or at SEARCH_SHARE of the interval up to
    * the ceiling when that is later: never past CYCLE_CEILING_SECONDS */
@@ -1149,6 +1172,7 @@ static int ms_read(user_data_t *ud) {
   size_t deferred = read_services(st, &cy, budget);
   dispatch_shard(st, cy.host, cy.started);
   run_searches(st, &cy);
+  run_hazard_builds(st, &cy);
   log_pacing(st);
   log_problems(st, cy.named, cy.n_bad, cy.n_back, cy.back);
   if (cy.n_calibration > MAX_NAMED_PER_CYCLE)

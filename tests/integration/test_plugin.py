@@ -543,10 +543,9 @@ def learner_checks(cd, tip_model):
 # each draws
 CONSOLE_GRAPHS = {"msStateGraph": 3, "msLoadGraph": 5, "msSelfGraph": 1,
                   "msShedGraph": 1, "msMarginGraph": 1}
-# and those drawn only for an erlang service with a fixed policy (its
-# storm hazard; checkout's page): never is not drawn, so the time's
-# graph may have no series when the pool's hazard is negligible
-HAZARD_GRAPHS = {"msHazardGraph": (1, 1), "msTimeToStormGraph": (0, 1)}
+# and those drawn only for a service with a storm hazard (checkout's
+# page); the others say why there is none (msNoHazard)
+HAZARD_GRAPHS = {"msHazardGraph": (1, 1), "msTimeToStormGraph": (1, 1)}
 
 
 class ConsoleView(threading.Thread):
@@ -636,6 +635,9 @@ def console_page_checks(dom, console, url):
                            r'<path[^>]* d="M[^"]+"[^>]* class="path"', part)
         check(len(paths) == series, "%s %s draws %d series (%d with data)" %
               (what, graph, series, len(paths)))
+    if shown[0] == "fleet":  # the capacity model: no hazard, said so
+        check('id="msNoHazard"' in dom and "msHazardGraph" not in dom,
+              "%s no hazard graph for a capacity service, and why" % what)
     for graph, (least, most) in HAZARD_GRAPHS.items():
         if shown[0] != "checkout":
             continue
