@@ -434,12 +434,12 @@ static size_t note_markers(const replay_chart *c, const double *x,
 /* The time the axis counts from, for its label: the first row's time as
  * written, or in UTC when written as Unix seconds; "the first row" when
  * there are no rows. */
-static void time_origin(const ms_trace_rows *tr, const replay_chart *c,
+static void time_origin(const char *first_time, const replay_chart *c,
                         char *start, size_t size) {
   snprintf(start, size, "the first row");
   size_t n = c->n;
   if (n) {
-    const char *tt = tr->rows[0].time_text;
+    const char *tt = first_time;
     char *end;
     strtod(tt, &end);
     time_t secs = (time_t)floor(c->t[0]);
@@ -459,7 +459,7 @@ static void time_origin(const ms_trace_rows *tr, const replay_chart *c,
  * seconds since the first row (minutes past two hours, hours past two
  * days).  Returns 0, or MS_EXIT_RUNTIME with the reason. */
 static int replay_plot(const char *path, const ms_cli_model *m,
-                       const char *trace_name, const ms_trace_rows *tr,
+                       const char *trace_name, const char *first_time,
                        const replay_chart *c) {
   size_t n = c->n;
   double t0 = n ? c->t[0] : 0, span = n ? c->t[n - 1] - t0 : 0;
@@ -532,10 +532,10 @@ static int replay_plot(const char *path, const ms_cli_model *m,
   const char *base = strrchr(trace_name, '/');
   snprintf(ttl, sizeof ttl, "%s%sreplay of %s", m->name[0] ? m->name : "",
            m->name[0] ? ": " : "", base ? base + 1 : trace_name);
-  snprintf(sub, sizeof sub, "%s; %zu rows%s", m->summary, tr->n,
+  snprintf(sub, sizeof sub, "%s; %zu rows%s", m->summary, n,
            nm ? ", notifications marked above" : "");
   char start[64];
-  time_origin(tr, c, start, sizeof start);
+  time_origin(first_time, c, start, sizeof start);
   snprintf(xl, sizeof xl, "time (%s) since %s", unit, start);
   ms_plot p;
   ms_plot_init(&p);
@@ -572,7 +572,7 @@ done:
  * that is not a number (the rows written before it are kept, as the
  * plugin would have dispatched them). */
 static int write_verdicts(const ms_service_spec *spec, ms_format format,
-                          const ms_trace_rows *tr, replay_chart *chart) {
+                          ms_trace_stream *tr, replay_chart *chart) {
   ms_tracker tracker;
   ms_tracker_init(&tracker);
   ms_json j;
@@ -596,9 +596,11 @@ static int write_verdicts(const ms_service_spec *spec, ms_format format,
   ms_step st;
   char last_verdict[64] = "";
   double last_tip = NAN, last_rec = NAN;
-  for (size_t i = 0; i < tr->n; i++) {
-    ms_inputs in;
-    ms_trace_inputs(tr, i, &in);
+  const char *name = tr->whole.name;
+  ms_trace_row row;
+  ms_inputs in;
+  int got;
+  for (size_t i = 0; (got = ms_trace_stream_next(tr, &row, &in)) == 1; i++) {
     ms_tracker_step(&tracker, spec, &in, &st);
     char msg[256];
     if (st.ok && ms_report_finite(&st.report, msg, sizeof msg) != 0) {
@@ -606,29 +608,35 @@ static int write_verdicts(const ms_service_spec *spec, ms_format format,
       if (format == MS_FORMAT_JSON)
         fputc('\n', stdout);
       fflush(stdout);
-      return ms_cli_fail("%s:%d: model: %s", tr->name, tr->rows[i].line, msg);
+      return ms_cli_fail("%s:%d: model: %s", name, row.line, msg);
     }
     if (format == MS_FORMAT_JSON)
-      write_json_row(&j, &tr->rows[i], &st);
+      write_json_row(&j, &row, &st);
     else if (format == MS_FORMAT_TEXT)
-      write_text_row(&tr->rows[i], &st, last_verdict, sizeof last_verdict,
-                     &last_tip, &last_rec);
+      write_text_row(&row, &st, last_verdict, sizeof last_verdict, &last_tip,
+                     &last_rec);
     else
-      write_csv_row(&tr->rows[i], &st);
-    tally_step(&tally, &tr->rows[i], &st);
+      write_csv_row(&row, &st);
+    tally_step(&tally, &row, &st);
     if (chart)
-      replay_chart_row(chart, &tr->rows[i], &st);
+      replay_chart_row(chart, &row, &st);
     ms_cli_progress_update(&prog, i);
   }
   ms_cli_progress_end(&prog);
+  if (got < 0) { /* the message is printed; the rows so far are out */
+    if (format == MS_FORMAT_JSON)
+      fputc('\n', stdout);
+    fflush(stdout);
+    return MS_EXIT_RUNTIME;
+  }
   if (format == MS_FORMAT_JSON) {
     ms_json_end_array(&j);
     ms_json_finish(&j);
   }
   if (tr->n == 0)
-    ms_cli_warn("%s has a header but no rows", tr->name);
+    ms_cli_warn("%s has a header but no rows", name);
   if (isatty(STDERR_FILENO))
-    tally_print(&tally, tr->name, &tracker);
+    tally_print(&tally, name, &tracker);
   return ms_cli_finish_output(MS_EXIT_OK);
 }
 
@@ -672,13 +680,14 @@ static int run(ms_cli_model *m, int argc, char **argv) {
     return r;
   ms_service_spec spec;
   ms_cli_model_service(m, &spec);
-  ms_trace_rows rows;
-  r = ms_trace_load(&a.source, &spec, &rows);
+  /* row by row when the trace can be read twice (ms_trace_stream) */
+  ms_trace_stream rows;
+  r = ms_trace_stream_open(&a.source, &spec, &rows);
   replay_chart chart;
   bool drawing = r == 0 && a.sh.plot != NULL;
   if (drawing && replay_chart_alloc(&chart, rows.n) != 0) {
     replay_chart_free(&chart);
-    ms_trace_rows_free(&rows);
+    ms_trace_stream_close(&rows);
     return ms_cli_fail("--plot: out of memory for %zu rows", rows.n);
   }
   if (r == 0)
@@ -686,10 +695,10 @@ static int run(ms_cli_model *m, int argc, char **argv) {
   /* the rows are out (and flushed) before the picture is drawn: a picture
    * that cannot be drawn loses none of them */
   if (r == 0 && drawing)
-    r = replay_plot(a.sh.plot, m, rows.name, &rows, &chart);
+    r = replay_plot(a.sh.plot, m, rows.whole.name, rows.first_time, &chart);
   if (drawing)
     replay_chart_free(&chart);
-  ms_trace_rows_free(&rows);
+  ms_trace_stream_close(&rows);
   return r;
 }
 

@@ -109,9 +109,12 @@ static int check_columns(const ms_trace *t, const ms_service_spec *spec,
   return 0;
 }
 
-/* The rows after the header, into *out. */
-static int read_rows(ms_trace *t, ms_trace_rows *out, char *err, size_t len) {
+/* The rows after the header, into *out; with keep false only counted
+ * (out->n) and checked, out->rows left NULL. */
+static int read_rows(ms_trace *t, ms_trace_rows *out, bool keep, char *err,
+                     size_t len) {
   size_t cap = 0;
+  ms_trace_row scratch;
   ms_cli_progress prog;
   ms_cli_progress_start(&prog, "reading the trace", 0);
   int r;
@@ -127,6 +130,14 @@ static int read_rows(ms_trace *t, ms_trace_rows *out, char *err, size_t len) {
         r = -1;
       }
       break;
+    }
+    if (!keep) {
+      r = ms_trace_next(t, &scratch, err, len);
+      if (r != 1)
+        break;
+      out->n++;
+      ms_cli_progress_update(&prog, out->n);
+      continue;
     }
     if (out->n == cap) {
       size_t nc = cap ? 2 * cap : 1024;
@@ -153,9 +164,10 @@ static int read_rows(ms_trace *t, ms_trace_rows *out, char *err, size_t len) {
 
 /* The trace in f, called name in messages: the header checked against
  * the service, then every row, so that a bad row stops the command
- * before anything is written. */
+ * before anything is written; the rows kept in out, or with keep false
+ * only counted. */
 static int load_stream(FILE *f, const char *name, const ms_service_spec *spec,
-                       bool prom, ms_trace_rows *out) {
+                       bool prom, bool keep, ms_trace_rows *out) {
   snprintf(out->name, sizeof out->name, "%s", name);
   ms_trace t;
   char err[600];
@@ -164,7 +176,7 @@ static int load_stream(FILE *f, const char *name, const ms_service_spec *spec,
     return ms_cli_fail("%s", err);
   }
   int rc = check_columns(&t, spec, prom);
-  if (rc == 0 && read_rows(&t, out, err, sizeof err) < 0)
+  if (rc == 0 && read_rows(&t, out, keep, err, sizeof err) < 0)
     rc = ms_cli_fail("%s", err);
   ms_trace_close(&t);
   return rc;
@@ -201,10 +213,37 @@ static int load_prometheus(const ms_trace_source *s,
   }
   int r =
       load_stream(in, s->write_trace ? s->write_trace : "(Prometheus trace)",
-                  spec, true, out);
+                  spec, true, true, out);
   fclose(in);
   free(buf);
   return r;
+}
+
+/* Open the CSV trace of s (a file, or stdin for "-"), refusing a regular
+ * file above MS_TRACE_MAX_BYTES before reading it.  Returns 0 with *in
+ * and *name set, or MS_EXIT_RUNTIME with the message printed. */
+static int open_csv(const ms_trace_source *s, FILE **in, const char **name) {
+  bool is_stdin = strcmp(s->path, "-") == 0;
+  *name = is_stdin ? "(stdin)" : s->path;
+  *in = is_stdin ? stdin : fopen(s->path, "r");
+  if (*in == NULL)
+    return ms_cli_fail("%s: cannot open: %s", s->path, strerror(errno));
+  struct stat sb;
+  if (fstat(fileno(*in), &sb) == 0 && S_ISREG(sb.st_mode) &&
+      sb.st_size > MS_TRACE_MAX_BYTES) {
+    if (!is_stdin)
+      fclose(*in);
+    *in = NULL;
+    char mib[32];
+    return ms_cli_fail("%s: %s MiB, more than the limit of %d MiB for a "
+                       "trace: cut it to the time range of interest (e.g. "
+                       "with awk on its time column), or resample it",
+                       *name,
+                       ms_format_against(mib, (double)sb.st_size / 1048576.0,
+                                         (double)(MS_TRACE_MAX_BYTES >> 20)),
+                       MS_TRACE_MAX_BYTES >> 20);
+  }
+  return 0;
 }
 
 int ms_trace_load(const ms_trace_source *s, const ms_service_spec *spec,
@@ -212,28 +251,121 @@ int ms_trace_load(const ms_trace_source *s, const ms_service_spec *spec,
   memset(out, 0, sizeof *out);
   if (s->any_prom)
     return load_prometheus(s, spec, out);
-  bool is_stdin = strcmp(s->path, "-") == 0;
-  FILE *in = is_stdin ? stdin : fopen(s->path, "r");
-  if (in == NULL)
-    return ms_cli_fail("%s: cannot open: %s", s->path, strerror(errno));
-  struct stat sb;
-  if (fstat(fileno(in), &sb) == 0 && S_ISREG(sb.st_mode) &&
-      sb.st_size > MS_TRACE_MAX_BYTES) {
-    if (in != stdin)
-      fclose(in);
-    char mib[32];
-    return ms_cli_fail("%s: %s MiB, more than the limit of %d MiB for a "
-                       "trace: cut it to the time range of interest (e.g. "
-                       "with awk on its time column), or resample it",
-                       is_stdin ? "(stdin)" : s->path,
-                       ms_format_against(mib, (double)sb.st_size / 1048576.0,
-                                         (double)(MS_TRACE_MAX_BYTES >> 20)),
-                       MS_TRACE_MAX_BYTES >> 20);
-  }
-  int r = load_stream(in, is_stdin ? "(stdin)" : s->path, spec, false, out);
+  FILE *in;
+  const char *name;
+  int r = open_csv(s, &in, &name);
+  if (r != 0)
+    return r;
+  r = load_stream(in, name, spec, false, true, out);
   if (in != stdin)
     fclose(in);
   return r;
+}
+
+/* Whether f can be read a second time from its start: a regular file
+ * at its start. */
+static bool rereadable(FILE *f) {
+  struct stat sb;
+  return fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && ftell(f) == 0;
+}
+
+/* The message for a trace that changed between its two readings. */
+static int changed(ms_trace_stream *st, const char *why) {
+  ms_cli_fail("%s:%d: %s since it was checked: the rows written so far "
+              "are of the trace as it was",
+              st->whole.name, st->t.line, why);
+  return -1;
+}
+
+int ms_trace_stream_open(const ms_trace_source *s, const ms_service_spec *spec,
+                         ms_trace_stream *st) {
+  memset(st, 0, sizeof *st);
+  if (s->any_prom) {
+    int r = ms_trace_load(s, spec, &st->whole);
+    st->n = st->whole.n;
+    if (r == 0 && st->n > 0)
+      snprintf(st->first_time, sizeof st->first_time, "%s",
+               st->whole.rows[0].time_text);
+    return r;
+  }
+  const char *name;
+  int r = open_csv(s, &st->f, &name);
+  if (r != 0)
+    return r;
+  st->own_f = st->f != stdin;
+  if (!rereadable(st->f)) { /* a pipe: whole */
+    r = load_stream(st->f, name, spec, false, true, &st->whole);
+    st->n = st->whole.n;
+    if (r == 0 && st->n > 0)
+      snprintf(st->first_time, sizeof st->first_time, "%s",
+               st->whole.rows[0].time_text);
+    return r;
+  }
+  /* the first reading: every row checked and counted */
+  r = load_stream(st->f, name, spec, false, false, &st->whole);
+  st->n = st->whole.n;
+  if (r != 0)
+    return r;
+  /* the second, row by row; its first two rows read ahead */
+  char err[600];
+  errno = 0;
+  if (fseek(st->f, 0, SEEK_SET) != 0)
+    return ms_cli_fail("%s: cannot read it again: %s", name, strerror(errno));
+  st->streaming = true;
+  if (ms_trace_open(&st->t, st->f, st->whole.name, err, sizeof err) != 0)
+    return ms_cli_fail("%s", err);
+  for (size_t k = 0; k < 2 && k < st->n; k++) {
+    int got = ms_trace_next(&st->t, &st->first[k], err, sizeof err);
+    if (got < 0)
+      return ms_cli_fail("%s", err);
+    if (got == 0)
+      return changed(st, "the trace is shorter");
+  }
+  if (st->n > 0)
+    snprintf(st->first_time, sizeof st->first_time, "%s",
+             st->first[0].time_text);
+  return 0;
+}
+
+int ms_trace_stream_next(ms_trace_stream *st, ms_trace_row *row,
+                         ms_inputs *in) {
+  if (st->i == st->n)
+    return 0;
+  if (!st->streaming) {
+    *row = st->whole.rows[st->i];
+    ms_trace_inputs(&st->whole, st->i++, in);
+    return 1;
+  }
+  if (st->i < 2) {
+    *row = st->first[st->i];
+  } else {
+    char err[600];
+    int got = ms_trace_next(&st->t, row, err, sizeof err);
+    if (got < 0) {
+      ms_cli_fail("%s", err);
+      return -1;
+    }
+    if (got == 0)
+      return changed(st, "the trace is shorter");
+  }
+  /* as ms_trace_inputs */
+  *in = row->in;
+  if (st->i > 0)
+    in->interval = row->unix_time - st->prev_time;
+  else if (st->n > 1)
+    in->interval = st->first[1].unix_time - st->first[0].unix_time;
+  st->prev_time = row->unix_time;
+  st->i++;
+  return 1;
+}
+
+void ms_trace_stream_close(ms_trace_stream *st) {
+  if (st->streaming)
+    ms_trace_close(&st->t);
+  if (st->own_f && st->f)
+    fclose(st->f);
+  st->f = NULL;
+  ms_trace_rows_free(&st->whole);
 }
 
 void ms_trace_rows_free(ms_trace_rows *r) {

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A command's trace (replay and fit read it the same way): a CSV file or
- * Prometheus responses, named on the command line, read whole and checked
- * against the service before anything is done.  The readers themselves
- * are in service/trace.h.
+ * Prometheus responses, named on the command line, checked whole against
+ * the service before anything is done; then kept (fit), or for replay
+ * read a second time row by row when it is a regular file
+ * (ms_trace_stream).  The readers themselves are in service/trace.h.
  */
 #ifndef METASTABLE_CLI_SOURCE_H
 #define METASTABLE_CLI_SOURCE_H
@@ -93,5 +94,47 @@ void ms_trace_rows_free(ms_trace_rows *r);
  * trace of one row), as the plugin's cover its interval.
  */
 void ms_trace_inputs(const ms_trace_rows *r, size_t i, ms_inputs *in);
+
+/*
+ * A trace handed out row by row, for a command that looks at each row
+ * once (replay).  A CSV trace in a regular file (also as stdin) is read
+ * twice: first every row is checked and counted, as ms_trace_load does,
+ * so that a bad row still stops the command before anything is written;
+ * then the rows are read again one at a time, and memory does not grow
+ * with the trace.  A pipe and Prometheus responses are read whole
+ * (ms_trace_load).
+ */
+typedef struct {
+  ms_trace_rows whole;   /* the rows, when read whole */
+  bool streaming;        /* read a second time, row by row */
+  FILE *f;               /* the file read a second time */
+  bool own_f;            /* f was opened here (not stdin) */
+  ms_trace t;            /* its reader */
+  size_t n;              /* the rows, counted by the first reading */
+  size_t i;              /* the rows handed out */
+  ms_trace_row first[2]; /* the first two rows: the first row's interval is
+                            the time to the second (ms_trace_inputs) */
+  double prev_time;      /* the time of the row handed out last */
+  char first_time[64];   /* the first row's time as written, or "" */
+} ms_trace_stream;
+
+/*
+ * ms_trace_stream_open: open the trace of s for service spec, as
+ * ms_trace_load (the same checks, messages and warnings); then
+ * st->n is the number of rows, st->whole.name the trace in messages.
+ * Release st with ms_trace_stream_close, also on failure.
+ * Returns 0, or MS_EXIT_RUNTIME with the message printed.
+ */
+int ms_trace_stream_open(const ms_trace_source *s, const ms_service_spec *spec,
+                         ms_trace_stream *st);
+
+/*
+ * ms_trace_stream_next: the next row and its inputs (ms_trace_inputs).
+ * Returns 1, 0 after the last row, or -1 with the message printed (the
+ * file changed between its two readings, or cannot be read again).
+ */
+int ms_trace_stream_next(ms_trace_stream *st, ms_trace_row *row, ms_inputs *in);
+
+void ms_trace_stream_close(ms_trace_stream *st);
 
 #endif

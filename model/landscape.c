@@ -212,9 +212,19 @@ static int rising(const ms_point *pt) { return pt->elast < 1.0; }
  * u|) and x T and T_lo in the exponential, the lower one T_lo in mu T and
  * x T and T_hi in the exponential.  With service_time_cv the response's fitted
  * phases have no bounds here: every point is evaluated.
+ *
+ * One server (c = 1) has Erlang C in closed form, C(1, a) = a and a
+ * dlnC/da = 1 exactly (B(1, a) = a / (1 + a) in the formula above), where
+ * C <= 1, (c - a) + a/(c - a) and the Poisson pmf are loose by 1/a, 1/(1 -
+ * a) and e^((1 - a)^2 / a): they decided none of the 115 grid points of a
+ * one-server pool (issue 38).  So for c = 1 the bounds take C = a and a
+ * dlnC/da = 1: the wait's upper bound a e^(-u T) (1 + x T) k r, its lower
+ * one (1 - base) a e^(-u T) (1 + x T) k / (r + 1); the response's with a
+ * mu g for R the same way (1 + x T for the upper factor, 1 + [u <= mu] x T
+ * / 2 for the lower one, and no pmf in the exponent).
  */
 typedef struct {
-  bool upper, lower, response;
+  bool upper, lower, response, one_server;
   double c, mu, T, T_hi, cmu, ok, kr, k_over_r1, pmf_scale;
 } elasticity_bounds;
 
@@ -236,6 +246,7 @@ static void elasticity_bounds_init(const ms_service_params *s,
   b->upper = true;
   b->lower = pol->retries >= 1 && !pol->has_budget && !pol->has_token;
   b->c = (double)m->servers;
+  b->one_server = m->servers == 1;
   b->mu = m->service_rate;
   /* the T of failure_and_slope; with a spread, the shortest and the
    * longest (E averages over T between them) */
@@ -277,16 +288,22 @@ static int sign_from_bounds(const elasticity_bounds *b, double x, int hint) {
   double ca = b->c - a, u = b->cmu - x, uT = u * b->T;
   /* E <= upper e^(-u T), and E >= lower e^(-z) when b->lower; an
    * overflowing factor makes its bound say nothing */
-  double upper = (ca + a / ca + x * b->T_hi) * b->kr;
-  double z = ca * ca / a + u * b->T_hi;
-  double lower = b->ok * b->pmf_scale * (x * b->T + ca) * b->k_over_r1;
+  /* C times the bounds of a dlnC/da, and the pmf's exponent: C <= 1
+   * and e^(-(c - a)^2 / a) pmf_scale <= C, or for one server C = a */
+  double c_up = 1.0, dlnc_up = ca + a / ca, dlnc_lo = ca;
+  double c_lo = b->pmf_scale, pmf_z = ca * ca / a;
+  if (b->one_server)
+    c_up = c_lo = a, dlnc_up = dlnc_lo = 1.0, pmf_z = 0.0;
+  double upper = c_up * (dlnc_up + x * b->T_hi) * b->kr;
+  double z = pmf_z + u * b->T_hi;
+  double lower = b->ok * c_lo * (x * b->T + dlnc_lo) * b->k_over_r1;
   if (b->response) {
     double d = fabs(b->mu - u);
     double span = d * b->T_hi > 1.0 ? 1.0 / d : b->T_hi;
-    upper = b->mu * span * (ca + a / ca + x * b->T_hi) * b->kr;
-    z = ca * ca / a + fmax(u, b->mu) * b->T_hi;
-    lower = b->ok * b->pmf_scale * b->mu * b->T *
-            (ca + (u <= b->mu ? 0.5 * x * b->T : 0.0)) * b->k_over_r1;
+    upper = b->mu * span * c_up * (dlnc_up + x * b->T_hi) * b->kr;
+    z = pmf_z + fmax(u, b->mu) * b->T_hi;
+    lower = b->ok * c_lo * b->mu * b->T *
+            (dlnc_lo + (u <= b->mu ? 0.5 * x * b->T : 0.0)) * b->k_over_r1;
     uT = fmin(u, b->mu) * b->T;
   }
   bool use_upper = upper < INFINITY;

@@ -295,16 +295,232 @@ ms_parse_result ms_parse_param(ms_param id, const char *text, double *out,
   return MS_PARSE_OK;
 }
 
+/* Powers of ten a double holds exactly: 10^0 .. 10^22. */
+static const double exact_p10[] = {
+    1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* Whether the decimal (-1)^neg * m * 10^e reads back (strtod) as exactly
+ * x.  Clinger's fast path (W. D. Clinger, "How to read floating point
+ * numbers accurately", PLDI 1990, §5): when m <= 2^53 and |e| <= 22 both
+ * m and 10^|e| are doubles, and one multiplication or division, rounded
+ * to nearest, is the correctly rounded value strtod returns.  Elsewhere,
+ * or where the arithmetic may be wider than double (FLT_EVAL_METHOD),
+ * text is read back with strtod. */
+static bool reads_back(const char *text, bool neg, unsigned long long m, int e,
+                       double x) {
+#if FLT_EVAL_METHOD == 0
+  while (m != 0 && m % 10 == 0 && e < 0)
+    m /= 10, e++;
+  /* m = 2^k m' rounds as m' scaled by 2^k, exactly (no overflow here) */
+  double two_k = 1.0;
+  while (m > (1ULL << 53) && m % 2 == 0)
+    m /= 2, two_k *= 2;
+  if (m <= (1ULL << 53) && e >= -22 && e <= 22) {
+    double y = e >= 0 ? (double)m * exact_p10[e] : (double)m / exact_p10[-e];
+    return (neg ? -y : y) * two_k == x;
+  }
+#else
+  (void)neg, (void)m, (void)e;
+#endif
+  return strtod(text, NULL) == x;
+}
+
+/* A decimal rounded to p significant digits: d[0].d[1]..d[p-1] * 10^x10,
+ * d as the p digits of m. */
+typedef struct {
+  unsigned long long m;
+  int x10;
+} rounded;
+
+/* The integer i + f (i of 17 digits, f in [0, 1)) rounded to a multiple
+ * of ten = 1, 10 or 100, to nearest, a tie to even, as the decimal of
+ * 17 - log10(ten) digits of exponent x10 (carried on 9.99..9 -> 10). */
+static inline rounded round_off(unsigned long long i, double f,
+                                unsigned long long ten, int x10) {
+  unsigned long long q = i / ten, r = i % ten;
+  /* the dropped part (r + f) against ten / 2, doubled */
+  long long k = 2 * (long long)r - (long long)ten;
+  double t = 2 * f;
+  int c = k >= 1 ? 1 : k == 0 ? (t > 0) : k == -1 ? (t > 1) - (t < 1) : -1;
+  q += c > 0 || (c == 0 && (q & 1));
+  if (q == 100000000000000000ULL / ten) /* 9.99..9 rounded up */
+    q /= 10, x10++;
+  return (rounded){q, x10};
+}
+
+/* The exact decimal expansion of ax > 0 rounded to 15, 16 and 17
+ * significant digits (out[0], out[1], out[2]), to nearest and a tie to
+ * even as glibc's printf rounds, without printf: when 1e16 <= ax 10^j <
+ * 1e17 for a j in 0..22, ax 10^j is exactly hi + lo (hi = ax 10^j
+ * rounded, lo = fma(ax, 10^j, -hi): the error of a product is a double,
+ * J.-M. Muller et al., Handbook of Floating-Point Arithmetic, 2nd ed.,
+ * §4.4.1), an integer of 17 digits and a fraction, rounded here in
+ * integers.  Returns false (out unset) outside that range (about
+ * 1e-6 <= ax < 1e17) or where the arithmetic may be wider than double. */
+static bool exact_digits(double ax, rounded out[3]) {
+#if FLT_EVAL_METHOD == 0
+  if (!(ax >= 1e-6 && ax < 1e17))
+    return false;
+  /* ax = f 2^e2 with f in [0.5, 1): floor(log10(ax)) is e10 or e10 + 1 */
+  int e2;
+  frexp(ax, &e2);
+  int e10 = (int)floor((e2 - 1) * 0.30102999566398120);
+  int j = 16 - e10;
+  if (j > 22)
+    return false;
+  double hi = ax * exact_p10[j];
+  if (hi >= 1e17) { /* e10 + 1 */
+    if (--j < 0)
+      return false;
+    hi = ax * exact_p10[j];
+  }
+  double lo = fma(ax, exact_p10[j], -hi);
+  if (!(hi >= 1e16 && hi < 1e17) || (hi == 1e16 && lo < 0))
+    return false; /* ax 10^j is just below 1e16: rare, printf */
+  double whole = floor(lo);
+  double f = lo - whole; /* in [0, 1), exact */
+  /* ax 10^j = i + f */
+  unsigned long long i =
+      (unsigned long long)hi + (unsigned long long)(long long)whole;
+  out[2] = round_off(i, f, 1, 16 - j);
+  out[1] = round_off(i, f, 10, 16 - j);
+  out[0] = round_off(i, f, 100, 16 - j);
+  return true;
+#else
+  (void)ax, (void)out;
+  return false;
+#endif
+}
+
+/* The text printf's %.{p}g writes for the decimal (-1)^neg d[0].d[1]..
+ * d[p-1] * 10^x10 (ISO C 7.21.6.1, "g" without "#": style e when x10 <
+ * -4 or x10 >= p, else style f with p - 1 - x10 decimals; trailing zeros
+ * of the fraction and a bare point removed; an exponent of at least two
+ * digits).  d holds p digits '0'..'9' (all '0' only for a zero, with
+ * x10 0).  buf holds at least 32 bytes. */
+static void g_style(char *buf, bool neg, const char *d, int p, int x10) {
+  int n = p; /* the digits up to the last non-zero one */
+  while (n > 1 && d[n - 1] == '0')
+    n--;
+  char *o = buf;
+  if (neg)
+    *o++ = '-';
+  if (x10 < -4 || x10 >= p) {
+    *o++ = d[0];
+    if (n > 1) {
+      *o++ = '.';
+      memcpy(o, d + 1, (size_t)(n - 1));
+      o += n - 1;
+    }
+    *o++ = 'e';
+    *o++ = x10 < 0 ? '-' : '+';
+    int a = x10 < 0 ? -x10 : x10;
+    if (a >= 100)
+      *o++ = (char)('0' + a / 100);
+    *o++ = (char)('0' + a / 10 % 10);
+    *o++ = (char)('0' + a % 10);
+  } else if (x10 >= 0) {
+    memcpy(o, d, (size_t)(x10 + 1)); /* the whole part: x10 + 1 <= p */
+    o += x10 + 1;
+    if (n > x10 + 1) {
+      *o++ = '.';
+      memcpy(o, d + x10 + 1, (size_t)(n - x10 - 1));
+      o += n - x10 - 1;
+    }
+  } else { /* 0.000ddd */
+    *o++ = '0';
+    *o++ = '.';
+    for (int k = 0; k < -x10 - 1; k++)
+      *o++ = '0';
+    memcpy(o, d, (size_t)n);
+    o += n;
+  }
+  *o = '\0';
+}
+
+/* The p decimal digits of m (< 10^p) into d, leading zeros included. */
+static void digits_of(char *d, unsigned long long m, int p) {
+  for (int k = p - 1; k >= 0; k--, m /= 10)
+    d[k] = (char)('0' + m % 10);
+}
+
+/*
+ * The shortest of %.15g, %.16g and %.17g that reads back as x, as those
+ * three printf calls and two strtod calls would find it, cheaper:
+ *
+ * - From about 1e-6 to 1e17 (most numbers the command writes) the
+ *   digits come from exact_digits, without printf.
+ * - Elsewhere one conversion, %.16e, gives the 17 digits of %.17g,
+ *   correctly rounded by glibc; 16 and 15 digits are rounded from them.
+ *   Rounding a rounded number again is exact unless the dropped digits
+ *   are "5" (16) or "50" (15): the 17-digit value is within half a unit
+ *   of its 17th digit of x, so the dropped part of x is then within 0.05
+ *   (0.005) of half a unit and may lie on either side of it, or be a tie
+ *   printf breaks to even.  Those cases ask printf itself.
+ *
+ * The read-back test is reads_back's.  tests/check_cli.c holds the text
+ * equal to the three printf calls' over a million doubles.
+ */
 const char *ms_format_double(char buf[32], double x) {
   if (isnan(x))
     return strcpy(buf, "nan");
   if (isinf(x))
     return strcpy(buf, x > 0 ? "inf" : "-inf");
-  for (int prec = 15; prec <= 17; prec++) {
-    snprintf(buf, 32, "%.*g", prec, x);
-    if (prec == 17 || strtod(buf, NULL) == x)
-      break;
+  bool neg = signbit(x) != 0;
+  rounded ex[3];
+  bool exact = exact_digits(fabs(x), ex);
+  char d[17];
+  if (exact) {
+    for (int p = 15; p <= 16; p++) {
+      digits_of(d, ex[p - 15].m, p);
+      g_style(buf, neg, d, p, ex[p - 15].x10);
+      if (reads_back(buf, neg, ex[p - 15].m, ex[p - 15].x10 - (p - 1), x))
+        return buf;
+    }
+    digits_of(d, ex[2].m, 17);
+    g_style(buf, neg, d, 17, ex[2].x10);
+    return buf;
   }
+  char e17[40]; /* "-d.dddddddddddddddde-308" */
+  snprintf(e17, sizeof e17, "%.16e", x);
+  const char *s = e17 + (e17[0] == '-');
+  char d17[17];
+  d17[0] = s[0];
+  memcpy(d17 + 1, s + 2, 16);
+  int x17 = atoi(s + 19); /* after "d.dddddddddddddddde" */
+  for (int p = 15; p <= 16; p++) {
+    const char *drop = d17 + p;
+    int cmp = p == 16 ? (drop[0] > '5') - (drop[0] < '5')
+                      : (drop[0] != '5' ? (drop[0] > '5') - (drop[0] < '5')
+                                        : drop[1] != '0');
+    if (cmp == 0) { /* near a tie: printf rounds x itself */
+      snprintf(buf, 32, "%.*g", p, x);
+      if (strtod(buf, NULL) == x)
+        return buf;
+      continue;
+    }
+    memcpy(d, d17, (size_t)p);
+    int x10 = x17;
+    if (cmp > 0) { /* round up, carrying */
+      int k = p - 1;
+      while (k >= 0 && d[k] == '9')
+        d[k--] = '0';
+      if (k >= 0) {
+        d[k]++;
+      } else { /* 9.99..9 -> 10.0..0 */
+        d[0] = '1';
+        x10++;
+      }
+    }
+    unsigned long long m = 0;
+    for (int k = 0; k < p; k++)
+      m = m * 10 + (unsigned long long)(d[k] - '0');
+    g_style(buf, neg, d, p, x10);
+    if (reads_back(buf, neg, m, x10 - (p - 1), x))
+      return buf;
+  }
+  g_style(buf, neg, d17, 17, x17);
   return buf;
 }
 

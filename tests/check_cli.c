@@ -66,6 +66,115 @@ START_TEST(test_fmt_double) {
 }
 END_TEST
 
+/* The definition ms_format_double keeps, as it was written before it
+ * was made faster (issue 38): the first of %.15g, %.16g, %.17g that
+ * strtod reads back as x. */
+static const char *format_reference(char buf[32], double x) {
+  if (isnan(x))
+    return strcpy(buf, "nan");
+  if (isinf(x))
+    return strcpy(buf, x > 0 ? "inf" : "-inf");
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(buf, 32, "%.*g", prec, x);
+    if (prec == 17 || strtod(buf, NULL) == x)
+      break;
+  }
+  return buf;
+}
+
+/* x, -x and their neighbours formatted as the reference does; returns
+ * the number of doubles compared. */
+static long same_as_reference(double x) {
+  double v[6] = {x, nextafter(x, INFINITY), nextafter(x, -INFINITY)};
+  for (int k = 0; k < 3; k++)
+    v[3 + k] = -v[k];
+  for (int k = 0; k < 6; k++) {
+    char got[32], want[32];
+    ms_format_double(got, v[k]);
+    format_reference(want, v[k]);
+    ck_assert_msg(strcmp(got, want) == 0, "%a: %s, reference %s", v[k], got,
+                  want);
+  }
+  return 6;
+}
+
+/* 64 random bits (rand() gives at least 15 per call). */
+static unsigned long long random_bits(void) {
+  unsigned long long bits = 0;
+  for (int k = 0; k < 5; k++)
+    bits = bits << 15 ^ (unsigned long long)(rand() & 0x7fff);
+  return bits;
+}
+
+/* ms_format_double writes byte for byte what the three printf calls of
+ * its definition write: over random bit patterns, whole numbers, decimals
+ * (0.1 k, random 15- and 16-digit ones), powers of 2 and 10, subnormals,
+ * the extremes, and exact ties of the 15th and 16th digit (k + 0.5 for k
+ * of 15 and 16 digits, which printf breaks to even), each with its two
+ * neighbours and negated. */
+START_TEST(test_fmt_double_reference) {
+  long n = 0;
+  srand(3838);
+  for (int i = 0; i < 60000; i++) {
+    unsigned long long bits = random_bits();
+    double x;
+    memcpy(&x, &bits, sizeof x);
+    if (isfinite(x))
+      n += same_as_reference(x);
+  }
+  for (int i = 0; i < 20000; i++) { /* magnitudes where people's numbers
+                                       are: 1e-9 .. 1e9 */
+    double x = ldexp((double)(random_bits() >> 11), -53) *
+               pow(10.0, (double)(rand() % 19 - 9));
+    n += same_as_reference(x);
+  }
+  for (int k = 0; k <= 5000; k++) {
+    n += same_as_reference(k);
+    n += same_as_reference(0.1 * k);
+    n += same_as_reference(k / 10.0);
+    n += same_as_reference(k / 1000.0);
+    n += same_as_reference(1.0 / (k + 1));
+  }
+  for (int i = 0; i < 20000; i++) { /* random 15- and 16-digit decimals */
+    char text[64];
+    unsigned long long m = random_bits() % 10000000000000000ULL;
+    snprintf(text, sizeof text, "%llue%d", m, rand() % 640 - 330);
+    n += same_as_reference(strtod(text, NULL));
+    snprintf(text, sizeof text, "%llue%d", m / 10, rand() % 640 - 330);
+    n += same_as_reference(strtod(text, NULL));
+  }
+  for (int i = 0; i < 20000; i++) { /* exact ties of digit 15 and 16 */
+    double k16 = 1e15 + (double)(random_bits() % 3503599627370496ULL);
+    double k15 = 1e14 + (double)(random_bits() % 900000000000000ULL);
+    n += same_as_reference(k16 + 0.5);
+    n += same_as_reference(k15 + 0.5);
+    n += same_as_reference(k15 + 0.25);
+    n += same_as_reference(k15 + 0.75);
+  }
+  for (int e = -1074; e <= 1023; e++)
+    n += same_as_reference(ldexp(1.0, e));
+  for (int e = -323; e <= 308; e++) {
+    char text[16];
+    snprintf(text, sizeof text, "1e%d", e);
+    n += same_as_reference(strtod(text, NULL));
+    snprintf(text, sizeof text, "9.5e%d", e);
+    n += same_as_reference(strtod(text, NULL));
+  }
+  for (unsigned long long m = 1; m < 5000; m++) { /* subnormals */
+    double x;
+    memcpy(&x, &m, sizeof x);
+    n += same_as_reference(x);
+    n += same_as_reference(x * 1e3);
+  }
+  static const double extremes[] = {
+      0.0, DBL_MIN, DBL_MAX, DBL_TRUE_MIN, DBL_EPSILON, 1.0, 9007199254740992.0,
+      0.1, 1e23};
+  for (size_t i = 0; i < sizeof extremes / sizeof extremes[0]; i++)
+    n += same_as_reference(extremes[i]);
+  ck_assert_int_gt(n, 1000000);
+}
+END_TEST
+
 static void csv_cases(FILE *f, const void *arg) {
   (void)arg;
   const char *cases[] = {"plain", "a,b", "say \"hi\"", "two\nlines", ""};
@@ -802,6 +911,7 @@ static Suite *cli_suite(void) {
   TCase *tc = tcase_create("helpers");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_fmt_double);
+  tcase_add_test(tc, test_fmt_double_reference);
   tcase_add_test(tc, test_csv_field);
   tcase_add_test(tc, test_sanitize);
   tcase_add_test(tc, test_json_roundtrip);

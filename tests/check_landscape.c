@@ -549,7 +549,7 @@ START_TEST(test_sign_bounds_agree) {
   const long cs[] = {1, 2, 7, 40, 41, 300, 5000, 100000, 1000000, 10000000};
   const double mus[] = {0.01, 10, 1e5}, Ts[] = {0, 1e-3, 0.3, 1, 30};
   const double bases[] = {0, 0.05, 0.5};
-  long decided = 0, points = 0;
+  long decided = 0, points = 0, decided_one = 0, points_one = 0;
   for (int ic = 0; ic < 10; ic++)
     for (int im = 0; im < 3; im++)
       for (int iT = 0; iT < 5; iT++)
@@ -571,9 +571,11 @@ START_TEST(test_sign_bounds_agree) {
               int sign = ms_landscape_sign_bound(&s, x);
               ck_assert_msg(sign != -2, "bound order matters at x = %.17g", x);
               points++;
+              points_one += cs[ic] == 1;
               if (sign < 0)
                 continue;
               decided++;
+              decided_one += cs[ic] == 1;
               ms_point pt;
               ms_point_eval(&s, x, &pt);
               ck_assert_msg(sign == (pt.elast < 1.0),
@@ -583,9 +585,13 @@ START_TEST(test_sign_bounds_agree) {
                             sign ? "rising" : "falling", pt.elast);
             }
           }
-  printf("elasticity bounds decided %ld of %ld points\n", decided, points);
-  /* the bounds do their job: they decide a good share of the points */
+  printf("elasticity bounds decided %ld of %ld points, %ld of %ld with one "
+         "server\n",
+         decided, points, decided_one, points_one);
+  /* the bounds do their job: they decide a good share of the points, also
+   * for one server (Erlang C in closed form) */
   ck_assert_int_gt(decided, points * 2 / 5);
+  ck_assert_int_gt(decided_one, points_one * 2 / 5);
 }
 END_TEST
 
