@@ -800,6 +800,20 @@ void ms_cli_hazard_at(const ms_service_params *s, double load, double horizon,
   *out = (ms_cli_hazard){.seconds = NAN, .hazard = NAN};
   ms_error err;
   double t, h;
+  /* the plugin's bound on a pool's states (model/hazard_table.h): past
+   * it the command's several walks would take minutes (10^5 servers x
+   * 100 ms behind 1 s: 73 s for "never") */
+  double states = s->model.kind == MS_MODEL_ERLANG
+                      ? (double)s->model.servers *
+                            (1.0 + s->model.service_rate * s->model.timeout)
+                      : 0.0;
+  if (states > MS_HAZARD_TABLE_MAX_STATES) {
+    snprintf(out->why, sizeof out->why,
+             "a pool of %.3g states (c + c mu T), past the %.3g the hazard is "
+             "computed for",
+             states, MS_HAZARD_TABLE_MAX_STATES);
+    return;
+  }
   if (ms_time_to_storm(s, load, &t, &err) != MS_OK ||
       ms_storm_hazard(t, horizon, &h, &err) != MS_OK) {
     /* the message without its "time to a storm: " prefix, which the
@@ -883,8 +897,13 @@ const char *ms_cli_hazard_phrase(char *buf, size_t len, double hazard,
                                  double horizon) {
   char t[32];
   ms_cli_human_time(t, sizeof t, horizon);
-  if (hazard > 0.999 && hazard < 1)
-    snprintf(buf, len, "over 99.9 %% within %s", t);
+  char p[32];
+  snprintf(p, sizeof p, "%.6g", 100 * hazard);
+  if (hazard > 0.999 && hazard < 1 && strcmp(p, "100") == 0)
+    snprintf(buf, len, "over 99.9999 %% within %s", t);
+  else if (hazard > 0.999 && hazard < 1)
+    snprintf(buf, len, "%s %% within %s", p, t); /* not "over 99.9 %": a
+                                                  * target reads "under" it */
   else
     snprintf(buf, len, "%.3g %% within %s", 100 * hazard, t);
   return buf;

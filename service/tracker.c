@@ -657,7 +657,8 @@ int ms_tracker_hazard_build(ms_tracker *t, int (*stop)(void *ctx),
   return n;
 }
 
-/* A duration for people: "40 s", "25 min", "5.2 h", "3.1 days". */
+/* A duration for people: "40 s", "25 min", "5.2 h", "3.1 days", "150
+ * days" (not "1.5e+02 days"), "over 1000 years". */
 static void human_time(char *buf, size_t len, double s) {
   if (s < 120)
     snprintf(buf, len, "%.2g s", s);
@@ -665,8 +666,12 @@ static void human_time(char *buf, size_t len, double s) {
     snprintf(buf, len, "%.2g min", s / 60);
   else if (s < 172800)
     snprintf(buf, len, "%.2g h", s / 3600);
-  else
+  else if (s < 8640000)
     snprintf(buf, len, "%.2g days", s / 86400);
+  else if (s < 1000 * 31536000.0)
+    snprintf(buf, len, "%.0f days", s / 86400);
+  else
+    snprintf(buf, len, "over 1000 years");
 }
 
 /* WARNING once when storm_hazard passes hazard_warning (not in an interval

@@ -1982,6 +1982,47 @@ START_TEST(test_storm_hazard) {
 }
 END_TEST
 
+/* The WARNING's time for people: a mean of over 100 days reads "150
+ * days", not "1.5e+02 days" (a new-user trial of issue 36).  A load
+ * whose time is between 100 days and 1000 years, found with direct
+ * calls; a horizon of a year and a warning at 1 %. */
+START_TEST(test_storm_hazard_days) {
+  ms_service_spec s = erlang_spec();
+  ms_failure_model_erlang(&s.params.model, 10, 10.0, 1.0);
+  s.params.model.timeout_covers = MS_TIMEOUT_COVERS_WAIT;
+  ms_retry_policy_fixed(&s.params.policy, 3);
+  use(&s, MS_INPUT_OFFERED);
+  s.hazard_horizon = 31536000;
+  s.hazard_warning = 0.01;
+  double load = 88, direct = 0;
+  for (; load > 30; load -= 0.25) {
+    ck_assert_int_eq(ms_time_to_storm(&s.params, load, &direct, NULL), MS_OK);
+    if (direct > 2e7)
+      break;
+  }
+  ck_assert_msg(direct > 2e7 && direct < 3e10, "%g s at %g", direct, load);
+  ms_tracker t;
+  ms_tracker_init(&t);
+  ms_inputs in = values(NAN, load, NAN, NAN, NAN);
+  in.interval = 10;
+  ms_step st;
+  ms_tracker_step(&t, &s, &in, &st);
+  ck_assert(st.ok && st.report.has_time_to_storm);
+  char want[64];
+  snprintf(want, sizeof want, "expected within %.0f days (",
+           st.report.time_to_storm / 86400);
+  int w = 0;
+  for (int n = 0; n < st.n_notes; n++)
+    if (st.notes[n].severity == MS_NOTE_WARNING) {
+      w++;
+      ck_assert_msg(strstr(st.notes[n].message, want) != NULL &&
+                        strstr(st.notes[n].message, "e+") == NULL,
+                    "%s (want '%s')", st.notes[n].message, want);
+    }
+  ck_assert_int_eq(w, 1);
+}
+END_TEST
+
 /* Deferred: no hazard until ms_tracker_hazard_build has built the table;
  * a stop after each point spreads it over calls; a new pool size builds
  * a new table.  Outside the domain (a queue limit): no hazard, nothing
@@ -3003,6 +3044,7 @@ int main(void) {
   tcase_add_test(tc, test_constants_observe_nothing);
   tcase_add_test(tc, test_headroom_warning_and_recovery);
   tcase_add_test(tc, test_storm_hazard);
+  tcase_add_test(tc, test_storm_hazard_days);
   tcase_add_test(tc, test_storm_hazard_deferred);
   tcase_add_test(tc, test_storm_hazard_large_pool);
   tcase_add_test(tc, test_cold_start_in_storm);

@@ -112,6 +112,26 @@ class Solve(CliTest):
         self.assertIsNone(j["storm_hazard"])
         self.assertIn("erlang model only", j["hazard_note"])
 
+    def test_state_bound(self):
+        # past the plugin's 2e5 states the command does not walk the chain
+        # either (10^5 servers took 73 s to print never): it says why
+        j = self.ok("solve", "--servers", "100000", "--service-time",
+                    "100ms", "--timeout", "1s", "--retries", "3",
+                    "--load", "500000",
+                    "--format", "json").json()
+        self.assertIsNone(j["time_to_storm"])
+        self.assertIn("states", j["hazard_note"])
+        self.assertIn("1.1e+06 states", j["hazard_note"])
+
+    def test_target_near_one(self):
+        # a target of 99.9999 % reads as itself, not "under over 99.9 %"
+        out = self.ok("solve", "--servers", "10", "--service-time", "100ms",
+                      "--timeout", "1s", "--timeout-covers", "wait",
+                      "--retries", "3", "--load", "90", "--max-hazard",
+                      "0.999999").out
+        self.assertNotIn("under over", out)
+        self.assertIn("99.9999 % within 1 hour", out)
+
     def test_fold_is_the_answer(self):
         # 1000 servers: at the tipping load itself a storm about once a
         # month (doc/design.md §1.12: 2.6e6 s), under 1 % an hour
