@@ -530,7 +530,8 @@ const char *ms_cli_every(char *buf, size_t len, double seconds);
 
 /*
  * ms_cli_hazard_phrase: a storm hazard within a horizon for people, "28 %
- * within 1 hour" ("over 99.9 %" short of 1).
+ * within 1 hour"; six digits above 99.9 %, and "over 99.9999 %" where
+ * those would round to 100.
  *   buf, len  the text, NUL-terminated and cut to len
  *   hazard    a share, [0, 1]
  *   horizon   s, >= 0

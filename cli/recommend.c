@@ -303,7 +303,7 @@ static void rows_hazard(const ms_service_params *s, const ms_cli_shared *a,
   for (int i = 0; i < n; i++) {
     ms_service_params t;
     rows[i].hz = (ms_cli_hazard){.seconds = NAN, .hazard = NAN};
-    if (!rows[i].has)
+    if (!rows[i].has || ms_cli_interrupted())
       continue;
     if (ms_recommend_apply(s, knobs[i], rows[i].a.value, &t, NULL) == MS_OK)
       ms_cli_hazard_at(&t, a->load, a->hazard_horizon, &rows[i].hz);
@@ -354,7 +354,7 @@ static void hazard_search(const ms_service_params *s, const ms_cli_shared *a,
   }
   ms_service_params t = *s;
   int best = -1, n = ms_recommend_retry_counts(s);
-  for (int r = 0; r < n; r++) {
+  for (int r = 0; r < n && !ms_cli_interrupted(); r++) {
     t.policy.retries = r;
     if (under_target(&t, a))
       best = r;
@@ -374,7 +374,7 @@ static void hazard_search(const ms_service_params *s, const ms_cli_shared *a,
     h->servers.found = false;
     return;
   }
-  while (hi - lo > 1) {
+  while (hi - lo > 1 && !ms_cli_interrupted()) {
     long mid = lo + (hi - lo) / 2;
     t.model.servers = mid;
     if (under_target(&t, a))
@@ -484,6 +484,10 @@ static int run(ms_cli_model *m, int argc, char **argv) {
     if (strcmp(rows[i].key, "min_safe_servers") == 0)
       servers = &rows[i];
   hazard_search(s, &a, servers, &h);
+  if (ms_cli_interrupted())
+    return ms_cli_interrupt_exit("the stable answers searched, the answers "
+                                 "under the hazard target not; nothing "
+                                 "written");
   /* safe also means a storm hazard at the peak within the target; a
    * stable service has none (no collapsed equilibrium at the peak) */
   safe = safe && (!h.peak.ok || h.peak.hazard <= a.max_hazard);

@@ -901,8 +901,13 @@ START_TEST(test_human_time) {
                    "never");
   ck_assert_str_eq(ms_cli_hazard_phrase(buf, sizeof buf, 0.2798, 3600),
                    "28 % within 1 hour");
+  /* near 1: six digits, so that a target of 0.99995 reads "under 99.995
+   * %", not "under over 99.9 %"; "over 99.9999 %" only where six digits
+   * would round to 100 */
   ck_assert_str_eq(ms_cli_hazard_phrase(buf, sizeof buf, 0.99995, 86400),
-                   "over 99.9 % within 24 hours");
+                   "99.995 % within 24 hours");
+  ck_assert_str_eq(ms_cli_hazard_phrase(buf, sizeof buf, 1 - 1e-9, 86400),
+                   "over 99.9999 % within 24 hours");
 }
 END_TEST
 

@@ -336,6 +336,25 @@ class Bounds(ScratchTest):
         # the whole search takes several seconds on this service
         self.assertLess(took, 5.0)
 
+    def test_sigint_recommend_hazard(self):
+        # the answers under the hazard target walk the chain many times:
+        # 10^4 servers on the response took 12 s, and Ctrl-C 1 s in was
+        # ignored (exit 0, a new-user trial of issue 36); now it stops
+        args = ["recommend", "--servers", "10000", "--service-time", "100ms",
+                "--timeout", "1s", "--retries", "3", "--load", "90000"]
+        proc = subprocess.Popen([METASTABLE] + args, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - t0
+        self.assertEqual(proc.returncode, 130, err)
+        self.assertEqual(out, "")
+        self.assertRegex(err, r"metastable recommend: interrupted: .*nothing "
+                         r"written")
+        self.assertLess(took, 5.0)
+
     # ---- control bytes ---------------------------------------------------
 
     def test_control_bytes(self):
