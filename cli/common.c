@@ -803,10 +803,7 @@ void ms_cli_hazard_at(const ms_service_params *s, double load, double horizon,
   /* the plugin's bound on a pool's states (model/hazard_table.h): past
    * it the command's several walks would take minutes (10^5 servers x
    * 100 ms behind 1 s: 73 s for "never") */
-  double states = s->model.kind == MS_MODEL_ERLANG
-                      ? (double)s->model.servers *
-                            (1.0 + s->model.service_rate * s->model.timeout)
-                      : 0.0;
+  double states = ms_hazard_states(s);
   if (states > MS_HAZARD_TABLE_MAX_STATES) {
     snprintf(out->why, sizeof out->why,
              "a pool of %.3g states (c + c mu T), past the %.3g the hazard is "
@@ -830,18 +827,19 @@ void ms_cli_hazard_at(const ms_service_params *s, double load, double horizon,
   out->hazard = out->never ? 0.0 : h;
 }
 
-bool ms_cli_hazard_load(const ms_service_params *s, double recovery_load,
+void ms_cli_hazard_fold(const ms_service_params *s, double recovery_load,
                         double tipping_load, double horizon, double max_hazard,
-                        double *load) {
-  ms_cli_hazard h;
-  *load = NAN;
-  ms_cli_hazard_at(s, tipping_load, horizon, &h);
-  if (!h.ok)
-    return false;
-  if (h.hazard <= max_hazard) {
-    *load = tipping_load;
-    return true;
+                        ms_cli_fold *out) {
+  out->hazard_load = NAN;
+  ms_cli_hazard_at(s, tipping_load, horizon, &out->tip);
+  out->fold_answer = out->tip.ok && out->tip.hazard <= max_hazard;
+  if (!out->tip.ok)
+    return;
+  if (out->fold_answer) {
+    out->hazard_load = tipping_load;
+    return;
   }
+  ms_cli_hazard h = out->tip;
   /* f(load) = ln time - ln target falls with the load: f >= 0 (at or
    * under the target) at lo, the recovery load, where there is no storm
    * to fall into; f < 0 at hi.  The Illinois variant of regula falsi
@@ -852,7 +850,7 @@ bool ms_cli_hazard_load(const ms_service_params *s, double recovery_load,
   double lo = fmin(recovery_load, tipping_load);
   ms_cli_hazard_at(s, lo, horizon, &h);
   if (!h.ok)
-    return false;
+    return;
   double flo = log(h.seconds) - ln_target;
   int kept = 0; /* which end the last step kept: -1 lo moved, 1 hi moved */
   for (int i = 0; i < 100 && hi - lo > 1e-9 * hi; i++) {
@@ -861,7 +859,7 @@ bool ms_cli_hazard_load(const ms_service_params *s, double recovery_load,
       mid = lo + 0.5 * (hi - lo);
     ms_cli_hazard_at(s, mid, horizon, &h);
     if (!h.ok)
-      return false;
+      return;
     double f = log(h.seconds) - ln_target;
     if (f >= 0) {
       lo = mid, flo = f;
@@ -877,8 +875,7 @@ bool ms_cli_hazard_load(const ms_service_params *s, double recovery_load,
       kept = 1;
     }
   }
-  *load = lo;
-  return true;
+  out->hazard_load = lo;
 }
 
 const char *ms_cli_every(char *buf, size_t len, double seconds) {

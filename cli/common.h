@@ -499,26 +499,36 @@ typedef struct {
 void ms_cli_hazard_at(const ms_service_params *s, double load, double horizon,
                       ms_cli_hazard *out);
 
+/* The hazard up to the fold (ms_cli_hazard_fold): at the tipping load,
+ * whether the fold is the answer, and the load under the target. */
+typedef struct {
+  ms_cli_hazard tip;  /* at the tipping load */
+  bool fold_answer;   /* the hazard at the tipping load is under max_hazard */
+  double hazard_load; /* req/s: the largest load under max_hazard, or NaN */
+} ms_cli_fold;
+
 /*
- * ms_cli_hazard_load: the largest offered load up to the tipping load at
- * which the storm hazard within `horizon` stays at or under `max_hazard`:
- * the tipping load itself when the hazard there is (the fold is the
- * answer), else by the Illinois method on ln time_to_storm between the
- * recovery load (no storm to fall into) and the tipping load, until the
- * time is within 10^-6 (relative) of the target's or the bracket within
- * 10^-9; that assumes the hazard grows with the load
- * (tests/check_hazard.c holds ms_time_to_storm to that).  The answer is
- * the bracket's safe end: its hazard is at most max_hazard.
+ * ms_cli_hazard_fold: the storm hazard at the tipping load, and the
+ * largest offered load up to it at which the hazard within `horizon`
+ * stays at or under `max_hazard`: the tipping load itself when the hazard
+ * there is (the fold is the answer), else by the Illinois method on ln
+ * time_to_storm between the recovery load (no storm to fall into) and the
+ * tipping load, until the time is within 10^-6 (relative) of the
+ * target's or the bracket within 10^-9; that assumes the hazard grows
+ * with the load (tests/check_hazard.c holds ms_time_to_storm to that).
+ * hazard_load is the bracket's safe end: its hazard is at most
+ * max_hazard.
  *   s              valid service parameters
  *   recovery_load  req/s, tipping_load req/s: of s (its landscape)
  *   horizon        s, max_hazard a share in (0, 1)
- *   load           out: req/s; NaN when the model has no answer
- * Returns whether the model answered (see ms_cli_hazard_at).  Cost: about
- * 10 calls of ms_time_to_storm (at most 102).
+ *   out            out: tip (out->tip.ok false: the model has no answer,
+ *                  and hazard_load is NaN)
+ * Cost: about 10 calls of ms_time_to_storm (at most 102), the tipping
+ * load's among them.  No errors.
  */
-bool ms_cli_hazard_load(const ms_service_params *s, double recovery_load,
+void ms_cli_hazard_fold(const ms_service_params *s, double recovery_load,
                         double tipping_load, double horizon, double max_hazard,
-                        double *load);
+                        ms_cli_fold *out);
 
 /*
  * ms_cli_every: how often a storm comes, for people: "about once every 3

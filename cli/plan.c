@@ -97,9 +97,8 @@ typedef struct {
   /* the storm hazard (doc/design.md §1.12) at the peak (--load; peak NaN
    * without it) and at the tipping load */
   double peak, horizon, max_hazard;
-  ms_cli_hazard at_peak, at_tip;
-  bool fold_answer;   /* under max_hazard up to the tipping load */
-  double hazard_load; /* req/s: the largest load under max_hazard, or NaN */
+  ms_cli_hazard at_peak;
+  ms_cli_fold fold; /* at the tipping load, and the load under max_hazard */
 } plan;
 
 /* Retries begin to fire where 1 % of attempts fail from overload, on the
@@ -187,10 +186,8 @@ static int plan_compute(const ms_landscape *ls, plan *p, ms_error *err) {
   p->at_peak = (ms_cli_hazard){.seconds = NAN, .hazard = NAN};
   if (!isnan(p->peak))
     ms_cli_hazard_at(s, p->peak, p->horizon, &p->at_peak);
-  ms_cli_hazard_at(s, ls->tipping_load, p->horizon, &p->at_tip);
-  p->fold_answer = p->at_tip.ok && p->at_tip.hazard <= p->max_hazard;
-  ms_cli_hazard_load(s, ls->recovery_load, ls->tipping_load, p->horizon,
-                     p->max_hazard, &p->hazard_load);
+  ms_cli_hazard_fold(s, ls->recovery_load, ls->tipping_load, p->horizon,
+                     p->max_hazard, &p->fold);
   return MS_OK;
 }
 
@@ -214,15 +211,15 @@ static void text_hazard(const plan *p) {
            p->peak, ms_cli_every(t, sizeof t, p->at_peak.seconds),
            ms_cli_hazard_phrase(hz, sizeof hz, p->at_peak.hazard, p->horizon));
   }
-  if (!p->at_tip.ok) {
+  if (!p->fold.tip.ok) {
     if (isnan(p->peak))
-      printf("- Storms by themselves: not modelled (%s).\n", p->at_tip.why);
+      printf("- Storms by themselves: not modelled (%s).\n", p->fold.tip.why);
     return;
   }
-  ms_cli_every(t, sizeof t, p->at_tip.seconds);
-  ms_cli_hazard_phrase(hz, sizeof hz, p->at_tip.hazard, p->horizon);
+  ms_cli_every(t, sizeof t, p->fold.tip.seconds);
+  ms_cli_hazard_phrase(hz, sizeof hz, p->fold.tip.hazard, p->horizon);
   ms_cli_hazard_phrase(mx, sizeof mx, p->max_hazard, p->horizon);
-  if (p->fold_answer)
+  if (p->fold.fold_answer)
     printf("- Up to the tipping load a storm by itself stays under %s (at "
            "the tipping load, %s): plan to the tipping "
            "load.\n",
@@ -230,7 +227,7 @@ static void text_hazard(const plan *p) {
   else
     printf("- At the tipping load a storm by itself comes %s (%s): plan below "
            "%.4g req/s, where it is under %s.\n",
-           t, hz, p->hazard_load, mx);
+           t, hz, p->fold.hazard_load, mx);
 }
 
 static void text_onset(const plan *p) {
@@ -346,12 +343,12 @@ static void write_json(const ms_cli_model *m, const plan *p) {
   ms_json_number(&j, "max_hazard", p->max_hazard);
   ms_json_number(&j, "time_to_storm", p->at_peak.seconds);
   ms_json_number(&j, "storm_hazard", p->at_peak.hazard);
-  ms_json_number(&j, "tipping_time_to_storm", p->at_tip.seconds);
-  ms_json_number(&j, "tipping_storm_hazard", p->at_tip.hazard);
-  ms_json_bool(&j, "fold_is_answer", p->fold_answer);
-  ms_json_number(&j, "hazard_load", p->hazard_load);
+  ms_json_number(&j, "tipping_time_to_storm", p->fold.tip.seconds);
+  ms_json_number(&j, "tipping_storm_hazard", p->fold.tip.hazard);
+  ms_json_bool(&j, "fold_is_answer", p->fold.fold_answer);
+  ms_json_number(&j, "hazard_load", p->fold.hazard_load);
   const char *why = !isnan(p->peak) && !p->at_peak.ok ? p->at_peak.why
-                    : !p->at_tip.ok                   ? p->at_tip.why
+                    : !p->fold.tip.ok                 ? p->fold.tip.why
                                                       : NULL;
   if (why)
     ms_json_string(&j, "hazard_note", why);

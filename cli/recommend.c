@@ -335,9 +335,11 @@ static bool below_fold(const ms_service_params *t, const ms_cli_shared *a) {
 
 /* Whether service t meets the hazard target at the peak, below its fold. */
 static bool under_target(const ms_service_params *t, const ms_cli_shared *a) {
+  if (!below_fold(t, a)) /* the landscape first: no walk past the fold */
+    return false;
   ms_cli_hazard h;
   ms_cli_hazard_at(t, a->load, a->hazard_horizon, &h);
-  return h.ok && h.hazard <= a->max_hazard && below_fold(t, a);
+  return h.ok && h.hazard <= a->max_hazard;
 }
 
 /* The retries and servers under the hazard target alone: every retry

@@ -180,10 +180,9 @@ static void retrial_solve(const ms_cli_model *m, const ms_report *r,
  * (doc/design.md §1.12): the fold is the answer when the hazard within the
  * horizon stays under --max-hazard up to it. */
 typedef struct {
-  ms_cli_hazard at, tip;
+  ms_cli_hazard at;
+  ms_cli_fold fold;
   double horizon, max_hazard, tipping; /* s, share, req/s */
-  double hazard_load; /* req/s: the largest load under max_hazard, or NaN */
-  bool fold_answer;   /* negligible up to the fold */
 } hazard_answer;
 
 static void hazard_solve(const ms_cli_model *m, const ms_landscape *ls,
@@ -196,29 +195,27 @@ static void hazard_solve(const ms_cli_model *m, const ms_landscape *ls,
     h->at = (ms_cli_hazard){.seconds = NAN, .hazard = NAN};
   else
     ms_cli_hazard_at(&m->params, load, h->horizon, &h->at);
-  ms_cli_hazard_at(&m->params, ls->tipping_load, h->horizon, &h->tip);
-  h->fold_answer = h->tip.ok && h->tip.hazard <= h->max_hazard;
-  ms_cli_hazard_load(&m->params, ls->recovery_load, ls->tipping_load,
-                     h->horizon, h->max_hazard, &h->hazard_load);
+  ms_cli_hazard_fold(&m->params, ls->recovery_load, ls->tipping_load,
+                     h->horizon, h->max_hazard, &h->fold);
 }
 
 /* The fold line: the hazard at the tipping load, and whether the tipping
  * load is the answer.  label is the line's label, padded. */
 static void write_fold_text(const char *label, const hazard_answer *h) {
   char t[64], hz[96], mx[96];
-  if (!h->tip.ok)
+  if (!h->fold.tip.ok)
     return;
-  ms_cli_every(t, sizeof t, h->tip.seconds);
-  ms_cli_hazard_phrase(hz, sizeof hz, h->tip.hazard, h->horizon);
+  ms_cli_every(t, sizeof t, h->fold.tip.seconds);
+  ms_cli_hazard_phrase(hz, sizeof hz, h->fold.tip.hazard, h->horizon);
   ms_cli_hazard_phrase(mx, sizeof mx, h->max_hazard, h->horizon);
-  if (h->fold_answer)
+  if (h->fold.fold_answer)
     printf("%sat the tipping load %.6g req/s a storm %s (%s): "
            "under %s up to it, so the tipping load is the answer\n",
            label, h->tipping, t, hz, mx);
   else
     printf("%sat the tipping load %.6g req/s a storm %s (%s): "
            "storms come before the fold, under %s below %.6g req/s\n",
-           label, h->tipping, t, hz, mx, h->hazard_load);
+           label, h->tipping, t, hz, mx, h->fold.hazard_load);
 }
 
 static void write_hazard_text(const hazard_answer *h, const ms_report *r) {
@@ -239,7 +236,7 @@ static void write_hazard_text(const hazard_answer *h, const ms_report *r) {
            h->at.seconds, ms_cli_every(t, sizeof t, h->at.seconds));
   printf("storm hazard   %s\n",
          ms_cli_hazard_phrase(hz, sizeof hz, h->at.hazard, h->horizon));
-  if (h->fold_answer)
+  if (h->fold.fold_answer)
     write_fold_text("fold           ", h);
 }
 
@@ -349,12 +346,12 @@ static void write_hazard_json(ms_json *j, const hazard_answer *h,
     ms_json_number(j, "time_to_storm", h->at.seconds);
     ms_json_number(j, "storm_hazard", h->at.hazard);
   }
-  ms_json_number(j, "tipping_time_to_storm", h->tip.seconds);
-  ms_json_number(j, "tipping_storm_hazard", h->tip.hazard);
-  ms_json_bool(j, "fold_is_answer", h->fold_answer);
-  ms_json_number(j, "hazard_load", h->hazard_load);
+  ms_json_number(j, "tipping_time_to_storm", h->fold.tip.seconds);
+  ms_json_number(j, "tipping_storm_hazard", h->fold.tip.hazard);
+  ms_json_bool(j, "fold_is_answer", h->fold.fold_answer);
+  ms_json_number(j, "hazard_load", h->fold.hazard_load);
   const char *why = at_load && !h->at.ok ? h->at.why
-                    : !h->tip.ok         ? h->tip.why
+                    : !h->fold.tip.ok    ? h->fold.tip.why
                                          : NULL;
   if (why)
     ms_json_string(j, "hazard_note", why);
@@ -432,10 +429,10 @@ static void write_landscape_text(const ms_cli_model *m, const ms_landscape *ls,
   printf("state            stable below %.6g req/s, overloaded above %.6g "
          "req/s\n",
          ls->recovery_load, ls->tipping_load);
-  if (hz->tip.ok)
+  if (hz->fold.tip.ok)
     write_fold_text("storm hazard     ", hz);
   else
-    printf("storm hazard     not modelled: %s\n", hz->tip.why);
+    printf("storm hazard     not modelled: %s\n", hz->fold.tip.why);
 }
 
 static void write_landscape_json(const ms_cli_model *m, const ms_landscape *ls,

@@ -26,6 +26,13 @@ static double grid_load(double rec, double tip, int i) {
   return tip * (1.0 + (MS_HAZARD_TABLE_TOP - 1.0) * v * v * v);
 }
 
+double ms_hazard_states(const ms_service_params *s) {
+  if (s->model.kind != MS_MODEL_ERLANG)
+    return 0.0;
+  return (double)s->model.servers *
+         (1.0 + s->model.service_rate * s->model.timeout);
+}
+
 int ms_hazard_table_init(ms_hazard_table *t, const ms_service_params *s,
                          double recovery_load, double tipping_load,
                          ms_error *err) {
@@ -40,8 +47,7 @@ int ms_hazard_table_init(ms_hazard_table *t, const ms_service_params *s,
   int st = ms_time_to_storm(s, 0.0, &never, err);
   if (st != MS_OK)
     return st;
-  double states = (double)s->model.servers *
-                  (1.0 + s->model.service_rate * s->model.timeout);
+  double states = ms_hazard_states(s);
   if (!(states <= MS_HAZARD_TABLE_MAX_STATES))
     return ms_fail(err, MS_ELIMIT,
                    "hazard table: c + c mu T = %g states passes %g: no table",

@@ -47,6 +47,13 @@ typedef struct {
 } ms_hazard_table;
 
 /*
+ * ms_hazard_states: the states c + c mu T of an erlang service's chain
+ * (doc/design.md §1.12), what MS_HAZARD_TABLE_MAX_STATES bounds; 0 for
+ * the capacity model (no chain).  s: valid service parameters.
+ */
+double ms_hazard_states(const ms_service_params *s);
+
+/*
  * ms_hazard_table_init: an empty table of service s, whose landscape has
  * recovery_load <= tipping_load (req/s, finite, > 0).  One call of
  * ms_time_to_storm at load 0 checks the domain (no chain is walked).

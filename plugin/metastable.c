@@ -861,10 +861,10 @@ typedef struct {
   size_t n_bad, n_back, n_calibration;
   const char *back[MAX_NAMED_PER_CYCLE];
   cdtime_t search_spent, search_budget;
-  cdtime_t search_end; /* a search under way stops here (search_stop) */
-  cdtime_t search_now; /* when the table build under way began */
-  cdtime_t hazard_spent,
-      hazard_budget; /* the tables' own (run_hazard_builds) */
+  cdtime_t search_end;   /* a search under way stops here (search_stop) */
+  cdtime_t hazard_began; /* when the table build under way began */
+  /* the tables' own budget and what they spent (run_hazard_builds) */
+  cdtime_t hazard_spent, hazard_budget;
 } cycle;
 
 /* The tracker's tolerance_stop: a stall-tolerance search ends once the
@@ -880,14 +880,14 @@ static int search_stop(void *ctx) {
 /* The stop of a time-to-storm table's build (ms_tracker_hazard_build),
  * asked after each point and within a point every MS_HAZARD_WALK_STRIDE
  * states: at search_end, or once the cycle's searches have spent their
- * budget (this build counted from search_now).  A point stopped part way
+ * budget (this build counted from hazard_began).  A point stopped part way
  * keeps its work and goes on in the next cycle, so a pool whose one point
  * takes a second (2e5 states) costs each cycle the budget, not a second. */
 static int hazard_stop(void *ctx) {
   const cycle *cy = ctx;
   cdtime_t now = cdtime();
   return now >= cy->search_end ||
-         cy->hazard_spent + (now - cy->search_now) >= cy->hazard_budget;
+         cy->hazard_spent + (now - cy->hazard_began) >= cy->hazard_budget;
 }
 
 /* One service's interval: read its inputs, step its tracker, dispatch its
@@ -992,8 +992,8 @@ static void run_hazard_builds(plugin_state *st, cycle *cy) {
     cdtime_t t0 = cdtime();
     if (t0 >= cy->search_end || cy->hazard_spent >= cy->hazard_budget)
       break;
-    cy->search_now = t0;
-    ms_tracker_hazard_build(t, hazard_stop, hazard_stop, cy);
+    cy->hazard_began = t0;
+    ms_tracker_hazard_build(t, hazard_stop, cy);
     cdtime_t t1 = cdtime();
     cy->hazard_spent += t1 > t0 ? t1 - t0 : 1;
   }

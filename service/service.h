@@ -685,16 +685,15 @@ bool ms_tracker_tolerance_search(ms_tracker *t);
  * last ms_tracker_step left pending (t->hazard_defer set, t->hazard_pending
  * true), on the landscape of that step: ms_hazard_table_step
  * (model/hazard_table.h) until the table is complete or stop(ctx) returns
- * non-zero, checked after each point (stop NULL: to the end), or halt(ctx)
- * does, checked within a point every MS_HAZARD_WALK_STRIDE states (halt
- * NULL: never); a point halted part way goes on at the next call, its work
- * kept.  One point costs one ms_time_to_storm call: 0.12-0.18 ms at 10
- * servers x 100 ms, T = 1 s, to 14-89 ms at 10^4 (doc/design.md §1.12).
- * The outputs come from the next step after the last point.  Returns how
- * many points were completed (0: none pending, or t NULL).
+ * non-zero, asked after each point and within one every
+ * MS_HAZARD_WALK_STRIDE states (stop NULL: to the end); a point stopped
+ * part way goes on at the next call, its work kept.  One point costs one
+ * ms_time_to_storm call: 0.12-0.18 ms at 10 servers x 100 ms, T = 1 s, to
+ * 14-89 ms at 10^4 (doc/design.md §1.12).  The outputs come from the next
+ * step after the last point.  Returns how many points were completed (0:
+ * none pending, or t NULL).
  */
-int ms_tracker_hazard_build(ms_tracker *t, int (*stop)(void *ctx),
-                            int (*halt)(void *ctx), void *ctx);
+int ms_tracker_hazard_build(ms_tracker *t, int (*stop)(void *ctx), void *ctx);
 
 #ifdef __cplusplus
 }

@@ -612,7 +612,7 @@ static void hazard_report(ms_tracker *t, const ms_service_spec *spec,
       t->hazard_pending = true;
       return;
     }
-    ms_tracker_hazard_build(t, NULL, NULL, NULL);
+    ms_tracker_hazard_build(t, NULL, NULL);
     t->hazard_pending = false;
     if (!ms_hazard_table_complete(&t->hazard))
       return;
@@ -633,15 +633,14 @@ static void hazard_report(ms_tracker *t, const ms_service_spec *spec,
   r->storm_hazard = h;
 }
 
-int ms_tracker_hazard_build(ms_tracker *t, int (*stop)(void *ctx),
-                            int (*halt)(void *ctx), void *ctx) {
+int ms_tracker_hazard_build(ms_tracker *t, int (*stop)(void *ctx), void *ctx) {
   if (t == NULL || !t->hazard.valid)
     return 0;
   int n = 0;
   t->hazard_pending = false;
   while (!ms_hazard_table_complete(&t->hazard)) {
     int built = t->hazard.built;
-    if (ms_hazard_table_step(&t->hazard, &t->landscape.params, halt, ctx,
+    if (ms_hazard_table_step(&t->hazard, &t->landscape.params, stop, ctx,
                              NULL) != MS_OK)
       return n;                     /* a pool too large: no hazard */
     if (t->hazard.built == built) { /* halted part way through a point */

@@ -851,18 +851,19 @@ START_TEST(test_hazard_at) {
                    "the erlang model only (a pool of servers, not a capacity)");
   /* the load under a target: at it, the hazard is at most the target;
    * a little above, over it */
-  double lam;
+  ms_cli_fold f;
   ms_landscape ls;
   ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
-  ck_assert(ms_cli_hazard_load(&s, ls.recovery_load, ls.tipping_load, 3600,
-                               0.01, &lam));
+  ms_cli_hazard_fold(&s, ls.recovery_load, ls.tipping_load, 3600, 0.01, &f);
+  ck_assert(f.tip.ok && !f.fold_answer && f.tip.hazard > 0.01);
+  double lam = f.hazard_load;
   ck_assert(lam > ls.recovery_load && lam < ls.tipping_load);
   ms_cli_hazard_at(&s, lam, 3600, &h);
   ck_assert(h.hazard <= 0.01 && h.hazard > 0.0099);
   ms_cli_hazard_at(&s, lam * (1 + 1e-5), 3600, &h);
   ck_assert(h.hazard > 0.01);
-  ck_assert(!ms_cli_hazard_load(&c, 0.5, 0.9, 3600, 0.01, &lam));
-  ck_assert(isnan(lam));
+  ms_cli_hazard_fold(&c, 0.5, 0.9, 3600, 0.01, &f);
+  ck_assert(!f.tip.ok && !f.fold_answer && isnan(f.hazard_load));
 }
 END_TEST
 

@@ -313,22 +313,26 @@ class Bounds(ScratchTest):
         self.assertIn("metastable lab: interrupted: the bracket reached is "
                       "printed above", err)
 
-    def test_sigint_tolerance(self):
-        # the heaviest service found (doc/performance.md): its search takes
-        # seconds, its long probes most of a second; Ctrl-C ends it at the
-        # next window, with the bracket reached, within a second
-        args = ["tolerance", "--model", "erlang", "--servers", "10000000",
-                "--service-time", "100ms", "--timeout", "1s",
-                "--base-failure", "0.01", "--retries", "10000", "--load",
-                "20200"]
-        proc = subprocess.Popen([METASTABLE] + args, stdout=subprocess.PIPE,
+    def interrupt_timed(self, *args):
+        """Ctrl-C 1 s in: (exit code, stdout, stderr, seconds to exit)."""
+        proc = subprocess.Popen([METASTABLE] + list(args),
+                                stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         time.sleep(1.0)
         t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
-        took = time.monotonic() - t0
-        self.assertEqual(proc.returncode, 130, err)
+        return proc.returncode, out, err, time.monotonic() - t0
+
+    def test_sigint_tolerance(self):
+        # the heaviest service found (doc/performance.md): its search takes
+        # seconds, its long probes most of a second; Ctrl-C ends it at the
+        # next window, with the bracket reached, within a second
+        code, out, err, took = self.interrupt_timed(
+            "tolerance", "--model", "erlang", "--servers", "10000000",
+            "--service-time", "100ms", "--timeout", "1s", "--base-failure",
+            "0.01", "--retries", "10000", "--load", "20200")
+        self.assertEqual(code, 130, err)
         self.assertEqual(out, "")
         self.assertRegex(err, r"metastable tolerance: interrupted: \d+ probes "
                          r"done, the stall (survived \S+ s|not bracketed)")
@@ -340,16 +344,10 @@ class Bounds(ScratchTest):
         # the answers under the hazard target walk the chain many times:
         # 10^4 servers on the response took 12 s, and Ctrl-C 1 s in was
         # ignored (exit 0, a new-user trial of issue 36); now it stops
-        args = ["recommend", "--servers", "10000", "--service-time", "100ms",
-                "--timeout", "1s", "--retries", "3", "--load", "90000"]
-        proc = subprocess.Popen([METASTABLE] + args, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        time.sleep(1.0)
-        t0 = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-        took = time.monotonic() - t0
-        self.assertEqual(proc.returncode, 130, err)
+        code, out, err, took = self.interrupt_timed(
+            "recommend", "--servers", "10000", "--service-time", "100ms",
+            "--timeout", "1s", "--retries", "3", "--load", "90000")
+        self.assertEqual(code, 130, err)
         self.assertEqual(out, "")
         self.assertRegex(err, r"metastable recommend: interrupted: .*nothing "
                          r"written")
