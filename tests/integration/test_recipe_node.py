@@ -121,11 +121,15 @@ def run(work):
         req, att, failed, lost = (totals.get(k, 0) for k in (
             "requests", "attempts", "failed_attempts", "failed_requests"))
         # every failure but a request's last is followed by one more
-        # attempt; on a busy machine a few answers may come late and be
-        # retried, beyond the planned failures (at most 1 % of attempts)
+        # attempt.  On a busy machine the count may miss the plan by a
+        # few either way (at most 1 % of attempts): an answer may come
+        # late and be retried, or the client's event loop may be held
+        # past the 500 ms timer while a held answer (800 ms) arrives, and
+        # take it as a success (seen: 124 of 128 in a bare Debian 12
+        # chroot running the whole test command)
         extra = failed - n // 5
         check(req == n == len(server.seen) and att == req + failed - lost
-              and 0 <= extra <= 0.01 * att,
+              and abs(extra) <= 0.01 * att,
               "the client counted %s: %d requests, each attempt but the "
               "last after a failure, %d failures beyond the planned %d"
               % (totals, n, extra, n // 5))
