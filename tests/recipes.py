@@ -127,10 +127,10 @@ class Daemons:
             log.close()
 
 
-def http_ok(url):
-    """Whether url answers 200 now."""
+def http_ok(url, timeout=2):
+    """Whether url answers 200 within timeout s."""
     try:
-        with urllib.request.urlopen(url, timeout=2) as r:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
             return r.status == 200
     except (OSError, urllib.error.HTTPError):
         return False
