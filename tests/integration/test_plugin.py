@@ -214,6 +214,27 @@ def raw_samples(prom, metric, service, window="10m"):
     return [(float(t), float(v)) for t, v in res[0]["values"]] if res else []
 
 
+def one_cycle(prom, service, metrics, timeout=15):
+    """{metric: value} as one cycle of service dispatched them, its latest
+    one Prometheus holds all of them from; {} if none came within timeout
+    s.  Reading each through its own getval may straddle two cycles, and
+    at a steady load two cycles still differ in the fourth digit."""
+    deadline = time.time() + timeout
+    while True:
+        cols = {m: raw_samples(prom, m, service, "30s") for m in metrics}
+        for t, _ in reversed(cols[metrics[0]]):
+            row = {}
+            for m in metrics:
+                near = [v for (u, v) in cols[m] if abs(u - t) < 0.05]
+                if len(near) == 1:
+                    row[m] = near[0]
+            if len(row) == len(metrics):
+                return row
+        if time.time() > deadline:
+            return {}
+        time.sleep(0.5)
+
+
 def replay_agrees(prom, work):
     """Every cycle of the plugin, rebuilt from what it dispatched (offered
     load, observed attempts and failure ratio), run through `metastable
@@ -650,21 +671,22 @@ def console_page_checks(dom, console, url):
               "with data)" % (what, graph, least, most, len(paths)))
 
 
-def hazard_checks(cd, lam):
+def hazard_checks(prom):
     """time_to_storm and storm_hazard (doc/outputs.md, "Storm hazard"):
     the plugin reads them from a table over the load (doc/design.md §1.12,
     "The table"), so against `metastable solve` at the same load to the
     table's interpolation bound, e^0.35 (tests/check_hazard_table.c); or
     never, where solve says the pool's storm at its tipping load is
     negligible (over 1000 horizons of 1 h).  The table is built over the
-    first cycles: wait for it."""
-    got = None
-    for _ in range(20):
-        got = cd.value("checkout", "time_to_storm")
-        if got is not None:
-            break
-        time.sleep(0.5)
-    lam = cd.value("checkout", "offered_load") or lam
+    first cycles: wait for it.  The load and the values of one cycle:
+    solve's time changes e^0.3 in 0.2 req/s at this load."""
+    row = one_cycle(prom, "checkout",
+                    ["offered_load", "time_to_storm", "storm_hazard"])
+    got, lam, h = (row.get(m) for m in ("time_to_storm", "offered_load",
+                                        "storm_hazard"))
+    if got is None:
+        check(False, "time_to_storm reported for checkout (%s)" % row)
+        return
     want = model(CHECKOUT + ["--load", repr(lam)])
     never = 1e300
     if got is not None and got >= never * (1 - 1e-6):
@@ -677,11 +699,9 @@ def hazard_checks(cd, lam):
           "bound e^0.35; tipping %s s)" % (
               got, want["time_to_storm"], lam,
               want.get("tipping_time_to_storm")))
-    h = cd.value("checkout", "storm_hazard")
-    if got is not None:
-        check(h is not None and
-              abs(h + math.expm1(-3600 / got)) <= 1e-6 * max(h, 1e-300),
-              "storm_hazard %s = 1 - exp(-1 h / %s s)" % (h, got))
+    check(h is not None and
+          abs(h + math.expm1(-3600 / got)) <= 1e-9 * max(h, 1e-300),
+          "storm_hazard %s = 1 - exp(-1 h / %s s)" % (h, got))
 
 
 def scenario(cd, prom, feeder):
@@ -704,21 +724,24 @@ def scenario(cd, prom, feeder):
     check(close(cd.value("checkout", "recovery_load"),
                 tip_model["recovery_load"], 1e-6),
           "recovery load = model's %.6f" % tip_model["recovery_load"])
-    lam = cd.value("checkout", "offered_load")
+    # one cycle's values: two cycles differ in the fourth digit
+    row = one_cycle(prom, "checkout", [
+        "offered_load", "observed_effective_load", "effective_load",
+        "stall_tolerance", "safe_retries"])
+    lam = row.get("offered_load", 200.0)
     want = model(CHECKOUT + ["--load", repr(lam), "--observed-load",
-                             repr(cd.value("checkout",
-                                           "observed_effective_load"))])
-    got = cd.value("checkout", "effective_load")
-    check(close(got, want["effective_load"], 1e-6),
-          "effective load %.4f = model's %.4f at offered %.4f" % (
-              got, want["effective_load"], lam))
+                             repr(row.get("observed_effective_load", lam))])
+    got = row.get("effective_load")
+    check(got is not None and close(got, want["effective_load"], 1e-9),
+          "effective load %s = model's %.10g at offered %.10g (one cycle's "
+          "values: %s)" % (got, want["effective_load"], lam, sorted(row)))
     # stall_tolerance: the search of `metastable tolerance` at the upper
     # end of the offered load's 1 % bucket, or, while the service waits its
     # turn to search (doc/outputs.md, "Stall tolerance"), that of the
     # nearest bucket above it the service remembers: a higher load's,
     # shorter, so never above the current bucket's
     b = math.floor(math.log(lam) / math.log(1.01))
-    got = cd.value("checkout", "stall_tolerance")
+    got = row.get("stall_tolerance")
     tol = tolerance(CHECKOUT + ["--load", repr(1.01 ** (b + 1)),
                                 "--max-duration", "600"])
     match = None
@@ -741,12 +764,12 @@ def scenario(cd, prom, feeder):
                         repr(lam)] + CHECKOUT, capture_output=True, text=True,
                        timeout=60)
     rec = json.loads(r.stdout) if r.returncode == 0 else {}
-    got = cd.value("checkout", "safe_retries")
+    got = row.get("safe_retries")
     check(rec.get("max_safe_retries") is not None and
           got == rec["max_safe_retries"],
           "safe_retries %s = recommend's max_safe_retries %s at %.6g req/s" % (
               got, rec.get("max_safe_retries"), lam))
-    hazard_checks(cd, lam)
+    hazard_checks(prom)
     learner_checks(cd, tip_model)
     # fleet: glob over two hosts, DERIVE via PUTVAL, capacity model
     fl = cd.value("fleet", "offered_load")

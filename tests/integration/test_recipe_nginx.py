@@ -117,18 +117,23 @@ def pitfalls(work, d, apps):
     for port in (one, dflt):
         recipes.wait(lambda: recipes.http_ok("http://127.0.0.1:%d/" % port),
                      "the pitfalls' nginx answers")
-    # one after the other, each to its answer: a slow one given up on
-    # at 2 s on a busy machine let /work reach the default upstream
-    # before the timeouts had taken its servers out (a bare Debian 12
-    # chroot running the whole test command)
-    for url in ("http://127.0.0.1:%d/slow" % one,
-                "http://127.0.0.1:%d/slow" % dflt,
-                "http://127.0.0.1:%d/work" % dflt):
-        recipes.http_ok(url, timeout=30)
-
     def lines(name):
         with open(os.path.join(work, name + "-metastable.log")) as f:
             return f.read().splitlines()
+
+    # one after the other, each to its answer and its log line: a slow
+    # one given up on at 2 s on a busy machine let /work reach the
+    # default upstream before the timeouts had taken its servers out (a
+    # bare Debian 12 chroot running the whole test command), and nginx
+    # writes the line after the answer has gone, so a fast client could
+    # read the log without it (CI)
+    for name, url in (("single", "http://127.0.0.1:%d/slow" % one),
+                      ("maxfails", "http://127.0.0.1:%d/slow" % dflt),
+                      ("maxfails", "http://127.0.0.1:%d/work" % dflt)):
+        n = len(lines(name))
+        recipes.http_ok(url, timeout=30)
+        recipes.wait(lambda: len(lines(name)) > n,
+                     "nginx logs the request to %s" % url)
     check(lines("single")[-1].startswith(
         'attempts=1 failed=1 status=504 ') and lines("single")[-1].endswith(
         'upstream_status="504"'), "an upstream of one server does not "
