@@ -31,6 +31,8 @@ void reload_service_init(service_state *ss, const ms_service_spec *spec) {
   ss->tracker.tolerance_defer = true;
   /* and so do the points of its time-to-storm table */
   ss->tracker.hazard_defer = true;
+  /* and the landscapes of safe_retries' first bisection (run_safe_builds) */
+  ss->tracker.safe_defer = true;
   ss->complaint = (log_backoff){0};
   ss->partial = (log_backoff){0};
   ss->calibration = (log_backoff){0};

@@ -115,6 +115,7 @@ typedef struct {
   size_t next;                  /* first service of the next cycle */
   size_t next_search;           /* first service run_searches tries */
   size_t next_hazard;           /* first service run_hazard_builds tries */
+  size_t next_safe;             /* first service run_safe_builds tries */
   log_backoff deferred;         /* services carried to the next cycle */
   uint64_t log_window;          /* the minute the counts below are of */
   unsigned log_lines;           /* lines logged in it */

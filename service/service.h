@@ -568,12 +568,20 @@ typedef struct {
    * tolerance_builds: the last MS_TOLERANCE_CACHE buckets seen, so that a
    * load wandering over a few buckets searches each once */
   /* safe_retries: the recovery load at the retry counts the bisection
-   * asked for (ms_recommend_retry_recovery), NAN where not computed, kept until
-   * the landscape is rebuilt */
+   * asked for (ms_recommend_retry_recovery), req/s; < 0 where not computed,
+   * NAN where the build failed; kept until the landscape is rebuilt */
   unsigned long safe_builds; /* landscape_builds they belong to; 0: none */
   int safe_n;                /* counts examined (ms_recommend_retry_counts) */
   double safe_recovery[MS_RECOMMEND_MAX_RETRIES + 1]; /* req/s */
   unsigned long safe_computed; /* recovery loads computed, for tests */
+  /* set by the caller: a step does not build the landscapes of its
+   * landscape's first bisection but leaves them pending (safe_pending, at
+   * safe_pending_load req/s and margin safe_pending_margin) for
+   * ms_tracker_safe_build; safe_ready once one bisection is complete */
+  bool safe_defer;
+  bool safe_pending;
+  bool safe_ready;
+  double safe_pending_load, safe_pending_margin;
   unsigned long tolerance_builds;
   int tolerance_n, tolerance_next;
   long tolerance_bucket[MS_TOLERANCE_CACHE];
@@ -694,6 +702,20 @@ bool ms_tracker_tolerance_search(ms_tracker *t);
  * none pending, or t NULL).
  */
 int ms_tracker_hazard_build(ms_tracker *t, int (*stop)(void *ctx), void *ctx);
+
+/*
+ * ms_tracker_safe_build: the landscape builds of safe_retries' bisection
+ * that the last ms_tracker_step left pending (t->safe_defer set,
+ * t->safe_pending true), at that step's offered load and safety margin,
+ * on its landscape: one ms_recommend_retry_recovery per retry count the
+ * bisection asks for (about 7; 0.05-0.5 ms each, doc/performance.md),
+ * until it is complete or stop(ctx) returns non-zero, asked before each
+ * build (stop NULL: to the end).  The builds done are kept; a stopped
+ * bisection goes on at the next call.  safe_retries comes from the next
+ * step after the last build.  Returns how many landscapes were built (0:
+ * none pending, or t NULL).  Source: doc/outputs.md, "Safe retries".
+ */
+int ms_tracker_safe_build(ms_tracker *t, int (*stop)(void *ctx), void *ctx);
 
 #ifdef __cplusplus
 }

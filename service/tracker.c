@@ -705,16 +705,67 @@ static void hazard_note(ms_tracker *t, const ms_service_spec *spec,
   }
 }
 
-/* The recovery load with r retries from the tracker's cache, computed on
- * first use; NAN when the build fails. */
-static double safe_recovery(ms_tracker *t, int r) {
-  if (isnan(t->safe_recovery[r])) {
-    double v;
+/* The recovery load with r retries from the tracker's cache into *v:
+ * computed on first use when compute is set and stop (NULL: never) does
+ * not say stop.  Returns false when the value is not in the cache and was
+ * not computed.  A build that fails is cached as NAN: never safe, never
+ * built again on this landscape. */
+static bool safe_recovery(ms_tracker *t, int r, bool compute,
+                          int (*stop)(void *ctx), void *ctx, double *v) {
+  if (t->safe_recovery[r] < 0) {
+    if (!compute || (stop != NULL && stop(ctx)))
+      return false;
+    double x;
     t->safe_computed++;
-    if (ms_recommend_retry_recovery(&t->landscape.params, r, &v, NULL) == MS_OK)
-      t->safe_recovery[r] = v;
+    t->safe_recovery[r] =
+        ms_recommend_retry_recovery(&t->landscape.params, r, &x, NULL) == MS_OK
+            ? x
+            : NAN;
   }
-  return t->safe_recovery[r];
+  *v = t->safe_recovery[r];
+  return true;
+}
+
+/* Whether count r is safe at lambda with margin m, into *safe; false when
+ * its recovery load is not at hand (safe_recovery). */
+static bool safe_at(ms_tracker *t, int r, double lambda, double m, bool compute,
+                    int (*stop)(void *ctx), void *ctx, bool *safe) {
+  double v;
+  if (!safe_recovery(t, r, compute, stop, ctx, &v))
+    return false;
+  *safe = ms_recommend_recovery_safe(v, lambda, m);
+  return true;
+}
+
+/* The bisection of safe_retries at lambda and margin m over the cache:
+ * into *best the largest safe count, -1 when not even 0 retries is safe.
+ * Returns false when a recovery load it needs is not at hand (see
+ * safe_recovery); the ones it had are kept for the next try. */
+static bool safe_bisect(ms_tracker *t, double lambda, double m, bool compute,
+                        int (*stop)(void *ctx), void *ctx, int *best) {
+  bool safe;
+  if (!safe_at(t, 0, lambda, m, compute, stop, ctx, &safe))
+    return false;
+  if (!safe) {
+    *best = -1;
+    return true;
+  }
+  int lo = 0, hi = t->safe_n - 1; /* lo safe; above hi nothing examined */
+  if (!safe_at(t, hi, lambda, m, compute, stop, ctx, &safe))
+    return false;
+  if (safe)
+    lo = hi;
+  while (hi - lo > 1) { /* lo safe, hi not */
+    int mid = lo + (hi - lo) / 2;
+    if (!safe_at(t, mid, lambda, m, compute, stop, ctx, &safe))
+      return false;
+    if (safe)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  *best = lo;
+  return true;
 }
 
 /*
@@ -727,8 +778,13 @@ static double safe_recovery(ms_tracker *t, int r) {
  * the collapsed branch reaches at least as low a load; tests/check_service.c
  * holds the answer to a scan of every count), so a bisection finds r with
  * about log2(101) = 7 landscape builds, each kept until the landscape is
- * rebuilt: a steady load costs a comparison or two per interval.  None
- * when not even 0 retries is safe.
+ * rebuilt: a steady load costs a comparison or two per interval.  The
+ * count the landscape has is its own recovery load, free.  With
+ * safe_defer the builds of a landscape's first bisection are left pending
+ * (safe_pending) for ms_tracker_safe_build, and nothing is reported until
+ * it is done, so that a first cycle costs what a steady one does; after it
+ * a step builds what a load that moved needs (one or two counts) itself.
+ * None when not even 0 retries is safe.
  */
 static void safe_retries_report(ms_tracker *t, const ms_service_spec *spec,
                                 ms_report *r) {
@@ -737,25 +793,41 @@ static void safe_retries_report(ms_tracker *t, const ms_service_spec *spec,
     t->safe_builds = t->landscape_builds;
     t->safe_n = ms_recommend_retry_counts(&t->landscape.params);
     for (int i = 0; i <= MS_RECOMMEND_MAX_RETRIES; i++)
-      t->safe_recovery[i] = NAN;
+      t->safe_recovery[i] = -1.0;
+    int own = t->landscape.params.policy.retries;
+    if (own >= 0 && own < t->safe_n)
+      t->safe_recovery[own] = t->landscape.recovery_load;
+    t->safe_ready = t->safe_pending = false;
   }
   double lambda = r->analysis.offered_load,
          m = ms_service_settings_of(spec).safety_margin;
-  if (!isfinite(lambda) ||
-      !ms_recommend_recovery_safe(safe_recovery(t, 0), lambda, m))
+  int best;
+  t->safe_pending = false;
+  if (!isfinite(lambda))
     return;
-  int lo = 0, hi = t->safe_n - 1; /* lo safe; above hi nothing examined */
-  if (ms_recommend_recovery_safe(safe_recovery(t, hi), lambda, m))
-    lo = hi;
-  while (hi - lo > 1) { /* lo safe, hi not */
-    int mid = lo + (hi - lo) / 2;
-    if (ms_recommend_recovery_safe(safe_recovery(t, mid), lambda, m))
-      lo = mid;
-    else
-      hi = mid;
+  if (!safe_bisect(t, lambda, m, !t->safe_defer || t->safe_ready, NULL, NULL,
+                   &best)) {
+    t->safe_pending = true;
+    t->safe_pending_load = lambda;
+    t->safe_pending_margin = m;
+    return;
   }
-  r->has_safe_retries = true;
-  r->safe_retries = lo;
+  t->safe_ready = true;
+  r->has_safe_retries = best >= 0;
+  r->safe_retries = best >= 0 ? best : 0;
+}
+
+int ms_tracker_safe_build(ms_tracker *t, int (*stop)(void *ctx), void *ctx) {
+  if (t == NULL || !t->safe_pending)
+    return 0;
+  unsigned long before = t->safe_computed;
+  int best;
+  if (safe_bisect(t, t->safe_pending_load, t->safe_pending_margin, true, stop,
+                  ctx, &best)) {
+    t->safe_pending = false;
+    t->safe_ready = true;
+  }
+  return (int)(t->safe_computed - before);
 }
 
 void ms_tracker_step(ms_tracker *t, const ms_service_spec *spec,

@@ -2184,6 +2184,61 @@ START_TEST(test_safe_retries_output) {
 }
 END_TEST
 
+/* A stop that lets n builds through, then stops every one after. */
+static int let_through(void *ctx) {
+  int *n = ctx;
+  return (*n)-- <= 0;
+}
+
+/*
+ * safe_retries deferred (safe_defer, as the plugin sets it): the first
+ * step of a landscape builds none of the bisection's landscapes and
+ * reports none; ms_tracker_safe_build, stopped after two builds, keeps
+ * them and goes on at the next call; the step after the last build
+ * reports what an undeferred tracker does at every load of
+ * test_safe_retries_output, and builds at most what a moved load needs.
+ * The count of the file (3) is the landscape's own recovery load: never
+ * built.  Service of test_safe_retries_output.
+ */
+START_TEST(test_safe_retries_deferred) {
+  ms_service_spec s = erlang_spec();
+  ms_failure_model_erlang(&s.params.model, 50, 5.0, 2.0);
+  ms_retry_policy_fixed(&s.params.policy, 3);
+  use(&s, MS_INPUT_OFFERED);
+  ms_tracker d, now;
+  ms_tracker_init(&d);
+  ms_tracker_init(&now);
+  d.safe_defer = true;
+  ms_inputs in = values(NAN, 100, NAN, NAN, NAN);
+  ms_step st, ref;
+  ms_tracker_step(&d, &s, &in, &st);
+  ck_assert(st.ok && !st.report.has_safe_retries && d.safe_pending);
+  ck_assert_uint_eq(d.safe_computed, 0);
+  int left = 2;
+  ck_assert_int_eq(ms_tracker_safe_build(&d, let_through, &left), 2);
+  ck_assert(d.safe_pending);
+  ms_tracker_step(&d, &s, &in, &st); /* still pending: nothing built */
+  ck_assert(!st.report.has_safe_retries && d.safe_pending);
+  ck_assert_uint_eq(d.safe_computed, 2);
+  int more = ms_tracker_safe_build(&d, NULL, NULL);
+  ck_assert(more > 0 && !d.safe_pending);
+  ck_assert_int_eq(ms_tracker_safe_build(&d, NULL, NULL), 0);
+  const double loads[] = {100, 200, 20, 1, 220};
+  for (int i = 0; i < 5; i++) {
+    in = values(NAN, loads[i], NAN, NAN, NAN);
+    ms_tracker_step(&d, &s, &in, &st);
+    ms_tracker_step(&now, &s, &in, &ref);
+    ck_assert(!d.safe_pending);
+    ck_assert_int_eq(st.report.has_safe_retries, ref.report.has_safe_retries);
+    ck_assert_msg(st.report.safe_retries == ref.report.safe_retries,
+                  "load %g: deferred %g, at once %g", loads[i],
+                  st.report.safe_retries, ref.report.safe_retries);
+  }
+  ck_assert(d.safe_recovery[3] == d.landscape.recovery_load);
+  ck_assert_uint_le(d.safe_computed, now.safe_computed);
+}
+END_TEST
+
 /*
  * The bisection of safe_retries assumes the recovery load does not grow
  * with the retry count: checked over every count for each kind of policy,
@@ -3054,6 +3109,7 @@ int main(void) {
   tcase_add_test(tc, test_stall_tolerance_output);
   tcase_add_test(tc, test_stall_tolerance_stopped);
   tcase_add_test(tc, test_safe_retries_output);
+  tcase_add_test(tc, test_safe_retries_deferred);
   tcase_add_test(tc, test_safe_retries_every_policy);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
