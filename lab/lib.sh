@@ -340,8 +340,10 @@ lab_phase() {
 }
 
 # lab_tick: wait for the next second of the scenario clock (which never
-# drifts), sample, and set LAB_OFFERED, LAB_GOODPUT, LAB_ATTEMPTS (per
-# second, HAProxy) and LAB_QUEUE (php-fpm's listen queue); log a line.
+# drifts), sample (lab_sample: a stack's script may define its own), and
+# set LAB_OFFERED, LAB_GOODPUT, LAB_ATTEMPTS (per second, HAProxy), LAB_FPM
+# (the pool's completions per second) and LAB_QUEUE (php-fpm's listen
+# queue); log a line, the pool named LAB_POOL_NAME (default php-fpm).
 lab_tick() {
   local cur
   LAB_CLOCK=$(awk -v t="$LAB_CLOCK" 'BEGIN { printf "%.3f", t + 1 }')
@@ -354,9 +356,9 @@ lab_tick() {
         (b[4] - a[4]) / dt, (b[5] - a[5]) / dt, b[6] }')
   LAB_LAST=$cur
   echo "$LAB_CLOCK $LAB_OFFERED $LAB_GOODPUT $LAB_ATTEMPTS $LAB_FPM $LAB_QUEUE" >>"$LAB_RUN/direct.txt"
-  printf '%s lab: %5ds %-10s offered %5.1f  goodput %5.1f  attempts %5.1f  php-fpm %5.1f/s  queue %3d\n' \
+  printf '%s lab: %5ds %-10s offered %5.1f  goodput %5.1f  attempts %5.1f  %s %5.1f/s  queue %3d\n' \
     "$(date +%T)" "$(awk -v a="$LAB_CLOCK" -v b="$LAB_T0" 'BEGIN { printf "%d", a - b }')" \
-    "$LAB_PHASE" "$LAB_OFFERED" "$LAB_GOODPUT" "$LAB_ATTEMPTS" "$LAB_FPM" "$LAB_QUEUE" >&2
+    "$LAB_PHASE" "$LAB_OFFERED" "$LAB_GOODPUT" "$LAB_ATTEMPTS" "${LAB_POOL_NAME:-php-fpm}" "$LAB_FPM" "$LAB_QUEUE" >&2
 }
 
 # lab_ticks N: N ticks.

@@ -19,9 +19,10 @@ libyaml-dev libjansson-dev check collectd-core collectd-dev collectd-utils
 gnuplot-nox fonts-dejavu-core python3 libprotobuf-c1 libmicrohttpd12"
 # the storm lab (doc/storm-lab.md): its servers, its load generator, socat
 # for HAProxy's stats socket, curl; collectd-core only suggests the
-# libraries of its curl_json (libyajl2, libcurl3-gnutls) and nginx plugins
+# libraries of its curl_json (libyajl2, libcurl3-gnutls) and nginx plugins;
+# gunicorn for the gunicorn lab (lab/gunicorn-lab.sh)
 lab="haproxy nginx-light php8.2-fpm httperf socat curl iproute2 libyajl2
-libcurl3-gnutls"
+libcurl3-gnutls gunicorn"
 # the fuzz targets (make fuzz): clang, and libFuzzer's runtime, which clang
 # only recommends (libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev)
 fuzz="clang libclang-rt-14-dev"
