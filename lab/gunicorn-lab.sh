@@ -305,16 +305,33 @@ report() {
   else
     verdict="measured"
   fi
+  # the staircase against the storm hazard: for each step up that ran,
+  # the model's chance of a storm within the step, 1 - exp(-secs /
+  # time_to_storm) at its load (metastable solve; from an empty pool,
+  # doc/design.md §1.12), and the first load where it passes one half
+  local steps="" half="" at_latch="" s h
+  for s in $UP_RUN; do
+    h=$("$LAB_BUILD/cli/metastable" solve --format json --servers "$LAB_POOL" \
+      --service-time "$(awk -v s="$LAB_SERVICE_TIME" 'BEGIN { print s * 1000 }')ms" \
+      --timeout "$TIMEOUT" --retries "$RETRIES" --load "${s%:*}" |
+      python3 -c 'import json, math, sys
+t = json.load(sys.stdin).get("time_to_storm")
+print("%.3f" % (-math.expm1(-float(sys.argv[1]) / t) if t else 0))' "${s#*:}")
+    steps="$steps ${s%:*}:$h"
+    [ -z "$half" ] && awk -v h="$h" 'BEGIN { exit !(h >= 0.5) }' && half=${s%:*}
+    [ "${s%:*}" = "$tip" ] && at_latch=$h
+  done
   {
     echo "gunicorn lab, run $name ($(date -u +%FT%TZ))"
     echo "model: tipping $ptip req/s, recovery $prec req/s (metastable solve --servers $LAB_POOL --service-time $LAB_SERVICE_TIME s --timeout $TIMEOUT --retries $RETRIES)"
     echo "measured: tipping ${tip:-none} req/s, recovery (the queue drains) ${rec:-none} req/s, goodput back at ${back:-none} req/s"
+    [ -n "$steps" ] && echo "model's storm hazard within each step up (load:hazard):$steps; passes 1/2 at ${half:-no step} req/s, latched at ${tip:-none}"
     echo "storm flag vs goodput < 90 % of offered: disagree ${flag% *} of ${flag#* } s"
     echo "app: took/asked - 1 = $stretch over $(wc -l <"$LAB_RUN/app.log") requests; capacity with a full queue ${cap:-unmeasured} req/s; load average (1 min) $load1"
     echo "verdict: $verdict"
   } | tee "$out/$name/summary.txt" >&2
-  [ -f "$results" ] || echo "stack,run,predicted_tipping,measured_tipping,predicted_recovery,measured_recovery,goodput_back,flag_disagree_s,flag_s,run_s,load_avg,service_stretch,capacity,verdict,date" >"$results"
-  echo "gunicorn,$name,$ptip,${tip:-},$prec,${rec:-},${back:-},${flag% *},${flag#* },$run_s,$load1,$stretch,${cap:-},${verdict%%:*},$(date -u +%FT%TZ)" >>"$results"
+  [ -f "$results" ] || echo "stack,run,predicted_tipping,measured_tipping,predicted_recovery,measured_recovery,goodput_back,flag_disagree_s,flag_s,run_s,load_avg,service_stretch,capacity,verdict,date,hazard_half_load,hazard_at_latch" >"$results"
+  echo "gunicorn,$name,$ptip,${tip:-},$prec,${rec:-},${back:-},${flag% *},${flag#* },$run_s,$load1,$stretch,${cap:-},${verdict%%:*},$(date -u +%FT%TZ),${half:-},${at_latch:-}" >>"$results"
 }
 
 run_staircase() {
@@ -322,7 +339,9 @@ run_staircase() {
   lab_new_run staircase
   start_servers
   start_collectd
+  UP_RUN=""
   for s in $STEPS_UP; do
+    UP_RUN="$UP_RUN $s"
     if step_up "${s%:*}" "${s#*:}"; then
       tip=${s%:*}
       lab_log "latched at $tip req/s"
@@ -350,6 +369,7 @@ run_staircase() {
 
 run_trigger() {
   local pid back=""
+  UP_RUN=""
   lab_new_run trigger
   start_servers
   start_collectd
