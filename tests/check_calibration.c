@@ -303,6 +303,48 @@ static ms_landscape true_landscape(const truth *t) {
   return ls;
 }
 
+/* Nothing but the model's timeouts fails: each base-failure sample is the
+ * observed ratio with the model's part taken out, (0 - q) / (1 - q), a
+ * little under 0, and so is their mean.  The value in use is clamped to
+ * [0, MS_BASE_FAILURE_MAX], and the log line says that value: "0%", not
+ * the -0.000373 % the integration test's learner logged. */
+START_TEST(test_learned_base_failure_logged_in_range) {
+  reseed(5);
+  ms_service_file f = load(SERVICE("100ms", "    calibrate: [base_failure]\n"));
+  const ms_service_spec *sp = &f.services[0];
+  truth t = true_service(0);
+  ms_tracker tr;
+  ms_tracker_init(&tr);
+  int infos = 0;
+  double q_sum = 0;
+  for (int i = 0; i < 300; i++) {
+    ms_inputs in;
+    synthetic_inputs(&t, 200 + 40 * uniform(), &in);
+    double q;
+    ck_assert_int_eq(
+        ms_failure_probability(&t.model, in.value[MS_INPUT_ARRIVAL], &q, NULL),
+        MS_OK);
+    q_sum += q;
+    in.value[MS_INPUT_ERROR] = 0;
+    in.value[MS_INPUT_OFFERED] = in.value[MS_INPUT_ARRIVAL];
+    ms_step st;
+    ms_tracker_step(&tr, sp, &in, &st);
+    ck_assert_msg(st.ok, "%s", st.problem);
+    if (strstr(st.info, "learned base failure") != NULL) {
+      infos++;
+      ck_assert_msg(strstr(st.info, "learned base failure 0% ") != NULL, "%s",
+                    st.info);
+    }
+  }
+  ck_assert_int_eq(infos, 1);
+  ck_assert(q_sum > 0); /* the model's part was there to take out */
+  double m;
+  ck_assert(ms_estimator_get(&tr.calibration.base_failure, &m, NULL));
+  ck_assert_msg(m < 0, "the raw mean %g", m);
+  ms_service_file_free(&f);
+}
+END_TEST
+
 /* Configured at 80 ms, the service runs at 100 ms: the tracker learns it
  * within its standard error, says so once in the log, takes it into use
  * after calibration_intervals samples, and then reports the true
@@ -992,6 +1034,7 @@ static Suite *calibration_suite(void) {
   t = tcase_create("tracker");
   tcase_set_timeout(t, 60);
   tcase_add_test(t, test_learns_service_time);
+  tcase_add_test(t, test_learned_base_failure_logged_in_range);
   tcase_add_test(t, test_residual_and_misfit);
   tcase_add_test(t, test_service_time_change);
   tcase_add_test(t, test_trigger_kept_out);
