@@ -390,6 +390,67 @@ START_TEST(test_overloaded_without_storm_then_band) {
 }
 END_TEST
 
+/*
+ * The gunicorn lab's trigger run (doc/storm-lab.md): 8 servers x 100 ms
+ * behind a 500 ms timeout on the response, one retry, at 50 req/s in the
+ * band (recovery 40, tipping 68.7), 1 s intervals, every request retried
+ * and every attempt failing: 100 attempts/s, p_obs = 1.  With one retry
+ * the retries are at most lambda, 50/s, within the split's x_mid - lambda
+ * plus the §1.7 noise (written out here from the split's equilibrium);
+ * its failed attempts, 100/s, are beyond p_mid 100 plus that noise.  The
+ * verdict weighs each: metastable, storm, from a vulnerable interval.
+ * With only the attempts observed the storm is within the noise and the
+ * service stays vulnerable, as it read before the failures counted too.
+ * And from a metastable interval, a healthy interval (attempts at the
+ * healthy equilibrium, nothing failing) is vulnerable again.
+ */
+START_TEST(test_one_retry_storm_by_failures) {
+  ms_service_params s;
+  ms_failure_model_erlang(&s.model, 8, 10.0, 0.5);
+  s.model.timeout_covers = MS_TIMEOUT_COVERS_RESPONSE;
+  ms_retry_policy_fixed(&s.policy, 1);
+  ms_landscape ls;
+  ck_assert_int_eq(ms_landscape_build(&s, &ls, NULL), MS_OK);
+  ck_assert(ls.has_fold && ls.recovery_load < 50 && ls.tipping_load > 50);
+  ms_equilibrium eq[MS_MAX_EQUILIBRIA];
+  int n;
+  ck_assert_int_eq(ms_equilibria(&ls, 50.0, eq, &n, NULL), MS_OK);
+  ck_assert_int_eq(n, 3);
+  ck_assert(!eq[1].stable);
+  double z = MS_EVIDENCE_Z, retries = eq[1].effective_load - 50.0,
+         failed = eq[1].failure_probability * 100.0;
+  ck_assert_double_gt(retries + z * sqrt(retries) + z * z, 50.0);
+  ck_assert_double_lt(failed + z * sqrt(failed) + z * z, 100.0);
+  ms_observation o = {.offered_load = 50.0,
+                      .has_observed_attempts = true,
+                      .observed_attempts = 100.0,
+                      .has_observed_failure = true,
+                      .observed_failure = 1.0,
+                      .interval = 1.0,
+                      .has_previous = true,
+                      .previous = MS_STATE_VULNERABLE,
+                      .previous_storm = false};
+  ms_analysis r = analyze(&ls, &o);
+  ck_assert_int_eq(r.state, MS_STATE_METASTABLE);
+  ck_assert_int_eq(r.storm, 1);
+  o.previous = MS_STATE_METASTABLE; /* it holds */
+  o.previous_storm = true;
+  r = analyze(&ls, &o);
+  ck_assert_int_eq(r.state, MS_STATE_METASTABLE);
+  ck_assert_int_eq(r.storm, 1);
+  o.observed_attempts = eq[0].effective_load; /* healthy again */
+  o.observed_failure = 0.0;
+  r = analyze(&ls, &o);
+  ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
+  o.previous = MS_STATE_VULNERABLE; /* the attempts alone: within noise */
+  o.previous_storm = false;
+  o.observed_attempts = 100.0;
+  o.has_observed_failure = false;
+  r = analyze(&ls, &o);
+  ck_assert_int_eq(r.state, MS_STATE_VULNERABLE);
+}
+END_TEST
+
 /* ---- hysteresis around the boundaries (doc/design.md §1.4) ---------- */
 
 /* The least load beyond the noise above boundary b over tau s, and the
@@ -632,6 +693,7 @@ Suite *verdict_suite(void) {
   tcase_add_test(tc, test_drain_time);
   tcase_add_test(tc, test_no_flapping_near_tipping);
   tcase_add_test(tc, test_overloaded_without_storm_then_band);
+  tcase_add_test(tc, test_one_retry_storm_by_failures);
   tcase_add_test(tc, test_boundary_edges);
   tcase_add_test(tc, test_wobble_within_noise);
   tcase_add_test(tc, test_queue_only);
