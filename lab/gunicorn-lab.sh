@@ -287,14 +287,25 @@ report() {
   cat "$LAB_RUN"/csv/"$LAB_HOST"/metastable-"$SERVICE"/storm-* 2>/dev/null |
     awk -F, 'NR > 0 && $1 ~ /^[0-9]/ { print $1, $2 }' | sort -n >"$LAB_RUN/storm.txt"
   # "disagree seconds", over the seconds before END with a flag and a load
+  # "disagree seconds", over the seconds before END with a flag and a
+  # load, against the second's own truth and against the truth of the 3 s
+  # centred on it (goodput is counted at completion, offered at arrival:
+  # a healthy second's goodput falls under 90 % by that alone)
   flag=$(awk -v end="$end" -v flags="$LAB_RUN/storm.txt" '
     BEGIN { while ((getline l < flags) > 0) { split(l, f, " "); n++; ft[n] = f[1]; fv[n] = f[2] } }
-    $1 > end { exit }
-    { while (i < n && ft[i + 1] <= $1) i++
-      if (i == 0 || $2 <= 0 || fv[i] == "nan") next
-      truth = $3 < 0.9 * $2 ? 1 : 0
-      secs++; if ((fv[i] + 0 >= 0.5) != truth) dis++ }
-    END { print dis + 0, secs + 0 }' "$LAB_RUN/direct.txt")
+    $1 <= end { m++; t[m] = $1; o[m] = $2; g[m] = $3 }
+    END {
+      for (k = 1; k <= m; k++) {
+        while (i < n && ft[i + 1] <= t[k]) i++
+        if (i == 0 || o[k] <= 0 || fv[i] == "nan") continue
+        up = fv[i] + 0 >= 0.5
+        lo = k > 1 ? k - 1 : 1; hi = lo + 2 <= m ? lo + 2 : m
+        so = sg = 0; for (j = lo; j <= hi; j++) { so += o[j]; sg += g[j] }
+        secs++; if (up != (g[k] < 0.9 * o[k])) dis++; if (up != (sg < 0.9 * so)) dis3++
+      }
+      print dis + 0, secs + 0, dis3 + 0 }' "$LAB_RUN/direct.txt")
+  flag3=${flag##* }
+  flag=${flag% *}
   stretch=$(awk '{ a += $2; t += $3 } END { if (a > 0) printf "%.4f", t / a - 1; else print "nan" }' "$LAB_RUN/app.log")
   # the capacity: completions per second while the queue holds over 100,
   # but not during the trigger nor the SLOW_TAIL s after it, while its
@@ -334,12 +345,12 @@ print("%.3f" % (-math.expm1(-float(sys.argv[1]) / t) if t else 0))' "${s#*:}")
     echo "model: tipping $ptip req/s, recovery $prec req/s (metastable solve --servers $LAB_POOL --service-time $LAB_SERVICE_TIME s --timeout $TIMEOUT --retries $RETRIES)"
     echo "measured: tipping ${tip:-none} req/s, recovery (the queue drains) ${rec:-none} req/s, goodput back at ${back:-none} req/s"
     [ -n "$steps" ] && echo "model's storm hazard within each step up (load:hazard):$steps; passes 1/2 at ${half:-no step} req/s, latched at ${tip:-none}"
-    echo "storm flag vs goodput < 90 % of offered: disagree ${flag% *} of ${flag#* } s"
+    echo "storm flag vs goodput < 90 % of offered: disagree ${flag% *} of ${flag#* } s (over the 3 s around each second: $flag3)"
     echo "app: took/asked - 1 = $stretch over $(wc -l <"$LAB_RUN/app.log") requests; capacity with a full queue ${cap:-unmeasured} req/s; load average (1 min) $load1"
     echo "verdict: $verdict"
   } | tee "$out/$name/summary.txt" >&2
-  [ -f "$results" ] || echo "stack,run,predicted_tipping,measured_tipping,predicted_recovery,measured_recovery,goodput_back,flag_disagree_s,flag_s,run_s,load_avg,service_stretch,capacity,verdict,date,hazard_half_load,hazard_at_latch" >"$results"
-  echo "gunicorn,$name,$ptip,${tip:-},$prec,${rec:-},${back:-},${flag% *},${flag#* },$run_s,$load1,$stretch,${cap:-},${verdict%%:*},$(date -u +%FT%TZ),${half:-},${at_latch:-}" >>"$results"
+  [ -f "$results" ] || echo "stack,run,predicted_tipping,measured_tipping,predicted_recovery,measured_recovery,goodput_back,flag_disagree_s,flag_s,run_s,load_avg,service_stretch,capacity,verdict,date,hazard_half_load,hazard_at_latch,flag_disagree_3s_s" >"$results"
+  echo "gunicorn,$name,$ptip,${tip:-},$prec,${rec:-},${back:-},${flag% *},${flag#* },$run_s,$load1,$stretch,${cap:-},${verdict%%:*},$(date -u +%FT%TZ),${half:-},${at_latch:-},$flag3" >>"$results"
 }
 
 run_staircase() {
