@@ -865,12 +865,12 @@ typedef struct {
   cdtime_t hazard_began; /* when the table build under way began */
   /* the tables' own budget and what they spent (run_hazard_builds) */
   cdtime_t hazard_spent, hazard_budget;
-  cdtime_t safe_end; /* safe_retries' builds stop here (safe_stop) */
+  cdtime_t safe_end; /* the end of CycleBudget: safe_retries' builds stop
+                        here (safe_stop); search_end is never sooner */
 } cycle;
 
 /* The stop of safe_retries' builds (ms_tracker_safe_build), asked before
- * each landscape build: at the end of the cycle's CycleBudget, or at
- * search_end when that comes first. */
+ * each landscape build: at the end of the cycle's CycleBudget. */
 static int safe_stop(void *ctx) {
   const cycle *cy = ctx;
   return cdtime() >= cy->safe_end;
@@ -988,24 +988,24 @@ static void run_searches(plugin_state *st, cycle *cy) {
  * pending (a new or rebuilt landscape: about 7 builds, 0.05-0.5 ms each),
  * after every service of the cycle has dispatched, round robin from where
  * the last cycle's stopped, in what is left of CycleBudget (safe_stop,
- * between builds; the builds done are kept), and at least one service's
- * first build a cycle.  So a first cycle, or a fleet's calibrations,
- * costs the services what a steady cycle does, and safe_retries follows
- * within a few cycles (doc/outputs.md, "Safe retries"). */
+ * between builds; the builds done are kept), and one service's whole
+ * bisection a cycle at least.  So a first cycle, or a fleet's
+ * calibrations, costs the services what a steady cycle does, and
+ * safe_retries follows within a few cycles (doc/outputs.md, "Safe
+ * retries"). */
 static void run_safe_builds(plugin_state *st, cycle *cy) {
-  size_t n = st->n_services;
+  size_t n = st->n_services, done = 0;
   size_t s = st->next_safe < n ? st->next_safe : 0;
-  bool first = true;
   for (size_t k = 0; k < n; k++, s = (s + 1) % n) {
     ms_tracker *t = &st->services[s]->tracker;
     if (!t->safe_pending)
       continue;
-    if (!first && cdtime() >= cy->safe_end)
+    if (done > 0 && cdtime() >= cy->safe_end)
       break;
-    ms_tracker_safe_build(t, first ? NULL : safe_stop, cy);
-    if (!first && t->safe_pending)
+    ms_tracker_safe_build(t, done > 0 ? safe_stop : NULL, cy);
+    if (t->safe_pending)
       break; /* stopped part way: this service goes on next cycle */
-    first = false;
+    done++;
   }
   st->next_safe = s;
 }
@@ -1204,8 +1204,7 @@ static int ms_read(user_data_t *ud) {
   cdtime_t share = DOUBLE_TO_CDTIME_T(fmin(
       CYCLE_CEILING_SECONDS, SEARCH_SHARE * CDTIME_T_TO_DOUBLE(st->interval)));
   cy.search_end = cy.started + (budget > share ? budget : share);
-  cy.safe_end =
-      cy.started + budget < cy.search_end ? cy.started + budget : cy.search_end;
+  cy.safe_end = cy.started + budget;
   size_t deferred = read_services(st, &cy, budget);
   dispatch_shard(st, cy.host, cy.started);
   run_safe_builds(st, &cy);

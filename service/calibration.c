@@ -296,6 +296,13 @@ static bool ready(const ms_calibration *c, const ms_service_spec *spec, int i) {
   return true;
 }
 
+/* The base failure the model uses for a learned mean m: a mean of
+ * samples with the model's timeouts taken out falls a little under 0 when
+ * nothing else fails (-0.000373 % in the integration test). */
+static double base_failure_in_use(double m) {
+  return fmin(fmax(m, 0.0), MS_BASE_FAILURE_MAX);
+}
+
 /* The learned values in use, into *p; a value within the threshold of
  * the current landscape's keeps the landscape's. */
 static void substitute(const ms_calibration *c, const ms_service_spec *spec,
@@ -312,7 +319,7 @@ static void substitute(const ms_calibration *c, const ms_service_spec *spec,
   }
   if ((c->in_use & MS_CALIBRATE_BASE_FAILURE) &&
       ms_estimator_get(&c->base_failure, &m, NULL)) {
-    double b = fmin(fmax(m, 0.0), MS_BASE_FAILURE_MAX);
+    double b = base_failure_in_use(m);
     fm->base_failure = old && fabs(old->base_failure - b) <=
                                    thr * fmax(old->base_failure, 0.01)
                            ? old->base_failure
@@ -338,11 +345,8 @@ static int describe(const ms_calibration *c, const ms_service_spec *spec,
                     1e3 * m, 1e3 * se, 1e3 / fm->service_rate);
   }
   if (flag == MS_CALIBRATE_BASE_FAILURE) {
-    /* the value in use (substitute): a mean of samples with the model's
-     * timeouts taken out falls a little under 0 when nothing else fails
-     * (-0.000373 % in the integration test) */
     ms_estimator_get(&c->base_failure, &m, &se);
-    m = fmin(fmax(m, 0.0), MS_BASE_FAILURE_MAX);
+    m = base_failure_in_use(m); /* what substitute takes into use */
     return snprintf(buf, len,
                     "base failure %.3g%% ± %.2g%% (configured %.3g%%)", 100 * m,
                     100 * se, 100 * fm->base_failure);

@@ -705,15 +705,22 @@ static void hazard_note(ms_tracker *t, const ms_service_spec *spec,
   }
 }
 
+/* A stop that builds nothing: the first bisection of a deferring
+ * tracker's step, left to ms_tracker_safe_build. */
+static int build_nothing(void *ctx) {
+  (void)ctx;
+  return 1;
+}
+
 /* The recovery load with r retries from the tracker's cache into *v:
- * computed on first use when compute is set and stop (NULL: never) does
- * not say stop.  Returns false when the value is not in the cache and was
- * not computed.  A build that fails is cached as NAN: never safe, never
- * built again on this landscape. */
-static bool safe_recovery(ms_tracker *t, int r, bool compute,
-                          int (*stop)(void *ctx), void *ctx, double *v) {
+ * computed on first use unless stop (NULL: never) says stop.  Returns
+ * false when the value is not in the cache and was not computed.  A build
+ * that fails is cached as NAN: never safe, never built again on this
+ * landscape. */
+static bool safe_recovery(ms_tracker *t, int r, int (*stop)(void *ctx),
+                          void *ctx, double *v) {
   if (t->safe_recovery[r] < 0) {
-    if (!compute || (stop != NULL && stop(ctx)))
+    if (stop != NULL && stop(ctx))
       return false;
     double x;
     t->safe_computed++;
@@ -728,10 +735,10 @@ static bool safe_recovery(ms_tracker *t, int r, bool compute,
 
 /* Whether count r is safe at lambda with margin m, into *safe; false when
  * its recovery load is not at hand (safe_recovery). */
-static bool safe_at(ms_tracker *t, int r, double lambda, double m, bool compute,
+static bool safe_at(ms_tracker *t, int r, double lambda, double m,
                     int (*stop)(void *ctx), void *ctx, bool *safe) {
   double v;
-  if (!safe_recovery(t, r, compute, stop, ctx, &v))
+  if (!safe_recovery(t, r, stop, ctx, &v))
     return false;
   *safe = ms_recommend_recovery_safe(v, lambda, m);
   return true;
@@ -741,23 +748,23 @@ static bool safe_at(ms_tracker *t, int r, double lambda, double m, bool compute,
  * into *best the largest safe count, -1 when not even 0 retries is safe.
  * Returns false when a recovery load it needs is not at hand (see
  * safe_recovery); the ones it had are kept for the next try. */
-static bool safe_bisect(ms_tracker *t, double lambda, double m, bool compute,
+static bool safe_bisect(ms_tracker *t, double lambda, double m,
                         int (*stop)(void *ctx), void *ctx, int *best) {
   bool safe;
-  if (!safe_at(t, 0, lambda, m, compute, stop, ctx, &safe))
+  if (!safe_at(t, 0, lambda, m, stop, ctx, &safe))
     return false;
   if (!safe) {
     *best = -1;
     return true;
   }
   int lo = 0, hi = t->safe_n - 1; /* lo safe; above hi nothing examined */
-  if (!safe_at(t, hi, lambda, m, compute, stop, ctx, &safe))
+  if (!safe_at(t, hi, lambda, m, stop, ctx, &safe))
     return false;
   if (safe)
     lo = hi;
   while (hi - lo > 1) { /* lo safe, hi not */
     int mid = lo + (hi - lo) / 2;
-    if (!safe_at(t, mid, lambda, m, compute, stop, ctx, &safe))
+    if (!safe_at(t, mid, lambda, m, stop, ctx, &safe))
       return false;
     if (safe)
       lo = mid;
@@ -805,8 +812,8 @@ static void safe_retries_report(ms_tracker *t, const ms_service_spec *spec,
   t->safe_pending = false;
   if (!isfinite(lambda))
     return;
-  if (!safe_bisect(t, lambda, m, !t->safe_defer || t->safe_ready, NULL, NULL,
-                   &best)) {
+  bool wait = t->safe_defer && !t->safe_ready;
+  if (!safe_bisect(t, lambda, m, wait ? build_nothing : NULL, NULL, &best)) {
     t->safe_pending = true;
     t->safe_pending_load = lambda;
     t->safe_pending_margin = m;
@@ -822,8 +829,8 @@ int ms_tracker_safe_build(ms_tracker *t, int (*stop)(void *ctx), void *ctx) {
     return 0;
   unsigned long before = t->safe_computed;
   int best;
-  if (safe_bisect(t, t->safe_pending_load, t->safe_pending_margin, true, stop,
-                  ctx, &best)) {
+  if (safe_bisect(t, t->safe_pending_load, t->safe_pending_margin, stop, ctx,
+                  &best)) {
     t->safe_pending = false;
     t->safe_ready = true;
   }
