@@ -152,10 +152,9 @@ EOF
 }
 
 # start_collectd: collectd with the nginx and gunicorn recipes and the
-# plugin watching lab/service-gunicorn.yaml.
+# plugin watching lab/service-gunicorn.yaml (lab_collectd_start).
 start_collectd() {
   local tail_block exec_block statsd_block
-  mkdir -p "$LAB_RUN/csv"
   install -m 644 "$LAB_SRC/service-gunicorn.yaml" "$LAB_RUN/service.yaml"
   tail_block=$(lab_recipe nginx collectd.conf /var/log/nginx/metastable.log "$LAB_RUN/metastable.log" |
     sed '/^LoadPlugin exec/,$d') || exit 1
@@ -163,53 +162,11 @@ start_collectd() {
     /usr/share/collectd-metastable/recipes/nginx/accept-queue.sh "$LAB_RUN/accept-queue.sh" \
     '"app" "8000"' "\"app\" \"$LAB_PORT_APP\"" | sed -n '/^LoadPlugin exec/,$p') || exit 1
   statsd_block=$(lab_recipe gunicorn collectd.conf '"8125"' "\"$LAB_PORT_STATSD\"") || exit 1
-  cat >"$LAB_RUN/collectd.conf" <<EOC
-Hostname "$LAB_HOST"
-FQDNLookup false
-BaseDir "$LAB_RUN"
-PIDFile "$LAB_RUN/collectd.pid"
-PluginDir "/usr/lib/collectd"
-TypesDB "/usr/share/collectd/types.db" "$LAB_TOP/conf/types.db"
-Interval $LAB_INTERVAL
-AutoLoadPlugin false
-
-LoadPlugin logfile
-<Plugin logfile>
-  LogLevel info
-  File "$LAB_RUN/collectd.log"
-  Timestamp true
-  PrintSeverity true
-</Plugin>
-
-$tail_block
+  lab_collectd_start "$tail_block
 
 $exec_block
 
-$statsd_block
-
-LoadPlugin csv
-<Plugin csv>
-  DataDir "$LAB_RUN/csv"
-  StoreRates true
-</Plugin>
-
-LoadPlugin unixsock
-<Plugin unixsock>
-  SocketFile "$LAB_RUN/collectd.sock"
-  SocketGroup "root"
-</Plugin>
-
-PluginDir "$LAB_BUILD/plugin/.libs"
-LoadPlugin metastable
-<Plugin metastable>
-  ServiceFile "$LAB_RUN/service.yaml"
-</Plugin>
-EOC
-  collectd -t -C "$LAB_RUN/collectd.conf" >"$LAB_RUN/collectd-check.log" 2>&1 ||
-    lab_die "collectd rejects $LAB_RUN/collectd.conf: $(cat "$LAB_RUN/collectd-check.log")"
-  lab_spawn collectd - collectd -f -C "$LAB_RUN/collectd.conf"
-  lab_poll 10 test -S "$LAB_RUN/collectd.sock" || lab_die "collectd did not start"
-  lab_log "collectd up, values in $LAB_RUN/csv"
+$statsd_block" "$LAB_RUN/service.yaml"
 }
 
 # step_up RATE SECS: one step of the staircase up; true when it latched

@@ -382,22 +382,16 @@ lab_recipe() {
   printf '%s\n' "$text"
 }
 
-# lab_start_collectd [SERVICE_FILE]: a private collectd reading the lab with
-# its own plugins: exec and curl_json as the HAProxy and php-fpm recipes
-# say (conf/recipes/), nginx (stub_status); csv keeps every
-# value (rates for counters) under $LAB_RUN/csv, unixsock answers
-# collectdctl, logfile keeps the log and the notifications.  With
-# SERVICE_FILE, the metastable plugin from $LAB_BUILD watches the service.
-lab_start_collectd() {
-  local service=${1:-} plugin="" exec_block curl_json_block
+# lab_collectd_start BLOCKS [SERVICE_FILE]: a private collectd reading the
+# stack through BLOCKS (collectd.conf text: its plugins, as its recipes
+# say), with logfile keeping the log and the notifications, csv keeping
+# every value (rates for counters) under $LAB_RUN/csv and unixsock
+# answering collectdctl; with SERVICE_FILE, the metastable plugin from
+# $LAB_BUILD watches the service.  The file is checked (collectd -t)
+# before collectd starts.
+lab_collectd_start() {
+  local blocks=$1 service=${2:-} plugin=""
   mkdir -p "$LAB_RUN/csv"
-  exec_block=$(lab_recipe haproxy collectd.conf \
-    /usr/share/collectd-metastable/recipes/haproxy/haproxy-collector.sh \
-    "$LAB_RUN/haproxy-collector.sh" /run/haproxy/stats.sock "$LAB_RUN/haproxy.sock") ||
-    exit 1
-  curl_json_block=$(lab_recipe php-fpm collectd.conf http://127.0.0.1/fpm-status \
-    "http://127.0.0.1:$LAB_PORT_NGINX/fpm-status" 'Instance "www"' 'Instance "lab"') ||
-    exit 1
   if [ -n "$service" ]; then
     plugin="PluginDir \"$LAB_BUILD/plugin/.libs\"
 LoadPlugin metastable
@@ -423,15 +417,7 @@ LoadPlugin logfile
   PrintSeverity true
 </Plugin>
 
-$exec_block
-
-$curl_json_block
-
-LoadPlugin nginx
-<Plugin nginx>
-  URL "http://127.0.0.1:$LAB_PORT_NGINX/nginx-status"
-  Timeout 900
-</Plugin>
+$blocks
 
 LoadPlugin csv
 <Plugin csv>
@@ -455,6 +441,29 @@ EOC
     lab_die "collectd did not start"
   fi
   lab_log "collectd up (interval ${LAB_INTERVAL}s), values in $LAB_RUN/csv"
+}
+
+# lab_start_collectd [SERVICE_FILE]: lab_collectd_start for the HAProxy
+# stack: exec and curl_json as the HAProxy and php-fpm recipes say
+# (conf/recipes/), nginx (stub_status).
+lab_start_collectd() {
+  local exec_block curl_json_block
+  exec_block=$(lab_recipe haproxy collectd.conf \
+    /usr/share/collectd-metastable/recipes/haproxy/haproxy-collector.sh \
+    "$LAB_RUN/haproxy-collector.sh" /run/haproxy/stats.sock "$LAB_RUN/haproxy.sock") ||
+    exit 1
+  curl_json_block=$(lab_recipe php-fpm collectd.conf http://127.0.0.1/fpm-status \
+    "http://127.0.0.1:$LAB_PORT_NGINX/fpm-status" 'Instance "www"' 'Instance "lab"') ||
+    exit 1
+  lab_collectd_start "$exec_block
+
+$curl_json_block
+
+LoadPlugin nginx
+<Plugin nginx>
+  URL \"http://127.0.0.1:$LAB_PORT_NGINX/nginx-status\"
+  Timeout 900
+</Plugin>" "${1:-}"
 }
 
 # lab_getval IDENTIFIER: the value collectd holds now (a rate for counters).
