@@ -6,7 +6,7 @@ collectd's write plugins, read back once per interval (doc/fleets.md).
     python3 bench/e2e.py [--build DIR] [--services 1000,5000]
         [--intervals 12] [--interval 10] [--shards N]
         [--writer prometheus|graphite|http|network]
-        [--plugin-config 'Values "state"'] [--csv OUT.csv]
+        [--plugin-config 'Values "state"'] [--contend N] [--csv OUT.csv]
 
 For each fleet size: a private collectd (tests/harness.py) with the plugin
 of BUILD watching N services of constant inputs (numbers in the service
@@ -23,7 +23,7 @@ writes:
 
 Once per interval, half an interval after the read cycle, it counts the
 plugin's series (every value of plugin "metastable" but the shard
-heartbeat) and the fresh ones among them (time of the last read cycle:
+heartbeat and the write probe) and the fresh ones among them (time of the last read cycle:
 the value written this interval), and reads each daemon's CPU time
 (utime + stime) and RSS from /proc.  With --shards N it runs N such
 daemons at once on the same service file, daemon K with Shard "K/N", and
@@ -34,6 +34,10 @@ series expected (the values one service dispatches, counted on a fleet of
 later interval (the warm-up), the mean CPU per interval after it, and the
 RSS at the end.  The sinks run in this process: on a small machine they
 take CPU from collectd.
+
+--contend N runs N busy loops (at collectd's priority) beside the daemons
+for the whole run, as other jobs on a busy monitoring host; each line
+then also gives the 1-minute load average.
 """
 import argparse
 import csv
@@ -44,6 +48,7 @@ import shutil
 import socket
 import socketserver
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -59,6 +64,9 @@ SERVICE = ("  - name: svc%05d\n    model: capacity\n    capacity: 100\n"
            "      offered_rate: %g\n")
 SAMPLE = re.compile(r"^(collectd_metastable_\S+)\s+(\S+)(?:\s+(\d+))?$")
 WRITERS = ("prometheus", "graphite", "http", "network")
+# the plugin's values that are no service's: the shard heartbeat and the
+# write probe (doc/outputs.md)
+NOT_PER_SERVICE = ("metastable-shard", "metastable-write")
 
 
 def service_file(path, n):
@@ -72,7 +80,8 @@ def service_file(path, n):
 
 def scrape(port):
     """{series: time in s} of the plugin's samples but the shard
-    heartbeat, or None when the endpoint does not answer within 30 s."""
+    heartbeat and the write probe, or None when the endpoint does not
+    answer within 30 s."""
     try:
         with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
                                     timeout=30) as r:
@@ -82,14 +91,15 @@ def scrape(port):
     out = {}
     for line in text.splitlines():
         m = SAMPLE.match(line)
-        if m and 'metastable="shard"' not in m.group(1):
+        if m and not re.search(r'metastable="(shard|write)"', m.group(1)):
             out[m.group(1)] = int(m.group(3) or 0) / 1000.0
     return out
 
 
 class Sink:
     """What a write plugin sent: {identifier: latest time in s} of the
-    plugin's values (plugin "metastable", not its shard heartbeat), filled
+    plugin's values (plugin "metastable", not its shard heartbeat nor its
+    write probe), filled
     by a server thread; snapshot() copies it."""
 
     def __init__(self):
@@ -143,7 +153,7 @@ class GraphiteSink(Sink):
                     segs = path.split(".")
                     if len(segs) < 3 or not segs[1].startswith("metastable-"):
                         continue
-                    if segs[1] == "metastable-shard":
+                    if segs[1] in NOT_PER_SERVICE:
                         continue
                     sink.note(path, float(parts[2]))
 
@@ -182,7 +192,7 @@ class HttpSink(Sink):
                     ident = m.group(1).decode(errors="replace")
                     plugin = ident.split("/")[1] if "/" in ident else ""
                     if plugin.startswith("metastable-") and \
-                            plugin != "metastable-shard":
+                            plugin not in NOT_PER_SERVICE:
                         sink.note(ident, float(m.group(2)))
                 self.send_response(200)
                 self.send_header("Content-Length", "0")
@@ -253,7 +263,7 @@ class NetworkSink(Sink):
                 when = float(struct.unpack("!Q", body)[0])
             elif kind == 0x0006:
                 if cur["plugin"] == "metastable" and \
-                        cur["plugin_instance"] != "shard":
+                        cur["plugin_instance"] not in ("shard", "write"):
                     self.note("%s/%s/%s/%s" % (cur["host"],
                                                cur["plugin_instance"],
                                             cur["type"],
@@ -271,6 +281,19 @@ class NetworkSink(Sink):
 
 
 SINKS = {"graphite": GraphiteSink, "http": HttpSink, "network": NetworkSink}
+
+
+def contend(n):
+    """n busy loops, each a process of its own at the default priority:
+    other work on the host, taking a core each while it runs."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                             start_new_session=True) for _ in range(n)]
+
+
+def stop_all(procs):
+    for p in procs:
+        p.kill()
+        p.wait()
 
 
 def proc_stat(pid):
@@ -370,15 +393,18 @@ def run_fleet(args, n, per, out):
                  "expected": expected, "series": len(series),
                  "fresh": fresh, "cpu_s": round(sum(cpus), 3),
                  "cpu_max_s": max(cpus),
-                 "rss_mb": round(max(rss for _, rss in stats), 1)}
+                 "rss_mb": round(max(rss for _, rss in stats), 1),
+                 "contend": args.contend,
+                 "load1": round(os.getloadavg()[0], 2)}
             rows.append(r)
             cpu0 = [c for c, _ in stats]
             share = 100.0 * fresh / expected if expected else 0
             print("%6d services  interval %3d  series %7d  fresh %7d "
-                  "(%5.1f %%)  CPU %6.2f s%s  RSS %7.1f MB" %
+                  "(%5.1f %%)  CPU %6.2f s%s  RSS %7.1f MB  load %.1f" %
                   (n, k, len(series), fresh, share, r["cpu_s"],
                    " (%s)" % " + ".join("%.2f" % c for c in cpus)
-                   if len(cpus) > 1 else "", r["rss_mb"]), flush=True)
+                   if len(cpus) > 1 else "", r["rss_mb"], r["load1"]),
+                  flush=True)
             if out:
                 out.writerow(r)
     finally:
@@ -389,10 +415,11 @@ def run_fleet(args, n, per, out):
             warm = rows[i]["interval"]
             break
     after = [r["cpu_s"] for r in rows if warm and r["interval"] > warm]
-    print("%6d services x %d values = %d series, %s, %s: %s; CPU after it "
+    print("%6d services x %d values = %d series, %s, %s%s: %s; CPU after it "
           "%s; RSS at the end %.0f MB%s" %
           (n, per, expected, args.writer,
            "%d shards" % args.shards if args.shards > 1 else "one daemon",
+           ", %d busy loops" % args.contend if args.contend else "",
            "every series fresh from interval %d on (%g s)" %
            (warm, (warm - 0.5) * args.interval) if warm else
            "never every series fresh",
@@ -413,6 +440,9 @@ def main():
     ap.add_argument("--writer", choices=WRITERS, default="prometheus")
     ap.add_argument("--plugin-config", default="",
                     help="lines for <Plugin metastable>")
+    ap.add_argument("--contend", type=int, default=0, metavar="N",
+                    help="N busy loops beside collectd for the whole run "
+                    "(default 0)")
     ap.add_argument("--csv", help="also write every row to this CSV file")
     args = ap.parse_args()
     sizes = [int(x) for x in args.services.split(",") if x.strip().isdigit()]
@@ -420,6 +450,8 @@ def main():
         ap.error("--services: fleet sizes of 1 or more, comma-separated")
     if args.shards < 1 or args.shards > 1024:
         ap.error("--shards: 1 to 1024 (Shard \"K/N\" takes N up to 1024)")
+    if args.contend < 0 or args.contend > 64:
+        ap.error("--contend: 0 to 64 busy loops")
     if args.intervals < 1:
         ap.error("--intervals: 1 or more")
     if args.interval <= 0:
@@ -438,11 +470,15 @@ def main():
         writer = csv.DictWriter(f, ["services", "shards", "writer",
                                     "interval", "expected", "series",
                                     "fresh", "cpu_s", "cpu_max_s",
-                                    "rss_mb"])
+                                    "rss_mb", "contend", "load1"])
         writer.writeheader()
     per = values_per_service(args)
-    for n in sizes:
-        run_fleet(args, n, per, writer)
+    busy = contend(args.contend)
+    try:
+        for n in sizes:
+            run_fleet(args, n, per, writer)
+    finally:
+        stop_all(busy)
 
 
 if __name__ == "__main__":
