@@ -19,8 +19,10 @@
  *     Values "state" "storm" "tipping_headroom"   # optional: dispatch only
  *                           # these (default: all of conf/types.db)
  *     CycleBudget 0.2       # optional: share of the interval one read
- *                           # cycle may take ("20%" in quotes), never
- *                           # more than 1 s
+ *                           # cycle may take ("20%" in quotes) in the
+ *                           # read thread's CPU time, at most 1 s; a
+ *                           # cycle's wall time at most 5 s or half
+ *                           # the interval
  *   </Plugin>
  *
  * Nothing here may crash, block or flood the daemon: a service whose inputs
@@ -67,15 +69,24 @@
 #define HAZARD_BUDGET_SHARE 0.02
 
 /* CycleBudget: the share of the interval one read cycle may spend on its
- * services (default, range), and the wall-time ceiling whatever the
- * interval.  collectd 5.12 joins its read threads on SIGTERM before it
- * calls any shutdown callback (plugin_shutdown_all: stop_read_threads),
- * so a cycle under way delays the daemon's exit by what is left of it:
- * the ceiling is what bounds that delay. */
+ * services (default, range), counted in the CPU time the read thread gets
+ * (ms_read_thread_cpu), so that a busy host, which gives the thread less
+ * of each second, does not cut the cycle short; at most
+ * CYCLE_CPU_CEILING_SECONDS whatever the interval.  The wall-time cap,
+ * whatever the CPU: CYCLE_WALL_CAP_SECONDS, or CYCLE_WALL_CAP_SHARE of
+ * the interval when that is shorter.  collectd 5.12 joins its read threads
+ * on SIGTERM before it calls any shutdown callback (plugin_shutdown_all:
+ * stop_read_threads), so a cycle under way delays the daemon's exit by
+ * what is left of it: the cap is what bounds that delay. */
 #define CYCLE_BUDGET_DEFAULT 0.2
 #define CYCLE_BUDGET_MIN 0.01
 #define CYCLE_BUDGET_MAX 1.0
-#define CYCLE_CEILING_SECONDS 1.0
+#define CYCLE_CPU_CEILING_SECONDS 1.0
+#define CYCLE_WALL_CAP_SECONDS 5.0
+#define CYCLE_WALL_CAP_SHARE 0.5
+/* The searches' deadline (run_searches): at most this long after the
+ * cycle began, whatever the budget. */
+#define SEARCH_CEILING_SECONDS 1.0
 /* Interval: at least 0.1 s, as a tighter loop would only spin a read
  * thread and flood the write queue; at most a day. */
 #define INTERVAL_MIN 0.1
@@ -280,10 +291,12 @@ static int config_cycle_budget(const oconfig_item_t *child) {
                       share > 1 && share <= 100 && share == floor(share);
   ERROR(PLUGIN_NAME " plugin: <Plugin metastable> CycleBudget %s: must be "
                     "a share of the interval from %g to %g (%g%% to %g%%; "
-                    "default %g; a cycle never takes more than %g s "
-                    "whatever it is)%s%s%s",
+                    "default %g; in the read thread's CPU time, at most "
+                    "%g s; a cycle never takes more than %g s or %g of the "
+                    "interval whatever it is)%s%s%s",
         text, CYCLE_BUDGET_MIN, CYCLE_BUDGET_MAX, 100 * CYCLE_BUDGET_MIN,
-        100 * CYCLE_BUDGET_MAX, CYCLE_BUDGET_DEFAULT, CYCLE_CEILING_SECONDS,
+        100 * CYCLE_BUDGET_MAX, CYCLE_BUDGET_DEFAULT, CYCLE_CPU_CEILING_SECONDS,
+        CYCLE_WALL_CAP_SECONDS, CYCLE_WALL_CAP_SHARE,
         percent_lost ? "; for a percentage write \"" : "",
         percent_lost ? text : "",
         percent_lost ? "%\" in quotes: collectd drops an unquoted %" : "");
@@ -701,7 +714,8 @@ static void dispatch_report(plugin_state *st, service_state *ss,
         continue;
       sstrncpy(vl.type, ms_output_get(o)->name, sizeof vl.type);
       vl.interval = st->interval * pacing_cycles_of(&st->pacing, o);
-      plugin_dispatch_values(&vl);
+      if (plugin_dispatch_values(&vl) == 0)
+        write_probe_count(&st->probe, 1);
     }
   pacing_service_end(&ss->pacing);
 }
@@ -865,21 +879,48 @@ typedef struct {
   cdtime_t hazard_began; /* when the table build under way began */
   /* the tables' own budget and what they spent (run_hazard_builds) */
   cdtime_t hazard_spent, hazard_budget;
-  cdtime_t safe_end; /* the end of CycleBudget: safe_retries' builds stop
-                        here (safe_stop); search_end is never sooner */
+  /* CycleBudget: the read thread's CPU time at the start and the budget;
+   * the wall-time cap (cycle_spent) */
+  cdtime_t cpu_started, cpu_budget, wall_end;
+  /* what the services took (read_services; the CPU only when some were
+   * deferred) */
+  cdtime_t services_wall, services_cpu;
 } cycle;
 
-/* The stop of safe_retries' builds (ms_tracker_safe_build), asked before
- * each landscape build: at the end of the cycle's CycleBudget. */
-static int safe_stop(void *ctx) {
-  const cycle *cy = ctx;
-  return cdtime() >= cy->safe_end;
+/* The read thread's CPU time, in cdtime_t units (CLOCK_THREAD_CPUTIME_ID;
+ * 0 when the clock fails).  Weak, so that the plugin's tests, against
+ * collectd's stand-in (tests/collectd_stub.c), can give the read thread a
+ * share of a busy host's CPU. */
+__attribute__((weak)) cdtime_t ms_read_thread_cpu(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+    return 0;
+  return TIMESPEC_TO_CDTIME_T(&ts);
 }
+
+/* Whether the cycle has spent its budget: CycleBudget of the read thread's
+ * CPU time since the cycle began, or its wall-time cap.  A thread's CPU
+ * time never runs ahead of the wall clock, so the CPU clock is read only
+ * once the wall time has passed the budget: on a quiet host a check is one
+ * cdtime(). */
+static bool cycle_spent(const cycle *cy) {
+  cdtime_t now = cdtime();
+  if (now >= cy->wall_end)
+    return true;
+  if (now > cy->started && now - cy->started < cy->cpu_budget)
+    return false;
+  cdtime_t cpu = ms_read_thread_cpu();
+  return cpu > cy->cpu_started && cpu - cy->cpu_started >= cy->cpu_budget;
+}
+
+/* The stop of safe_retries' builds (ms_tracker_safe_build), asked before
+ * each landscape build: once the cycle's budget is spent (cycle_spent). */
+static int safe_stop(void *ctx) { return cycle_spent(ctx); }
 
 /* The tracker's tolerance_stop: a stall-tolerance search ends once the
  * cycle reaches its search_end, so that it never holds the cycle (and with
  * it collectd's shutdown, which waits for the cycle) past
- * CYCLE_CEILING_SECONDS; the service then answers from what it remembers
+ * SEARCH_CEILING_SECONDS; the service then answers from what it remembers
  * and searches again MS_TOLERANCE_SEARCH_GAP intervals later. */
 static int search_stop(void *ctx) {
   const cycle *cy = ctx;
@@ -1000,7 +1041,7 @@ static void run_safe_builds(plugin_state *st, cycle *cy) {
     ms_tracker *t = &st->services[s]->tracker;
     if (!t->safe_pending)
       continue;
-    if (done > 0 && cdtime() >= cy->safe_end)
+    if (done > 0 && cycle_spent(cy))
       break;
     ms_tracker_safe_build(t, done > 0 ? safe_stop : NULL, cy);
     if (t->safe_pending)
@@ -1035,16 +1076,26 @@ static void run_hazard_builds(plugin_state *st, cycle *cy) {
   st->next_hazard = s;
 }
 
-/* The wall time one cycle may spend on its services: CycleBudget of the
- * interval, at most CYCLE_CEILING_SECONDS. */
+/* The read thread's CPU time one cycle may spend on its services:
+ * CycleBudget of the interval, at most CYCLE_CPU_CEILING_SECONDS. */
 static cdtime_t cycle_budget(const plugin_state *st) {
-  double seconds = st->budget_share * CDTIME_T_TO_DOUBLE(st->interval);
-  return DOUBLE_TO_CDTIME_T(fmin(seconds, CYCLE_CEILING_SECONDS));
+  return DOUBLE_TO_CDTIME_T(
+      fmin(st->budget_share * CDTIME_T_TO_DOUBLE(st->interval),
+           CYCLE_CPU_CEILING_SECONDS));
+}
+
+/* The wall time after which a cycle stops whatever its CPU time:
+ * CYCLE_WALL_CAP_SECONDS, or CYCLE_WALL_CAP_SHARE of the interval. */
+static cdtime_t cycle_wall_cap(const plugin_state *st) {
+  return DOUBLE_TO_CDTIME_T(
+      fmin(CYCLE_WALL_CAP_SECONDS,
+           CYCLE_WALL_CAP_SHARE * CDTIME_T_TO_DOUBLE(st->interval)));
 }
 
 /* The services of one cycle, round robin: from the first service the last
- * cycle did not analyse, until all are done or the budget is spent (the
- * clock is read between services, so the first is always analysed, and a
+ * cycle did not analyse, until all are done or the budget is spent
+ * (cycle_spent: CycleBudget of the read thread's CPU time, or the wall
+ * cap; read between services, so the first is always analysed, and a
  * single service slower than the budget still is).  stall_tolerance's
  * searches come after the services (run_searches), with their own
  * budget.  The next cycle starts
@@ -1052,16 +1103,21 @@ static cdtime_t cycle_budget(const plugin_state *st) {
  * analysed within ceil(n / k) cycles.  A service left out dispatches
  * nothing this cycle (doc/configuration.md, CycleBudget).  Returns how
  * many were left out. */
-static size_t read_services(plugin_state *st, cycle *cy, cdtime_t budget) {
+static size_t read_services(plugin_state *st, cycle *cy) {
   size_t n = st->n_services, done = 0;
   size_t s = st->next < n ? st->next : 0;
   for (; done < n; done++, s = (s + 1) % n) {
-    cdtime_t now = cdtime();
-    if (done > 0 && now > cy->started && now - cy->started >= budget)
+    if (done > 0 && cycle_spent(cy))
       break;
     read_service(st, s, cy);
   }
   st->next = s; /* all done: s is back where the cycle started */
+  cdtime_t now = cdtime();
+  cy->services_wall = now > cy->started ? now - cy->started : 0;
+  if (done < n) {
+    cdtime_t cpu = ms_read_thread_cpu();
+    cy->services_cpu = cpu > cy->cpu_started ? cpu - cy->cpu_started : 0;
+  }
   return n - done;
 }
 
@@ -1076,8 +1132,7 @@ static size_t read_services(plugin_state *st, cycle *cy, cdtime_t budget) {
  * (metastable="K"); with it the label is type="K".  Those two types are no
  * service's output, so a service called "shard" is not taken for them.
  */
-static void dispatch_shard(const plugin_state *st, const char *host,
-                           cdtime_t now) {
+static void dispatch_shard(plugin_state *st, const char *host, cdtime_t now) {
   if (st->shard_n == 0)
     return;
   value_t value;
@@ -1091,15 +1146,17 @@ static void dispatch_shard(const plugin_state *st, const char *host,
   snprintf(vl.type_instance, sizeof vl.type_instance, "%d", st->shard_k);
   sstrncpy(vl.type, "shard_services", sizeof vl.type);
   value.gauge = (gauge_t)st->n_services;
-  plugin_dispatch_values(&vl);
+  if (plugin_dispatch_values(&vl) == 0)
+    write_probe_count(&st->probe, 1);
   sstrncpy(vl.type, "shard_count", sizeof vl.type);
   value.gauge = (gauge_t)st->shard_n;
-  plugin_dispatch_values(&vl);
+  if (plugin_dispatch_values(&vl) == 0)
+    write_probe_count(&st->probe, 1);
 }
 
 /* One rate-limited warning while services are left out of their cycle,
  * with what to do; released once a cycle analyses them all again. */
-static void log_deferred(plugin_state *st, size_t deferred, cdtime_t budget) {
+static void log_deferred(plugin_state *st, size_t deferred, const cycle *cy) {
   if (deferred == 0) {
     ms_release(st, LOG_INFO, &st->deferred,
                PLUGIN_NAME " plugin: every service is analysed in every "
@@ -1107,30 +1164,53 @@ static void log_deferred(plugin_state *st, size_t deferred, cdtime_t budget) {
     return;
   }
   size_t done = st->n_services - deferred;
+  double cpu = CDTIME_T_TO_DOUBLE(cy->services_cpu);
+  double wall = CDTIME_T_TO_DOUBLE(cy->services_wall);
+  /* which end stopped it: the wall cap on a host that gave the read
+   * thread too little CPU, else CycleBudget */
+  bool capped = cy->started + cy->services_wall >= cy->wall_end;
+  char why[256];
+  if (capped)
+    snprintf(why, sizeof why,
+             "the cycle reached its wall-time cap of %.3g s (%g s or %g of "
+             "the interval) on %zu, with %.0f ms of CPU of its budget of "
+             "%.0f ms: the host gave the read thread %.0f%% of a core",
+             CDTIME_T_TO_DOUBLE(cy->wall_end - cy->started),
+             CYCLE_WALL_CAP_SECONDS, CYCLE_WALL_CAP_SHARE, done, 1e3 * cpu,
+             1e3 * CDTIME_T_TO_DOUBLE(cy->cpu_budget),
+             wall > 0 ? 100 * cpu / wall : 0.0);
+  else
+    snprintf(why, sizeof why,
+             "the cycle spent its budget of %.0f ms of CPU (CycleBudget %g "
+             "of the %.3g s interval, at most %g s) on %zu, in %.0f ms",
+             1e3 * CDTIME_T_TO_DOUBLE(cy->cpu_budget), st->budget_share,
+             CDTIME_T_TO_DOUBLE(st->interval), CYCLE_CPU_CEILING_SECONDS, done,
+             1e3 * wall);
   ms_complain(st, LOG_WARNING, &st->deferred,
               PLUGIN_NAME " plugin: %zu of %zu services deferred to the next "
-                          "read cycle: the cycle spent its budget of %.0f ms "
-                          "(CycleBudget %g of the %.3g s interval, at most "
-                          "%g s) on %zu; every service is still analysed "
+                          "read cycle: %s; every service is still analysed "
                           "once in every %zu cycles, and dispatches nothing "
                           "in the others; raise CycleBudget, lengthen the "
                           "Interval, or split the service file (fewer heavy "
-                          "services: many retries, tiers)",
-              deferred, st->n_services, 1e3 * CDTIME_T_TO_DOUBLE(budget),
-              st->budget_share, CDTIME_T_TO_DOUBLE(st->interval),
-              CYCLE_CEILING_SECONDS, done, (st->n_services + done - 1) / done);
+                          "services: many retries, tiers)%s",
+              deferred, st->n_services, why, (st->n_services + done - 1) / done,
+              capped ? ", or give collectd more of the host" : "");
 }
 
 /* The cost of a cycle, so an operator can see what the plugin takes from
  * the daemon: once at start, and whenever it exceeds half the interval. */
-static void log_cycle_cost(plugin_state *st, cdtime_t took) {
+static void log_cycle_cost(plugin_state *st, const cycle *cy, cdtime_t took) {
   cdtime_t interval = st->interval;
-  if (st->cycles++ == 0)
+  if (st->cycles++ == 0) {
+    cdtime_t cpu = ms_read_thread_cpu();
     ms_log(st, LOG_INFO,
            PLUGIN_NAME " plugin: first read cycle of %zu service%s took %.3f "
-                       "ms",
+                       "ms (%.3f ms of the read thread's CPU)",
            st->n_services, st->n_services == 1 ? "" : "s",
-           1e3 * CDTIME_T_TO_DOUBLE(took));
+           1e3 * CDTIME_T_TO_DOUBLE(took),
+           1e3 * CDTIME_T_TO_DOUBLE(
+                     cpu > cy->cpu_started ? cpu - cy->cpu_started : 0));
+  }
   if (took > interval / 2)
     ms_complain(st, LOG_WARNING, &st->slow_cycle,
                 PLUGIN_NAME " plugin: a read cycle of %zu services took %.1f "
@@ -1166,6 +1246,46 @@ static void log_pacing_setup(const plugin_state *st) {
     INFO(PLUGIN_NAME " plugin: new series: no limit%s", every);
 }
 
+/* One rate-limited warning while cycles shed (the write path had not
+ * written the last cycle's values when this one began), one line when
+ * they stop; one NOTICE when the write probe is lost. */
+static void log_write_path(plugin_state *st) {
+  const pacing *p = &st->pacing;
+  if (p->shed)
+    ms_complain(st, LOG_WARNING, &st->shedding,
+                PLUGIN_NAME " plugin: collectd's write path had not written "
+                            "the values of the last read cycle when this one "
+                            "began, %.3g s after it: this cycle only the "
+                            "essential values go (%zu others held back), so "
+                            "that the write queue drains and the values the "
+                            "alerts read stay fresh; a busy host, a slow "
+                            "write plugin, or more services than it takes "
+                            "(doc/fleets.md)",
+                p->write_done * CDTIME_T_TO_DOUBLE(st->interval),
+                p->shed_values);
+  else if (!isnan(p->write_done))
+    ms_release(st, LOG_INFO, &st->shedding,
+               PLUGIN_NAME " plugin: collectd's write path keeps up again: "
+                           "it wrote the last read cycle's values %.3g s "
+                           "after it began",
+               p->write_done * CDTIME_T_TO_DOUBLE(st->interval));
+  if (st->probe.lost && !st->probe_lost_said) {
+    st->probe_lost_said = true;
+    ms_log(st, LOG_NOTICE,
+           PLUGIN_NAME " plugin: the write probe (%s) has not reached the "
+                       "plugin's write callback in %d read cycles (a filter "
+                       "chain that sends values to named write plugins "
+                       "only?): new series are paced by the model alone, and "
+                       "no cycle sheds",
+           WRITE_PROBE_TYPE, WRITE_PROBE_LOST_AFTER);
+  } else if (!st->probe.lost && st->probe_lost_said) {
+    st->probe_lost_said = false;
+    ms_log(st, LOG_INFO,
+           PLUGIN_NAME " plugin: the write probe comes through again: new "
+                       "series are paced on the write path's feedback");
+  }
+}
+
 /* One rate-limited line while new series wait for a later cycle, and one
  * when none does any more. */
 static void log_pacing(plugin_state *st) {
@@ -1190,6 +1310,8 @@ static int ms_read(user_data_t *ud) {
   reload_swap(st); /* a new service file the reload thread built */
   cycle cy = {.started = cdtime()};
   pacing_cycle_start(&st->pacing);
+  pacing_observe(&st->pacing,
+                 write_probe_observe(&st->probe, cy.started, st->interval));
   for (size_t i = 0; i < st->n_services; i++)
     pacing_count(&st->pacing, &st->services[i]->pacing);
   inputs_refresh(st->inputs);
@@ -1198,19 +1320,26 @@ static int ms_read(user_data_t *ud) {
                                         CDTIME_T_TO_DOUBLE(st->interval));
   cy.hazard_budget = DOUBLE_TO_CDTIME_T(HAZARD_BUDGET_SHARE *
                                         CDTIME_T_TO_DOUBLE(st->interval));
-  cdtime_t budget = cycle_budget(st);
-  /* searches stop at the budget, or at SEARCH_SHARE of the interval up to
-   * the ceiling when that is later: never past CYCLE_CEILING_SECONDS */
-  cdtime_t share = DOUBLE_TO_CDTIME_T(fmin(
-      CYCLE_CEILING_SECONDS, SEARCH_SHARE * CDTIME_T_TO_DOUBLE(st->interval)));
-  cy.search_end = cy.started + (budget > share ? budget : share);
-  cy.safe_end = cy.started + budget;
-  size_t deferred = read_services(st, &cy, budget);
+  cy.cpu_started = ms_read_thread_cpu();
+  cy.cpu_budget = cycle_budget(st);
+  cy.wall_end = cy.started + cycle_wall_cap(st);
+  /* searches stop at the budget, or at SEARCH_SHARE of the interval when
+   * that is later, never past SEARCH_CEILING_SECONDS */
+  cdtime_t share =
+      cy.cpu_budget > DOUBLE_TO_CDTIME_T(SEARCH_SHARE *
+                                         CDTIME_T_TO_DOUBLE(st->interval))
+          ? cy.cpu_budget
+          : DOUBLE_TO_CDTIME_T(SEARCH_SHARE * CDTIME_T_TO_DOUBLE(st->interval));
+  cdtime_t ceiling = DOUBLE_TO_CDTIME_T(SEARCH_CEILING_SECONDS);
+  cy.search_end = cy.started + (share < ceiling ? share : ceiling);
+  size_t deferred = read_services(st, &cy);
   dispatch_shard(st, cy.host, cy.started);
+  write_probe_dispatch(&st->probe, cy.host, st->shard_k, cy.started);
   run_safe_builds(st, &cy);
   run_searches(st, &cy);
   run_hazard_builds(st, &cy);
   log_pacing(st);
+  log_write_path(st);
   log_problems(st, cy.named, cy.n_bad, cy.n_back, cy.back);
   if (cy.n_calibration > MAX_NAMED_PER_CYCLE)
     ms_complain(st, LOG_NOTICE, &st->many_calibration,
@@ -1220,9 +1349,9 @@ static int ms_read(user_data_t *ud) {
   else
     ms_release(st, LOG_INFO, &st->many_calibration,
                PLUGIN_NAME " plugin: calibration inputs usable again");
-  log_deferred(st, deferred, budget);
+  log_deferred(st, deferred, &cy);
   cdtime_t now = cdtime();
-  log_cycle_cost(st, now > cy.started ? now - cy.started : 0);
+  log_cycle_cost(st, &cy, now > cy.started ? now - cy.started : 0);
   log_roll(st, now);
   reload_kick(st); /* the reload thread looks at the file now */
   pthread_mutex_unlock(&st->lock);
@@ -1308,6 +1437,10 @@ static int ms_init(void) {
     state_free(st);
     return -1;
   }
+  if (write_probe_register(&st->probe, st->host != NULL ? st->host : hostname_g,
+                           st->shard_k) != 0)
+    WARNING(PLUGIN_NAME " plugin: cannot register the write probe's "
+                        "callback: new series are paced by the model alone");
   user_data_t ud = {.data = st, .free_func = state_free};
   if (plugin_register_complex_read(NULL, PLUGIN_NAME, ms_read, st->interval,
                                    &ud) != 0) {
@@ -1320,6 +1453,7 @@ static int ms_init(void) {
 }
 
 static int ms_shutdown(void) {
+  write_probe_unregister();
   sfree(conf_service_file);
   sfree(conf_host);
   ms_service_file_free(&conf_file);

@@ -104,6 +104,9 @@ void pacing_init(pacing *p, long limit, unsigned full_every, unsigned timeout,
   p->full_every = full_every >= 1 ? full_every : 1;
   p->timeout = timeout >= 1 ? timeout : 1;
   p->budget = PACING_AUTO_SHARE * interval;
+  p->budget_min = PACING_BUDGET_MIN_TIMES * p->budget;
+  p->budget_max = PACING_BUDGET_MAX_TIMES * p->budget;
+  p->write_done = NAN;
   p->unit = limit == PACING_AUTO ? pacing_measure_unit() : 0;
   memcpy(p->wanted, wanted, sizeof p->wanted);
 }
@@ -128,10 +131,31 @@ void pacing_cycle_start(pacing *p) {
   if (p->cycle == 0) /* wrapped after 2^32 cycles: all new again */
     p->cycle = 1;
   p->spent = 0;
-  p->admitted = p->held = p->held_essential = 0;
+  p->held_last = p->held;
+  p->admitted = p->held = p->held_essential = p->shed_values = 0;
+  p->shed = false;
   p->reserved = 0;
   memset(p->live, 0, sizeof p->live);
   p->total = 0;
+}
+
+void pacing_observe(pacing *p, double done) {
+  p->write_done = done;
+  p->shed = false;
+  if (isnan(done))
+    return;
+  p->shed = done >= PACING_SHED_AT;
+  if (p->limit != PACING_AUTO)
+    return;
+  double factor = PACING_WRITE_TARGET / fmax(done, 1e-6);
+  if (factor >= 1) {
+    if (p->held_last == 0)
+      return; /* nothing waited: no sign of how much more would go */
+    factor = fmin(factor, PACING_GROW_MAX);
+  } else {
+    factor = fmax(factor, PACING_SHRINK_MAX);
+  }
+  p->budget = fmin(fmax(p->budget * factor, p->budget_min), p->budget_max);
 }
 
 void pacing_count(pacing *p, pacing_service *ps) {
@@ -162,7 +186,9 @@ bool pacing_service_begin(pacing *p, pacing_service *ps, size_t s, int state,
   unsigned n = p->full_every;
   bool due = n == 1 || changed || (p->cycle + s) % n == 0 || ps->full == 0 ||
              p->cycle - ps->full >= n;
-  if (due)
+  /* a cycle that sheds sends no full set (pacing_admit holds the others
+   * back): it goes in the next that can */
+  if (due && !p->shed)
     ps->full = p->cycle;
   return due;
 }
@@ -185,6 +211,10 @@ static size_t largest_essential(const pacing *p) {
 bool pacing_admit(pacing *p, pacing_service *ps, ms_output o) {
   bool essential = pacing_essential(o);
   ps->now |= (uint64_t)1 << o;
+  if (p->shed && !essential) {
+    p->shed_values++;
+    return false;
+  }
   if (live(p, ps->sent[o], pacing_cycles_of(p, o)) || p->limit == 0)
     goto admit;
   /* the others leave room for the essential series still to come */

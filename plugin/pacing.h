@@ -17,6 +17,17 @@
  * default 2) times its interval: the cache forgets it after that, and
  * write_prometheus drops it (its missing callback), so it is new again.
  *
+ * Feedback (pacing_observe): at each cycle's start the write probe
+ * (write_probe.h) says how long after the last cycle began collectd's
+ * write path had written all of that cycle's values.  With "auto" the
+ * budget above is scaled so that this stays near PACING_WRITE_TARGET of
+ * the interval: the model says what a new series costs relative to
+ * another, the write path says what the host really absorbs.  When the
+ * write path had not written the last cycle's values by this cycle's
+ * start, whatever NewSeriesPerInterval says, the cycle sheds: only the
+ * essential values go (and no new other series), so that the write queue
+ * drains and the values that page stay fresh.
+ *
  * FullEvery N: the essential values go every cycle, the others every N-th
  * cycle of the service (and in any cycle where its state or storm flag
  * changes), with an interval of N cycles, so that collectd keeps them alive
@@ -39,6 +50,17 @@
 #define PACING_AUTO_SHARE 0.05
 /* FullEvery: from 1 (everything every cycle) to this */
 #define PACING_FULL_EVERY_MAX 360
+/* Feedback (pacing_observe): the share of the interval within which the
+ * write path should have written a cycle's values; the most the auto
+ * budget grows and shrinks by in one cycle; its range, as multiples of
+ * PACING_AUTO_SHARE of the interval; and the share at which a cycle sheds
+ * (the write path still on the last cycle's values). */
+#define PACING_WRITE_TARGET 0.5
+#define PACING_GROW_MAX 2.0
+#define PACING_SHRINK_MAX 0.25
+#define PACING_BUDGET_MIN_TIMES (1.0 / 64)
+#define PACING_BUDGET_MAX_TIMES 20.0
+#define PACING_SHED_AT 1.0
 
 /* What one service remembers: the cycle of each output's last dispatch (0:
  * never) and of its last full set, the outputs its last report had, and
@@ -58,6 +80,11 @@ typedef struct {
   unsigned timeout;    /* collectd's Timeout: intervals a value lives */
   double unit;         /* s per comparison of write_prometheus's sort */
   double budget;       /* auto: s of modelled cost per cycle */
+  double budget_min, budget_max; /* auto: what feedback keeps it within */
+  double write_done; /* the write path's last report (pacing_observe);
+                        NAN: none */
+  bool shed;         /* this cycle: the essential values only */
+  size_t held_last;  /* new series the last cycle held back */
   bool wanted[MS_OUT_COUNT];
   size_t live[MS_OUT_COUNT]; /* live series per output (a family) */
   size_t total;              /* live series of all outputs */
@@ -65,6 +92,7 @@ typedef struct {
   uint32_t cycle; /* from 1 */
   double spent;   /* modelled cost of the series admitted, s */
   size_t admitted, held, held_essential;
+  size_t shed_values; /* values shed (pacing_observe) */
   /* essential series not live of the services still to come this cycle:
    * kept free of the budget while other values wait */
   size_t reserved;
@@ -86,8 +114,18 @@ void pacing_init(pacing *p, long limit, unsigned full_every, unsigned timeout,
 /* A fresh service's memory. */
 void pacing_service_init(pacing_service *ps);
 
-/* Starts a cycle; then pacing_count once for every service. */
+/* Starts a cycle; then pacing_observe, and pacing_count once for every
+ * service. */
 void pacing_cycle_start(pacing *p);
+
+/* The write path's report on the last cycle (write_probe_observe): the
+ * time from its start until every value it dispatched was written, as a
+ * share of the interval (NAN: nothing known; nothing changes).  At
+ * PACING_SHED_AT or more this cycle sheds (the essential values only).
+ * With "auto" the budget is scaled by PACING_WRITE_TARGET / done, at most
+ * PACING_GROW_MAX (and only when the last cycle held new series back) and
+ * at least PACING_SHRINK_MAX, within [budget_min, budget_max]. */
+void pacing_observe(pacing *p, double done);
 
 /* Counts the live series of one service into p->live (at the start of a
  * cycle, before any pacing_admit). */
@@ -103,9 +141,10 @@ bool pacing_service_begin(pacing *p, pacing_service *ps, size_t s, int state,
 
 /* Whether to dispatch output o of a service this cycle, o being in its
  * report: true for a live series (and its dispatch noted), true for a new
- * one the budget admits, false for one held back to a later cycle.  A new
- * other value is admitted only when the budget left keeps room for the
- * essential series of the services still to come. */
+ * one the budget admits, false for one held back to a later cycle, and
+ * false for any other value in a cycle that sheds.  A new other value is
+ * admitted only when the budget left keeps room for the essential series
+ * of the services still to come. */
 bool pacing_admit(pacing *p, pacing_service *ps, ms_output o);
 
 /* Ends the dispatch of a service (remembers which outputs it reported). */

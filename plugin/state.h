@@ -16,6 +16,7 @@
 #include "inputs.h"
 #include "pacing.h"
 #include "service.h"
+#include "write_probe.h"
 
 /*
  * ms_plugin_log: collectd's plugin_log with control bytes escaped as the
@@ -28,6 +29,10 @@
  */
 void ms_plugin_log(int level, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
+/* The read thread's CPU time, cdtime_t units (plugin/metastable.c;
+ * CycleBudget counts it). */
+cdtime_t ms_read_thread_cpu(void);
+
 #undef ERROR
 #undef WARNING
 #undef NOTICE
@@ -130,6 +135,9 @@ typedef struct {
                              file's services (reload.h) */
   pacing pacing;          /* new series, FullEvery (pacing.h) */
   log_backoff warming;    /* new series held back */
+  write_probe probe;      /* the write path's feedback (write_probe.h) */
+  log_backoff shedding;   /* cycles with the essential values only */
+  bool probe_lost_said;   /* the probe's loss is logged */
 } plugin_state;
 
 /*

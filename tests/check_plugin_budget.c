@@ -112,8 +112,9 @@ static void service_costs(double seconds) {
     stub_counters c;
     ck_assert_uint_eq(cycle(0, 10), N_SERVICES);
     stub_counters_get(&c);
-    ck_assert_uint_eq(c.values % N_SERVICES, 0);
-    per_service = c.values / N_SERVICES;
+    /* the services' values and the cycle's write probe (write_probe.h) */
+    ck_assert_uint_eq((c.values - 1) % N_SERVICES, 0);
+    per_service = (c.values - 1) / N_SERVICES;
     ck_assert_uint_gt(per_service, 1);
     stop();
   }
@@ -179,43 +180,84 @@ START_TEST(test_deferral_is_fair) {
 END_TEST
 
 /* How many services one cycle analyses with these options, a service
- * costing `cost` seconds. */
+ * costing `cost` seconds of the read thread's CPU time, which a host that
+ * gives the thread cpu_share of a core stretches to cost / cpu_share of
+ * wall time. */
 static size_t analysed_with(const char *const *opts, double cost,
-                            double interval) {
+                            double interval, double cpu_share) {
   service_costs(cost);
   ck_assert_int_eq(start(opts), 0);
+  stub_cpu_share(cpu_share);
   size_t done = cycle(0, interval);
   stop();
   return done;
 }
 
-START_TEST(test_ceiling_of_one_second) {
+/* CycleBudget counts the read thread's CPU time, at most 1 s; the wall
+ * time is capped at 5 s or half the interval.  Services of 0.1 s of CPU
+ * each, 12 of them: 1.2 s. */
+START_TEST(test_cpu_budget_and_wall_cap) {
   static const char *const b01[] = {"CycleBudget", "0.1", NULL};
   static const char *const b005[] = {"CycleBudget", "0.05", NULL};
   static const char *const b1[] = {"CycleBudget", "1", NULL};
   static const char *const b05_long[] = {"CycleBudget", "0.5", "Interval",
                                          "100", NULL};
-  static const char *const b1_short[] = {"CycleBudget", "1", "Interval", "0.5",
+  static const char *const b1_short[] = {"CycleBudget", "1", "Interval", "1",
                                          NULL};
   static const char *const p5[] = {"CycleBudget", "5%", NULL};
   static const char *const p50_long[] = {"CycleBudget", "50%", "Interval",
                                          "100s", NULL};
   static const char *const b1_short_ms[] = {"CycleBudget", "100%", "Interval",
-                                            "500ms", NULL};
-  size_t one_second = analysed_with(b01, 0.1, 10);
-  ck_assert_uint_gt(one_second, 1);
+                                            "1000ms", NULL};
+  /* a quiet host: the CPU time is the wall time */
+  size_t one_second = analysed_with(b01, 0.1, 10, 1);
+  size_t half_second = analysed_with(b005, 0.1, 10, 1);
+  ck_assert_uint_gt(half_second, 1);
+  ck_assert_uint_lt(half_second, one_second);
   ck_assert_uint_lt(one_second, N_SERVICES);
-  /* 10 s and 50 s of budget are cut to 1 s */
-  ck_assert_uint_eq(analysed_with(b1, 0.1, 10), one_second);
-  ck_assert_uint_eq(analysed_with(b05_long, 0.1, 100), one_second);
-  /* less budget, fewer services: 0.5 s */
-  ck_assert_uint_lt(analysed_with(b005, 0.1, 10), one_second);
-  ck_assert_uint_lt(analysed_with(b1_short, 0.1, 0.5), one_second);
+  /* 10 s and 50 s of budget are cut to 1 s of CPU */
+  ck_assert_uint_eq(analysed_with(b1, 0.1, 10, 1), one_second);
+  ck_assert_uint_eq(analysed_with(b05_long, 0.1, 100, 1), one_second);
+  /* a 1 s interval caps the wall time at 0.5 s: its 1 s of budget gets
+   * 0.5 s */
+  ck_assert_uint_eq(analysed_with(b1_short, 0.1, 1, 1), half_second);
   /* the same budgets in the service file's units (service/units.c) */
-  ck_assert_uint_eq(analysed_with(p50_long, 0.1, 100), one_second);
-  ck_assert_uint_eq(analysed_with(p5, 0.1, 10), analysed_with(b005, 0.1, 10));
-  ck_assert_uint_eq(analysed_with(b1_short_ms, 0.1, 0.5),
-                    analysed_with(b1_short, 0.1, 0.5));
+  ck_assert_uint_eq(analysed_with(p50_long, 0.1, 100, 1), one_second);
+  ck_assert_uint_eq(analysed_with(p5, 0.1, 10, 1), half_second);
+  ck_assert_uint_eq(analysed_with(b1_short_ms, 0.1, 1, 1), half_second);
+  /* a busy host gives the read thread a quarter of a core: 1 s of CPU
+   * takes 4 s of wall time, and the cycle analyses what a quiet one does
+   * (with a wall-time budget it was a quarter) */
+  ck_assert_uint_eq(analysed_with(b01, 0.1, 10, 0.25), one_second);
+  /* a tenth: 1 s of CPU would take 10 s; the cap stops it at 5 s, with
+   * 0.5 s of CPU */
+  ck_assert_uint_eq(analysed_with(b01, 0.1, 10, 0.1), half_second);
+}
+END_TEST
+
+/* The warning of a cycle the wall cap stopped says so, with the share of a
+ * core the read thread got, and what to do. */
+START_TEST(test_starved_cycle_says_why) {
+  static const char *const opts[] = {"CycleBudget", "0.1", NULL};
+  service_costs(0.1); /* 1 s of wall time each */
+  ck_assert_int_eq(start(opts), 0);
+  stub_cpu_share(0.1);
+  size_t done = cycle(0, 10);
+  ck_assert_uint_lt(done, N_SERVICES);
+  ck_assert_uint_eq(deferral_warnings, 1);
+  char want[256];
+  snprintf(want, sizeof want,
+           ": %zu of %d services deferred to the next read cycle: the cycle "
+           "reached its wall-time cap of 5 s (5 s or 0.5 of the interval) on "
+           "%zu, with ",
+           N_SERVICES - done, N_SERVICES, done);
+  ck_assert_msg(strstr(deferral_text, want) != NULL, "%s", deferral_text);
+  ck_assert_msg(strstr(deferral_text, "gave the read thread 10% of a core") !=
+                    NULL,
+                "%s", deferral_text);
+  ck_assert_ptr_nonnull(
+      strstr(deferral_text, "give collectd more of the host"));
+  stop();
 }
 END_TEST
 
@@ -255,18 +297,23 @@ static void config_fails(const char *value, const char *want) {
 }
 
 START_TEST(test_config_errors) {
-  config_fails("0", "metastable plugin: <Plugin metastable> CycleBudget 0: "
-                    "must be a share of the interval from 0.01 to 1 (1% to "
-                    "100%; default 0.2; a cycle never takes more than 1 s "
-                    "whatever it is)");
-  config_fails("1.5", "metastable plugin: <Plugin metastable> CycleBudget "
-                      "1.5: must be a share of the interval from 0.01 to 1 "
-                      "(1% to 100%; default 0.2; a cycle never takes more "
-                      "than 1 s whatever it is)");
+  config_fails(
+      "0",
+      "metastable plugin: <Plugin metastable> CycleBudget 0: "
+      "must be a share of the interval from 0.01 to 1 (1% to "
+      "100%; default 0.2; in the read thread's CPU time, at most 1 s; a cycle "
+      "never takes more than 5 s or 0.5 of the interval whatever it is)");
+  config_fails(
+      "1.5",
+      "metastable plugin: <Plugin metastable> CycleBudget "
+      "1.5: must be a share of the interval from 0.01 to 1 "
+      "(1% to 100%; default 0.2; in the read thread's CPU time, at most 1 s; a "
+      "cycle never takes more than 5 s or 0.5 of the interval whatever it is)");
   config_fails("150%", "metastable plugin: <Plugin metastable> CycleBudget "
                        "150%: must be a share of the interval from 0.01 to "
-                       "1 (1% to 100%; default 0.2; a cycle never takes "
-                       "more than 1 s whatever it is)");
+                       "1 (1% to 100%; default 0.2; in the read thread's CPU "
+                       "time, at most 1 s; a cycle never takes more than 5 s "
+                       "or 0.5 of the interval whatever it is)");
   config_fails("fast", "metastable plugin: <Plugin metastable> CycleBudget: "
                        "takes one share of the interval from 0.01 to 1, as "
                        "a number or a percentage in quotes (CycleBudget "
@@ -285,7 +332,8 @@ int main(void) {
   Suite *s = suite_create("plugin_budget");
   TCase *tc = tcase_create("budget");
   tcase_add_test(tc, test_deferral_is_fair);
-  tcase_add_test(tc, test_ceiling_of_one_second);
+  tcase_add_test(tc, test_cpu_budget_and_wall_cap);
+  tcase_add_test(tc, test_starved_cycle_says_why);
   tcase_add_test(tc, test_slow_service_analysed_anyway);
   tcase_add_test(tc, test_default_defers_nothing);
   tcase_add_test(tc, test_config_errors);

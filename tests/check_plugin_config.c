@@ -220,35 +220,42 @@ START_TEST(test_cycle_budget_units) {
     accepted(good[i], 10);
   refused("CycleBudget 0.0099",
           "metastable plugin: <Plugin metastable> CycleBudget 0.0099: must "
-          "be a share of the interval from 0.01 to 1 (1% to 100%; default "
-          "0.2; a cycle never takes more than 1 s whatever it is)");
+          "be a share of the interval from 0.01 to 1 (1% to 100%; default 0.2; "
+          "in the read thread's CPU time, at most 1 s; a cycle never takes "
+          "more than 5 s or 0.5 of the interval whatever it is)");
   refused("CycleBudget \"0.99%\"",
           "metastable plugin: <Plugin metastable> CycleBudget 0.99%: must "
-          "be a share of the interval from 0.01 to 1 (1% to 100%; default "
-          "0.2; a cycle never takes more than 1 s whatever it is)");
+          "be a share of the interval from 0.01 to 1 (1% to 100%; default 0.2; "
+          "in the read thread's CPU time, at most 1 s; a cycle never takes "
+          "more than 5 s or 0.5 of the interval whatever it is)");
   refused("CycleBudget \"101%\"",
           "metastable plugin: <Plugin metastable> CycleBudget 101%: must "
-          "be a share of the interval from 0.01 to 1 (1% to 100%; default "
-          "0.2; a cycle never takes more than 1 s whatever it is)");
+          "be a share of the interval from 0.01 to 1 (1% to 100%; default 0.2; "
+          "in the read thread's CPU time, at most 1 s; a cycle never takes "
+          "more than 5 s or 0.5 of the interval whatever it is)");
   refused("CycleBudget 1.01",
           "metastable plugin: <Plugin metastable> CycleBudget 1.01: must "
-          "be a share of the interval from 0.01 to 1 (1% to 100%; default "
-          "0.2; a cycle never takes more than 1 s whatever it is)");
+          "be a share of the interval from 0.01 to 1 (1% to 100%; default 0.2; "
+          "in the read thread's CPU time, at most 1 s; a cycle never takes "
+          "more than 5 s or 0.5 of the interval whatever it is)");
   refused("CycleBudget 2",
           "metastable plugin: <Plugin metastable> CycleBudget 2: must be a "
-          "share of the interval from 0.01 to 1 (1% to 100%; default 0.2; a "
-          "cycle never takes more than 1 s whatever it is); for a percentage "
+          "share of the interval from 0.01 to 1 (1% to 100%; default 0.2; in "
+          "the read thread's CPU time, at most 1 s; a cycle never takes more "
+          "than 5 s or 0.5 of the interval whatever it is); for a percentage "
           "write \"2%\" in quotes: collectd drops an unquoted %");
   /* collectd reads an unquoted 20% as the number 20: the hint says why */
   refused("CycleBudget 20%",
           "metastable plugin: <Plugin metastable> CycleBudget 20: must be a "
-          "share of the interval from 0.01 to 1 (1% to 100%; default 0.2; a "
-          "cycle never takes more than 1 s whatever it is); for a percentage "
+          "share of the interval from 0.01 to 1 (1% to 100%; default 0.2; in "
+          "the read thread's CPU time, at most 1 s; a cycle never takes more "
+          "than 5 s or 0.5 of the interval whatever it is); for a percentage "
           "write \"20%\" in quotes: collectd drops an unquoted %");
   refused("CycleBudget 101",
           "metastable plugin: <Plugin metastable> CycleBudget 101: must be a "
-          "share of the interval from 0.01 to 1 (1% to 100%; default 0.2; a "
-          "cycle never takes more than 1 s whatever it is)");
+          "share of the interval from 0.01 to 1 (1% to 100%; default 0.2; in "
+          "the read thread's CPU time, at most 1 s; a cycle never takes more "
+          "than 5 s or 0.5 of the interval whatever it is)");
   refused("CycleBudget \"fast\"",
           "metastable plugin: <Plugin metastable> CycleBudget: takes one "
           "share of the interval from 0.01 to 1, as a number or a percentage "

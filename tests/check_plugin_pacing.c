@@ -76,6 +76,9 @@ static bool alive(const series *s) {
 }
 
 static void on_value(const value_list_t *vl) {
+  /* the write probe: no service's value, never paced (write_probe.h) */
+  if (strcmp(vl->type, "values_dispatched") == 0)
+    return;
   char id[4 * DATA_MAX_NAME_LEN + 8];
   snprintf(id, sizeof id, "%s/%s-%s/%s", vl->host, vl->plugin,
            vl->plugin_instance, vl->type);

@@ -92,7 +92,33 @@ char *hostname_g = stub_hostname;
 /* The clock: the real one, or the test's (stub_clock_set), which moves
  * only when the test moves it, or by a step per dispatched value. */
 static cdtime_t fake_now, fake_per_value;
+/* the read thread's CPU time under the test's clock: it moves by the step
+ * per dispatched value, and the clock by the step over cpu_share (the
+ * share of the wall time a busy host gives the thread: stub_cpu_share) */
+static cdtime_t fake_cpu;
+static double cpu_share = 1.0;
 static pthread_mutex_t clock_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The plugin's read-thread CPU clock (declared in plugin/state.h, a weak
+ * definition in plugin/metastable.c that this one replaces): the real one
+ * (CLOCK_THREAD_CPUTIME_ID) with the real clock, the test's otherwise. */
+cdtime_t ms_read_thread_cpu(void);
+cdtime_t ms_read_thread_cpu(void) {
+  pthread_mutex_lock(&clock_lock);
+  cdtime_t now = fake_now, cpu = fake_cpu;
+  pthread_mutex_unlock(&clock_lock);
+  if (now != 0)
+    return cpu;
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return TIMESPEC_TO_CDTIME_T(&ts);
+}
+
+void stub_cpu_share(double share) {
+  pthread_mutex_lock(&clock_lock);
+  cpu_share = share;
+  pthread_mutex_unlock(&clock_lock);
+}
 
 cdtime_t cdtime(void) {
   pthread_mutex_lock(&clock_lock);
@@ -108,8 +134,10 @@ cdtime_t cdtime(void) {
 void stub_clock_set(uint64_t now) {
   pthread_mutex_lock(&clock_lock);
   fake_now = now;
-  if (now == 0)
+  if (now == 0) {
     fake_per_value = 0;
+    cpu_share = 1.0;
+  }
   pthread_mutex_unlock(&clock_lock);
 }
 
@@ -690,6 +718,73 @@ int uc_get_names(char ***ret_names, cdtime_t **ret_times, size_t *ret_number) {
  * a daemon whose write threads keep up. */
 void (*stub_on_value)(const struct value_list_s *vl);
 
+/* ---- the write path ------------------------------------------------- */
+
+/* The write callback (the plugin registers one, its write probe's), and
+ * the queue of value lists while the test holds the write path. */
+static plugin_write_cb write_cb;
+static user_data_t write_ud;
+static bool write_hold;
+static value_list_t **write_queue;
+static size_t write_head, write_len, write_cap;
+
+/* 5.12's plugin_register_write fails with ENOMEM when its calloc does;
+ * registering a name again replaces the callback (5.12 warns and
+ * overwrites). */
+int plugin_register_write(const char *name, plugin_write_cb callback,
+                          user_data_t const *user_data) {
+  (void)name;
+  if (stub_fail_now("plugin_register_write"))
+    return ENOMEM;
+  write_cb = callback;
+  write_ud = user_data != NULL ? *user_data : (user_data_t){0};
+  return 0;
+}
+
+int plugin_unregister_write(const char *name) {
+  (void)name;
+  if (write_cb == NULL)
+    return -1;
+  write_cb = NULL;
+  return 0;
+}
+
+/* What a write thread does with one value list: the write callback, at the
+ * clock's time then; the clone freed. */
+static void write_one(value_list_t *q) {
+  if (write_cb != NULL)
+    write_cb(plugin_get_ds(q->type), q, &write_ud);
+  free(q->values);
+  free(q);
+}
+
+void stub_write_hold(bool hold) { write_hold = hold; }
+
+size_t stub_write_queued(void) { return write_len - write_head; }
+
+size_t stub_write_drain(bool (*take)(const struct value_list_s *vl, void *ctx),
+                        void *ctx) {
+  size_t n = 0;
+  while (write_head < write_len && take(write_queue[write_head], ctx)) {
+    write_one(write_queue[write_head++]);
+    n++;
+  }
+  if (write_head == write_len)
+    write_head = write_len = 0;
+  return n;
+}
+
+void stub_write_clear(void) {
+  for (size_t i = write_head; i < write_len; i++) {
+    free(write_queue[i]->values);
+    free(write_queue[i]);
+  }
+  free(write_queue);
+  write_queue = NULL;
+  write_head = write_len = write_cap = 0;
+  write_hold = false;
+}
+
 /* A failure is 5.12's plugin_write_enqueue out of memory: ENOMEM, the value
  * not queued (nor counted, nor passed to stub_on_value). */
 int plugin_dispatch_values(value_list_t const *vl) {
@@ -698,8 +793,10 @@ int plugin_dispatch_values(value_list_t const *vl) {
   if (stub_on_value != NULL)
     stub_on_value(vl);
   pthread_mutex_lock(&clock_lock);
-  if (fake_now != 0)
-    fake_now += fake_per_value;
+  if (fake_now != 0) {
+    fake_cpu += fake_per_value;
+    fake_now += (cdtime_t)((double)fake_per_value / cpu_share);
+  }
   pthread_mutex_unlock(&clock_lock);
   value_list_t *q = malloc(sizeof *q);
   if (q == NULL)
@@ -723,8 +820,21 @@ int plugin_dispatch_values(value_list_t const *vl) {
   else
     counters.non_finite++;
   pthread_mutex_unlock(&stub_lock);
-  free(q->values);
-  free(q);
+  if (!write_hold) {
+    write_one(q);
+    return 0;
+  }
+  if (write_len == write_cap) {
+    size_t cap = write_cap ? 2 * write_cap : 1024;
+    value_list_t **grown = realloc(write_queue, cap * sizeof *grown);
+    if (grown == NULL) {
+      write_one(q);
+      return 0;
+    }
+    write_queue = grown;
+    write_cap = cap;
+  }
+  write_queue[write_len++] = q;
   return 0;
 }
 

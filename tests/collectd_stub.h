@@ -16,10 +16,13 @@
  *                 and "derive" (one DERIVE), with types.db's ranges
  *                 (COUNTER and DERIVE 0 to U, "percent" 0 to 100.1);
  *   dispatch      plugin_dispatch_values clones the value list under a
- *                 mutex, as the daemon's write queue does, and frees the
- *                 clone at once (the daemon's write threads take it from
- *                 the queue concurrently and do the cache update and the
- *                 write plugins: not the plugin's cost);
+ *                 mutex, as the daemon's write queue does, and writes it at
+ *                 once: the write callback registered
+ *                 (plugin_register_write) is called with it, then the clone
+ *                 freed (the daemon's write threads take it from the queue
+ *                 concurrently and do the cache update and the write
+ *                 plugins: not the plugin's cost); or it queues while the
+ *                 test holds the write path (stub_write_hold);
  *                 plugin_dispatch_notification counts (the daemon calls the
  *                 notification plugins, none by default);
  *   registration  plugin_register_*: remembers the callbacks;
@@ -27,6 +30,7 @@
  *   logging       plugin_log formats the message and counts it by level
  *                 (the plugin's back-off is its own: plugin/state.h);
  *   utilities     cdtime (the real clock, or the test's: stub_clock_set),
+ *                 the plugin's read-thread CPU clock (stub_cpu_share),
  *                 sstrncpy, sstrerror, cf_util_get_string, cf_util_get_cdtime,
  *                 plugin_get_interval (10 s, collectd's default Interval,
  *                 then the read callback's), global_option_get (BaseDir
@@ -103,6 +107,21 @@ void stub_counters_reset(void);
 struct value_list_s;
 extern void (*stub_on_value)(const struct value_list_s *vl);
 
+/* The write path.  By default every dispatched value list is written at
+ * once: the write callback registered (plugin_register_write: the
+ * plugin's write probe) is called with it at the clock's time, as a daemon
+ * whose write threads keep up.  stub_write_hold(true): value lists queue
+ * instead, in dispatch order, until stub_write_drain writes them while
+ * take(vl, ctx) says yes (the test's model of a write path, which may move
+ * the clock: the callback sees the clock's time when each is written);
+ * it returns how many it wrote.  stub_write_queued: how many wait;
+ * stub_write_clear drops them and ends the hold. */
+void stub_write_hold(bool hold);
+size_t stub_write_drain(bool (*take)(const struct value_list_s *vl, void *ctx),
+                        void *ctx);
+size_t stub_write_queued(void);
+void stub_write_clear(void);
+
 /* Called with every logged line when set (tests). */
 extern void (*stub_on_log)(int level, const char *msg);
 
@@ -111,6 +130,12 @@ extern void (*stub_on_log)(int level, const char *msg);
  * value moves it (the cost of a service, made independent of the machine). */
 void stub_clock_set(uint64_t now);
 void stub_clock_per_value(uint64_t step);
+/* Under the test's clock, the read thread's CPU time (ms_read_thread_cpu,
+ * which CycleBudget counts) moves by the step per value, and the clock by
+ * the step over share: the share of a core a busy host gives the thread
+ * (1 until the real clock is set again).  With the real clock it is the
+ * thread's real CPU time. */
+void stub_cpu_share(double share);
 
 /* The last message logged at LOG_WARNING or worse ("" if none). */
 const char *stub_last_warning(void);

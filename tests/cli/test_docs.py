@@ -420,10 +420,15 @@ class Outputs(unittest.TestCase):
         for r in rows:
             self.assertTrue(r[1] and r[2], r)
 
-    def test_shard_table(self):
-        # the types after the outputs: the shards' heartbeat
-        rows = table(read("doc/outputs.md"), "| shard value | unit |")
-        self.assertIsNotNone(rows, "doc/outputs.md has no shard table")
+    def test_shard_and_probe_tables(self):
+        # the types after the outputs: the shards' heartbeat, then the
+        # write probe
+        rows = []
+        for header in ("| shard value | unit |", "| write value | unit |"):
+            got = table(read("doc/outputs.md"), header)
+            self.assertIsNotNone(got, "doc/outputs.md has no table %s"
+                                 % header)
+            rows += got
         self.assertEqual([(r[0], r[3]) for r in rows],
                          [("`%s`" % n, "`%s`" % ds)
                           for n, ds in types_db(per_service=False)])
