@@ -107,6 +107,7 @@ void pacing_init(pacing *p, long limit, unsigned full_every, unsigned timeout,
   p->budget_min = PACING_BUDGET_MIN_TIMES * p->budget;
   p->budget_max = PACING_BUDGET_MAX_TIMES * p->budget;
   p->write_done = NAN;
+  p->count_cap = INFINITY;
   p->unit = limit == PACING_AUTO ? pacing_measure_unit() : 0;
   memcpy(p->wanted, wanted, sizeof p->wanted);
 }
@@ -118,12 +119,17 @@ void pacing_service_init(pacing_service *ps) {
 
 /* Whether a series last dispatched in cycle sent, at an interval of every
  * cycles, is still in collectd's cache this cycle: younger than Timeout
- * intervals (one less, since the cache's clock is not the read cycle's). */
+ * intervals (one less, since the cache's clock is not the read cycle's).
+ * After a cycle that shed, one more: collectd checks its timeouts on its
+ * own clock (uc_check_timeout, once an interval), and a value written
+ * late in its interval, as a shed one's predecessor was, is still there
+ * when this cycle's value is written, unless that one is written later
+ * still in its interval. */
 static bool live(const pacing *p, uint32_t sent, unsigned every) {
   if (sent == 0)
     return false;
   uint32_t age = p->cycle - sent;
-  return age < (uint32_t)every * p->timeout;
+  return age < (uint32_t)every * p->timeout + (p->shed_last ? 1u : 0u);
 }
 
 void pacing_cycle_start(pacing *p) {
@@ -132,6 +138,9 @@ void pacing_cycle_start(pacing *p) {
     p->cycle = 1;
   p->spent = 0;
   p->held_last = p->held;
+  p->shed_last = p->shed;
+  if (!p->shed)
+    p->admitted_last = p->admitted;
   p->admitted = p->held = p->held_essential = p->shed_values = 0;
   p->shed = false;
   p->reserved = 0;
@@ -156,6 +165,7 @@ void pacing_observe(pacing *p, double done) {
     factor = fmax(factor, PACING_SHRINK_MAX);
   }
   p->budget = fmin(fmax(p->budget * factor, p->budget_min), p->budget_max);
+  p->count_cap = fmax((double)p->admitted_last * factor, PACING_COUNT_MIN);
 }
 
 void pacing_count(pacing *p, pacing_service *ps) {
@@ -226,7 +236,9 @@ bool pacing_admit(pacing *p, pacing_service *ps, ms_output o) {
     double cost = pacing_cost(p, p->live[o]);
     double keep = (double)room * pacing_cost(p, largest_essential(p) + room);
     /* at least one a cycle, so that a fleet always warms up */
-    if ((p->admitted > 0 || room > 0) && p->spent + cost + keep > p->budget)
+    if ((p->admitted > 0 || room > 0) &&
+        (p->spent + cost + keep > p->budget ||
+         (double)(p->admitted + room) >= p->count_cap))
       goto hold;
     p->spent += cost;
   }

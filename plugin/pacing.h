@@ -61,6 +61,9 @@
 #define PACING_BUDGET_MIN_TIMES (1.0 / 64)
 #define PACING_BUDGET_MAX_TIMES 20.0
 #define PACING_SHED_AT 1.0
+/* auto: the fewest new series the feedback's count allows a cycle
+ * (pacing_observe) */
+#define PACING_COUNT_MIN 16.0
 
 /* What one service remembers: the cycle of each output's last dispatch (0:
  * never) and of its last full set, the outputs its last report had, and
@@ -84,7 +87,12 @@ typedef struct {
   double write_done; /* the write path's last report (pacing_observe);
                         NAN: none */
   bool shed;         /* this cycle: the essential values only */
+  bool shed_last;    /* the last cycle did */
   size_t held_last;  /* new series the last cycle held back */
+  /* auto: new series the last cycle that did not shed admitted, and the
+   * most a cycle may admit by the feedback (INFINITY: no report yet) */
+  size_t admitted_last;
+  double count_cap;
   bool wanted[MS_OUT_COUNT];
   size_t live[MS_OUT_COUNT]; /* live series per output (a family) */
   size_t total;              /* live series of all outputs */
@@ -124,7 +132,12 @@ void pacing_cycle_start(pacing *p);
  * PACING_SHED_AT or more this cycle sheds (the essential values only).
  * With "auto" the budget is scaled by PACING_WRITE_TARGET / done, at most
  * PACING_GROW_MAX (and only when the last cycle held new series back) and
- * at least PACING_SHRINK_MAX, within [budget_min, budget_max]. */
+ * at least PACING_SHRINK_MAX, within [budget_min, budget_max]; and so is
+ * the count: a cycle admits at most that factor times the new series of
+ * the last cycle that did not shed (at least PACING_COUNT_MIN).  The
+ * count bounds what the model's relative costs get wrong: a type with no
+ * series yet costs it next to nothing, yet every new series costs
+ * collectd's cache and every later cycle an update (doc/fleets.md). */
 void pacing_observe(pacing *p, double done);
 
 /* Counts the live series of one service into p->live (at the start of a
