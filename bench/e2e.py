@@ -312,6 +312,8 @@ class Fleet:
 
     def __init__(self, args, n, shards, writer, interval):
         self.work = tempfile.mkdtemp(prefix="ms-e2e-")
+        self.n = n
+        self.keep_logs = args.keep_logs
         svc = os.path.join(self.work, "services.yaml")
         service_file(svc, n)
         self.sink = SINKS[writer]() if writer != "prometheus" else None
@@ -350,6 +352,11 @@ class Fleet:
             d.stop()
         if self.sink:
             self.sink.stop()
+        if self.keep_logs:
+            for k, d in enumerate(self.daemons, 1):
+                shutil.copy(d.logpath, os.path.join(
+                    self.keep_logs, "n%d-s%d-k%d.log" %
+                    (self.n, len(self.daemons), k)))
         shutil.rmtree(self.work, ignore_errors=True)
 
 
@@ -444,6 +451,9 @@ def main():
                     help="N busy loops beside collectd for the whole run "
                     "(default 0)")
     ap.add_argument("--csv", help="also write every row to this CSV file")
+    ap.add_argument("--keep-logs", metavar="DIR",
+                    help="copy each daemon's collectd log into DIR, as "
+                    "nN-sS-kK.log (N services, S daemons, daemon K)")
     args = ap.parse_args()
     sizes = [int(x) for x in args.services.split(",") if x.strip().isdigit()]
     if len(sizes) != len(args.services.split(",")) or min(sizes) < 1:
@@ -462,6 +472,8 @@ def main():
         ap.error("--writer %s: --interval 5 or more (the writer's last "
                  "buffer of a cycle goes at its flush, every second)"
                  % args.writer)
+    if args.keep_logs and not os.path.isdir(args.keep_logs):
+        ap.error("--keep-logs: %s is not a directory" % args.keep_logs)
     if args.plugin_config and not args.plugin_config.endswith("\n"):
         args.plugin_config += "\n"
     writer = None
