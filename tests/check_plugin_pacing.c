@@ -40,22 +40,7 @@ void module_register(void);
 #define INTERVAL TIME_T_TO_CDTIME_T_STATIC(10)
 #define MAX_SERIES 4096
 
-/* doc/fleets.md: the essential values */
-static const char *const ESSENTIAL[] = {"storm",
-                                        "state",
-                                        "reporting",
-                                        "observed_failure_ratio",
-                                        "tipping_headroom",
-                                        "offered_load",
-                                        "shed_load",
-                                        "recovering"};
-
-static bool essential(const char *type) {
-  for (size_t i = 0; i < sizeof ESSENTIAL / sizeof ESSENTIAL[0]; i++)
-    if (strcmp(type, ESSENTIAL[i]) == 0)
-      return true;
-  return false;
-}
+static bool essential(const char *type) { return stub_essential_type(type); }
 
 /* The model of collectd's cache: identifier, time and interval. */
 typedef struct {

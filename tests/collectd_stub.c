@@ -864,3 +864,21 @@ void stub_counters_reset(void) {
   last_warning[0] = last_message[0] = '\0';
   pthread_mutex_unlock(&stub_lock);
 }
+
+/* doc/fleets.md: the essential values */
+static const char *const ESSENTIAL_TYPES[] = {"storm",
+                                              "state",
+                                              "reporting",
+                                              "observed_failure_ratio",
+                                              "tipping_headroom",
+                                              "offered_load",
+                                              "shed_load",
+                                              "recovering"};
+
+bool stub_essential_type(const char *type) {
+  for (size_t i = 0; i < sizeof ESSENTIAL_TYPES / sizeof ESSENTIAL_TYPES[0];
+       i++)
+    if (strcmp(type, ESSENTIAL_TYPES[i]) == 0)
+      return true;
+  return false;
+}

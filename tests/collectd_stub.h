@@ -161,6 +161,11 @@ void stub_fail_clear(void);
 bool stub_fail_now(const char *name);
 /* How many calls of name failed since it was set. */
 size_t stub_fail_count(const char *name);
+/* Whether a value of this type is one of the essential values of
+ * doc/fleets.md (those the paging alerts read): the tests' own list,
+ * written from the document, not from plugin/pacing.c. */
+bool stub_essential_type(const char *type);
+
 /* Set *where to the user data's data of every read registration, failed
  * or not, until called with NULL (a test then counts its frees). */
 void stub_watch_read_data(void **where);
