@@ -325,13 +325,40 @@ static int config_shard(const oconfig_item_t *child) {
   return 0;
 }
 
-/* Whether the option has one value, a whole number from lo to hi (in *n). */
+/* Whether the option has one value, a whole number from lo to hi (in *n),
+ * bare or in quotes ("500": collectd's own options take both). */
 static bool whole_number_in(const oconfig_item_t *child, double lo, double hi,
                             double *n) {
-  if (child->values_num != 1 || child->values[0].type != OCONFIG_TYPE_NUMBER)
+  if (child->values_num != 1)
     return false;
-  *n = child->values[0].value.number;
+  if (child->values[0].type == OCONFIG_TYPE_NUMBER) {
+    *n = child->values[0].value.number;
+  } else if (child->values[0].type == OCONFIG_TYPE_STRING) {
+    const char *text = child->values[0].value.string;
+    char *end = NULL;
+    errno = 0;
+    *n = strtod(text, &end);
+    if (end == text || *end != '\0' || errno != 0 ||
+        isspace((unsigned char)*text))
+      return false;
+  } else {
+    return false;
+  }
   return *n >= lo && *n <= hi && *n == floor(*n);
+}
+
+/* What an option got, for its error: "text" (quoted when it was a string),
+ * or the kind of value (option_kind). */
+static const char *option_got(const oconfig_item_t *child, char *buf,
+                              size_t len) {
+  char text[256];
+  if (child->values_num == 1 && child->values[0].type == OCONFIG_TYPE_STRING)
+    snprintf(buf, len, "\"%s\"", child->values[0].value.string);
+  else if (option_text(child, text, sizeof text))
+    snprintf(buf, len, "%s", text);
+  else
+    snprintf(buf, len, "%s", option_kind(child));
+  return buf;
 }
 
 /* NewSeriesPerInterval "auto" | 0 | N (pacing.h). */
@@ -346,12 +373,13 @@ static int config_new_series(const oconfig_item_t *child) {
     conf_new_series = (long)n;
     return 0;
   }
+  char got[300];
   ERROR(PLUGIN_NAME " plugin: <Plugin metastable> NewSeriesPerInterval: "
                     "takes \"auto\" (the default: as many as collectd's "
-                    "write_prometheus creates in %g of the interval), 0 (no "
-                    "limit) or a whole number of new series per interval up "
-                    "to %ld",
-        PACING_AUTO_SHARE, PACING_LIMIT_MAX);
+                    "write path takes, on its feedback), 0 (no limit) or a "
+                    "whole number of new series per interval up to %ld, not "
+                    "%s",
+        PACING_LIMIT_MAX, option_got(child, got, sizeof got));
   return -1;
 }
 
@@ -362,11 +390,12 @@ static int config_full_every(const oconfig_item_t *child) {
     conf_full_every = (unsigned)n;
     return 0;
   }
+  char got[300];
   ERROR(PLUGIN_NAME " plugin: <Plugin metastable> FullEvery: takes a whole "
                     "number of intervals from 1 (every value every "
                     "interval, the default) to %d: the essential values go "
-                    "every interval, the others every N-th",
-        PACING_FULL_EVERY_MAX);
+                    "every interval, the others every N-th; not %s",
+        PACING_FULL_EVERY_MAX, option_got(child, got, sizeof got));
   return -1;
 }
 

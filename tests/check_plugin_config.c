@@ -128,6 +128,35 @@ START_TEST(test_values_suggest) {
 }
 END_TEST
 
+/* NewSeriesPerInterval and FullEvery take a whole number bare or in
+ * quotes, as collectd's own options do, and a refusal says what it got. */
+START_TEST(test_pacing_options_say_what_they_got) {
+  accepted("NewSeriesPerInterval \"500\"", 10);
+  accepted("NewSeriesPerInterval auto", 10);
+  accepted("FullEvery \"6\"", 10);
+  accepted("FullEvery 360", 10);
+#define NEW_SERIES                                                             \
+  "metastable plugin: <Plugin metastable> NewSeriesPerInterval: takes "        \
+  "\"auto\" (the default: as many as collectd's write path takes, on its "     \
+  "feedback), 0 (no limit) or a whole number of new series per interval up "   \
+  "to 100000000, not "
+  refused("NewSeriesPerInterval fast", NEW_SERIES "\"fast\"");
+  refused("NewSeriesPerInterval -5", NEW_SERIES "-5");
+  refused("NewSeriesPerInterval 1.5", NEW_SERIES "1.5");
+  refused("NewSeriesPerInterval 100000001", NEW_SERIES "100000001");
+  refused("NewSeriesPerInterval \" 5\"", NEW_SERIES "\" 5\"");
+  refused("NewSeriesPerInterval \"5 series\"", NEW_SERIES "\"5 series\"");
+  refused("NewSeriesPerInterval true", NEW_SERIES "a boolean");
+#define FULL_EVERY                                                             \
+  "metastable plugin: <Plugin metastable> FullEvery: takes a whole number "    \
+  "of intervals from 1 (every value every interval, the default) to 360: "     \
+  "the essential values go every interval, the others every N-th; not "
+  refused("FullEvery 361", FULL_EVERY "361");
+  refused("FullEvery 0", FULL_EVERY "0");
+  refused("FullEvery \"six\"", FULL_EVERY "\"six\"");
+}
+END_TEST
+
 START_TEST(test_service_file_required) {
   const char *lines[] = {"Interval 5", NULL};
   module_register();
@@ -342,6 +371,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, test_unknown_option_refused);
   tcase_add_test(tc, test_service_file_required);
+  tcase_add_test(tc, test_pacing_options_say_what_they_got);
   tcase_add_test(tc, test_values_suggest);
   tcase_add_test(tc, test_interval_units);
   tcase_add_test(tc, test_cycle_budget_units);
