@@ -1288,7 +1288,8 @@ static void log_write_path(plugin_state *st) {
                             "essential values go (%zu others held back), so "
                             "that the write queue drains and the values the "
                             "alerts read stay fresh; a busy host, a slow "
-                            "write plugin, or more services than it takes "
+                            "write plugin, more services than it takes, or a "
+                            "filter chain that drops the probe "
                             "(doc/fleets.md)",
                 p->write_done * CDTIME_T_TO_DOUBLE(st->interval),
                 p->shed_values);
@@ -1301,12 +1302,14 @@ static void log_write_path(plugin_state *st) {
   if (st->probe.lost && !st->probe_lost_said) {
     st->probe_lost_said = true;
     ms_log(st, LOG_NOTICE,
-           PLUGIN_NAME " plugin: the write probe (%s) has not reached the "
-                       "plugin's write callback in %d read cycles (a filter "
-                       "chain that sends values to named write plugins "
-                       "only?): new series are paced by the model alone, and "
-                       "no cycle sheds",
-           WRITE_PROBE_TYPE, WRITE_PROBE_LOST_AFTER);
+           PLUGIN_NAME " plugin: the write probe (%s) is in collectd's cache "
+                       "but has not reached the plugin's write callback in "
+                       "%d read cycles (a filter chain that sends values to "
+                       "named write plugins only?): %s, and no cycle sheds",
+           WRITE_PROBE_TYPE, WRITE_PROBE_LOST_AFTER,
+           st->pacing.limit == PACING_AUTO
+               ? "new series are paced by the model alone"
+               : "the write path's feedback is not used");
   } else if (!st->probe.lost && st->probe_lost_said) {
     st->probe_lost_said = false;
     ms_log(st, LOG_INFO,
@@ -1324,7 +1327,7 @@ static void log_pacing(plugin_state *st) {
                 PLUGIN_NAME " plugin: introducing new series to collectd's "
                             "write path gradually (NewSeriesPerInterval): "
                             "%zu this interval, %zu wait (%zu of them "
-                            "essential, which go first), %zu written",
+                            "essential, which go first), %zu in it so far",
                 p->admitted, p->held, p->held_essential, p->total);
   else
     ms_release(st, LOG_INFO, &st->warming,

@@ -136,11 +136,13 @@ void pacing_cycle_start(pacing *p) {
   p->cycle++;
   if (p->cycle == 0) /* wrapped after 2^32 cycles: all new again */
     p->cycle = 1;
-  p->spent = 0;
   p->held_last = p->held;
   p->shed_last = p->shed;
-  if (!p->shed)
+  if (!p->shed) {
     p->admitted_last = p->admitted;
+    p->spent_last = p->spent;
+  }
+  p->spent = 0;
   p->admitted = p->held = p->held_essential = p->shed_values = 0;
   p->shed = false;
   p->reserved = 0;
@@ -164,8 +166,17 @@ void pacing_observe(pacing *p, double done) {
   } else {
     factor = fmax(factor, PACING_SHRINK_MAX);
   }
-  p->budget = fmin(fmax(p->budget * factor, p->budget_min), p->budget_max);
-  p->count_cap = fmax((double)p->admitted_last * factor, PACING_COUNT_MIN);
+  /* from what the last cycle used, not from its limits: a limit that did
+   * not bind says nothing of what the write path takes, and grown on such
+   * cycles it would let one cycle admit many times the last (RFC 7661
+   * keeps TCP's window the same way); after a cycle that shed, from the
+   * limits, so that cycles that shed in a row shrink them in turn */
+  double budget = p->shed_last ? p->budget : p->spent_last;
+  double count = p->shed_last && isfinite(p->count_cap)
+                     ? p->count_cap
+                     : (double)p->admitted_last;
+  p->budget = fmin(fmax(budget * factor, p->budget_min), p->budget_max);
+  p->count_cap = fmax(count * factor, PACING_COUNT_MIN);
 }
 
 void pacing_count(pacing *p, pacing_service *ps) {

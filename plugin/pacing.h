@@ -56,7 +56,7 @@
  * PACING_AUTO_SHARE of the interval; and the share at which a cycle sheds
  * (the write path still on the last cycle's values). */
 #define PACING_WRITE_TARGET 0.5
-#define PACING_GROW_MAX 2.0
+#define PACING_GROW_MAX 1.5
 #define PACING_SHRINK_MAX 0.25
 #define PACING_BUDGET_MIN_TIMES (1.0 / 64)
 #define PACING_BUDGET_MAX_TIMES 20.0
@@ -92,6 +92,7 @@ typedef struct {
   /* auto: new series the last cycle that did not shed admitted, and the
    * most a cycle may admit by the feedback (INFINITY: no report yet) */
   size_t admitted_last;
+  double spent_last; /* auto: the modelled cost of those, s */
   double count_cap;
   bool wanted[MS_OUT_COUNT];
   size_t live[MS_OUT_COUNT]; /* live series per output (a family) */
@@ -130,14 +131,17 @@ void pacing_cycle_start(pacing *p);
  * time from its start until every value it dispatched was written, as a
  * share of the interval (NAN: nothing known; nothing changes).  At
  * PACING_SHED_AT or more this cycle sheds (the essential values only).
- * With "auto" the budget is scaled by PACING_WRITE_TARGET / done, at most
- * PACING_GROW_MAX (and only when the last cycle held new series back) and
- * at least PACING_SHRINK_MAX, within [budget_min, budget_max]; and so is
- * the count: a cycle admits at most that factor times the new series of
- * the last cycle that did not shed (at least PACING_COUNT_MIN).  The
- * count bounds what the model's relative costs get wrong: a type with no
- * series yet costs it next to nothing, yet every new series costs
- * collectd's cache and every later cycle an update (doc/fleets.md). */
+ * With "auto", factor = PACING_WRITE_TARGET / done, at most
+ * PACING_GROW_MAX (and nothing changes when it is 1 or more and the last
+ * cycle held no new series back) and at least PACING_SHRINK_MAX: the
+ * budget becomes factor times the modelled cost of the last cycle's new
+ * series, within [budget_min, budget_max]; and the count of new series a
+ * cycle, factor times their count (at least PACING_COUNT_MIN); after a
+ * cycle that shed, factor times the budget and the count.  The count
+ * bounds what the model's relative costs
+ * get wrong: a type with no series yet costs it next to nothing, yet
+ * every new series costs collectd's cache and every later cycle an update
+ * (doc/fleets.md). */
 void pacing_observe(pacing *p, double done);
 
 /* Counts the live series of one service into p->live (at the start of a

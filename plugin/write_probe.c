@@ -136,17 +136,24 @@ double write_probe_observe(write_probe *w, cdtime_t now, cdtime_t interval) {
     w->unseen++;
   /* never seen by the callback, yet in collectd's cache: a filter chain
    * keeps the values from the plugin's write callback (a write path that
-   * has not reached the first probe yet has not cached it either) */
-  if (!any && w->unseen >= WRITE_PROBE_LOST_AFTER && !w->lost) {
+   * has not reached the probe has not cached it either, since the cache
+   * update comes first); no word on the write path until that is sure */
+  if (!any && !w->lost) {
     value_t *v = NULL;
     size_t n = 0;
-    if (uc_get_value_by_name(seen.id, &v, &n) == 0) {
-      w->lost = n >= 1;
-      free(v);
+    bool cached = uc_get_value_by_name(seen.id, &v, &n) == 0 && n >= 1;
+    free(v);
+    if (cached) {
+      w->lost = w->unseen >= WRITE_PROBE_LOST_AFTER;
+      return NAN;
     }
   }
   if (w->lost)
     return NAN;
-  return now > w->probe_cycle ? CDTIME_T_TO_DOUBLE(now - w->probe_cycle) / iv
-                              : 1.0;
+  /* not through: at least the whole interval, whatever the jitter of the
+   * cycles' start */
+  double so_far = now > w->probe_cycle
+                      ? CDTIME_T_TO_DOUBLE(now - w->probe_cycle) / iv
+                      : 0.0;
+  return so_far > 1.0 ? so_far : 1.0;
 }

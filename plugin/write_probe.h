@@ -32,7 +32,7 @@
 /* Cycles in a row with a probe dispatched, none ever seen by the write
  * callback, after which a probe in collectd's cache makes the probe lost
  * (write_probe_observe). */
-#define WRITE_PROBE_LOST_AFTER 5
+#define WRITE_PROBE_LOST_AFTER 2
 
 /* The read cycle's side, under the plugin's lock. */
 typedef struct {
@@ -68,14 +68,15 @@ void write_probe_dispatch(write_probe *w, const char *host, int shard_k,
 /* At the start of a cycle (now), of the last one: the time from its start
  * until the write path had written its probe, and with it every value the
  * cycle dispatched before it, as a share of interval (>= 0); when the probe
- * has not come through yet, the time so far (now - its start, so 1 or
- * more at a cycle's start); NAN when there is nothing to say: no probe
- * dispatched yet, or the probe lost (w->lost: the callback has never seen
- * one in WRITE_PROBE_LOST_AFTER cycles, yet collectd's cache holds it, as
- * when a filter chain sends values to named write plugins only; it is
- * found again when the callback sees one).  A write path that never
- * reaches the probe, or a filter chain that drops it before the cache,
- * reads as a write path that is behind. */
+ * has not come through yet, the time so far, and at least 1 (the cycles'
+ * jitter aside, a whole interval has passed); NAN when there is nothing
+ * to say: no probe dispatched yet; or no probe ever seen by the callback
+ * while collectd's cache holds one (a filter chain that sends values to
+ * named write plugins only), which after WRITE_PROBE_LOST_AFTER cycles
+ * makes the probe lost (w->lost; found again when the callback sees
+ * one).  A write path that never reaches the probe, or a filter chain
+ * that drops it before the cache, reads as a write path that is
+ * behind. */
 double write_probe_observe(write_probe *w, cdtime_t now, cdtime_t interval);
 
 #endif
