@@ -305,9 +305,11 @@ class Bounds(ScratchTest):
         self.assertTrue(all(len(r.split(",")) == n for r in rows))
 
     def test_sigint_lab(self):
+        # the whole bisection takes about 1 s on the project's machine (0.97
+        # s on 2026-12-07): Ctrl-C at 0.3 s, well inside it
         code, out, err = self.interrupt(
             "lab", "--load", "0.95", "--base-failure", "0.1", "--retries",
-            "3", "--bits", "10000")
+            "3", "--bits", "10000", after=0.3)
         self.assertEqual(code, 130, err)
         self.assertIn("Bisection interrupted (Ctrl-C)", out)
         self.assertIn("metastable lab: interrupted: the bracket reached is "
