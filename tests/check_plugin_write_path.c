@@ -86,6 +86,8 @@ typedef struct {
   size_t live[MAX_TYPES], n_types;
   /* counts */
   size_t written, expired, expired_essential, recreated;
+  size_t alive;       /* series in the cache at the last interval's end */
+  size_t most_queued; /* values queued at an interval's end, at most */
 } write_model;
 
 static write_model wm;
@@ -221,13 +223,10 @@ static void start(const char *const *options, double update, double factor) {
 
 static void stop(void) {
   if (getenv("MS_TRACE_WRITE_PATH") != NULL) {
-    size_t alive = 0;
-    for (size_t i = 0; i < wm.n; i++)
-      alive += wm.s[i].alive;
     fprintf(stderr,
             "end: %zu series alive, %zu expired (%zu essential), %zu "
             "created again, %zu shed warnings, %zu queued\n",
-            alive, wm.expired, wm.expired_essential, wm.recreated,
+            wm.alive, wm.expired, wm.expired_essential, wm.recreated,
             shed_warnings, stub_write_queued());
   }
   stub_on_log = NULL;
@@ -261,6 +260,9 @@ static bool interval(int k) {
     alive += wm.s[i].alive;
     fresh += wm.s[i].alive && wm.s[i].last >= t;
   }
+  wm.alive = alive;
+  if (stub_write_queued() > wm.most_queued)
+    wm.most_queued = stub_write_queued();
   if (getenv("MS_TRACE_WRITE_PATH") != NULL) {
     plugin_state *st = stub_read_user_data();
     fprintf(stderr,
@@ -271,6 +273,15 @@ static bool interval(int k) {
             st->pacing.held);
   }
   return fresh == wm.n && wm.n == fleet_series;
+}
+
+/* Intervals from *k on, at most n of them, until every series of the
+ * warm fleet is fresh: the interval it was (-1: never); *k is the next. */
+static int warm_up(int *k, int n) {
+  for (int end = *k + n; *k < end;)
+    if (interval((*k)++))
+      return *k - 1;
+  return -1;
 }
 
 /* fleet_series, counted: nothing held back, a write path that costs
@@ -311,10 +322,7 @@ static int model_alone(size_t per, size_t types) {
 START_TEST(test_warms_up_sooner_nothing_expires) {
   count_fleet();
   start(NULL, 2e-5, 1);
-  int warm = -1;
-  for (int k = 0; k < 60 && warm < 0; k++)
-    if (interval(k))
-      warm = k;
+  int k = 0, warm = warm_up(&k, 60);
   ck_assert_int_ge(warm, 0);
   size_t types = wm.n_types - 1; /* the probe's is no service's */
   int alone = model_alone(N_SERVICES, types);
@@ -336,20 +344,13 @@ END_TEST
 START_TEST(test_slow_write_path_nothing_expires) {
   count_fleet();
   start(NULL, 2e-5, 40);
-  int warm = -1;
-  size_t most_queued = 0;
-  for (int k = 0; k < 400 && warm < 0; k++) {
-    if (interval(k))
-      warm = k;
-    if (stub_write_queued() > most_queued)
-      most_queued = stub_write_queued();
-  }
+  int k = 0, warm = warm_up(&k, 400);
   ck_assert_msg(warm >= 0, "not warm in 400 intervals: %zu series alive", wm.n);
   ck_assert_uint_eq(wm.expired, 0);
   ck_assert_uint_eq(wm.recreated, 0);
   ck_assert_uint_eq(stub_write_queued(), 0);
   /* never more waiting at an interval's end than one fleet's values */
-  ck_assert_uint_le(most_queued, 17 * N_SERVICES);
+  ck_assert_uint_le(wm.most_queued, 17 * N_SERVICES);
   stop();
 }
 END_TEST
@@ -382,19 +383,12 @@ START_TEST(test_new_types_cost_more_than_modelled) {
   count_fleet();
   start(NULL, 2e-5, 1);
   wm.create = 8e-3;
-  int warm = -1;
-  size_t most_queued = 0;
-  for (int k = 0; k < 200 && warm < 0; k++) {
-    if (interval(k))
-      warm = k;
-    if (stub_write_queued() > most_queued)
-      most_queued = stub_write_queued();
-  }
+  int k = 0, warm = warm_up(&k, 200);
   ck_assert_msg(warm >= 0, "not warm in 200 intervals: %zu series", wm.n);
   ck_assert_uint_eq(shed_warnings, 0);
   ck_assert_uint_eq(wm.expired, 0);
   ck_assert_uint_eq(wm.recreated, 0);
-  ck_assert_uint_eq(most_queued, 0);
+  ck_assert_uint_eq(wm.most_queued, 0);
   stop();
 }
 END_TEST
@@ -408,23 +402,17 @@ END_TEST
 START_TEST(test_one_stall_sheds_nothing_expires) {
   count_fleet();
   start(NULL, 2e-5, 1);
-  int k = 0, warm = -1;
-  for (; k < 30 && warm < 0; k++)
-    if (interval(k))
-      warm = k;
-  ck_assert_int_ge(warm, 0);
+  int k = 0;
+  ck_assert_int_ge(warm_up(&k, 30), 0);
   wm.update = 2.2e-3;
   interval(k++);
   ck_assert_uint_gt(stub_write_queued(), 0);
   wm.update = 2e-5;
-  int back = -1;
-  for (int quiet = 0; quiet < 10 && back < 0; quiet++, k++)
-    if (interval(k))
-      back = quiet;
+  int quiet = k, back = warm_up(&k, 10);
   ck_assert_uint_eq(shed_warnings, 1);
   ck_assert_uint_eq(wm.expired, 0);
   ck_assert_int_ge(back, 0);
-  ck_assert_int_le(back, 2);
+  ck_assert_int_le(back - quiet, 2);
   stop();
 }
 END_TEST
@@ -438,34 +426,23 @@ END_TEST
 START_TEST(test_busy_host_sheds_essential_stay_fresh) {
   count_fleet();
   start(NULL, 2e-5, 1);
-  int k = 0, warm = -1;
-  for (; k < 30 && warm < 0; k++)
-    if (interval(k))
-      warm = k;
-  ck_assert_int_ge(warm, 0);
+  int k = 0;
+  ck_assert_int_ge(warm_up(&k, 30), 0);
   wm.update = 2.5e-3;
-  size_t most_queued = 0, fewest_alive = fleet_series;
-  for (int busy = 0; busy < 40; busy++, k++) {
-    interval(k);
-    if (stub_write_queued() > most_queued)
-      most_queued = stub_write_queued();
-    size_t alive = 0;
-    for (size_t i = 0; i < wm.n; i++)
-      alive += wm.s[i].alive;
-    if (alive < fewest_alive)
-      fewest_alive = alive;
+  wm.most_queued = 0;
+  size_t fewest_alive = fleet_series;
+  for (int busy = 0; busy < 40; busy++) {
+    interval(k++);
+    if (wm.alive < fewest_alive)
+      fewest_alive = wm.alive;
   }
   ck_assert_uint_gt(shed_warnings, 0);
   ck_assert_uint_eq(wm.expired_essential, 0);
   ck_assert_uint_gt(wm.expired, 0);                /* fewer values... */
   ck_assert_uint_gt(fewest_alive, 7 * N_SERVICES); /* ...never none */
-  ck_assert_uint_le(most_queued, 17 * N_SERVICES);
+  ck_assert_uint_le(wm.most_queued, 17 * N_SERVICES);
   wm.update = 2e-5;
-  int back = -1;
-  for (int quiet = 0; quiet < 60 && back < 0; quiet++, k++)
-    if (interval(k))
-      back = quiet;
-  ck_assert_int_ge(back, 0);
+  ck_assert_int_ge(warm_up(&k, 60), 0);
   ck_assert_uint_eq(wm.expired_essential, 0);
   stop();
 }
