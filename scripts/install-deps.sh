@@ -20,7 +20,8 @@ gnuplot-nox fonts-dejavu-core python3 libprotobuf-c1 libmicrohttpd12"
 # the storm lab (doc/storm-lab.md): its servers, its load generator, socat
 # for HAProxy's stats socket, curl; collectd-core only suggests the
 # libraries of its curl_json (libyajl2, libcurl3-gnutls) and nginx plugins;
-# gunicorn for the gunicorn lab (lab/gunicorn-lab.sh)
+# gunicorn for the gunicorn lab (lab/gunicorn-lab.sh); node and npm for the
+# node lab (lab/node-lab.sh) and the tests' tools, from Debian unless there
 lab="haproxy nginx-light php8.2-fpm httperf socat curl iproute2 libyajl2
 libcurl3-gnutls gunicorn"
 # the fuzz targets (make fuzz): clang, and libFuzzer's runtime, which clang
@@ -33,15 +34,16 @@ browser="chromium"
 recipes="gunicorn"
 # the package test (tests/package/test_deb.py): make deb and lintian
 deb="debhelper dpkg-dev lintian"
+node=""
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
+  node="nodejs npm"
 if [ "${1:-}" = "--lab" ]; then
-  pkgs="$pkgs $lab"
+  pkgs="$pkgs $lab $node"
 elif [ "${1:-}" = "--deb" ]; then
   pkgs="$pkgs $deb"
 elif [ "${1:-}" = "--test" ]; then
   pkgs="$pkgs $lab prometheus prometheus-alertmanager python3 jq mandoc
-  clang-format $fuzz $browser $deb $recipes"
-  command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
-    pkgs="$pkgs nodejs npm"
+  clang-format $fuzz $browser $deb $recipes $node"
 fi
 
 missing=""
