@@ -34,34 +34,9 @@ set -u
 
 LAB_SRC=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$LAB_SRC/.." && pwd)
-out=""
-build=""
-install=1
-check=0
-runs="staircase trigger"
-while [ $# -gt 0 ]; do
-  case $1 in
-  --out) out=$2; shift 2 ;;
-  --build) build=$2; shift 2 ;;
-  --skip-install) install=0; shift ;;
-  --check) check=1; shift ;;
-  --runs) runs=$2; shift 2 ;;
-  -h | --help) sed -n '3,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "gunicorn-lab: unknown argument $1 (see --help)" >&2; exit 2 ;;
-  esac
-done
-[ "$(id -u)" -eq 0 ] || { echo "gunicorn-lab: run as root (the exec plugin and nginx's workers switch to nobody)" >&2; exit 2; }
-if [ "$install" = 1 ]; then "$LAB_SRC/install-deps.sh"; fi
-build=${build:-$top/build}
-export LAB_BUILD=$build
-if [ ! -f "$LAB_BUILD/plugin/.libs/metastable.so" ] || [ ! -x "$LAB_BUILD/cli/metastable" ]; then
-  echo "gunicorn-lab: build first ($LAB_BUILD/plugin/.libs/metastable.so, cli/metastable)" >&2
-  exit 2
-fi
-out=${out:-$top/build/lab/gunicorn-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-results=${LAB_RESULTS:-$LAB_SRC/results.csv}
+# shellcheck source=lab/staircase.sh
+. "$LAB_SRC/staircase.sh"
+stairs_setup gunicorn-lab 3,32 "the exec plugin and nginx's workers switch to nobody" "$@"
 
 export LAB_POOL=8 LAB_SERVICE_TIME=0.100 LAB_POOL_NAME=gunicorn
 # shellcheck source=lab/lib.sh
@@ -171,6 +146,4 @@ $exec_block
 $statsd_block" "$LAB_RUN/service.yaml"
 }
 
-# shellcheck source=lab/staircase.sh
-. "$LAB_SRC/staircase.sh"
 stairs_main

@@ -38,36 +38,9 @@ set -u
 
 LAB_SRC=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$LAB_SRC/.." && pwd)
-out=""
-build=""
-install=1
-check=0
-runs="staircase trigger"
-while [ $# -gt 0 ]; do
-  case $1 in
-  --out) out=$2; shift 2 ;;
-  --build) build=$2; shift 2 ;;
-  --skip-install) install=0; shift ;;
-  --check) check=1; shift ;;
-  --runs) runs=$2; shift 2 ;;
-  -h | --help) sed -n '3,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "node-lab: unknown argument $1 (see --help)" >&2; exit 2 ;;
-  esac
-done
-if [ "$install" = 1 ]; then
-  [ "$(id -u)" -eq 0 ] || { echo "node-lab: installing needs root (or --skip-install)" >&2; exit 2; }
-  "$LAB_SRC/install-deps.sh"
-fi
-build=${build:-$top/build}
-export LAB_BUILD=$build
-if [ ! -f "$LAB_BUILD/plugin/.libs/metastable.so" ] || [ ! -x "$LAB_BUILD/cli/metastable" ]; then
-  echo "node-lab: build first ($LAB_BUILD/plugin/.libs/metastable.so, cli/metastable)" >&2
-  exit 2
-fi
-out=${out:-$top/build/lab/node-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-results=${LAB_RESULTS:-$LAB_SRC/results.csv}
+# shellcheck source=lab/staircase.sh
+. "$LAB_SRC/staircase.sh"
+stairs_setup node-lab 3,36 "" "$@"
 
 export LAB_POOL=8 LAB_SERVICE_TIME=0.100 LAB_POOL_NAME=node
 # shellcheck source=lab/lib.sh
@@ -167,6 +140,4 @@ start_collectd() {
   lab_collectd_start "$statsd_block" "$LAB_RUN/service.yaml"
 }
 
-# shellcheck source=lab/staircase.sh
-. "$LAB_SRC/staircase.sh"
 stairs_main

@@ -1,19 +1,21 @@
 # SPDX-License-Identifier: MIT
 # shellcheck shell=bash
 # The runs of the lab's stacks (b) and (c), sourced by lab/gunicorn-lab.sh
-# and lab/node-lab.sh after lab/lib.sh: the staircase, the trigger run,
+# and lab/node-lab.sh: the staircase, the trigger run,
 # their report and their line in lab/results.csv (doc/storm-lab.md).
 #
-# The stack's script defines, before it calls stairs_main:
+# The stack's script calls stairs_setup with its options first (before
+# lab/lib.sh, which reads LAB_BUILD), and defines, before it calls
+# stairs_main:
 #   STACK         the stack's name in the results ("gunicorn", "node")
+#   SERVICE       the service's name in SERVICE_FILE; its twin
+#                 SERVICE_learned learns a service time set wrong there
 #   SERVICE_FILE  the service file the plugin watches; the model's
 #                 predictions come from metastable solve --spec on it
 #   POOL_LABEL    what serves, in the report ("gunicorn")
 #   CAP_QUEUE     the capacity is measured while the queue holds more
 #   STEPS_UP, STEPS_DOWN, RATE, HEALTHY, FACTOR, TRIGGER, HOLD,
-#   DRAIN_RATE, DRAIN_MAX, FINAL (below), runs, out, results, check
-#                 (1: stairs_main fails when a measured run fails its
-#                 checks, stairs_checks)
+#   DRAIN_RATE, DRAIN_MAX, FINAL (below)
 #   lab_sample    "epoch requests 2xx attempts completed queue" (lib.sh)
 #   start_servers, start_collectd
 #   lab_load RATE SECS (lib.sh's httperf, or the stack's own; LAB_PID is
@@ -21,6 +23,45 @@
 #   stack_end     optional: called when a run ends, before everything stops
 #   stack_report  optional: lines of its own for the run's summary
 #   LAB_RUN/app.log  "epoch asked took" per request served
+
+# stairs_setup NAME HELP_LINES ROOT_WHY ARGS...: the stack script's
+# options (--out DIR, --build DIR, --skip-install, --check, --runs RUNS,
+# --help: lines HELP_LINES of the script, as "3,36"); root is needed to
+# install, and for every run when ROOT_WHY is not empty (it says why).
+# Installs unless --skip-install, checks the build, and sets out, build,
+# LAB_BUILD (exported), check, runs and results.
+stairs_setup() {
+  local name=$1 help=$2 root_why=$3 install=1
+  shift 3
+  out="" build="" check=0 runs="staircase trigger"
+  while [ $# -gt 0 ]; do
+    case $1 in
+    --out) out=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    --skip-install) install=0; shift ;;
+    --check) check=1; shift ;;
+    --runs) runs=$2; shift 2 ;;
+    -h | --help) sed -n "${help}p" "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "$name: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+  done
+  if [ "$(id -u)" -ne 0 ]; then
+    [ -z "$root_why" ] || { echo "$name: run as root ($root_why)" >&2; exit 2; }
+    [ "$install" = 0 ] || { echo "$name: installing needs root (or --skip-install)" >&2; exit 2; }
+  fi
+  if [ "$install" = 1 ]; then "$LAB_SRC/install-deps.sh" || exit 1; fi
+  build=${build:-$top/build}
+  export LAB_BUILD=$build
+  if [ ! -f "$LAB_BUILD/plugin/.libs/metastable.so" ] || [ ! -x "$LAB_BUILD/cli/metastable" ]; then
+    echo "$name: build first ($LAB_BUILD/plugin/.libs/metastable.so, cli/metastable)" >&2
+    exit 2
+  fi
+  out=${out:-$top/build/lab/${name%-lab}-$(date +%Y%m%d-%H%M%S)}
+  mkdir -p "$out"
+  out=$(cd "$out" && pwd)
+  results=${LAB_RESULTS:-$LAB_SRC/results.csv}
+}
+
 LATCHED_FOR=5
 RECOVERED_FOR=5
 SETTLE=3
