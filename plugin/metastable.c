@@ -821,11 +821,20 @@ static bool in_summary_mode(plugin_state *st, size_t n_bad) {
 static void log_problems(plugin_state *st, const problem *named, size_t n_bad,
                          size_t n_back, const char *const *back) {
   if (!in_summary_mode(st, n_bad)) {
-    for (size_t i = 0; i < n_bad; i++)
-      ms_complain(st, LOG_WARNING, &named[i].ss->complaint,
+    for (size_t i = 0; i < n_bad; i++) {
+      /* a new reason is said at once: the back-off was the old one's */
+      service_state *ss = named[i].ss;
+      uint64_t why = ms_fnv1a64_update(MS_FNV1A64_OFFSET, named[i].why,
+                                       strlen(named[i].why));
+      if (why != ss->complaint_why) {
+        ss->complaint = (log_backoff){0};
+        ss->complaint_why = why;
+      }
+      ms_complain(st, LOG_WARNING, &ss->complaint,
                   PLUGIN_NAME " plugin: service \"%s\": %s; nothing reported "
                               "until it is usable",
-                  named[i].ss->spec->name, named[i].why);
+                  ss->spec->name, named[i].why);
+    }
     if (n_bad == 0)
       ms_release(st, LOG_INFO, &st->many_bad,
                  PLUGIN_NAME " plugin: every service has usable inputs again");

@@ -56,6 +56,7 @@ typedef struct {
   const ms_service_spec *spec;
   ms_tracker tracker;
   log_backoff complaint;
+  uint64_t complaint_why;  /* FNV-1a of the reason complained of last */
   log_backoff partial;     /* a glob summed without some of its matches */
   log_backoff calibration; /* a calibration input gave no sample */
   bool in_trouble;         /* complained about, not yet declared usable */

@@ -499,6 +499,64 @@ START_TEST(test_flapping_bounded) {
 }
 END_TEST
 
+/* A service whose input goes from one problem to another: the new reason
+ * is said in the cycle it appears, not after the old reason's back-off
+ * (which had grown to 8 s).  Before, a pool of 0 followed by a negative
+ * rate waited that long, and a busy integration run saw no line about the
+ * negative rate in 20 s. */
+static size_t warnings;
+static char last_warning[1024];
+static void keep_warning(int level, const char *msg) {
+  if (level != LOG_WARNING)
+    return;
+  warnings++;
+  snprintf(last_warning, sizeof last_warning, "%s", msg);
+}
+
+START_TEST(test_new_reason_said_at_once) {
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  FILE *y = fdopen(fd, "w");
+  fprintf(y, "services:\n  - name: moody\n    model: capacity\n"
+             "    capacity: 100\n    retries: 1\n    inputs:\n"
+             "      offered_rate: \"h/statsd/derive-moody\"\n");
+  fclose(y);
+  module_register();
+  static const char *const opts[] = {"Interval", "1", NULL};
+  stub_clock_set(FLAP_T0);
+  ck_assert(stub_call_config_options(path, opts) == 0 && stub_call_init() == 0);
+  warnings = 0;
+  stub_on_log = keep_warning;
+  /* 10 cycles, one a second, the input never there: said at 0, 1, 3, 7 */
+  for (uint64_t k = 0; k < 10; k++) {
+    stub_clock_set(FLAP_T0 + (k << 30));
+    ck_assert_int_eq(stub_call_read(), 0);
+  }
+  ck_assert_uint_eq(warnings, 4);
+  ck_assert_ptr_nonnull(strstr(last_warning, "is not in collectd's cache"));
+  /* cycle 10: there, and negative; the next line of the old reason was
+   * due at 15 */
+  stub_cache_set("h/statsd/derive-moody", -5.0);
+  stub_cache_commit();
+  stub_clock_set(FLAP_T0 + ((uint64_t)10 << 30));
+  ck_assert_int_eq(stub_call_read(), 0);
+  ck_assert_uint_eq(warnings, 5);
+  ck_assert_str_eq(last_warning,
+                   "metastable plugin: service \"moody\": input "
+                   "offered_rate is negative; nothing reported until it "
+                   "is usable");
+  /* the new reason backs off as the old one did: said at 10, 11, 13 */
+  for (uint64_t k = 11; k < 14; k++) {
+    stub_clock_set(FLAP_T0 + (k << 30));
+    ck_assert_int_eq(stub_call_read(), 0);
+    ck_assert_uint_eq(warnings, k < 13 ? 6 : 7);
+  }
+  stub_on_log = NULL;
+  stop();
+  stub_clock_set(0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("plugin_log");
   TCase *tc = tcase_create("problems");
@@ -514,6 +572,7 @@ int main(void) {
   tcase_add_test(tc, test_control_bytes_escaped);
   suite_add_tcase(s, tc);
   tc = tcase_create("flapping");
+  tcase_add_test(tc, test_new_reason_said_at_once);
   tcase_add_test(tc, test_flapping_all);
   tcase_add_test(tc, test_flapping_few);
   tcase_add_test(tc, test_flapping_periods);
