@@ -327,7 +327,9 @@ print("nan" if t is None else "%.3f" % (-math.expm1(-float(sys.argv[1]) / t) if 
   [ -n "$learned_end" ] && truth_end=$(awk -v t="$t_end" -v w="$CALIBRATION_TIME" \
     '$1 <= t && $1 > t - w { n++; s += $3 } END { if (n) printf "%.1f", 1000 * s / n }' "$LAB_RUN/app.log")
   local targets checks
-  targets=$(stairs_targets "$name" "$tip" "$rec" "$ptip" "$prec" "$flag3" "${flag#* }" "$learned_end" "$truth_end")
+  # a storm that ends within SETTLE s of a step drains no step: then where
+  # goodput came back is the recovery load the targets weigh
+  targets=$(stairs_targets "$name" "$tip" "${rec:-$back}" "$ptip" "$prec" "$flag3" "${flag#* }" "$learned_end" "$truth_end")
   checks=$(stairs_checks "$name" "$tip" "$rec" "$back" "$des_range" "$verdict" "$end")
   case $checks in FAILED*) STAIRS_FAILED=1 ;; esac
   {
