@@ -810,6 +810,29 @@ static bool in_summary_mode(plugin_state *st, size_t n_bad) {
   return st->summary_mode;
 }
 
+/* FNV-1a of a reason's text without its digits: a reason whose values
+ * change (a count, a value out of range) is still the same reason. */
+static uint64_t reason_hash(const char *why) {
+  uint64_t h = MS_FNV1A64_OFFSET;
+  for (const char *c = why; *c != '\0'; c++)
+    if (*c < '0' || *c > '9')
+      h = ms_fnv1a64_update(h, c, 1);
+  return h;
+}
+
+/* A new reason is said at once: its service's back-off restarts.  A
+ * reason among the last two is not new, so inputs that flap between two
+ * problems back off as one problem does. */
+static void new_reason_at_once(service_state *ss, const char *why) {
+  uint64_t h = reason_hash(why);
+  if (h == ss->complaint_why[0])
+    return;
+  if (h != ss->complaint_why[1])
+    ss->complaint = (log_backoff){0};
+  ss->complaint_why[1] = ss->complaint_why[0];
+  ss->complaint_why[0] = h;
+}
+
 /*
  * Tell the operator which services report nothing, without flooding: when
  * few services have problems each is named through its own rate-limited
@@ -822,14 +845,8 @@ static void log_problems(plugin_state *st, const problem *named, size_t n_bad,
                          size_t n_back, const char *const *back) {
   if (!in_summary_mode(st, n_bad)) {
     for (size_t i = 0; i < n_bad; i++) {
-      /* a new reason is said at once: the back-off was the old one's */
       service_state *ss = named[i].ss;
-      uint64_t why = ms_fnv1a64_update(MS_FNV1A64_OFFSET, named[i].why,
-                                       strlen(named[i].why));
-      if (why != ss->complaint_why) {
-        ss->complaint = (log_backoff){0};
-        ss->complaint_why = why;
-      }
+      new_reason_at_once(ss, named[i].why);
       ms_complain(st, LOG_WARNING, &ss->complaint,
                   PLUGIN_NAME " plugin: service \"%s\": %s; nothing reported "
                               "until it is usable",

@@ -56,13 +56,13 @@ typedef struct {
   const ms_service_spec *spec;
   ms_tracker tracker;
   log_backoff complaint;
-  uint64_t complaint_why;  /* FNV-1a of the reason complained of last */
-  log_backoff partial;     /* a glob summed without some of its matches */
-  log_backoff calibration; /* a calibration input gave no sample */
-  bool in_trouble;         /* complained about, not yet declared usable */
-  bool just_back;          /* declared usable again this cycle */
-  unsigned ok_streak;      /* usable intervals in a row while in trouble */
-  pacing_service pacing;   /* its series in collectd's write path */
+  uint64_t complaint_why[2]; /* the last two reasons (reason_hash) */
+  log_backoff partial;       /* a glob summed without some of its matches */
+  log_backoff calibration;   /* a calibration input gave no sample */
+  bool in_trouble;           /* complained about, not yet declared usable */
+  bool just_back;            /* declared usable again this cycle */
+  unsigned ok_streak;        /* usable intervals in a row while in trouble */
+  pacing_service pacing;     /* its series in collectd's write path */
 } service_state;
 
 /* What the reload (plugin/reload.c) remembers of the service file. */

@@ -551,6 +551,18 @@ START_TEST(test_new_reason_said_at_once) {
     ck_assert_int_eq(stub_call_read(), 0);
     ck_assert_uint_eq(warnings, k < 13 ? 6 : 7);
   }
+  /* flapping between the two problems, each cycle: one problem's
+   * back-off, not a line a cycle (said at 14, then 16+ s apart) */
+  for (uint64_t k = 14; k < 46; k++) {
+    if (k % 2)
+      stub_cache_set("h/statsd/derive-moody", -5.0 - (double)k);
+    else
+      stub_cache_remove("h/statsd/derive-moody");
+    stub_cache_commit();
+    stub_clock_set(FLAP_T0 + (k << 30));
+    ck_assert_int_eq(stub_call_read(), 0);
+  }
+  ck_assert_uint_le(warnings, 7 + 3);
   stub_on_log = NULL;
   stop();
   stub_clock_set(0);
