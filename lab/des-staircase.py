@@ -101,6 +101,8 @@ def recovery(rows, up_end, down):
 
 
 def main():
+    if len(sys.argv) != 7:
+        sys.exit("usage: des-staircase.py METASTABLE SPEC SERVICE \"UP\" \"DOWN\" SEEDS")
     metastable, spec, service, up_text, down_text, seeds = sys.argv[1:7]
     up, down = steps_of(up_text), steps_of(down_text)
     found = []
@@ -113,7 +115,10 @@ def main():
             # the steps down below the tip, as many as simulate takes
             below = [s for s in down if s[0] < tip][:MAX_CHANGES - k]
             rows = simulate(metastable, spec, service, up[:k + 1] + below, seed)
-            rec, back = recovery(rows, sum(s for _, s in up[:k + 1]), below)
+            # the second path runs the same seed: it must latch where the
+            # first did, or its steps down measure a storm that was not
+            if tipping(rows, up[:k + 1])[0] == tip:
+                rec, back = recovery(rows, sum(s for _, s in up[:k + 1]), below)
         found.append((tip, rec, back))
         print(seed, *("-" if v is None else "%g" % v for v in (tip, rec, back)), flush=True)
 

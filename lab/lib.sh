@@ -68,10 +68,11 @@ lab_on_exit() {
   exit "$rc"
 }
 
-# lab_free_port: a TCP port nobody listens on, not handed out before.
+# lab_free_port: a port nobody uses on TCP or UDP (statsd listens on
+# UDP), not handed out before.
 lab_free_port() {
   local port used
-  used=$(ss -Htan | awk '{ n = split($4, a, ":"); print a[n] }')
+  used=$({ ss -Htan; ss -Huan; } | awk '{ n = split($4, a, ":"); print a[n] }')
   while :; do
     port=$((20000 + RANDOM % 30000))
     case " $LAB_PORTS " in *" $port "*) continue ;; esac

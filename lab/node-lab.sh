@@ -56,8 +56,10 @@ CAP_QUEUE=32 # of the pool's 64 places
 # The staircase, req/s:seconds (lab/staircase.sh).  The model: tipping
 # 72.2 req/s, recovery 43.4 (metastable solve --spec lab/service-node.yaml).
 # A pool of 8 needs time to tip near its fold: the DES of this staircase
-# latches at 72 to 84, hence the steps past the saturation load.
-STEPS_UP="50:15 56:15 60:20 64:20 68:20 72:20 76:20 80:20 84:20 88:20"
+# latches at 72 to 88, hence the steps past the saturation load and the
+# long last one (more steps would leave the DES too few steps down:
+# simulate takes 16 changes of load).
+STEPS_UP="50:15 56:15 60:20 64:20 68:20 72:20 76:20 80:20 84:20 88:40"
 STEPS_DOWN="64:15 58:15 52:15 48:20 44:20 40:30 36:30 30:30 25:30"
 # The trigger run.
 RATE=55 HEALTHY=30 FACTOR=10 TRIGGER=3 HOLD=30 DRAIN_RATE=25 DRAIN_MAX=60 FINAL=20
