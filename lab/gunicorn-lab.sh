@@ -46,7 +46,6 @@ lab_init
 STACK=gunicorn
 SERVICE=gunicorn_lab
 SERVICE_FILE=$LAB_SRC/service-gunicorn.yaml
-POOL_LABEL=gunicorn
 CAP_QUEUE=100 # of gunicorn's 2048 places
 TIMEOUT=500ms # proxy_read_timeout, as lab/service-gunicorn.yaml says
 # The staircase, req/s:seconds.  Up: a step is latched when goodput stays

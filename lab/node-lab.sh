@@ -50,7 +50,6 @@ lab_init
 STACK=node
 SERVICE=node_lab
 SERVICE_FILE=$LAB_SRC/service-node.yaml
-POOL_LABEL="the node pool"
 PLACES=64
 CAP_QUEUE=32 # of the pool's 64 places
 # The staircase, req/s:seconds (lab/staircase.sh).  The model: tipping

@@ -12,7 +12,6 @@
 #                 SERVICE_learned learns a service time set wrong there
 #   SERVICE_FILE  the service file the plugin watches; the model's
 #                 predictions come from metastable solve --spec on it
-#   POOL_LABEL    what serves, in the report ("gunicorn")
 #   CAP_QUEUE     the capacity is measured while the queue holds more
 #   STEPS_UP, STEPS_DOWN, RATE, HEALTHY, FACTOR, TRIGGER, HOLD,
 #   DRAIN_RATE, DRAIN_MAX, FINAL (below)
@@ -75,7 +74,6 @@ DES_SEEDS=16 # seeds of the staircase in the DES (lab/des-staircase.py)
 # the truth (the one taken into use within 10 % + 2 standard errors, as
 # the storm lab's lab/report.sh holds it).
 TARGET_TIPPING=0.05 TARGET_RECOVERY=0.15 TARGET_FLAG=0.03 TARGET_LEARNED=0.10
-CALIBRATION_TIME=120 # s, the twin service's calibration_time
 STAIRS_FAILED=0
 SLOW_TAIL=3  # s after the trigger its slow requests may still be served
 CAP_SECONDS=10 # the capacity is judged on at least this many seconds
@@ -136,6 +134,16 @@ finish() {
   report "$name" "$tip" "$rec" "$back" "$end"
   rm -rf "$out/$name/run"
   mv "$LAB_RUN" "$out/$name/run"
+}
+
+# stairs_calibration_time: the twin's calibration_time in SERVICE_FILE, in
+# seconds ("120s" or "2m"; 300, the default, when the file gives none).
+stairs_calibration_time() {
+  awk -v twin="${SERVICE}_learned" '
+    /^ *- name:/ { mine = ($3 == twin) }
+    mine && /^ *calibration_time:/ { v = $2; m = v ~ /m$/ ? 60 : 1; sub(/[sm]$/, "", v)
+                                     print v * m; found = 1; exit }
+    END { if (!found) print 300 }' "$SERVICE_FILE"
 }
 
 # stairs_targets NAME TIPPING RECOVERY PREDICTED_TIPPING PREDICTED_RECOVERY
@@ -279,7 +287,7 @@ report() {
     verdict="inconclusive: the app took ${stretch} longer than it asked (limit $STARVED), load average $load1"
   elif [ -n "$cap" ] && awk -v c="$cap" -v m="$STARVED" -v k="$LAB_POOL" -v s="$LAB_SERVICE_TIME" \
     'BEGIN { exit !(c < (1 - m) * k / s) }'; then
-    verdict="inconclusive: $POOL_LABEL completed $cap req/s with a full queue, under $(awk -v m="$STARVED" 'BEGIN { print 100 * (1 - m) }') % of the $LAB_POOL / $LAB_SERVICE_TIME s asked, load average $load1"
+    verdict="inconclusive: $LAB_POOL_NAME completed $cap req/s with a full queue, under $(awk -v m="$STARVED" 'BEGIN { print 100 * (1 - m) }') % of the $LAB_POOL / $LAB_SERVICE_TIME s asked, load average $load1"
   else
     verdict="measured"
   fi
@@ -317,8 +325,9 @@ print("nan" if t is None else "%.3f" % (-math.expm1(-float(sys.argv[1]) / t) if 
   # the learned value into use.  The truth: the mean time the pool's
   # requests took until then (app.log), the trigger's slow ones included.
   # At the end: the last service_time_estimate, against the mean of the
-  # CALIBRATION_TIME s before it (the window the estimate averages).
-  local learned="" learned_se="" truth="" line t_use learned_end="" truth_end="" t_end
+  # twin's calibration_time before it (the window the estimate averages).
+  local learned="" learned_se="" truth="" line t_use learned_end="" truth_end="" t_end window
+  window=$(stairs_calibration_time)
   line=$(grep -m1 "service \"${SERVICE}_learned\": learned service time" "$LAB_RUN/collectd.log")
   if [ -n "$line" ]; then
     read -r learned learned_se < <(sed -nE 's/.*learned service time ([0-9.eE+-]+) ms ± ([0-9.eE+-]+) ms.*/\1 \2/p' <<<"$line")
@@ -327,7 +336,7 @@ print("nan" if t is None else "%.3f" % (-math.expm1(-float(sys.argv[1]) / t) if 
   fi
   read -r learned_end t_end < <(cat "$LAB_RUN/csv/$LAB_HOST/metastable-${SERVICE}_learned"/service_time_estimate-* 2>/dev/null |
     awk -F, '$1 ~ /^[0-9]/ && $2 != "nan" { t = $1; v = $2 } END { if (t) printf "%.1f %d\n", 1000 * v, t }')
-  [ -n "$learned_end" ] && truth_end=$(awk -v t="$t_end" -v w="$CALIBRATION_TIME" \
+  [ -n "$learned_end" ] && truth_end=$(awk -v t="$t_end" -v w="$window" \
     '$1 <= t && $1 > t - w { n++; s += $3 } END { if (n) printf "%.1f", 1000 * s / n }' "$LAB_RUN/app.log")
   local targets checks
   # a storm that ends within SETTLE s of a step drains no step: then where
@@ -346,7 +355,7 @@ print("nan" if t is None else "%.3f" % (-math.expm1(-float(sys.argv[1]) / t) if 
     echo "calibration: ${SERVICE}_learned took ${learned:-nothing} ± ${learned_se:-?} ms into use, the truth until then ${truth:-unmeasured} ms$(
       [ -n "$learned" ] && [ -n "$truth" ] && awk -v l="$learned" -v e="$learned_se" -v t="$truth" -v tl="$TARGET_LEARNED" 'BEGIN {
         d = l / t - 1; printf " (%+.1f %%, %s 10 %% + 2 standard errors)", 100 * d, (d <= tl + 2 * e / t && d >= -tl - 2 * e / t) ? "within" : "OUTSIDE" }'
-      ); at the end ${learned_end:-nothing} ms, the truth over its last $CALIBRATION_TIME s ${truth_end:-unmeasured} ms"
+      ); at the end ${learned_end:-nothing} ms, the truth over its last $window s ${truth_end:-unmeasured} ms"
     declare -F stack_report >/dev/null && stack_report
     echo "targets: $targets"
     echo "checks: $checks"
