@@ -58,6 +58,15 @@ static void start(size_t n_ok, size_t n_bad) {
   stub_counters_reset();
 }
 
+/* path: a fresh file holding TEXT. */
+static void write_file(const char *text) {
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  FILE *y = fdopen(fd, "w");
+  fputs(text, y);
+  fclose(y);
+}
+
 static void stop(void) {
   stub_free_read_user_data();
   stub_call_shutdown();
@@ -187,13 +196,9 @@ static void on_any_log(int level, const char *msg) {
  * the command shows them (\x1b, \x07), in a read cycle's complaint and in
  * the refusal of a file at start. */
 START_TEST(test_control_bytes_escaped) {
-  int fd = mkstemp(path);
-  ck_assert_int_ge(fd, 0);
-  FILE *y = fdopen(fd, "w");
-  fprintf(y, "services:\n  - name: osc\n    model: capacity\n"
+  write_file("services:\n  - name: osc\n    model: capacity\n"
              "    capacity: 100\n    retries: 1\n    inputs:\n"
              "      offered_rate: \"h/statsd/derive-x\\e]0;owned\\a\"\n");
-  fclose(y);
   lines_logged = lines_raw = 0;
   stub_on_log = on_any_log;
   module_register();
@@ -208,7 +213,7 @@ START_TEST(test_control_bytes_escaped) {
   stub_free_read_user_data();
   stub_call_shutdown();
   /* a key with ESC, refused at start: the ERROR line is escaped too */
-  y = fopen(path, "w");
+  FILE *y = fopen(path, "w");
   fprintf(y, "services:\n  - name: osc\n    \"model\\e[2J\": capacity\n");
   fclose(y);
   module_register();
@@ -514,13 +519,9 @@ static void keep_warning(int level, const char *msg) {
 }
 
 START_TEST(test_new_reason_said_at_once) {
-  int fd = mkstemp(path);
-  ck_assert_int_ge(fd, 0);
-  FILE *y = fdopen(fd, "w");
-  fprintf(y, "services:\n  - name: moody\n    model: capacity\n"
+  write_file("services:\n  - name: moody\n    model: capacity\n"
              "    capacity: 100\n    retries: 1\n    inputs:\n"
              "      offered_rate: \"h/statsd/derive-moody\"\n");
-  fclose(y);
   module_register();
   static const char *const opts[] = {"Interval", "1", NULL};
   stub_clock_set(FLAP_T0);
