@@ -649,6 +649,29 @@ static bool backoff_due(log_backoff *b, cdtime_t now) {
   return true;
 }
 
+/* FNV-1a of a reason's text without its digits: a reason whose values
+ * change (a count, a value out of range) is still the same reason. */
+static uint64_t reason_hash(const char *why) {
+  uint64_t h = MS_FNV1A64_OFFSET;
+  for (const char *c = why; *c != '\0'; c++)
+    if (*c < '0' || *c > '9')
+      h = ms_fnv1a64_update(h, c, 1);
+  return h;
+}
+
+/* A line about a new reason is said at once: its back-off restarts.  A
+ * reason among the last two is not new, so inputs that flap between two
+ * problems back off as one problem does. */
+static void backoff_reason(log_backoff *b, const char *why) {
+  uint64_t h = reason_hash(why);
+  if (h == b->why[0])
+    return;
+  if (h != b->why[1])
+    b->last = b->interval = 0;
+  b->why[1] = b->why[0];
+  b->why[0] = h;
+}
+
 /* A rate-limited complaint under the plugin's bound: said when its
  * back-off allows and the minute's lines are not used up; a line the
  * bound leaves out still takes its step of back-off, so that it is not
@@ -810,29 +833,6 @@ static bool in_summary_mode(plugin_state *st, size_t n_bad) {
   return st->summary_mode;
 }
 
-/* FNV-1a of a reason's text without its digits: a reason whose values
- * change (a count, a value out of range) is still the same reason. */
-static uint64_t reason_hash(const char *why) {
-  uint64_t h = MS_FNV1A64_OFFSET;
-  for (const char *c = why; *c != '\0'; c++)
-    if (*c < '0' || *c > '9')
-      h = ms_fnv1a64_update(h, c, 1);
-  return h;
-}
-
-/* A new reason is said at once: its service's back-off restarts.  A
- * reason among the last two is not new, so inputs that flap between two
- * problems back off as one problem does. */
-static void new_reason_at_once(service_state *ss, const char *why) {
-  uint64_t h = reason_hash(why);
-  if (h == ss->complaint_why[0])
-    return;
-  if (h != ss->complaint_why[1])
-    ss->complaint = (log_backoff){0};
-  ss->complaint_why[1] = ss->complaint_why[0];
-  ss->complaint_why[0] = h;
-}
-
 /*
  * Tell the operator which services report nothing, without flooding: when
  * few services have problems each is named through its own rate-limited
@@ -846,7 +846,7 @@ static void log_problems(plugin_state *st, const problem *named, size_t n_bad,
   if (!in_summary_mode(st, n_bad)) {
     for (size_t i = 0; i < n_bad; i++) {
       service_state *ss = named[i].ss;
-      new_reason_at_once(ss, named[i].why);
+      backoff_reason(&ss->complaint, named[i].why);
       ms_complain(st, LOG_WARNING, &ss->complaint,
                   PLUGIN_NAME " plugin: service \"%s\": %s; nothing reported "
                               "until it is usable",

@@ -45,24 +45,25 @@ cdtime_t ms_read_thread_cpu(void);
 /* The back-off of one rate-limited log line (metastable.c: ms_complain):
  * said at most once per `interval`, which starts at the plugin's interval
  * and doubles at each line, up to a day, as collectd's utils_complain.c
- * does; ms_release says the condition is over and resets it.  Zeroed:
- * nothing said yet. */
+ * does; ms_release says the condition is over and resets it; a line
+ * about a new reason restarts it (backoff_reason).  Zeroed: nothing said
+ * yet. */
 typedef struct {
   cdtime_t last;     /* when it was last said */
   cdtime_t interval; /* quiet until last + interval; 0 after a release */
+  uint64_t why[2];   /* the last two reasons (backoff_reason), newest first */
 } log_backoff;
 
 typedef struct {
   const ms_service_spec *spec;
   ms_tracker tracker;
   log_backoff complaint;
-  uint64_t complaint_why[2]; /* the last two reasons (reason_hash) */
-  log_backoff partial;       /* a glob summed without some of its matches */
-  log_backoff calibration;   /* a calibration input gave no sample */
-  bool in_trouble;           /* complained about, not yet declared usable */
-  bool just_back;            /* declared usable again this cycle */
-  unsigned ok_streak;        /* usable intervals in a row while in trouble */
-  pacing_service pacing;     /* its series in collectd's write path */
+  log_backoff partial;     /* a glob summed without some of its matches */
+  log_backoff calibration; /* a calibration input gave no sample */
+  bool in_trouble;         /* complained about, not yet declared usable */
+  bool just_back;          /* declared usable again this cycle */
+  unsigned ok_streak;      /* usable intervals in a row while in trouble */
+  pacing_service pacing;   /* its series in collectd's write path */
 } service_state;
 
 /* What the reload (plugin/reload.c) remembers of the service file. */
