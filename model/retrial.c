@@ -21,6 +21,7 @@
  */
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,11 +183,127 @@ static void wait_tails(long c, long N, double mu, double T, bool response,
   }
 }
 
-static int check_args(long c, double mu, long K, double T, int retries,
-                      const ms_backoff *b, double x,
-                      const ms_retrial_result *out, ms_error *err) {
-  if (out == NULL || b == NULL)
-    return ms_fail(err, MS_EINVAL, "ms_retrial_attempts: NULL argument");
+/* The Kronrod 15-point rule on [-1, 1] and its embedded 7-point Gauss
+ * rule (QUADPACK's QK15; Piessens et al., QUADPACK, Springer 1983), as
+ * model/loop.c's spread layer uses them: nodes, Kronrod weights, and the
+ * Gauss weights of the odd nodes. */
+static const double qk_x[8] = {
+    0.991455371120812639206854697526329, 0.949107912342758524526189684047851,
+    0.864864423359769072789712788640926, 0.741531185599394439863864773280788,
+    0.586087235467691130294144845693013, 0.405845151377397166906606412076961,
+    0.207784955007898467600689403773245, 0.0};
+static const double qk_wk[8] = {
+    0.022935322010529224963732008058970, 0.063092092629978553290700663189204,
+    0.104790010322250183839876322541518, 0.140653259715525918745189590510238,
+    0.169004726639267902826583426598550, 0.190350578064785409913256402421014,
+    0.204432940075298892414161999234649, 0.209482141084727828012999174891714};
+static const double qk_wg[4] = {
+    0.129484966168869693270611432679082, 0.279705391489276667901467771423780,
+    0.381830050505118944950369775488975, 0.417959183673469387755102040816327};
+
+/* Segments of the spread's average at most, and its tolerance: each
+ * state's share within SPREAD_ABS (a probability; the chain needs no
+ * more). */
+enum { SPREAD_SEGMENTS = 64 };
+#define SPREAD_ABS 1e-11
+
+/* One segment [lo, hi] of the average over T: out[n] its integral of Q_n
+ * over the spread w, err[n] |K15 - G7| of it; tmp S doubles. */
+static void spread_segment(long c, long N, double mu, bool response, double lo,
+                           double hi, double w, double *out, double *err,
+                           double *tmp, double *g) {
+  long S = N + 1;
+  double mid = 0.5 * (lo + hi), half = 0.5 * (hi - lo);
+  for (long n = 0; n < S; n++)
+    out[n] = g[n] = 0.0;
+  for (int i = 0; i < 8; i++) {
+    for (int side = 0; side < (i < 7 ? 2 : 1); side++) {
+      double t = side ? mid - half * qk_x[i] : mid + half * qk_x[i];
+      wait_tails(c, N, mu, fmin(hi, fmax(lo, t)), response, tmp);
+      for (long n = 0; n < S; n++) {
+        out[n] += qk_wk[i] * tmp[n];
+        if (i % 2 == 1)
+          g[n] += qk_wg[i / 2] * tmp[n];
+      }
+    }
+  }
+  for (long n = 0; n < S; n++) {
+    err[n] = fabs(out[n] - g[n]) * half / w;
+    out[n] *= half / w;
+  }
+}
+
+/* Q_n averaged over a timeout uniform on [T, T + w] (w > 0): adaptive
+ * Gauss-Kronrod, the segment with the largest error halved until every
+ * state's error is within SPREAD_ABS or SPREAD_SEGMENTS are used.  Each
+ * Q_n(T) is a smooth step in T (a Poisson cdf in c mu T), so the segments
+ * gather where the queue's states turn from timing out to not. */
+static int spread_tails(long c, long N, double mu, double T, double w,
+                        bool response, double *Q) {
+  long S = N + 1;
+  double *v = malloc((size_t)(SPREAD_SEGMENTS * 2 * S + 2 * S) * sizeof *v);
+  double lo[SPREAD_SEGMENTS], hi[SPREAD_SEGMENTS];
+  if (v == NULL)
+    return MS_ENOMEM;
+  double *tmp = v + SPREAD_SEGMENTS * 2 * S, *g = tmp + S;
+#define SEG_V(i) (v + (size_t)(i)*2 * S)
+#define SEG_E(i) (v + (size_t)(i)*2 * S + S)
+  int n = 1;
+  lo[0] = T;
+  hi[0] = T + w;
+  spread_segment(c, N, mu, response, lo[0], hi[0], w, SEG_V(0), SEG_E(0), tmp,
+                 g);
+  for (;;) {
+    /* done when every state's summed error is within SPREAD_ABS; else
+     * halve the segment whose worst state errs most */
+    double most = 0.0;
+    int at = -1;
+    bool ok = true;
+    for (long k = 0; k < S; k++) {
+      double e = 0.0;
+      for (int i = 0; i < n; i++)
+        e += SEG_E(i)[k];
+      if (e > SPREAD_ABS)
+        ok = false;
+    }
+    if (ok || n == SPREAD_SEGMENTS)
+      break;
+    for (int i = 0; i < n; i++)
+      for (long k = 0; k < S; k++)
+        if (SEG_E(i)[k] > most) {
+          most = SEG_E(i)[k];
+          at = i;
+        }
+    if (at < 0)
+      break; /* the errors are not numbers: nothing to halve */
+    double mid = 0.5 * (lo[at] + hi[at]);
+    if (!(mid > lo[at] && mid < hi[at]))
+      break; /* as short as doubles allow */
+    lo[n] = mid;
+    hi[n] = hi[at];
+    hi[at] = mid;
+    spread_segment(c, N, mu, response, lo[at], hi[at], w, SEG_V(at), SEG_E(at),
+                   tmp, g);
+    spread_segment(c, N, mu, response, lo[n], hi[n], w, SEG_V(n), SEG_E(n), tmp,
+                   g);
+    n++;
+  }
+  for (long k = 0; k < S; k++) {
+    double q = 0.0;
+    for (int i = 0; i < n; i++)
+      q += SEG_V(i)[k];
+    Q[k] = k == N ? 0.0 : fmin(1.0, fmax(0.0, q));
+  }
+#undef SEG_V
+#undef SEG_E
+  free(v);
+  return MS_OK;
+}
+
+static int check_args(long c, double mu, long K, double T, double w,
+                      int retries, const ms_backoff *b, ms_error *err) {
+  if (b == NULL)
+    return ms_fail(err, MS_EINVAL, "retrial queue: NULL backoff");
   if (c < 1 || K < 0 || c > MS_RETRIAL_MAX_QUEUE ||
       K > MS_RETRIAL_MAX_QUEUE - c)
     return ms_fail(err, MS_EINVAL,
@@ -199,35 +316,70 @@ static int check_args(long c, double mu, long K, double T, int retries,
   if (!(T >= 0.0))
     return ms_fail(err, MS_EINVAL, "retrial queue: timeout %g s is not >= 0",
                    T);
+  if (!(w >= 0.0) || !(isfinite(w) || w == 0.0) || (w > 0.0 && isinf(T)))
+    return ms_fail(err, MS_EINVAL,
+                   "retrial queue: timeout spread %g s is not finite and "
+                   ">= 0 (with a finite timeout)",
+                   w);
   if (retries < 0 || retries > MS_MAX_RETRIES)
     return ms_fail(err, MS_EINVAL,
                    "retrial queue: retries = %d is outside [0, %d]", retries,
                    MS_MAX_RETRIES);
+  return ms_backoff_check(b, err);
+}
+
+static int check_load(double x, ms_error *err) {
   if (!(x > 0.0) || !isfinite(x))
     return ms_fail(err, MS_EINVAL,
                    "retrial queue: offered load %g req/s is not finite "
                    "and > 0",
                    x);
-  return ms_backoff_check(b, err);
+  return MS_OK;
+}
+
+/* The chain without its orbit, for when the full queue is too rare for
+ * the levels' normalisation at phase N (pi_N / pi_0 below the doubles):
+ * level 0 is then the M/M/c/K birth-death chain, summed from phase 0 with
+ * rescaling, and the levels above are empty (their mass is of the order
+ * of pi_N).  Fails unless pi_N is negligible: under 1e-12. */
+static int chain_solve_no_orbit(chain *ch, double *tot) {
+  long S = ch->N + 1;
+  memset(ch->r, 0, (size_t)((ch->M + 1) * S) * sizeof *ch->r);
+  double *row = ch->r, t = 1.0;
+  row[0] = 1.0;
+  for (long n = 1; n < S; n++) {
+    row[n] = row[n - 1] * ch->lam / death(ch, n);
+    t += row[n];
+    if (t > 0x1p600) {
+      for (long k = 0; k <= n; k++)
+        row[k] *= 0x1p-600;
+      t *= 0x1p-600;
+    }
+  }
+  if (!isfinite(t) || !(t > 0.0) || !(row[ch->N] <= 1e-12 * t))
+    return MS_ELIMIT;
+  *tot = t;
+  return MS_OK;
 }
 
 /* Solve the chain, doubling the orbit's levels (from *M) until the last
  * holds less than 1e-14 of the mass; *tot the unnormalized mass. */
-static int solve_grown(chain *ch, long *M, bool grow, double x, double *tot,
-                       ms_error *err) {
+static int solve_grown(chain *ch, long *M, long max_states, bool grow, double x,
+                       double *tot, ms_error *err) {
   long S = ch->N + 1;
   for (;;) {
-    if (*M * S > MS_RETRIAL_MAX_STATES)
+    if (*M * S > max_states)
       return ms_fail(err, MS_ELIMIT,
-                     "retrial queue: the orbit needs more than %ld states "
-                     "(c + K + 1 = %ld) at %g req/s",
-                     MS_RETRIAL_MAX_STATES, S, x);
+                     "retrial queue: the orbit of rejected requests needs over "
+                     "%ld states at %g req/s: a backoff that long meets a "
+                     "moved-on queue, as M/M/c/K has it",
+                     max_states, x);
     double *nr = realloc(ch->r, (size_t)((*M + 1) * S) * sizeof *nr);
     if (nr == NULL)
       return ms_fail(err, MS_ENOMEM, "retrial queue: out of memory");
     ch->r = nr;
     ch->M = *M;
-    if (chain_solve(ch, tot) != MS_OK)
+    if (chain_solve(ch, tot) != MS_OK && chain_solve_no_orbit(ch, tot) != MS_OK)
       return ms_fail(err, MS_ELIMIT,
                      "retrial queue: the full queue is too rare to represent "
                      "at %g req/s (c = %ld, K = %ld); rejections do not "
@@ -273,57 +425,110 @@ static shares chain_shares(const chain *ch, const double *Q, double tot) {
   return z;
 }
 
-int ms_retrial_attempts(long c, double mu, long K, double T,
-                        ms_timeout_covers covers, int retries,
-                        const ms_backoff *b, double x, ms_retrial_result *out,
-                        ms_error *err) {
+/* What one service's chain keeps between fixed points: the per-state
+ * tails, the backoff's mean delays and the chain's buffers. */
+typedef struct {
+  long c, K, N;
+  double mu;
+  int r;
+  double *d, *fp, *fo, *Q, *work;
+  chain ch;
+  long M;          /* orbit levels, grown as needed */
+  long max_states; /* (c + K + 1) x levels at most */
+} retrial;
+
+static void retrial_free(retrial *q) {
+  free(q->d);
+  free(q->fp);
+  free(q->fo);
+  free(q->Q);
+  free(q->work);
+  free(q->ch.r);
+}
+
+static int retrial_init(retrial *q, long c, double mu, long K, double T,
+                        double w, ms_timeout_covers covers, int retries,
+                        const ms_backoff *b, ms_error *err) {
+  memset(q, 0, sizeof *q);
   if (covers != MS_TIMEOUT_COVERS_WAIT && covers != MS_TIMEOUT_COVERS_RESPONSE)
     return ms_fail(err, MS_EINVAL,
                    "retrial queue: timeout_covers = %d is neither wait nor "
                    "response",
                    (int)covers);
-  int st = check_args(c, mu, K, T, retries, b, x, out, err);
+  int st = check_args(c, mu, K, T, w, retries, b, err);
   if (st != MS_OK)
     return st;
   long N = c + K, S = N + 1;
   int r = retries;
-  double *d = malloc((size_t)(r + 1) * sizeof *d);
-  double *fp = malloc((size_t)(r + 1) * sizeof *fp);
-  double *fo = malloc((size_t)(r + 1) * sizeof *fo);
-  double *Q = malloc((size_t)S * sizeof *Q);
-  double *work = malloc((size_t)(3 * S) * sizeof *work);
-  chain ch = {.c = c, .N = N, .mu = mu, .lam = x, .work = work};
-  if (!d || !fp || !fo || !Q || !work) {
-    st = ms_fail(err, MS_ENOMEM, "retrial queue: out of memory");
-    goto done;
+  q->c = c;
+  q->K = K;
+  q->N = N;
+  q->mu = mu;
+  q->r = r;
+  q->M = 16;
+  q->max_states = MS_RETRIAL_MAX_STATES;
+  q->d = malloc((size_t)(r + 1) * sizeof *q->d);
+  q->fp = malloc((size_t)(r + 1) * sizeof *q->fp);
+  q->fo = malloc((size_t)(r + 1) * sizeof *q->fo);
+  q->Q = malloc((size_t)S * sizeof *q->Q);
+  q->work = malloc((size_t)(3 * S) * sizeof *q->work);
+  q->ch = (chain){.c = c, .N = N, .mu = mu, .work = q->work};
+  if (!q->d || !q->fp || !q->fo || !q->Q || !q->work) {
+    retrial_free(q);
+    return ms_fail(err, MS_ENOMEM, "retrial queue: out of memory");
   }
-  if (r > 0 && (st = ms_backoff_mean_delays(b, r, &d[1], err)) != MS_OK)
-    goto done;
+  if (r > 0 && (st = ms_backoff_mean_delays(b, r, &q->d[1], err)) != MS_OK) {
+    retrial_free(q);
+    return st;
+  }
   for (int k = 1; k <= r; k++) {
-    if (!(d[k] > 0.0)) {
-      st = ms_fail(err, MS_EINVAL,
-                   "retrial queue: retry %d's mean backoff is 0; the chain "
-                   "needs a backoff (a retry at once meets the same queue)",
-                   k);
-      goto done;
+    if (!(q->d[k] > 0.0)) {
+      retrial_free(q);
+      return ms_fail(err, MS_EINVAL,
+                     "retrial queue: retry %d's mean backoff is 0; the chain "
+                     "needs a backoff (a retry at once meets the same queue)",
+                     k);
     }
   }
-  wait_tails(c, N, mu, T, covers == MS_TIMEOUT_COVERS_RESPONSE, Q);
-  ch.theta = r > 0 ? 1.0 / d[1] : 1.0;
-  ch.qp = r > 0 ? 1.0 : 0.0;
-  ch.qo = r > 1 ? 0.5 : 0.0;
-  double lt = 0.0; /* retries after a timeout, 1/s */
-  long M = 16;
+  bool response = covers == MS_TIMEOUT_COVERS_RESPONSE;
+  /* a spread below the rounding of T is no spread */
+  if (T + w > T && isfinite(T + w)) {
+    if (spread_tails(c, N, mu, T, (T + w) - T, response, q->Q) != MS_OK) {
+      retrial_free(q);
+      return ms_fail(err, MS_ENOMEM, "retrial queue: out of memory");
+    }
+  } else
+    wait_tails(c, N, mu, T, response, q->Q);
+  return MS_OK;
+}
+
+/* The fixed point at offered load x from lt0 retries after a timeout per
+ * second: 0 starts healthy; r x (every attempt timed out) starts in a
+ * storm.  Settled when the step's change is under tol.  last: on 2000
+ * steps without settling, give the last step (a side of the fold is all
+ * the load searches need; near a fold the damped iteration creeps, its
+ * rate 1 - O(sqrt(distance))) instead of MS_ENOCONV. */
+static int retrial_fixed_point(retrial *q, double x, double lt0, double tol,
+                               bool last, ms_retrial_result *out,
+                               ms_error *err) {
+  chain *ch = &q->ch;
+  int r = q->r, st;
+  double *d = q->d, *fp = q->fp, *fo = q->fo;
+  ch->lam = x;
+  ch->theta = r > 0 ? 1.0 / d[1] : 1.0;
+  ch->qp = r > 0 ? 1.0 : 0.0;
+  ch->qo = r > 1 ? 0.5 : 0.0;
+  double lt = lt0; /* retries after a timeout, 1/s */
   int it;
   double A = 1.0;
   shares z = {0};
   for (it = 1; it <= 2000; it++) {
-    ch.lam = x + lt;
+    ch->lam = x + lt;
     double tot = 0.0;
-    st = solve_grown(&ch, &M, r > 0, x, &tot, err);
+    st = solve_grown(ch, &q->M, q->max_states, r > 0, x, &tot, err);
     if (st != MS_OK)
-      goto done;
-    z = chain_shares(&ch, Q, tot);
+      return st;
+    z = chain_shares(ch, q->Q, tot);
     /* flows by retry stage: fp Poisson-like arrivals (fresh, after a
      * timeout), fo arrivals from the orbit */
     fp[0] = x;
@@ -342,38 +547,118 @@ int ms_retrial_attempts(long c, double mu, long K, double T,
     }
     double lt_new = sp - x;
     double qp = r > 0 ? spr / sp : 0.0;
-    double qo = so > 0.0 ? sor / so : ch.qo;
-    double theta = so > 0.0 ? so / sod : ch.theta;
+    double qo = so > 0.0 ? sor / so : ch->qo;
+    double theta = so > 0.0 ? so / sod : ch->theta;
     A = (sp + so) / x;
-    double delta = fabs(lt_new - lt) / x + fabs(qp - ch.qp) + fabs(qo - ch.qo) +
-                   fabs(theta / ch.theta - 1.0);
+    double delta = fabs(lt_new - lt) / x + fabs(qp - ch->qp) +
+                   fabs(qo - ch->qo) + fabs(theta / ch->theta - 1.0);
     lt = 0.5 * (lt + lt_new);
-    ch.qp = qp;
-    ch.qo = qo;
-    ch.theta = theta;
-    if (delta < 1e-10)
+    ch->qp = qp;
+    ch->qo = qo;
+    ch->theta = theta;
+    if (delta < tol)
       break;
   }
-  if (it > 2000) {
-    st =
-        ms_fail(err, MS_ENOCONV,
-                "retrial queue: the fixed point did not settle at %g req/s", x);
-    goto done;
-  }
+  if (it > 2000 && last)
+    it = 2000;
+  else if (it > 2000)
+    return ms_fail(err, MS_ENOCONV,
+                   "retrial queue: the fixed point did not settle at %g req/s",
+                   x);
   *out = (ms_retrial_result){.attempts = A,
                              .p_full = z.pfull,
                              .p_full_retry = z.h,
                              .orbit = z.em,
                              .timeout_rate = lt,
-                             .levels = M + 1,
+                             .levels = q->M + 1,
                              .iterations = it};
-  st = MS_OK;
-done:
-  free(d);
-  free(fp);
-  free(fo);
-  free(Q);
-  free(work);
-  free(ch.r);
+  return MS_OK;
+}
+
+int ms_retrial_attempts(long c, double mu, long K, double T, double w,
+                        ms_timeout_covers covers, int retries,
+                        const ms_backoff *b, double x, ms_retrial_result *out,
+                        ms_error *err) {
+  if (out == NULL)
+    return ms_fail(err, MS_EINVAL, "ms_retrial_attempts: NULL argument");
+  int st = check_load(x, err);
+  if (st != MS_OK)
+    return st;
+  retrial q;
+  if ((st = retrial_init(&q, c, mu, K, T, w, covers, retries, b, err)) != MS_OK)
+    return st;
+  st = retrial_fixed_point(&q, x, 0.0, 1e-10, false, out, err);
+  retrial_free(&q);
+  return st;
+}
+
+/* Whether the fixed point from lt0 at x is collapsed: its attempts reach
+ * the servers' capacity c mu (the collapsed branch of doc/design.md §1.9
+ * sits above it, where blocking takes the excess). */
+static int collapsed_at(retrial *q, double x, bool storm_start, bool *yes,
+                        ms_error *err) {
+  ms_retrial_result res;
+  int st = retrial_fixed_point(q, x, storm_start ? (double)q->r * x : 0.0, 1e-8,
+                               true, &res, err);
+  if (st != MS_OK)
+    return st;
+  *yes = x * res.attempts >= (double)q->c * q->mu;
+  return MS_OK;
+}
+
+/* The least load in [lo, hi] at which the fixed point from the start is
+ * collapsed, to MS_RETRIAL_LOAD_REL: bisection, collapsed at hi and not
+ * at lo. */
+static int fold_search(retrial *q, bool storm_start, double lo, double hi,
+                       double *at, ms_error *err) {
+  while (hi - lo > MS_RETRIAL_LOAD_REL * hi) {
+    double mid = 0.5 * (lo + hi);
+    bool yes;
+    int st = collapsed_at(q, mid, storm_start, &yes, err);
+    if (st != MS_OK)
+      return st;
+    if (yes)
+      hi = mid;
+    else
+      lo = mid;
+  }
+  *at = 0.5 * (lo + hi);
+  return MS_OK;
+}
+
+int ms_retrial_loads(long c, double mu, long K, double T, double w,
+                     ms_timeout_covers covers, int retries, const ms_backoff *b,
+                     double *tipping, double *recovery, ms_error *err) {
+  if (tipping == NULL || recovery == NULL)
+    return ms_fail(err, MS_EINVAL, "ms_retrial_loads: NULL argument");
+  if (retries < 1)
+    return ms_fail(err, MS_EINVAL,
+                   "retrial queue: without retries there is no storm to tip "
+                   "into");
+  retrial q;
+  int st = retrial_init(&q, c, mu, K, T, w, covers, retries, b, err);
+  if (st != MS_OK)
+    return st;
+  /* a long backoff's orbit takes thousands of levels, each solved some
+   * 30 x 40 times: bound them; a long queue's 512 levels stay */
+  long by_levels = 512 * (c + K + 1);
+  q.max_states =
+      by_levels > MS_RETRIAL_LOADS_MAX_STATES
+          ? (by_levels < MS_RETRIAL_MAX_STATES ? by_levels
+                                               : MS_RETRIAL_MAX_STATES)
+          : MS_RETRIAL_LOADS_MAX_STATES;
+  /* Below c mu / (r + 1) no request can bring c mu attempts; at c mu the
+   * fresh attempts alone do: both searches lie between. */
+  double cap = (double)c * mu, lo = cap / (retries + 1.0);
+  st = fold_search(&q, false, lo, cap, tipping, err);
+  if (st == MS_OK)
+    st = fold_search(&q, true, lo, *tipping, recovery, err);
+  retrial_free(&q);
+  if (st != MS_OK && err != NULL) {
+    /* the load in the message is a step of the search: say so */
+    char why[sizeof err->msg];
+    snprintf(why, sizeof why, "%s", err->msg);
+    ms_fail(err, st, "%s (load search, %g to %g req/s)", why, lo, cap);
+  }
   return st;
 }
