@@ -1616,7 +1616,5 @@ const char *ms_cli_retrial_unlike(const ms_service_params *s) {
     return "a retry budget or quota";
   if (fm->has_service_time_cv && fm->service_time_cv != 1.0)
     return "a service_time_cv";
-  if (fm->timeout_spread > 0.0)
-    return "a timeout spread";
   return NULL;
 }

@@ -135,16 +135,20 @@ static double retried_rejection_share(const ms_service_params *s,
 }
 
 /* The retrial queue's answer for solve (model/retrial.h, doc/design.md
- * §1.9): the attempts per request at the offered load when rejected
- * attempts are retried soon after, as the chain takes them. */
+ * §1.9): the attempts per request at the offered load, and the tipping
+ * and recovery loads, when rejected attempts are retried soon after, as
+ * the chain takes them. */
 typedef struct {
-  bool has_backoff; /* the service file gives the clients' backoff */
-  bool ok;          /* attempts is the chain's answer */
-  double attempts;  /* attempts per request, >= 1 */
-  char why[256];    /* when !ok with a backoff: why there is no answer */
+  bool has_backoff;         /* the service file gives the clients' backoff */
+  bool ok;                  /* attempts is the chain's answer */
+  double attempts;          /* attempts per request, >= 1 */
+  bool loads_ok;            /* tipping and recovery are the chain's */
+  double tipping, recovery; /* req/s */
+  char why[256];            /* when !ok with a backoff: why there is none */
 } retrial_answer;
 
-static void retrial_solve(const ms_cli_model *m, const ms_report *r,
+/* load: the offered load, req/s, or NaN for the landscape alone. */
+static void retrial_solve(const ms_cli_model *m, double load,
                           retrial_answer *out) {
   memset(out, 0, sizeof *out);
   const ms_service_params *s = &m->params;
@@ -156,24 +160,66 @@ static void retrial_solve(const ms_cli_model *m, const ms_report *r,
   if (!out->has_backoff)
     return;
   const char *unlike = ms_cli_retrial_unlike(s);
-  if (unlike == NULL && !(r->analysis.offered_load > 0.0))
-    unlike = "no offered load";
   if (unlike) {
     snprintf(out->why, sizeof out->why, "the retrial queue does not model %s",
              unlike);
     return;
   }
-  ms_retrial_result res;
   ms_error err;
+  if (ms_retrial_loads(fm->servers, fm->service_rate, fm->queue_limit,
+                       fm->timeout, fm->timeout_spread, fm->timeout_covers,
+                       s->policy.retries, &m->spec->backoff, &out->tipping,
+                       &out->recovery, &err) != MS_OK) {
+    snprintf(out->why, sizeof out->why, "the %s", err.msg);
+    return;
+  }
+  out->loads_ok = true;
+  if (isnan(load))
+    return;
+  if (!(load > 0.0)) {
+    snprintf(out->why, sizeof out->why,
+             "the retrial queue does not model no offered load");
+    return;
+  }
+  ms_retrial_result res;
   if (ms_retrial_attempts(fm->servers, fm->service_rate, fm->queue_limit,
-                          fm->timeout, fm->timeout_covers, s->policy.retries,
-                          &m->spec->backoff, r->analysis.offered_load, &res,
+                          fm->timeout, fm->timeout_spread, fm->timeout_covers,
+                          s->policy.retries, &m->spec->backoff, load, &res,
                           &err) != MS_OK) {
     snprintf(out->why, sizeof out->why, "the %s", err.msg);
     return;
   }
   out->ok = true;
   out->attempts = res.attempts;
+}
+
+/* The retrial queue's loads, one text line (label: the column's).  Two
+ * loads within two bisection widths are one: no band, the attempts
+ * climb to capacity there without a fold. */
+static void write_retrial_loads_text(const char *label,
+                                     const retrial_answer *rq) {
+  if (!rq->loads_ok)
+    return;
+  if (rq->tipping - rq->recovery <= 2 * MS_RETRIAL_LOAD_REL * rq->tipping)
+    printf("%sno band: the attempts reach the servers' capacity at %.6g "
+           "req/s with the clients' backoff (the retrial queue, "
+           "doc/design.md 1.9)\n",
+           label, rq->tipping);
+  else
+    printf("%stipping %.6g req/s, recovery %.6g req/s with the clients' "
+           "backoff: the retrial queue, whose retries soon after a "
+           "rejection find the queue still full (doc/design.md 1.9)\n",
+           label, rq->tipping, rq->recovery);
+}
+
+static void write_retrial_loads_json(ms_json *j, const retrial_answer *rq) {
+  if (rq->loads_ok) {
+    ms_json_number(j, "retrial_tipping_load", rq->tipping);
+    ms_json_number(j, "retrial_recovery_load", rq->recovery);
+  } else {
+    ms_json_null(j, "retrial_tipping_load");
+    ms_json_null(j, "retrial_recovery_load");
+  }
 }
 
 /* The storm hazard at the offered load and at the tipping load
@@ -314,11 +360,11 @@ static void write_text(const ms_cli_model *m, const ms_landscape *ls,
          self, r->analysis.amplification, r->analysis.failure_probability,
          100 * r->analysis.utilization);
   retrial_answer rq;
-  retrial_solve(m, r, &rq);
+  retrial_solve(m, r->analysis.offered_load, &rq);
   double share = retried_rejection_share(&m->params, &r->analysis);
   if (rq.ok)
     printf("retrial queue  %.6g attempts per request at %.6g req/s with the "
-           "service's backoff (M/M/c/K above: %.6g); rejections are %.4g %% "
+           "clients' backoff (M/M/c/K above: %.6g); rejections are %.4g %% "
            "of the failures there, and a retry soon after one finds the "
            "queue still full: the retrial queue counts that\n",
            rq.attempts, r->analysis.offered_load, r->analysis.amplification,
@@ -334,6 +380,7 @@ static void write_text(const ms_cli_model *m, const ms_landscape *ls,
            "file (key 'backoff') for the retrial queue, or check the "
            "attempts with simulate --engine des\n",
            100 * share);
+  write_retrial_loads_text("retrial loads  ", &rq);
 }
 
 /* The hazard's keys: a number, or null where the model has no answer
@@ -371,11 +418,12 @@ static void write_json(const ms_cli_model *m, const ms_report *r,
    * without a queue limit, retried rejections, retries and a backoff, or
    * outside the chain's model (doc/metastable.md) */
   retrial_answer rq;
-  retrial_solve(m, r, &rq);
+  retrial_solve(m, r->analysis.offered_load, &rq);
   if (rq.ok)
     ms_json_number(&j, "retrial_attempts", rq.attempts);
   else
     ms_json_null(&j, "retrial_attempts");
+  write_retrial_loads_json(&j, &rq);
   /* the load the equilibria are at: the offered load, or the boundary it
    * is within the noise of while the state keeps its side */
   ms_json_number(&j, "model_load", r->analysis.model_load);
@@ -433,6 +481,11 @@ static void write_landscape_text(const ms_cli_model *m, const ms_landscape *ls,
     write_fold_text("storm hazard     ", hz);
   else
     printf("storm hazard     not modelled: %s\n", hz->fold.tip.why);
+  retrial_answer rq;
+  retrial_solve(m, NAN, &rq);
+  write_retrial_loads_text("retrial loads    ", &rq);
+  if (!rq.loads_ok && rq.has_backoff)
+    printf("retrial loads    none: %s\n", rq.why);
 }
 
 static void write_landscape_json(const ms_cli_model *m, const ms_landscape *ls,
@@ -446,6 +499,9 @@ static void write_landscape_json(const ms_cli_model *m, const ms_landscape *ls,
   ms_json_number(&j, "tipping_effective_load", ls->tipping_effective_load);
   ms_json_number(&j, "recovery_effective_load", ls->recovery_effective_load);
   ms_json_number(&j, "saturation_load", ls->saturation_load);
+  retrial_answer rq;
+  retrial_solve(m, NAN, &rq);
+  write_retrial_loads_json(&j, &rq);
   write_hazard_json(&j, hz, false);
   ms_json_end_object(&j);
   ms_json_finish(&j);

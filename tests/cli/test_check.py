@@ -263,14 +263,20 @@ class Check(ScratchTest):
             "queue_limit": "20",
             "backoff": "{kind: exponential, base: 10ms, cap: 50ms}"}),
             "rejected attempts", False)
-        # ... unless the retrial queue does not model the service (the
-        # reason is solve's): a timeout range here
+        # ... a timeout range too (the retrial queue averages over it)
         self.assertWarns(service_file({
             "queue_limit": "20", "timeout": "400ms..900ms",
             "backoff": "{kind: exponential, base: 10ms, cap: 50ms}"}),
+            "rejected attempts", False)
+        # ... unless the retrial queue does not model the service (the
+        # reason is solve's): a service_time_cv here
+        self.assertWarns(service_file({
+            "queue_limit": "20", "service_time_cv": "2",
+            "timeout_covers": "wait",
+            "backoff": "{kind: exponential, base: 10ms, cap: 50ms}"}),
             r"rejected attempts are retried with a backoff, but the retrial "
-            r"queue that solve reports for them does not model a timeout "
-            r"spread")
+            r"queue that solve reports for them does not model a "
+            r"service_time_cv")
 
     def test_pool_refused_above(self):
         # mu T = 10 x 1e12: a pool above 100 servers breaks the rule

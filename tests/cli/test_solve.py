@@ -75,6 +75,8 @@ class SeedNumbers(CliTest):
         self.assertEqual(set(j) - {"service", "certified", "model_load",
                                    "retried_rejection_share",
                                    "retrial_attempts", "time_to_storm",
+                                   "retrial_tipping_load",
+                                   "retrial_recovery_load",
                                    "storm_hazard"} - HAZARD_KEYS,
                          REPORT_KEYS)
         self.assertEqual(j["retried_rejection_share"], 0)
@@ -654,7 +656,8 @@ class Landscape(CliTest):
                                   "band", "band_width",
                                   "tipping_effective_load",
                                   "recovery_effective_load",
-                                  "saturation_load"} | HAZARD_KEYS)
+                                  "saturation_load", "retrial_tipping_load",
+                                  "retrial_recovery_load"} | HAZARD_KEYS)
         # c mu = 50 x 5/s; the recovery load is c mu / (r + 1) (§1.3)
         self.assertEqual(j["saturation_load"], 250)
         self.assertRel(j["recovery_load"], 250 / 4, 1e-12)
@@ -696,6 +699,8 @@ class Landscape(CliTest):
         self.assertEqual(set(j) - {"service", "timeout_covers", "certified",
                                    "model_load", "retried_rejection_share",
                                    "retrial_attempts", "time_to_storm",
+                                   "retrial_tipping_load",
+                                   "retrial_recovery_load",
                                    "storm_hazard"} - HAZARD_KEYS,
                          REPORT_KEYS)
         self.assertEqual(j["equilibria"][0]["stable"], True)
@@ -770,8 +775,55 @@ class RetrialQueue(clitest.ScratchTest):
                                    abs(a / a_des - 1), "%d/s" % load)
         r = self.ok("solve", "--spec", spec, "--load", "55")
         self.assertRegex(r.out, r"\nretrial queue  [0-9.]+ attempts per "
-                         r"request at 55 req/s with the service's backoff")
+                         r"request at 55 req/s with the clients' backoff")
         self.assertNotIn("\nrejections ", r.out)
+
+    def test_loads(self):
+        # the retrial queue's tipping and recovery loads (doc/design.md
+        # §1.9), with and without --load, the same in text and JSON
+        spec = self.spec()
+        for covers in ("wait", "response"):
+            land = self.ok("solve", "--spec", spec, "--timeout-covers",
+                           covers, "--format", "json").json()
+            at = self.ok("solve", "--spec", spec, "--timeout-covers", covers,
+                         "--load", "40", "--format", "json").json()
+            tip, rec = land["retrial_tipping_load"], land["retrial_recovery_load"]
+            self.assertEqual((at["retrial_tipping_load"],
+                              at["retrial_recovery_load"]), (tip, rec))
+            # between c mu / (r + 1) and c mu; the recovery at most the
+            # tipping load
+            self.assertTrue(10 <= rec <= tip <= 50, (covers, rec, tip))
+            text = self.ok("solve", "--spec", spec, "--timeout-covers",
+                           covers).out
+            m = re.search(r"\nretrial loads +tipping ([0-9.e+]+) req/s, "
+                          r"recovery ([0-9.e+]+) req/s with the clients' "
+                          r"backoff", text)
+            if covers == "wait":
+                # two loads within two bisection widths are one: no band
+                m = re.search(r"\nretrial loads +no band: the attempts "
+                              r"reach the servers' capacity at ([0-9.e+]+) "
+                              r"req/s with the clients' backoff", text)
+                self.assertIsNotNone(m, text)
+                self.assertRel(float(m.group(1)), tip, 1e-5)
+                continue
+            self.assertIsNotNone(m, text)
+            self.assertRel(float(m.group(1)), tip, 1e-5)
+            self.assertRel(float(m.group(2)), rec, 1e-5)
+        # on the wait the chain climbs smoothly to capacity, as the DES
+        # does (§1.9's table): no band; on the response the retries after
+        # rejections raise the recovery load above the landscape's
+        self.assertGreater(rec, land["recovery_load"])
+        wait = self.ok("solve", "--spec", spec, "--format", "json").json()
+        self.assertLess(wait["retrial_tipping_load"]
+                        - wait["retrial_recovery_load"],
+                        0.01 * wait["retrial_tipping_load"])
+        # no backoff: null, no line
+        j = self.ok("solve", "--spec", self.spec(backoff=""), "--format",
+                    "json").json()
+        self.assertIsNone(j["retrial_tipping_load"])
+        self.assertIsNone(j["retrial_recovery_load"])
+        self.assertNotIn("retrial loads",
+                         self.ok("solve", "--spec", self.spec(backoff="")).out)
 
     def test_simulate_takes_it(self):
         # simulate's default backoff is the service file's: the same run,
