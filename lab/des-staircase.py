@@ -6,7 +6,7 @@ Runs the staircase of a lab stack through `metastable simulate --engine
 des` (clients that time out and retry as the service file says, servers
 that still serve what was abandoned), seed by seed, and measures it with
 the lab's own rules: the tipping load is the first step up whose last
-LATCHED_FOR s all had goodput under half the offered load; going down
+LATCHED_FOR s together had goodput under half the offered load; going down
 from there (the steps below the tip), the recovery load is the highest
 step whose queue shrank faster than DRAINS per second from SETTLE s into
 the step, and goodput is back at the first step where it held 90 % of
@@ -71,7 +71,9 @@ def windows(steps):
 def tipping(rows, up):
     for a, b, load in windows(up):
         last = [rows.get(t) for t in range(b - LATCHED_FOR + 1, b + 1)]
-        if all(x is not None and x[1] < 0.5 * x[0] for x in last):
+        if all(x is not None for x in last) and sum(x[1] for x in last) < 0.5 * sum(
+            x[0] for x in last
+        ):
             return load, b
     return None, None
 

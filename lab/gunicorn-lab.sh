@@ -48,8 +48,8 @@ SERVICE=gunicorn_lab
 SERVICE_FILE=$LAB_SRC/service-gunicorn.yaml
 CAP_QUEUE=100 # of gunicorn's 2048 places
 TIMEOUT=500ms # proxy_read_timeout, as lab/service-gunicorn.yaml says
-# The staircase, req/s:seconds.  Up: a step is latched when goodput stays
-# under half the offered load for its last LATCHED_FOR s.  Down: a step
+# The staircase, req/s:seconds.  Up: a step is latched when goodput is
+# under half the offered load over its last LATCHED_FOR s together.  Down: a step
 # drains when its accept queue shrinks faster than DRAINS per second
 # (after SETTLE s); it recovers when goodput is at least 90 % of offered
 # for RECOVERED_FOR s in a row, which ends the staircase.  Below the

@@ -16,10 +16,10 @@
 #
 # Runs, each with its own servers and collectd (lab/staircase.sh):
 #   staircase  a load staircase up until the stack latches into a storm
-#              (the measured tipping load: the step whose last 5 s all
-#              had goodput under half the offered load), then down: the
-#              measured recovery load is the highest step whose queue
-#              shrank (the storm drains below it), and the step where
+#              (the measured tipping load: the step whose last 5 s
+#              together had goodput under half the offered load), then
+#              down: the measured recovery load is the highest step whose
+#              queue shrank (the storm drains below it), and the step where
 #              goodput came back is recorded beside it;
 #   trigger    healthy inside the bistable band, 3 s of 10x slower
 #              requests, the storm held, a drain at a low load, healthy
