@@ -98,6 +98,13 @@ double ms_ln_poisson_pmf(long n, double y);
  * their digits in either tail (model/erlang.c). */
 void ms_poisson_cdf(long n, double y, double *ln_cdf, double *ln_ratio);
 
+/* The Kronrod 15-point rule on [-1, 1] and its embedded 7-point Gauss
+ * rule (QUADPACK's QK15; Piessens et al., QUADPACK, Springer 1983): the
+ * nodes (the odd ones are Gauss's, the last 0), the Kronrod weights, and
+ * the Gauss weights of nodes 1, 3, 5 and 7.  Defined in model/loop.c;
+ * the timeout spread's averages (loop.c, retrial.c) use them. */
+extern const double ms_qk15_x[8], ms_qk15_wk[8], ms_qk15_wg[4];
+
 /* The M/M/c/K queue at arrival rate x (model/mmck.c, doc/design.md §1.9). */
 typedef struct {
   double ln_block; /* ln P_{c+K}, the blocking probability */

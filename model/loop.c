@@ -707,19 +707,18 @@ typedef struct {
   double v[SPREAD_PARTS], err[SPREAD_PARTS];
 } spread_segment;
 
-/* The Kronrod nodes on [-1, 1] (the odd ones are Gauss's), their weights,
- * and the 7-point Gauss weights of nodes 1, 3, 5 and 7 (0). */
-static const double gk_x[8] = {
+/* QK15's nodes and weights (internal.h). */
+const double ms_qk15_x[8] = {
     0.991455371120812639206854697526329, 0.949107912342758524526189684047851,
     0.864864423359769072789712788640926, 0.741531185599394439863864773280788,
     0.586087235467691130294144845693013, 0.405845151377397166906606412076961,
     0.207784955007898467600689403773245, 0.0};
-static const double gk_wk[8] = {
+const double ms_qk15_wk[8] = {
     0.022935322010529224963732008058970, 0.063092092629978553290700663189204,
     0.104790010322250183839876322541518, 0.140653259715525918745189590510238,
     0.169004726639267902826583426598550, 0.190350578064785409913256402421014,
     0.204432940075298892414161999234649, 0.209482141084727828012999174891714};
-static const double gk_wg[4] = {
+const double ms_qk15_wg[4] = {
     0.129484966168869693270611432679082, 0.279705391489276667901467771423780,
     0.381830050505118944950369775488975, 0.417959183673469387755102040816327};
 
@@ -747,12 +746,12 @@ static void spread_segment_eval(const ms_failure_model *m, double x, double w,
   for (int i = 0; i < 8; i++) {
     int sides = i < 7 ? 2 : 1;
     for (int side = 0; side < sides; side++) {
-      double t = side ? mid - half * gk_x[i] : mid + half * gk_x[i];
+      double t = side ? mid - half * ms_qk15_x[i] : mid + half * ms_qk15_x[i];
       spread_parts(m, x, fmin(s->hi, fmax(s->lo, t)), v);
       for (int j = 0; j < SPREAD_PARTS; j++) {
-        k[j] += gk_wk[i] * v[j];
+        k[j] += ms_qk15_wk[i] * v[j];
         if (i % 2 == 1)
-          g[j] += gk_wg[i / 2] * v[j];
+          g[j] += ms_qk15_wg[i / 2] * v[j];
       }
     }
   }
@@ -1248,9 +1247,9 @@ double ms_hold_time(const ms_failure_model *m, double x) {
     return hold_time_fixed(m, x, m->timeout);
   double mid = m->timeout + 0.5 * w, half = 0.5 * w, h = 0.0;
   for (int i = 0; i < 8; i++) {
-    h += gk_wk[i] * hold_time_fixed(m, x, mid + half * gk_x[i]);
+    h += ms_qk15_wk[i] * hold_time_fixed(m, x, mid + half * ms_qk15_x[i]);
     if (i < 7)
-      h += gk_wk[i] * hold_time_fixed(m, x, mid - half * gk_x[i]);
+      h += ms_qk15_wk[i] * hold_time_fixed(m, x, mid - half * ms_qk15_x[i]);
   }
   return 0.5 * h;
 }

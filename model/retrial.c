@@ -183,24 +183,6 @@ static void wait_tails(long c, long N, double mu, double T, bool response,
   }
 }
 
-/* The Kronrod 15-point rule on [-1, 1] and its embedded 7-point Gauss
- * rule (QUADPACK's QK15; Piessens et al., QUADPACK, Springer 1983), as
- * model/loop.c's spread layer uses them: nodes, Kronrod weights, and the
- * Gauss weights of the odd nodes. */
-static const double qk_x[8] = {
-    0.991455371120812639206854697526329, 0.949107912342758524526189684047851,
-    0.864864423359769072789712788640926, 0.741531185599394439863864773280788,
-    0.586087235467691130294144845693013, 0.405845151377397166906606412076961,
-    0.207784955007898467600689403773245, 0.0};
-static const double qk_wk[8] = {
-    0.022935322010529224963732008058970, 0.063092092629978553290700663189204,
-    0.104790010322250183839876322541518, 0.140653259715525918745189590510238,
-    0.169004726639267902826583426598550, 0.190350578064785409913256402421014,
-    0.204432940075298892414161999234649, 0.209482141084727828012999174891714};
-static const double qk_wg[4] = {
-    0.129484966168869693270611432679082, 0.279705391489276667901467771423780,
-    0.381830050505118944950369775488975, 0.417959183673469387755102040816327};
-
 /* Segments of the spread's average at most, and its tolerance: each
  * state's share within SPREAD_ABS (a probability; the chain needs no
  * more). */
@@ -218,12 +200,12 @@ static void spread_segment(long c, long N, double mu, bool response, double lo,
     out[n] = g[n] = 0.0;
   for (int i = 0; i < 8; i++) {
     for (int side = 0; side < (i < 7 ? 2 : 1); side++) {
-      double t = side ? mid - half * qk_x[i] : mid + half * qk_x[i];
+      double t = side ? mid - half * ms_qk15_x[i] : mid + half * ms_qk15_x[i];
       wait_tails(c, N, mu, fmin(hi, fmax(lo, t)), response, tmp);
       for (long n = 0; n < S; n++) {
-        out[n] += qk_wk[i] * tmp[n];
+        out[n] += ms_qk15_wk[i] * tmp[n];
         if (i % 2 == 1)
-          g[n] += qk_wg[i / 2] * tmp[n];
+          g[n] += ms_qk15_wg[i / 2] * tmp[n];
       }
     }
   }
