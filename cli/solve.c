@@ -145,6 +145,7 @@ typedef struct {
   bool loads_ok;            /* tipping and recovery are the chain's */
   double tipping, recovery; /* req/s */
   char why[256];            /* when !ok with a backoff: why there is none */
+  char loads_why[256];      /* when !loads_ok with a backoff: the same */
 } retrial_answer;
 
 /* load: the offered load, req/s, or NaN for the landscape alone. */
@@ -163,17 +164,17 @@ static void retrial_solve(const ms_cli_model *m, double load,
   if (unlike) {
     snprintf(out->why, sizeof out->why, "the retrial queue does not model %s",
              unlike);
+    snprintf(out->loads_why, sizeof out->loads_why, "%s", out->why);
     return;
   }
   ms_error err;
   if (ms_retrial_loads(fm->servers, fm->service_rate, fm->queue_limit,
                        fm->timeout, fm->timeout_spread, fm->timeout_covers,
                        s->policy.retries, &m->spec->backoff, &out->tipping,
-                       &out->recovery, &err) != MS_OK) {
-    snprintf(out->why, sizeof out->why, "the %s", err.msg);
-    return;
-  }
-  out->loads_ok = true;
+                       &out->recovery, &err) != MS_OK)
+    snprintf(out->loads_why, sizeof out->loads_why, "the %s", err.msg);
+  else
+    out->loads_ok = true;
   if (isnan(load))
     return;
   if (!(load > 0.0)) {
@@ -198,8 +199,11 @@ static void retrial_solve(const ms_cli_model *m, double load,
  * climb to capacity there without a fold. */
 static void write_retrial_loads_text(const char *label,
                                      const retrial_answer *rq) {
-  if (!rq->loads_ok)
+  if (!rq->loads_ok) {
+    if (rq->has_backoff && rq->loads_why[0])
+      printf("%snone: %s\n", label, rq->loads_why);
     return;
+  }
   if (rq->tipping - rq->recovery <= 2 * MS_RETRIAL_LOAD_REL * rq->tipping)
     printf("%sno band: the attempts reach the servers' capacity at %.6g "
            "req/s with the clients' backoff (the retrial queue, "
@@ -484,8 +488,6 @@ static void write_landscape_text(const ms_cli_model *m, const ms_landscape *ls,
   retrial_answer rq;
   retrial_solve(m, NAN, &rq);
   write_retrial_loads_text("retrial loads    ", &rq);
-  if (!rq.loads_ok && rq.has_backoff)
-    printf("retrial loads    none: %s\n", rq.why);
 }
 
 static void write_landscape_json(const ms_cli_model *m, const ms_landscape *ls,

@@ -346,16 +346,22 @@ static int chain_solve_no_orbit(chain *ch, double *tot) {
 
 /* Solve the chain, doubling the orbit's levels (from *M) until the last
  * holds less than 1e-14 of the mass; *tot the unnormalized mass. */
-static int solve_grown(chain *ch, long *M, long max_states, bool grow, double x,
-                       double *tot, ms_error *err) {
+static int solve_grown(chain *ch, long *M, long max_states, double *work,
+                       bool grow, double x, double *tot, ms_error *err) {
   long S = ch->N + 1;
   for (;;) {
     if (*M * S > max_states)
       return ms_fail(err, MS_ELIMIT,
-                     "retrial queue: the orbit of rejected requests needs over "
-                     "%ld states at %g req/s: a backoff that long meets a "
-                     "moved-on queue, as M/M/c/K has it",
+                     "retrial queue: over %ld states of rejected requests "
+                     "in backoff at %g req/s (a long backoff, or a load far "
+                     "past capacity): the M/M/c/K answer stands",
                      max_states, x);
+    *work -= (double)((*M + 1) * S);
+    if (*work < 0.0)
+      return ms_fail(err, MS_ELIMIT,
+                     "retrial queue: more than %g state updates (c + K = "
+                     "%ld, %ld orbit levels at %g req/s): too long to wait for",
+                     MS_RETRIAL_MAX_WORK, S - 1, *M + 1, x);
     double *nr = realloc(ch->r, (size_t)((*M + 1) * S) * sizeof *nr);
     if (nr == NULL)
       return ms_fail(err, MS_ENOMEM, "retrial queue: out of memory");
@@ -417,6 +423,7 @@ typedef struct {
   chain ch;
   long M;          /* orbit levels, grown as needed */
   long max_states; /* (c + K + 1) x levels at most */
+  double budget;   /* state updates left, of MS_RETRIAL_MAX_WORK */
 } retrial;
 
 static void retrial_free(retrial *q) {
@@ -449,6 +456,7 @@ static int retrial_init(retrial *q, long c, double mu, long K, double T,
   q->r = r;
   q->M = 16;
   q->max_states = MS_RETRIAL_MAX_STATES;
+  q->budget = MS_RETRIAL_MAX_WORK;
   q->d = malloc((size_t)(r + 1) * sizeof *q->d);
   q->fp = malloc((size_t)(r + 1) * sizeof *q->fp);
   q->fo = malloc((size_t)(r + 1) * sizeof *q->fo);
@@ -507,7 +515,7 @@ static int retrial_fixed_point(retrial *q, double x, double lt0, double tol,
   for (it = 1; it <= 2000; it++) {
     ch->lam = x + lt;
     double tot = 0.0;
-    st = solve_grown(ch, &q->M, q->max_states, r > 0, x, &tot, err);
+    st = solve_grown(ch, &q->M, q->max_states, &q->budget, r > 0, x, &tot, err);
     if (st != MS_OK)
       return st;
     z = chain_shares(ch, q->Q, tot);

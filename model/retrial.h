@@ -23,6 +23,11 @@ extern "C" {
  * MS_RETRIAL_MAX_STATES): a few seconds in all.  A mean backoff of 30 s
  * on 8 servers and 64 places holds more. */
 #define MS_RETRIAL_LOADS_MAX_STATES (1L << 18)
+/* State updates one call may make in all, its fixed points' chain solves
+ * summed: 4 to 8 s on this project's 2-core test machine (2026-12-07),
+ * by its load.  5 retries on 2 servers with 4000 places took over 20 s
+ * before it, and are refused in 6 s. */
+#define MS_RETRIAL_MAX_WORK 4e8
 
 typedef struct {
   double attempts;     /* attempts per request, >= 1 */
@@ -73,7 +78,8 @@ typedef struct {
  * Cost: O((c + K) levels) per fixed-point step, a few ms for c + K = 30;
  * a spread adds 15 to 64 x 15 evaluations of the tails, once.
  * Errors: MS_EINVAL outside the domain; MS_ELIMIT when the orbit needs
- * more than MS_RETRIAL_MAX_STATES states, or the full queue is too rare
+ * more than MS_RETRIAL_MAX_STATES states, the solves more than
+ * MS_RETRIAL_MAX_WORK state updates in all, or the full queue is too rare
  * to represent (then rejections do not matter: use ms_mmck_*);
  * MS_ENOCONV when the fixed point does not settle in 2000 steps;
  * MS_ENOMEM.
