@@ -416,8 +416,6 @@ static shares chain_shares(const chain *ch, const double *Q, double tot) {
 /* What one service's chain keeps between fixed points: the per-state
  * tails, the backoff's mean delays and the chain's buffers. */
 typedef struct {
-  long c, K, N;
-  double mu;
   int r;
   double *d, *fp, *fo, *Q, *work;
   chain ch;
@@ -449,10 +447,6 @@ static int retrial_init(retrial *q, long c, double mu, long K, double T,
     return st;
   long N = c + K, S = N + 1;
   int r = retries;
-  q->c = c;
-  q->K = K;
-  q->N = N;
-  q->mu = mu;
   q->r = r;
   q->M = 16;
   q->max_states = MS_RETRIAL_MAX_STATES;
@@ -592,7 +586,7 @@ static int collapsed_at(retrial *q, double x, bool storm_start, bool *yes,
                                true, &res, err);
   if (st != MS_OK)
     return st;
-  *yes = x * res.attempts >= (double)q->c * q->mu;
+  *yes = x * res.attempts >= (double)q->ch.c * q->ch.mu;
   return MS_OK;
 }
 
@@ -631,12 +625,11 @@ int ms_retrial_loads(long c, double mu, long K, double T, double w,
     return st;
   /* a long backoff's orbit takes thousands of levels, each solved some
    * 30 x 40 times: bound them; a long queue's 512 levels stay */
-  long by_levels = 512 * (c + K + 1);
-  q.max_states =
-      by_levels > MS_RETRIAL_LOADS_MAX_STATES
-          ? (by_levels < MS_RETRIAL_MAX_STATES ? by_levels
-                                               : MS_RETRIAL_MAX_STATES)
-          : MS_RETRIAL_LOADS_MAX_STATES;
+  q.max_states = 512 * (c + K + 1);
+  if (q.max_states < MS_RETRIAL_LOADS_MAX_STATES)
+    q.max_states = MS_RETRIAL_LOADS_MAX_STATES;
+  if (q.max_states > MS_RETRIAL_MAX_STATES)
+    q.max_states = MS_RETRIAL_MAX_STATES;
   /* Below c mu / (r + 1) no request can bring c mu attempts; at c mu the
    * fresh attempts alone do: both searches lie between. */
   double cap = (double)c * mu, lo = cap / (retries + 1.0);
