@@ -212,7 +212,8 @@ static void write_retrial_loads_text(const char *label,
   else
     printf("%stipping %.6g req/s, recovery %.6g req/s with the clients' "
            "backoff: the retrial queue, whose retries soon after a "
-           "rejection find the queue still full (doc/design.md 1.9)\n",
+           "rejection find the queue still full (doc/design.md 1.9); "
+           "advice: the state and the plugin keep the M/M/c/K loads\n",
            label, rq->tipping, rq->recovery);
 }
 
