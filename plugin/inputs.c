@@ -39,6 +39,10 @@ typedef struct {
   uint64_t last;  /* raw counter at the last read */
   bool has_last;
   bool had_rate; /* read with a rate at least once */
+  /* the cache still holds the sample that went down: the same raw value
+   * and the same wrap-around rate until the next sample comes */
+  bool in_reset;
+  double reset_rate;
 } counter_slot;
 
 /* Open addressing, linear probing, at most half full. */
@@ -321,9 +325,12 @@ static int is_counter_type(const char *name) {
   return ds_type_of(name) == DS_TYPE_COUNTER;
 }
 
-/* A COUNTER that went down since the last read: a reset.  Remembers its raw
- * value either way. */
-static bool counter_went_down(counter_memory *mem, const char *name) {
+/* A COUNTER that went down since the last read: a reset; or whose cache
+ * still holds that sample (the same raw value read with the same rate: a
+ * read cycle can come before the next sample, and the wrap-around rate
+ * would page a storm).  Remembers its raw value either way. */
+static bool counter_went_down(counter_memory *mem, const char *name,
+                              double rate) {
   counter_slot *c = counter_lookup(mem, name);
   if (c == NULL)
     return false;
@@ -338,6 +345,13 @@ static bool counter_went_down(counter_memory *mem, const char *name) {
   if (uc_get_value_by_name(name, &raw, &m) == 0 && m == 1) {
     uint64_t now = raw[0].counter;
     down = c->has_last && now < c->last;
+    if (down) {
+      c->in_reset = true;
+      c->reset_rate = rate;
+    } else if (c->in_reset && now == c->last && rate == c->reset_rate)
+      down = true;
+    else
+      c->in_reset = false;
     c->last = now;
     c->has_last = true;
   }
@@ -453,7 +467,7 @@ input_result inputs_read_one(inputs_t *in, const char *name, double *value,
     v = rates[0];
   }
   sfree(rates);
-  if (r == INPUT_OK && counter_went_down(&in->counters, name)) {
+  if (r == INPUT_OK && counter_went_down(&in->counters, name, v)) {
     snprintf(why, len,
              "'%s' went down (a COUNTER reset, read as a "
              "wrap-around by collectd): no rate this interval",
